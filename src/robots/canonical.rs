@@ -1,0 +1,173 @@
+//! Canonical form of paths and patterns for enforcement, so that spellings of a path that reach the
+//! same resource on a typical origin (`/%70rivate`, `/a/../private`, `//private`) match the same
+//! rules.
+//!
+//! Google's matcher compares bytes literally; a crawler never needed more. A proxy enforcing
+//! robots.txt against clients that may try to slip past it does: it applies this form to the
+//! request path and, at compile time, to every pattern.
+
+use std::borrow::Cow;
+
+use super::pattern::{is_hex_pair, push_percent_escape};
+
+/// Canonicalises a path (with params and query) or a rule pattern:
+/// - bytes outside ASCII are percent-encoded (patterns already are; raw UTF-8 paths then meet them);
+/// - `%xx` escapes of unreserved characters (`A-Z a-z 0-9 - . _ ~`) are decoded, other escapes get
+///   upper-case hex;
+/// - in the part before `?`, repeated slashes are merged and `.`/`..` segments removed (RFC 3986).
+///
+/// Returns the input unchanged (borrowed) when nothing needs rewriting, which is the common case.
+pub fn canonicalize(input: &[u8]) -> Cow<'_, [u8]> {
+    if !needs_work(input) {
+        return Cow::Borrowed(input);
+    }
+    let escaped = normalise_escapes(input);
+    let split = memchr::memchr(b'?', escaped.as_bytes()).unwrap_or(escaped.len());
+    let (path, query) = escaped.split_at(split);
+    let mut out = remove_dot_segments(path);
+    out.extend_from_slice(query.as_bytes());
+    Cow::Owned(out)
+}
+
+fn needs_work(input: &[u8]) -> bool {
+    let path_end = memchr::memchr(b'?', input).unwrap_or(input.len());
+    let path = &input[..path_end];
+    !input.is_ascii()
+        || memchr::memchr(b'%', input).is_some()
+        || memchr::memmem::find(path, b"//").is_some()
+        || memchr::memmem::find(path, b"/.").is_some()
+        || path.starts_with(b".")
+}
+
+fn is_unreserved(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~')
+}
+
+fn hex_value(digit: u8) -> u8 {
+    match digit {
+        b'0'..=b'9' => digit - b'0',
+        b'a'..=b'f' => digit - b'a' + 10,
+        b'A'..=b'F' => digit - b'A' + 10,
+        _ => 0,
+    }
+}
+
+/// Decodes escaped unreserved characters, upper-cases the remaining escapes and escapes non-ASCII
+/// bytes. The result is ASCII.
+fn normalise_escapes(input: &[u8]) -> String {
+    let mut out = String::with_capacity(input.len() + 8);
+    let mut index = 0;
+    while index < input.len() {
+        let byte = input[index];
+        if byte == b'%' && is_hex_pair(input, index + 1) {
+            let decoded = hex_value(input[index + 1]) << 4 | hex_value(input[index + 2]);
+            if is_unreserved(decoded) {
+                out.push(char::from(decoded));
+            } else {
+                push_percent_escape(&mut out, decoded);
+            }
+            index += 3;
+        } else if byte >= 0x80 {
+            push_percent_escape(&mut out, byte);
+            index += 1;
+        } else {
+            out.push(char::from(byte));
+            index += 1;
+        }
+    }
+    out
+}
+
+/// Merges repeated slashes and removes `.` and `..` segments; `..` never climbs above the root.
+fn remove_dot_segments(path: &str) -> Vec<u8> {
+    let absolute = path.starts_with('/');
+    let body = if absolute { &path[1..] } else { path };
+    let mut kept: Vec<&str> = Vec::new();
+    let mut trailing_slash = false;
+    let mut segments = body.split('/').peekable();
+    while let Some(segment) = segments.next() {
+        let last = segments.peek().is_none();
+        match segment {
+            "" | "." => trailing_slash = last,
+            ".." => {
+                kept.pop();
+                trailing_slash = last;
+            }
+            _ => {
+                kept.push(segment);
+                trailing_slash = false;
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(path.len());
+    if absolute {
+        out.push(b'/');
+    }
+    for (index, segment) in kept.iter().enumerate() {
+        if index > 0 {
+            out.push(b'/');
+        }
+        out.extend_from_slice(segment.as_bytes());
+    }
+    if trailing_slash && !kept.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canon(input: &str) -> String {
+        String::from_utf8_lossy(&canonicalize(input.as_bytes())).into_owned()
+    }
+
+    #[test]
+    fn evasions_reach_the_canonical_path() {
+        for evasion in [
+            "/private",
+            "/%70rivate",
+            "/%70%72%69%76%61%74%65",
+            "//private",
+            "/public/../private",
+            "/./private",
+            "/public/%2e%2e/private",
+            "/a/b/../../private",
+            "/../private",
+            "///private",
+        ] {
+            assert_eq!(canon(evasion), "/private", "{evasion}");
+        }
+    }
+
+    #[test]
+    fn reserved_escapes_stay_encoded_but_upper_case() {
+        assert_eq!(canon("/a%2fb"), "/a%2Fb");
+        assert_eq!(canon("/a%3f?x=%2a"), "/a%3F?x=%2A");
+        assert_eq!(canon("/caf%c3%a9"), "/caf%C3%A9");
+        assert_eq!(canon("/café"), "/caf%C3%A9");
+    }
+
+    #[test]
+    fn query_keeps_its_slashes_and_dots() {
+        assert_eq!(canon("/a//b?next=//x/../y"), "/a/b?next=//x/../y");
+    }
+
+    #[test]
+    fn trailing_slashes_and_dot_segments() {
+        assert_eq!(canon("/"), "/");
+        assert_eq!(canon("/a/"), "/a/");
+        assert_eq!(canon("/a/."), "/a/");
+        assert_eq!(canon("/a/b/.."), "/a/");
+        assert_eq!(canon("/a/.."), "/");
+        assert_eq!(canon("/a//"), "/a/");
+        assert_eq!(canon("/*.php$"), "/*.php$");
+    }
+
+    #[test]
+    fn plain_paths_are_borrowed() {
+        assert!(matches!(canonicalize(b"/plain/path?q=1"), Cow::Borrowed(_)));
+        assert!(matches!(canonicalize(b"/a?next=//x"), Cow::Borrowed(_)));
+    }
+}

@@ -1,0 +1,508 @@
+//! The compiled form of a robots.txt: each distinct set of groups an agent can select becomes one
+//! prefix index over its rules, so answering "may this agent fetch this path?" costs a binary search
+//! plus the few rules whose literal prefix the path starts with.
+
+use std::collections::HashMap;
+
+use super::canonical::canonicalize;
+use super::parse::{Directive, Group, RobotsTxt};
+use super::pattern::{matches_after_prefix, PatternShape};
+use super::url::path_params_query;
+
+/// How paths and patterns are compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MatchMode {
+    /// Byte for byte as Google's library: what a crawler's own matcher does.
+    #[default]
+    Exact,
+    /// Path and patterns are canonicalised first (see [`super::canonical`]), so evasive spellings
+    /// of a disallowed path are still disallowed. What the proxy enforces.
+    Canonical,
+}
+
+/// Whether a crawler without a group of its own falls back to the `*` group. Google's AdsBot family
+/// does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GlobalFallback {
+    #[default]
+    Use,
+    Ignore,
+}
+
+/// Which group decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupMatch<'a> {
+    /// The groups naming this product token (the first of the caller's tokens that has any),
+    /// lower-cased as the index stores it.
+    Agent(&'a str),
+    /// The `*` groups.
+    Global,
+    /// No group applies: everything is allowed.
+    None,
+}
+
+/// The rule behind a verdict, as Google's library reports it (`matching_line`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecidingRule<'a> {
+    pub line: u32,
+    pub directive: Directive,
+    /// The pattern as written in the file after Google's escaping (for an `index.html` rule
+    /// applied to its directory, the `index.html` pattern itself).
+    pub pattern: &'a str,
+}
+
+/// The answer to "may this agent fetch this path?".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict<'a> {
+    pub allowed: bool,
+    pub group: GroupMatch<'a>,
+    /// The highest-priority matching rule; can be an empty `Disallow:` on an allowed verdict, as in
+    /// Google's library. `None` when no rule matched.
+    pub rule: Option<DecidingRule<'a>>,
+}
+
+impl Verdict<'_> {
+    pub fn line(&self) -> Option<u32> {
+        self.rule.map(|rule| rule.line)
+    }
+}
+
+const NO_NODE: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy)]
+struct CompiledRule {
+    /// The bytes matched against paths, in the arena.
+    match_start: u32,
+    match_len: u32,
+    /// The pattern shown to people, in the arena (often the same range).
+    display_start: u32,
+    display_len: u32,
+    shape: PatternShape,
+    priority: u32,
+    line: u32,
+    directive: Directive,
+}
+
+/// One prefix in the index: the rules whose literal prefix is exactly these bytes.
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    prefix_start: u32,
+    prefix_len: u32,
+    /// The longest other prefix in the index that is a prefix of this one.
+    parent: u32,
+    /// The highest priority of any rule here or in an ancestor: lets a lookup stop early.
+    max_priority_to_root: u32,
+    rules_start: u32,
+    rules_end: u32,
+}
+
+/// The rules of one set of groups, indexed by literal prefix.
+#[derive(Debug, Clone, Default)]
+struct RuleIndex {
+    /// Sorted by prefix bytes.
+    nodes: Vec<Node>,
+    /// Rule ids, contiguous per node, each node's run sorted by priority (highest first), then line.
+    rule_ids: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Best {
+    priority: i64,
+    line: u32,
+    rule: u32,
+}
+
+impl Best {
+    const NONE: Best = Best {
+        priority: -1,
+        line: 0,
+        rule: u32::MAX,
+    };
+}
+
+/// A robots.txt compiled for fast verdicts. Immutable; share it behind an `Arc`.
+#[derive(Debug, Clone, Default)]
+pub struct Robots {
+    mode: MatchMode,
+    arena: String,
+    rules: Vec<CompiledRule>,
+    indexes: Vec<RuleIndex>,
+    /// Lower-cased agent names with the index their groups compile to, sorted by name.
+    agents: Vec<(Box<str>, u32)>,
+    global: Option<u32>,
+    rule_count: usize,
+}
+
+impl Robots {
+    /// Parses (first 500 KiB) and compiles for exact, Google-identical matching.
+    pub fn parse(body: &[u8]) -> Robots {
+        Robots::compile(&RobotsTxt::parse(body), MatchMode::Exact)
+    }
+
+    /// Compiles a parsed robots.txt.
+    pub fn compile(parsed: &RobotsTxt, mode: MatchMode) -> Robots {
+        let mut robots = Robots {
+            mode,
+            rule_count: parsed.rule_count(),
+            ..Robots::default()
+        };
+        let group_rules: Vec<Vec<u32>> = parsed
+            .groups
+            .iter()
+            .map(|group| robots.add_group_rules(group))
+            .collect();
+
+        // Agents selecting the same set of groups share one index, so a group naming many agents
+        // is indexed once.
+        let mut sets: HashMap<Vec<u32>, u32> = HashMap::new();
+        let mut groups_by_agent: HashMap<String, Vec<u32>> = HashMap::new();
+        let mut global_groups = Vec::new();
+        for (group_id, group) in parsed.groups.iter().enumerate() {
+            let group_id = group_id as u32;
+            for agent in &group.agents {
+                let groups = if agent.global {
+                    &mut global_groups
+                } else {
+                    groups_by_agent
+                        .entry(agent.name.to_ascii_lowercase())
+                        .or_default()
+                };
+                if groups.last() != Some(&group_id) {
+                    groups.push(group_id);
+                }
+            }
+        }
+        let mut index_of = |robots: &mut Robots, groups: Vec<u32>| -> u32 {
+            if let Some(&existing) = sets.get(&groups) {
+                return existing;
+            }
+            let ids: Vec<u32> = groups
+                .iter()
+                .flat_map(|&group| group_rules[group as usize].iter().copied())
+                .collect();
+            let index = robots.build_index(ids);
+            robots.indexes.push(index);
+            let id = (robots.indexes.len() - 1) as u32;
+            sets.insert(groups, id);
+            id
+        };
+        if !global_groups.is_empty() {
+            robots.global = Some(index_of(&mut robots, global_groups));
+        }
+        let mut agents: Vec<(String, Vec<u32>)> = groups_by_agent.into_iter().collect();
+        agents.sort();
+        for (name, groups) in agents {
+            let id = index_of(&mut robots, groups);
+            robots.agents.push((name.into_boxed_str(), id));
+        }
+        robots.arena.shrink_to_fit();
+        robots.rules.shrink_to_fit();
+        robots
+    }
+
+    pub fn mode(&self) -> MatchMode {
+        self.mode
+    }
+
+    /// Rules in the file's groups (not counting derived `index.html` rules).
+    pub fn rule_count(&self) -> usize {
+        self.rule_count
+    }
+
+    /// Agent names with a group of their own, lower-cased and sorted.
+    pub fn agent_names(&self) -> impl Iterator<Item = &str> {
+        self.agents.iter().map(|(name, _)| &**name)
+    }
+
+    pub fn has_group_for(&self, token: &str) -> bool {
+        self.find_agent(token).is_some()
+    }
+
+    pub fn has_global_group(&self) -> bool {
+        self.global.is_some()
+    }
+
+    /// Heap bytes held by the compiled form (the measure behind the "≤ 3× the file" budget).
+    pub fn heap_size(&self) -> usize {
+        use std::mem::size_of;
+        self.arena.capacity()
+            + self.rules.capacity() * size_of::<CompiledRule>()
+            + self.indexes.capacity() * size_of::<RuleIndex>()
+            + self
+                .indexes
+                .iter()
+                .map(|i| {
+                    i.nodes.capacity() * size_of::<Node>() + i.rule_ids.capacity() * size_of::<u32>()
+                })
+                .sum::<usize>()
+            + self.agents.capacity() * size_of::<(Box<str>, u32)>()
+            + self.agents.iter().map(|(name, _)| name.len()).sum::<usize>()
+    }
+
+    /// Google's `AllowedByRobots` for one agent and a URL (absolute or a path): the path, params
+    /// and query are extracted, then matched.
+    pub fn check_url(&self, agent: &str, url: &[u8]) -> Verdict<'_> {
+        self.verdict(&[agent], &path_params_query(url))
+    }
+
+    /// The verdict for a crawler with ordered product tokens (most specific first): the first token
+    /// that has a group of its own selects it; with none, the `*` group applies. `path` is the
+    /// path with params and query (see [`path_params_query`]).
+    pub fn verdict(&self, tokens: &[&str], path: &[u8]) -> Verdict<'_> {
+        self.verdict_with(tokens, path, GlobalFallback::Use)
+    }
+
+    pub fn verdict_with(
+        &self,
+        tokens: &[&str],
+        path: &[u8],
+        fallback: GlobalFallback,
+    ) -> Verdict<'_> {
+        let selected = tokens.iter().find_map(|&token| {
+            self.find_agent(token)
+                .map(|(name, index)| (GroupMatch::Agent(name), index))
+        });
+        let (group, index) = match (selected, self.global, fallback) {
+            (Some(found), _, _) => found,
+            (None, Some(global), GlobalFallback::Use) => (GroupMatch::Global, global),
+            _ => {
+                return Verdict {
+                    allowed: true,
+                    group: GroupMatch::None,
+                    rule: None,
+                }
+            }
+        };
+        let path = match self.mode {
+            MatchMode::Exact => std::borrow::Cow::Borrowed(path),
+            MatchMode::Canonical => canonicalize(path),
+        };
+        let (allow, disallow) = self.best_matches(&self.indexes[index as usize], &path);
+        // Google's rule: only a non-empty pattern decides; Allow wins ties.
+        let disallowed = (allow.priority > 0 || disallow.priority > 0)
+            && disallow.priority > allow.priority;
+        let deciding = if disallow.priority > allow.priority {
+            disallow
+        } else {
+            allow
+        };
+        Verdict {
+            allowed: !disallowed,
+            group,
+            rule: (deciding.rule != u32::MAX).then(|| self.deciding_rule(deciding.rule)),
+        }
+    }
+
+    fn deciding_rule(&self, id: u32) -> DecidingRule<'_> {
+        let rule = &self.rules[id as usize];
+        let start = rule.display_start as usize;
+        DecidingRule {
+            line: rule.line,
+            directive: rule.directive,
+            pattern: &self.arena[start..start + rule.display_len as usize],
+        }
+    }
+
+    fn find_agent(&self, token: &str) -> Option<(&str, u32)> {
+        let token = token.as_bytes();
+        self.agents
+            .binary_search_by(|(name, _)| {
+                let name = name.as_bytes().iter().copied();
+                name.cmp(token.iter().map(u8::to_ascii_lowercase))
+            })
+            .ok()
+            .map(|found| (&*self.agents[found].0, self.agents[found].1))
+    }
+
+    fn bytes(&self, start: u32, len: u32) -> &[u8] {
+        &self.arena.as_bytes()[start as usize..(start + len) as usize]
+    }
+
+    /// Compiles a group's rules into the rule table and returns their ids (with derived ones).
+    fn add_group_rules(&mut self, group: &Group) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(group.rules.len());
+        for rule in &group.rules {
+            let display_start = self.arena.len() as u32;
+            self.arena.push_str(&rule.pattern);
+            let display_len = rule.pattern.len() as u32;
+            let main = self.push_match_form(rule.pattern.as_bytes(), display_start, display_len);
+            ids.push(self.add_rule(main, display_start, display_len, rule));
+            // Google: `Allow: /dir/index.htm[l]` also allows `/dir/` exactly.
+            if rule.directive == Directive::Allow {
+                if let Some(directory) = index_html_directory(&rule.pattern) {
+                    let derived = format!("{directory}$");
+                    let form = self.push_match_form(derived.as_bytes(), u32::MAX, 0);
+                    ids.push(self.add_rule(form, display_start, display_len, rule));
+                }
+            }
+        }
+        ids
+    }
+
+    /// Stores the bytes a pattern is matched as (canonicalised in canonical mode) and returns their
+    /// range, reusing the display range when it is identical.
+    fn push_match_form(&mut self, pattern: &[u8], display_start: u32, display_len: u32) -> (u32, u32) {
+        let form = match self.mode {
+            MatchMode::Exact => std::borrow::Cow::Borrowed(pattern),
+            MatchMode::Canonical => canonicalize(pattern),
+        };
+        if display_start != u32::MAX && *form == *self.bytes(display_start, display_len) {
+            return (display_start, display_len);
+        }
+        let start = self.arena.len() as u32;
+        // Patterns are ASCII after escaping and canonicalisation keeps them ASCII.
+        self.arena.push_str(&String::from_utf8_lossy(&form));
+        (start, self.arena.len() as u32 - start)
+    }
+
+    fn add_rule(
+        &mut self,
+        (match_start, match_len): (u32, u32),
+        display_start: u32,
+        display_len: u32,
+        rule: &super::parse::Rule,
+    ) -> u32 {
+        let shape = PatternShape::of(self.bytes(match_start, match_len));
+        self.rules.push(CompiledRule {
+            match_start,
+            match_len,
+            display_start,
+            display_len,
+            shape,
+            priority: match_len,
+            line: rule.line,
+            directive: rule.directive,
+        });
+        (self.rules.len() - 1) as u32
+    }
+
+    fn prefix_of(&self, rule: &CompiledRule) -> &[u8] {
+        self.bytes(rule.match_start, rule.shape.literal_prefix as u32)
+    }
+
+    fn build_index(&self, mut ids: Vec<u32>) -> RuleIndex {
+        ids.sort_by(|&a, &b| {
+            let (ra, rb) = (&self.rules[a as usize], &self.rules[b as usize]);
+            self.prefix_of(ra)
+                .cmp(self.prefix_of(rb))
+                .then(rb.priority.cmp(&ra.priority))
+                .then(ra.line.cmp(&rb.line))
+        });
+        ids.dedup();
+        let mut index = RuleIndex {
+            nodes: Vec::new(),
+            rule_ids: ids,
+        };
+        // Ancestors of the current prefix, innermost last; sorted order keeps this a chain.
+        let mut ancestors: Vec<u32> = Vec::new();
+        let mut start = 0;
+        while start < index.rule_ids.len() {
+            let first = &self.rules[index.rule_ids[start] as usize];
+            let prefix = self.prefix_of(first);
+            let mut end = start + 1;
+            let mut max_priority = first.priority;
+            while end < index.rule_ids.len()
+                && self.prefix_of(&self.rules[index.rule_ids[end] as usize]) == prefix
+            {
+                max_priority = max_priority.max(self.rules[index.rule_ids[end] as usize].priority);
+                end += 1;
+            }
+            while let Some(&top) = ancestors.last() {
+                let node = &index.nodes[top as usize];
+                if prefix.starts_with(self.bytes(node.prefix_start, node.prefix_len)) {
+                    break;
+                }
+                ancestors.pop();
+            }
+            let parent = ancestors.last().copied().unwrap_or(NO_NODE);
+            let inherited = if parent == NO_NODE {
+                0
+            } else {
+                index.nodes[parent as usize].max_priority_to_root
+            };
+            index.nodes.push(Node {
+                prefix_start: first.match_start,
+                prefix_len: prefix.len() as u32,
+                parent,
+                max_priority_to_root: max_priority.max(inherited),
+                rules_start: start as u32,
+                rules_end: end as u32,
+            });
+            ancestors.push((index.nodes.len() - 1) as u32);
+            start = end;
+        }
+        index.nodes.shrink_to_fit();
+        index.rule_ids.shrink_to_fit();
+        index
+    }
+
+    /// The highest-priority matching Allow and Disallow (earliest line on ties).
+    fn best_matches(&self, index: &RuleIndex, path: &[u8]) -> (Best, Best) {
+        let mut allow = Best::NONE;
+        let mut disallow = Best::NONE;
+        // Every prefix of `path` in the index sorts at or before the greatest entry ≤ path, and is
+        // a prefix of that entry: walking its parent chain visits exactly the candidates.
+        let after = index
+            .nodes
+            .partition_point(|node| self.bytes(node.prefix_start, node.prefix_len) <= path);
+        let Some(greatest) = after.checked_sub(1) else {
+            return (allow, disallow);
+        };
+        let greatest_prefix = {
+            let node = &index.nodes[greatest];
+            self.bytes(node.prefix_start, node.prefix_len)
+        };
+        let common = greatest_prefix
+            .iter()
+            .zip(path)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let mut current = greatest as u32;
+        while current != NO_NODE {
+            let node = &index.nodes[current as usize];
+            let bound = i64::from(node.max_priority_to_root);
+            if bound < allow.priority && bound < disallow.priority {
+                break;
+            }
+            if node.prefix_len as usize <= common {
+                self.match_node(index, node, path, &mut allow, &mut disallow);
+            }
+            current = node.parent;
+        }
+        (allow, disallow)
+    }
+
+    fn match_node(&self, index: &RuleIndex, node: &Node, path: &[u8], allow: &mut Best, disallow: &mut Best) {
+        for &id in &index.rule_ids[node.rules_start as usize..node.rules_end as usize] {
+            let rule = &self.rules[id as usize];
+            let priority = i64::from(rule.priority);
+            if priority < allow.priority && priority < disallow.priority {
+                break;
+            }
+            let best = match rule.directive {
+                Directive::Allow => &mut *allow,
+                Directive::Disallow => &mut *disallow,
+            };
+            if priority < best.priority || (priority == best.priority && rule.line >= best.line) {
+                continue;
+            }
+            let matched = rule.shape.is_plain_prefix()
+                || matches_after_prefix(self.bytes(rule.match_start, rule.match_len), rule.shape, path);
+            if matched {
+                *best = Best {
+                    priority,
+                    line: rule.line,
+                    rule: id,
+                };
+            }
+        }
+    }
+}
+
+/// For `…/index.htm…` (after the last `/`), the directory prefix `…/` that Google also allows.
+fn index_html_directory(pattern: &str) -> Option<&str> {
+    let slash = pattern.rfind('/')?;
+    pattern[slash..]
+        .starts_with("/index.htm")
+        .then(|| &pattern[..=slash])
+}
