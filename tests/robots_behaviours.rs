@@ -145,17 +145,37 @@ fn b13_user_agent_value_is_case_insensitive() {
 #[test]
 fn b14_user_agent_value_is_truncated_to_its_leading_token() {
     assert!(!allowed("user-agent: Foo Bar\ndisallow: /\n", "Foo", "/x"));
-    assert!(allowed("user-agent: Foo Bar\ndisallow: /\n", "Foo Bar", "/x"));
-    assert!(!allowed("user-agent: FooBot/2.1\ndisallow: /\n", "FooBot", "/x"));
+    assert!(allowed(
+        "user-agent: Foo Bar\ndisallow: /\n",
+        "Foo Bar",
+        "/x"
+    ));
+    assert!(!allowed(
+        "user-agent: FooBot/2.1\ndisallow: /\n",
+        "FooBot",
+        "/x"
+    ));
     assert!(!allowed("user-agent: Foo9Bot\ndisallow: /\n", "Foo", "/x"));
-    assert!(allowed("user-agent: Foo9Bot\ndisallow: /\n", "Foo9Bot", "/x"));
-    assert!(!allowed("user-agent: foo_bar-baz.com\ndisallow: /\n", "foo_bar-baz", "/x"));
+    assert!(allowed(
+        "user-agent: Foo9Bot\ndisallow: /\n",
+        "Foo9Bot",
+        "/x"
+    ));
+    assert!(!allowed(
+        "user-agent: foo_bar-baz.com\ndisallow: /\n",
+        "foo_bar-baz",
+        "/x"
+    ));
 }
 
 #[test]
 fn b15_agent_names_must_be_equal_not_prefixes() {
     assert!(allowed("user-agent: Foo\ndisallow: /\n", "FooBot", "/x"));
-    assert!(allowed("user-agent: FooBotX\ndisallow: /\n", "FooBot", "/x"));
+    assert!(allowed(
+        "user-agent: FooBotX\ndisallow: /\n",
+        "FooBot",
+        "/x"
+    ));
     let robots = "user-agent: Googlebot\ndisallow: /\n";
     assert!(allowed(robots, "Googlebot-Image", "/x"));
     assert!(!allowed(robots, "googlebot", "/x"));
@@ -166,7 +186,11 @@ fn b16_the_callers_token_is_compared_verbatim() {
     let robots = "user-agent: FooBot\ndisallow: /\n";
     assert!(allowed(robots, "FooBot/1.0", "/x"));
     assert!(allowed(robots, "FooBot 1.0", "/x"));
-    assert!(allowed("user-agent: Foo Bar\ndisallow: /\n", "Foo Bar", "/x"));
+    assert!(allowed(
+        "user-agent: Foo Bar\ndisallow: /\n",
+        "Foo Bar",
+        "/x"
+    ));
     assert!(allowed(robots, " FooBot", "/x"));
 }
 
@@ -244,10 +268,26 @@ fn b23_patterns_match_as_anchored_prefixes() {
 
 #[test]
 fn b24_patterns_without_leading_slash_never_match_unless_starred() {
-    assert!(allowed("user-agent: FooBot\ndisallow: private\n", FOO, "/private"));
-    assert!(allowed("user-agent: FooBot\ndisallow: x/private\n", FOO, "/x/private"));
-    assert!(!allowed("user-agent: FooBot\ndisallow: *private\n", FOO, "/private"));
-    assert!(!allowed("user-agent: FooBot\ndisallow: *private\n", FOO, "/x/private"));
+    assert!(allowed(
+        "user-agent: FooBot\ndisallow: private\n",
+        FOO,
+        "/private"
+    ));
+    assert!(allowed(
+        "user-agent: FooBot\ndisallow: x/private\n",
+        FOO,
+        "/x/private"
+    ));
+    assert!(!allowed(
+        "user-agent: FooBot\ndisallow: *private\n",
+        FOO,
+        "/private"
+    ));
+    assert!(!allowed(
+        "user-agent: FooBot\ndisallow: *private\n",
+        FOO,
+        "/x/private"
+    ));
 }
 
 #[test]
@@ -360,8 +400,16 @@ fn b34_the_query_is_part_of_the_path() {
     assert!(!allowed(robots, FOO, "/x?a=1&b=2&c=3"));
     assert!(allowed(robots, FOO, "/x?b=2&a=1"));
     assert!(!allowed(robots, FOO, "/go?redirect=http://evil"));
-    assert!(!allowed("user-agent: FooBot\ndisallow: /?\n", FOO, "http://h/?q"));
-    assert!(!allowed("user-agent: FooBot\ndisallow: /x;\n", FOO, "/x;jsessionid=1"));
+    assert!(!allowed(
+        "user-agent: FooBot\ndisallow: /?\n",
+        FOO,
+        "http://h/?q"
+    ));
+    assert!(!allowed(
+        "user-agent: FooBot\ndisallow: /x;\n",
+        FOO,
+        "/x;jsessionid=1"
+    ));
 }
 
 #[test]
@@ -398,7 +446,11 @@ fn b37_dollar_anchors_at_the_end_of_path_and_query() {
     assert!(allowed(robots, FOO, "/filename.php/"));
     assert!(allowed(robots, FOO, "/filename.php5"));
     assert!(allowed(robots, FOO, "/windows.PHP"));
-    assert!(!allowed("user-agent: FooBot\ndisallow: /$\n", FOO, "http://h"));
+    assert!(!allowed(
+        "user-agent: FooBot\ndisallow: /$\n",
+        FOO,
+        "http://h"
+    ));
     assert!(allowed("user-agent: FooBot\ndisallow: /$\n", FOO, "/x"));
 }
 
@@ -463,7 +515,11 @@ fn b42_long_lines_are_cut_at_16663_bytes() {
     let max = 2083 * 8 - 1;
     let prefix = "user-agent: FooBot\ndisallow: /";
     let kept = max - "disallow: /".len();
-    let long = format!("{prefix}{}{}\ndisallow: /next\n", "a".repeat(kept), "b".repeat(100));
+    let long = format!(
+        "{prefix}{}{}\ndisallow: /next\n",
+        "a".repeat(kept),
+        "b".repeat(100)
+    );
     let kept_path = format!("/{}", "a".repeat(kept));
     assert!(!allowed(&long, FOO, &kept_path));
     assert!(!allowed(&long, FOO, &format!("{kept_path}c")));
@@ -484,7 +540,10 @@ fn b43_lf_crlf_and_cr_all_end_lines() {
         assert!(!allowed(robots, FOO, "/x"));
         assert_eq!(verdict(robots, FOO, "/x/y"), (true, Some(3)));
     }
-    assert_eq!(verdict("user-agent: FooBot\n\r\ndisallow: /x", FOO, "/x").1, Some(3));
+    assert_eq!(
+        verdict("user-agent: FooBot\n\r\ndisallow: /x", FOO, "/x").1,
+        Some(3)
+    );
 }
 
 #[test]
@@ -503,7 +562,8 @@ fn b44_bom_is_skipped_only_at_the_start() {
 
 #[test]
 fn b45_sitemaps_anywhere_never_change_a_verdict() {
-    let robots = "sitemap: https://x/s.xml\nuser-agent: FooBot\nsitemap: /s2\ndisallow: /x\nsitemap: /s3\n";
+    let robots =
+        "sitemap: https://x/s.xml\nuser-agent: FooBot\nsitemap: /s2\ndisallow: /x\nsitemap: /s3\n";
     assert!(!allowed(robots, FOO, "/x"));
     assert!(allowed(robots, FOO, "/s2"));
     let parsed = RobotsTxt::parse(robots.as_bytes());
@@ -525,7 +585,11 @@ fn b46_common_misspellings_are_accepted() {
 
 #[test]
 fn b47_other_misspellings_are_rejected() {
-    assert!(!allowed("user-agent: FooBot\ndisallow: /\nalow: /x\n", FOO, "/x"));
+    assert!(!allowed(
+        "user-agent: FooBot\ndisallow: /\nalow: /x\n",
+        FOO,
+        "/x"
+    ));
     assert!(allowed("user_agent: FooBot\ndisallow: /x\n", FOO, "/x"));
     assert!(allowed("user-agent: FooBot\ndisalllow: /x\n", FOO, "/x"));
     assert!(allowed("user-agent: FooBot\ndis-allow: /x\n", FOO, "/x"));
@@ -535,8 +599,16 @@ fn b47_other_misspellings_are_rejected() {
 #[test]
 fn b48_a_key_counts_if_it_starts_with_the_directive() {
     assert!(!allowed("user-agents: FooBot\ndisallowed: /x\n", FOO, "/x"));
-    assert!(allowed("user-agent: FooBot\ndisallow: /\nallowance: /x\n", FOO, "/x"));
-    assert!(!allowed("user-agent: FooBot\ndisallow-this: /x\n", FOO, "/x"));
+    assert!(allowed(
+        "user-agent: FooBot\ndisallow: /\nallowance: /x\n",
+        FOO,
+        "/x"
+    ));
+    assert!(!allowed(
+        "user-agent: FooBot\ndisallow-this: /x\n",
+        FOO,
+        "/x"
+    ));
     // A colon-less line whose value holds a colon: the key is everything before that colon.
     let robots = "user-agent: FooBot\ndisallow /foo:/bar\n";
     assert!(!allowed(robots, FOO, "/bar"));
@@ -568,8 +640,16 @@ fn b50_only_path_params_and_query_are_matched() {
     }
     assert!(allowed(robots, FOO, "http://foo.bar/#x"));
     assert!(allowed(robots, FOO, "http://x.bar"));
-    assert!(!allowed("user-agent: FooBot\ndisallow: /$\n", FOO, "http://foo.bar"));
-    assert!(allowed("user-agent: FooBot\ndisallow: /x#\n", FOO, "http://foo.bar/y#x"));
+    assert!(!allowed(
+        "user-agent: FooBot\ndisallow: /$\n",
+        FOO,
+        "http://foo.bar"
+    ));
+    assert!(allowed(
+        "user-agent: FooBot\ndisallow: /x#\n",
+        FOO,
+        "http://foo.bar/y#x"
+    ));
 }
 
 #[test]
@@ -591,12 +671,26 @@ fn specification_path_matching_table() {
         ("/*", &["/", "/fish", "/fish.html"], &[]),
         (
             "/fish",
-            &["/fish", "/fish.html", "/fish/salmon.html", "/fishheads", "/fishheads/yummy.html", "/fish.php?id=anything"],
+            &[
+                "/fish",
+                "/fish.html",
+                "/fish/salmon.html",
+                "/fishheads",
+                "/fishheads/yummy.html",
+                "/fish.php?id=anything",
+            ],
             &["/Fish.asp", "/catfish", "/?id=fish", "/desert/fish"],
         ),
         (
             "/fish*",
-            &["/fish", "/fish.html", "/fish/salmon.html", "/fishheads", "/fishheads/yummy.html", "/fish.php?id=anything"],
+            &[
+                "/fish",
+                "/fish.html",
+                "/fish/salmon.html",
+                "/fishheads",
+                "/fishheads/yummy.html",
+                "/fish.php?id=anything",
+            ],
             &["/Fish.asp", "/catfish", "/?id=fish", "/desert/fish"],
         ),
         (
@@ -606,13 +700,25 @@ fn specification_path_matching_table() {
         ),
         (
             "/*.php",
-            &["/index.php", "/filename.php", "/folder/filename.php", "/folder/filename.php?parameters", "/folder/any.php.file.html", "/filename.php/"],
+            &[
+                "/index.php",
+                "/filename.php",
+                "/folder/filename.php",
+                "/folder/filename.php?parameters",
+                "/folder/any.php.file.html",
+                "/filename.php/",
+            ],
             &["/", "/windows.PHP"],
         ),
         (
             "/*.php$",
             &["/filename.php", "/folder/filename.php"],
-            &["/filename.php?parameters", "/filename.php/", "/filename.php5", "/windows.PHP"],
+            &[
+                "/filename.php?parameters",
+                "/filename.php/",
+                "/filename.php5",
+                "/windows.PHP",
+            ],
         ),
         (
             "/fish*.php",
@@ -623,10 +729,16 @@ fn specification_path_matching_table() {
     for (pattern, matching, not_matching) in table {
         let robots = format!("user-agent: FooBot\ndisallow: {pattern}\n");
         for path in *matching {
-            assert!(!allowed(&robots, FOO, path), "{pattern} should match {path}");
+            assert!(
+                !allowed(&robots, FOO, path),
+                "{pattern} should match {path}"
+            );
         }
         for path in *not_matching {
-            assert!(allowed(&robots, FOO, path), "{pattern} should not match {path}");
+            assert!(
+                allowed(&robots, FOO, path),
+                "{pattern} should not match {path}"
+            );
         }
     }
 }
@@ -636,11 +748,27 @@ fn specification_path_matching_table() {
 fn specification_precedence_examples() {
     let cases = [
         ("allow: /p\ndisallow: /", "http://example.com/page", true),
-        ("allow: /folder\ndisallow: /folder", "http://example.com/folder/page", true),
-        ("allow: /page\ndisallow: /*.htm", "http://example.com/page.htm", false),
-        ("allow: /page\ndisallow: /*.ph", "http://example.com/page.php5", true),
+        (
+            "allow: /folder\ndisallow: /folder",
+            "http://example.com/folder/page",
+            true,
+        ),
+        (
+            "allow: /page\ndisallow: /*.htm",
+            "http://example.com/page.htm",
+            false,
+        ),
+        (
+            "allow: /page\ndisallow: /*.ph",
+            "http://example.com/page.php5",
+            true,
+        ),
         ("allow: /$\ndisallow: /", "http://example.com/", true),
-        ("allow: /$\ndisallow: /", "http://example.com/page.htm", false),
+        (
+            "allow: /$\ndisallow: /",
+            "http://example.com/page.htm",
+            false,
+        ),
     ];
     for (rules, url, expected) in cases {
         let robots = format!("user-agent: FooBot\n{rules}\n");
@@ -667,10 +795,16 @@ fn specification_group_selection_example() {
     let image = compiled.verdict(&["googlebot-image", "googlebot"], b"/g");
     assert!(!image.allowed);
     assert_eq!(image.group, GroupMatch::Agent("googlebot"));
-    assert!(compiled.verdict(&["googlebot-image", "googlebot"], b"/all").allowed);
+    assert!(
+        compiled
+            .verdict(&["googlebot-image", "googlebot"], b"/all")
+            .allowed
+    );
     let other = compiled.verdict(&["otherbot"], b"/all");
     assert_eq!((other.allowed, other.group), (false, GroupMatch::Global));
-    let with_own = Robots::parse(b"user-agent: googlebot-image\ndisallow: /i\nuser-agent: googlebot\ndisallow: /g\n");
+    let with_own = Robots::parse(
+        b"user-agent: googlebot-image\ndisallow: /i\nuser-agent: googlebot\ndisallow: /g\n",
+    );
     let verdict = with_own.verdict(&["googlebot-image", "googlebot"], b"/g");
     assert!(verdict.allowed);
     assert_eq!(verdict.group, GroupMatch::Agent("googlebot-image"));
@@ -687,11 +821,19 @@ fn global_fallback_can_be_ignored() {
 
 #[test]
 fn deciding_rule_names_line_directive_and_pattern() {
-    let robots = Robots::parse(b"user-agent: *\ndisallow: /private\nallow: /private/ok\nallow: /d/index.html\n");
+    let robots = Robots::parse(
+        b"user-agent: *\ndisallow: /private\nallow: /private/ok\nallow: /d/index.html\n",
+    );
     let verdict = robots.verdict(&["x"], b"/private/x");
     let rule = verdict.rule.expect("a rule decided");
-    assert_eq!((rule.line, rule.directive.as_str(), rule.pattern), (2, "Disallow", "/private"));
-    let rule = robots.verdict(&["x"], b"/private/ok").rule.expect("a rule decided");
+    assert_eq!(
+        (rule.line, rule.directive.as_str(), rule.pattern),
+        (2, "Disallow", "/private")
+    );
+    let rule = robots
+        .verdict(&["x"], b"/private/ok")
+        .rule
+        .expect("a rule decided");
     assert_eq!((rule.line, rule.directive.as_str()), (3, "Allow"));
     let rule = robots.verdict(&["x"], b"/d/").rule.expect("a rule decided");
     assert_eq!((rule.line, rule.pattern), (4, "/d/index.html"));
@@ -699,7 +841,9 @@ fn deciding_rule_names_line_directive_and_pattern() {
 
 #[test]
 fn canonical_mode_defeats_evasion_on_both_sides() {
-    let parsed = RobotsTxt::parse(b"user-agent: *\ndisallow: /private\ndisallow: /%7Euser/\nallow: /private/ok\n");
+    let parsed = RobotsTxt::parse(
+        b"user-agent: *\ndisallow: /private\ndisallow: /%7Euser/\nallow: /private/ok\n",
+    );
     let robots = Robots::compile(&parsed, MatchMode::Canonical);
     for evasion in [
         "/private",
@@ -711,7 +855,10 @@ fn canonical_mode_defeats_evasion_on_both_sides() {
         "/~user/x",
         "/%7euser/x",
     ] {
-        assert!(!robots.verdict(&["x"], evasion.as_bytes()).allowed, "{evasion}");
+        assert!(
+            !robots.verdict(&["x"], evasion.as_bytes()).allowed,
+            "{evasion}"
+        );
     }
     assert!(robots.verdict(&["x"], b"/private/ok").allowed);
     assert!(robots.verdict(&["x"], b"/Private").allowed);

@@ -31,7 +31,21 @@ fn pattern() -> impl Strategy<Value = String> {
 fn path() -> impl Strategy<Value = String> {
     prop::collection::vec(
         prop::sample::select(vec![
-            "/", "a", "b", "ab", ".", "?", "=", "$", "%2f", "%2F", "%61", "%C3%A9", "é", "index.html", "*",
+            "/",
+            "a",
+            "b",
+            "ab",
+            ".",
+            "?",
+            "=",
+            "$",
+            "%2f",
+            "%2F",
+            "%61",
+            "%C3%A9",
+            "é",
+            "index.html",
+            "*",
         ]),
         0..8,
     )
@@ -40,7 +54,17 @@ fn path() -> impl Strategy<Value = String> {
 
 fn agent_value() -> impl Strategy<Value = String> {
     prop::sample::select(vec![
-        "FooBot", "foobot", "BarBot", "*", "* extra", "*foo", "FooBot/1.0", "Foo Bot", "", "9x", "foo_bot-x",
+        "FooBot",
+        "foobot",
+        "BarBot",
+        "*",
+        "* extra",
+        "*foo",
+        "FooBot/1.0",
+        "Foo Bot",
+        "",
+        "9x",
+        "foo_bot-x",
     ])
     .prop_map(String::from)
 }
@@ -71,7 +95,11 @@ fn robots_body() -> impl Strategy<Value = Vec<u8>> {
         any::<bool>(),
     )
         .prop_map(|(lines, ending, bom)| {
-            let mut body = if bom { vec![0xEF, 0xBB, 0xBF] } else { Vec::new() };
+            let mut body = if bom {
+                vec![0xEF, 0xBB, 0xBF]
+            } else {
+                Vec::new()
+            };
             body.extend_from_slice(lines.join(ending).as_bytes());
             body
         })

@@ -69,31 +69,58 @@ impl Verdict<'_> {
 
 const NO_NODE: u32 = u32::MAX;
 
+const FLAG_ANCHORED: u8 = 1;
+const FLAG_WILDCARD: u8 = 2;
+const FLAG_ALLOW: u8 = 4;
+
+/// A rule in compact form: the compiled size stays within a small multiple of the file. Pattern
+/// lengths fit in `u16`: a line keeps at most 16,663 bytes, and escaping at most triples them.
 #[derive(Debug, Clone, Copy)]
 struct CompiledRule {
-    /// The bytes matched against paths, in the arena.
+    /// The bytes matched against paths, in the arena; their length is the rule's priority.
     match_start: u32,
-    match_len: u32,
     /// The pattern shown to people, in the arena (often the same range).
     display_start: u32,
-    display_len: u32,
-    shape: PatternShape,
-    priority: u32,
     line: u32,
-    directive: Directive,
+    match_len: u16,
+    display_len: u16,
+    literal_prefix: u16,
+    flags: u8,
 }
 
-/// One prefix in the index: the rules whose literal prefix is exactly these bytes.
+impl CompiledRule {
+    fn shape(&self) -> PatternShape {
+        PatternShape {
+            literal_prefix: usize::from(self.literal_prefix),
+            anchored: self.flags & FLAG_ANCHORED != 0,
+            has_wildcard: self.flags & FLAG_WILDCARD != 0,
+        }
+    }
+
+    fn directive(&self) -> Directive {
+        if self.flags & FLAG_ALLOW != 0 {
+            Directive::Allow
+        } else {
+            Directive::Disallow
+        }
+    }
+
+    fn priority(&self) -> u16 {
+        self.match_len
+    }
+}
+
+/// One prefix in the index: the rules whose literal prefix is exactly these bytes. Its rules run
+/// from `rules_start` to the next node's `rules_start`.
 #[derive(Debug, Clone, Copy)]
 struct Node {
     prefix_start: u32,
-    prefix_len: u32,
+    rules_start: u32,
     /// The longest other prefix in the index that is a prefix of this one.
     parent: u32,
+    prefix_len: u16,
     /// The highest priority of any rule here or in an ancestor: lets a lookup stop early.
-    max_priority_to_root: u32,
-    rules_start: u32,
-    rules_end: u32,
+    max_priority_to_root: u16,
 }
 
 /// The rules of one set of groups, indexed by literal prefix.
@@ -105,9 +132,20 @@ struct RuleIndex {
     rule_ids: Vec<u32>,
 }
 
+impl RuleIndex {
+    fn rules_of(&self, node: usize) -> &[u32] {
+        let start = self.nodes[node].rules_start as usize;
+        let end = self
+            .nodes
+            .get(node + 1)
+            .map_or(self.rule_ids.len(), |next| next.rules_start as usize);
+        &self.rule_ids[start..end]
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Best {
-    priority: i64,
+    priority: i32,
     line: u32,
     rule: u32,
 }
@@ -146,15 +184,15 @@ impl Robots {
             rule_count: parsed.rule_count(),
             ..Robots::default()
         };
-        let group_rules: Vec<Vec<u32>> = parsed
-            .groups
-            .iter()
-            .map(|group| robots.add_group_rules(group))
-            .collect();
+        // The group each compiled rule (derived ones included) came from.
+        let mut rule_group: Vec<u32> = Vec::with_capacity(parsed.rule_count());
+        for (group_id, group) in parsed.groups.iter().enumerate() {
+            let added = robots.add_group_rules(group);
+            rule_group.extend(std::iter::repeat_n(group_id as u32, added));
+        }
 
         // Agents selecting the same set of groups share one index, so a group naming many agents
         // is indexed once.
-        let mut sets: HashMap<Vec<u32>, u32> = HashMap::new();
         let mut groups_by_agent: HashMap<String, Vec<u32>> = HashMap::new();
         let mut global_groups = Vec::new();
         for (group_id, group) in parsed.groups.iter().enumerate() {
@@ -172,29 +210,54 @@ impl Robots {
                 }
             }
         }
-        let mut index_of = |robots: &mut Robots, groups: Vec<u32>| -> u32 {
-            if let Some(&existing) = sets.get(&groups) {
-                return existing;
-            }
-            let ids: Vec<u32> = groups
-                .iter()
-                .flat_map(|&group| group_rules[group as usize].iter().copied())
-                .collect();
-            let index = robots.build_index(ids);
-            robots.indexes.push(index);
-            let id = (robots.indexes.len() - 1) as u32;
-            sets.insert(groups, id);
-            id
-        };
-        if !global_groups.is_empty() {
-            robots.global = Some(index_of(&mut robots, global_groups));
-        }
         let mut agents: Vec<(String, Vec<u32>)> = groups_by_agent.into_iter().collect();
         agents.sort();
-        for (name, groups) in agents {
-            let id = index_of(&mut robots, groups);
-            robots.agents.push((name.into_boxed_str(), id));
+        let mut index_of_set: HashMap<Vec<u32>, u32> = HashMap::new();
+        let mut sets: Vec<Vec<u32>> = Vec::new();
+        let mut intern = |groups: &Vec<u32>, sets: &mut Vec<Vec<u32>>| -> u32 {
+            *index_of_set.entry(groups.clone()).or_insert_with(|| {
+                sets.push(groups.clone());
+                (sets.len() - 1) as u32
+            })
+        };
+        robots.global = (!global_groups.is_empty()).then(|| intern(&global_groups, &mut sets));
+        let agent_indexes: Vec<u32> = agents
+            .iter()
+            .map(|(_, groups)| intern(groups, &mut sets))
+            .collect();
+
+        // Sort every rule once by (prefix, priority desc, line); each index then takes its rules
+        // in that order, so no index sorts on its own.
+        let mut order: Vec<u32> = (0..robots.rules.len() as u32).collect();
+        order.sort_by(|&a, &b| {
+            let (ra, rb) = (&robots.rules[a as usize], &robots.rules[b as usize]);
+            robots
+                .prefix_of(ra)
+                .cmp(robots.prefix_of(rb))
+                .then(rb.priority().cmp(&ra.priority()))
+                .then(ra.line.cmp(&rb.line))
+        });
+        let mut indexes_of_group: Vec<Vec<u32>> = vec![Vec::new(); parsed.groups.len()];
+        for (index, groups) in sets.iter().enumerate() {
+            for &group in groups.iter() {
+                indexes_of_group[group as usize].push(index as u32);
+            }
         }
+        let mut members: Vec<Vec<u32>> = vec![Vec::new(); sets.len()];
+        for &rule in &order {
+            for &index in &indexes_of_group[rule_group[rule as usize] as usize] {
+                members[index as usize].push(rule);
+            }
+        }
+        robots.indexes = members
+            .into_iter()
+            .map(|ids| robots.build_index(ids))
+            .collect();
+        robots.agents = agents
+            .into_iter()
+            .zip(agent_indexes)
+            .map(|((name, _), index)| (name.into_boxed_str(), index))
+            .collect();
         robots.arena.shrink_to_fit();
         robots.rules.shrink_to_fit();
         robots
@@ -232,11 +295,16 @@ impl Robots {
                 .indexes
                 .iter()
                 .map(|i| {
-                    i.nodes.capacity() * size_of::<Node>() + i.rule_ids.capacity() * size_of::<u32>()
+                    i.nodes.capacity() * size_of::<Node>()
+                        + i.rule_ids.capacity() * size_of::<u32>()
                 })
                 .sum::<usize>()
             + self.agents.capacity() * size_of::<(Box<str>, u32)>()
-            + self.agents.iter().map(|(name, _)| name.len()).sum::<usize>()
+            + self
+                .agents
+                .iter()
+                .map(|(name, _)| name.len())
+                .sum::<usize>()
     }
 
     /// Google's `AllowedByRobots` for one agent and a URL (absolute or a path): the path, params
@@ -279,8 +347,8 @@ impl Robots {
         };
         let (allow, disallow) = self.best_matches(&self.indexes[index as usize], &path);
         // Google's rule: only a non-empty pattern decides; Allow wins ties.
-        let disallowed = (allow.priority > 0 || disallow.priority > 0)
-            && disallow.priority > allow.priority;
+        let disallowed =
+            (allow.priority > 0 || disallow.priority > 0) && disallow.priority > allow.priority;
         let deciding = if disallow.priority > allow.priority {
             disallow
         } else {
@@ -298,8 +366,8 @@ impl Robots {
         let start = rule.display_start as usize;
         DecidingRule {
             line: rule.line,
-            directive: rule.directive,
-            pattern: &self.arena[start..start + rule.display_len as usize],
+            directive: rule.directive(),
+            pattern: &self.arena[start..start + usize::from(rule.display_len)],
         }
     }
 
@@ -314,126 +382,133 @@ impl Robots {
             .map(|found| (&*self.agents[found].0, self.agents[found].1))
     }
 
-    fn bytes(&self, start: u32, len: u32) -> &[u8] {
-        &self.arena.as_bytes()[start as usize..(start + len) as usize]
-    }
-
-    /// Compiles a group's rules into the rule table and returns their ids (with derived ones).
-    fn add_group_rules(&mut self, group: &Group) -> Vec<u32> {
-        let mut ids = Vec::with_capacity(group.rules.len());
+    /// Compiles a group's rules (and derived ones) into the rule table; returns how many it added.
+    fn add_group_rules(&mut self, group: &Group) -> usize {
+        let before = self.rules.len();
         for rule in &group.rules {
             let display_start = self.arena.len() as u32;
-            self.arena.push_str(&rule.pattern);
-            let display_len = rule.pattern.len() as u32;
-            let main = self.push_match_form(rule.pattern.as_bytes(), display_start, display_len);
-            ids.push(self.add_rule(main, display_start, display_len, rule));
+            let display = clamp_pattern(&rule.pattern);
+            self.arena.push_str(display);
+            let display_len = display.len() as u16;
+            let main = self.push_match_form(display.as_bytes(), Some((display_start, display_len)));
+            self.add_rule(main, display_start, display_len, rule);
             // Google: `Allow: /dir/index.htm[l]` also allows `/dir/` exactly.
             if rule.directive == Directive::Allow {
-                if let Some(directory) = index_html_directory(&rule.pattern) {
+                if let Some(directory) = index_html_directory(display) {
                     let derived = format!("{directory}$");
-                    let form = self.push_match_form(derived.as_bytes(), u32::MAX, 0);
-                    ids.push(self.add_rule(form, display_start, display_len, rule));
+                    let form = self.push_match_form(derived.as_bytes(), None);
+                    self.add_rule(form, display_start, display_len, rule);
                 }
             }
         }
-        ids
+        self.rules.len() - before
     }
 
     /// Stores the bytes a pattern is matched as (canonicalised in canonical mode) and returns their
     /// range, reusing the display range when it is identical.
-    fn push_match_form(&mut self, pattern: &[u8], display_start: u32, display_len: u32) -> (u32, u32) {
+    fn push_match_form(&mut self, pattern: &[u8], display: Option<(u32, u16)>) -> (u32, u16) {
         let form = match self.mode {
             MatchMode::Exact => std::borrow::Cow::Borrowed(pattern),
             MatchMode::Canonical => canonicalize(pattern),
         };
-        if display_start != u32::MAX && *form == *self.bytes(display_start, display_len) {
-            return (display_start, display_len);
+        if let Some((start, len)) = display {
+            if *form == *self.bytes(start, len) {
+                return (start, len);
+            }
         }
         let start = self.arena.len() as u32;
-        // Patterns are ASCII after escaping and canonicalisation keeps them ASCII.
-        self.arena.push_str(&String::from_utf8_lossy(&form));
-        (start, self.arena.len() as u32 - start)
+        // Patterns are ASCII after escaping, and canonicalisation keeps them ASCII and no longer.
+        let text = String::from_utf8_lossy(&form);
+        let text = clamp_pattern(&text);
+        self.arena.push_str(text);
+        (start, text.len() as u16)
     }
 
     fn add_rule(
         &mut self,
-        (match_start, match_len): (u32, u32),
+        (match_start, match_len): (u32, u16),
         display_start: u32,
-        display_len: u32,
+        display_len: u16,
         rule: &super::parse::Rule,
-    ) -> u32 {
+    ) {
         let shape = PatternShape::of(self.bytes(match_start, match_len));
+        let mut flags = 0;
+        if shape.anchored {
+            flags |= FLAG_ANCHORED;
+        }
+        if shape.has_wildcard {
+            flags |= FLAG_WILDCARD;
+        }
+        if rule.directive == Directive::Allow {
+            flags |= FLAG_ALLOW;
+        }
         self.rules.push(CompiledRule {
             match_start,
-            match_len,
             display_start,
-            display_len,
-            shape,
-            priority: match_len,
             line: rule.line,
-            directive: rule.directive,
+            match_len,
+            display_len,
+            literal_prefix: shape.literal_prefix as u16,
+            flags,
         });
-        (self.rules.len() - 1) as u32
+    }
+
+    fn bytes(&self, start: u32, len: u16) -> &[u8] {
+        &self.arena.as_bytes()[start as usize..start as usize + usize::from(len)]
     }
 
     fn prefix_of(&self, rule: &CompiledRule) -> &[u8] {
-        self.bytes(rule.match_start, rule.shape.literal_prefix as u32)
+        self.bytes(rule.match_start, rule.literal_prefix)
     }
 
-    fn build_index(&self, mut ids: Vec<u32>) -> RuleIndex {
-        ids.sort_by(|&a, &b| {
-            let (ra, rb) = (&self.rules[a as usize], &self.rules[b as usize]);
-            self.prefix_of(ra)
-                .cmp(self.prefix_of(rb))
-                .then(rb.priority.cmp(&ra.priority))
-                .then(ra.line.cmp(&rb.line))
-        });
-        ids.dedup();
-        let mut index = RuleIndex {
-            nodes: Vec::new(),
-            rule_ids: ids,
-        };
+    fn node_prefix(&self, node: &Node) -> &[u8] {
+        self.bytes(node.prefix_start, node.prefix_len)
+    }
+
+    /// Builds the prefix index over rule ids already in (prefix, priority desc, line) order.
+    fn build_index(&self, rule_ids: Vec<u32>) -> RuleIndex {
+        let mut nodes: Vec<Node> = Vec::new();
         // Ancestors of the current prefix, innermost last; sorted order keeps this a chain.
         let mut ancestors: Vec<u32> = Vec::new();
         let mut start = 0;
-        while start < index.rule_ids.len() {
-            let first = &self.rules[index.rule_ids[start] as usize];
+        while start < rule_ids.len() {
+            let first = &self.rules[rule_ids[start] as usize];
             let prefix = self.prefix_of(first);
             let mut end = start + 1;
-            let mut max_priority = first.priority;
-            while end < index.rule_ids.len()
-                && self.prefix_of(&self.rules[index.rule_ids[end] as usize]) == prefix
-            {
-                max_priority = max_priority.max(self.rules[index.rule_ids[end] as usize].priority);
+            let mut max_priority = first.priority();
+            while let Some(&next) = rule_ids.get(end) {
+                let next = &self.rules[next as usize];
+                if self.prefix_of(next) != prefix {
+                    break;
+                }
+                max_priority = max_priority.max(next.priority());
                 end += 1;
             }
             while let Some(&top) = ancestors.last() {
-                let node = &index.nodes[top as usize];
-                if prefix.starts_with(self.bytes(node.prefix_start, node.prefix_len)) {
+                if prefix.starts_with(self.node_prefix(&nodes[top as usize])) {
                     break;
                 }
                 ancestors.pop();
             }
             let parent = ancestors.last().copied().unwrap_or(NO_NODE);
-            let inherited = if parent == NO_NODE {
-                0
-            } else {
-                index.nodes[parent as usize].max_priority_to_root
+            let inherited = match parent {
+                NO_NODE => 0,
+                parent => nodes[parent as usize].max_priority_to_root,
             };
-            index.nodes.push(Node {
+            nodes.push(Node {
                 prefix_start: first.match_start,
-                prefix_len: prefix.len() as u32,
-                parent,
-                max_priority_to_root: max_priority.max(inherited),
                 rules_start: start as u32,
-                rules_end: end as u32,
+                parent,
+                prefix_len: first.literal_prefix,
+                max_priority_to_root: max_priority.max(inherited),
             });
-            ancestors.push((index.nodes.len() - 1) as u32);
+            ancestors.push((nodes.len() - 1) as u32);
             start = end;
         }
-        index.nodes.shrink_to_fit();
-        index.rule_ids.shrink_to_fit();
-        index
+        nodes.shrink_to_fit();
+        let mut rule_ids = rule_ids;
+        rule_ids.shrink_to_fit();
+        RuleIndex { nodes, rule_ids }
     }
 
     /// The highest-priority matching Allow and Disallow (earliest line on ties).
@@ -444,15 +519,12 @@ impl Robots {
         // a prefix of that entry: walking its parent chain visits exactly the candidates.
         let after = index
             .nodes
-            .partition_point(|node| self.bytes(node.prefix_start, node.prefix_len) <= path);
+            .partition_point(|node| self.node_prefix(node) <= path);
         let Some(greatest) = after.checked_sub(1) else {
             return (allow, disallow);
         };
-        let greatest_prefix = {
-            let node = &index.nodes[greatest];
-            self.bytes(node.prefix_start, node.prefix_len)
-        };
-        let common = greatest_prefix
+        let common = self
+            .node_prefix(&index.nodes[greatest])
             .iter()
             .zip(path)
             .take_while(|(a, b)| a == b)
@@ -460,34 +532,40 @@ impl Robots {
         let mut current = greatest as u32;
         while current != NO_NODE {
             let node = &index.nodes[current as usize];
-            let bound = i64::from(node.max_priority_to_root);
+            let bound = i32::from(node.max_priority_to_root);
             if bound < allow.priority && bound < disallow.priority {
                 break;
             }
-            if node.prefix_len as usize <= common {
-                self.match_node(index, node, path, &mut allow, &mut disallow);
+            if usize::from(node.prefix_len) <= common {
+                self.match_node(
+                    index.rules_of(current as usize),
+                    path,
+                    &mut allow,
+                    &mut disallow,
+                );
             }
             current = node.parent;
         }
         (allow, disallow)
     }
 
-    fn match_node(&self, index: &RuleIndex, node: &Node, path: &[u8], allow: &mut Best, disallow: &mut Best) {
-        for &id in &index.rule_ids[node.rules_start as usize..node.rules_end as usize] {
+    fn match_node(&self, rule_ids: &[u32], path: &[u8], allow: &mut Best, disallow: &mut Best) {
+        for &id in rule_ids {
             let rule = &self.rules[id as usize];
-            let priority = i64::from(rule.priority);
+            let priority = i32::from(rule.priority());
             if priority < allow.priority && priority < disallow.priority {
                 break;
             }
-            let best = match rule.directive {
+            let best = match rule.directive() {
                 Directive::Allow => &mut *allow,
                 Directive::Disallow => &mut *disallow,
             };
             if priority < best.priority || (priority == best.priority && rule.line >= best.line) {
                 continue;
             }
-            let matched = rule.shape.is_plain_prefix()
-                || matches_after_prefix(self.bytes(rule.match_start, rule.match_len), rule.shape, path);
+            let shape = rule.shape();
+            let matched = shape.is_plain_prefix()
+                || matches_after_prefix(self.bytes(rule.match_start, rule.match_len), shape, path);
             if matched {
                 *best = Best {
                     priority,
@@ -497,6 +575,11 @@ impl Robots {
             }
         }
     }
+}
+
+/// Patterns can't outgrow `u16` (see [`CompiledRule`]); this cut only guards the invariant.
+fn clamp_pattern(pattern: &str) -> &str {
+    &pattern[..pattern.len().min(usize::from(u16::MAX))]
 }
 
 /// For `…/index.htm…` (after the last `/`), the directory prefix `…/` that Google also allows.

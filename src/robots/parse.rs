@@ -99,7 +99,10 @@ pub enum DiagnosticKind {
     /// A key robots.txt does not define (it has no effect on matching).
     UnknownKey(String),
     /// An accepted misspelling, such as `dissallow`.
-    MisspelledKey { written: String, read_as: &'static str },
+    MisspelledKey {
+        written: String,
+        read_as: &'static str,
+    },
     /// `Allow`/`Disallow` before any `User-agent` line: it belongs to no group.
     RuleOutsideGroup,
     /// The line was longer than [`MAX_LINE_BYTES`] and was cut there.
@@ -259,7 +262,11 @@ fn for_each_line(body: &[u8], mut emit: impl FnMut(u32, &[u8], usize)) {
         if !crlf_continuation {
             line_number = line_number.saturating_add(1);
             let line = &body[line_start..end];
-            emit(line_number, &line[..line.len().min(MAX_LINE_BYTES)], line.len());
+            emit(
+                line_number,
+                &line[..line.len().min(MAX_LINE_BYTES)],
+                line.len(),
+            );
         }
         last_was_cr = byte == b'\r';
         position = end + 1;
@@ -430,7 +437,10 @@ impl Builder {
         let (kind, misspelling) = classify_key(key);
         if let Some(read_as) = misspelling {
             let written = String::from_utf8_lossy(key).into_owned();
-            self.diagnose(line_number, DiagnosticKind::MisspelledKey { written, read_as });
+            self.diagnose(
+                line_number,
+                DiagnosticKind::MisspelledKey { written, read_as },
+            );
         }
         match kind {
             Key::UserAgent => self.user_agent(line_number, value),
@@ -545,10 +555,9 @@ mod tests {
         let lines = lines_of(&body);
         assert_eq!(lines[0].1.len(), MAX_LINE_BYTES);
         let robots = RobotsTxt::parse(&[b"User-agent: *\n".as_slice(), &body].concat());
-        assert!(robots
-            .diagnostics
-            .iter()
-            .any(|d| matches!(d.kind, DiagnosticKind::LineTooLong { length } if length == body.len())));
+        assert!(robots.diagnostics.iter().any(
+            |d| matches!(d.kind, DiagnosticKind::LineTooLong { length } if length == body.len())
+        ));
         assert_eq!(robots.groups[0].rules[0].pattern.len(), MAX_LINE_BYTES - 10);
     }
 
@@ -558,15 +567,33 @@ mod tests {
             Split::KeyValue(k, v) => Some((k.to_vec(), v.to_vec())),
             _ => None,
         };
-        assert_eq!(kv(b"  Disallow :  /a b  "), Some((b"Disallow".to_vec(), b"/a b".to_vec())));
-        assert_eq!(kv(b"disallow /a"), Some((b"disallow".to_vec(), b"/a".to_vec())));
-        assert_eq!(kv(b"disallow \t /a"), Some((b"disallow".to_vec(), b"/a".to_vec())));
+        assert_eq!(
+            kv(b"  Disallow :  /a b  "),
+            Some((b"Disallow".to_vec(), b"/a b".to_vec()))
+        );
+        assert_eq!(
+            kv(b"disallow /a"),
+            Some((b"disallow".to_vec(), b"/a".to_vec()))
+        );
+        assert_eq!(
+            kv(b"disallow \t /a"),
+            Some((b"disallow".to_vec(), b"/a".to_vec()))
+        );
         assert_eq!(kv(b"disallow /a /b"), None);
         assert_eq!(kv(b"disallow"), None);
         assert_eq!(kv(b": /a"), None);
-        assert_eq!(kv(b"Disallow: /a # comment"), Some((b"Disallow".to_vec(), b"/a".to_vec())));
-        assert_eq!(kv(b"Disallow: /a\0/b"), Some((b"Disallow".to_vec(), b"/a".to_vec())));
-        assert_eq!(kv(b"Disallow: http://x/y"), Some((b"Disallow".to_vec(), b"http://x/y".to_vec())));
+        assert_eq!(
+            kv(b"Disallow: /a # comment"),
+            Some((b"Disallow".to_vec(), b"/a".to_vec()))
+        );
+        assert_eq!(
+            kv(b"Disallow: /a\0/b"),
+            Some((b"Disallow".to_vec(), b"/a".to_vec()))
+        );
+        assert_eq!(
+            kv(b"Disallow: http://x/y"),
+            Some((b"Disallow".to_vec(), b"http://x/y".to_vec()))
+        );
         assert_eq!(kv(b"# only a comment"), None);
     }
 
@@ -608,13 +635,29 @@ mod tests {
         assert_eq!(classify_key(b"Disallowed").0, Key::Disallow);
         assert_eq!(classify_key(b"ALLOWANCE").0, Key::Allow);
         assert_eq!(classify_key(b"user-agents").0, Key::UserAgent);
-        assert_eq!(classify_key(b"useragent"), (Key::UserAgent, Some("User-agent")));
-        assert_eq!(classify_key(b"user agent"), (Key::UserAgent, Some("User-agent")));
+        assert_eq!(
+            classify_key(b"useragent"),
+            (Key::UserAgent, Some("User-agent"))
+        );
+        assert_eq!(
+            classify_key(b"user agent"),
+            (Key::UserAgent, Some("User-agent"))
+        );
         for typo in ["dissallow", "dissalow", "disalow", "diasllow", "disallaw"] {
             assert_eq!(classify_key(typo.as_bytes()).0, Key::Disallow, "{typo}");
         }
-        for rejected in ["alow", "user_agent", "disalllow", "dis-allow", "crawl-delay"] {
-            assert_eq!(classify_key(rejected.as_bytes()).0, Key::Unknown, "{rejected}");
+        for rejected in [
+            "alow",
+            "user_agent",
+            "disalllow",
+            "dis-allow",
+            "crawl-delay",
+        ] {
+            assert_eq!(
+                classify_key(rejected.as_bytes()).0,
+                Key::Unknown,
+                "{rejected}"
+            );
         }
         assert_eq!(classify_key(b"site-map").0, Key::Sitemap);
     }

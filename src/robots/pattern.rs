@@ -99,7 +99,7 @@ pub fn matches_after_prefix(pattern: &[u8], shape: PatternShape, path: &[u8]) ->
         None => (&rest[..0], rest),
     };
     for segment in middle.split(|&b| b == b'*').filter(|s| !s.is_empty()) {
-        match memchr::memmem::find(&path[position..], segment) {
+        match find(&path[position..], segment) {
             Some(found) => position += found + segment.len(),
             None => return false,
         }
@@ -107,8 +107,33 @@ pub fn matches_after_prefix(pattern: &[u8], shape: PatternShape, path: &[u8]) ->
     if shape.anchored {
         path.len() >= position + last.len() && path.ends_with(last)
     } else {
-        last.is_empty() || memchr::memmem::find(&path[position..], last).is_some()
+        last.is_empty() || find(&path[position..], last).is_some()
     }
+}
+
+/// Leftmost occurrence of `needle` in `haystack`. Request paths are short, and building a
+/// substring searcher costs more than scanning a short path directly, so short haystacks are
+/// scanned with `memchr` on the first byte; long ones use a linear-time searcher, which keeps the
+/// worst case (a 16 KB path against thousands of segments) linear.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    const SHORT_HAYSTACK: usize = 128;
+    let (&first, rest) = needle.split_first()?;
+    if haystack.len() > SHORT_HAYSTACK {
+        return memchr::memmem::find(haystack, needle);
+    }
+    let mut from = 0;
+    while let Some(offset) = memchr::memchr(first, &haystack[from..]) {
+        let start = from + offset;
+        let candidate = &haystack[start + 1..];
+        if candidate.len() < rest.len() {
+            return None;
+        }
+        if candidate.starts_with(rest) {
+            return Some(start);
+        }
+        from = start + 1;
+    }
+    None
 }
 
 #[cfg(test)]

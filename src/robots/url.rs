@@ -19,8 +19,7 @@ pub fn path_params_query(url: &[u8]) -> Vec<u8> {
 
 fn extract(url: &[u8]) -> &[u8] {
     let search_start = if url.starts_with(b"//") { 2 } else { 0 };
-    let find_path_start =
-        |from: usize| find_first_of(url, from, b"/?;").unwrap_or(usize::MAX);
+    let find_path_start = |from: usize| find_first_of(url, from, b"/?;").unwrap_or(usize::MAX);
     let early_path = find_path_start(search_start);
     let mut protocol_end = memchr::memmem::find(&url[search_start..], b"://")
         .map_or(usize::MAX, |offset| search_start + offset);
@@ -69,8 +68,14 @@ mod tests {
             ("http://www.example.com/", "/"),
             ("http://www.example.com/a", "/a"),
             ("http://www.example.com/a/", "/a/"),
-            ("http://www.example.com/a/b?c=http://d.e/", "/a/b?c=http://d.e/"),
-            ("http://www.example.com/a/b?c=d&e=f#fragment", "/a/b?c=d&e=f"),
+            (
+                "http://www.example.com/a/b?c=http://d.e/",
+                "/a/b?c=http://d.e/",
+            ),
+            (
+                "http://www.example.com/a/b?c=d&e=f#fragment",
+                "/a/b?c=d&e=f",
+            ),
             ("example.com", "/"),
             ("example.com/", "/"),
             ("example.com/a", "/a"),

@@ -241,7 +241,9 @@ fn emit_line(line_num: u32, raw: &[u8], matcher: &mut Matcher) {
                 return;
             };
             let mut value_start = space;
-            while value_start < line.len() && (line[value_start] == b' ' || line[value_start] == b'\t') {
+            while value_start < line.len()
+                && (line[value_start] == b' ' || line[value_start] == b'\t')
+            {
                 value_start += 1;
             }
             if line[value_start..].iter().any(|&b| b == b' ' || b == b'\t') {
@@ -255,7 +257,9 @@ fn emit_line(line_num: u32, raw: &[u8], matcher: &mut Matcher) {
         return;
     }
     let value = strip(&line[sep + 1..]);
-    let starts = |name: &str| key.len() >= name.len() && key[..name.len()].eq_ignore_ascii_case(name.as_bytes());
+    let starts = |name: &str| {
+        key.len() >= name.len() && key[..name.len()].eq_ignore_ascii_case(name.as_bytes())
+    };
     if starts("user-agent") || starts("useragent") || starts("user agent") {
         matcher.user_agent(value);
     } else if starts("allow") {
@@ -302,7 +306,11 @@ fn path_params_query(url: &[u8]) -> Vec<u8> {
     let find_str = |from: usize, needle: &[u8]| -> Option<usize> {
         (from..url.len()).find(|&i| url[i..].starts_with(needle))
     };
-    let search_start = if url.len() >= 2 && url[0] == b'/' && url[1] == b'/' { 2 } else { 0 };
+    let search_start = if url.len() >= 2 && url[0] == b'/' && url[1] == b'/' {
+        2
+    } else {
+        0
+    };
     let early_path = find_first_of(search_start, b"/?;");
     let mut protocol_end = find_str(search_start, b"://");
     if let (Some(early), Some(protocol)) = (early_path, protocol_end) {

@@ -1,0 +1,191 @@
+//! The admin listener: `/healthz`, `/readyz`, `/metrics`, `/explain` and `/robots`. Separate from
+//! the proxy listeners and meant to stay private.
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use async_trait::async_trait;
+use http::Response;
+use pingora::apps::http_app::ServeHttp;
+use pingora::protocols::http::ServerSession;
+use serde::Serialize;
+
+use crate::enforce::{decide, Decision};
+use crate::metrics::METRICS;
+use crate::state::Snapshot;
+
+pub struct AdminApp {
+    pub snapshot: Arc<ArcSwap<Snapshot>>,
+}
+
+fn reply(status: u16, content_type: &str, body: Vec<u8>) -> Response<Vec<u8>> {
+    let builder = Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .header("cache-control", "no-store")
+        .header("content-length", body.len());
+    builder
+        .body(body)
+        .unwrap_or_else(|_| Response::new(Vec::new()))
+}
+
+fn json(status: u16, value: &impl Serialize) -> Response<Vec<u8>> {
+    let mut body = serde_json::to_vec_pretty(value).unwrap_or_default();
+    body.push(b'\n');
+    reply(status, "application/json", body)
+}
+
+fn text(status: u16, body: &str) -> Response<Vec<u8>> {
+    reply(
+        status,
+        "text/plain; charset=utf-8",
+        body.as_bytes().to_vec(),
+    )
+}
+
+/// `key=value&...` with `+` and `%xx` decoded.
+fn query_params(query: &str) -> Vec<(String, String)> {
+    form_urlencoded::parse(query.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+#[derive(Serialize)]
+struct Explanation<'a> {
+    host: &'a str,
+    path: &'a str,
+    user_agent: &'a str,
+    origin: &'a str,
+    mode: &'a str,
+    decision: &'a str,
+    crawler: Option<&'a crate::enforce::Crawler>,
+    group: Option<&'a str>,
+    rule: Option<&'a crate::enforce::MatchedRule>,
+    reason: &'a str,
+    robots: RobotsInfo<'a>,
+}
+
+#[derive(Serialize)]
+struct RobotsInfo<'a> {
+    state: &'a str,
+    outcome: &'a str,
+    description: &'a str,
+    http_status: Option<u16>,
+    fetched_at: Option<u64>,
+    last_error: Option<&'a str>,
+    rules: usize,
+    bytes: usize,
+}
+
+fn explain(snapshot: &Snapshot, query: &str) -> Response<Vec<u8>> {
+    let params = query_params(query);
+    let get = |name: &str| {
+        params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let Some(host) = get("host") else {
+        return json(
+            400,
+            &serde_json::json!({"error": "give ?host=HOST&ua=USER_AGENT&path=/PATH"}),
+        );
+    };
+    let user_agent = get("ua").unwrap_or("");
+    let path = get("path").unwrap_or("/");
+    let path = if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("/{path}")
+    };
+    match decide(
+        snapshot,
+        host.as_bytes(),
+        user_agent.as_bytes(),
+        path.as_bytes(),
+    ) {
+        Ok(decision) => json(200, &explanation(host, &path, user_agent, &decision)),
+        Err(_) => json(
+            404,
+            &serde_json::json!({"error": format!("no origin serves host `{host}`"), "decision": "unknown_host"}),
+        ),
+    }
+}
+
+fn explanation<'a>(
+    host: &'a str,
+    path: &'a str,
+    user_agent: &'a str,
+    decision: &'a Decision,
+) -> Explanation<'a> {
+    let copy = &decision.robots;
+    Explanation {
+        host,
+        path,
+        user_agent,
+        origin: decision.origin.name(),
+        mode: decision.origin.config.mode.as_str(),
+        decision: decision.outcome.as_str(),
+        crawler: decision.crawler.as_ref(),
+        group: decision.group.as_deref(),
+        rule: decision.rule.as_ref(),
+        reason: &decision.reason,
+        robots: RobotsInfo {
+            state: copy.policy.state_label(),
+            outcome: copy.outcome,
+            description: &copy.reason,
+            http_status: copy.http_status,
+            fetched_at: copy
+                .fetched_at
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_secs()),
+            last_error: copy.last_error.as_deref(),
+            rules: copy.rule_count(),
+            bytes: copy.body.len(),
+        },
+    }
+}
+
+fn robots_copy(snapshot: &Snapshot, query: &str) -> Response<Vec<u8>> {
+    let params = query_params(query);
+    let Some(name) = params.iter().find(|(k, _)| k == "origin").map(|(_, v)| v) else {
+        return text(400, "give ?origin=NAME\n");
+    };
+    match snapshot.origin_named(name) {
+        Some(origin) => {
+            let copy = origin.robots.current();
+            reply(200, "text/plain; charset=utf-8", copy.body.to_vec())
+        }
+        None => text(404, &format!("no origin named `{name}`\n")),
+    }
+}
+
+#[async_trait]
+impl ServeHttp for AdminApp {
+    async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
+        let request = session.req_header();
+        let path = request.uri.path().to_string();
+        let query = request.uri.query().unwrap_or("").to_string();
+        let snapshot = self.snapshot.load_full();
+        match path.as_str() {
+            "/healthz" => text(200, "ok\n"),
+            "/readyz" => {
+                if snapshot.is_ready() {
+                    text(200, "ready\n")
+                } else {
+                    let pending: Vec<&str> = snapshot
+                        .origins
+                        .iter()
+                        .filter(|o| !o.robots.is_ready())
+                        .map(|o| o.name())
+                        .collect();
+                    text(503, &format!("waiting for robots.txt of: {}\n", pending.join(", ")))
+                }
+            }
+            "/metrics" => reply(200, "text/plain; version=0.0.4", METRICS.render()),
+            "/explain" => explain(&snapshot, &query),
+            "/robots" => robots_copy(&snapshot, &query),
+            _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin=\n"),
+        }
+    }
+}

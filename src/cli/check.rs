@@ -1,0 +1,409 @@
+//! `robotsguard check`: robots.txt verdicts from the command line, for URLs, URL lists and JSON
+//! Lines batches.
+
+use std::io::{self, BufRead, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use base64::Engine as _;
+use serde::Serialize;
+
+use crate::robots::{path_params_query, MatchMode, Robots, RobotsTxt, Verdict};
+
+/// Exit code when every URL is allowed.
+pub const EXIT_ALLOWED: u8 = 0;
+/// Exit code when some URL is disallowed.
+pub const EXIT_DISALLOWED: u8 = 1;
+/// Exit code for usage and input errors.
+pub const EXIT_ERROR: u8 = 2;
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// robots.txt file to check against (`-` for standard input).
+    #[arg(long, value_name = "FILE", required_unless_present = "batch")]
+    pub robots: Option<PathBuf>,
+    /// Product token of the crawler (e.g. `googlebot`). Repeat for a crawler with several tokens,
+    /// most specific first: the first one with a group of its own selects it.
+    #[arg(
+        long = "agent",
+        value_name = "TOKEN",
+        required_unless_present = "batch"
+    )]
+    pub agents: Vec<String>,
+    /// File with one URL or path per line (`-` for standard input); blank lines are skipped.
+    #[arg(long, value_name = "FILE", conflicts_with = "batch")]
+    pub urls: Option<PathBuf>,
+    /// Print only the counts of allowed and disallowed URLs.
+    #[arg(long)]
+    pub summary: bool,
+    /// Print one JSON object per URL instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Read JSON Lines `{"robots": "...", "agent": "...", "url": "..."}` (optional `robots_b64`)
+    /// from standard input and write one JSON verdict per line, in order.
+    #[arg(long, conflicts_with_all = ["robots", "agents", "urls", "summary"])]
+    pub batch: bool,
+    /// Canonicalise paths and patterns as the proxy does (percent-decoding of unreserved
+    /// characters, dot segments, repeated slashes) instead of matching byte for byte like Google.
+    #[arg(long)]
+    pub normalize: bool,
+    /// Bytes of robots.txt to parse (never less than 500 KiB).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::robots::DEFAULT_MAX_SIZE)]
+    pub max_size: usize,
+    /// URLs or paths to check.
+    #[arg(value_name = "URL", conflicts_with = "batch")]
+    pub url_args: Vec<String>,
+}
+
+impl CheckArgs {
+    fn mode(&self) -> MatchMode {
+        if self.normalize {
+            MatchMode::Canonical
+        } else {
+            MatchMode::Exact
+        }
+    }
+}
+
+pub fn run(args: &CheckArgs) -> ExitCode {
+    let result = if args.batch {
+        run_batch(
+            args,
+            io::stdin().lock(),
+            &mut BufWriter::new(io::stdout().lock()),
+        )
+    } else {
+        run_urls(args)
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+fn read_input(path: &Path, what: &str) -> Result<Vec<u8>, String> {
+    if path.as_os_str() == "-" {
+        let mut bytes = Vec::new();
+        io::Read::read_to_end(&mut io::stdin().lock(), &mut bytes)
+            .map_err(|e| format!("cannot read {what} from standard input: {e}"))?;
+        return Ok(bytes);
+    }
+    std::fs::read(path).map_err(|e| format!("cannot read {what} `{}`: {e}", path.display()))
+}
+
+fn run_urls(args: &CheckArgs) -> Result<u8, String> {
+    let robots_path = args
+        .robots
+        .as_deref()
+        .ok_or("--robots FILE is required (or use --batch)")?;
+    if args.url_args.is_empty() && args.urls.is_none() {
+        return Err("give URLs to check as arguments or with --urls FILE".into());
+    }
+    if args.urls.as_deref().is_some_and(|p| p.as_os_str() == "-") && robots_path.as_os_str() == "-"
+    {
+        return Err("--robots and --urls cannot both read standard input".into());
+    }
+    let body = read_input(robots_path, "robots.txt")?;
+    let robots = Robots::compile(
+        &RobotsTxt::parse_with_limit(&body, args.max_size),
+        args.mode(),
+    );
+    let agents: Vec<&str> = args.agents.iter().map(String::as_str).collect();
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let mut tally = Tally::default();
+    let mut check = |url: &[u8], out: &mut dyn Write| -> io::Result<()> {
+        let path = path_params_query(url);
+        let verdict = robots.verdict(&agents, &path);
+        tally.count(verdict.allowed);
+        if args.summary {
+            return Ok(());
+        }
+        if args.json {
+            let record = UrlVerdict::new(url, &path, &verdict);
+            serde_json::to_writer(&mut *out, &record)?;
+            writeln!(out)
+        } else {
+            writeln!(out, "{}", describe(&path, &verdict))
+        }
+    };
+    let write_error = |e: io::Error| format!("cannot write output: {e}");
+    for url in &args.url_args {
+        check(url.as_bytes(), &mut out).map_err(write_error)?;
+    }
+    if let Some(list) = &args.urls {
+        let mut reader: Box<dyn BufRead> = if list.as_os_str() == "-" {
+            Box::new(io::stdin().lock())
+        } else {
+            let file = std::fs::File::open(list)
+                .map_err(|e| format!("cannot read URL list `{}`: {e}", list.display()))?;
+            Box::new(io::BufReader::new(file))
+        };
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let read = reader
+                .read_until(b'\n', &mut line)
+                .map_err(|e| format!("cannot read URL list: {e}"))?;
+            if read == 0 {
+                break;
+            }
+            let url = trim_ascii(&line);
+            if !url.is_empty() {
+                check(url, &mut out).map_err(write_error)?;
+            }
+        }
+    }
+    if args.summary {
+        if args.json {
+            serde_json::to_writer(&mut out, &tally).map_err(|e| e.to_string())?;
+            writeln!(out).map_err(write_error)?;
+        } else {
+            writeln!(
+                out,
+                "checked {}: {} allowed, {} disallowed",
+                tally.checked, tally.allowed, tally.disallowed
+            )
+            .map_err(write_error)?;
+        }
+    }
+    out.flush().map_err(write_error)?;
+    Ok(if tally.disallowed > 0 {
+        EXIT_DISALLOWED
+    } else {
+        EXIT_ALLOWED
+    })
+}
+
+fn trim_ascii(bytes: &[u8]) -> &[u8] {
+    let start = bytes
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |last| last + 1);
+    &bytes[start..end]
+}
+
+#[derive(Debug, Default, Serialize)]
+struct Tally {
+    checked: u64,
+    allowed: u64,
+    disallowed: u64,
+}
+
+impl Tally {
+    fn count(&mut self, allowed: bool) {
+        self.checked += 1;
+        if allowed {
+            self.allowed += 1;
+        } else {
+            self.disallowed += 1;
+        }
+    }
+}
+
+/// `disallowed  /private/x  (line 7: Disallow: /private)`
+pub fn describe(path: &[u8], verdict: &Verdict<'_>) -> String {
+    let word = if verdict.allowed {
+        "allowed"
+    } else {
+        "disallowed"
+    };
+    let reason = match verdict.rule {
+        Some(rule) => format!("line {}: {}: {}", rule.line, rule.directive, rule.pattern),
+        None => "no matching rule".to_string(),
+    };
+    format!("{word:<11} {}  ({reason})", String::from_utf8_lossy(path))
+}
+
+#[derive(Debug, Serialize)]
+struct UrlVerdict<'a> {
+    url: String,
+    path: String,
+    allowed: bool,
+    line: Option<u32>,
+    directive: Option<&'static str>,
+    pattern: Option<&'a str>,
+    group: Option<&'a str>,
+}
+
+impl<'a> UrlVerdict<'a> {
+    fn new(url: &[u8], path: &[u8], verdict: &Verdict<'a>) -> Self {
+        UrlVerdict {
+            url: String::from_utf8_lossy(url).into_owned(),
+            path: String::from_utf8_lossy(path).into_owned(),
+            allowed: verdict.allowed,
+            line: verdict.line(),
+            directive: verdict.rule.map(|rule| rule.directive.as_str()),
+            pattern: verdict.rule.map(|rule| rule.pattern),
+            group: match verdict.group {
+                crate::robots::GroupMatch::Agent(name) => Some(name),
+                crate::robots::GroupMatch::Global => Some("*"),
+                crate::robots::GroupMatch::None => None,
+            },
+        }
+    }
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct BatchInput {
+    robots: Option<String>,
+    robots_b64: Option<String>,
+    agent: Option<String>,
+    url: Option<String>,
+}
+
+/// Answers one JSON line of a batch. Consecutive lines with the same robots.txt reuse the compiled
+/// copy, so a corpus grouped by file parses each file once.
+struct BatchChecker {
+    mode: MatchMode,
+    max_size: usize,
+    last: Option<(Vec<u8>, Robots)>,
+}
+
+impl BatchChecker {
+    fn answer(&mut self, line: &[u8]) -> serde_json::Value {
+        match self.try_answer(line) {
+            Ok(value) => value,
+            Err(message) => serde_json::json!({ "error": message }),
+        }
+    }
+
+    fn try_answer(&mut self, line: &[u8]) -> Result<serde_json::Value, String> {
+        let input: BatchInput =
+            serde_json::from_slice(line).map_err(|e| format!("invalid JSON: {e}"))?;
+        let body = match (&input.robots_b64, &input.robots) {
+            (Some(encoded), _) => base64::engine::general_purpose::STANDARD
+                .decode(encoded.trim())
+                .map_err(|e| format!("invalid robots_b64: {e}"))?,
+            (None, Some(text)) => text.clone().into_bytes(),
+            (None, None) => return Err("missing field `robots` (or `robots_b64`)".into()),
+        };
+        let agent = input.agent.ok_or("missing field `agent`")?;
+        let url = input.url.ok_or("missing field `url`")?;
+        let robots = match &self.last {
+            Some((cached, robots)) if *cached == body => robots,
+            _ => {
+                let parsed = RobotsTxt::parse_with_limit(&body, self.max_size);
+                let robots = Robots::compile(&parsed, self.mode);
+                &self.last.insert((body, robots)).1
+            }
+        };
+        let path = path_params_query(url.as_bytes());
+        let verdict = robots.verdict(&[agent.as_str()], &path);
+        let record = UrlVerdict::new(url.as_bytes(), &path, &verdict);
+        serde_json::to_value(record).map_err(|e| e.to_string())
+    }
+}
+
+/// Runs a batch; exits 0 once every line has an answer (verdicts are data, not failures).
+pub fn run_batch(
+    args: &CheckArgs,
+    input: impl BufRead,
+    out: &mut impl Write,
+) -> Result<u8, String> {
+    let mut checker = BatchChecker {
+        mode: args.mode(),
+        max_size: args.max_size,
+        last: None,
+    };
+    for line in input.split(b'\n') {
+        let line = line.map_err(|e| format!("cannot read standard input: {e}"))?;
+        let line = trim_ascii(&line);
+        if line.is_empty() {
+            continue;
+        }
+        let answer = checker.answer(line);
+        serde_json::to_writer(&mut *out, &answer)
+            .map_err(|e| format!("cannot write output: {e}"))?;
+        writeln!(out).map_err(|e| format!("cannot write output: {e}"))?;
+    }
+    out.flush()
+        .map_err(|e| format!("cannot write output: {e}"))?;
+    Ok(EXIT_ALLOWED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        args: CheckArgs,
+    }
+
+    fn batch(input: &str, extra: &[&str]) -> Vec<serde_json::Value> {
+        let mut argv = vec!["check", "--batch"];
+        argv.extend_from_slice(extra);
+        let wrapper = Wrapper::parse_from(argv);
+        let mut out = Vec::new();
+        let code = run_batch(&wrapper.args, input.as_bytes(), &mut out);
+        assert_eq!(code, Ok(EXIT_ALLOWED));
+        String::from_utf8_lossy(&out)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or(serde_json::Value::Null))
+            .collect()
+    }
+
+    #[test]
+    fn batch_answers_every_line_in_order_and_survives_bad_ones() {
+        let b64 =
+            base64::engine::general_purpose::STANDARD.encode(b"User-agent: *\nDisallow: /b64\n");
+        let input = format!(
+            "{}\nnot json\n{}\n{{\"robots\": \"x\"}}\n{}\n{}\n",
+            r#"{"robots": "User-agent: *\nDisallow: /private", "agent": "FooBot", "url": "https://e.com/private/x"}"#,
+            r#"{"robots": "User-agent: *\nDisallow: /private", "agent": "FooBot", "url": "/public"}"#,
+            format_args!(
+                r#"{{"robots": "ignored", "robots_b64": "{b64}", "agent": "a", "url": "/b64"}}"#
+            ),
+            r#"{"robots_b64": "!!!", "agent": "a", "url": "/"}"#,
+        );
+        let answers = batch(&input, &[]);
+        assert_eq!(answers.len(), 6);
+        assert_eq!(answers[0]["allowed"], false);
+        assert_eq!(answers[0]["line"], 2);
+        assert!(answers[1]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("invalid JSON")));
+        assert_eq!(answers[2]["allowed"], true);
+        assert_eq!(answers[2]["line"], serde_json::Value::Null);
+        assert!(answers[3]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("agent")));
+        assert_eq!(answers[4]["allowed"], false);
+        assert!(answers[5]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("robots_b64")));
+    }
+
+    #[test]
+    fn batch_normalize_switches_to_canonical_matching() {
+        let input =
+            r#"{"robots": "User-agent: *\nDisallow: /private", "agent": "a", "url": "/%70rivate"}"#;
+        assert_eq!(batch(input, &[])[0]["allowed"], true);
+        assert_eq!(batch(input, &["--normalize"])[0]["allowed"], false);
+    }
+
+    #[test]
+    fn describes_verdicts_with_their_rule() {
+        let robots = Robots::parse(b"User-agent: *\n\nDisallow: /private\n");
+        let verdict = robots.verdict(&["x"], b"/private/x");
+        assert_eq!(
+            describe(b"/private/x", &verdict),
+            "disallowed  /private/x  (line 3: Disallow: /private)"
+        );
+        let verdict = robots.verdict(&["x"], b"/open");
+        assert_eq!(
+            describe(b"/open", &verdict),
+            "allowed     /open  (no matching rule)"
+        );
+    }
+}

@@ -1,0 +1,187 @@
+//! The `robotsguard` command line: subcommands and their dispatch.
+
+pub mod check;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "robotsguard",
+    version,
+    about = "An edge reverse proxy that makes crawlers obey robots.txt"
+)]
+pub struct Cli {
+    /// Log format: human-readable text or one JSON object per line.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the proxy with a config file.
+    Serve {
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Take over the sockets of a running instance (send it SIGQUIT after starting this one).
+        #[arg(long)]
+        upgrade: bool,
+        /// Upgrade socket path shared by the old and the new instance.
+        #[arg(long, value_name = "PATH")]
+        upgrade_socket: Option<String>,
+    },
+    /// Run a demo origin, the proxy and the admin endpoint on loopback, and print curl lines to try.
+    Demo,
+    /// Check URLs against a robots.txt exactly as Google's reference library would.
+    Check(check::CheckArgs),
+    /// Check a config file: exit 0 when valid, else print every error (file:line:column) and exit 1.
+    Validate {
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
+    /// Tell which crawler a User-Agent string belongs to.
+    Identify {
+        /// The User-Agent header value.
+        user_agent: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Use the crawler settings of this config (extra crawlers, generic detection).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let result = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+    if let Err(e) = result {
+        eprintln!("warning: logging is not set up: {e}");
+    }
+}
+
+/// Parses the command line and runs the chosen subcommand.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match &cli.command {
+        Command::Check(args) => check::run(args),
+        Command::Validate { config } => validate(config),
+        Command::Identify {
+            user_agent,
+            json,
+            config,
+        } => identify(user_agent, *json, config.as_deref()),
+        Command::Serve {
+            config,
+            upgrade,
+            upgrade_socket,
+        } => {
+            init_logging(cli.log_format);
+            let options = crate::server::ServeOptions {
+                upgrade: *upgrade,
+                upgrade_socket: upgrade_socket.clone(),
+            };
+            serve(config, &options)
+        }
+        Command::Demo => {
+            init_logging(cli.log_format);
+            match crate::demo::run() {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+    }
+}
+
+fn validate(path: &std::path::Path) -> ExitCode {
+    match crate::config::load_file(path) {
+        Ok(config) => {
+            println!(
+                "{}: valid ({} origin{})",
+                path.display(),
+                config.origins.len(),
+                if config.origins.len() == 1 { "" } else { "s" }
+            );
+            ExitCode::SUCCESS
+        }
+        Err(errors) => {
+            eprintln!("{errors}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn identify(user_agent: &str, json: bool, config: Option<&std::path::Path>) -> ExitCode {
+    let identifier = match config {
+        Some(path) => match crate::config::load_file(path) {
+            Ok(config) => match crate::state::Snapshot::build(std::sync::Arc::new(config), None) {
+                Ok(snapshot) => snapshot.identifier,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            },
+            Err(errors) => {
+                eprintln!("{errors}");
+                return ExitCode::from(2);
+            }
+        },
+        None => match crate::crawlers::Identifier::builtin(true) {
+            Ok(identifier) => identifier,
+            Err(e) => {
+                eprintln!("error: built-in crawler catalogue: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let identity = identifier.identify(user_agent.as_bytes(), None);
+    if json {
+        match serde_json::to_string(&crate::crawlers::report(identity.as_ref())) {
+            Ok(line) => println!("{line}"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        println!("{}", crate::crawlers::describe(identity.as_ref()));
+    }
+    ExitCode::SUCCESS
+}
+
+fn serve(path: &std::path::Path, options: &crate::server::ServeOptions) -> ExitCode {
+    let config = match crate::config::load_file(path) {
+        Ok(config) => config,
+        Err(errors) => {
+            eprintln!("{errors}");
+            return ExitCode::from(1);
+        }
+    };
+    match crate::server::build(config, options) {
+        Ok(server) => server.run_forever(),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,314 @@
+//! Config errors: what is wrong, where in the file, and how to fix it.
+
+use std::fmt;
+
+use super::tree::Pos;
+
+/// One problem in a config file, pointing at the offending line and column.
+///
+/// `line` and `column` are 1-based; both are 0 when the problem has no
+/// position (the file could not be read, for instance).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line > 0 {
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.file, self.line, self.column, self.message
+            )?;
+        } else {
+            write!(f, "{}: {}", self.file, self.message)?;
+        }
+        if let Some(hint) = &self.hint {
+            write!(f, " ({hint})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Every problem found in one config file, in file order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, error) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{error}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigErrors {}
+
+/// A located-nowhere-yet problem returned by the small parsers (durations,
+/// sizes, addresses); the caller knows the node and adds the position.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Problem {
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl Problem {
+    pub(crate) fn new(message: impl Into<String>) -> Self {
+        Problem {
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub(crate) fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// Replaces the hint, e.g. to keep an inner problem's hint when
+    /// wrapping its message.
+    pub(crate) fn with_hint(mut self, hint: Option<String>) -> Self {
+        self.hint = hint;
+        self
+    }
+}
+
+/// Collects errors while the whole file is checked, so one run reports
+/// everything instead of making the operator fix problems one at a time.
+pub(crate) struct Sink {
+    file: String,
+    errors: Vec<ConfigError>,
+}
+
+impl Sink {
+    pub(crate) fn new(file: &str) -> Self {
+        Sink {
+            file: file.to_owned(),
+            errors: Vec::new(),
+        }
+    }
+
+    pub(crate) fn error(&mut self, pos: Pos, message: impl Into<String>) {
+        self.push(pos, message.into(), None);
+    }
+
+    pub(crate) fn error_hint(
+        &mut self,
+        pos: Pos,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) {
+        self.push(pos, message.into(), Some(hint.into()));
+    }
+
+    pub(crate) fn problem(&mut self, pos: Pos, problem: Problem) {
+        self.push(pos, problem.message, problem.hint);
+    }
+
+    fn push(&mut self, pos: Pos, message: String, hint: Option<String>) {
+        self.errors.push(ConfigError {
+            file: self.file.clone(),
+            line: pos.line,
+            column: pos.column,
+            message,
+            hint,
+        });
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    /// Errors sorted by position: checks run section by section, but people
+    /// read the file top to bottom. The sort is stable, so two errors at one
+    /// spot keep the order they were found in.
+    ///
+    /// At most `MAX_REPORTED` errors are kept, plus a line saying how many
+    /// were left out: a file of thousands of bad keys should not produce
+    /// thousands of lines.
+    pub(crate) fn into_errors(mut self) -> ConfigErrors {
+        const MAX_REPORTED: usize = 200;
+        self.errors.sort_by_key(|e| (e.line, e.column));
+        if self.errors.len() > MAX_REPORTED {
+            let left_out = self.errors.len() - MAX_REPORTED;
+            self.errors.truncate(MAX_REPORTED);
+            self.errors.push(ConfigError {
+                file: self.file,
+                line: 0,
+                column: 0,
+                message: format!("{left_out} more errors not shown"),
+                hint: None,
+            });
+        }
+        ConfigErrors(self.errors)
+    }
+}
+
+/// Escapes control characters (newlines, terminal escapes) and leaves all
+/// other text, non-ASCII included, as it is.
+pub(crate) fn escape_controls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Quotes text taken from the file for use in a message. Control characters
+/// are escaped and long text is cut, so a hostile or broken file cannot put
+/// terminal escapes or megabytes of text into logs.
+pub(crate) fn quote(text: &str) -> String {
+    const MAX_CHARS: usize = 60;
+    let mut out = String::from("`");
+    for (i, c) in text.chars().enumerate() {
+        if i == MAX_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('`');
+    out
+}
+
+/// The candidate closest to `word` by edit distance, if it is close enough to
+/// be a plausible typo (about one edit per three characters, at least one).
+pub(crate) fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    // Suggestions are for typos; a long key is not one, and skipping it keeps
+    // the quadratic distance computation cheap on hostile input.
+    if word.chars().count() > 64 {
+        return None;
+    }
+    let folded = word.to_ascii_lowercase().replace('-', "_");
+    let budget = (word.chars().count() / 3).clamp(1, 3);
+    candidates
+        .iter()
+        .map(|c| (edit_distance(&folded, c), *c))
+        .filter(|(d, _)| *d <= budget)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Edit distance over characters, counting insertions, deletions,
+/// substitutions and swaps of two neighbours (`tsl` for `tls`) as one edit
+/// each (optimal string alignment distance).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    // Three rolling rows: i-2, i-1 and i.
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    let mut current: Vec<usize> = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        current[0] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (previous[j - 1] + cost)
+                .min(previous[j] + 1)
+                .min(current[j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(before[j - 2] + 1);
+            }
+            current[j] = best;
+        }
+        std::mem::swap(&mut before, &mut previous);
+        std::mem::swap(&mut previous, &mut current);
+    }
+    previous[b.len()]
+}
+
+/// "did you mean `x`?" text for an unknown word, or nothing.
+pub(crate) fn did_you_mean(word: &str, candidates: &[&str]) -> String {
+    match closest(word, candidates) {
+        Some(c) => format!("; did you mean `{c}`?"),
+        None => String::new(),
+    }
+}
+
+/// "expected one of: a, b, c" hint text.
+pub(crate) fn one_of(candidates: &[&str]) -> String {
+    format!("expected one of: {}", candidates.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_with_and_without_position_and_hint() {
+        let e = ConfigError {
+            file: "robotsguard.yaml".into(),
+            line: 12,
+            column: 7,
+            message: "unknown key `upstreams` in origin; did you mean `upstream`?".into(),
+            hint: Some("expected one of: name, upstream".into()),
+        };
+        assert_eq!(
+            e.to_string(),
+            "robotsguard.yaml:12:7: unknown key `upstreams` in origin; did you mean `upstream`? \
+             (expected one of: name, upstream)"
+        );
+        let e = ConfigError {
+            file: "x.yaml".into(),
+            line: 0,
+            column: 0,
+            message: "cannot read".into(),
+            hint: None,
+        };
+        assert_eq!(e.to_string(), "x.yaml: cannot read");
+        let all = ConfigErrors(vec![e.clone(), e]);
+        assert_eq!(all.to_string(), "x.yaml: cannot read\nx.yaml: cannot read");
+    }
+
+    #[test]
+    fn edit_distance_basics() {
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("upstreams", "upstream"), 1);
+        assert_eq!(edit_distance("tsl", "tls"), 1);
+        assert_eq!(edit_distance("moed", "mode"), 1);
+        assert_eq!(edit_distance("abc", ""), 3);
+    }
+
+    #[test]
+    fn closest_suggests_only_plausible_typos() {
+        let keys = [
+            "name", "hosts", "upstream", "tls", "mode", "block", "robots",
+        ];
+        assert_eq!(closest("upstreams", &keys), Some("upstream"));
+        assert_eq!(closest("host", &keys), Some("hosts"));
+        assert_eq!(closest("Mode", &keys), Some("mode"));
+        assert_eq!(closest("completely_else", &keys), None);
+        assert_eq!(closest("x", &keys), None);
+        assert_eq!(
+            closest("on-unreachable", &["on_unreachable"]),
+            Some("on_unreachable")
+        );
+        assert_eq!(closest(&"a".repeat(1000), &keys), None);
+    }
+
+    #[test]
+    fn quote_escapes_and_truncates() {
+        assert_eq!(quote("a\u{1b}[31m"), "`a\\u{1b}[31m`");
+        assert_eq!(quote(&"x".repeat(100)).chars().count(), 60 + 3);
+    }
+}

@@ -1,0 +1,310 @@
+//! Loads robotsguard's YAML config file into checked, ready-to-use settings.
+//!
+//! Loading never touches the network and reads no file but the config
+//! itself: TLS certificates and robots.txt files named in the config are
+//! resolved to absolute paths here, and opened by the parts that use them.
+//! Every problem found is reported with `file:line:column`, all in one go.
+//!
+//! The file format is documented, key by key, in `config/robotsguard.yaml`.
+
+mod address;
+mod duration;
+mod error;
+mod origin;
+mod reader;
+mod schema;
+mod size;
+mod template;
+mod tree;
+mod validate;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::crawlers::Category;
+
+pub use error::{ConfigError, ConfigErrors};
+pub use template::BODY_PLACEHOLDERS;
+
+/// The whole, checked configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Proxy listeners; never empty.
+    pub listen: Vec<Listener>,
+    /// Where the admin server (metrics, health) listens.
+    pub admin: SocketAddr,
+    /// Proxy worker threads; `None` means one per CPU.
+    pub threads: Option<usize>,
+    /// How long in-flight requests may take to finish on SIGTERM.
+    pub shutdown_grace: Duration,
+    pub crawlers: CrawlersConfig,
+    /// Never empty; names and hosts are unique across all origins.
+    pub origins: Vec<OriginConfig>,
+    /// The absolute path the config was loaded from (`None` from `load_str`).
+    pub source_path: Option<PathBuf>,
+}
+
+/// A socket the proxy accepts connections on.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Listener {
+    pub address: SocketAddr,
+    /// Set when this listener terminates TLS.
+    pub tls: Option<ListenerTls>,
+}
+
+/// A TLS listener's certificate chain and private key (PEM files).
+/// Absolute paths; the files are not opened at load time.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ListenerTls {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+/// Which crawlers are recognised.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CrawlersConfig {
+    /// Use the built-in crawler catalogue.
+    pub builtin: bool,
+    /// Treat User-Agents that look automated but match no known crawler as
+    /// crawlers bound by the robots.txt `*` group.
+    pub generic: bool,
+    /// Crawlers added by the operator, in file order; names are unique.
+    pub extra: Vec<ExtraCrawler>,
+}
+
+/// An operator-defined crawler.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExtraCrawler {
+    pub name: String,
+    /// The robots.txt product tokens (`User-agent:` values) this crawler
+    /// obeys, lower-cased; never empty. Defaults to the name, lower-cased.
+    pub tokens: Vec<String>,
+    /// The text that identifies this crawler in a User-Agent header.
+    /// Defaults to the name.
+    pub pattern: String,
+    /// Defaults to `other`.
+    pub category: Category,
+    pub operator: Option<String>,
+    /// The crawler does not obey the `*` group, only groups naming it.
+    pub ignores_global: bool,
+}
+
+/// What happens to a crawler request that robots.txt disallows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Refuse it with the block response.
+    Enforce,
+    /// Proxy it, but log and count it as a violation.
+    Report,
+    /// Proxy everything; robots.txt is not consulted.
+    Off,
+}
+
+impl Mode {
+    /// The spelling used in the config, logs and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Enforce => "enforce",
+            Mode::Report => "report",
+            Mode::Off => "off",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The response sent for a blocked request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockConfig {
+    /// 400..=599.
+    pub status: u16,
+    /// A template using only [`BODY_PLACEHOLDERS`] as `{name}`; other
+    /// braces are literal. `None` means the built-in body.
+    pub body: Option<String>,
+}
+
+/// How an origin's robots.txt is obtained and kept fresh.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RobotsConfig {
+    pub source: RobotsSource,
+    /// How often to fetch or re-read it.
+    pub refresh: Duration,
+    /// Limit for one fetch.
+    pub timeout: Duration,
+    /// What to assume while no robots.txt could be obtained.
+    pub on_unreachable: OnUnreachable,
+    /// Bytes of robots.txt that are read and parsed; at least 512000.
+    pub max_size: usize,
+}
+
+/// Where an origin's robots.txt comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RobotsSource {
+    /// Fetched from the origin's upstream. `url` overrides the location: a
+    /// path (`/robots.txt` is the default) or an absolute http(s) URL.
+    Origin { url: Option<String> },
+    /// Read from a local file (absolute path; existence is checked when it
+    /// is read, not at load).
+    File { path: PathBuf },
+    /// Written in the config.
+    Inline { text: String },
+}
+
+/// What to assume when robots.txt cannot be obtained (network error,
+/// timeout, 5xx). RFC 9309 section 2.3.1.4 says to assume complete
+/// disallow; `allow` is the fail-open choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OnUnreachable {
+    Disallow,
+    Allow,
+}
+
+impl OnUnreachable {
+    /// The spelling used in the config and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnUnreachable::Disallow => "disallow",
+            OnUnreachable::Allow => "allow",
+        }
+    }
+}
+
+impl fmt::Display for OnUnreachable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One site behind the proxy, with `defaults` already merged in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OriginConfig {
+    /// Unique; `[A-Za-z0-9_.-]+`, used as a metric label.
+    pub name: String,
+    /// Lower-case, without trailing dot or port; unique across origins.
+    /// Bracketed IPv6 literals (`[::1]`) are as a Host header writes them.
+    pub hosts: Vec<String>,
+    /// Never empty; requests are spread round-robin.
+    pub upstreams: Vec<Upstream>,
+    /// Set when the upstream is reached over TLS.
+    pub upstream_tls: Option<UpstreamTls>,
+    pub mode: Mode,
+    pub block: BlockConfig,
+    pub robots: RobotsConfig,
+}
+
+/// An upstream server address.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Upstream {
+    /// An IP address (IPv6 without brackets) or a lower-case DNS name.
+    pub host: String,
+    pub port: u16,
+    /// As written in the config, for logs.
+    pub raw: String,
+}
+
+/// TLS towards the upstream.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct UpstreamTls {
+    /// The server name sent and verified; defaults to the origin's first host.
+    pub sni: String,
+    /// Verify the upstream's certificate; default true.
+    pub verify: bool,
+}
+
+/// Reads and checks a config file. Relative paths inside it are resolved
+/// against the file's directory.
+pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
+    let file_name = path.display().to_string();
+    let text = read_text(path).map_err(|(pos, message)| {
+        ConfigErrors(vec![ConfigError {
+            file: file_name.clone(),
+            line: pos.line,
+            column: pos.column,
+            message,
+            hint: None,
+        }])
+    })?;
+    // Resolve against an absolute directory now, so a later change of
+    // working directory (daemonising) cannot change what paths mean.
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let base_dir = absolute.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut config = load_str(&text, &file_name, &base_dir)?;
+    config.source_path = Some(absolute);
+    Ok(config)
+}
+
+/// Checks config text. `file_name` prefixes error messages; relative paths
+/// are resolved against `base_dir`.
+pub fn load_str(text: &str, file_name: &str, base_dir: &Path) -> Result<Config, ConfigErrors> {
+    let root = tree::parse(text).map_err(|(pos, message)| {
+        ConfigErrors(vec![ConfigError {
+            file: file_name.to_owned(),
+            line: pos.line,
+            column: pos.column,
+            message,
+            hint: None,
+        }])
+    })?;
+    let mut sink = error::Sink::new(file_name);
+    let config = validate::build(&root, &mut sink, base_dir);
+    if sink.is_empty() {
+        Ok(config)
+    } else {
+        Err(sink.into_errors())
+    }
+}
+
+/// The settings that differ between `old` and `new` but only take effect on
+/// restart: the sockets and the thread pool are set up once at start.
+pub fn restart_required(old: &Config, new: &Config) -> Vec<&'static str> {
+    let mut changed = Vec::new();
+    if old.listen != new.listen {
+        changed.push("listen");
+    }
+    if old.admin != new.admin {
+        changed.push("admin");
+    }
+    if old.threads != new.threads {
+        changed.push("threads");
+    }
+    changed
+}
+
+/// Reads the file as UTF-8, refusing files over the size limit without
+/// reading them whole.
+fn read_text(path: &Path) -> Result<String, (tree::Pos, String)> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| (tree::Pos::UNKNOWN, format!("cannot open the config: {e}")))?;
+    let limit = tree::MAX_INPUT_BYTES;
+    let mut bytes = Vec::new();
+    file.take(limit as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| (tree::Pos::UNKNOWN, format!("cannot read the config: {e}")))?;
+    if bytes.len() > limit {
+        return Err((
+            tree::Pos::UNKNOWN,
+            format!("the config is larger than the limit of {limit} bytes"),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        // The prefix is valid UTF-8 by definition; count lines and chars in it.
+        let valid = std::str::from_utf8(valid).unwrap_or_default();
+        let line = valid.matches('\n').count() + 1;
+        let column = valid.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+        (
+            tree::Pos::new(line, column),
+            "the config is not valid UTF-8".to_owned(),
+        )
+    })
+}

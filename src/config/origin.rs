@@ -1,0 +1,509 @@
+//! Reads the per-origin settings (`origins[]` entries and the `block` and
+//! `robots` sections they share with `defaults`), merging defaults key by
+//! key.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::address::{check_sni, normalise_host, parse_upstream};
+use super::error::{quote, Sink};
+use super::reader::{self, Table};
+use super::schema::{
+    BLOCK, MAX_NAME_LEN, MAX_ROBOTS_MAX_SIZE, MIN_ROBOTS_MAX_SIZE, ORIGIN, ROBOTS, UPSTREAM_TLS,
+};
+use super::template::check_body;
+use super::tree::{Node, Pos, Value};
+use super::{
+    BlockConfig, Mode, OnUnreachable, OriginConfig, RobotsConfig, RobotsSource, UpstreamTls,
+};
+
+pub(crate) const MODES: [(&str, Mode); 3] = [
+    ("enforce", Mode::Enforce),
+    ("report", Mode::Report),
+    ("off", Mode::Off),
+];
+
+const ON_UNREACHABLE: [(&str, OnUnreachable); 2] = [
+    ("disallow", OnUnreachable::Disallow),
+    ("allow", OnUnreachable::Allow),
+];
+
+/// The robots settings that `defaults.robots` may set for every origin.
+#[derive(Clone, Debug)]
+pub(crate) struct RobotsSettings {
+    pub refresh: Duration,
+    pub timeout: Duration,
+    pub on_unreachable: OnUnreachable,
+    pub max_size: usize,
+}
+
+/// `defaults`, resolved: what an origin gets for each key it leaves out.
+#[derive(Clone, Debug)]
+pub(crate) struct Defaults {
+    pub mode: Mode,
+    pub block: BlockConfig,
+    pub robots: RobotsSettings,
+}
+
+/// An origin plus what the cross-origin checks need: where its name and
+/// each host are written. Name and hosts are recorded even when other parts
+/// of the origin are wrong, so duplicates are still found.
+pub(crate) struct Parsed {
+    pub config: OriginConfig,
+    pub name: Option<(String, Pos)>,
+    pub hosts: Vec<(String, Pos)>,
+}
+
+/// Reads one entry of `origins`. Returns `None` (after reporting) only if
+/// the entry is not a mapping.
+pub(crate) fn parse_origin(
+    sink: &mut Sink,
+    node: &Node,
+    defaults: &Defaults,
+    base_dir: &Path,
+) -> Option<Parsed> {
+    let table = Table::read(sink, node, &ORIGIN, "each origin")?;
+
+    let name = match table.get("name") {
+        Some(n) => origin_name(sink, n).map(|name| (name, n.pos)),
+        None => {
+            sink.error_hint(table.pos, "origin is missing `name`", "e.g. name: shop");
+            None
+        }
+    };
+
+    let hosts = match table.get("hosts") {
+        Some(n) => hosts(sink, n),
+        None => {
+            sink.error_hint(
+                table.pos,
+                "origin is missing `hosts`",
+                "list the Host names it serves, e.g. hosts: [shop.example]",
+            );
+            Vec::new()
+        }
+    };
+
+    let upstreams = match table.get("upstream") {
+        Some(n) => {
+            let items = reader::one_or_many(n);
+            if items.is_empty() {
+                sink.error(n.pos, "`upstream` must list at least one address");
+            }
+            items
+                .iter()
+                .filter_map(|item| {
+                    let text = reader::nonempty_string(sink, item, "upstream")?;
+                    parse_upstream(text)
+                        .map_err(|p| sink.problem(item.pos, p))
+                        .ok()
+                })
+                .collect()
+        }
+        None => {
+            sink.error_hint(
+                table.pos,
+                "origin is missing `upstream`",
+                "e.g. upstream: 127.0.0.1:8081",
+            );
+            Vec::new()
+        }
+    };
+
+    let first_host = hosts.first().map(|(h, _)| h.clone()).unwrap_or_default();
+    let upstream_tls = table
+        .get("tls")
+        .and_then(|n| upstream_tls(sink, n, &first_host));
+
+    let mode = table
+        .get("mode")
+        .and_then(|n| reader::choice(sink, n, "mode", &MODES))
+        .unwrap_or(defaults.mode);
+    let block = block(sink, table.get("block"), &defaults.block);
+    let robots = robots(sink, table.get("robots"), &defaults.robots, base_dir);
+
+    let config = OriginConfig {
+        name: name.as_ref().map(|(n, _)| n.clone()).unwrap_or_default(),
+        hosts: hosts.iter().map(|(h, _)| h.clone()).collect(),
+        upstreams,
+        upstream_tls,
+        mode,
+        block,
+        robots,
+    };
+    Some(Parsed {
+        config,
+        name,
+        hosts,
+    })
+}
+
+fn origin_name(sink: &mut Sink, node: &Node) -> Option<String> {
+    let name = reader::nonempty_string(sink, node, "name")?;
+    let valid = name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    if !valid {
+        sink.error_hint(
+            node.pos,
+            format!(
+                "origin name {} has characters other than A-Z a-z 0-9 _ . -",
+                quote(name)
+            ),
+            "the name is a metric label; e.g. name: shop-eu",
+        );
+        return None;
+    }
+    if name.len() > MAX_NAME_LEN {
+        sink.error(
+            node.pos,
+            format!("origin name is longer than {MAX_NAME_LEN} characters"),
+        );
+        return None;
+    }
+    Some(name.to_owned())
+}
+
+/// The normalised hosts and their positions; duplicates within the origin
+/// are reported here, duplicates across origins by the caller.
+fn hosts(sink: &mut Sink, node: &Node) -> Vec<(String, Pos)> {
+    let items = reader::one_or_many(node);
+    if items.is_empty() {
+        sink.error(node.pos, "`hosts` must list at least one host name");
+    }
+    let mut out: Vec<(String, Pos)> = Vec::with_capacity(items.len());
+    for item in items {
+        let Some(text) = reader::string(sink, item, "hosts") else {
+            continue;
+        };
+        let host = match normalise_host(text) {
+            Ok(host) => host,
+            Err(p) => {
+                sink.problem(item.pos, p);
+                continue;
+            }
+        };
+        if let Some((_, first)) = out.iter().find(|(h, _)| *h == host) {
+            sink.error(
+                item.pos,
+                format!(
+                    "host {} is listed twice in this origin (first at line {}, column {})",
+                    quote(&host),
+                    first.line,
+                    first.column
+                ),
+            );
+            continue;
+        }
+        out.push((host, item.pos));
+    }
+    out
+}
+
+/// `tls: false`, `tls: true` or `tls: {sni, verify}`.
+fn upstream_tls(sink: &mut Sink, node: &Node, first_host: &str) -> Option<UpstreamTls> {
+    match &node.value {
+        Value::Bool(false) => None,
+        Value::Bool(true) => Some(UpstreamTls {
+            sni: first_host.to_owned(),
+            verify: true,
+        }),
+        Value::Map(_) => {
+            let table = Table::read(sink, node, &UPSTREAM_TLS, "`tls`")?;
+            let sni = match table.get("sni") {
+                Some(n) => {
+                    let sni = reader::string(sink, n, "sni")?;
+                    if let Err(p) = check_sni(sni) {
+                        sink.problem(n.pos, p);
+                        return None;
+                    }
+                    sni.to_ascii_lowercase()
+                }
+                None => first_host.to_owned(),
+            };
+            let verify = match table.get("verify") {
+                Some(n) => reader::boolean(sink, n, "verify")?,
+                None => true,
+            };
+            Some(UpstreamTls { sni, verify })
+        }
+        other => {
+            sink.error_hint(
+                node.pos,
+                format!(
+                    "`tls` must be true, false or a mapping, not {}",
+                    other.kind()
+                ),
+                "e.g. tls: true, or tls: {sni: shop.example, verify: true}",
+            );
+            None
+        }
+    }
+}
+
+/// Reads a `block` section over `base`: each key given replaces the
+/// inherited one, the others are kept.
+pub(crate) fn block(sink: &mut Sink, node: Option<&Node>, base: &BlockConfig) -> BlockConfig {
+    let mut out = base.clone();
+    let Some(table) = node.and_then(|n| Table::read(sink, n, &BLOCK, "`block`")) else {
+        return out;
+    };
+    if let Some(n) = table.get("status") {
+        if let Some(status) = reader::integer(sink, n, "status", 400, 599) {
+            // In range 400..=599, so it fits a u16.
+            out.status = u16::try_from(status).unwrap_or(out.status);
+        }
+    }
+    if let Some(n) = table.get("body") {
+        if let Some(body) = reader::string(sink, n, "body") {
+            match check_body(body) {
+                Ok(()) => out.body = Some(body.to_owned()),
+                Err(p) => sink.problem(n.pos, p),
+            }
+        }
+    }
+    out
+}
+
+/// Reads `refresh`, `timeout`, `on_unreachable` and `max_size` over `base`.
+/// Shared by `defaults.robots` and each origin's `robots`.
+pub(crate) fn robots_settings(
+    sink: &mut Sink,
+    table: &Table<'_>,
+    base: &RobotsSettings,
+) -> RobotsSettings {
+    let mut out = base.clone();
+    if let Some(n) = table.get("refresh") {
+        if let Some(d) = reader::duration(sink, n, "refresh") {
+            // Refreshing more than once a second would hammer the origin
+            // and buys nothing.
+            if d < Duration::from_secs(1) {
+                sink.error(n.pos, "`refresh` must be at least 1s");
+            } else {
+                out.refresh = d;
+            }
+        }
+    }
+    if let Some(n) = table.get("timeout") {
+        if let Some(d) = reader::duration(sink, n, "timeout") {
+            if d.is_zero() {
+                sink.error(n.pos, "`timeout` must be longer than 0s");
+            } else {
+                out.timeout = d;
+            }
+        }
+    }
+    if let Some(n) = table.get("on_unreachable") {
+        if let Some(v) = reader::choice(sink, n, "on_unreachable", &ON_UNREACHABLE) {
+            out.on_unreachable = v;
+        }
+    }
+    if let Some(n) = table.get("max_size") {
+        if let Some(bytes) = reader::size(sink, n, "max_size") {
+            match usize::try_from(bytes) {
+                Ok(b) if b < MIN_ROBOTS_MAX_SIZE => sink.error_hint(
+                    n.pos,
+                    format!("`max_size` is {b} bytes; it must be at least 500KiB ({MIN_ROBOTS_MAX_SIZE} bytes)"),
+                    "RFC 9309 requires parsing at least 500 KiB of robots.txt",
+                ),
+                Ok(b) if b <= MAX_ROBOTS_MAX_SIZE => out.max_size = b,
+                _ => sink.error(
+                    n.pos,
+                    format!("`max_size` must be at most 64MiB ({MAX_ROBOTS_MAX_SIZE} bytes)"),
+                ),
+            }
+        }
+    }
+    out
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum SourceKind {
+    Origin,
+    File,
+    Inline,
+}
+
+const SOURCES: [(&str, SourceKind); 3] = [
+    ("origin", SourceKind::Origin),
+    ("file", SourceKind::File),
+    ("inline", SourceKind::Inline),
+];
+
+/// Reads an origin's `robots` section over the defaults.
+fn robots(
+    sink: &mut Sink,
+    node: Option<&Node>,
+    base: &RobotsSettings,
+    base_dir: &Path,
+) -> RobotsConfig {
+    let table = node.and_then(|n| Table::read(sink, n, &ROBOTS, "`robots`"));
+    let settings = match &table {
+        Some(t) => robots_settings(sink, t, base),
+        None => base.clone(),
+    };
+    let source = match &table {
+        Some(t) => robots_source(sink, t, &settings, base_dir),
+        None => RobotsSource::Origin { url: None },
+    };
+    RobotsConfig {
+        source,
+        refresh: settings.refresh,
+        timeout: settings.timeout,
+        on_unreachable: settings.on_unreachable,
+        max_size: settings.max_size,
+    }
+}
+
+/// `source` and the key it needs (`path` for file, `text` for inline,
+/// optionally `url` for origin). Keys that belong to another source are
+/// errors rather than ignored: they show the operator meant something else.
+fn robots_source(
+    sink: &mut Sink,
+    table: &Table<'_>,
+    settings: &RobotsSettings,
+    base_dir: &Path,
+) -> RobotsSource {
+    let source_node = table.get("source");
+    let kind = source_node
+        .map(|n| reader::choice(sink, n, "source", &SOURCES))
+        .unwrap_or(Some(SourceKind::Origin));
+    // An invalid `source` was reported; checking the other keys against a
+    // guess would only add confusing errors.
+    let Some(kind) = kind else {
+        return RobotsSource::Origin { url: None };
+    };
+    let (kind_name, needs) = match kind {
+        SourceKind::Origin => ("origin", None),
+        SourceKind::File => ("file", Some("path")),
+        SourceKind::Inline => ("inline", Some("text")),
+    };
+    for (key, used_by) in [("path", "file"), ("text", "inline"), ("url", "origin")] {
+        if used_by == kind_name {
+            continue;
+        }
+        if let Some(pos) = table.key_pos(key) {
+            sink.error_hint(
+                pos,
+                format!("`{key}` is only used with `source: {used_by}`, but the source is `{kind_name}`"),
+                if kind == SourceKind::Origin {
+                    format!("add `source: {used_by}`, or remove `{key}`")
+                } else {
+                    format!("remove `{key}`")
+                },
+            );
+        }
+    }
+    let needed = needs.and_then(|key| {
+        let found = table.get(key);
+        if found.is_none() {
+            let pos = source_node.map_or(table.pos, |n| n.pos);
+            sink.error_hint(
+                pos,
+                format!("`source: {kind_name}` needs `{key}`"),
+                if key == "path" {
+                    "e.g. path: robots/shop.txt (relative to the config file)"
+                } else {
+                    "add `text: |` followed by the robots.txt lines"
+                },
+            );
+        }
+        found
+    });
+    match kind {
+        SourceKind::Origin => {
+            let url = table.get("url").and_then(|n| {
+                let url = reader::nonempty_string(sink, n, "url")?;
+                match check_robots_url(url) {
+                    Ok(()) => Some(url.to_owned()),
+                    Err(message) => {
+                        sink.error_hint(
+                            n.pos,
+                            message,
+                            "e.g. /robots.txt or https://cdn.example/shop/robots.txt",
+                        );
+                        None
+                    }
+                }
+            });
+            RobotsSource::Origin { url }
+        }
+        SourceKind::File => {
+            let path = needed
+                .and_then(|n| reader::nonempty_string(sink, n, "path"))
+                .map(|p| base_dir.join(p))
+                .unwrap_or_default();
+            RobotsSource::File { path }
+        }
+        SourceKind::Inline => {
+            let text = needed
+                .and_then(|n| {
+                    let text = reader::string(sink, n, "text")?;
+                    if text.len() > settings.max_size {
+                        sink.error(
+                            n.pos,
+                            format!(
+                                "inline robots.txt is {} bytes, more than `max_size` ({} bytes)",
+                                text.len(),
+                                settings.max_size
+                            ),
+                        );
+                    }
+                    Some(text.to_owned())
+                })
+                .unwrap_or_default();
+            RobotsSource::Inline { text }
+        }
+    }
+}
+
+/// A robots.txt location: a path on the origin (`/robots.txt`) or an
+/// absolute http(s) URL with a host.
+fn check_robots_url(url: &str) -> Result<(), String> {
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "`url` {} contains spaces or control characters",
+            quote(url)
+        ));
+    }
+    if url.starts_with('/') {
+        if url.starts_with("//") {
+            return Err(format!(
+                "`url` {} must be a path or an http(s) URL, not `//host`",
+                quote(url)
+            ));
+        }
+        return Ok(());
+    }
+    let lower = url.to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("https://")
+        .or_else(|| lower.strip_prefix("http://"));
+    match rest {
+        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => Ok(()),
+        Some(_) => Err(format!("`url` {} has no host", quote(url))),
+        None => Err(format!(
+            "`url` {} must be a path starting with `/` or an http:// or https:// URL",
+            quote(url)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn robots_urls() {
+        assert!(check_robots_url("/robots.txt").is_ok());
+        assert!(check_robots_url("/shop/robots.txt").is_ok());
+        assert!(check_robots_url("https://cdn.example/robots.txt").is_ok());
+        assert!(check_robots_url("HTTP://cdn.example").is_ok());
+        assert!(check_robots_url("robots.txt").is_err());
+        assert!(check_robots_url("ftp://x/robots.txt").is_err());
+        assert!(check_robots_url("https://").is_err());
+        assert!(check_robots_url("https:///x").is_err());
+        assert!(check_robots_url("//cdn.example/robots.txt").is_err());
+        assert!(check_robots_url("/a b").is_err());
+    }
+}

@@ -1,0 +1,206 @@
+//! The config file's contract in one place: the keys each section accepts and
+//! the default values of the optional ones.
+//!
+//! Key names here are a public interface; renaming one breaks operators'
+//! files.
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::time::Duration;
+
+/// A mapping in the config: where it is (for messages) and its keys.
+pub(crate) struct Section {
+    /// Completes "unknown key `x` ...", e.g. "in origin".
+    pub place: &'static str,
+    pub keys: &'static [&'static str],
+}
+
+pub(crate) const TOP: Section = Section {
+    place: "at the top level",
+    keys: &[
+        "listen", "admin", "threads", "shutdown", "defaults", "crawlers", "origins",
+    ],
+};
+
+pub(crate) const SHUTDOWN: Section = Section {
+    place: "in `shutdown`",
+    keys: &["grace"],
+};
+
+pub(crate) const LISTENER: Section = Section {
+    place: "in listener",
+    keys: &["address", "tls"],
+};
+
+pub(crate) const LISTENER_TLS: Section = Section {
+    place: "in listener `tls`",
+    keys: &["cert", "key"],
+};
+
+pub(crate) const DEFAULTS: Section = Section {
+    place: "in `defaults`",
+    keys: &["mode", "block", "robots"],
+};
+
+pub(crate) const BLOCK: Section = Section {
+    place: "in `block`",
+    keys: &["status", "body"],
+};
+
+/// `defaults.robots`: only the settings that make sense for every origin.
+/// Where robots.txt comes from is chosen per origin.
+pub(crate) const DEFAULT_ROBOTS: Section = Section {
+    place: "in `defaults.robots`",
+    keys: &["refresh", "timeout", "on_unreachable", "max_size"],
+};
+
+pub(crate) const ROBOTS: Section = Section {
+    place: "in `robots`",
+    keys: &[
+        "source",
+        "path",
+        "text",
+        "url",
+        "refresh",
+        "timeout",
+        "on_unreachable",
+        "max_size",
+    ],
+};
+
+pub(crate) const CRAWLERS: Section = Section {
+    place: "in `crawlers`",
+    keys: &["builtin", "generic", "extra"],
+};
+
+pub(crate) const EXTRA_CRAWLER: Section = Section {
+    place: "in crawler",
+    keys: &[
+        "name",
+        "tokens",
+        "pattern",
+        "category",
+        "operator",
+        "ignores_global",
+    ],
+};
+
+pub(crate) const ORIGIN: Section = Section {
+    place: "in origin",
+    keys: &[
+        "name", "hosts", "upstream", "tls", "mode", "block", "robots",
+    ],
+};
+
+pub(crate) const UPSTREAM_TLS: Section = Section {
+    place: "in upstream `tls`",
+    keys: &["sni", "verify"],
+};
+
+/// Keys that are valid somewhere, just not where they were written: a better
+/// hint than an edit-distance guess. Typos are left to the edit-distance
+/// suggestion. (section place, key, hint)
+pub(crate) const MISPLACED: &[(&str, &str, &str)] = &[
+    (
+        "at the top level",
+        "mode",
+        "`mode` goes under `defaults:` or under an origin",
+    ),
+    (
+        "at the top level",
+        "block",
+        "`block` goes under `defaults:` or under an origin",
+    ),
+    (
+        "at the top level",
+        "robots",
+        "`robots` goes under `defaults:` or under an origin",
+    ),
+    (
+        "at the top level",
+        "grace",
+        "write `shutdown: {grace: 10s}`",
+    ),
+    (
+        "in `defaults.robots`",
+        "source",
+        "where robots.txt comes from is set per origin, under the origin's `robots:`",
+    ),
+    (
+        "in `defaults.robots`",
+        "path",
+        "robots.txt files are set per origin, under the origin's `robots:`",
+    ),
+    (
+        "in `defaults.robots`",
+        "text",
+        "inline robots.txt is set per origin, under the origin's `robots:`",
+    ),
+    (
+        "in `defaults.robots`",
+        "url",
+        "the robots.txt URL is set per origin, under the origin's `robots:`",
+    ),
+    (
+        "in origin",
+        "listen",
+        "`listen` is set once, at the top level",
+    ),
+];
+
+/// Loopback by default: exposing the proxy or the admin server on every
+/// interface should be a decision written in the config.
+pub(crate) const DEFAULT_LISTEN: SocketAddr =
+    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 8080));
+pub(crate) const DEFAULT_ADMIN: SocketAddr =
+    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 9090));
+pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_BLOCK_STATUS: u16 = 403;
+pub(crate) const DEFAULT_REFRESH: Duration = Duration::from_secs(5 * 60);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// RFC 9309 section 2.5: crawlers must parse at least the first 500 KiB of
+/// a robots.txt, so smaller limits are refused.
+pub(crate) const MIN_ROBOTS_MAX_SIZE: usize = 500 * 1024;
+pub(crate) const DEFAULT_ROBOTS_MAX_SIZE: usize = MIN_ROBOTS_MAX_SIZE;
+/// A robots.txt is held in memory per origin; a cap keeps a typo such as
+/// `5GiB` from becoming a memory problem.
+pub(crate) const MAX_ROBOTS_MAX_SIZE: usize = 64 * 1024 * 1024;
+
+/// A sanity bound on `threads`; more than this is almost surely a typo.
+pub(crate) const MAX_THREADS: u64 = 1024;
+
+/// Origin names are metric label values; keep them short.
+pub(crate) const MAX_NAME_LEN: usize = 64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn misplaced_hints_name_real_sections_and_foreign_keys() {
+        let sections = [
+            &TOP,
+            &SHUTDOWN,
+            &LISTENER,
+            &LISTENER_TLS,
+            &DEFAULTS,
+            &BLOCK,
+            &DEFAULT_ROBOTS,
+            &ROBOTS,
+            &CRAWLERS,
+            &EXTRA_CRAWLER,
+            &ORIGIN,
+            &UPSTREAM_TLS,
+        ];
+        for (place, key, _) in MISPLACED {
+            let section = sections.iter().find(|s| s.place == *place);
+            let section = section.unwrap_or_else(|| panic!("no section {place}"));
+            assert!(!section.keys.contains(key), "{key} is valid {place}");
+        }
+    }
+
+    #[test]
+    fn default_max_size_is_the_documented_value() {
+        assert_eq!(DEFAULT_ROBOTS_MAX_SIZE, 512_000);
+    }
+}

@@ -1,0 +1,1199 @@
+//! Whole-file tests: defaults, merging, every validation error with its exact
+//! position, the shipped example configs, and hostile input.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::*;
+
+const BASE: &str = "/etc/robotsguard";
+
+fn load(yaml: &str) -> Result<Config, ConfigErrors> {
+    load_str(yaml, "t.yaml", Path::new(BASE))
+}
+
+fn ok(yaml: &str) -> Config {
+    match load(yaml) {
+        Ok(c) => c,
+        Err(e) => panic!("config rejected:\n{e}\n---\n{yaml}"),
+    }
+}
+
+/// The rendered errors, one string each.
+fn errors(yaml: &str) -> Vec<String> {
+    match load(yaml) {
+        Ok(c) => panic!("config accepted: {c:#?}\n---\n{yaml}"),
+        Err(e) => e.0.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// Asserts exactly one error, at `line:column`, whose text contains `part`.
+fn one_error(yaml: &str, line: usize, column: usize, part: &str) -> ConfigError {
+    let all = match load(yaml) {
+        Ok(c) => panic!("config accepted: {c:#?}\n---\n{yaml}"),
+        Err(e) => e.0,
+    };
+    assert_eq!(
+        all.len(),
+        1,
+        "expected one error, got:\n{}",
+        ConfigErrors(all.clone())
+    );
+    let e = all.into_iter().next().unwrap_or_else(|| unreachable!());
+    assert_eq!((e.line, e.column), (line, column), "wrong position: {e}");
+    assert!(e.to_string().contains(part), "`{part}` not in: {e}");
+    e
+}
+
+/// A valid single origin to build on; the origin starts at line 2.
+const ORIGIN: &str = "origins:
+  - name: shop
+    hosts: [shop.example]
+    upstream: \"127.0.0.1:8081\"
+";
+
+// ---------------------------------------------------------------- defaults
+
+#[test]
+fn minimal_config_gets_every_default() {
+    let c = ok(ORIGIN);
+    assert_eq!(
+        c.listen,
+        [Listener {
+            address: "127.0.0.1:8080".parse().unwrap_or_else(|_| unreachable!()),
+            tls: None
+        }]
+    );
+    assert_eq!(
+        c.admin,
+        "127.0.0.1:9090".parse().unwrap_or_else(|_| unreachable!())
+    );
+    assert_eq!(c.threads, None);
+    assert_eq!(c.shutdown_grace, Duration::from_secs(10));
+    assert_eq!(
+        c.crawlers,
+        CrawlersConfig {
+            builtin: true,
+            generic: true,
+            extra: vec![]
+        }
+    );
+    assert_eq!(c.source_path, None);
+    assert_eq!(
+        c.origins,
+        [OriginConfig {
+            name: "shop".into(),
+            hosts: vec!["shop.example".into()],
+            upstreams: vec![Upstream {
+                host: "127.0.0.1".into(),
+                port: 8081,
+                raw: "127.0.0.1:8081".into()
+            }],
+            upstream_tls: None,
+            mode: Mode::Enforce,
+            block: BlockConfig {
+                status: 403,
+                body: None
+            },
+            robots: RobotsConfig {
+                source: RobotsSource::Origin { url: None },
+                refresh: Duration::from_secs(300),
+                timeout: Duration::from_secs(10),
+                on_unreachable: OnUnreachable::Disallow,
+                max_size: 512_000,
+            },
+        }]
+    );
+}
+
+#[test]
+fn empty_values_mean_default() {
+    let c = ok(&format!("admin:\nthreads:\nshutdown:\ndefaults:\n  robots:\ncrawlers:\n{ORIGIN}    robots:\n    block:\n"));
+    assert_eq!(c.admin.port(), 9090);
+    assert_eq!(c.origins[0].robots.refresh, Duration::from_secs(300));
+}
+
+#[test]
+fn top_level_settings() {
+    let c = ok(&format!(
+        "listen: [\"0.0.0.0:80\", \"[::1]:8080\", {{address: \"0.0.0.0:443\", tls: {{cert: c.pem, key: /k.pem}}}}]
+admin: \"[::1]:9999\"
+threads: 4
+shutdown: {{grace: 1m30s}}
+{ORIGIN}"
+    ));
+    assert_eq!(c.listen.len(), 3);
+    assert_eq!(c.listen[1].address.to_string(), "[::1]:8080");
+    assert_eq!(
+        c.listen[2].tls,
+        Some(ListenerTls {
+            cert: PathBuf::from(BASE).join("c.pem"),
+            key: PathBuf::from("/k.pem")
+        })
+    );
+    assert_eq!(c.admin.to_string(), "[::1]:9999");
+    assert_eq!(c.threads, Some(4));
+    assert_eq!(c.shutdown_grace, Duration::from_secs(90));
+}
+
+#[test]
+fn listen_accepts_a_single_address() {
+    let c = ok(&format!("listen: \"0.0.0.0:8080\"\n{ORIGIN}"));
+    assert_eq!(c.listen.len(), 1);
+    assert_eq!(c.listen[0].address.port(), 8080);
+}
+
+// ---------------------------------------------------------------- merging
+
+#[test]
+fn origins_override_defaults_key_by_key() {
+    let c = ok("defaults:
+  mode: report
+  block: {status: 429, body: \"no, {crawler}\"}
+  robots: {refresh: 1h, timeout: 3s, on_unreachable: allow, max_size: 1MiB}
+origins:
+  - name: a
+    hosts: [a.example]
+    upstream: \"127.0.0.1:1\"
+  - name: b
+    hosts: [b.example]
+    upstream: \"127.0.0.1:2\"
+    mode: enforce
+    block: {status: 451}
+    robots: {source: file, path: robots/b.txt, timeout: 1s}
+");
+    let a = &c.origins[0];
+    assert_eq!(a.mode, Mode::Report);
+    assert_eq!(
+        a.block,
+        BlockConfig {
+            status: 429,
+            body: Some("no, {crawler}".into())
+        }
+    );
+    assert_eq!(a.robots.refresh, Duration::from_secs(3600));
+    assert_eq!(a.robots.timeout, Duration::from_secs(3));
+    assert_eq!(a.robots.on_unreachable, OnUnreachable::Allow);
+    assert_eq!(a.robots.max_size, 1_048_576);
+
+    let b = &c.origins[1];
+    assert_eq!(b.mode, Mode::Enforce);
+    // Status overridden, body inherited.
+    assert_eq!(
+        b.block,
+        BlockConfig {
+            status: 451,
+            body: Some("no, {crawler}".into())
+        }
+    );
+    assert_eq!(
+        b.robots.source,
+        RobotsSource::File {
+            path: PathBuf::from(BASE).join("robots/b.txt")
+        }
+    );
+    // Only timeout overridden; the rest inherited from defaults.
+    assert_eq!(b.robots.timeout, Duration::from_secs(1));
+    assert_eq!(b.robots.refresh, Duration::from_secs(3600));
+    assert_eq!(b.robots.on_unreachable, OnUnreachable::Allow);
+    assert_eq!(b.robots.max_size, 1_048_576);
+}
+
+#[test]
+fn robots_sources() {
+    let c = ok("origins:
+  - name: a
+    hosts: [a.example]
+    upstream: \"127.0.0.1:1\"
+    robots: {url: \"https://cdn.example/a/robots.txt\"}
+  - name: b
+    hosts: [b.example]
+    upstream: \"127.0.0.1:2\"
+    robots:
+      source: inline
+      text: |
+        User-agent: *
+        Disallow: /x
+  - name: c
+    hosts: [c.example]
+    upstream: \"127.0.0.1:3\"
+    robots: {source: file, path: /abs/robots.txt}
+");
+    assert_eq!(
+        c.origins[0].robots.source,
+        RobotsSource::Origin {
+            url: Some("https://cdn.example/a/robots.txt".into())
+        }
+    );
+    assert_eq!(
+        c.origins[1].robots.source,
+        RobotsSource::Inline {
+            text: "User-agent: *\nDisallow: /x\n".into()
+        }
+    );
+    assert_eq!(
+        c.origins[2].robots.source,
+        RobotsSource::File {
+            path: "/abs/robots.txt".into()
+        }
+    );
+}
+
+#[test]
+fn upstream_lists_and_tls() {
+    let c = ok("origins:
+  - name: a
+    hosts: [A.Example., www.a.example]
+    upstream: [\"10.0.0.1:80\", \"Backend.Internal:8080\", \"[::1]:81\"]
+    tls: true
+  - name: b
+    hosts: b.example
+    upstream: \"127.0.0.1:2\"
+    tls: {verify: false}
+  - name: c
+    hosts: [c.example]
+    upstream: \"127.0.0.1:3\"
+    tls: {sni: Backend.C.Internal}
+");
+    let a = &c.origins[0];
+    assert_eq!(a.hosts, ["a.example", "www.a.example"]);
+    let ups: Vec<(&str, u16)> = a
+        .upstreams
+        .iter()
+        .map(|u| (u.host.as_str(), u.port))
+        .collect();
+    assert_eq!(
+        ups,
+        [("10.0.0.1", 80), ("backend.internal", 8080), ("::1", 81)]
+    );
+    assert_eq!(a.upstreams[2].raw, "[::1]:81");
+    assert_eq!(
+        a.upstream_tls,
+        Some(UpstreamTls {
+            sni: "a.example".into(),
+            verify: true
+        })
+    );
+    assert_eq!(c.origins[1].hosts, ["b.example"]);
+    assert_eq!(
+        c.origins[1].upstream_tls,
+        Some(UpstreamTls {
+            sni: "b.example".into(),
+            verify: false
+        })
+    );
+    assert_eq!(
+        c.origins[2].upstream_tls,
+        Some(UpstreamTls {
+            sni: "backend.c.internal".into(),
+            verify: true
+        })
+    );
+}
+
+#[test]
+fn extra_crawlers_and_their_defaults() {
+    let c = ok(&format!(
+        "crawlers:
+  builtin: false
+  generic: false
+  extra:
+    - {{name: ExampleBot, tokens: [ExampleBot, example-bot], pattern: \"ExampleBot/\", category: ai-training, operator: \"Example Inc\", ignores_global: true}}
+    - name: Other_Bot
+{ORIGIN}"
+    ));
+    assert!(!c.crawlers.builtin);
+    assert!(!c.crawlers.generic);
+    assert_eq!(
+        c.crawlers.extra,
+        [
+            ExtraCrawler {
+                name: "ExampleBot".into(),
+                tokens: vec!["examplebot".into(), "example-bot".into()],
+                pattern: "ExampleBot/".into(),
+                category: crate::crawlers::Category::AiTraining,
+                operator: Some("Example Inc".into()),
+                ignores_global: true,
+            },
+            ExtraCrawler {
+                name: "Other_Bot".into(),
+                tokens: vec!["other_bot".into()],
+                pattern: "Other_Bot".into(),
+                category: crate::crawlers::Category::Other,
+                operator: None,
+                ignores_global: false,
+            },
+        ]
+    );
+}
+
+#[test]
+fn aliases_can_share_settings_between_origins() {
+    let c = ok("origins:
+  - name: a
+    hosts: [a.example]
+    upstream: \"127.0.0.1:1\"
+    robots: &shared {refresh: 1m, on_unreachable: allow}
+  - name: b
+    hosts: [b.example]
+    upstream: \"127.0.0.1:2\"
+    robots: *shared
+");
+    assert_eq!(c.origins[1].robots.refresh, Duration::from_secs(60));
+    assert_eq!(c.origins[1].robots.on_unreachable, OnUnreachable::Allow);
+
+    // YAML merge keys work too.
+    let c = ok("origins:
+  - &base {name: a, hosts: [a.example], upstream: \"127.0.0.1:1\", mode: report}
+  - <<: *base
+    name: b
+    hosts: [b.example]
+");
+    assert_eq!(c.origins[1].name, "b");
+    assert_eq!(c.origins[1].mode, Mode::Report);
+    assert_eq!(c.origins[1].upstreams, c.origins[0].upstreams);
+}
+
+#[test]
+fn restart_required_lists_only_restart_only_fields() {
+    let old = ok(ORIGIN);
+    let mut new = old.clone();
+    assert!(restart_required(&old, &new).is_empty());
+    new.origins[0].mode = Mode::Off;
+    new.shutdown_grace = Duration::from_secs(1);
+    assert!(restart_required(&old, &new).is_empty());
+    assert_ne!(old, new);
+    new.threads = Some(3);
+    new.admin = "127.0.0.1:1".parse().unwrap_or_else(|_| unreachable!());
+    new.listen[0].address = "127.0.0.1:2".parse().unwrap_or_else(|_| unreachable!());
+    assert_eq!(restart_required(&old, &new), ["listen", "admin", "threads"]);
+}
+
+// ---------------------------------------------------------------- errors
+
+#[test]
+fn unknown_key_in_origin_suggests_the_closest() {
+    let e = one_error(
+        "origins:
+  - name: shop
+    hosts: [shop.example]
+    upstream: \"127.0.0.1:8081\"
+    upstreams: \"127.0.0.1:8082\"
+",
+        5,
+        5,
+        "",
+    );
+    assert_eq!(
+        e.to_string(),
+        "t.yaml:5:5: unknown key `upstreams` in origin; did you mean `upstream`? \
+         (expected one of: name, hosts, upstream, tls, mode, block, robots)"
+    );
+}
+
+#[test]
+fn unknown_keys_everywhere() {
+    let errs = errors(
+        "listen: [{address: \"0.0.0.0:1\", tsl: {}}]
+shutdown: {grase: 1s}
+defaults:
+  moed: report
+  block: {staus: 403}
+  robots: {refesh: 1m}
+crawlers: {extras: []}
+origins:
+  - name: shop
+    hosts: [shop.example]
+    upstream: \"127.0.0.1:8081\"
+    tls: {snii: x}
+    robots: {max-size: 1MiB}
+",
+    );
+    assert_eq!(
+        errs,
+        [
+            "t.yaml:1:33: unknown key `tsl` in listener; did you mean `tls`? (expected one of: address, tls)",
+            "t.yaml:2:12: unknown key `grase` in `shutdown`; did you mean `grace`? (expected one of: grace)",
+            "t.yaml:4:3: unknown key `moed` in `defaults`; did you mean `mode`? (expected one of: mode, block, robots)",
+            "t.yaml:5:11: unknown key `staus` in `block`; did you mean `status`? (expected one of: status, body)",
+            "t.yaml:6:12: unknown key `refesh` in `defaults.robots`; did you mean `refresh`? (expected one of: refresh, timeout, on_unreachable, max_size)",
+            "t.yaml:7:12: unknown key `extras` in `crawlers`; did you mean `extra`? (expected one of: builtin, generic, extra)",
+            "t.yaml:12:11: unknown key `snii` in upstream `tls`; did you mean `sni`? (expected one of: sni, verify)",
+            "t.yaml:13:14: unknown key `max-size` in `robots`; did you mean `max_size`? (expected one of: source, path, text, url, refresh, timeout, on_unreachable, max_size)",
+        ]
+    );
+}
+
+#[test]
+fn misplaced_keys_get_a_pointed_hint() {
+    let errs = errors(&format!(
+        "mode: report\ndefaults:\n  robots: {{source: file}}\n{ORIGIN}"
+    ));
+    assert_eq!(
+        errs,
+        [
+            "t.yaml:1:1: key `mode` is not allowed at the top level (`mode` goes under `defaults:` or under an origin)",
+            "t.yaml:3:12: key `source` is not allowed in `defaults.robots` (where robots.txt comes from is set per origin, under the origin's `robots:`)",
+        ]
+    );
+}
+
+#[test]
+fn missing_origins() {
+    one_error(
+        "listen: [\"127.0.0.1:8080\"]\n",
+        1,
+        1,
+        "needs at least one entry in `origins`",
+    );
+    one_error("", 1, 1, "needs at least one entry in `origins`");
+    one_error(
+        "# only a comment\n",
+        2,
+        1,
+        "needs at least one entry in `origins`",
+    );
+    one_error(
+        "admin: \"127.0.0.1:9\"\norigins:\n",
+        2,
+        1,
+        "needs at least one entry in `origins`",
+    );
+    one_error(
+        "origins: []\n",
+        1,
+        10,
+        "`origins` must list at least one origin",
+    );
+    one_error(
+        "origins: shop\n",
+        1,
+        10,
+        "`origins` must be a list, not a string",
+    );
+}
+
+#[test]
+fn root_must_be_a_mapping() {
+    one_error(
+        "- a\n- b\n",
+        1,
+        1,
+        "the config must be a mapping, not a list",
+    );
+}
+
+#[test]
+fn origin_required_keys() {
+    let errs = errors(
+        "origins:\n  - name: a\n  - hosts: [b.example]\n  - upstream: \"127.0.0.1:1\"\n  - x\n",
+    );
+    assert_eq!(
+        errs,
+        [
+            "t.yaml:2:5: origin is missing `hosts` (list the Host names it serves, e.g. hosts: [shop.example])",
+            "t.yaml:2:5: origin is missing `upstream` (e.g. upstream: 127.0.0.1:8081)",
+            "t.yaml:3:5: origin is missing `name` (e.g. name: shop)",
+            "t.yaml:3:5: origin is missing `upstream` (e.g. upstream: 127.0.0.1:8081)",
+            "t.yaml:4:5: origin is missing `name` (e.g. name: shop)",
+            "t.yaml:4:5: origin is missing `hosts` (list the Host names it serves, e.g. hosts: [shop.example])",
+            "t.yaml:5:5: each origin must be a mapping, not a string (expected one of: name, hosts, upstream, tls, mode, block, robots)",
+        ]
+    );
+}
+
+#[test]
+fn empty_hosts_and_upstream_lists() {
+    let errs = errors("origins:\n  - name: a\n    hosts: []\n    upstream: []\n");
+    assert_eq!(
+        errs,
+        [
+            "t.yaml:3:12: `hosts` must list at least one host name",
+            "t.yaml:4:15: `upstream` must list at least one address",
+        ]
+    );
+}
+
+#[test]
+fn bad_upstreams() {
+    let errs = errors(
+        "origins:
+  - name: a
+    hosts: [a.example]
+    upstream: [\"http://a.internal:80\", \"a.internal\", \"a.internal:0\", 8080, \"::1:80\"]
+",
+    );
+    assert_eq!(
+        errs,
+        [
+            "t.yaml:4:16: upstream `http://a.internal:80` has a scheme; write host:port (e.g. 127.0.0.1:8081; for an HTTPS upstream set the origin's `tls: true`)",
+            "t.yaml:4:40: address `a.internal` has no port (write a.internal:8080)",
+            "t.yaml:4:54: address `a.internal:0` has port 0 (ports are 1 to 65535)",
+            "t.yaml:4:70: `upstream` must be a string, not an integer (put the value in quotes)",
+            "t.yaml:4:76: address `::1:80` has no port (write [::1:80]:8080)",
+        ]
+    );
+}
+
+#[test]
+fn robots_source_needs_its_key() {
+    one_error(
+        "origins:
+  - name: a
+    hosts: [a.example]
+    upstream: \"127.0.0.1:1\"
+    robots:
+      source: file
+      refresh: 1m
+",
+        6,
+        15,
+        "`source: file` needs `path` (e.g. path: robots/shop.txt (relative to the config file))",
+    );
+    one_error(
+        "origins:
+  - name: a
+    hosts: [a.example]
+    upstream: \"127.0.0.1:1\"
+    robots: {source: inline}
+",
+        5,
+        22,
+        "`source: inline` needs `text`",
+    );
+}
+
+#[test]
+fn robots_keys_of_another_source_are_errors() {
+    one_error(
+        "origins:
+  - name: a
+    hosts: [a.example]
+    upstream: \"127.0.0.1:1\"
+    robots:
+      path: robots/a.txt
+",
+        6,
+        7,
+        "`path` is only used with `source: file`, but the source is `origin` (add `source: file`, or remove `path`)",
+    );
+    let errs = errors(
+        "origins:
+  - name: a
+    hosts: [a.example]
+    upstream: \"127.0.0.1:1\"
+    robots:
+      source: file
+      path: a.txt
+      text: x
+      url: /r.txt
+",
+    );
+    assert_eq!(
+        errs,
+        [
+            "t.yaml:8:7: `text` is only used with `source: inline`, but the source is `file` (remove `text`)",
+            "t.yaml:9:7: `url` is only used with `source: origin`, but the source is `file` (remove `url`)",
+        ]
+    );
+    one_error(
+        "origins:
+  - name: a
+    hosts: [a.example]
+    upstream: \"127.0.0.1:1\"
+    robots: {source: origni}
+",
+        5,
+        22,
+        "unknown `source` `origni`; did you mean `origin`? (expected one of: origin, file, inline)",
+    );
+    one_error(
+        "origins:
+  - name: a
+    hosts: [a.example]
+    upstream: \"127.0.0.1:1\"
+    robots: {url: robots.txt}
+",
+        5,
+        19,
+        "must be a path starting with `/`",
+    );
+}
+
+#[test]
+fn duplicate_host_across_origins_names_both_places() {
+    let e = one_error(
+        "origins:
+  - name: shop
+    hosts: [shop.example, www.shop.example]
+    upstream: \"127.0.0.1:8081\"
+  - name: shop2
+    hosts:
+      - other.example
+      - WWW.Shop.Example.
+    upstream: \"127.0.0.1:8082\"
+",
+        8,
+        9,
+        "",
+    );
+    assert_eq!(
+        e.to_string(),
+        "t.yaml:8:9: host `www.shop.example` is already served by origin `shop` at line 3, column 27 \
+         (each host belongs to exactly one origin)"
+    );
+}
+
+#[test]
+fn duplicate_host_within_an_origin() {
+    one_error(
+        "origins:\n  - name: a\n    hosts: [a.example, A.example]\n    upstream: \"127.0.0.1:1\"\n",
+        3,
+        24,
+        "host `a.example` is listed twice in this origin (first at line 3, column 13)",
+    );
+}
+
+#[test]
+fn duplicate_origin_names() {
+    one_error(
+        "origins:
+  - name: shop
+    hosts: [a.example]
+    upstream: \"127.0.0.1:1\"
+  - name: shop
+    hosts: [b.example]
+    upstream: \"127.0.0.1:2\"
+",
+        5,
+        11,
+        "origin name `shop` is used twice (first at line 2, column 11)",
+    );
+}
+
+#[test]
+fn bad_origin_names() {
+    one_error(
+        "origins:\n  - name: my shop\n    hosts: [a.example]\n    upstream: \"127.0.0.1:1\"\n",
+        2,
+        11,
+        "origin name `my shop` has characters other than A-Z a-z 0-9 _ . -",
+    );
+    one_error(
+        &format!(
+            "origins:\n  - name: {}\n    hosts: [a.example]\n    upstream: \"127.0.0.1:1\"\n",
+            "a".repeat(65)
+        ),
+        2,
+        11,
+        "longer than 64",
+    );
+}
+
+#[test]
+fn hosts_with_ports_and_other_bad_hosts() {
+    let errs = errors(
+        "origins:
+  - name: a
+    hosts: [\"a.example:8080\", \"*.a.example\", \"https://a.example/\", 42]
+    upstream: \"127.0.0.1:1\"
+",
+    );
+    assert_eq!(
+        errs,
+        [
+            "t.yaml:3:13: host `a.example:8080` has a port (write a.example; a host matches requests on any port)",
+            "t.yaml:3:31: host `*.a.example`: wildcards are not supported (list each host name)",
+            "t.yaml:3:46: host `https://a.example/` must be a bare host name, without scheme or path (e.g. shop.example)",
+            "t.yaml:3:68: `hosts` must be a string, not an integer (put the value in quotes)",
+        ]
+    );
+}
+
+#[test]
+fn integer_duration_gets_a_unit_hint() {
+    let e = one_error(
+        &format!("defaults:\n  robots:\n    refresh: 30\n{ORIGIN}"),
+        3,
+        14,
+        "",
+    );
+    assert_eq!(e.message, "duration `30` has no unit");
+    assert_eq!(e.hint.as_deref(), Some("write 30s"));
+}
+
+#[test]
+fn bad_durations_everywhere() {
+    let errs = errors(&format!(
+        "shutdown: {{grace: 10}}
+defaults:
+  robots: {{refresh: 500ms, timeout: 0s}}
+{ORIGIN}    robots: {{refresh: 5 minutes, timeout: [1s]}}
+"
+    ));
+    assert_eq!(
+        errs,
+        [
+            "t.yaml:1:19: duration `10` has no unit (write 10s)",
+            "t.yaml:3:21: `refresh` must be at least 1s",
+            "t.yaml:3:37: `timeout` must be longer than 0s",
+            "t.yaml:8:23: `5 minutes` is not a duration (write e.g. 250ms, 30s, 5m, 24h, 1d or 1m30s)",
+            "t.yaml:8:43: `timeout` must be a duration like 30s, not a list",
+        ]
+    );
+}
+
+#[test]
+fn max_size_limits() {
+    let e = one_error(
+        &format!("defaults:\n  robots: {{max_size: 100KiB}}\n{ORIGIN}"),
+        2,
+        22,
+        "",
+    );
+    assert_eq!(
+        e.to_string(),
+        "t.yaml:2:22: `max_size` is 102400 bytes; it must be at least 500KiB (512000 bytes) \
+         (RFC 9309 requires parsing at least 500 KiB of robots.txt)"
+    );
+    one_error(
+        &format!("defaults:\n  robots: {{max_size: 511999}}\n{ORIGIN}"),
+        2,
+        22,
+        "at least 500KiB",
+    );
+    one_error(
+        &format!("defaults:\n  robots: {{max_size: 1GiB}}\n{ORIGIN}"),
+        2,
+        22,
+        "at most 64MiB",
+    );
+    one_error(
+        &format!("defaults:\n  robots: {{max_size: 500K}}\n{ORIGIN}"),
+        2,
+        22,
+        "ambiguous",
+    );
+    let c = ok(&format!(
+        "defaults:\n  robots: {{max_size: 512000}}\n{ORIGIN}"
+    ));
+    assert_eq!(c.origins[0].robots.max_size, 512_000);
+}
+
+#[test]
+fn inline_text_larger_than_max_size() {
+    let big = "Disallow: /x\n".repeat(40_000);
+    let text = format!(
+        "{ORIGIN}    robots:\n      source: inline\n      text: \"{}\"\n",
+        big.replace('\n', "\\n")
+    );
+    one_error(
+        &text,
+        7,
+        13,
+        "inline robots.txt is 520000 bytes, more than `max_size` (512000 bytes)",
+    );
+}
+
+#[test]
+fn block_status_and_body() {
+    let errs = errors(&format!(
+        "defaults:\n  block: {{status: 200, body: \"{{crawlr}} blocked\"}}\n{ORIGIN}    block: {{status: \"403\"}}\n"
+    ));
+    assert_eq!(
+        errs,
+        [
+            "t.yaml:2:19: `status` must be between 400 and 599, not 200",
+            "t.yaml:2:30: unknown placeholder `{crawlr}` in `body`; did you mean `crawler`? (expected one of: crawler, path, line, rule, robots_url, origin)",
+            "t.yaml:7:21: `status` must be an integer, not a string",
+        ]
+    );
+}
+
+#[test]
+fn bad_modes_and_booleans() {
+    let errs = errors(&format!(
+        "defaults: {{mode: enforcing}}\ncrawlers: {{builtin: yes, generic: 1}}\n{ORIGIN}    mode: Off\n    tls: on\n"
+    ));
+    assert_eq!(
+        errs,
+        [
+            "t.yaml:1:18: unknown `mode` `enforcing`; did you mean `enforce`? (expected one of: enforce, report, off)",
+            "t.yaml:2:21: `builtin` must be true or false, not `yes` (write true or false)",
+            "t.yaml:2:35: `generic` must be true or false, not an integer",
+            "t.yaml:7:11: unknown `mode` `Off`; did you mean `off`? (expected one of: enforce, report, off)",
+            "t.yaml:8:10: `tls` must be true, false or a mapping, not a string (e.g. tls: true, or tls: {sni: shop.example, verify: true})",
+        ]
+    );
+}
+
+#[test]
+fn bad_upstream_tls() {
+    let errs = errors(&format!(
+        "{ORIGIN}    tls: {{sni: \"192.0.2.1\", verify: \"no\"}}\n"
+    ));
+    assert_eq!(
+        errs,
+        ["t.yaml:5:16: sni `192.0.2.1` is an IP address; SNI must be a host name"]
+    );
+    one_error(
+        &format!("{ORIGIN}    tls: {{verify: \"no\"}}\n"),
+        5,
+        19,
+        "`verify` must be true or false",
+    );
+}
+
+#[test]
+fn tls_listener_needs_cert_and_key() {
+    let errs = errors(&format!(
+        "listen:
+  - address: \"0.0.0.0:443\"
+    tls: {{cert: cert.pem}}
+  - address: \"0.0.0.0:444\"
+    tls: {{}}
+  - address: \"0.0.0.0:445\"
+    tls: true
+  - tls: {{cert: a, key: b}}
+  - 8080
+{ORIGIN}"
+    ));
+    assert_eq!(
+        errs,
+        [
+            "t.yaml:3:10: listener `tls` is missing `key` (TLS listeners need both `cert` and `key` (PEM files))",
+            "t.yaml:5:10: listener `tls` is missing `cert` (TLS listeners need both `cert` and `key` (PEM files))",
+            "t.yaml:5:10: listener `tls` is missing `key` (TLS listeners need both `cert` and `key` (PEM files))",
+            "t.yaml:7:10: listener `tls` must be a mapping, not a boolean (expected one of: cert, key)",
+            "t.yaml:8:5: listener is missing `address` (e.g. address: \"0.0.0.0:8443\")",
+            "t.yaml:9:5: a `listen` entry must be an address or a mapping, not an integer (e.g. \"127.0.0.1:8080\" or {address: \"0.0.0.0:8443\", tls: {cert: cert.pem, key: key.pem}})",
+        ]
+    );
+}
+
+#[test]
+fn bad_listen_and_admin_addresses() {
+    let errs = errors(&format!(
+        "listen: [\"localhost:8080\", \"0.0.0.0\", \"0.0.0.0:80\", \"127.0.0.1:80\", \"0.0.0.0:80\"]\nadmin: \"127.0.0.1:80\"\nthreads: 0\n{ORIGIN}"
+    ));
+    assert_eq!(
+        errs,
+        [
+            "t.yaml:1:10: address `localhost:8080` must be an IP address and port, not a host name (write 127.0.0.1:8080)",
+            "t.yaml:1:28: address `0.0.0.0` has no port (write 0.0.0.0:8080)",
+            "t.yaml:1:53: listen address `127.0.0.1:80` overlaps `0.0.0.0:80` at line 1, column 39",
+            "t.yaml:1:69: listen address `0.0.0.0:80` is listed twice (first at line 1, column 39)",
+            "t.yaml:2:8: admin address `127.0.0.1:80` clashes with `0.0.0.0:80`, the listen address at line 1, column 39 (the admin server needs its own port)",
+            "t.yaml:3:10: `threads` must be between 1 and 1024, not 0",
+        ]
+    );
+    one_error(
+        &format!("listen: []\n{ORIGIN}"),
+        1,
+        9,
+        "`listen` must list at least one address",
+    );
+    one_error(
+        &format!("admin: \"127.0.0.1:8080\"\n{ORIGIN}"),
+        1,
+        8,
+        "clashes with `127.0.0.1:8080`, the the default listen address",
+    );
+}
+
+#[test]
+fn bad_extra_crawlers() {
+    let errs = errors(&format!(
+        "crawlers:
+  extra:
+    - name: Example Bot
+    - {{name: ABot, tokens: [\"a bot\"], pattern: ab, category: ai_training}}
+    - {{name: examplebot2, tokens: []}}
+    - {{name: EXAMPLEBOT2}}
+    - {{tokens: [x]}}
+{ORIGIN}"
+    ));
+    assert_eq!(
+        errs,
+        [
+            "t.yaml:3:7: crawler `Example Bot` needs `tokens` (its name is not a product token (letters, digits, `-`, `_`), so list the User-agent tokens it obeys)",
+            "t.yaml:4:29: token `a bot` is not a robots.txt product token (tokens have only letters, digits, `-` and `_`)",
+            "t.yaml:4:48: `pattern` must be at least 3 characters",
+            "t.yaml:4:62: unknown `category` `ai_training`; did you mean `ai-training`? (expected one of: search, ai-training, ai-search, ai-assistant, seo, social, archive, monitoring, library, other)",
+            "t.yaml:5:35: `tokens` must list at least one product token",
+            "t.yaml:6:14: crawler `EXAMPLEBOT2` is defined twice (first at line 5, column 14)",
+            "t.yaml:7:7: crawler is missing `name` (e.g. name: ExampleBot)",
+        ]
+    );
+}
+
+#[test]
+fn many_errors_are_reported_in_one_pass() {
+    let errs = errors(
+        "listen: [\"127.0.0.1\"]
+defaults:
+  mode: block
+origins:
+  - name: a
+    hosts: [a.example]
+    upstream: \"127.0.0.1:1\"
+    robots: {refresh: 10}
+  - name: b
+    hosts: [a.example]
+    upstream: \"x\"
+  - name: c
+    hots: [c.example]
+    upstream: \"127.0.0.1:3\"
+",
+    );
+    let positions: Vec<&str> = errs
+        .iter()
+        .map(|e| &e[..e[7..].find(':').map_or(0, |i| i + 7)])
+        .collect();
+    assert_eq!(
+        positions,
+        [
+            "t.yaml:1",
+            "t.yaml:3",
+            "t.yaml:8",
+            "t.yaml:10",
+            "t.yaml:11",
+            "t.yaml:12",
+            "t.yaml:13"
+        ],
+        "{errs:#?}"
+    );
+}
+
+#[test]
+fn error_output_is_capped() {
+    let yaml: String = (0..1_000).map(|i| format!("k{i}: 1\n")).collect();
+    let errs = errors(&yaml);
+    assert_eq!(errs.len(), 201);
+    assert_eq!(errs[0], "t.yaml:1:1: unknown key `k0` at the top level (expected one of: listen, admin, threads, shutdown, defaults, crawlers, origins)");
+    assert_eq!(errs[200], "t.yaml: 801 more errors not shown");
+}
+
+#[test]
+fn syntax_error_is_one_error_at_the_parser_position() {
+    let errs = load("origins:\n  - name: [a\n")
+        .err()
+        .map(|e| e.0)
+        .unwrap_or_default();
+    assert_eq!(errs.len(), 1);
+    assert_eq!(errs[0].file, "t.yaml");
+    assert!(errs[0].line >= 2, "{}", errs[0]);
+    one_error(
+        "admin: 1\nadmin: 2\n",
+        2,
+        1,
+        "duplicate mapping key `admin`",
+    );
+    one_error("a: !secret x\n", 1, 12, "unsupported tag `!secret`");
+    one_error("a: *nope\n", 1, 4, "");
+    one_error("a: 1\n---\nb: 2\n", 3, 1, "single YAML document");
+}
+
+#[test]
+fn hostile_input_fails_fast_without_panicking() {
+    let mut laughs = String::from(
+        "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+    );
+    let names = ["a", "b", "c", "d", "e", "f", "g", "h", "i"];
+    for pair in names.windows(2) {
+        let refs = vec![format!("*{}", pair[0]); 9].join(",");
+        laughs.push_str(&format!("{}: &{} [{}]\n", pair[1], pair[1], refs));
+    }
+    let cases = [
+        (
+            "10 MB",
+            format!(
+                "origins:\n{}",
+                "  - {name: a, hosts: [a.example], upstream: \"127.0.0.1:1\"}\n".repeat(180_000)
+            ),
+            "the limit is 4194304 bytes",
+        ),
+        (
+            "deep flow",
+            format!("origins: {}{}\n", "[".repeat(50_000), "]".repeat(50_000)),
+            "nested too deeply",
+        ),
+        (
+            "deep block",
+            (0..2_000)
+                .map(|d| format!("{}- \n", "  ".repeat(d)))
+                .collect(),
+            "nested too deeply",
+        ),
+        ("billion laughs", laughs, "too many anchors, aliases"),
+        (
+            "self alias",
+            "origins: &a [*a, *a, *a]\n".to_owned(),
+            "Recursive reference",
+        ),
+        ("long key", format!("{}: 1\n", "k".repeat(3_000_000)), ""),
+        (
+            "many values",
+            (0..200_000).map(|i| format!("k{i}: 1\n")).collect(),
+            "too many values",
+        ),
+    ];
+    for (what, text, part) in cases {
+        let start = Instant::now();
+        let result = load(&text);
+        let elapsed = start.elapsed();
+        assert!(
+            elapsed < Duration::from_secs(10),
+            "{what}: took {elapsed:?}"
+        );
+        let errs = match result {
+            Ok(_) => panic!("{what}: accepted"),
+            Err(e) => e.0,
+        };
+        assert_eq!(errs.len(), 1, "{what}: {}", ConfigErrors(errs.clone()));
+        assert!(errs[0].message.contains(part), "{what}: {}", errs[0]);
+    }
+}
+
+// ---------------------------------------------------------------- files
+
+fn manifest_path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+#[test]
+fn documented_example_loads() {
+    let path = manifest_path("config/robotsguard.yaml");
+    let c = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.source_path.as_deref(), Some(path.as_path()));
+    assert_eq!(c.threads, Some(2));
+    assert_eq!(c.origins.len(), 2);
+    assert_eq!(c.origins[0].mode, Mode::Report);
+    assert_eq!(c.origins[0].block.status, 451);
+    assert!(c.origins[0]
+        .block
+        .body
+        .as_deref()
+        .is_some_and(|b| b.contains("{crawler}")));
+    assert_eq!(c.origins[1].upstreams.len(), 2);
+    assert_eq!(c.crawlers.extra.len(), 1);
+}
+
+#[test]
+fn every_example_loads() {
+    let dir = manifest_path("config/examples");
+    let mut names = Vec::new();
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
+    for entry in entries {
+        let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            if let Err(e) = load_file(&path) {
+                panic!("{}:\n{e}", path.display());
+            }
+            names.push(
+                path.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            );
+        }
+    }
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "fail-open.yaml",
+            "file-robots.yaml",
+            "many-origins.yaml",
+            "report-only.yaml",
+            "single-origin.yaml",
+            "tls-termination.yaml"
+        ]
+    );
+}
+
+#[test]
+fn file_robots_example_points_at_its_shipped_file() {
+    let c = load_file(&manifest_path("config/examples/file-robots.yaml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let RobotsSource::File { path } = &c.origins[0].robots.source else {
+        panic!("not a file source: {:?}", c.origins[0].robots.source)
+    };
+    assert_eq!(path, &manifest_path("config/examples/robots/shop.txt"));
+    assert!(path.is_file());
+}
+
+#[test]
+fn tls_example_does_not_need_the_certificate_files() {
+    let c = load_file(&manifest_path("config/examples/tls-termination.yaml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let tls = c.listen[1].tls.as_ref().unwrap_or_else(|| panic!("no tls"));
+    assert!(!tls.cert.exists());
+}
+
+/// A scratch directory under the target dir, unique per test.
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target")
+        .join("config-tests")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    dir
+}
+
+#[test]
+fn load_file_errors() {
+    let dir = scratch_dir("load_file_errors");
+    let missing = dir.join("missing.yaml");
+    let e = load_file(&missing).err().map(|e| e.0).unwrap_or_default();
+    assert_eq!(e.len(), 1);
+    assert_eq!((e[0].line, e[0].column), (0, 0));
+    assert!(e[0]
+        .to_string()
+        .starts_with(&format!("{}: cannot open the config", missing.display())));
+
+    let bad = dir.join("bad.yaml");
+    std::fs::write(&bad, b"origins:\n  - name: caf\xe9\n").unwrap_or_else(|e| panic!("{e}"));
+    let e = load_file(&bad).err().map(|e| e.0).unwrap_or_default();
+    assert_eq!(
+        (e[0].line, e[0].column, e[0].message.as_str()),
+        (2, 14, "the config is not valid UTF-8")
+    );
+
+    let big = dir.join("big.yaml");
+    std::fs::write(&big, "#".repeat(10 * 1024 * 1024)).unwrap_or_else(|e| panic!("{e}"));
+    let e = load_file(&big).err().map(|e| e.0).unwrap_or_default();
+    assert!(e[0].message.contains("larger than the limit"), "{}", e[0]);
+}
+
+#[test]
+fn load_file_resolves_relative_paths_against_its_directory() {
+    let dir = scratch_dir("relative_paths");
+    let path = dir.join("rg.yaml");
+    std::fs::write(
+        &path,
+        "\u{feff}listen: [{address: \"0.0.0.0:443\", tls: {cert: tls/c.pem, key: ../k.pem}}]\n\
+         origins:\n  - name: a\n    hosts: [a.example]\n    upstream: \"127.0.0.1:1\"\n    robots: {source: file, path: r/a.txt}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let c = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    let tls = c.listen[0].tls.clone().unwrap_or_else(|| panic!("no tls"));
+    assert_eq!(tls.cert, dir.join("tls/c.pem"));
+    assert_eq!(tls.key, dir.join("../k.pem"));
+    assert_eq!(
+        c.origins[0].robots.source,
+        RobotsSource::File {
+            path: dir.join("r/a.txt")
+        }
+    );
+}
+
+#[test]
+fn display_of_many_errors_is_one_per_line() {
+    let e = load("origins: []\nadmin: x\n")
+        .err()
+        .unwrap_or_else(|| panic!("accepted"));
+    let text = e.to_string();
+    assert_eq!(text.lines().count(), e.0.len());
+    assert!(text.lines().all(|l| l.starts_with("t.yaml:")));
+}

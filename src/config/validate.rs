@@ -1,0 +1,496 @@
+//! Walks the parsed YAML tree into a `Config`: fills in defaults, checks each
+//! top-level section, and runs the checks that span entries (unique origin
+//! names and hosts, listeners that would clash).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use crate::crawlers::Category;
+
+use super::address::parse_bind;
+use super::error::{quote, Sink};
+use super::origin::{self, Defaults, RobotsSettings, MODES};
+use super::reader::{self, Table};
+use super::schema::{
+    CRAWLERS, DEFAULTS, DEFAULT_ADMIN, DEFAULT_BLOCK_STATUS, DEFAULT_GRACE, DEFAULT_LISTEN,
+    DEFAULT_REFRESH, DEFAULT_ROBOTS, DEFAULT_ROBOTS_MAX_SIZE, DEFAULT_TIMEOUT, EXTRA_CRAWLER,
+    LISTENER, LISTENER_TLS, MAX_NAME_LEN, MAX_THREADS, SHUTDOWN, TOP,
+};
+use super::tree::{Node, Pos, Value};
+use super::{
+    BlockConfig, Config, CrawlersConfig, ExtraCrawler, Listener, ListenerTls, Mode, OnUnreachable,
+    OriginConfig,
+};
+
+/// Builds the config, reporting problems to `sink`. The returned value is
+/// only meaningful when `sink` stayed empty; on errors, parts are filled
+/// with defaults so checking can go on.
+pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
+    let mut config = Config {
+        listen: vec![Listener {
+            address: DEFAULT_LISTEN,
+            tls: None,
+        }],
+        admin: DEFAULT_ADMIN,
+        threads: None,
+        shutdown_grace: DEFAULT_GRACE,
+        crawlers: CrawlersConfig {
+            builtin: true,
+            generic: true,
+            extra: Vec::new(),
+        },
+        origins: Vec::new(),
+        source_path: None,
+    };
+    let Some(top) = Table::read(sink, root, &TOP, "the config") else {
+        return config;
+    };
+
+    let listen = listeners(sink, top.get("listen"), base_dir);
+    if let Some(n) = top.get("admin") {
+        if let Some(text) = reader::string(sink, n, "admin") {
+            match parse_bind(text) {
+                Ok(addr) => {
+                    check_admin_clash(sink, addr, n.pos, &listen);
+                    config.admin = addr;
+                }
+                Err(p) => sink.problem(n.pos, p),
+            }
+        }
+    } else {
+        check_admin_clash(sink, DEFAULT_ADMIN, top.pos, &listen);
+    }
+    if !listen.is_empty() {
+        config.listen = listen.into_iter().map(|(l, _)| l).collect();
+    }
+
+    config.threads = top
+        .get("threads")
+        .and_then(|n| reader::integer(sink, n, "threads", 1, MAX_THREADS.into()))
+        .and_then(|n| usize::try_from(n).ok());
+
+    if let Some(table) = top
+        .get("shutdown")
+        .and_then(|n| Table::read(sink, n, &SHUTDOWN, "`shutdown`"))
+    {
+        if let Some(d) = table
+            .get("grace")
+            .and_then(|n| reader::duration(sink, n, "grace"))
+        {
+            config.shutdown_grace = d;
+        }
+    }
+
+    let defaults = defaults(sink, top.get("defaults"));
+    config.crawlers = crawlers(sink, top.get("crawlers"), config.crawlers);
+    config.origins = origins(sink, &top, &defaults, base_dir);
+    config
+}
+
+/// "line 3, column 5", for messages that point at a second place.
+fn at(pos: Pos) -> String {
+    format!("line {}, column {}", pos.line, pos.column)
+}
+
+/// The `listen` entries with their positions. Absent means the default;
+/// an explicitly empty list is an error.
+fn listeners(sink: &mut Sink, node: Option<&Node>, base_dir: &Path) -> Vec<(Listener, Pos)> {
+    let Some(node) = node else {
+        return vec![(
+            Listener {
+                address: DEFAULT_LISTEN,
+                tls: None,
+            },
+            Pos::UNKNOWN,
+        )];
+    };
+    let items = reader::one_or_many(node);
+    if items.is_empty() {
+        sink.error_hint(
+            node.pos,
+            "`listen` must list at least one address",
+            "e.g. listen: [\"127.0.0.1:8080\"]",
+        );
+    }
+    let mut out: Vec<(Listener, Pos)> = Vec::with_capacity(items.len());
+    for item in items {
+        let Some(listener) = listener(sink, item, base_dir) else {
+            continue;
+        };
+        let clash = out
+            .iter()
+            .find(|(other, _)| overlaps(other.address, listener.address));
+        if let Some((other, pos)) = clash {
+            let message = if other.address == listener.address {
+                format!(
+                    "listen address `{}` is listed twice (first at {})",
+                    listener.address,
+                    at(*pos)
+                )
+            } else {
+                format!(
+                    "listen address `{}` overlaps `{}` at {}",
+                    listener.address,
+                    other.address,
+                    at(*pos)
+                )
+            };
+            sink.error(item.pos, message);
+            continue;
+        }
+        out.push((listener, item.pos));
+    }
+    out
+}
+
+/// One `listen` entry: `"ip:port"` or `{address, tls: {cert, key}}`.
+fn listener(sink: &mut Sink, item: &Node, base_dir: &Path) -> Option<Listener> {
+    match &item.value {
+        Value::Str(text) => parse_bind(text)
+            .map(|address| Listener { address, tls: None })
+            .map_err(|p| sink.problem(item.pos, p))
+            .ok(),
+        Value::Map(_) => {
+            let table = Table::read(sink, item, &LISTENER, "each listener")?;
+            let address = match table.get("address") {
+                Some(n) => {
+                    let text = reader::string(sink, n, "address");
+                    text.and_then(|t| parse_bind(t).map_err(|p| sink.problem(n.pos, p)).ok())
+                }
+                None => {
+                    sink.error_hint(
+                        table.pos,
+                        "listener is missing `address`",
+                        "e.g. address: \"0.0.0.0:8443\"",
+                    );
+                    None
+                }
+            };
+            let tls = match table.get("tls") {
+                Some(n) => Some(listener_tls(sink, n, base_dir)?),
+                None => None,
+            };
+            Some(Listener {
+                address: address?,
+                tls,
+            })
+        }
+        other => {
+            sink.error_hint(
+                item.pos,
+                format!("a `listen` entry must be an address or a mapping, not {}", other.kind()),
+                "e.g. \"127.0.0.1:8080\" or {address: \"0.0.0.0:8443\", tls: {cert: cert.pem, key: key.pem}}",
+            );
+            None
+        }
+    }
+}
+
+/// A listener's `tls: {cert, key}`. The files are not opened here.
+fn listener_tls(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<ListenerTls> {
+    let table = Table::read(sink, node, &LISTENER_TLS, "listener `tls`")?;
+    let mut path = |key: &str| match table.get(key) {
+        Some(n) => reader::nonempty_string(sink, n, key).map(|p| base_dir.join(p)),
+        None => {
+            sink.error_hint(
+                table.pos,
+                format!("listener `tls` is missing `{key}`"),
+                "TLS listeners need both `cert` and `key` (PEM files)",
+            );
+            None
+        }
+    };
+    let cert = path("cert");
+    let key = path("key");
+    Some(ListenerTls {
+        cert: cert?,
+        key: key?,
+    })
+}
+
+/// Whether two bind addresses would fight over a port: the same address, or
+/// one is the wildcard of the same family. Port 0 picks a free port, so it
+/// never clashes.
+fn overlaps(a: SocketAddr, b: SocketAddr) -> bool {
+    a.port() != 0
+        && a.port() == b.port()
+        && (a.ip() == b.ip()
+            || (a.is_ipv4() == b.is_ipv4() && (a.ip().is_unspecified() || b.ip().is_unspecified())))
+}
+
+fn check_admin_clash(sink: &mut Sink, admin: SocketAddr, pos: Pos, listen: &[(Listener, Pos)]) {
+    let Some((other, other_pos)) = listen.iter().find(|(l, _)| overlaps(l.address, admin)) else {
+        return;
+    };
+    let where_ = if *other_pos == Pos::UNKNOWN {
+        "the default listen address".to_owned()
+    } else {
+        format!("listen address at {}", at(*other_pos))
+    };
+    sink.error_hint(
+        pos,
+        format!(
+            "admin address `{admin}` clashes with `{}`, the {where_}",
+            other.address
+        ),
+        "the admin server needs its own port",
+    );
+}
+
+/// `defaults`, over the built-in defaults.
+fn defaults(sink: &mut Sink, node: Option<&Node>) -> Defaults {
+    let mut out = Defaults {
+        mode: Mode::Enforce,
+        block: BlockConfig {
+            status: DEFAULT_BLOCK_STATUS,
+            body: None,
+        },
+        robots: RobotsSettings {
+            refresh: DEFAULT_REFRESH,
+            timeout: DEFAULT_TIMEOUT,
+            on_unreachable: OnUnreachable::Disallow,
+            max_size: DEFAULT_ROBOTS_MAX_SIZE,
+        },
+    };
+    let Some(table) = node.and_then(|n| Table::read(sink, n, &DEFAULTS, "`defaults`")) else {
+        return out;
+    };
+    if let Some(mode) = table
+        .get("mode")
+        .and_then(|n| reader::choice(sink, n, "mode", &MODES))
+    {
+        out.mode = mode;
+    }
+    out.block = origin::block(sink, table.get("block"), &out.block);
+    if let Some(robots) = table
+        .get("robots")
+        .and_then(|n| Table::read(sink, n, &DEFAULT_ROBOTS, "`defaults.robots`"))
+    {
+        out.robots = origin::robots_settings(sink, &robots, &out.robots);
+    }
+    out
+}
+
+/// `crawlers`, over the given defaults.
+fn crawlers(sink: &mut Sink, node: Option<&Node>, mut out: CrawlersConfig) -> CrawlersConfig {
+    let Some(table) = node.and_then(|n| Table::read(sink, n, &CRAWLERS, "`crawlers`")) else {
+        return out;
+    };
+    if let Some(b) = table
+        .get("builtin")
+        .and_then(|n| reader::boolean(sink, n, "builtin"))
+    {
+        out.builtin = b;
+    }
+    if let Some(b) = table
+        .get("generic")
+        .and_then(|n| reader::boolean(sink, n, "generic"))
+    {
+        out.generic = b;
+    }
+    let items = table
+        .get("extra")
+        .and_then(|n| reader::list(sink, n, "extra"))
+        .unwrap_or_default();
+    // Names compare case-insensitively: two crawlers told apart only by case
+    // would be confusing in logs and metrics.
+    let mut seen: HashMap<String, Pos> = HashMap::new();
+    for item in items {
+        let Some((crawler, name_pos)) = extra_crawler(sink, item) else {
+            continue;
+        };
+        let folded = crawler.name.to_lowercase();
+        if let Some(first) = seen.get(&folded) {
+            sink.error(
+                name_pos,
+                format!(
+                    "crawler {} is defined twice (first at {})",
+                    quote(&crawler.name),
+                    at(*first)
+                ),
+            );
+            continue;
+        }
+        seen.insert(folded, name_pos);
+        out.extra.push(crawler);
+    }
+    out
+}
+
+/// One `crawlers.extra` entry and the position of its name.
+fn extra_crawler(sink: &mut Sink, node: &Node) -> Option<(ExtraCrawler, Pos)> {
+    let table = Table::read(sink, node, &EXTRA_CRAWLER, "each `extra` crawler")?;
+    let name_node = table.get("name");
+    let name = match name_node {
+        Some(n) => reader::nonempty_string(sink, n, "name").and_then(|name| {
+            if name.chars().count() > MAX_NAME_LEN || name.chars().any(char::is_control) {
+                sink.error(
+                    n.pos,
+                    format!("crawler name must be at most {MAX_NAME_LEN} characters, without control characters"),
+                );
+                return None;
+            }
+            Some(name)
+        }),
+        None => {
+            sink.error_hint(table.pos, "crawler is missing `name`", "e.g. name: ExampleBot");
+            None
+        }
+    };
+
+    let tokens = match table.get("tokens") {
+        Some(n) => {
+            let items = reader::one_or_many(n);
+            if items.is_empty() {
+                sink.error(n.pos, "`tokens` must list at least one product token");
+            }
+            let mut tokens = Vec::with_capacity(items.len());
+            for item in items {
+                let Some(token) = reader::nonempty_string(sink, item, "tokens") else {
+                    continue;
+                };
+                if is_product_token(token) {
+                    tokens.push(token.to_ascii_lowercase());
+                } else {
+                    sink.error_hint(
+                        item.pos,
+                        format!("token {} is not a robots.txt product token", quote(token)),
+                        "tokens have only letters, digits, `-` and `_`",
+                    );
+                }
+            }
+            tokens
+        }
+        None => match name {
+            Some(name) if is_product_token(name) => vec![name.to_ascii_lowercase()],
+            Some(name) => {
+                sink.error_hint(
+                    table.pos,
+                    format!("crawler {} needs `tokens`", quote(name)),
+                    "its name is not a product token (letters, digits, `-`, `_`), so list the User-agent tokens it obeys",
+                );
+                Vec::new()
+            }
+            None => Vec::new(),
+        },
+    };
+
+    let pattern = match table.get("pattern") {
+        Some(n) => reader::nonempty_string(sink, n, "pattern").and_then(|p| {
+            // A one- or two-letter pattern would match nearly every
+            // User-Agent and turn all visitors into this crawler.
+            if p.chars().count() < 3 {
+                sink.error(n.pos, "`pattern` must be at least 3 characters");
+                return None;
+            }
+            Some(p.to_owned())
+        }),
+        None => name.map(str::to_owned),
+    };
+
+    let categories: Vec<(&'static str, Category)> =
+        Category::ALL.iter().map(|c| (c.as_str(), *c)).collect();
+    let category = table
+        .get("category")
+        .and_then(|n| reader::choice(sink, n, "category", &categories))
+        .unwrap_or(Category::Other);
+    let operator = table
+        .get("operator")
+        .and_then(|n| reader::nonempty_string(sink, n, "operator"))
+        .map(str::to_owned);
+    let ignores_global = table
+        .get("ignores_global")
+        .and_then(|n| reader::boolean(sink, n, "ignores_global"))
+        .unwrap_or(false);
+
+    let crawler = ExtraCrawler {
+        name: name?.to_owned(),
+        tokens,
+        pattern: pattern?,
+        category,
+        operator,
+        ignores_global,
+    };
+    Some((crawler, name_node.map_or(table.pos, |n| n.pos)))
+}
+
+/// Product tokens: RFC 9309 allows letters, `-` and `_`; digits are
+/// accepted too because real crawlers use them (`360Spider`).
+fn is_product_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// `origins`: each entry checked on its own, then names and hosts checked
+/// for uniqueness across all of them.
+fn origins(
+    sink: &mut Sink,
+    top: &Table<'_>,
+    defaults: &Defaults,
+    base_dir: &Path,
+) -> Vec<OriginConfig> {
+    let Some(node) = top.get("origins") else {
+        let pos = top.key_pos("origins").unwrap_or(top.pos);
+        sink.error_hint(
+            pos,
+            "the config needs at least one entry in `origins`",
+            "e.g. origins: [{name: shop, hosts: [shop.example], upstream: \"127.0.0.1:8081\"}]",
+        );
+        return Vec::new();
+    };
+    let Some(items) = reader::list(sink, node, "origins") else {
+        return Vec::new();
+    };
+    if items.is_empty() {
+        sink.error(node.pos, "`origins` must list at least one origin");
+    }
+    let mut names: HashMap<String, Pos> = HashMap::new();
+    let mut hosts: HashMap<String, (String, Pos)> = HashMap::new();
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let Some(parsed) = origin::parse_origin(sink, item, defaults, base_dir) else {
+            continue;
+        };
+        if let Some((name, pos)) = &parsed.name {
+            match names.get(name) {
+                Some(first) => sink.error(
+                    *pos,
+                    format!(
+                        "origin name {} is used twice (first at {})",
+                        quote(name),
+                        at(*first)
+                    ),
+                ),
+                None => {
+                    names.insert(name.clone(), *pos);
+                }
+            }
+        }
+        let origin_name = parsed.name.as_ref().map_or("", |(n, _)| n.as_str());
+        for (host, pos) in &parsed.hosts {
+            match hosts.get(host) {
+                Some((other, first)) => sink.error_hint(
+                    *pos,
+                    format!(
+                        "host {} is already served by {} at {}",
+                        quote(host),
+                        if other.is_empty() {
+                            "the origin".to_owned()
+                        } else {
+                            format!("origin {}", quote(other))
+                        },
+                        at(*first)
+                    ),
+                    "each host belongs to exactly one origin",
+                ),
+                None => {
+                    hosts.insert(host.clone(), (origin_name.to_owned(), *pos));
+                }
+            }
+        }
+        out.push(parsed.config);
+    }
+    out
+}

@@ -1,0 +1,563 @@
+//! The crawler catalogue: validated crawler definitions plus one automaton that finds the catalogue entry a User-Agent names.
+
+use std::cmp::Reverse;
+use std::collections::HashMap;
+use std::fmt;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use serde::{Deserialize, Serialize};
+
+use super::category::Category;
+use super::words::is_whole_word;
+
+/// The built-in catalogue, compiled into the binary.
+pub const BUILTIN_YAML: &str = include_str!("../../config/crawlers.yaml");
+
+/// Shortest accepted pattern. Shorter literals would match unrelated words in ordinary
+/// User-Agents far too easily.
+pub const MIN_PATTERN_LEN: usize = 3;
+
+/// The metric label every non-catalogue identity shares; no catalogue entry may take it.
+pub const OTHER_LABEL: &str = "other";
+
+/// One known crawler, as written in `config/crawlers.yaml`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrawlerDef {
+    /// Display and metric name (`Googlebot-Image`).
+    pub name: String,
+    /// robots.txt product tokens, lower-case, most specific first.
+    pub tokens: Vec<String>,
+    /// Literal User-Agent substring, matched ASCII case-insensitively as a whole word.
+    pub pattern: String,
+    pub category: Category,
+    #[serde(default)]
+    pub operator: String,
+    /// The crawler skips the `User-agent: *` group; only a group naming it applies.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ignores_global: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// The top level of a catalogue file; a mapping so that the format can grow.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CatalogueFile {
+    crawlers: Vec<CrawlerDef>,
+}
+
+/// Why a catalogue could not be loaded or built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CatalogueError {
+    /// The YAML did not parse into catalogue entries.
+    Parse(String),
+    /// Entry `index` (0-based) breaks a rule.
+    Invalid {
+        index: usize,
+        name: String,
+        reason: String,
+    },
+    /// Two entries share a name (compared case-insensitively).
+    DuplicateName {
+        name: String,
+        first: usize,
+        second: usize,
+    },
+    /// Two entries share a pattern (compared case-insensitively); the later could never win.
+    DuplicatePattern {
+        pattern: String,
+        first: String,
+        second: String,
+    },
+    /// The matching automaton could not be built (size limits).
+    Automaton(String),
+}
+
+impl fmt::Display for CatalogueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CatalogueError::Parse(msg) => write!(f, "crawler catalogue does not parse: {msg}"),
+            CatalogueError::Invalid {
+                index,
+                name,
+                reason,
+            } => write!(f, "crawler entry #{} ({name:?}): {reason}", index + 1),
+            CatalogueError::DuplicateName {
+                name,
+                first,
+                second,
+            } => write!(
+                f,
+                "crawler name {name:?} is used by entries #{} and #{}",
+                first + 1,
+                second + 1
+            ),
+            CatalogueError::DuplicatePattern {
+                pattern,
+                first,
+                second,
+            } => write!(
+                f,
+                "crawler pattern {pattern:?} is used by both {first:?} and {second:?}"
+            ),
+            CatalogueError::Automaton(msg) => {
+                write!(f, "crawler patterns could not be compiled: {msg}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CatalogueError {}
+
+/// Parse a catalogue file (`crawlers: [...]`) without validating it; [`Catalogue::new`]
+/// validates.
+pub fn parse_catalogue_yaml(text: &str) -> Result<Vec<CrawlerDef>, CatalogueError> {
+    serde_saphyr::from_str::<CatalogueFile>(text)
+        .map(|file| file.crawlers)
+        .map_err(|e| CatalogueError::Parse(e.to_string()))
+}
+
+/// The entries of the built-in catalogue. A unit test proves this is `Ok`; callers still get
+/// a `Result` so that a broken edit surfaces as a config error, never a panic.
+pub fn builtin_defs() -> Result<Vec<CrawlerDef>, CatalogueError> {
+    parse_catalogue_yaml(BUILTIN_YAML)
+}
+
+/// An immutable, validated set of crawler definitions with one Aho-Corasick automaton over
+/// all their patterns. Built once at config load; shared by every request.
+#[derive(Debug, Clone)]
+pub struct Catalogue {
+    defs: Vec<CrawlerDef>,
+    /// Pattern `i` of the automaton is `defs[i].pattern`.
+    automaton: AhoCorasick,
+}
+
+impl Catalogue {
+    /// The built-in catalogue, validated and compiled.
+    pub fn builtin() -> Result<Catalogue, CatalogueError> {
+        Catalogue::new(builtin_defs()?)
+    }
+
+    /// Validate `defs` and compile their patterns. Rules: names non-empty, trimmed, free of
+    /// control characters, unique (case-insensitively) and not `other` (the shared metric
+    /// label of non-catalogue crawlers); at least one token per entry, each lower-case,
+    /// trimmed, without control characters, `#` or the `*` wildcard, and not repeated;
+    /// patterns printable ASCII, trimmed, at least [`MIN_PATTERN_LEN`] bytes and unique
+    /// (case-insensitively).
+    pub fn new(defs: Vec<CrawlerDef>) -> Result<Catalogue, CatalogueError> {
+        let mut names: HashMap<String, usize> = HashMap::with_capacity(defs.len());
+        let mut patterns: HashMap<String, usize> = HashMap::with_capacity(defs.len());
+        for (index, def) in defs.iter().enumerate() {
+            validate(index, def)?;
+            if let Some(&first) = names.get(&def.name.to_ascii_lowercase()) {
+                return Err(CatalogueError::DuplicateName {
+                    name: def.name.clone(),
+                    first,
+                    second: index,
+                });
+            }
+            names.insert(def.name.to_ascii_lowercase(), index);
+            if let Some(&first) = patterns.get(&def.pattern.to_ascii_lowercase()) {
+                return Err(CatalogueError::DuplicatePattern {
+                    pattern: def.pattern.clone(),
+                    first: defs[first].name.clone(),
+                    second: def.name.clone(),
+                });
+            }
+            patterns.insert(def.pattern.to_ascii_lowercase(), index);
+        }
+        // Standard semantics so the search can report every overlapping match: the ranking in
+        // `find` needs all of them, not the automaton's own leftmost pick.
+        let automaton = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(defs.iter().map(|d| d.pattern.as_str()))
+            .map_err(|e| CatalogueError::Automaton(e.to_string()))?;
+        Ok(Catalogue { defs, automaton })
+    }
+
+    /// All entries, in catalogue order.
+    pub fn defs(&self) -> &[CrawlerDef] {
+        &self.defs
+    }
+
+    pub fn len(&self) -> usize {
+        self.defs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.defs.is_empty()
+    }
+
+    /// The entry called `name` (case-insensitive), for config that refers to crawlers by name.
+    pub fn get(&self, name: &str) -> Option<&CrawlerDef> {
+        self.defs.iter().find(|d| d.name.eq_ignore_ascii_case(name))
+    }
+
+    /// The catalogue entry `user_agent` names, if any.
+    ///
+    /// Every whole-word match of every pattern is considered (one overlapping pass), and the
+    /// best is chosen by, in order:
+    /// 1. a non-`library` entry beats a `library` entry: a crawler built on a library names
+    ///    both (`LinkedInBot/1.0 (compatible; Mozilla/5.0; Apache-HttpClient ...)`), and who
+    ///    is crawling matters more than with what;
+    /// 2. the leftmost match: a UA names itself before what it is "like"
+    ///    (`TelegramBot (like TwitterBot)`, `Feedly/1.0 (...; like FeedFetcher-Google)`);
+    /// 3. the longest match: at one position the longer pattern is the more specific crawler
+    ///    (`Googlebot-Image` over `Googlebot`), which also makes the longest of any set of
+    ///    overlapping matches win;
+    /// 4. the earliest catalogue entry.
+    pub fn find(&self, user_agent: &[u8]) -> Option<&CrawlerDef> {
+        let matches = self.automaton.try_find_overlapping_iter(user_agent).ok()?;
+        let mut best: Option<(bool, usize, Reverse<usize>, usize)> = None;
+        for m in matches {
+            if !is_whole_word(user_agent, m.start(), m.end()) {
+                continue;
+            }
+            let index = m.pattern().as_usize();
+            let Some(def) = self.defs.get(index) else {
+                continue;
+            };
+            let key = (
+                def.category == Category::Library,
+                m.start(),
+                Reverse(m.len()),
+                index,
+            );
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
+            }
+        }
+        best.and_then(|(_, _, _, index)| self.defs.get(index))
+    }
+}
+
+fn validate(index: usize, def: &CrawlerDef) -> Result<(), CatalogueError> {
+    let invalid = |reason: String| CatalogueError::Invalid {
+        index,
+        name: def.name.clone(),
+        reason,
+    };
+    if def.name.trim().is_empty() {
+        return Err(invalid("name is empty".into()));
+    }
+    if def.name.trim() != def.name || def.name.chars().any(char::is_control) {
+        return Err(invalid(
+            "name has surrounding whitespace or control characters".into(),
+        ));
+    }
+    if def.name.eq_ignore_ascii_case(OTHER_LABEL) {
+        return Err(invalid(format!(
+            "name {OTHER_LABEL:?} is reserved for crawlers outside the catalogue"
+        )));
+    }
+    if def.tokens.is_empty() {
+        return Err(invalid("tokens is empty".into()));
+    }
+    for (i, token) in def.tokens.iter().enumerate() {
+        if token.is_empty() || token.trim() != token {
+            return Err(invalid(format!(
+                "token {token:?} is empty or has surrounding whitespace"
+            )));
+        }
+        if token.chars().any(char::is_uppercase) {
+            return Err(invalid(format!("token {token:?} is not lower-case")));
+        }
+        if token == "*" || token.contains('#') || token.chars().any(char::is_control) {
+            return Err(invalid(format!(
+                "token {token:?} is not a product token (`*`, `#` or control characters)"
+            )));
+        }
+        if def.tokens[..i].contains(token) {
+            return Err(invalid(format!("token {token:?} is listed twice")));
+        }
+    }
+    if def.pattern.trim() != def.pattern
+        || !def
+            .pattern
+            .bytes()
+            .all(|b| b.is_ascii_graphic() || b == b' ')
+    {
+        return Err(invalid(format!(
+            "pattern {:?} must be printable ASCII without surrounding whitespace",
+            def.pattern
+        )));
+    }
+    if def.pattern.len() < MIN_PATTERN_LEN {
+        return Err(invalid(format!(
+            "pattern {:?} is shorter than {MIN_PATTERN_LEN} characters",
+            def.pattern
+        )));
+    }
+    if def.operator.chars().any(char::is_control) {
+        return Err(invalid("operator has control characters".into()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(name: &str, tokens: &[&str], pattern: &str, category: Category) -> CrawlerDef {
+        CrawlerDef {
+            name: name.into(),
+            tokens: tokens.iter().map(|t| t.to_string()).collect(),
+            pattern: pattern.into(),
+            category,
+            operator: String::new(),
+            ignores_global: false,
+        }
+    }
+
+    fn builtin() -> Catalogue {
+        match Catalogue::builtin() {
+            Ok(c) => c,
+            Err(e) => panic!("built-in catalogue is broken: {e}"),
+        }
+    }
+
+    fn found<'c>(c: &'c Catalogue, ua: &str) -> Option<&'c str> {
+        c.find(ua.as_bytes()).map(|d| d.name.as_str())
+    }
+
+    #[test]
+    fn builtin_parses_validates_and_is_large_enough() {
+        let c = builtin();
+        assert!(c.len() >= 110, "only {} entries", c.len());
+    }
+
+    #[test]
+    fn builtin_uses_every_category() {
+        let c = builtin();
+        for category in Category::ALL {
+            let n = c.defs().iter().filter(|d| d.category == category).count();
+            assert!(n >= 1, "no {category} entry");
+        }
+        // Spot-check that categories were assigned with sense, not at random.
+        let cat = |name: &str| c.get(name).map(|d| d.category);
+        assert_eq!(cat("Googlebot"), Some(Category::Search));
+        assert_eq!(cat("GPTBot"), Some(Category::AiTraining));
+        assert_eq!(cat("OAI-SearchBot"), Some(Category::AiSearch));
+        assert_eq!(cat("ChatGPT-User"), Some(Category::AiAssistant));
+        assert_eq!(cat("AhrefsBot"), Some(Category::Seo));
+        assert_eq!(cat("facebookexternalhit"), Some(Category::Social));
+        assert_eq!(cat("archive.org_bot"), Some(Category::Archive));
+        assert_eq!(cat("UptimeRobot"), Some(Category::Monitoring));
+        assert_eq!(cat("curl"), Some(Category::Library));
+    }
+
+    #[test]
+    fn builtin_names_unique_and_tokens_lower_case() {
+        let c = builtin();
+        let mut names: Vec<String> = c.defs().iter().map(|d| d.name.to_lowercase()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), c.len());
+        for d in c.defs() {
+            for t in &d.tokens {
+                assert_eq!(t, &t.to_lowercase(), "{}", d.name);
+            }
+        }
+    }
+
+    #[test]
+    fn builtin_ignores_global_only_where_google_documents_it() {
+        let c = builtin();
+        let mut flagged: Vec<&str> = c
+            .defs()
+            .iter()
+            .filter(|d| d.ignores_global)
+            .map(|d| d.name.as_str())
+            .collect();
+        flagged.sort_unstable();
+        assert_eq!(
+            flagged,
+            ["APIs-Google", "AdsBot-Google", "AdsBot-Google-Mobile"]
+        );
+    }
+
+    #[test]
+    fn builtin_has_no_usage_only_tokens() {
+        // Google-Extended / Applebot-Extended steer AI use of content; no crawler sends them,
+        // and they must not be part of any crawler's token list.
+        let c = builtin();
+        for d in c.defs() {
+            for t in &d.tokens {
+                assert!(!t.ends_with("-extended"), "{} has token {t}", d.name);
+            }
+        }
+    }
+
+    #[test]
+    fn every_builtin_entry_is_reachable() {
+        // Each entry's own pattern, alone or inside a typical UA, must identify that entry and
+        // not some other one: no entry is shadowed by another.
+        let c = builtin();
+        for d in c.defs() {
+            assert_eq!(found(&c, &d.pattern), Some(d.name.as_str()));
+            let wrapped = format!(
+                "Mozilla/5.0 (compatible; {}/1.0; +https://example.com/info)",
+                d.pattern
+            );
+            assert_eq!(found(&c, &wrapped), Some(d.name.as_str()), "{wrapped}");
+            let lower = d.pattern.to_lowercase();
+            assert_eq!(found(&c, &lower), Some(d.name.as_str()), "case: {lower}");
+        }
+    }
+
+    #[test]
+    fn whole_word_only() {
+        let c = match Catalogue::new(vec![def("LCC", &["lcc"], "LCC", Category::Other)]) {
+            Ok(c) => c,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(found(&c, "SLCC/1.0"), None);
+        assert_eq!(found(&c, "LCCS/1.0"), None);
+        assert_eq!(found(&c, "LCC2/1.0"), None, "digits join words");
+        assert_eq!(found(&c, "x_LCC"), None, "underscore joins words");
+        assert_eq!(found(&c, "Mozilla/5.0 (SLCC2; LCC)"), Some("LCC"));
+        assert_eq!(
+            found(&c, "lcc-agent/1.0"),
+            Some("LCC"),
+            "hyphen is a boundary"
+        );
+        assert_eq!(found(&c, "LCC"), Some("LCC"));
+    }
+
+    #[test]
+    fn ranking() {
+        let c = match Catalogue::new(vec![
+            def("A", &["a"], "Googlebot", Category::Search),
+            def("B", &["b"], "Googlebot-Image", Category::Search),
+            def("Lib", &["lib"], "Apache-HttpClient", Category::Library),
+            def("Li", &["li"], "LinkedInBot", Category::Social),
+            def("Tg", &["tg"], "TelegramBot", Category::Social),
+            def("Tw", &["tw"], "TwitterBot", Category::Social),
+            def("Java", &["java"], "Java", Category::Library),
+        ]) {
+            Ok(c) => c,
+            Err(e) => panic!("{e}"),
+        };
+        // Same start: longest.
+        assert_eq!(found(&c, "Googlebot-Image/1.0"), Some("B"));
+        assert_eq!(found(&c, "Googlebot-Mobile/2.1"), Some("A"));
+        // Library loses even when longer and leftmost.
+        assert_eq!(
+            found(&c, "Apache-HttpClient/4.5 (LinkedInBot/1.0)"),
+            Some("Li")
+        );
+        // Disjoint: leftmost.
+        assert_eq!(found(&c, "TelegramBot (like TwitterBot)"), Some("Tg"));
+        assert_eq!(found(&c, "TwitterBot (like TelegramBot)"), Some("Tw"));
+        // Two libraries: leftmost.
+        assert_eq!(
+            found(&c, "Apache-HttpClient/4.5.13 (Java/17.0.1)"),
+            Some("Lib")
+        );
+    }
+
+    fn expect_invalid(defs: Vec<CrawlerDef>, needle: &str) {
+        match Catalogue::new(defs) {
+            Ok(_) => panic!("accepted; expected error containing {needle:?}"),
+            Err(e) => {
+                let msg = e.to_string();
+                assert!(msg.contains(needle), "{msg:?} lacks {needle:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn validation() {
+        let ok = || def("FooBot", &["foobot"], "FooBot", Category::Other);
+        expect_invalid(
+            vec![def("", &["x"], "Foo", Category::Other)],
+            "name is empty",
+        );
+        expect_invalid(
+            vec![def(" Foo", &["x"], "Foo", Category::Other)],
+            "whitespace",
+        );
+        expect_invalid(
+            vec![def("Other", &["x"], "Foo", Category::Other)],
+            "reserved",
+        );
+        expect_invalid(
+            vec![def("Foo", &[], "Foo", Category::Other)],
+            "tokens is empty",
+        );
+        expect_invalid(
+            vec![def("Foo", &["Foo"], "Foo", Category::Other)],
+            "lower-case",
+        );
+        expect_invalid(
+            vec![def("Foo", &["*"], "Foo", Category::Other)],
+            "product token",
+        );
+        expect_invalid(vec![def("Foo", &[""], "Foo", Category::Other)], "empty");
+        expect_invalid(
+            vec![def("Foo", &["a", "a"], "Foo", Category::Other)],
+            "twice",
+        );
+        expect_invalid(vec![def("Foo", &["foo"], "Fo", Category::Other)], "shorter");
+        expect_invalid(
+            vec![def("Foo", &["foo"], " Foo", Category::Other)],
+            "printable",
+        );
+        expect_invalid(
+            vec![def("Foo", &["foo"], "Föö", Category::Other)],
+            "printable",
+        );
+        let mut dup = ok();
+        dup.name = "foobot".into();
+        dup.pattern = "Other".into();
+        expect_invalid(vec![ok(), dup], "is used by entries #1 and #2");
+        let mut dup = ok();
+        dup.name = "Another".into();
+        dup.pattern = "FOOBOT".into();
+        expect_invalid(vec![ok(), dup], "pattern");
+        assert!(Catalogue::new(vec![ok()]).is_ok());
+        assert!(Catalogue::new(Vec::new()).is_ok());
+    }
+
+    #[test]
+    fn yaml_errors_are_reported_not_panicked() {
+        let unknown =
+            "crawlers:\n  - { name: A, tokens: [a], pattern: Aaa, category: other, colour: red }\n";
+        assert!(matches!(
+            parse_catalogue_yaml(unknown),
+            Err(CatalogueError::Parse(_))
+        ));
+        let bad_category =
+            "crawlers:\n  - { name: A, tokens: [a], pattern: Aaa, category: evil }\n";
+        assert!(parse_catalogue_yaml(bad_category).is_err());
+        assert!(parse_catalogue_yaml("crawlers: [").is_err());
+        assert!(parse_catalogue_yaml("").is_err());
+        let good = "crawlers:\n  - { name: A, tokens: [a], pattern: Aaa, category: ai-search, ignores_global: true }\n";
+        match parse_catalogue_yaml(good) {
+            Ok(defs) => {
+                assert_eq!(defs.len(), 1);
+                assert_eq!(defs[0].category, Category::AiSearch);
+                assert!(defs[0].ignores_global);
+                assert_eq!(defs[0].operator, "");
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn hostile_input_does_not_panic() {
+        let c = builtin();
+        let mut ua = vec![0u8; 64 * 1024];
+        assert_eq!(c.find(&ua), None);
+        ua.extend_from_slice(b"\xff\xfe Googlebot/2.1 \x00");
+        assert_eq!(c.find(&ua).map(|d| d.name.as_str()), Some("Googlebot"));
+        let repeated = "bingbotbingbot ".repeat(5000);
+        assert_eq!(found(&c, &repeated), None);
+        let many = "curl/1 Googlebot ".repeat(4000);
+        assert_eq!(found(&c, &many), Some("Googlebot"));
+    }
+}

@@ -1,0 +1,58 @@
+//! The category of a crawler: what its operator uses the fetched pages for.
+
+use serde::{Deserialize, Serialize};
+
+/// Why a crawler fetches pages. Used as a bounded metric label and in explanations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Category {
+    Search,
+    AiTraining,
+    AiSearch,
+    /// User-triggered fetchers of AI assistants.
+    AiAssistant,
+    Seo,
+    Social,
+    Archive,
+    Monitoring,
+    /// HTTP client libraries, command-line tools and headless browsers.
+    Library,
+    Other,
+}
+
+impl Category {
+    pub const ALL: [Category; 10] = [
+        Category::Search,
+        Category::AiTraining,
+        Category::AiSearch,
+        Category::AiAssistant,
+        Category::Seo,
+        Category::Social,
+        Category::Archive,
+        Category::Monitoring,
+        Category::Library,
+        Category::Other,
+    ];
+
+    /// The label used in metrics, logs and config (`ai-training`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Search => "search",
+            Category::AiTraining => "ai-training",
+            Category::AiSearch => "ai-search",
+            Category::AiAssistant => "ai-assistant",
+            Category::Seo => "seo",
+            Category::Social => "social",
+            Category::Archive => "archive",
+            Category::Monitoring => "monitoring",
+            Category::Library => "library",
+            Category::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for Category {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,177 @@
+//! Renders an identification result for people (`describe`) and as an owned, serialisable report (`identify --json`).
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::category::Category;
+use super::identify::{GenericRule, Identity, IdentitySource};
+
+/// An [`Identity`] detached from the identifier and the UA, for output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OwnedIdentity {
+    pub name: String,
+    pub tokens: Vec<String>,
+    pub category: Category,
+    pub operator: String,
+    pub ignores_global: bool,
+    pub source: IdentitySource,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generic_rule: Option<GenericRule>,
+    pub metric_label: String,
+}
+
+impl From<&Identity<'_>> for OwnedIdentity {
+    fn from(id: &Identity<'_>) -> Self {
+        OwnedIdentity {
+            name: id.name.to_owned(),
+            tokens: id.tokens.to_vec(),
+            category: id.category,
+            operator: id.operator.to_owned(),
+            ignores_global: id.ignores_global,
+            source: id.source,
+            generic_rule: id.generic_rule,
+            metric_label: id.metric_label().to_owned(),
+        }
+    }
+}
+
+/// The JSON shape of an identification: `{"crawler": false}` or `{"crawler": true, ...}`
+/// with the [`OwnedIdentity`] fields alongside.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IdentityReport {
+    pub crawler: bool,
+    #[serde(flatten)]
+    pub identity: Option<OwnedIdentity>,
+}
+
+/// The owned report of an identification result.
+pub fn report(identity: Option<&Identity<'_>>) -> IdentityReport {
+    IdentityReport {
+        crawler: identity.is_some(),
+        identity: identity.map(OwnedIdentity::from),
+    }
+}
+
+/// One or two lines for people, e.g.
+/// `crawler Googlebot-Image (search, operated by Google), from the catalogue` followed by
+/// `robots.txt groups tried: googlebot-image, googlebot, then *`.
+pub fn describe(identity: Option<&Identity<'_>>) -> String {
+    let Some(id) = identity else {
+        return "not a crawler: no catalogue entry, robots.txt name or generic rule matched"
+            .to_owned();
+    };
+    let mut out = format!("crawler {} ({}", id.name, id.category);
+    if !id.operator.is_empty() {
+        let _ = write!(out, ", operated by {}", id.operator);
+    }
+    out.push_str("), ");
+    match (id.source, id.generic_rule) {
+        (IdentitySource::Catalogue, _) => out.push_str("from the catalogue"),
+        (IdentitySource::RobotsTxt, _) => out.push_str("named in this site's robots.txt"),
+        (IdentitySource::Generic, Some(rule)) => {
+            let _ = write!(out, "by the generic rule: {}", rule.explain());
+        }
+        (IdentitySource::Generic, None) => out.push_str("by a generic rule"),
+    }
+    out.push_str("\nrobots.txt groups tried: ");
+    let mut any = false;
+    for token in id.tokens {
+        if any {
+            out.push_str(", ");
+        }
+        out.push_str(token);
+        any = true;
+    }
+    if id.ignores_global {
+        if !any {
+            out.push_str("none");
+        }
+        out.push_str(" (ignores the * group)");
+    } else if any {
+        out.push_str(", then *");
+    } else {
+        out.push_str("only *");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crawlers::{Identifier, RobotsTokenScanner};
+
+    fn identifier() -> Identifier {
+        match Identifier::builtin(true) {
+            Ok(i) => i,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn describes_each_source() {
+        let idf = identifier();
+        let id = idf.identify(b"Googlebot-Image/1.0", None);
+        assert_eq!(
+            describe(id.as_ref()),
+            "crawler Googlebot-Image (search, operated by Google), from the catalogue\n\
+             robots.txt groups tried: googlebot-image, googlebot, then *"
+        );
+        let id = idf.identify(b"AdsBot-Google (+http://www.google.com/adsbot.html)", None);
+        assert!(describe(id.as_ref()).ends_with("adsbot-google (ignores the * group)"));
+        let robots = RobotsTokenScanner::new(["AcmeAgent"]);
+        let id = idf.identify(b"AcmeAgent/2", Some(&robots));
+        assert_eq!(
+            describe(id.as_ref()),
+            "crawler AcmeAgent (other), named in this site's robots.txt\n\
+             robots.txt groups tried: AcmeAgent, then *"
+        );
+        let id = idf.identify(b"", None);
+        let text = describe(id.as_ref());
+        assert!(
+            text.contains("generic rule: the User-Agent is empty"),
+            "{text}"
+        );
+        assert!(text.ends_with("robots.txt groups tried: only *"), "{text}");
+        assert_eq!(
+            describe(None),
+            "not a crawler: no catalogue entry, robots.txt name or generic rule matched"
+        );
+    }
+
+    #[test]
+    fn json_report() {
+        let idf = identifier();
+        let id = idf.identify(b"Googlebot-Image/1.0", None);
+        let json = serde_json::to_value(report(id.as_ref())).ok();
+        let want = serde_json::json!({
+            "crawler": true,
+            "name": "Googlebot-Image",
+            "tokens": ["googlebot-image", "googlebot"],
+            "category": "search",
+            "operator": "Google",
+            "ignores_global": false,
+            "source": "catalogue",
+            "metric_label": "Googlebot-Image",
+        });
+        assert_eq!(json, Some(want));
+
+        let id = idf.identify(b"FooScraper/1.0", None);
+        let json = serde_json::to_value(report(id.as_ref())).ok();
+        let want = serde_json::json!({
+            "crawler": true,
+            "name": "FooScraper",
+            "tokens": ["FooScraper"],
+            "category": "other",
+            "operator": "",
+            "ignores_global": false,
+            "source": "generic",
+            "generic_rule": "automation-word",
+            "metric_label": "other",
+        });
+        assert_eq!(json, Some(want));
+
+        let json = serde_json::to_string(&report(None)).ok();
+        assert_eq!(json.as_deref(), Some(r#"{"crawler":false}"#));
+    }
+}

@@ -1,0 +1,32 @@
+//! Crawler catalogue and User-Agent identification: tells which crawler sent a request and which robots.txt tokens it answers to. Pure code: no I/O, no async.
+//!
+//! - [`Catalogue`]: the known crawlers (built in from `config/crawlers.yaml`, or supplied by
+//!   config) with one Aho-Corasick automaton over their User-Agent patterns.
+//! - [`RobotsTokenScanner`]: per origin, the product tokens its robots.txt names, so that a
+//!   crawler missing from the catalogue still meets the group written for it.
+//! - [`Identifier`]: runs the stages (catalogue, robots.txt names, generic rules) on one
+//!   User-Agent and returns a borrowed [`Identity`] with its ordered [`TokenList`].
+//! - [`describe`] and [`report`]: output for the CLI.
+//!
+//! Whole-word rule (all stages): a match must not have an ASCII letter, digit, `_` or
+//! non-ASCII byte immediately before or after it; `-`, `.`, `/`, spaces and other
+//! punctuation are boundaries. Matching is ASCII case-insensitive.
+
+mod catalogue;
+pub mod category;
+mod describe;
+mod identify;
+mod robots_tokens;
+mod words;
+
+pub use catalogue::{
+    builtin_defs, parse_catalogue_yaml, Catalogue, CatalogueError, CrawlerDef, BUILTIN_YAML,
+    MIN_PATTERN_LEN, OTHER_LABEL,
+};
+pub use category::Category;
+pub use describe::{describe, report, IdentityReport, OwnedIdentity};
+pub use identify::{
+    GenericRule, Identifier, Identity, IdentitySource, TokenIter, TokenList, EMPTY_UA_NAME,
+    UNNAMED_NAME,
+};
+pub use robots_tokens::{RobotsTokenScanner, MIN_ROBOTS_TOKEN_LEN};

@@ -1,0 +1,231 @@
+//! Finds, in a User-Agent, the product tokens that one origin's robots.txt names in its `User-agent` lines, so crawlers missing from the catalogue still meet the group written for them.
+
+use std::collections::HashSet;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+
+use super::words::{is_whole_word, robots_product_token};
+
+/// Shortest robots.txt name the scanner uses. One- and two-letter names would match stray
+/// fragments of ordinary UAs (`U` in `(Windows; U; ...)`, `NT`, `OS`).
+pub const MIN_ROBOTS_TOKEN_LEN: usize = 3;
+
+/// Words of ordinary browser and app User-Agents. A robots.txt that names one of them
+/// (`User-agent: Mozilla` is seen in the wild) must not turn every visitor into a crawler, so
+/// such names are left out of the scanner. Lower-case; compared case-insensitively.
+const BROWSER_WORDS: &[&str] = &[
+    "mozilla",
+    "applewebkit",
+    "khtml",
+    "like",
+    "gecko",
+    "chrome",
+    "chromium",
+    "crios",
+    "safari",
+    "mobile",
+    "version",
+    "firefox",
+    "fxios",
+    "edg",
+    "edga",
+    "edgios",
+    "edge",
+    "opr",
+    "opera",
+    "opios",
+    "vivaldi",
+    "brave",
+    "yabrowser",
+    "yowser",
+    "samsungbrowser",
+    "ucbrowser",
+    "qqbrowser",
+    "miuibrowser",
+    "huaweibrowser",
+    "duckduckgo",
+    "trident",
+    "msie",
+    "compatible",
+    "windows",
+    "linux",
+    "android",
+    "iphone",
+    "ipad",
+    "ipod",
+    "cpu",
+    "mac",
+    "macintosh",
+    "intel",
+    "ubuntu",
+    "fedora",
+    "cros",
+    "build",
+    "gsa",
+    "instagram",
+    "fban",
+    "fbav",
+    "fbios",
+    "line",
+    "kakaotalk",
+    "micromessenger",
+    "baiduboxapp",
+    "silk",
+    "kindle",
+    "playstation",
+    "xbox",
+    "nintendo",
+    "smart-tv",
+    "smarttv",
+    "tizen",
+    "webos",
+    "crkey",
+    "googletv",
+    "dalvik",
+    "cfnetwork",
+    "darwin",
+    "electron",
+];
+
+/// The product tokens named in one origin's robots.txt, compiled for matching against
+/// User-Agents. Built when that robots.txt is compiled; immutable afterwards.
+#[derive(Debug, Clone, Default)]
+pub struct RobotsTokenScanner {
+    /// Token `i` is pattern `i` of `automaton`.
+    tokens: Vec<String>,
+    automaton: Option<AhoCorasick>,
+}
+
+impl RobotsTokenScanner {
+    /// Compile the `User-agent` values of a robots.txt. Each value is reduced as robots.txt
+    /// matching reduces it, to its leading `[A-Za-z_-]` run (`FooBot/1.0` → `FooBot`); values
+    /// that reduce to nothing (`*`, `360Spider`), to fewer than [`MIN_ROBOTS_TOKEN_LEN`] bytes,
+    /// or to a word of ordinary browser UAs are skipped; repeats (case-insensitive) keep the
+    /// first spelling.
+    pub fn new<'a>(names: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut seen = HashSet::new();
+        let mut tokens = Vec::new();
+        for name in names {
+            let token = robots_product_token(name);
+            if token.len() < MIN_ROBOTS_TOKEN_LEN
+                || BROWSER_WORDS.iter().any(|w| w.eq_ignore_ascii_case(token))
+            {
+                continue;
+            }
+            if seen.insert(token.to_ascii_lowercase()) {
+                tokens.push(token.to_owned());
+            }
+        }
+        if tokens.is_empty() {
+            return Self::default();
+        }
+        let built = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(&tokens);
+        match built {
+            Ok(automaton) => Self {
+                tokens,
+                automaton: Some(automaton),
+            },
+            // Only reachable past the automaton's size limits (an absurd robots.txt). Matching
+            // nothing then is the safe side: the catalogue and generic rules still apply, and
+            // compiling the rest of the robots.txt is not held up.
+            Err(_) => Self::default(),
+        }
+    }
+
+    /// The tokens the scanner looks for, as named (reduced) in robots.txt.
+    pub fn tokens(&self) -> &[String] {
+        &self.tokens
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    /// The longest named token that occurs in `user_agent` as a whole word, ASCII
+    /// case-insensitively (same word rule as the catalogue). Ties go to the leftmost
+    /// occurrence, then to the token named first. Returns the token as robots.txt spells it.
+    pub fn longest_whole_word(&self, user_agent: impl AsRef<[u8]>) -> Option<&str> {
+        let ua = user_agent.as_ref();
+        let automaton = self.automaton.as_ref()?;
+        let matches = automaton.try_find_overlapping_iter(ua).ok()?;
+        let mut best: Option<(std::cmp::Reverse<usize>, usize, usize)> = None;
+        for m in matches {
+            if !is_whole_word(ua, m.start(), m.end()) {
+                continue;
+            }
+            let key = (
+                std::cmp::Reverse(m.len()),
+                m.start(),
+                m.pattern().as_usize(),
+            );
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
+            }
+        }
+        best.and_then(|(_, _, i)| self.tokens.get(i))
+            .map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reduces_dedups_and_skips() {
+        let s = RobotsTokenScanner::new([
+            "*",
+            "FooBot/1.0",
+            "foobot",
+            "Mozilla",
+            "Chrome",
+            "360Spider",
+            "ab",
+            "  Bar-Crawler  ",
+            "archive.org_bot",
+        ]);
+        assert_eq!(s.tokens(), ["FooBot", "Bar-Crawler", "archive"]);
+        assert!(!s.is_empty());
+        assert!(RobotsTokenScanner::new(["*", "Mozilla"]).is_empty());
+        assert!(RobotsTokenScanner::new(std::iter::empty()).is_empty());
+    }
+
+    #[test]
+    fn longest_whole_word_wins() {
+        let s = RobotsTokenScanner::new(["foo", "FooBar", "foobar-news", "baz"]);
+        assert_eq!(
+            s.longest_whole_word("Mozilla/5.0 (compatible; FOOBAR/2)"),
+            Some("FooBar")
+        );
+        assert_eq!(s.longest_whole_word("foobar-news/1.0"), Some("foobar-news"));
+        // `foo` inside `foobarx` is not a whole word; nor is `foobar`.
+        assert_eq!(s.longest_whole_word("foobarx/1.0"), None);
+        // Hyphen is a boundary, as in the catalogue.
+        assert_eq!(s.longest_whole_word("foo-images/1.0"), Some("foo"));
+        // Same length: leftmost.
+        let s2 = RobotsTokenScanner::new(["aaa", "bbb"]);
+        assert_eq!(s2.longest_whole_word("x bbb aaa"), Some("bbb"));
+        assert_eq!(s2.longest_whole_word(b"x aaa bbb".as_slice()), Some("aaa"));
+    }
+
+    #[test]
+    fn browser_uas_do_not_match_browser_words() {
+        let s = RobotsTokenScanner::new(["Mozilla", "Safari", "Gecko", "Android", "Windows"]);
+        let ua = "Mozilla/5.0 (Linux; Android 14) AppleWebKit/537.36 (KHTML, like Gecko) \
+                  Chrome/124.0.0.0 Mobile Safari/537.36";
+        assert_eq!(s.longest_whole_word(ua), None);
+    }
+
+    #[test]
+    fn hostile_input() {
+        let s = RobotsTokenScanner::new(["FooBot", "bot"]);
+        let mut ua = "bot".repeat(30_000).into_bytes();
+        ua.extend_from_slice(b"\x00\xff");
+        assert_eq!(s.longest_whole_word(&ua), None);
+        ua.extend_from_slice(b" foobot\x00");
+        assert_eq!(s.longest_whole_word(&ua), Some("FooBot"));
+    }
+}

@@ -1,0 +1,93 @@
+//! Byte-level word rules shared by every User-Agent matcher: what a word byte is, when a match is a whole word, and how robots.txt reduces a name to its product token.
+
+/// Whether `b` continues a word: ASCII letters and digits, `_`, and every non-ASCII byte.
+///
+/// `-`, `.`, `/`, spaces and all other ASCII punctuation end a word. That makes `Googlebot`
+/// a whole word inside `Googlebot-Image/1.0`; the catalogue's ranking then prefers the longer
+/// `Googlebot-Image` entry that matches at the same place, and a crawler with no entry of its
+/// own (`Googlebot-Mobile`-style suffixes) still falls back to its family. `_` joins words
+/// because crawler names use it inside one name (`ia_archiver`, `archive.org_bot`). Non-ASCII
+/// bytes count as word bytes so that a pattern never matches a fragment of a non-English word.
+pub(crate) fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
+}
+
+/// Whether the match `hay[start..end]` stands as a whole word.
+///
+/// The rule is that of a regex `\b` on each edge whose byte is a word byte: the neighbouring
+/// byte outside the match must not be a word byte. An edge that is itself punctuation (a pattern
+/// such as `Pinterest/0.2` ends in a digit, one ending in `/` would not) needs no boundary.
+/// Out-of-range positions are treated as "not a whole word" rather than panicking.
+pub(crate) fn is_whole_word(hay: &[u8], start: usize, end: usize) -> bool {
+    if start >= end || end > hay.len() {
+        return false;
+    }
+    let left_ok = !is_word_byte(hay[start]) || start == 0 || !is_word_byte(hay[start - 1]);
+    let right_ok = !is_word_byte(hay[end - 1]) || end == hay.len() || !is_word_byte(hay[end]);
+    left_ok && right_ok
+}
+
+/// Whether `b` may appear in a robots.txt product token: `[A-Za-z_-]`.
+pub(crate) fn is_robots_token_byte(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_' || b == b'-'
+}
+
+/// The product token a robots.txt `User-agent:` value stands for: the leading run of
+/// `[A-Za-z_-]` after trimming, as robots.txt matching defines it. Empty if there is none
+/// (a value such as `*` or `360Spider`).
+pub(crate) fn robots_product_token(name: &str) -> &str {
+    let name = name.trim();
+    let len = name
+        .bytes()
+        .position(|b| !is_robots_token_byte(b))
+        .unwrap_or(name.len());
+    // The run is ASCII, so `len` is a char boundary.
+    &name[..len]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_bytes() {
+        for b in b"aZ09_".iter().copied().chain([0x80u8, 0xff]) {
+            assert!(is_word_byte(b), "{b:#x}");
+        }
+        for b in b"-./ ;()+\t\0".iter().copied() {
+            assert!(!is_word_byte(b), "{b:#x}");
+        }
+    }
+
+    #[test]
+    fn whole_word_edges() {
+        let hay = b"SLCC LCC x";
+        assert!(!is_whole_word(hay, 1, 4), "LCC inside SLCC");
+        assert!(is_whole_word(hay, 5, 8));
+        assert!(
+            is_whole_word(b"Googlebot-Image", 0, 9),
+            "hyphen is a boundary"
+        );
+        assert!(
+            !is_whole_word(b"ia_archiver", 3, 11),
+            "underscore joins words"
+        );
+        // An edge that is punctuation needs no boundary on that side.
+        assert!(!is_whole_word(b"xPinterest/0.2", 1, 14));
+        assert!(is_whole_word(b"x/0.2 ", 1, 5));
+        // Bad ranges never panic.
+        assert!(!is_whole_word(b"abc", 2, 9));
+        assert!(!is_whole_word(b"abc", 2, 2));
+    }
+
+    #[test]
+    fn robots_reduction() {
+        assert_eq!(robots_product_token("  FooBot/1.0 "), "FooBot");
+        assert_eq!(robots_product_token("archive.org_bot"), "archive");
+        assert_eq!(robots_product_token("MJ12bot"), "MJ");
+        assert_eq!(robots_product_token("Screaming Frog"), "Screaming");
+        assert_eq!(robots_product_token("*"), "");
+        assert_eq!(robots_product_token("360Spider"), "");
+        assert_eq!(robots_product_token("Ünïcode"), "");
+    }
+}

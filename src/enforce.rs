@@ -1,0 +1,226 @@
+//! The one decision the proxy makes per request: given the snapshot, the Host, the User-Agent and
+//! the path, pass, allow, block or report. Pure given a snapshot.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::config::Mode;
+use crate::crawlers::{Category, Identity, IdentitySource};
+use crate::robots::{canonicalize, GlobalFallback, GroupMatch, Verdict};
+use crate::state::{normalize_host, Origin, Policy, RobotsCopy, Snapshot};
+
+/// What happens to the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Proxied without consulting robots.txt: not a crawler, mode `off`, or `/robots.txt` itself.
+    Pass,
+    /// A crawler, and robots.txt allows the path.
+    Allowed,
+    /// A crawler, robots.txt disallows the path, and the origin enforces: answered with the block
+    /// response.
+    Blocked,
+    /// As `Blocked`, but the origin is in `report` mode: proxied, counted and logged.
+    WouldBlock,
+}
+
+impl Outcome {
+    /// The `decision` label of `robotsguard_requests_total`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Allowed => "allowed",
+            Outcome::Blocked => "blocked",
+            Outcome::WouldBlock => "would_block",
+        }
+    }
+}
+
+/// The crawler behind a request, copied out of the identifier (a few short strings).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Crawler {
+    pub name: String,
+    /// Bounded metric label: the catalogue name, else `other`.
+    pub label: String,
+    pub category: Category,
+    pub tokens: Vec<String>,
+    pub source: IdentitySource,
+    pub ignores_global: bool,
+}
+
+impl Crawler {
+    fn from_identity(identity: &Identity<'_>) -> Crawler {
+        Crawler {
+            name: identity.name.to_string(),
+            label: identity.metric_label().to_string(),
+            category: identity.category,
+            tokens: identity.tokens.to_vec(),
+            source: identity.source,
+            ignores_global: identity.ignores_global,
+        }
+    }
+}
+
+/// The robots.txt rule behind a verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MatchedRule {
+    pub line: u32,
+    pub directive: &'static str,
+    pub pattern: String,
+}
+
+impl MatchedRule {
+    /// `Disallow: /private` as written (after Google's escaping).
+    pub fn text(&self) -> String {
+        format!("{}: {}", self.directive, self.pattern)
+    }
+}
+
+/// A decision with everything logs, metrics, the block response and `/explain` need.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    pub origin: Arc<Origin>,
+    pub outcome: Outcome,
+    pub crawler: Option<Crawler>,
+    /// The group that applied: a product token, `*`, or none.
+    pub group: Option<String>,
+    pub rule: Option<MatchedRule>,
+    /// Why, in words (for explain and the block body when no rule line applies).
+    pub reason: String,
+    /// The robots.txt copy the decision was made with.
+    pub robots: Arc<RobotsCopy>,
+}
+
+impl Decision {
+    pub fn crawler_label(&self) -> &str {
+        self.crawler.as_ref().map_or("none", |c| c.label.as_str())
+    }
+
+    pub fn category_label(&self) -> &str {
+        self.crawler
+            .as_ref()
+            .map_or("none", |c| c.category.as_str())
+    }
+}
+
+/// Why a request could not be decided for any origin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unrouted {
+    /// No configured origin serves this Host: answer 421, never proxy.
+    UnknownHost,
+}
+
+/// Product tokens a crawler can carry; more are ignored (catalogue entries have a handful).
+const MAX_TOKENS: usize = 8;
+
+/// Decides a request. `host` is the raw Host header or authority; `path` the request target's
+/// path and query.
+pub fn decide(
+    snapshot: &Snapshot,
+    host: &[u8],
+    user_agent: &[u8],
+    path: &[u8],
+) -> Result<Decision, Unrouted> {
+    let host = normalize_host(host).ok_or(Unrouted::UnknownHost)?;
+    let origin = snapshot.origin_for(&host).ok_or(Unrouted::UnknownHost)?;
+    Ok(decide_for_origin(snapshot, origin, user_agent, path))
+}
+
+/// Decides a request already routed to `origin`.
+pub fn decide_for_origin(
+    snapshot: &Snapshot,
+    origin: &Arc<Origin>,
+    user_agent: &[u8],
+    path: &[u8],
+) -> Decision {
+    let robots = origin.robots.current();
+    let identity = snapshot
+        .identifier
+        .identify(user_agent, Some(&robots.scanner));
+    let mut decision = Decision {
+        origin: origin.clone(),
+        outcome: Outcome::Pass,
+        crawler: identity.as_ref().map(Crawler::from_identity),
+        group: None,
+        rule: None,
+        reason: String::new(),
+        robots: robots.clone(),
+    };
+    let Some(identity) = identity else {
+        decision.reason = "not a crawler".to_string();
+        return decision;
+    };
+    if origin.config.mode == Mode::Off {
+        decision.reason = "mode is off for this origin".to_string();
+        return decision;
+    }
+    let canonical = canonicalize(path);
+    if is_robots_txt(&canonical) {
+        decision.reason = "robots.txt is always allowed".to_string();
+        return decision;
+    }
+    let disallowed = match &robots.policy {
+        Policy::AllowAll => {
+            decision.reason = format!("robots.txt allows everything ({})", robots.reason);
+            false
+        }
+        Policy::DisallowAll => {
+            decision.reason = format!("robots.txt disallows everything ({})", robots.reason);
+            true
+        }
+        Policy::Rules(rules) => {
+            let mut tokens: [&str; MAX_TOKENS] = [""; MAX_TOKENS];
+            let mut count = 0;
+            for token in identity.tokens.iter() {
+                // robots.txt names are their leading [A-Za-z_-] run (`MJ12bot` is `mj`); the
+                // crawler's tokens are compared the same way so the owner's line applies.
+                let reduced = crate::robots::reduce_agent_name(token.as_bytes());
+                if count < MAX_TOKENS && !reduced.is_empty() {
+                    tokens[count] = &token[..reduced.len()];
+                    count += 1;
+                }
+            }
+            let fallback = if identity.ignores_global {
+                GlobalFallback::Ignore
+            } else {
+                GlobalFallback::Use
+            };
+            // Already canonical: the compiled copy canonicalises again, which is a cheap no-op.
+            let verdict = rules.verdict_with(&tokens[..count], &canonical, fallback);
+            record_verdict(&mut decision, &verdict);
+            !verdict.allowed
+        }
+    };
+    decision.outcome = match (disallowed, origin.config.mode) {
+        (false, _) => Outcome::Allowed,
+        (true, Mode::Report) => Outcome::WouldBlock,
+        (true, _) => Outcome::Blocked,
+    };
+    decision
+}
+
+fn record_verdict(decision: &mut Decision, verdict: &Verdict<'_>) {
+    decision.group = match verdict.group {
+        GroupMatch::Agent(name) => Some(name.to_string()),
+        GroupMatch::Global => Some("*".to_string()),
+        GroupMatch::None => None,
+    };
+    decision.rule = verdict.rule.map(|rule| MatchedRule {
+        line: rule.line,
+        directive: rule.directive.as_str(),
+        pattern: rule.pattern.to_string(),
+    });
+    decision.reason = match (&decision.group, &decision.rule) {
+        (None, _) => "no robots.txt group applies to this crawler".to_string(),
+        (Some(group), Some(rule)) => {
+            format!("group `{group}`, line {}: {}", rule.line, rule.text())
+        }
+        (Some(group), None) => format!("group `{group}`: no rule matches"),
+    };
+}
+
+fn is_robots_txt(path: &[u8]) -> bool {
+    let end = memchr::memchr(b'?', path).unwrap_or(path.len());
+    &path[..end] == b"/robots.txt"
+}

@@ -1,0 +1,168 @@
+//! Every Prometheus metric robotsguard exports, named in one place. Labels are bounded: origin
+//! names come from the config, crawler names from the catalogue (else `other`).
+
+use std::sync::LazyLock;
+
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
+    TextEncoder,
+};
+
+/// The registry served on `/metrics`.
+pub struct Metrics {
+    registry: Registry,
+    pub requests: IntCounterVec,
+    pub decision_duration: Histogram,
+    pub request_duration: HistogramVec,
+    pub upstream_errors: IntCounterVec,
+    pub robots_fetches: IntCounterVec,
+    pub robots_state: IntGaugeVec,
+    pub robots_rules: IntGaugeVec,
+    pub robots_bytes: IntGaugeVec,
+    pub build_info: IntGaugeVec,
+}
+
+/// Documented metric names (also checked by tests and the dashboard test).
+pub const METRIC_NAMES: [&str; 9] = [
+    "robotsguard_requests_total",
+    "robotsguard_decision_duration_seconds",
+    "robotsguard_request_duration_seconds",
+    "robotsguard_upstream_errors_total",
+    "robotsguard_robots_fetches_total",
+    "robotsguard_robots_state",
+    "robotsguard_robots_rules",
+    "robotsguard_robots_bytes",
+    "robotsguard_build_info",
+];
+
+fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    let metric = IntCounterVec::new(Opts::new(name, help), labels)
+        .unwrap_or_else(|e| panic!("metric {name} is malformed (a programming error): {e}"));
+    register(registry, Box::new(metric.clone()));
+    metric
+}
+
+fn gauge(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    let metric = IntGaugeVec::new(Opts::new(name, help), labels)
+        .unwrap_or_else(|e| panic!("metric {name} is malformed (a programming error): {e}"));
+    register(registry, Box::new(metric.clone()));
+    metric
+}
+
+fn register(registry: &Registry, metric: Box<dyn prometheus::core::Collector>) {
+    if let Err(e) = registry.register(metric) {
+        panic!("metric registered twice (a programming error): {e}");
+    }
+}
+
+impl Metrics {
+    fn new() -> Metrics {
+        let registry = Registry::new();
+        let requests = counter(
+            &registry,
+            "robotsguard_requests_total",
+            "Requests by origin, crawler, crawler category and decision (pass, allowed, blocked, would_block).",
+            &["origin", "crawler", "category", "decision"],
+        );
+        let decision_duration = Histogram::with_opts(
+            HistogramOpts::new(
+                "robotsguard_decision_duration_seconds",
+                "Time to decide a request: routing, crawler identification and robots.txt matching.",
+            )
+            .buckets(vec![1e-7, 2.5e-7, 5e-7, 1e-6, 2.5e-6, 5e-6, 1e-5, 5e-5, 1e-4, 1e-3]),
+        )
+        .unwrap_or_else(|e| panic!("decision histogram is malformed: {e}"));
+        register(&registry, Box::new(decision_duration.clone()));
+        let request_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "robotsguard_request_duration_seconds",
+                "Whole request time through the proxy, by origin.",
+            )
+            .buckets(vec![
+                0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+            ]),
+            &["origin"],
+        )
+        .unwrap_or_else(|e| panic!("request histogram is malformed: {e}"));
+        register(&registry, Box::new(request_duration.clone()));
+        let upstream_errors = counter(
+            &registry,
+            "robotsguard_upstream_errors_total",
+            "Requests that failed to reach or read from the upstream, by origin and kind.",
+            &["origin", "kind"],
+        );
+        let robots_fetches = counter(
+            &registry,
+            "robotsguard_robots_fetches_total",
+            "robots.txt fetch outcomes by origin.",
+            &["origin", "outcome"],
+        );
+        let robots_state = gauge(
+            &registry,
+            "robotsguard_robots_state",
+            "1 for the robots.txt state in force per origin: conditional, allow_all or disallow_all.",
+            &["origin", "state"],
+        );
+        let robots_rules = gauge(
+            &registry,
+            "robotsguard_robots_rules",
+            "Rules in the robots.txt copy in force.",
+            &["origin"],
+        );
+        let robots_bytes = gauge(
+            &registry,
+            "robotsguard_robots_bytes",
+            "Size of the robots.txt copy in force.",
+            &["origin"],
+        );
+        let build_info = gauge(
+            &registry,
+            "robotsguard_build_info",
+            "Always 1; the version label tells which build runs.",
+            &["version"],
+        );
+        build_info
+            .with_label_values(&[env!("CARGO_PKG_VERSION")])
+            .set(1);
+        Metrics {
+            registry,
+            requests,
+            decision_duration,
+            request_duration,
+            upstream_errors,
+            robots_fetches,
+            robots_state,
+            robots_rules,
+            robots_bytes,
+            build_info,
+        }
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
+            tracing::warn!("cannot encode metrics: {e}");
+        }
+        out
+    }
+
+    /// Publishes the state of an origin's robots.txt copy.
+    pub fn set_robots_state(&self, origin: &str, copy: &crate::state::RobotsCopy) {
+        for state in ["conditional", "allow_all", "disallow_all"] {
+            let value = i64::from(copy.policy.state_label() == state);
+            self.robots_state
+                .with_label_values(&[origin, state])
+                .set(value);
+        }
+        self.robots_rules
+            .with_label_values(&[origin])
+            .set(i64::try_from(copy.rule_count()).unwrap_or(i64::MAX));
+        self.robots_bytes
+            .with_label_values(&[origin])
+            .set(i64::try_from(copy.body.len()).unwrap_or(i64::MAX));
+    }
+}
+
+/// The process-wide metrics.
+pub static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);

@@ -1,0 +1,338 @@
+//! The pingora hooks: route by Host, decide, answer blocked crawlers, forward everything else.
+//! The hooks stay thin; policy lives in [`crate::enforce`].
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use arc_swap::ArcSwap;
+use async_trait::async_trait;
+use bytes::Bytes;
+use pingora::http::{RequestHeader, ResponseHeader};
+use pingora::prelude::*;
+use pingora::proxy::{FailToProxy, ProxyHttp, Session};
+
+use crate::enforce::{decide, Decision, Outcome};
+use crate::fetch::http_peer;
+use crate::metrics::METRICS;
+use crate::state::{Origin, Snapshot};
+
+/// The robotsguard proxy: reads the current snapshot once per request.
+pub struct RobotsGuardProxy {
+    pub snapshot: Arc<ArcSwap<Snapshot>>,
+}
+
+/// Per-request state carried between hooks.
+pub struct RequestContext {
+    started: Instant,
+    decision: Option<Decision>,
+    /// The Host the request was routed by, for forwarding headers.
+    host: String,
+    /// Status of a response robotsguard wrote itself (421, 403, ...).
+    answered: Option<u16>,
+}
+
+/// Upper bound on the bytes of a User-Agent header that identification looks at; longer ones are
+/// cut (no real crawler sends 8 KB of User-Agent).
+const MAX_USER_AGENT: usize = 8 * 1024;
+
+fn header_bytes<'a>(request: &'a RequestHeader, name: &str) -> &'a [u8] {
+    request
+        .headers
+        .get(name)
+        .map_or(&[][..], |value| value.as_bytes())
+}
+
+/// The Host a request is for: the absolute-form or HTTP/2 authority when present, else the Host
+/// header. A request carrying two Host headers is refused (returns `None`).
+fn request_host(request: &RequestHeader) -> Option<Vec<u8>> {
+    if let Some(authority) = request.uri.authority() {
+        return Some(authority.as_str().as_bytes().to_vec());
+    }
+    let mut values = request.headers.get_all("host").iter();
+    let first = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    Some(first.as_bytes().to_vec())
+}
+
+async fn respond(
+    session: &mut Session,
+    status: u16,
+    body: String,
+    extra: &[(&str, &str)],
+) -> Result<()> {
+    let body = Bytes::from(body);
+    let mut header = ResponseHeader::build(status, Some(4))?;
+    header.insert_header("content-type", "text/plain; charset=utf-8")?;
+    header.insert_header("cache-control", "no-store")?;
+    header.insert_header("content-length", body.len().to_string())?;
+    for (name, value) in extra {
+        header.insert_header(name.to_string(), value.to_string())?;
+    }
+    session.set_keepalive(Some(60));
+    session
+        .write_response_header(Box::new(header), false)
+        .await?;
+    session.write_response_body(Some(body), true).await?;
+    Ok(())
+}
+
+/// The body of the block response: the configured template, or a built-in text.
+pub fn block_body(decision: &Decision, path: &str, robots_url: &str) -> String {
+    let crawler = decision
+        .crawler
+        .as_ref()
+        .map_or("crawler", |c| c.name.as_str());
+    let (line, rule) = match &decision.rule {
+        Some(rule) => (rule.line.to_string(), rule.text()),
+        None => (String::from("-"), decision.reason.clone()),
+    };
+    match &decision.origin.config.block.body {
+        Some(template) => template
+            .replace("{crawler}", crawler)
+            .replace("{path}", path)
+            .replace("{line}", &line)
+            .replace("{rule}", &rule)
+            .replace("{robots_url}", robots_url)
+            .replace("{origin}", decision.origin.name()),
+        None => {
+            let why = match &decision.rule {
+                Some(rule) => format!("robots.txt line {}: {}", rule.line, rule.text()),
+                None => decision.reason.clone(),
+            };
+            format!(
+                "403 Forbidden: {crawler} may not fetch {path}.\n\
+                 Reason: {why}\n\
+                 This site's robots.txt: {robots_url}\n\
+                 Enforced by robotsguard.\n"
+            )
+        }
+    }
+}
+
+#[async_trait]
+impl ProxyHttp for RobotsGuardProxy {
+    type CTX = RequestContext;
+
+    fn new_ctx(&self) -> RequestContext {
+        RequestContext {
+            started: Instant::now(),
+            decision: None,
+            host: String::new(),
+            answered: None,
+        }
+    }
+
+    async fn request_filter(
+        &self,
+        session: &mut Session,
+        ctx: &mut RequestContext,
+    ) -> Result<bool> {
+        ctx.started = Instant::now();
+        let request = session.req_header();
+        if request.method == http::Method::CONNECT {
+            ctx.answered = Some(405);
+            respond(
+                session,
+                405,
+                "CONNECT is not supported\n".into(),
+                &[("allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH")],
+            )
+            .await?;
+            return Ok(true);
+        }
+        let snapshot = self.snapshot.load_full();
+        let host = request_host(request).unwrap_or_default();
+        let user_agent = header_bytes(request, "user-agent");
+        let user_agent = &user_agent[..user_agent.len().min(MAX_USER_AGENT)];
+        let path = request
+            .uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_string();
+        let decision_started = Instant::now();
+        let decision = decide(&snapshot, &host, user_agent, path.as_bytes());
+        METRICS
+            .decision_duration
+            .observe(decision_started.elapsed().as_secs_f64());
+        let decision = match decision {
+            Ok(decision) => decision,
+            Err(_) => {
+                ctx.answered = Some(421);
+                respond(
+                    session,
+                    421,
+                    "421 Misdirected Request: this proxy does not serve that host.\n".into(),
+                    &[],
+                )
+                .await?;
+                return Ok(true);
+            }
+        };
+        ctx.host = String::from_utf8_lossy(&host).into_owned();
+        if decision.outcome == Outcome::Blocked {
+            let scheme = if is_tls(session) { "https" } else { "http" };
+            // The Host routed, so it is a valid host[:port]; keep the port the client used.
+            let robots_url = format!("{scheme}://{}/robots.txt", ctx.host.trim());
+            let body = block_body(&decision, &path, &robots_url);
+            let status = decision.origin.config.block.status;
+            ctx.answered = Some(status);
+            tracing::info!(
+                origin = decision.origin.name(),
+                crawler = decision.crawler.as_ref().map_or("", |c| c.name.as_str()),
+                category = decision.category_label(),
+                client = %client_address(session),
+                method = %session.req_header().method,
+                path = %path,
+                line = decision.rule.as_ref().map(|r| r.line),
+                "blocked: {}",
+                decision.reason
+            );
+            ctx.decision = Some(decision);
+            respond(session, status, body, &[]).await?;
+            return Ok(true);
+        }
+        if decision.outcome == Outcome::WouldBlock {
+            tracing::info!(
+                origin = decision.origin.name(),
+                crawler = decision.crawler.as_ref().map_or("", |c| c.name.as_str()),
+                category = decision.category_label(),
+                client = %client_address(session),
+                method = %session.req_header().method,
+                path = %path,
+                line = decision.rule.as_ref().map(|r| r.line),
+                "would block (report mode): {}",
+                decision.reason
+            );
+        }
+        ctx.decision = Some(decision);
+        Ok(false)
+    }
+
+    async fn upstream_peer(
+        &self,
+        _session: &mut Session,
+        ctx: &mut RequestContext,
+    ) -> Result<Box<HttpPeer>> {
+        let Some(decision) = &ctx.decision else {
+            // request_filter answers every request it does not route; reaching here is a bug.
+            return Err(Error::explain(
+                ErrorType::InternalError,
+                "request was not routed",
+            ));
+        };
+        let origin: &Origin = &decision.origin;
+        let peer = origin.next_peer();
+        Ok(Box::new(http_peer(origin, peer.address)))
+    }
+
+    async fn upstream_request_filter(
+        &self,
+        session: &mut Session,
+        upstream_request: &mut RequestHeader,
+        ctx: &mut RequestContext,
+    ) -> Result<()> {
+        // Absolute-form targets are forwarded in origin-form with the matching Host.
+        if upstream_request.uri.authority().is_some() {
+            let path = upstream_request
+                .uri
+                .path_and_query()
+                .map_or("/", |p| p.as_str())
+                .to_string();
+            if let Ok(uri) = path.parse::<http::Uri>() {
+                upstream_request.set_uri(uri);
+            }
+            upstream_request.insert_header("host", ctx.host.as_str())?;
+        }
+        let client = client_address(session);
+        let forwarded_for = match upstream_request.headers.get("x-forwarded-for") {
+            Some(existing) => format!("{}, {client}", String::from_utf8_lossy(existing.as_bytes())),
+            None => client,
+        };
+        upstream_request.insert_header("x-forwarded-for", forwarded_for)?;
+        let proto = if is_tls(session) { "https" } else { "http" };
+        upstream_request.insert_header("x-forwarded-proto", proto)?;
+        upstream_request.insert_header("x-forwarded-host", ctx.host.as_str())?;
+        Ok(())
+    }
+
+    async fn fail_to_proxy(
+        &self,
+        session: &mut Session,
+        e: &Error,
+        ctx: &mut RequestContext,
+    ) -> FailToProxy
+    where
+        Self::CTX: Send + Sync,
+    {
+        if let Some(decision) = &ctx.decision {
+            let kind = match e.etype() {
+                ErrorType::ConnectTimedout => "connect_timeout",
+                ErrorType::ConnectRefused => "connect_refused",
+                ErrorType::ConnectError | ErrorType::ConnectNoRoute => "connect_error",
+                ErrorType::ReadTimedout | ErrorType::WriteTimedout => "timeout",
+                ErrorType::TLSHandshakeFailure | ErrorType::InvalidCert => "tls",
+                _ if e.esource() == &ErrorSource::Upstream => "upstream_protocol",
+                _ => "other",
+            };
+            if e.esource() == &ErrorSource::Upstream || kind != "other" {
+                METRICS
+                    .upstream_errors
+                    .with_label_values(&[decision.origin.name(), kind])
+                    .inc();
+            }
+        }
+        let code = match e.etype() {
+            ErrorType::HTTPStatus(code) => *code,
+            _ => match e.esource() {
+                ErrorSource::Upstream => 502,
+                ErrorSource::Downstream => match e.etype() {
+                    ErrorType::WriteError | ErrorType::ReadError | ErrorType::ConnectionClosed => 0,
+                    _ => 400,
+                },
+                ErrorSource::Internal | ErrorSource::Unset => 500,
+            },
+        };
+        if code > 0 {
+            let _ = session.respond_error(code).await;
+        }
+        FailToProxy {
+            error_code: code,
+            can_reuse_downstream: false,
+        }
+    }
+
+    async fn logging(&self, _session: &mut Session, _e: Option<&Error>, ctx: &mut RequestContext) {
+        let Some(decision) = &ctx.decision else {
+            return;
+        };
+        let origin = decision.origin.name();
+        METRICS
+            .requests
+            .with_label_values(&[
+                origin,
+                decision.crawler_label(),
+                decision.category_label(),
+                decision.outcome.as_str(),
+            ])
+            .inc();
+        METRICS
+            .request_duration
+            .with_label_values(&[origin])
+            .observe(ctx.started.elapsed().as_secs_f64());
+    }
+}
+
+fn is_tls(session: &Session) -> bool {
+    session
+        .digest()
+        .is_some_and(|digest| digest.ssl_digest.is_some())
+}
+
+fn client_address(session: &Session) -> String {
+    match session.client_addr().and_then(|addr| addr.as_inet()) {
+        Some(addr) => addr.ip().to_string(),
+        None => "unknown".to_string(),
+    }
+}

@@ -1,0 +1,413 @@
+//! The immutable snapshot the hot path reads: origins by host, their upstreams and block
+//! responses, the crawler identifier, and per origin a slot holding the robots.txt copy in force.
+//!
+//! A request loads the snapshot once (one `ArcSwap` load) and never takes a lock. Fetches swap a
+//! new [`RobotsCopy`] into an origin's [`RobotsSlot`]; config reloads build a whole new
+//! [`Snapshot`].
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use arc_swap::ArcSwap;
+
+use crate::config::{Config, OnUnreachable, OriginConfig, RobotsConfig, RobotsSource};
+use crate::crawlers::{
+    builtin_defs, Catalogue, CatalogueError, CrawlerDef, Identifier, RobotsTokenScanner,
+};
+use crate::robots::{MatchMode, Robots, RobotsTxt};
+
+/// What robots.txt currently says for an origin, as a whole.
+#[derive(Debug, Clone)]
+pub enum Policy {
+    /// A robots.txt is in force; its rules decide.
+    Rules(Arc<Robots>),
+    /// No robots.txt applies (4xx, unreachable with `on_unreachable: allow`, ...).
+    AllowAll,
+    /// Crawlers may fetch nothing (unreachable with no good copy, the RFC 9309 default).
+    DisallowAll,
+}
+
+/// The `state` label of the `robots_state` metric.
+impl Policy {
+    pub fn state_label(&self) -> &'static str {
+        match self {
+            Policy::Rules(_) => "conditional",
+            Policy::AllowAll => "allow_all",
+            Policy::DisallowAll => "disallow_all",
+        }
+    }
+}
+
+/// One robots.txt copy and how it was obtained.
+#[derive(Debug, Clone)]
+pub struct RobotsCopy {
+    pub policy: Policy,
+    /// Product tokens the file names, to recognise crawlers missing from the catalogue.
+    pub scanner: RobotsTokenScanner,
+    /// The raw body in force (empty for allow/disallow-all outcomes).
+    pub body: bytes::Bytes,
+    /// `ok`, `unavailable`, `unreachable`, `pending`, ... (the `outcome` metric label).
+    pub outcome: &'static str,
+    /// Why this policy applies, for `/explain` and logs.
+    pub reason: String,
+    pub fetched_at: Option<SystemTime>,
+    pub http_status: Option<u16>,
+    pub last_error: Option<String>,
+}
+
+impl RobotsCopy {
+    /// A copy from robots.txt bytes, compiled for enforcement (canonical matching).
+    pub fn from_body(
+        body: bytes::Bytes,
+        max_size: usize,
+        outcome: &'static str,
+        reason: String,
+    ) -> RobotsCopy {
+        let parsed = RobotsTxt::parse_with_limit(&body, max_size);
+        let names = parsed.agent_names();
+        RobotsCopy {
+            policy: Policy::Rules(Arc::new(Robots::compile(&parsed, MatchMode::Canonical))),
+            scanner: RobotsTokenScanner::new(names.iter().map(String::as_str)),
+            body,
+            outcome,
+            reason,
+            fetched_at: Some(SystemTime::now()),
+            http_status: None,
+            last_error: None,
+        }
+    }
+
+    pub fn without_rules(policy: Policy, outcome: &'static str, reason: String) -> RobotsCopy {
+        RobotsCopy {
+            policy,
+            scanner: RobotsTokenScanner::new(std::iter::empty()),
+            body: bytes::Bytes::new(),
+            outcome,
+            reason,
+            fetched_at: Some(SystemTime::now()),
+            http_status: None,
+            last_error: None,
+        }
+    }
+
+    /// The policy while no outcome is known yet, or when the source cannot be read and no good
+    /// copy exists: what `on_unreachable` says.
+    pub fn unreachable(
+        on_unreachable: OnUnreachable,
+        reason: String,
+        outcome: &'static str,
+    ) -> RobotsCopy {
+        let policy = match on_unreachable {
+            OnUnreachable::Disallow => Policy::DisallowAll,
+            OnUnreachable::Allow => Policy::AllowAll,
+        };
+        RobotsCopy::without_rules(policy, outcome, reason)
+    }
+
+    pub fn has_rules(&self) -> bool {
+        matches!(self.policy, Policy::Rules(_))
+    }
+
+    pub fn rule_count(&self) -> usize {
+        match &self.policy {
+            Policy::Rules(robots) => robots.rule_count(),
+            _ => 0,
+        }
+    }
+}
+
+/// Where an origin's robots.txt copy lives. Shared between snapshots while the origin's robots
+/// settings and upstreams stay the same, so a config reload keeps the copy.
+#[derive(Debug)]
+pub struct RobotsSlot {
+    current: ArcSwap<RobotsCopy>,
+    /// Set once the first real outcome (not the start-up placeholder) is stored.
+    ready: AtomicBool,
+    /// The settings the copy was obtained with: a reload with other settings gets a new slot.
+    pub settings: RobotsConfig,
+}
+
+impl RobotsSlot {
+    fn new(settings: RobotsConfig) -> RobotsSlot {
+        let initial = match &settings.source {
+            RobotsSource::Inline { text } => RobotsCopy::from_body(
+                bytes::Bytes::from(text.clone().into_bytes()),
+                settings.max_size,
+                "ok",
+                "inline robots.txt from the config".to_string(),
+            ),
+            _ => RobotsCopy::unreachable(
+                settings.on_unreachable,
+                "robots.txt not fetched yet".to_string(),
+                "pending",
+            ),
+        };
+        let ready = matches!(settings.source, RobotsSource::Inline { .. });
+        RobotsSlot {
+            current: ArcSwap::from_pointee(initial),
+            ready: AtomicBool::new(ready),
+            settings,
+        }
+    }
+
+    pub fn current(&self) -> Arc<RobotsCopy> {
+        self.current.load_full()
+    }
+
+    /// Stores a new outcome and marks the slot ready.
+    pub fn store(&self, copy: RobotsCopy) {
+        self.current.store(Arc::new(copy));
+        self.ready.store(true, Ordering::Release);
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+}
+
+/// An upstream address ready to connect to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peer {
+    pub address: SocketAddr,
+    /// `host:port` as configured, for logs.
+    pub label: String,
+}
+
+/// A configured origin with everything the hot path needs precomputed.
+#[derive(Debug)]
+pub struct Origin {
+    pub config: OriginConfig,
+    pub peers: Vec<Peer>,
+    next_peer: AtomicUsize,
+    pub robots: Arc<RobotsSlot>,
+}
+
+impl Origin {
+    /// The next upstream, round-robin.
+    pub fn next_peer(&self) -> &Peer {
+        let index = self.next_peer.fetch_add(1, Ordering::Relaxed) % self.peers.len().max(1);
+        &self.peers[index]
+    }
+
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// The host robots.txt is fetched for (and upstream TLS names by default).
+    pub fn primary_host(&self) -> &str {
+        self.config.hosts.first().map_or("", String::as_str)
+    }
+}
+
+/// Why a snapshot could not be built from a valid config.
+#[derive(Debug)]
+pub enum BuildError {
+    Catalogue(CatalogueError),
+    Resolve {
+        origin: String,
+        upstream: String,
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BuildError::Catalogue(e) => write!(f, "crawler catalogue: {e}"),
+            BuildError::Resolve {
+                origin,
+                upstream,
+                reason,
+            } => write!(
+                f,
+                "origin `{origin}`: cannot resolve upstream `{upstream}`: {reason}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// Everything a request needs, immutable once built.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub config: Arc<Config>,
+    pub identifier: Identifier,
+    pub origins: Vec<Arc<Origin>>,
+    by_host: HashMap<String, usize>,
+}
+
+impl Snapshot {
+    /// Builds a snapshot. Origins whose robots settings match one in `previous` keep its robots
+    /// slot (and so its copy); others start pending.
+    pub fn build(config: Arc<Config>, previous: Option<&Snapshot>) -> Result<Snapshot, BuildError> {
+        let identifier = build_identifier(&config)?;
+        let mut origins = Vec::with_capacity(config.origins.len());
+        let mut by_host = HashMap::new();
+        for origin_config in &config.origins {
+            let peers = resolve(origin_config)?;
+            let reused = previous.and_then(|snapshot| {
+                snapshot
+                    .origins
+                    .iter()
+                    .find(|old| {
+                        old.config.name == origin_config.name
+                            && old.robots.settings == origin_config.robots
+                            && old.config.upstreams == origin_config.upstreams
+                            && old.config.upstream_tls == origin_config.upstream_tls
+                    })
+                    .map(|old| old.robots.clone())
+            });
+            let robots =
+                reused.unwrap_or_else(|| Arc::new(RobotsSlot::new(origin_config.robots.clone())));
+            for host in &origin_config.hosts {
+                by_host.insert(host.clone(), origins.len());
+            }
+            origins.push(Arc::new(Origin {
+                config: origin_config.clone(),
+                peers,
+                next_peer: AtomicUsize::new(0),
+                robots,
+            }));
+        }
+        Ok(Snapshot {
+            config,
+            identifier,
+            origins,
+            by_host,
+        })
+    }
+
+    /// The origin serving `host` (already normalised with [`normalize_host`]).
+    pub fn origin_for(&self, host: &str) -> Option<&Arc<Origin>> {
+        self.by_host.get(host).map(|&index| &self.origins[index])
+    }
+
+    pub fn origin_named(&self, name: &str) -> Option<&Arc<Origin>> {
+        self.origins.iter().find(|origin| origin.name() == name)
+    }
+
+    /// Every origin has a first robots.txt outcome.
+    pub fn is_ready(&self) -> bool {
+        self.origins.iter().all(|origin| origin.robots.is_ready())
+    }
+}
+
+fn build_identifier(config: &Config) -> Result<Identifier, BuildError> {
+    let mut defs: Vec<CrawlerDef> = if config.crawlers.builtin {
+        builtin_defs().map_err(BuildError::Catalogue)?
+    } else {
+        Vec::new()
+    };
+    for extra in &config.crawlers.extra {
+        let def = CrawlerDef {
+            name: extra.name.clone(),
+            tokens: extra
+                .tokens
+                .iter()
+                .map(|t| t.to_ascii_lowercase())
+                .collect(),
+            pattern: extra.pattern.clone(),
+            category: extra.category,
+            operator: extra.operator.clone().unwrap_or_default(),
+            ignores_global: extra.ignores_global,
+        };
+        // A user entry replaces a built-in one of the same name.
+        defs.retain(|existing| !existing.name.eq_ignore_ascii_case(&def.name));
+        defs.push(def);
+    }
+    let catalogue = Catalogue::new(defs).map_err(BuildError::Catalogue)?;
+    Identifier::new(catalogue, config.crawlers.generic).map_err(BuildError::Catalogue)
+}
+
+fn resolve(origin: &OriginConfig) -> Result<Vec<Peer>, BuildError> {
+    let mut peers = Vec::new();
+    for upstream in &origin.upstreams {
+        let addresses = (upstream.host.as_str(), upstream.port)
+            .to_socket_addrs()
+            .map_err(|e| BuildError::Resolve {
+                origin: origin.name.clone(),
+                upstream: upstream.raw.clone(),
+                reason: e.to_string(),
+            })?;
+        let address = addresses
+            .into_iter()
+            .next()
+            .ok_or_else(|| BuildError::Resolve {
+                origin: origin.name.clone(),
+                upstream: upstream.raw.clone(),
+                reason: "no address".to_string(),
+            })?;
+        peers.push(Peer {
+            address,
+            label: upstream.raw.clone(),
+        });
+    }
+    Ok(peers)
+}
+
+/// Normalises a Host header or authority for lookup: lower-case, port and trailing dot removed.
+/// Returns `None` for values no configured host can equal (empty, spaces, userinfo, ...).
+pub fn normalize_host(raw: &[u8]) -> Option<String> {
+    let raw = std::str::from_utf8(raw).ok()?.trim();
+    if raw.is_empty() || raw.len() > 300 {
+        return None;
+    }
+    let host = if raw.starts_with('[') {
+        // IPv6 literal: keep the brackets, drop a port after them.
+        let end = raw.find(']')?;
+        let rest = &raw[end + 1..];
+        if !(rest.is_empty()
+            || (rest.starts_with(':') && rest[1..].bytes().all(|b| b.is_ascii_digit())))
+        {
+            return None;
+        }
+        &raw[..=end]
+    } else {
+        match raw.rsplit_once(':') {
+            Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+            Some(_) => return None,
+            None => raw,
+        }
+    };
+    let host = host.strip_suffix('.').unwrap_or(host);
+    let valid = host
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'[' | b']' | b':'));
+    (valid && !host.is_empty()).then(|| host.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_normalisation() {
+        assert_eq!(
+            normalize_host(b"Shop.Example").as_deref(),
+            Some("shop.example")
+        );
+        assert_eq!(
+            normalize_host(b"shop.example:8080").as_deref(),
+            Some("shop.example")
+        );
+        assert_eq!(
+            normalize_host(b"shop.example.").as_deref(),
+            Some("shop.example")
+        );
+        assert_eq!(
+            normalize_host(b"shop.example.:80").as_deref(),
+            Some("shop.example")
+        );
+        assert_eq!(normalize_host(b"[::1]:8080").as_deref(), Some("[::1]"));
+        assert_eq!(normalize_host(b"127.0.0.1").as_deref(), Some("127.0.0.1"));
+        assert_eq!(normalize_host(b""), None);
+        assert_eq!(normalize_host(b"a b"), None);
+        assert_eq!(normalize_host(b"user@shop.example"), None);
+        assert_eq!(normalize_host(b"shop.example:http"), None);
+        assert_eq!(normalize_host(b"\xff"), None);
+    }
+}
