@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use http::Response;
 use pingora::apps::http_app::ServeHttp;
@@ -12,10 +11,10 @@ use serde::Serialize;
 
 use crate::enforce::{decide, Decision};
 use crate::metrics::METRICS;
-use crate::state::Snapshot;
+use crate::state::{Live, Snapshot};
 
 pub struct AdminApp {
-    pub snapshot: Arc<ArcSwap<Snapshot>>,
+    pub snapshot: Arc<Live>,
 }
 
 fn reply(status: u16, content_type: &str, body: Vec<u8>) -> Response<Vec<u8>> {
@@ -61,7 +60,7 @@ struct Explanation<'a> {
     crawler: Option<&'a crate::enforce::Crawler>,
     group: Option<&'a str>,
     rule: Option<&'a crate::enforce::MatchedRule>,
-    reason: &'a str,
+    reason: String,
     robots: RobotsInfo<'a>,
 }
 
@@ -70,9 +69,13 @@ struct RobotsInfo<'a> {
     state: &'a str,
     outcome: &'a str,
     description: &'a str,
+    source: &'a str,
     http_status: Option<u16>,
     fetched_at: Option<u64>,
+    etag: Option<&'a str>,
+    last_modified: Option<&'a str>,
     last_error: Option<&'a str>,
+    last_error_at: Option<u64>,
     rules: usize,
     bytes: usize,
 }
@@ -129,21 +132,28 @@ fn explanation<'a>(
         crawler: decision.crawler.as_ref(),
         group: decision.group.as_deref(),
         rule: decision.rule.as_ref(),
-        reason: &decision.reason,
+        reason: decision.reason(),
         robots: RobotsInfo {
             state: copy.policy.state_label(),
             outcome: copy.outcome,
             description: &copy.reason,
+            source: &copy.source,
             http_status: copy.http_status,
-            fetched_at: copy
-                .fetched_at
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map(|d| d.as_secs()),
+            fetched_at: copy.fetched_at.and_then(unix_seconds),
+            etag: copy.etag.as_deref(),
+            last_modified: copy.last_modified.as_deref(),
             last_error: copy.last_error.as_deref(),
+            last_error_at: copy.last_error_at.and_then(unix_seconds),
             rules: copy.rule_count(),
             bytes: copy.body.len(),
         },
     }
+}
+
+fn unix_seconds(at: std::time::SystemTime) -> Option<u64> {
+    at.duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_secs())
 }
 
 fn robots_copy(snapshot: &Snapshot, query: &str) -> Response<Vec<u8>> {
@@ -160,13 +170,27 @@ fn robots_copy(snapshot: &Snapshot, query: &str) -> Response<Vec<u8>> {
     }
 }
 
+/// Ages change with time, not with events: they are computed when scraped.
+fn publish_ages(snapshot: &Snapshot) {
+    let now = std::time::SystemTime::now();
+    for origin in &snapshot.origins {
+        let copy = origin.robots.current();
+        if let Some(age) = copy.fetched_at.and_then(|at| now.duration_since(at).ok()) {
+            METRICS
+                .robots_age
+                .with_label_values(&[origin.name()])
+                .set(age.as_secs_f64());
+        }
+    }
+}
+
 #[async_trait]
 impl ServeHttp for AdminApp {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
         let request = session.req_header();
         let path = request.uri.path().to_string();
         let query = request.uri.query().unwrap_or("").to_string();
-        let snapshot = self.snapshot.load_full();
+        let snapshot = self.snapshot.load();
         match path.as_str() {
             "/healthz" => text(200, "ok\n"),
             "/readyz" => {
@@ -182,7 +206,10 @@ impl ServeHttp for AdminApp {
                     text(503, &format!("waiting for robots.txt of: {}\n", pending.join(", ")))
                 }
             }
-            "/metrics" => reply(200, "text/plain; version=0.0.4", METRICS.render()),
+            "/metrics" => {
+                publish_ages(&snapshot);
+                reply(200, "text/plain; version=0.0.4", METRICS.render())
+            }
             "/explain" => explain(&snapshot, &query),
             "/robots" => robots_copy(&snapshot, &query),
             _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin=\n"),

@@ -86,13 +86,45 @@ pub struct Decision {
     /// The group that applied: a product token, `*`, or none.
     pub group: Option<String>,
     pub rule: Option<MatchedRule>,
-    /// Why, in words (for explain and the block body when no rule line applies).
-    pub reason: String,
+    /// Why; [`Decision::reason`] puts it in words only when someone reads it.
+    pub why: Why,
     /// The robots.txt copy the decision was made with.
     pub robots: Arc<RobotsCopy>,
 }
 
+/// Why a decision came out as it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    NotCrawler,
+    ModeOff,
+    RobotsTxtPath,
+    AllowAll,
+    DisallowAll,
+    NoGroup,
+    Rule,
+    NoRuleMatched,
+}
+
 impl Decision {
+    /// The reason in words, for logs, `/explain` and the block response.
+    pub fn reason(&self) -> String {
+        match self.why {
+            Why::NotCrawler => "not a crawler".to_string(),
+            Why::ModeOff => "mode is off for this origin".to_string(),
+            Why::RobotsTxtPath => "robots.txt is always allowed".to_string(),
+            Why::AllowAll => format!("robots.txt allows everything ({})", self.robots.reason),
+            Why::DisallowAll => format!("robots.txt disallows everything ({})", self.robots.reason),
+            Why::NoGroup => "no robots.txt group applies to this crawler".to_string(),
+            Why::Rule | Why::NoRuleMatched => {
+                let group = self.group.as_deref().unwrap_or("*");
+                match &self.rule {
+                    Some(rule) => format!("group `{group}`, line {}: {}", rule.line, rule.text()),
+                    None => format!("group `{group}`: no rule matches"),
+                }
+            }
+        }
+    }
+
     pub fn crawler_label(&self) -> &str {
         self.crawler.as_ref().map_or("none", |c| c.label.as_str())
     }
@@ -144,29 +176,28 @@ pub fn decide_for_origin(
         crawler: identity.as_ref().map(Crawler::from_identity),
         group: None,
         rule: None,
-        reason: String::new(),
+        why: Why::NotCrawler,
         robots: robots.clone(),
     };
     let Some(identity) = identity else {
-        decision.reason = "not a crawler".to_string();
         return decision;
     };
     if origin.config.mode == Mode::Off {
-        decision.reason = "mode is off for this origin".to_string();
+        decision.why = Why::ModeOff;
         return decision;
     }
     let canonical = canonicalize(path);
     if is_robots_txt(&canonical) {
-        decision.reason = "robots.txt is always allowed".to_string();
+        decision.why = Why::RobotsTxtPath;
         return decision;
     }
     let disallowed = match &robots.policy {
         Policy::AllowAll => {
-            decision.reason = format!("robots.txt allows everything ({})", robots.reason);
+            decision.why = Why::AllowAll;
             false
         }
         Policy::DisallowAll => {
-            decision.reason = format!("robots.txt disallows everything ({})", robots.reason);
+            decision.why = Why::DisallowAll;
             true
         }
         Policy::Rules(rules) => {
@@ -211,12 +242,10 @@ fn record_verdict(decision: &mut Decision, verdict: &Verdict<'_>) {
         directive: rule.directive.as_str(),
         pattern: rule.pattern.to_string(),
     });
-    decision.reason = match (&decision.group, &decision.rule) {
-        (None, _) => "no robots.txt group applies to this crawler".to_string(),
-        (Some(group), Some(rule)) => {
-            format!("group `{group}`, line {}: {}", rule.line, rule.text())
-        }
-        (Some(group), None) => format!("group `{group}`: no rule matches"),
+    decision.why = match (&decision.group, &decision.rule) {
+        (None, _) => Why::NoGroup,
+        (Some(_), Some(_)) => Why::Rule,
+        (Some(_), None) => Why::NoRuleMatched,
     };
 }
 

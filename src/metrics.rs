@@ -4,8 +4,8 @@
 use std::sync::LazyLock;
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
-    TextEncoder,
+    Encoder, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 /// The registry served on `/metrics`.
@@ -19,11 +19,13 @@ pub struct Metrics {
     pub robots_state: IntGaugeVec,
     pub robots_rules: IntGaugeVec,
     pub robots_bytes: IntGaugeVec,
+    pub robots_age: GaugeVec,
+    pub robots_last_error_timestamp: GaugeVec,
     pub build_info: IntGaugeVec,
 }
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 9] = [
+pub const METRIC_NAMES: [&str; 11] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -32,6 +34,8 @@ pub const METRIC_NAMES: [&str; 9] = [
     "robotsguard_robots_state",
     "robotsguard_robots_rules",
     "robotsguard_robots_bytes",
+    "robotsguard_robots_age_seconds",
+    "robotsguard_robots_last_error_timestamp_seconds",
     "robotsguard_build_info",
 ];
 
@@ -44,6 +48,13 @@ fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntC
 
 fn gauge(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
     let metric = IntGaugeVec::new(Opts::new(name, help), labels)
+        .unwrap_or_else(|e| panic!("metric {name} is malformed (a programming error): {e}"));
+    register(registry, Box::new(metric.clone()));
+    metric
+}
+
+fn float_gauge(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> GaugeVec {
+    let metric = GaugeVec::new(Opts::new(name, help), labels)
         .unwrap_or_else(|e| panic!("metric {name} is malformed (a programming error): {e}"));
     register(registry, Box::new(metric.clone()));
     metric
@@ -115,6 +126,18 @@ impl Metrics {
             "Size of the robots.txt copy in force.",
             &["origin"],
         );
+        let robots_age = float_gauge(
+            &registry,
+            "robotsguard_robots_age_seconds",
+            "Seconds since the robots.txt copy in force was fetched or confirmed (304).",
+            &["origin"],
+        );
+        let robots_last_error_timestamp = float_gauge(
+            &registry,
+            "robotsguard_robots_last_error_timestamp_seconds",
+            "Unix time of the latest failed robots.txt fetch or read.",
+            &["origin"],
+        );
         let build_info = gauge(
             &registry,
             "robotsguard_build_info",
@@ -134,6 +157,8 @@ impl Metrics {
             robots_state,
             robots_rules,
             robots_bytes,
+            robots_age,
+            robots_last_error_timestamp,
             build_info,
         }
     }

@@ -4,21 +4,21 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use arc_swap::ArcSwap;
 use async_trait::async_trait;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 
+use crate::config::RobotsSource;
 use crate::enforce::{decide, Decision, Outcome};
 use crate::fetch::http_peer;
 use crate::metrics::METRICS;
-use crate::state::{Origin, Snapshot};
+use crate::state::{Live, Origin};
 
 /// The robotsguard proxy: reads the current snapshot once per request.
 pub struct RobotsGuardProxy {
-    pub snapshot: Arc<ArcSwap<Snapshot>>,
+    pub snapshot: Arc<Live>,
 }
 
 /// Per-request state carried between hooks.
@@ -29,6 +29,9 @@ pub struct RequestContext {
     host: String,
     /// Status of a response robotsguard wrote itself (421, 403, ...).
     answered: Option<u16>,
+    /// A client's own `GET /robots.txt`: the body the origin sends, collected to notice that the
+    /// origin's robots.txt changed before the next scheduled refresh.
+    robots_seen: Option<BytesMut>,
 }
 
 /// Upper bound on the bytes of a User-Agent header that identification looks at; longer ones are
@@ -86,7 +89,7 @@ pub fn block_body(decision: &Decision, path: &str, robots_url: &str) -> String {
         .map_or("crawler", |c| c.name.as_str());
     let (line, rule) = match &decision.rule {
         Some(rule) => (rule.line.to_string(), rule.text()),
-        None => (String::from("-"), decision.reason.clone()),
+        None => (String::from("-"), decision.reason()),
     };
     match &decision.origin.config.block.body {
         Some(template) => template
@@ -99,7 +102,7 @@ pub fn block_body(decision: &Decision, path: &str, robots_url: &str) -> String {
         None => {
             let why = match &decision.rule {
                 Some(rule) => format!("robots.txt line {}: {}", rule.line, rule.text()),
-                None => decision.reason.clone(),
+                None => decision.reason(),
             };
             format!(
                 "403 Forbidden: {crawler} may not fetch {path}.\n\
@@ -121,6 +124,7 @@ impl ProxyHttp for RobotsGuardProxy {
             decision: None,
             host: String::new(),
             answered: None,
+            robots_seen: None,
         }
     }
 
@@ -142,7 +146,7 @@ impl ProxyHttp for RobotsGuardProxy {
             .await?;
             return Ok(true);
         }
-        let snapshot = self.snapshot.load_full();
+        let snapshot = self.snapshot.load();
         let host = request_host(request).unwrap_or_default();
         let user_agent = header_bytes(request, "user-agent");
         let user_agent = &user_agent[..user_agent.len().min(MAX_USER_AGENT)];
@@ -187,7 +191,7 @@ impl ProxyHttp for RobotsGuardProxy {
                 path = %path,
                 line = decision.rule.as_ref().map(|r| r.line),
                 "blocked: {}",
-                decision.reason
+                decision.reason()
             );
             ctx.decision = Some(decision);
             respond(session, status, body, &[]).await?;
@@ -203,11 +207,68 @@ impl ProxyHttp for RobotsGuardProxy {
                 path = %path,
                 line = decision.rule.as_ref().map(|r| r.line),
                 "would block (report mode): {}",
-                decision.reason
+                decision.reason()
             );
+        }
+        if session.req_header().method == http::Method::GET
+            && matches!(
+                decision.origin.robots.settings.source,
+                RobotsSource::Origin { .. }
+            )
+            && path.split('?').next() == Some("/robots.txt")
+        {
+            ctx.robots_seen = Some(BytesMut::new());
         }
         ctx.decision = Some(decision);
         Ok(false)
+    }
+
+    async fn response_filter(
+        &self,
+        _session: &mut Session,
+        response: &mut ResponseHeader,
+        ctx: &mut RequestContext,
+    ) -> Result<()> {
+        // Only a plain 200 body can be compared with the copy in force.
+        let identity = response
+            .headers
+            .get("content-encoding")
+            .is_none_or(|value| value.as_bytes().eq_ignore_ascii_case(b"identity"));
+        if response.status.as_u16() != 200 || !identity {
+            ctx.robots_seen = None;
+        }
+        Ok(())
+    }
+
+    fn response_body_filter(
+        &self,
+        _session: &mut Session,
+        body: &mut Option<Bytes>,
+        end_of_stream: bool,
+        ctx: &mut RequestContext,
+    ) -> Result<Option<std::time::Duration>> {
+        let (Some(seen), Some(decision)) = (ctx.robots_seen.as_mut(), ctx.decision.as_ref()) else {
+            return Ok(None);
+        };
+        let limit = decision.origin.robots.settings.max_size;
+        if let Some(chunk) = body {
+            if seen.len() + chunk.len() > limit {
+                ctx.robots_seen = None;
+                return Ok(None);
+            }
+            seen.extend_from_slice(chunk);
+        }
+        if end_of_stream {
+            if seen[..] != decision.robots.body[..] {
+                tracing::info!(
+                    origin = decision.origin.name(),
+                    "a client received a robots.txt that differs from the copy in force; refreshing early"
+                );
+                decision.origin.robots.refresh_requested.notify_one();
+            }
+            ctx.robots_seen = None;
+        }
+        Ok(None)
     }
 
     async fn upstream_peer(

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use pingora::server::configuration::{Opt, ServerConf};
 use pingora::server::{Server, ShutdownWatch};
@@ -15,7 +14,7 @@ use crate::admin::AdminApp;
 use crate::config::Config;
 use crate::fetch::Refresher;
 use crate::proxy::RobotsGuardProxy;
-use crate::state::Snapshot;
+use crate::state::{Live, Snapshot};
 
 /// Options of `serve` that are not part of the config file.
 #[derive(Debug, Clone, Default)]
@@ -27,7 +26,7 @@ pub struct ServeOptions {
 }
 
 struct RefresherService {
-    snapshot: Arc<ArcSwap<Snapshot>>,
+    snapshot: Arc<Live>,
 }
 
 #[async_trait]
@@ -56,7 +55,7 @@ impl std::error::Error for StartError {}
 pub fn build(config: Config, options: &ServeOptions) -> Result<Server, StartError> {
     let config = Arc::new(config);
     let snapshot = Snapshot::build(config.clone(), None).map_err(|e| StartError(e.to_string()))?;
-    let snapshot = Arc::new(ArcSwap::from_pointee(snapshot));
+    let snapshot = Arc::new(Live::new(snapshot));
 
     let mut conf = ServerConf::default();
     if let Some(threads) = config.threads {

@@ -56,6 +56,16 @@ pub struct RobotsCopy {
     pub fetched_at: Option<SystemTime>,
     pub http_status: Option<u16>,
     pub last_error: Option<String>,
+    pub last_error_at: Option<SystemTime>,
+    /// Validators for conditional refreshes.
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+    /// `Cache-Control: max-age` of the answer: refresh no later than this.
+    pub max_age: Option<std::time::Duration>,
+    /// Where the copy came from (URL and upstream, file path, or inline).
+    pub source: String,
+    /// When the source first failed in the current run of failures.
+    pub unreachable_since: Option<SystemTime>,
 }
 
 impl RobotsCopy {
@@ -77,6 +87,12 @@ impl RobotsCopy {
             fetched_at: Some(SystemTime::now()),
             http_status: None,
             last_error: None,
+            last_error_at: None,
+            etag: None,
+            last_modified: None,
+            max_age: None,
+            source: String::new(),
+            unreachable_since: None,
         }
     }
 
@@ -90,6 +106,12 @@ impl RobotsCopy {
             fetched_at: Some(SystemTime::now()),
             http_status: None,
             last_error: None,
+            last_error_at: None,
+            etag: None,
+            last_modified: None,
+            max_age: None,
+            source: String::new(),
+            unreachable_since: None,
         }
     }
 
@@ -105,6 +127,12 @@ impl RobotsCopy {
             OnUnreachable::Allow => Policy::AllowAll,
         };
         RobotsCopy::without_rules(policy, outcome, reason)
+    }
+
+    /// A copy worth keeping when the source fails: a parsed robots.txt, or a definite
+    /// "unavailable" answer (4xx), as opposed to a placeholder or an earlier failure.
+    pub fn is_good(&self) -> bool {
+        self.has_rules() || self.outcome == "unavailable"
     }
 
     pub fn has_rules(&self) -> bool {
@@ -124,6 +152,8 @@ impl RobotsCopy {
 #[derive(Debug)]
 pub struct RobotsSlot {
     current: ArcSwap<RobotsCopy>,
+    /// Wakes the refresh loop early (a client saw a different robots.txt through the proxy).
+    pub refresh_requested: tokio::sync::Notify,
     /// Set once the first real outcome (not the start-up placeholder) is stored.
     ready: AtomicBool,
     /// The settings the copy was obtained with: a reload with other settings gets a new slot.
@@ -133,12 +163,16 @@ pub struct RobotsSlot {
 impl RobotsSlot {
     fn new(settings: RobotsConfig) -> RobotsSlot {
         let initial = match &settings.source {
-            RobotsSource::Inline { text } => RobotsCopy::from_body(
-                bytes::Bytes::from(text.clone().into_bytes()),
-                settings.max_size,
-                "ok",
-                "inline robots.txt from the config".to_string(),
-            ),
+            RobotsSource::Inline { text } => {
+                let mut copy = RobotsCopy::from_body(
+                    bytes::Bytes::from(text.clone().into_bytes()),
+                    settings.max_size,
+                    "ok",
+                    "inline robots.txt from the config".to_string(),
+                );
+                copy.source = "inline (config)".to_string();
+                copy
+            }
             _ => RobotsCopy::unreachable(
                 settings.on_unreachable,
                 "robots.txt not fetched yet".to_string(),
@@ -148,6 +182,7 @@ impl RobotsSlot {
         let ready = matches!(settings.source, RobotsSource::Inline { .. });
         RobotsSlot {
             current: ArcSwap::from_pointee(initial),
+            refresh_requested: tokio::sync::Notify::new(),
             ready: AtomicBool::new(ready),
             settings,
         }
@@ -255,6 +290,7 @@ impl Snapshot {
                     .iter()
                     .find(|old| {
                         old.config.name == origin_config.name
+                            && old.config.hosts.first() == origin_config.hosts.first()
                             && old.robots.settings == origin_config.robots
                             && old.config.upstreams == origin_config.upstreams
                             && old.config.upstream_tls == origin_config.upstream_tls
@@ -347,6 +383,42 @@ fn resolve(origin: &OriginConfig) -> Result<Vec<Peer>, BuildError> {
         });
     }
     Ok(peers)
+}
+
+/// The snapshot in force, shared by the proxy, the admin listener and the background tasks.
+///
+/// Requests load it once (lock-free). Whoever installs a new snapshot (a config reload) calls
+/// [`Live::install`], which also bumps `generation` so background tasks (the robots.txt
+/// refresher) start fetching new origins and stop fetching removed ones.
+#[derive(Debug)]
+pub struct Live {
+    snapshot: ArcSwap<Snapshot>,
+    generation: tokio::sync::watch::Sender<u64>,
+}
+
+impl Live {
+    pub fn new(snapshot: Snapshot) -> Live {
+        Live {
+            snapshot: ArcSwap::from_pointee(snapshot),
+            generation: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
+    /// The snapshot in force.
+    pub fn load(&self) -> Arc<Snapshot> {
+        self.snapshot.load_full()
+    }
+
+    /// Swaps in a new snapshot; requests already running finish on the one they loaded.
+    pub fn install(&self, snapshot: Snapshot) {
+        self.snapshot.store(Arc::new(snapshot));
+        self.generation.send_modify(|generation| *generation += 1);
+    }
+
+    /// Changes whenever a new snapshot is installed.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
 }
 
 /// Normalises a Host header or authority for lookup: lower-case, port and trailing dot removed.

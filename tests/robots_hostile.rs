@@ -83,6 +83,12 @@ fn many_agents_sharing_one_group_compile_once() {
 fn compiled_size_of_the_large_benchmark_file_is_within_three_times_its_bytes() {
     let body = include_bytes!("../benches/data/large.txt");
     let robots = Robots::parse(body);
+    eprintln!(
+        "large.txt: {} bytes, compiled {} bytes ({:.2}x)",
+        body.len(),
+        robots.heap_size(),
+        robots.heap_size() as f64 / body.len() as f64
+    );
     assert!(robots.rule_count() > 4_500);
     assert!(
         robots.heap_size() <= 3 * body.len(),

@@ -86,6 +86,15 @@ struct CompiledRule {
     display_len: u16,
     literal_prefix: u16,
     flags: u8,
+    /// Bytes the path must contain past the literal prefix for a wildcard pattern to match, as a
+    /// 64-bit set (see [`byte_set`]): most wildcard rules are skipped with one AND.
+    required: u64,
+}
+
+/// A 64-bit set of byte classes (`byte % 64`). Distinct bytes may share a bit, which only makes
+/// the filter weaker, never wrong.
+fn byte_set(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0, |set, &b| set | 1u64 << (b & 63))
 }
 
 impl CompiledRule {
@@ -442,6 +451,13 @@ impl Robots {
         if rule.directive == Directive::Allow {
             flags |= FLAG_ALLOW;
         }
+        let pattern = self.bytes(match_start, match_len);
+        let body = if shape.anchored {
+            &pattern[..pattern.len() - 1]
+        } else {
+            pattern
+        };
+        let required = byte_set(&body[shape.literal_prefix..]) & !byte_set(b"*");
         self.rules.push(CompiledRule {
             match_start,
             display_start,
@@ -450,6 +466,7 @@ impl Robots {
             display_len,
             literal_prefix: shape.literal_prefix as u16,
             flags,
+            required,
         });
     }
 
@@ -529,6 +546,7 @@ impl Robots {
             .zip(path)
             .take_while(|(a, b)| a == b)
             .count();
+        let mut path_set = None;
         let mut current = greatest as u32;
         while current != NO_NODE {
             let node = &index.nodes[current as usize];
@@ -540,6 +558,7 @@ impl Robots {
                 self.match_node(
                     index.rules_of(current as usize),
                     path,
+                    &mut path_set,
                     &mut allow,
                     &mut disallow,
                 );
@@ -549,7 +568,14 @@ impl Robots {
         (allow, disallow)
     }
 
-    fn match_node(&self, rule_ids: &[u32], path: &[u8], allow: &mut Best, disallow: &mut Best) {
+    fn match_node(
+        &self,
+        rule_ids: &[u32],
+        path: &[u8],
+        path_set: &mut Option<u64>,
+        allow: &mut Best,
+        disallow: &mut Best,
+    ) {
         for &id in rule_ids {
             let rule = &self.rules[id as usize];
             let priority = i32::from(rule.priority());
@@ -564,8 +590,15 @@ impl Robots {
                 continue;
             }
             let shape = rule.shape();
-            let matched = shape.is_plain_prefix()
-                || matches_after_prefix(self.bytes(rule.match_start, rule.match_len), shape, path);
+            let matched = shape.is_plain_prefix() || {
+                let set = *path_set.get_or_insert_with(|| byte_set(path));
+                rule.required & !set == 0
+                    && matches_after_prefix(
+                        self.bytes(rule.match_start, rule.match_len),
+                        shape,
+                        path,
+                    )
+            };
             if matched {
                 *best = Best {
                     priority,

@@ -1,0 +1,62 @@
+//! The whole per-request decision: Host routing, crawler identification and robots.txt matching,
+//! over a medium robots.txt and a realistic User-Agent mix. Run with `cargo bench --bench decide`.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use robotsguard::enforce::decide;
+use robotsguard::state::Snapshot;
+
+const MEDIUM: &str = include_str!("data/medium.txt");
+
+/// ~70 % browsers, ~20 % crawlers that are allowed, ~10 % that are blocked, as in the load test.
+const REQUESTS: &[(&str, &str)] = &[
+    ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36", "/products/42"),
+    ("Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15", "/blog/2026/robots"),
+    ("Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0", "/search?q=shoes"),
+    ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1", "/cart"),
+    ("Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Mobile Safari/537.36", "/news/today"),
+    ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36 Edg/126.0.0.0", "/account/settings"),
+    ("Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:128.0) Gecko/20100101 Firefox/128.0", "/static/app.js"),
+    ("Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", "/products/shoes"),
+    ("Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)", "/blog/post-1"),
+    ("Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)", "/api/static/admin/print/x"),
+];
+
+fn snapshot() -> Snapshot {
+    let indented: String = MEDIUM
+        .lines()
+        .map(|line| format!("          {line}\n"))
+        .collect();
+    let yaml = format!(
+        "origins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: \"127.0.0.1:9\"\n    robots:\n      source: inline\n      text: |\n{indented}"
+    );
+    let config = robotsguard::config::load_str(&yaml, "bench.yaml", Path::new("."))
+        .unwrap_or_else(|e| panic!("bench config: {e}"));
+    Snapshot::build(Arc::new(config), None).unwrap_or_else(|e| panic!("bench snapshot: {e}"))
+}
+
+fn decide_mix(c: &mut Criterion) {
+    let snapshot = snapshot();
+    let mut group = c.benchmark_group("decide");
+    group.throughput(Throughput::Elements(REQUESTS.len() as u64));
+    group.bench_function("medium_ua_mix", |b| {
+        b.iter(|| {
+            for (user_agent, path) in REQUESTS {
+                let decision = decide(
+                    &snapshot,
+                    b"shop.example",
+                    black_box(user_agent.as_bytes()),
+                    path.as_bytes(),
+                );
+                black_box(decision.map(|d| d.outcome).ok());
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, decide_mix);
+criterion_main!(benches);

@@ -1,0 +1,202 @@
+//! One HTTP GET of a robots.txt from an origin's upstream, through pingora's connector (so TLS and
+//! address settings are those of proxied traffic), with a body limit and gzip decoding.
+
+use std::io::Read;
+use std::net::SocketAddr;
+
+use bytes::{Bytes, BytesMut};
+use pingora::connectors::http::Connector;
+use pingora::http::RequestHeader;
+use pingora::upstreams::peer::HttpPeer;
+
+use crate::state::Origin;
+
+/// The User-Agent robotsguard fetches robots.txt with.
+pub fn user_agent() -> String {
+    format!("robotsguard/{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Builds the upstream peer for an origin's address, with its TLS settings.
+pub fn http_peer(origin: &Origin, address: SocketAddr) -> HttpPeer {
+    let (tls, sni, verify) = match &origin.config.upstream_tls {
+        Some(tls) => (true, tls.sni.clone(), tls.verify),
+        None => (false, origin.primary_host().to_string(), true),
+    };
+    let mut peer = HttpPeer::new(address, tls, sni);
+    peer.options.verify_cert = verify;
+    peer.options.verify_hostname = verify;
+    peer
+}
+
+/// The parts of an answer the acquisition rules look at.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    pub status: u16,
+    pub location: Option<String>,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+    pub cache_control: Option<String>,
+    pub retry_after: Option<String>,
+    /// The decoded body, at most `max_size` bytes.
+    pub body: Bytes,
+    /// The body had more than `max_size` bytes; the rest was not read.
+    pub over_limit: bool,
+}
+
+/// Validators of the copy in force, sent as conditional headers.
+#[derive(Debug, Clone, Default)]
+pub struct Validators {
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+}
+
+/// What went wrong with a fetch that got no usable answer.
+#[derive(Debug, Clone)]
+pub struct Failure(pub String);
+
+/// GETs `path` with `Host: host` from one of the origin's upstreams. Reads at most `max_size`
+/// decoded body bytes. A body that ends early, or a gzip body that does not decode, is a failure.
+pub async fn get(
+    connector: &Connector,
+    origin: &Origin,
+    host: &str,
+    path: &str,
+    validators: &Validators,
+    max_size: usize,
+) -> Result<Answer, Failure> {
+    let address = origin.next_peer().address;
+    let peer = http_peer(origin, address);
+    let (mut session, _reused) = connector
+        .get_http_session(&peer)
+        .await
+        .map_err(|e| Failure(format!("cannot connect to {address}: {e}")))?;
+    let mut request = RequestHeader::build("GET", path.as_bytes(), None)
+        .map_err(|e| Failure(format!("bad robots.txt path `{path}`: {e}")))?;
+    let mut headers = vec![
+        ("host", host.to_string()),
+        ("user-agent", user_agent()),
+        ("accept", "text/plain, */*;q=0.5".to_string()),
+        ("accept-encoding", "gzip".to_string()),
+    ];
+    if let Some(etag) = &validators.etag {
+        headers.push(("if-none-match", etag.clone()));
+    }
+    if let Some(modified) = &validators.last_modified {
+        headers.push(("if-modified-since", modified.clone()));
+    }
+    for (name, value) in headers {
+        request
+            .insert_header(name, value)
+            .map_err(|e| Failure(format!("cannot build the request: {e}")))?;
+    }
+    session
+        .write_request_header(Box::new(request))
+        .await
+        .map_err(|e| Failure(format!("cannot send the request: {e}")))?;
+    session
+        .finish_request_body()
+        .await
+        .map_err(|e| Failure(format!("cannot send the request: {e}")))?;
+    session
+        .read_response_header()
+        .await
+        .map_err(|e| Failure(format!("no answer: {e}")))?;
+    let Some(response) = session.response_header() else {
+        return Err(Failure("no answer".to_string()));
+    };
+    let header = |name: &str| {
+        response
+            .headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_string)
+    };
+    let mut answer = Answer {
+        status: response.status.as_u16(),
+        location: header("location"),
+        etag: header("etag"),
+        last_modified: header("last-modified"),
+        cache_control: header("cache-control"),
+        retry_after: header("retry-after"),
+        ..Answer::default()
+    };
+    let encoding = header("content-encoding")
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let gzip = matches!(encoding.trim(), "gzip" | "x-gzip");
+    if !gzip && !matches!(encoding.trim(), "" | "identity") {
+        return Err(Failure(format!(
+            "body in an encoding robotsguard did not ask for: {encoding}"
+        )));
+    }
+    // A gzip body is read up to a bounded multiple of the limit; what it decodes to is cut at
+    // the limit, so a small bomb cannot grow past `max_size` either.
+    let raw_limit = if gzip {
+        max_size.saturating_mul(4)
+    } else {
+        max_size
+    };
+    let mut raw = BytesMut::new();
+    let mut over_limit = false;
+    loop {
+        match session.read_response_body().await {
+            Ok(Some(chunk)) => {
+                let room = raw_limit.saturating_sub(raw.len());
+                raw.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                if chunk.len() > room || (chunk.len() == room && !session.response_done()) {
+                    over_limit = true;
+                    break;
+                }
+            }
+            Ok(None) => break,
+            Err(e) => return Err(Failure(format!("body cut short: {e}"))),
+        }
+    }
+    if gzip {
+        let (body, decoded_over) = gunzip(&raw, max_size, over_limit)?;
+        answer.body = body;
+        answer.over_limit = decoded_over;
+    } else {
+        answer.body = raw.freeze();
+        answer.over_limit = over_limit;
+    }
+    Ok(answer)
+}
+
+/// Decodes at most `max_size` bytes of a gzip body. `input_cut` says the compressed input was cut
+/// at its own limit, in which case an early end of input is expected and not an error.
+fn gunzip(raw: &[u8], max_size: usize, input_cut: bool) -> Result<(Bytes, bool), Failure> {
+    let mut decoder = flate2::read::GzDecoder::new(raw).take(max_size as u64 + 1);
+    let mut out = Vec::new();
+    match decoder.read_to_end(&mut out) {
+        Ok(_) => {}
+        Err(e) if input_cut && e.kind() == std::io::ErrorKind::UnexpectedEof => {}
+        Err(e) => return Err(Failure(format!("gzip body does not decode: {e}"))),
+    }
+    let over = out.len() > max_size || input_cut;
+    out.truncate(max_size);
+    Ok((Bytes::from(out), over))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let _ = encoder.write_all(data);
+        encoder.finish().unwrap_or_default()
+    }
+
+    #[test]
+    fn gzip_bodies_decode_within_the_limit() {
+        let body = b"User-agent: *\nDisallow: /x\n";
+        let (decoded, over) = gunzip(&gzip(body), 1000, false).unwrap_or_default();
+        assert_eq!((&decoded[..], over), (&body[..], false));
+        let bomb = gzip(&vec![b'#'; 5_000_000]);
+        let (decoded, over) = gunzip(&bomb, 1000, false).unwrap_or_default();
+        assert_eq!((decoded.len(), over), (1000, true));
+        assert!(gunzip(b"not gzip at all", 1000, false).is_err());
+    }
+}

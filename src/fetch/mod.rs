@@ -1,0 +1,300 @@
+//! Getting each origin's robots.txt — over HTTP from the origin's upstream (RFC 9309), from a
+//! watched file, or inline from the config — and keeping it fresh without ever making a request
+//! wait: requests read the copy in force; one task per origin replaces it.
+
+mod file;
+mod http;
+mod origin;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use pingora::connectors::http::Connector;
+
+pub use file::DirectoryWatcher;
+pub use http::{http_peer, user_agent};
+pub use origin::{FetchOutcome, Fetched, MAX_REDIRECTS, UNREACHABLE_ALLOW_AFTER};
+
+use crate::config::RobotsSource;
+use crate::metrics::METRICS;
+use crate::state::{Live, Origin, RobotsCopy};
+
+/// How many origins are fetched at once at start-up, so 1,000 origins do not open 1,000
+/// connections in the same instant.
+pub const MAX_CONCURRENT_FETCHES: usize = 32;
+
+/// The first retry after a failure; it doubles up to the refresh interval.
+pub const FIRST_RETRY: Duration = Duration::from_secs(10);
+
+/// Files are re-read this long after the last change event of a burst.
+const FILE_DEBOUNCE: Duration = Duration::from_millis(100);
+
+/// Early refreshes asked for by clients seeing a different robots.txt are at least this far apart.
+const MIN_EARLY_REFRESH: Duration = Duration::from_secs(5);
+
+/// Obtains the copy for an origin from its configured source (not inline).
+pub async fn fetch_once(connector: &Connector, origin: &Origin) -> Option<Fetched> {
+    match &origin.robots.settings.source {
+        RobotsSource::Origin { url } => {
+            Some(origin::fetch(connector, origin, url.as_deref()).await)
+        }
+        RobotsSource::File { path } => Some(file::read(origin, path)),
+        RobotsSource::Inline { .. } => None,
+    }
+}
+
+/// Keeps every origin's copy fresh: one task per robots.txt slot; start-up fetches run at most
+/// [`MAX_CONCURRENT_FETCHES`] at a time. When a new snapshot is installed, slots that appeared get
+/// a task and slots that disappeared lose theirs; slots carried over keep their task and copy.
+pub struct Refresher {
+    pub snapshot: Arc<Live>,
+}
+
+impl Refresher {
+    pub async fn run(self, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+        let shared = Arc::new(Shared {
+            connector: Connector::new(None),
+            start_permits: tokio::sync::Semaphore::new(MAX_CONCURRENT_FETCHES),
+            watcher: DirectoryWatcher::new(),
+        });
+        let mut generations = self.snapshot.subscribe();
+        let mut tasks: HashMap<usize, tokio::task::JoinHandle<()>> = HashMap::new();
+        loop {
+            let snapshot = self.snapshot.load();
+            let mut wanted = HashSet::new();
+            for origin in &snapshot.origins {
+                let key = Arc::as_ptr(&origin.robots) as usize;
+                wanted.insert(key);
+                tasks
+                    .entry(key)
+                    .or_insert_with(|| tokio::spawn(keep_fresh(origin.clone(), shared.clone())));
+            }
+            tasks.retain(|key, task| {
+                let keep = wanted.contains(key);
+                if !keep {
+                    task.abort();
+                }
+                keep
+            });
+            tokio::select! {
+                changed = generations.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                }
+                _ = shutdown.wait_for(|stop| *stop) => break,
+            }
+        }
+        for task in tasks.values() {
+            task.abort();
+        }
+    }
+}
+
+struct Shared {
+    connector: Connector,
+    start_permits: tokio::sync::Semaphore,
+    watcher: DirectoryWatcher,
+}
+
+/// The refresh loop of one origin's robots.txt slot.
+async fn keep_fresh(origin: Arc<Origin>, shared: Arc<Shared>) {
+    let settings = origin.robots.settings.clone();
+    if matches!(settings.source, RobotsSource::Inline { .. }) {
+        count(&origin, FetchOutcome::Ok);
+        publish(&origin, &origin.robots.current());
+        return;
+    }
+    let mut file_changes = match &settings.source {
+        RobotsSource::File { path } => Some(shared.watcher.subscribe(path)),
+        _ => None,
+    };
+    let mut first = true;
+    let mut failures: u32 = 0;
+    loop {
+        let fetched = {
+            let _permit = if first {
+                shared.start_permits.acquire().await.ok()
+            } else {
+                None
+            };
+            fetch_once(&shared.connector, &origin).await
+        };
+        first = false;
+        let fetch_ended = tokio::time::Instant::now();
+        let Some(fetched) = fetched else { return };
+        count(&origin, fetched.outcome);
+        let changed = store(&origin, fetched.copy.clone());
+        if changed || fetched.copy.last_error.is_some() {
+            log_outcome(&origin, &fetched.copy);
+        }
+        failures = if fetched.outcome == FetchOutcome::Unreachable {
+            failures.saturating_add(1)
+        } else {
+            0
+        };
+        let delay = next_delay(&settings.refresh, &fetched, failures);
+        let deadline = tokio::time::sleep(delay);
+        tokio::pin!(deadline);
+        // Wait for the refresh time, a file change, or a client's hint that robots.txt changed.
+        loop {
+            tokio::select! {
+                _ = &mut deadline => break,
+                _ = origin.robots.refresh_requested.notified() => {
+                    tokio::time::sleep_until(fetch_ended + MIN_EARLY_REFRESH).await;
+                    break;
+                }
+                changed = async {
+                    match file_changes.as_mut() {
+                        Some(changes) => changes.changed().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    if changed.is_err() {
+                        file_changes = None;
+                        continue;
+                    }
+                    // Let a burst of events (write, rename, symlink swap) settle, then re-read once.
+                    tokio::time::sleep(FILE_DEBOUNCE).await;
+                    if let Some(changes) = file_changes.as_mut() {
+                        changes.borrow_and_update();
+                    }
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// When to fetch again: the refresh interval (shortened by `Cache-Control: max-age`), with
+/// jitter; after failures, a backoff from [`FIRST_RETRY`] doubling up to the refresh interval,
+/// halved for 503 (or the origin's Retry-After).
+fn next_delay(refresh: &Duration, fetched: &Fetched, failures: u32) -> Duration {
+    if failures > 0 {
+        let backoff = FIRST_RETRY
+            .saturating_mul(1u32 << (failures - 1).min(16))
+            .min(*refresh);
+        if fetched.status_503 {
+            return fetched.retry_after.map_or(backoff / 2, |after| {
+                after.clamp(Duration::from_secs(1), *refresh)
+            });
+        }
+        return backoff;
+    }
+    let interval = match fetched.copy.max_age {
+        Some(max_age) => (*refresh).min(max_age.max(Duration::from_secs(1))),
+        None => *refresh,
+    };
+    jittered(interval)
+}
+
+/// Stores a copy; returns whether what is in force changed (for logging).
+fn store(origin: &Origin, copy: RobotsCopy) -> bool {
+    let previous = origin.robots.current();
+    let changed = !origin.robots.is_ready()
+        || previous.body != copy.body
+        || previous.policy.state_label() != copy.policy.state_label();
+    publish(origin, &copy);
+    origin.robots.store(copy);
+    changed
+}
+
+fn count(origin: &Origin, outcome: FetchOutcome) {
+    METRICS
+        .robots_fetches
+        .with_label_values(&[origin.name(), outcome.as_str()])
+        .inc();
+}
+
+fn publish(origin: &Origin, copy: &RobotsCopy) {
+    METRICS.set_robots_state(origin.name(), copy);
+    if let Some(at) = copy.last_error_at {
+        let seconds = at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        METRICS
+            .robots_last_error_timestamp
+            .with_label_values(&[origin.name()])
+            .set(seconds);
+    }
+}
+
+fn log_outcome(origin: &Origin, copy: &RobotsCopy) {
+    match &copy.last_error {
+        Some(error) => tracing::warn!(
+            origin = origin.name(),
+            state = copy.policy.state_label(),
+            error = %error,
+            "robots.txt: {}",
+            copy.reason
+        ),
+        None => tracing::info!(
+            origin = origin.name(),
+            state = copy.policy.state_label(),
+            rules = copy.rule_count(),
+            source = %copy.source,
+            "robots.txt: {}",
+            copy.reason
+        ),
+    }
+}
+
+/// The interval minus up to 10 %, so origins configured alike spread out over time.
+fn jittered(interval: Duration) -> Duration {
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let fraction = f64::from(nanos % 1000) / 10_000.0;
+    interval.mul_f64(1.0 - fraction)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::Policy;
+
+    fn fetched(outcome: FetchOutcome, status_503: bool, retry_after: Option<Duration>) -> Fetched {
+        Fetched {
+            copy: RobotsCopy::without_rules(Policy::AllowAll, "ok", String::new()),
+            outcome,
+            retry_after,
+            status_503,
+        }
+    }
+
+    #[test]
+    fn backoff_starts_at_ten_seconds_and_caps_at_the_refresh_interval() {
+        let refresh = Duration::from_secs(300);
+        let failed = fetched(FetchOutcome::Unreachable, false, None);
+        assert_eq!(next_delay(&refresh, &failed, 1), Duration::from_secs(10));
+        assert_eq!(next_delay(&refresh, &failed, 2), Duration::from_secs(20));
+        assert_eq!(next_delay(&refresh, &failed, 6), Duration::from_secs(300));
+        assert_eq!(next_delay(&refresh, &failed, 60), Duration::from_secs(300));
+        let busy = fetched(FetchOutcome::Unreachable, true, None);
+        assert_eq!(next_delay(&refresh, &busy, 1), Duration::from_secs(5));
+        let told = fetched(
+            FetchOutcome::Unreachable,
+            true,
+            Some(Duration::from_secs(42)),
+        );
+        assert_eq!(next_delay(&refresh, &told, 3), Duration::from_secs(42));
+    }
+
+    #[test]
+    fn max_age_shortens_the_refresh_interval_with_jitter() {
+        let refresh = Duration::from_secs(300);
+        let mut ok = fetched(FetchOutcome::Ok, false, None);
+        let delay = next_delay(&refresh, &ok, 0);
+        assert!(
+            delay <= refresh && delay >= refresh.mul_f64(0.9),
+            "{delay:?}"
+        );
+        ok.copy.max_age = Some(Duration::from_secs(60));
+        let delay = next_delay(&refresh, &ok, 0);
+        assert!(
+            delay <= Duration::from_secs(60) && delay >= Duration::from_secs(54),
+            "{delay:?}"
+        );
+    }
+}

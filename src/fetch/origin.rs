@@ -1,0 +1,466 @@
+//! RFC 9309 §2.3 for robots.txt fetched from an origin: redirects, status classes, the last good
+//! copy, and the 30-day rule — turning one fetch into the copy that goes in force.
+
+use std::net::IpAddr;
+use std::time::{Duration, SystemTime};
+
+use pingora::connectors::http::Connector;
+
+use super::http::{get, Answer, Failure, Validators};
+use crate::config::OnUnreachable;
+use crate::state::{normalize_host, Origin, Policy, RobotsCopy};
+
+/// Redirects followed before giving up (RFC 9309: at least five).
+pub const MAX_REDIRECTS: usize = 5;
+
+/// Unreachable for longer than this with no good copy: assume no restrictions (Google's rule).
+pub const UNREACHABLE_ALLOW_AFTER: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// The label of `robotsguard_robots_fetches_total{outcome}` for one fetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchOutcome {
+    Ok,
+    NotModified,
+    Unavailable,
+    Unreachable,
+    RedirectLimit,
+    RefusedRedirect,
+    TooLarge,
+}
+
+impl FetchOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FetchOutcome::Ok => "ok",
+            FetchOutcome::NotModified => "not_modified",
+            FetchOutcome::Unavailable => "unavailable",
+            FetchOutcome::Unreachable => "unreachable",
+            FetchOutcome::RedirectLimit => "redirect_limit",
+            FetchOutcome::RefusedRedirect => "refused_redirect",
+            FetchOutcome::TooLarge => "too_large",
+        }
+    }
+}
+
+/// The result of one fetch: the copy to put in force and what to count.
+#[derive(Debug)]
+pub struct Fetched {
+    pub copy: RobotsCopy,
+    pub outcome: FetchOutcome,
+    /// The origin answered 503: retry sooner (Retry-After when it gave one).
+    pub retry_after: Option<Duration>,
+    pub status_503: bool,
+}
+
+/// Where the next request of a redirect chain goes: the Host header and the path. The connection
+/// always goes to the origin's configured upstream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Target {
+    host: String,
+    path: String,
+}
+
+/// The first target: `robots.url` when set (a path, or an http(s) URL whose host is one of the
+/// origin's), else `/robots.txt` on the primary host.
+fn first_target(origin: &Origin, url: Option<&str>) -> Target {
+    let primary = origin.primary_host().to_string();
+    match url {
+        None => Target {
+            host: primary,
+            path: "/robots.txt".to_string(),
+        },
+        Some(url) => match split_absolute(url) {
+            Some((host, path)) => Target { host, path },
+            None => Target {
+                host: primary,
+                path: url.to_string(),
+            },
+        },
+    }
+}
+
+/// `http(s)://authority/path` → (authority, path); `None` for anything else.
+fn split_absolute(url: &str) -> Option<(String, String)> {
+    let lower = url.to_ascii_lowercase();
+    let rest = if lower.starts_with("http://") {
+        &url[7..]
+    } else if lower.starts_with("https://") {
+        &url[8..]
+    } else {
+        return None;
+    };
+    let (authority, path) = match rest.find(['/', '?', '#']) {
+        Some(slash) => (&rest[..slash], &rest[slash..]),
+        None => (rest, "/"),
+    };
+    let path = path.split('#').next().unwrap_or("/");
+    let path = if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("/{path}")
+    };
+    Some((authority.to_string(), path))
+}
+
+/// Why a redirect is not followed.
+fn resolve_redirect(origin: &Origin, current: &Target, location: &str) -> Result<Target, String> {
+    let location = location.trim();
+    let (authority, path) = if let Some((authority, path)) = split_absolute(location) {
+        (authority, path)
+    } else if let Some(rest) = location.strip_prefix("//") {
+        match split_absolute(&format!("http://{rest}")) {
+            Some(parts) => parts,
+            None => return Err(format!("unusable Location `{location}`")),
+        }
+    } else if location.starts_with('/') {
+        (
+            current.host.clone(),
+            location.split('#').next().unwrap_or("/").to_string(),
+        )
+    } else if location.contains(':') && !location.starts_with('.') {
+        // Another scheme (ftp:, file:, javascript:, ...).
+        return Err(format!("redirect to another scheme: `{location}`"));
+    } else {
+        let base = current.path.split('?').next().unwrap_or("/");
+        let directory = &base[..base.rfind('/').map_or(0, |slash| slash + 1)];
+        (current.host.clone(), format!("{directory}{location}"))
+    };
+    let Some(host) = normalize_host(authority.as_bytes()) else {
+        return Err(format!("redirect to an unusable host `{authority}`"));
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        if is_internal(ip) {
+            return Err(format!("redirect to an internal address `{host}`"));
+        }
+    }
+    if !origin.config.hosts.iter().any(|known| *known == host) {
+        return Err(format!("redirect to another host `{host}`"));
+    }
+    Ok(Target {
+        host: authority,
+        path,
+    })
+}
+
+/// Loopback, private, link-local, unspecified and similar addresses a redirect must not reach.
+fn is_internal(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.octets()[0] == 100 && (v4.octets()[1] & 0xC0) == 64
+        }
+        IpAddr::V6(v6) => {
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || (v6.segments()[0] & 0xFE00) == 0xFC00
+                || (v6.segments()[0] & 0xFFC0) == 0xFE80
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| is_internal(IpAddr::V4(v4)))
+        }
+    }
+}
+
+/// `max-age` of a Cache-Control header, when the origin gives one.
+fn max_age(cache_control: Option<&str>) -> Option<Duration> {
+    cache_control?.split(',').find_map(|directive| {
+        let (name, value) = directive.trim().split_once('=')?;
+        name.trim()
+            .eq_ignore_ascii_case("max-age")
+            .then(|| value.trim().trim_matches('"').parse::<u64>().ok())
+            .flatten()
+            .map(Duration::from_secs)
+    })
+}
+
+/// Retry-After in seconds (the HTTP-date form is rare for robots.txt and is ignored).
+fn retry_after(value: Option<&str>) -> Option<Duration> {
+    value?.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+/// Fetches an origin's robots.txt and decides the copy per RFC 9309.
+pub async fn fetch(connector: &Connector, origin: &Origin, url: Option<&str>) -> Fetched {
+    let settings = &origin.robots.settings;
+    let previous = origin.robots.current();
+    let validators = if previous.has_rules() {
+        Validators {
+            etag: previous.etag.clone(),
+            last_modified: previous.last_modified.clone(),
+        }
+    } else {
+        Validators::default()
+    };
+    let source = |target: &Target| {
+        format!(
+            "http://{}{} via {}",
+            target.host,
+            target.path,
+            origin
+                .peers
+                .iter()
+                .map(|p| p.label.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let mut target = first_target(origin, url);
+    let mut redirects = 0;
+    let answer = loop {
+        let attempt = get(
+            connector,
+            origin,
+            &target.host,
+            &target.path,
+            &validators,
+            settings.max_size,
+        );
+        let answer = match tokio::time::timeout(settings.timeout, attempt).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(Failure(error))) => {
+                return unreachable(
+                    &previous,
+                    settings.on_unreachable,
+                    error,
+                    None,
+                    source(&target),
+                )
+            }
+            Err(_) => {
+                let error = format!("no answer within {:?}", settings.timeout);
+                return unreachable(
+                    &previous,
+                    settings.on_unreachable,
+                    error,
+                    None,
+                    source(&target),
+                );
+            }
+        };
+        if !(300..400).contains(&answer.status) || answer.status == 304 {
+            break answer;
+        }
+        let Some(location) = answer.location.as_deref() else {
+            let error = format!("HTTP {} without a Location", answer.status);
+            return unavailable(
+                FetchOutcome::RefusedRedirect,
+                answer.status,
+                error,
+                source(&target),
+            );
+        };
+        if redirects == MAX_REDIRECTS {
+            let error = format!("more than {MAX_REDIRECTS} redirects");
+            return unavailable(
+                FetchOutcome::RedirectLimit,
+                answer.status,
+                error,
+                source(&target),
+            );
+        }
+        match resolve_redirect(origin, &target, location) {
+            Ok(next) => target = next,
+            Err(error) => {
+                return unavailable(
+                    FetchOutcome::RefusedRedirect,
+                    answer.status,
+                    error,
+                    source(&target),
+                )
+            }
+        }
+        redirects += 1;
+    };
+    let source = source(&target);
+    match answer.status {
+        200..=299 => ok(answer, settings.max_size, source),
+        304 if previous.has_rules() => {
+            let mut copy = (*previous).clone();
+            copy.fetched_at = Some(SystemTime::now());
+            copy.last_error = None;
+            copy.unreachable_since = None;
+            copy.http_status = Some(304);
+            copy.max_age = max_age(answer.cache_control.as_deref()).or(copy.max_age);
+            Fetched {
+                copy,
+                outcome: FetchOutcome::NotModified,
+                retry_after: None,
+                status_503: false,
+            }
+        }
+        400..=499 => {
+            let error = format!("the origin answered HTTP {}", answer.status);
+            unavailable(FetchOutcome::Unavailable, answer.status, error, source)
+        }
+        status => {
+            let error = format!("the origin answered HTTP {status}");
+            let mut fetched = unreachable(
+                &previous,
+                settings.on_unreachable,
+                error,
+                Some(status),
+                source,
+            );
+            if status == 503 {
+                fetched.status_503 = true;
+                fetched.retry_after = retry_after(answer.retry_after.as_deref());
+            }
+            fetched
+        }
+    }
+}
+
+fn ok(answer: Answer, max_size: usize, source: String) -> Fetched {
+    let outcome = if answer.over_limit {
+        FetchOutcome::TooLarge
+    } else {
+        FetchOutcome::Ok
+    };
+    let reason = if answer.over_limit {
+        format!(
+            "fetched (HTTP {}); only the first {max_size} bytes are used",
+            answer.status
+        )
+    } else {
+        format!("fetched (HTTP {})", answer.status)
+    };
+    let mut copy = RobotsCopy::from_body(answer.body, max_size, "ok", reason);
+    copy.http_status = Some(answer.status);
+    copy.etag = answer.etag;
+    copy.last_modified = answer.last_modified;
+    copy.max_age = max_age(answer.cache_control.as_deref());
+    copy.source = source;
+    Fetched {
+        copy,
+        outcome,
+        retry_after: None,
+        status_503: false,
+    }
+}
+
+/// 4xx, too many redirects, or a refused redirect: robots.txt is unavailable, so crawlers may
+/// fetch everything (RFC 9309 §2.3.1.3).
+fn unavailable(outcome: FetchOutcome, status: u16, error: String, source: String) -> Fetched {
+    let reason = format!("robots.txt unavailable: {error}");
+    let mut copy = RobotsCopy::without_rules(Policy::AllowAll, "unavailable", reason);
+    copy.http_status = Some(status);
+    copy.source = source;
+    Fetched {
+        copy,
+        outcome,
+        retry_after: None,
+        status_503: false,
+    }
+}
+
+const KEPT_NOTE: &str = " (kept: the latest fetch failed)";
+
+/// 5xx or a failed connection: the last good copy stays in force; with none, `on_unreachable`
+/// decides until 30 days have passed, then everything is allowed.
+pub fn unreachable(
+    previous: &RobotsCopy,
+    on_unreachable: OnUnreachable,
+    error: String,
+    status: Option<u16>,
+    source: String,
+) -> Fetched {
+    let now = SystemTime::now();
+    let since = previous.unreachable_since.unwrap_or(now);
+    let copy = if previous.is_good() {
+        // A good copy is a parsed file or a definite "unavailable" answer.
+        let mut kept = previous.clone();
+        if !kept.reason.ends_with(KEPT_NOTE) {
+            kept.reason.push_str(KEPT_NOTE);
+        }
+        kept.last_error = Some(error);
+        kept.last_error_at = Some(now);
+        kept.unreachable_since = Some(since);
+        kept
+    } else {
+        let long_gone = now
+            .duration_since(since)
+            .is_ok_and(|elapsed| elapsed > UNREACHABLE_ALLOW_AFTER);
+        let mut copy = if long_gone {
+            let reason = format!("robots.txt unreachable for more than 30 days ({error})");
+            RobotsCopy::without_rules(Policy::AllowAll, "unreachable", reason)
+        } else {
+            let reason = format!("robots.txt unreachable ({error}) and no earlier copy");
+            RobotsCopy::unreachable(on_unreachable, reason, "unreachable")
+        };
+        copy.last_error = Some(error);
+        copy.last_error_at = Some(now);
+        copy.unreachable_since = Some(since);
+        copy.source = source;
+        copy
+    };
+    let mut copy = copy;
+    copy.http_status = status.or(copy.http_status);
+    Fetched {
+        copy,
+        outcome: FetchOutcome::Unreachable,
+        retry_after: None,
+        status_503: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_control_max_age() {
+        assert_eq!(
+            max_age(Some("public, max-age=60")),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(max_age(Some("no-cache")), None);
+        assert_eq!(max_age(Some("max-age=abc")), None);
+        assert_eq!(max_age(None), None);
+    }
+
+    #[test]
+    fn absolute_urls_split_into_host_and_path() {
+        assert_eq!(
+            split_absolute("https://Shop.example:8443/r.txt?x#f"),
+            Some(("Shop.example:8443".into(), "/r.txt?x".into()))
+        );
+        assert_eq!(
+            split_absolute("http://shop.example"),
+            Some(("shop.example".into(), "/".into()))
+        );
+        assert_eq!(split_absolute("ftp://shop.example/x"), None);
+        assert_eq!(split_absolute("/robots.txt"), None);
+    }
+
+    #[test]
+    fn internal_addresses() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "192.168.0.1",
+            "172.16.5.5",
+            "169.254.169.254",
+            "0.0.0.0",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "100.64.0.1",
+        ] {
+            assert!(
+                is_internal(ip.parse().unwrap_or(IpAddr::from([0, 0, 0, 0]))),
+                "{ip}"
+            );
+        }
+        for ip in ["93.184.216.34", "2606:4700::1111"] {
+            assert!(
+                !is_internal(ip.parse().unwrap_or(IpAddr::from([127, 0, 0, 1]))),
+                "{ip}"
+            );
+        }
+    }
+}
