@@ -134,7 +134,7 @@ fn resolve_redirect(origin: &Origin, current: &Target, location: &str) -> Result
             return Err(format!("redirect to an internal address `{host}`"));
         }
     }
-    if !origin.config.hosts.iter().any(|known| *known == host) {
+    if !origin.config.hosts.contains(&host) {
         return Err(format!("redirect to another host `{host}`"));
     }
     Ok(Target {

@@ -14,7 +14,8 @@ use super::pattern::{is_hex_pair, push_percent_escape};
 /// - bytes outside ASCII are percent-encoded (patterns already are; raw UTF-8 paths then meet them);
 /// - `%xx` escapes of unreserved characters (`A-Z a-z 0-9 - . _ ~`) are decoded, other escapes get
 ///   upper-case hex;
-/// - in the part before `?`, repeated slashes are merged and `.`/`..` segments removed (RFC 3986).
+/// - in the part before `?`, backslashes count as slashes (IIS and some frameworks treat them so),
+///   repeated slashes are merged and `.`/`..` segments removed (RFC 3986).
 ///
 /// Returns the input unchanged (borrowed) when nothing needs rewriting, which is the common case.
 pub fn canonicalize(input: &[u8]) -> Cow<'_, [u8]> {
@@ -24,7 +25,8 @@ pub fn canonicalize(input: &[u8]) -> Cow<'_, [u8]> {
     let escaped = normalise_escapes(input);
     let split = memchr::memchr(b'?', escaped.as_bytes()).unwrap_or(escaped.len());
     let (path, query) = escaped.split_at(split);
-    let mut out = remove_dot_segments(path);
+    let path = path.replace('\\', "/");
+    let mut out = remove_dot_segments(&path);
     out.extend_from_slice(query.as_bytes());
     Cow::Owned(out)
 }
@@ -36,6 +38,7 @@ fn needs_work(input: &[u8]) -> bool {
         || memchr::memchr(b'%', input).is_some()
         || memchr::memmem::find(path, b"//").is_some()
         || memchr::memmem::find(path, b"/.").is_some()
+        || memchr::memchr(b'\\', path).is_some()
         || path.starts_with(b".")
 }
 
@@ -136,6 +139,8 @@ mod tests {
             "/a/b/../../private",
             "/../private",
             "///private",
+            "/\\private",
+            "/public\\..\\private",
         ] {
             assert_eq!(canon(evasion), "/private", "{evasion}");
         }

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Proxy benchmark: robotsguard (enforcing, medium robots.txt) against a bare pingora pass-through
+# built from the same pingora version, same threads, same machine, same origin, rounds interleaved
+# A B A B so drift hits both. Also measures the origin directly for reference.
+#
+#   bench/proxy-compare.sh            # defaults: 3 rounds of 10 s, 64 connections, 2 proxy threads
+#   ROUNDS=5 DURATION=20 bench/proxy-compare.sh
+#
+# Traffic: keep-alive; ~70 % browsers, ~20 % crawlers that robots.txt allows, ~10 % crawlers it
+# blocks (bench/mix.lua). Needs wrk and nginx (installed from Debian packages when missing).
+# Everything listens on 127.0.0.1 only and stops when the script ends.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-64}
+PROXY_THREADS=${PROXY_THREADS:-2}
+WRK_THREADS=${WRK_THREADS:-1}
+
+need() { command -v "$1" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null; }; }
+need wrk wrk
+need nginx nginx
+
+cargo build --release --bin robotsguard --example passthrough >/dev/null
+work=$(mktemp -d)
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+ORIGIN_PORT=$(free_port); GUARD_PORT=$(free_port); ADMIN_PORT=$(free_port); PASS_PORT=$(free_port)
+
+cat >"$work/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:$ORIGIN_PORT; location / { return 200 "origin page\n"; } }
+}
+EOF
+nginx -c "$work/nginx.conf" -p "$work" & pids+=($!)
+
+# The medium benchmark robots.txt, plus a group that blocks the "blocked" crawler of the mix.
+{ cat benches/data/medium.txt; printf '\nUser-agent: CCBot\nDisallow: /\n'; } >"$work/robots.txt"
+cat >"$work/robotsguard.yaml" <<EOF
+listen: ["127.0.0.1:$GUARD_PORT"]
+admin: "127.0.0.1:$ADMIN_PORT"
+threads: $PROXY_THREADS
+shutdown: {grace: 1s}
+origins:
+  - name: bench
+    hosts: [bench.example]
+    upstream: "127.0.0.1:$ORIGIN_PORT"
+    robots: {source: file, path: robots.txt}
+EOF
+RUST_LOG=warn target/release/robotsguard serve --config "$work/robotsguard.yaml" 2>"$work/guard.log" & guard=$!; pids+=($guard)
+target/release/examples/passthrough "127.0.0.1:$PASS_PORT" "127.0.0.1:$ORIGIN_PORT" "$PROXY_THREADS" 2>"$work/pass.log" & pass=$!; pids+=($pass)
+
+for _ in $(seq 1 100); do
+  curl -sf "http://127.0.0.1:$ADMIN_PORT/readyz" >/dev/null 2>&1 && curl -s "http://127.0.0.1:$PASS_PORT/" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+# Sanity: the mix gets the answers it is meant to get.
+check() { # expected-status user-agent path
+  got=$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: bench.example' -A "$2" "http://127.0.0.1:$GUARD_PORT$3")
+  [ "$got" = "$1" ] || { echo "sanity check failed: $2 $3 -> $got, expected $1" >&2; exit 1; }
+}
+check 200 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0' /api/static/admin/print/x
+check 200 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)' /unlisted/page.html
+check 200 'Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)' /unlisted/other.html
+check 403 'CCBot/2.0 (https://commoncrawl.org/faq/)' /articles/1
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+TICKS=$(getconf CLK_TCK)
+
+run() { # label port pid
+  local before after out
+  before=$( [ -n "$3" ] && cpu_ticks "$3" || echo 0 )
+  out=$(wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s bench/mix.lua "http://127.0.0.1:$2/")
+  after=$( [ -n "$3" ] && cpu_ticks "$3" || echo 0 )
+  python3 - "$1" "$before" "$after" "$TICKS" <<PY
+import re, sys
+label, before, after, ticks = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+out = """$out"""
+def seconds(text):
+    value, unit = re.match(r"([\d.]+)(us|ms|s)", text).groups()
+    return float(value) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[unit]
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+total = int(re.search(r"(\d+) requests in", out).group(1))
+p50 = seconds(re.search(r"50%\s+(\S+)", out).group(1))
+p99 = seconds(re.search(r"99%\s+(\S+)", out).group(1))
+errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+cpu_us = (after - before) / ticks / total * 1e6 if total and after > before else 0.0
+print(f"{label}\t{rps:.0f}\t{p50*1e3:.3f}\t{p99*1e3:.3f}\t{cpu_us:.2f}\t{errors.group(1) if errors else 0}")
+PY
+}
+
+echo "# rounds=$ROUNDS duration=${DURATION}s connections=$CONNECTIONS proxy_threads=$PROXY_THREADS wrk_threads=$WRK_THREADS"
+echo -e "run\treq/s\tp50_ms\tp99_ms\tcpu_us/req\tnon2xx"
+results="$work/results.tsv"
+run origin-direct "$ORIGIN_PORT" "" | tee -a "$results"
+for round in $(seq 1 "$ROUNDS"); do
+  run "robotsguard-$round" "$GUARD_PORT" "$guard" | tee -a "$results"
+  run "passthrough-$round" "$PASS_PORT" "$pass" | tee -a "$results"
+done
+
+python3 - "$results" <<'PY'
+import statistics, sys
+rows = [line.split("\t") for line in open(sys.argv[1]) if line.strip()]
+by = {}
+for label, rps, p50, p99, cpu, _ in rows:
+    kind, _, round_ = label.rpartition("-")
+    if kind in ("robotsguard", "passthrough"):
+        by.setdefault(round_, {})[kind] = (float(rps), float(p50), float(p99), float(cpu))
+print("\nround\tthroughput_ratio\tp50_ratio\tp99_ratio\tcpu_ratio   (robotsguard / pass-through)")
+ratios = []
+for round_, pair in sorted(by.items()):
+    g, p = pair["robotsguard"], pair["passthrough"]
+    r = (g[0] / p[0], g[1] / p[1], g[2] / p[2], g[3] / p[3] if p[3] else 0.0)
+    ratios.append(r)
+    print(f"{round_}\t{r[0]:.3f}\t\t\t{r[1]:.3f}\t\t{r[2]:.3f}\t\t{r[3]:.3f}")
+med = [statistics.median(col) for col in zip(*ratios)]
+print(f"median\t{med[0]:.3f}\t\t\t{med[1]:.3f}\t\t{med[2]:.3f}\t\t{med[3]:.3f}")
+print("targets: throughput ratio >= 0.95, p99 ratio <= 1.10")
+PY

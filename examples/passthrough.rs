@@ -1,0 +1,52 @@
+//! A bare pingora pass-through proxy — `upstream_peer` only — built from the same pingora version
+//! as robotsguard. The reference the proxy benchmark (`bench/proxy-compare.sh`) compares against.
+//!
+//! ```sh
+//! cargo run --release --example passthrough -- 127.0.0.1:18081 127.0.0.1:18080 2
+//! ```
+//! (listen address, upstream address, worker threads)
+
+use async_trait::async_trait;
+use pingora::prelude::*;
+use pingora::proxy::{ProxyHttp, Session};
+use pingora::server::configuration::{Opt, ServerConf};
+
+struct PassThrough {
+    upstream: std::net::SocketAddr,
+}
+
+#[async_trait]
+impl ProxyHttp for PassThrough {
+    type CTX = ();
+
+    fn new_ctx(&self) {}
+
+    async fn upstream_peer(&self, _session: &mut Session, _ctx: &mut ()) -> Result<Box<HttpPeer>> {
+        Ok(Box::new(HttpPeer::new(self.upstream, false, String::new())))
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (Some(listen), Some(upstream)) = (args.get(1), args.get(2)) else {
+        eprintln!("usage: passthrough LISTEN_ADDR UPSTREAM_ADDR [THREADS]");
+        std::process::exit(2);
+    };
+    let Ok(upstream) = upstream.parse() else {
+        eprintln!("upstream must be IP:PORT, got {upstream}");
+        std::process::exit(2);
+    };
+    let threads = args.get(3).and_then(|t| t.parse().ok()).unwrap_or(1);
+    let conf = ServerConf {
+        threads,
+        grace_period_seconds: Some(0),
+        graceful_shutdown_timeout_seconds: Some(1),
+        ..ServerConf::default()
+    };
+    let mut server = Server::new_with_opt_and_conf(Opt::default(), conf);
+    server.bootstrap();
+    let mut service = http_proxy_service(&server.configuration, PassThrough { upstream });
+    service.add_tcp(listen);
+    server.add_service(service);
+    server.run_forever();
+}

@@ -1,0 +1,227 @@
+//! `robotsguard validate` and `robotsguard identify` as an operator runs them: the real binary,
+//! real files, exit codes and output scripts rely on.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn robotsguard(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_robotsguard"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("the robotsguard binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn validate(path: &Path) -> Output {
+    robotsguard(&["validate", "--config", &path.to_string_lossy()])
+}
+
+fn shipped_configs() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+    let mut configs = vec![root.join("robotsguard.yaml")];
+    let mut examples: Vec<PathBuf> = std::fs::read_dir(root.join("examples"))
+        .expect("config/examples exists")
+        .map(|entry| entry.expect("directory entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    examples.sort();
+    assert!(examples.len() >= 5, "examples: {examples:?}");
+    configs.extend(examples);
+    configs
+}
+
+#[test]
+fn every_shipped_config_is_valid() {
+    for path in shipped_configs() {
+        let output = validate(&path);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}: {}",
+            path.display(),
+            stderr(&output)
+        );
+        let out = stdout(&output);
+        assert!(
+            out.starts_with(&format!("{}: valid (", path.display())),
+            "{out}"
+        );
+        assert!(stderr(&output).is_empty(), "{}", stderr(&output));
+    }
+}
+
+#[test]
+fn a_broken_config_reports_every_error_with_its_position() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("broken.yaml");
+    std::fs::write(
+        &path,
+        "listen: [\"127.0.0.1:8080\"]
+origins:
+  - name: shop
+    hosts: [shop.example]
+    upstreams: \"127.0.0.1:8081\"
+    robots:
+      refresh: 5
+  - name: blog
+    hosts: [blog.example, shop.example]
+    upstream: \"127.0.0.1:8082\"
+",
+    )
+    .expect("config written");
+    let output = validate(&path);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    assert!(stdout(&output).is_empty(), "{}", stdout(&output));
+    let err = stderr(&output);
+    let file = path.display().to_string();
+    let lines: Vec<&str> = err.lines().collect();
+    let expect = [
+        format!("{file}:3:5: origin is missing `upstream`"),
+        format!("{file}:5:5: unknown key `upstreams` in origin; did you mean `upstream`?"),
+        format!("{file}:7:16: duration `5` has no unit"),
+        format!("{file}:9:27: host `shop.example` is already served by origin `shop` at line 4, column 13"),
+    ];
+    assert_eq!(lines.len(), expect.len(), "{err}");
+    for (line, want) in lines.iter().zip(&expect) {
+        assert!(
+            line.starts_with(want.as_str()),
+            "want {want:?}\n got {line:?}"
+        );
+    }
+}
+
+#[test]
+fn each_kind_of_error_is_reported_alone_at_its_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cases = [
+        (
+            "origins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: \"127.0.0.1:1\"\n    upstreams: \"127.0.0.1:2\"\n",
+            "5:5: unknown key `upstreams` in origin",
+        ),
+        (
+            "origins:\n  - name: a\n    hosts: [a.example, shop.example]\n    upstream: \"127.0.0.1:1\"\n  - name: b\n    hosts:\n      - SHOP.example.\n    upstream: \"127.0.0.1:2\"\n",
+            "7:9: host `shop.example` is already served by origin `a` at line 3, column 24",
+        ),
+        (
+            "defaults:\n  robots:\n    refresh: 5\norigins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: \"127.0.0.1:1\"\n",
+            "3:14: duration `5` has no unit",
+        ),
+    ];
+    for (index, (text, want)) in cases.iter().enumerate() {
+        let path = dir.path().join(format!("case{index}.yaml"));
+        std::fs::write(&path, text).expect("config written");
+        let output = validate(&path);
+        assert_eq!(output.status.code(), Some(1), "{text}");
+        let err = stderr(&output);
+        let want = format!("{}:{want}", path.display());
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with(&want), "want {want:?}\n got {err:?}");
+    }
+}
+
+#[test]
+fn a_missing_config_file_is_an_error() {
+    let output = robotsguard(&["validate", "--config", "/nonexistent/robotsguard.yaml"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).starts_with("/nonexistent/robotsguard.yaml: cannot open the config"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn identify_json_names_googlebot() {
+    let output = robotsguard(&[
+        "identify",
+        "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value =
+        serde_json::from_str(stdout(&output).trim()).expect("identify --json prints JSON");
+    assert_eq!(json["crawler"], true, "{json}");
+    assert_eq!(json["name"], "Googlebot", "{json}");
+    assert_eq!(json["tokens"], serde_json::json!(["googlebot"]), "{json}");
+    assert_eq!(json["category"], "search", "{json}");
+    assert_eq!(json["operator"], "Google", "{json}");
+    assert_eq!(json["source"], "catalogue", "{json}");
+    assert_eq!(json["metric_label"], "Googlebot", "{json}");
+}
+
+#[test]
+fn identify_json_for_googlebot_image_and_adsbot() {
+    let output = robotsguard(&["identify", "Googlebot-Image/1.0", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(stdout(&output).trim()).expect("JSON");
+    assert_eq!(json["name"], "Googlebot-Image", "{json}");
+    assert_eq!(
+        json["tokens"],
+        serde_json::json!(["googlebot-image", "googlebot"]),
+        "{json}"
+    );
+    let output = robotsguard(&[
+        "identify",
+        "AdsBot-Google (+http://www.google.com/adsbot.html)",
+        "--json",
+    ]);
+    let json: serde_json::Value = serde_json::from_str(stdout(&output).trim()).expect("JSON");
+    assert_eq!(json["name"], "AdsBot-Google", "{json}");
+    assert_eq!(json["ignores_global"], true, "{json}");
+}
+
+#[test]
+fn a_browser_is_not_a_crawler() {
+    let browser = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36";
+    let output = robotsguard(&["identify", browser, "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output).trim(), r#"{"crawler":false}"#);
+    let output = robotsguard(&["identify", browser]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(
+        stdout(&output).starts_with("not a crawler"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
+fn identify_in_words() {
+    let output = robotsguard(&["identify", "Googlebot-Image/1.0"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        stdout(&output),
+        "crawler Googlebot-Image (search, operated by Google), from the catalogue\n\
+         robots.txt groups tried: googlebot-image, googlebot, then *\n"
+    );
+}
+
+#[test]
+fn identify_uses_extra_crawlers_from_a_config() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("c.yaml");
+    std::fs::write(
+        &path,
+        "crawlers:\n  extra:\n    - name: ZorgBot\n      category: ai-training\norigins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: \"127.0.0.1:1\"\n",
+    )
+    .expect("config written");
+    let output = robotsguard(&[
+        "identify",
+        "Mozilla/5.0 (compatible; ZorgBot/1.0)",
+        "--json",
+        "--config",
+        &path.to_string_lossy(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_str(stdout(&output).trim()).expect("JSON");
+    assert_eq!(json["name"], "ZorgBot", "{json}");
+    assert_eq!(json["category"], "ai-training", "{json}");
+    assert_eq!(json["source"], "catalogue", "{json}");
+}
