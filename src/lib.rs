@@ -3,7 +3,8 @@
 //! Layers, bottom to top (a module uses only those below it): [`robots`] (the robots.txt engine),
 //! [`crawlers`] (who is a crawler), [`config`] (the YAML file), [`fetch`] (getting robots.txt),
 //! [`state`] and [`enforce`] (the snapshot the hot path reads and the one decision function), then
-//! the shells: [`metrics`], [`proxy`], [`admin`], [`server`], [`demo`] and [`cli`].
+//! the shells: [`metrics`], [`logs`], [`proxy`], [`admin`], [`reload`], [`server`], [`demo`] and
+//! [`cli`].
 
 pub mod admin;
 pub mod cli;
@@ -12,8 +13,10 @@ pub mod crawlers;
 pub mod demo;
 pub mod enforce;
 pub mod fetch;
+pub mod logs;
 pub mod metrics;
 pub mod proxy;
+pub mod reload;
 pub mod robots;
 pub mod server;
 pub mod state;

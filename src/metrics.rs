@@ -4,8 +4,8 @@
 use std::sync::LazyLock;
 
 use prometheus::{
-    Encoder, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 /// The registry served on `/metrics`.
@@ -22,10 +22,17 @@ pub struct Metrics {
     pub robots_age: GaugeVec,
     pub robots_last_error_timestamp: GaugeVec,
     pub build_info: IntGaugeVec,
+    /// Config reloads by `result` (`success`, `failure`); both series exist from start-up.
+    pub config_reloads: IntCounterVec,
+    pub config_last_reload_successful: IntGauge,
+    /// Unix time of the latest successful load (start-up counts).
+    pub config_last_reload_timestamp: Gauge,
+    /// 1 while the file asks for settings that only a restart applies.
+    pub config_restart_required: IntGauge,
 }
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 11] = [
+pub const METRIC_NAMES: [&str; 15] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -37,6 +44,10 @@ pub const METRIC_NAMES: [&str; 11] = [
     "robotsguard_robots_age_seconds",
     "robotsguard_robots_last_error_timestamp_seconds",
     "robotsguard_build_info",
+    "robotsguard_config_reloads_total",
+    "robotsguard_config_last_reload_successful",
+    "robotsguard_config_last_reload_timestamp_seconds",
+    "robotsguard_config_restart_required",
 ];
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -147,6 +158,35 @@ impl Metrics {
         build_info
             .with_label_values(&[env!("CARGO_PKG_VERSION")])
             .set(1);
+        let config_reloads = counter(
+            &registry,
+            "robotsguard_config_reloads_total",
+            "Config reloads by result (success, failure).",
+            &["result"],
+        );
+        // Both series exist from the start, so `increase()` sees the first failure.
+        for result in ["success", "failure"] {
+            config_reloads.with_label_values(&[result]);
+        }
+        let config_last_reload_successful = IntGauge::new(
+            "robotsguard_config_last_reload_successful",
+            "1 if the latest config load or reload succeeded, 0 if it failed (the previous config stays in force).",
+        )
+        .unwrap_or_else(|e| panic!("config gauge is malformed: {e}"));
+        register(&registry, Box::new(config_last_reload_successful.clone()));
+        config_last_reload_successful.set(1);
+        let config_last_reload_timestamp = Gauge::new(
+            "robotsguard_config_last_reload_timestamp_seconds",
+            "Unix time of the latest successful config load or reload.",
+        )
+        .unwrap_or_else(|e| panic!("config gauge is malformed: {e}"));
+        register(&registry, Box::new(config_last_reload_timestamp.clone()));
+        let config_restart_required = IntGauge::new(
+            "robotsguard_config_restart_required",
+            "1 while the config file changes settings that apply only on restart (listen, admin, threads, shutdown.grace).",
+        )
+        .unwrap_or_else(|e| panic!("config gauge is malformed: {e}"));
+        register(&registry, Box::new(config_restart_required.clone()));
         Metrics {
             registry,
             requests,
@@ -160,6 +200,10 @@ impl Metrics {
             robots_age,
             robots_last_error_timestamp,
             build_info,
+            config_reloads,
+            config_last_reload_successful,
+            config_last_reload_timestamp,
+            config_restart_required,
         }
     }
 
@@ -186,6 +230,20 @@ impl Metrics {
         self.robots_bytes
             .with_label_values(&[origin])
             .set(i64::try_from(copy.body.len()).unwrap_or(i64::MAX));
+    }
+
+    /// Drops the per-origin gauges of an origin a reload removed, so dashboards do not show a
+    /// state nobody keeps up to date. Counters stay: they are history, not state.
+    pub fn forget_origin(&self, origin: &str) {
+        for state in ["conditional", "allow_all", "disallow_all"] {
+            let _ = self.robots_state.remove_label_values(&[origin, state]);
+        }
+        let _ = self.robots_rules.remove_label_values(&[origin]);
+        let _ = self.robots_bytes.remove_label_values(&[origin]);
+        let _ = self.robots_age.remove_label_values(&[origin]);
+        let _ = self
+            .robots_last_error_timestamp
+            .remove_label_values(&[origin]);
     }
 }
 

@@ -34,8 +34,9 @@ pub struct RequestContext {
     robots_seen: Option<BytesMut>,
 }
 
-/// Upper bound on the bytes of a User-Agent header that identification looks at; longer ones are
-/// cut (no real crawler sends 8 KB of User-Agent).
+/// Longest User-Agent accepted. Real ones are well under 1 KB; cutting longer ones instead would
+/// let a crawler hide its name behind padding, and scanning them whole would let a client make
+/// every request expensive, so they are refused with 431.
 const MAX_USER_AGENT: usize = 8 * 1024;
 
 fn header_bytes<'a>(request: &'a RequestHeader, name: &str) -> &'a [u8] {
@@ -45,8 +46,9 @@ fn header_bytes<'a>(request: &'a RequestHeader, name: &str) -> &'a [u8] {
         .map_or(&[][..], |value| value.as_bytes())
 }
 
-/// The Host a request is for: the absolute-form or HTTP/2 authority when present, else the Host
-/// header. A request carrying two Host headers is refused (returns `None`).
+/// The Host a request is for: the HTTP/2 `:authority` when present, else the Host header (for an
+/// HTTP/1 absolute-form target pingora has already checked that the two agree). A request carrying
+/// two Host headers is refused (returns `None`).
 fn request_host(request: &RequestHeader) -> Option<Vec<u8>> {
     if let Some(authority) = request.uri.authority() {
         return Some(authority.as_str().as_bytes().to_vec());
@@ -57,6 +59,24 @@ fn request_host(request: &RequestHeader) -> Option<Vec<u8>> {
         return None;
     }
     Some(first.as_bytes().to_vec())
+}
+
+/// Request bodies up to this size are drained after robotsguard answers, so the connection stays
+/// usable; a larger body closes the connection instead of being read.
+const MAX_DRAINED_BODY: u64 = 1024 * 1024;
+
+/// Whether the request's body (if any) is small enough to drain after answering it ourselves.
+fn body_is_drainable(request: &RequestHeader) -> bool {
+    if request.headers.contains_key("transfer-encoding") {
+        return false;
+    }
+    match request.headers.get("content-length") {
+        None => true,
+        Some(value) => std::str::from_utf8(value.as_bytes())
+            .ok()
+            .and_then(|text| text.trim().parse::<u64>().ok())
+            .is_some_and(|length| length <= MAX_DRAINED_BODY),
+    }
 }
 
 async fn respond(
@@ -73,7 +93,12 @@ async fn respond(
     for (name, value) in extra {
         header.insert_header(name.to_string(), value.to_string())?;
     }
-    session.set_keepalive(Some(60));
+    // pingora closes a connection answered before its request body was read; a small body is
+    // drained instead, so a crawler's next request can reuse the connection.
+    if body_is_drainable(session.req_header()) {
+        session.set_close_on_response_before_downstream_finish(false);
+        session.set_keepalive(Some(60));
+    }
     session
         .write_response_header(Box::new(header), false)
         .await?;
@@ -149,7 +174,17 @@ impl ProxyHttp for RobotsGuardProxy {
         let snapshot = self.snapshot.load();
         let host = request_host(request).unwrap_or_default();
         let user_agent = header_bytes(request, "user-agent");
-        let user_agent = &user_agent[..user_agent.len().min(MAX_USER_AGENT)];
+        if user_agent.len() > MAX_USER_AGENT {
+            ctx.answered = Some(431);
+            respond(
+                session,
+                431,
+                "431 Request Header Fields Too Large: User-Agent over 8 KB\n".into(),
+                &[],
+            )
+            .await?;
+            return Ok(true);
+        }
         let path = request
             .uri
             .path_and_query()
@@ -182,32 +217,22 @@ impl ProxyHttp for RobotsGuardProxy {
             let body = block_body(&decision, &path, &robots_url);
             let status = decision.origin.config.block.status;
             ctx.answered = Some(status);
-            tracing::info!(
-                origin = decision.origin.name(),
-                crawler = decision.crawler.as_ref().map_or("", |c| c.name.as_str()),
-                category = decision.category_label(),
-                client = %client_address(session),
-                method = %session.req_header().method,
-                path = %path,
-                line = decision.rule.as_ref().map(|r| r.line),
-                "blocked: {}",
-                decision.reason()
+            crate::logs::disallowed_request(
+                &decision,
+                || client_address(session),
+                &session.req_header().method,
+                &path,
             );
             ctx.decision = Some(decision);
             respond(session, status, body, &[]).await?;
             return Ok(true);
         }
         if decision.outcome == Outcome::WouldBlock {
-            tracing::info!(
-                origin = decision.origin.name(),
-                crawler = decision.crawler.as_ref().map_or("", |c| c.name.as_str()),
-                category = decision.category_label(),
-                client = %client_address(session),
-                method = %session.req_header().method,
-                path = %path,
-                line = decision.rule.as_ref().map(|r| r.line),
-                "would block (report mode): {}",
-                decision.reason()
+            crate::logs::disallowed_request(
+                &decision,
+                || client_address(session),
+                &session.req_header().method,
+                &path,
             );
         }
         if session.req_header().method == http::Method::GET
@@ -294,17 +319,20 @@ impl ProxyHttp for RobotsGuardProxy {
         upstream_request: &mut RequestHeader,
         ctx: &mut RequestContext,
     ) -> Result<()> {
-        // Absolute-form targets are forwarded in origin-form with the matching Host.
-        if upstream_request.uri.authority().is_some() {
+        // An absolute-form target (`GET http://host/path`) is forwarded in origin-form. pingora
+        // keeps the original target bytes for the request line and has already checked that its
+        // authority agrees with Host; the parsed URI holds the path and query.
+        let raw_target = session.req_header().raw_path();
+        if !raw_target.starts_with(b"/") && raw_target != b"*" {
             let path = upstream_request
                 .uri
                 .path_and_query()
                 .map_or("/", |p| p.as_str())
                 .to_string();
-            if let Ok(uri) = path.parse::<http::Uri>() {
-                upstream_request.set_uri(uri);
-            }
-            upstream_request.insert_header("host", ctx.host.as_str())?;
+            let uri = path
+                .parse::<http::Uri>()
+                .map_err(|e| Error::because(ErrorType::InvalidHTTPHeader, "request target", e))?;
+            upstream_request.set_uri(uri);
         }
         let client = client_address(session);
         let forwarded_for = match upstream_request.headers.get("x-forwarded-for") {

@@ -23,6 +23,8 @@ pub struct ServeOptions {
     pub upgrade: bool,
     /// Where the upgrade socket lives (both instances must agree).
     pub upgrade_socket: Option<String>,
+    /// The config file to watch and reload (`None`: no reloads, as in the demo).
+    pub config_path: Option<std::path::PathBuf>,
 }
 
 struct RefresherService {
@@ -114,8 +116,19 @@ pub fn build(config: Config, options: &ServeOptions) -> Result<Server, StartErro
 
     server.add_service(background_service(
         "robots.txt refresher",
-        RefresherService { snapshot },
+        RefresherService {
+            snapshot: snapshot.clone(),
+        },
     ));
+    server.add_service(background_service(
+        "request log rate limit",
+        crate::logs::SuppressedLinesReporter,
+    ));
+    if let Some(path) = &options.config_path {
+        // Built here, not when the service starts, so SIGHUP is handled from now on.
+        let reloader = crate::reload::ReloadService::new(snapshot, path.clone(), config.clone());
+        server.add_service(background_service("config reloader", reloader));
+    }
 
     tracing::info!(
         listen = %config.listen.iter().map(|l| l.address.to_string()).collect::<Vec<_>>().join(", "),

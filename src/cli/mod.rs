@@ -63,18 +63,7 @@ pub enum Command {
 }
 
 fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let result = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
-    };
-    if let Err(e) = result {
-        eprintln!("warning: logging is not set up: {e}");
-    }
+    crate::logs::init(format == LogFormat::Json);
 }
 
 /// Parses the command line and runs the chosen subcommand.
@@ -97,6 +86,8 @@ pub fn main() -> ExitCode {
             let options = crate::server::ServeOptions {
                 upgrade: *upgrade,
                 upgrade_socket: upgrade_socket.clone(),
+                // Absolute, so what is watched and re-read cannot depend on the working directory.
+                config_path: Some(std::path::absolute(config).unwrap_or_else(|_| config.clone())),
             };
             serve(config, &options)
         }
@@ -178,7 +169,13 @@ fn serve(path: &std::path::Path, options: &crate::server::ServeOptions) -> ExitC
         }
     };
     match crate::server::build(config, options) {
-        Ok(server) => server.run_forever(),
+        Ok(server) => {
+            // Not `run_forever`: it exits the process before the log writer has written the
+            // last lines of the shutdown.
+            server.run(pingora::server::RunArgs::default());
+            crate::logs::flush(std::time::Duration::from_secs(1));
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(1)

@@ -937,3 +937,6 @@ pub fn percent_encode(text: &str) -> String {
     }
     out
 }
+
+// Live-operations helpers (reload, signals, custom launches), kept apart from the core harness.
+pub mod live;

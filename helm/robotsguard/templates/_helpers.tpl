@@ -1,0 +1,172 @@
+{{/*
+Names and labels, following the usual app.kubernetes.io conventions.
+*/}}
+{{- define "robotsguard.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "robotsguard.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Names with a suffix stay within 63 characters by trimming the base first. */}}
+{{- define "robotsguard.adminServiceName" -}}
+{{- printf "%s-admin" (include "robotsguard.fullname" . | trunc 57 | trimSuffix "-") -}}
+{{- end -}}
+
+{{- define "robotsguard.robotsConfigMapName" -}}
+{{- printf "%s-robots" (include "robotsguard.fullname" . | trunc 56 | trimSuffix "-") -}}
+{{- end -}}
+
+{{- define "robotsguard.dashboardName" -}}
+{{- printf "%s-dashboard" (include "robotsguard.fullname" . | trunc 53 | trimSuffix "-") -}}
+{{- end -}}
+
+{{- define "robotsguard.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "robotsguard.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "robotsguard.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "robotsguard.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "robotsguard.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "robotsguard.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "robotsguard.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Whole seconds in a robotsguard duration ("250ms", "10s", "1m30s", "1d"),
+rounded up. Fails on anything else, because a grace period the chart cannot
+read is a termination budget it cannot check.
+*/}}
+{{- define "robotsguard.durationSeconds" -}}
+{{- $text := toString . -}}
+{{- $parts := regexFindAll "[0-9]+(ms|d|h|m|s)" $text -1 -}}
+{{- if or (not $parts) (ne (join "" $parts) $text) -}}
+{{- fail (printf "robotsguard chart: cannot read the duration %q (write e.g. 10s or 1m30s)" $text) -}}
+{{- end -}}
+{{- $millis := 0 -}}
+{{- range $parts -}}
+{{- $n := regexFind "^[0-9]+" . | int -}}
+{{- $unit := regexFind "[a-z]+$" . -}}
+{{- $scale := get (dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000 "d" 86400000) $unit -}}
+{{- $millis = add $millis (mul $n $scale) -}}
+{{- end -}}
+{{- div (add $millis 999) 1000 -}}
+{{- end -}}
+
+{{/* The port of "HOST:PORT" (IPv6 hosts in brackets). */}}
+{{- define "robotsguard.portOf" -}}
+{{- regexFind "[0-9]+$" (toString .) -}}
+{{- end -}}
+
+{{/* The grace period robotsguard will use, in seconds. */}}
+{{- define "robotsguard.graceSeconds" -}}
+{{- $shutdown := .Values.config.shutdown | default dict -}}
+{{- if hasKey $shutdown "grace" -}}
+{{- include "robotsguard.durationSeconds" $shutdown.grace -}}
+{{- else -}}
+{{- int .Values.drain.graceSeconds -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Pod termination budget: preStop sleep + robotsguard's drain + slack for the
+process to exit. An explicit value shorter than that would SIGKILL pods with
+requests still in flight, so it is refused.
+*/}}
+{{- define "robotsguard.terminationGracePeriodSeconds" -}}
+{{- $needed := add (int .Values.drain.preStopSeconds) (include "robotsguard.graceSeconds" . | int) -}}
+{{- if kindIs "invalid" .Values.terminationGracePeriodSeconds -}}
+{{- add $needed 5 -}}
+{{- else -}}
+{{- $given := int .Values.terminationGracePeriodSeconds -}}
+{{- if le $given $needed -}}
+{{- fail (printf "robotsguard chart: terminationGracePeriodSeconds (%d) must exceed drain.preStopSeconds + the shutdown grace (%d)" $given $needed) -}}
+{{- end -}}
+{{- $given -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The config file as mounted: values.config with listen, admin and
+shutdown.grace filled in from the chart's values when absent, and checked
+against the ports the pod exposes when present.
+*/}}
+{{- define "robotsguard.config" -}}
+{{- $config := deepCopy (.Values.config | default dict) -}}
+{{- $bind := .Values.bindAddress -}}
+{{- $proxyPort := int .Values.ports.proxy -}}
+{{- $httpsPort := int .Values.ports.https -}}
+{{- $adminPort := int .Values.ports.admin -}}
+{{- if not (hasKey $config "listen") -}}
+{{- $listen := list (printf "%s:%d" $bind $proxyPort) -}}
+{{- if .Values.tls.secretName -}}
+{{- $tls := dict "cert" "tls/tls.crt" "key" "tls/tls.key" -}}
+{{- $listen = append $listen (dict "address" (printf "%s:%d" $bind $httpsPort) "tls" $tls) -}}
+{{- end -}}
+{{- $_ := set $config "listen" $listen -}}
+{{- else -}}
+{{- $ports := list -}}
+{{- $entries := $config.listen -}}
+{{- if not (kindIs "slice" $entries) -}}
+{{- $entries = list $entries -}}
+{{- end -}}
+{{- range $entries -}}
+{{- $address := . -}}
+{{- if kindIs "map" . -}}
+{{- $address = .address -}}
+{{- end -}}
+{{- $ports = append $ports (include "robotsguard.portOf" $address) -}}
+{{- end -}}
+{{- if not (has (toString $proxyPort) $ports) -}}
+{{- fail (printf "robotsguard chart: config.listen has no listener on ports.proxy (%d); the Service and container port point there" $proxyPort) -}}
+{{- end -}}
+{{- if and .Values.tls.secretName (not (has (toString $httpsPort) $ports)) -}}
+{{- fail (printf "robotsguard chart: tls.secretName is set but config.listen has no listener on ports.https (%d)" $httpsPort) -}}
+{{- end -}}
+{{- end -}}
+{{- if not (hasKey $config "admin") -}}
+{{- $_ := set $config "admin" (printf "%s:%d" $bind $adminPort) -}}
+{{- else -}}
+{{- $admin := toString $config.admin -}}
+{{- if ne (include "robotsguard.portOf" $admin) (toString $adminPort) -}}
+{{- fail (printf "robotsguard chart: config.admin (%s) must use ports.admin (%d); the probes and the ServiceMonitor point there" $admin $adminPort) -}}
+{{- end -}}
+{{- $host := regexReplaceAll ":[0-9]+$" $admin "" -}}
+{{- if or (hasPrefix "127." $host) (eq $host "[::1]") (eq $host "localhost") -}}
+{{- fail (printf "robotsguard chart: config.admin (%s) listens on loopback, where the kubelet's probes cannot reach it; use %s:%d" $admin $bind $adminPort) -}}
+{{- end -}}
+{{- end -}}
+{{- $shutdown := $config.shutdown | default dict -}}
+{{- if not (hasKey $shutdown "grace") -}}
+{{- $_ := set $shutdown "grace" (printf "%ds" (int .Values.drain.graceSeconds)) -}}
+{{- $_ := set $config "shutdown" $shutdown -}}
+{{- end -}}
+{{- toYaml $config -}}
+{{- end -}}

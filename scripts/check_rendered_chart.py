@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""Checks what a schema cannot see in `helm template` output, and lays the
+rendered config out as the pod would see it.
+
+Kubernetes schemas accept a Service whose selector matches no pod, a probe on a
+port the container does not expose, or a ServiceMonitor (a CRD, so it has no
+schema at all) aimed at the wrong Service. Each of those installs cleanly and
+then fails quietly, so this script follows every cross-reference instead.
+
+Usage: check_rendered_chart.py RENDERED.yaml OUT_DIR RELEASE_NAMESPACE
+
+OUT_DIR receives the projected config volume: robotsguard.yaml plus the
+robots.txt files under the paths the Deployment projects them to, so that
+`robotsguard validate --config OUT_DIR/robotsguard.yaml` resolves relative
+paths exactly as in the pod. Exits 1 listing every problem found.
+"""
+
+import json
+import os
+import re
+import sys
+
+import yaml
+
+CONFIG_KEY = "robotsguard.yaml"
+
+problems = []
+
+
+def problem(message):
+    problems.append(message)
+
+
+def by_kind(docs, kind):
+    return [d for d in docs if d.get("kind") == kind]
+
+
+def one(docs, kind, component=None):
+    found = [
+        d
+        for d in by_kind(docs, kind)
+        if component is None
+        or d["metadata"].get("labels", {}).get("app.kubernetes.io/component") == component
+    ]
+    if len(found) != 1:
+        problem(f"expected one {kind} {component or ''}, found {len(found)}")
+        return None
+    return found[0]
+
+
+def selects(selector, labels):
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def duration_seconds(text):
+    """robotsguard durations: 250ms, 10s, 1m30s, 1d (rounded up)."""
+    parts = re.findall(r"([0-9]+)(ms|d|h|m|s)", str(text))
+    if "".join(n + u for n, u in parts) != str(text):
+        problem(f"unreadable duration {text!r}")
+        return 0
+    scale = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+    millis = sum(int(n) * scale[u] for n, u in parts)
+    return -(-millis // 1000)
+
+
+def port_of(address):
+    return int(re.search(r"([0-9]+)$", str(address)).group(1))
+
+
+def check_services(docs, pod_labels, container_ports):
+    for service in by_kind(docs, "Service"):
+        name = service["metadata"]["name"]
+        if not selects(service["spec"]["selector"], pod_labels):
+            problem(f"Service {name} selects no pod of the Deployment")
+        for port in service["spec"]["ports"]:
+            if port["targetPort"] not in container_ports:
+                problem(f"Service {name} targets port {port['targetPort']!r}, not a container port")
+    proxy = one(docs, "Service", "proxy")
+    admin = one(docs, "Service", "admin")
+    if admin and admin["spec"]["type"] != "ClusterIP":
+        problem("the admin Service must stay ClusterIP")
+    if proxy and any(p["targetPort"] == "admin" for p in proxy["spec"]["ports"]):
+        problem("the proxy Service exposes the admin port")
+    return admin
+
+
+def check_service_monitor(docs, admin, namespace):
+    for monitor in by_kind(docs, "ServiceMonitor"):
+        spec = monitor["spec"]
+        if admin is None:
+            return
+        if not selects(spec["selector"]["matchLabels"], admin["metadata"]["labels"]):
+            problem("ServiceMonitor does not select the admin Service")
+        others = [
+            s["metadata"]["name"]
+            for s in by_kind(docs, "Service")
+            if s is not admin and selects(spec["selector"]["matchLabels"], s["metadata"]["labels"])
+        ]
+        if others:
+            problem(f"ServiceMonitor also selects {others}")
+        admin_ports = {p["name"] for p in admin["spec"]["ports"]}
+        for endpoint in spec["endpoints"]:
+            if endpoint.get("port") not in admin_ports:
+                problem(f"ServiceMonitor scrapes port {endpoint.get('port')!r}, not a port of the admin Service")
+            if endpoint.get("path") != "/metrics":
+                problem("ServiceMonitor does not scrape /metrics")
+        if "namespace" in monitor["metadata"]:
+            names = spec.get("namespaceSelector", {}).get("matchNames", [])
+            if names != [namespace]:
+                problem("a ServiceMonitor in another namespace must select the release namespace")
+
+
+def check_scaling(docs, deployment, pod_labels):
+    hpa = by_kind(docs, "HorizontalPodAutoscaler")
+    for h in hpa:
+        ref = h["spec"]["scaleTargetRef"]
+        if (ref["kind"], ref["name"]) != ("Deployment", deployment["metadata"]["name"]):
+            problem("HPA does not target the Deployment")
+    if hpa and "replicas" in deployment["spec"]:
+        problem("with an HPA the Deployment must leave `replicas` to it")
+    for pdb in by_kind(docs, "PodDisruptionBudget"):
+        if not selects(pdb["spec"]["selector"]["matchLabels"], pod_labels):
+            problem("PodDisruptionBudget selects no pod of the Deployment")
+
+
+def check_dashboard(docs):
+    for cm in by_kind(docs, "ConfigMap"):
+        for key, value in (cm.get("data") or {}).items():
+            if key.endswith(".json"):
+                try:
+                    dashboard = json.loads(value)
+                except ValueError as e:
+                    problem(f"dashboard {key} is not JSON: {e}")
+                    continue
+                if not dashboard.get("panels"):
+                    problem(f"dashboard {key} has no panels")
+                if "grafana_dashboard" not in cm["metadata"].get("labels", {}):
+                    problem(f"dashboard ConfigMap {cm['metadata']['name']} lacks the sidecar label")
+
+
+def project_config_volume(docs, pod_spec, container, out_dir):
+    """Writes the projected volume mounted at the config path into out_dir and
+    returns the path of the config file inside it."""
+    args = container["args"]
+    config_path = args[args.index("--config") + 1]
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    mount_path = os.path.dirname(config_path)
+    mount = mounts.get(mount_path)
+    if mount is None:
+        problem(f"--config {config_path} is not inside a mounted volume")
+        return None
+    if "subPath" in mount:
+        problem("the config volume uses subPath, which never sees ConfigMap updates")
+    volume = next(v for v in pod_spec["volumes"] if v["name"] == mount["name"])
+    config_maps = {c["metadata"]["name"]: c.get("data") or {} for c in by_kind(docs, "ConfigMap")}
+    for source in volume["projected"]["sources"]:
+        if "configMap" in source:
+            name = source["configMap"]["name"]
+            if name not in config_maps:
+                problem(f"the config volume projects ConfigMap {name}, which the chart does not render")
+                continue
+            for item in source["configMap"]["items"]:
+                if item["key"] not in config_maps[name]:
+                    problem(f"ConfigMap {name} has no key {item['key']!r}")
+                    continue
+                target = os.path.join(out_dir, item["path"])
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                with open(target, "w") as f:
+                    f.write(config_maps[name][item["key"]])
+        elif "secret" in source:
+            # Stand-ins: the Secret is created by the operator, not the chart.
+            for item in source["secret"]["items"]:
+                target = os.path.join(out_dir, item["path"])
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                open(target, "w").close()
+    inside = os.path.join(out_dir, os.path.relpath(config_path, mount_path))
+    if not os.path.exists(inside):
+        problem(f"the config volume holds no {os.path.basename(config_path)}")
+        return None
+    return inside
+
+
+def check_config_against_pod(config_file, container, pod_spec):
+    with open(config_file) as f:
+        config = yaml.safe_load(f)
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    base = os.path.dirname(config_file)
+
+    listen = config["listen"] if isinstance(config["listen"], list) else [config["listen"]]
+    listen_ports = set()
+    for entry in listen:
+        address = entry["address"] if isinstance(entry, dict) else entry
+        listen_ports.add(port_of(address))
+        if isinstance(entry, dict) and "tls" in entry:
+            for key in ("cert", "key"):
+                path = os.path.join(base, entry["tls"][key])
+                if not os.path.exists(path):
+                    problem(f"listener {address}: {key} {entry['tls'][key]} is not in the config volume")
+    for name in ("http", "https"):
+        if name in ports and ports[name] not in listen_ports:
+            problem(f"container port {name} ({ports[name]}) has no listener in the config")
+    if port_of(config["admin"]) != ports.get("admin"):
+        problem(f"config admin {config['admin']} is not the container's admin port")
+    if re.match(r"^(127\.|\[::1\]|localhost)", str(config["admin"])):
+        problem("the admin listener is on loopback; probes cannot reach it")
+
+    for origin in config["origins"]:
+        robots = origin.get("robots") or {}
+        if robots.get("source") == "file":
+            path = os.path.join(base, robots["path"])
+            if not os.path.exists(path):
+                problem(f"origin {origin['name']}: robots file {robots['path']} is not in the config volume")
+
+    grace = duration_seconds((config.get("shutdown") or {}).get("grace", "10s"))
+    pre_stop = (
+        container.get("lifecycle", {}).get("preStop", {}).get("sleep", {}).get("seconds", 0)
+    )
+    budget = pod_spec["terminationGracePeriodSeconds"]
+    if budget <= pre_stop + grace:
+        problem(f"terminationGracePeriodSeconds {budget} <= preStop {pre_stop} + grace {grace}")
+
+
+def main():
+    rendered, out_dir, namespace = sys.argv[1], sys.argv[2], sys.argv[3]
+    with open(rendered) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+
+    deployment = one(docs, "Deployment")
+    if deployment is None:
+        sys.exit("\n".join(problems))
+    pod = deployment["spec"]["template"]
+    pod_spec = pod["spec"]
+    pod_labels = pod["metadata"]["labels"]
+    container = pod_spec["containers"][0]
+    container_ports = {p["name"] for p in container["ports"]}
+
+    if not selects(deployment["spec"]["selector"]["matchLabels"], pod_labels):
+        problem("the Deployment's selector does not match its own pods")
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        get = container.get(probe, {}).get("httpGet", {})
+        if get.get("path") != path or get.get("port") not in container_ports:
+            problem(f"{probe} must GET {path} on a container port, got {get}")
+    security = container["securityContext"]
+    if not (
+        security.get("readOnlyRootFilesystem")
+        and security.get("allowPrivilegeEscalation") is False
+        and "ALL" in security.get("capabilities", {}).get("drop", [])
+        and pod_spec["securityContext"].get("runAsNonRoot")
+    ):
+        problem("the container must run non-root, read-only, without capabilities")
+
+    admin = check_services(docs, pod_labels, container_ports)
+    check_service_monitor(docs, admin, namespace)
+    check_scaling(docs, deployment, pod_labels)
+    check_dashboard(docs)
+
+    config_file = project_config_volume(docs, pod_spec, container, out_dir)
+    if config_file:
+        check_config_against_pod(config_file, container, pod_spec)
+
+    if problems:
+        print(f"{rendered}:", file=sys.stderr)
+        for p in problems:
+            print(f"  - {p}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

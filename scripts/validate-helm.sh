@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Validates the Helm chart offline:
+#   1. helm lint --strict with the default values and every helm/robotsguard/ci/*-values.yaml;
+#   2. helm template with each, validated against the Kubernetes schemas of the oldest version
+#      the chart supports and the newest one kubernetes-validate bundles;
+#   3. cross-references a schema cannot see (scripts/check_rendered_chart.py);
+#   4. `robotsguard validate` on the config as the pod would see it;
+#   5. values the chart must refuse, each with its own message.
+#
+# Needs a built robotsguard ($ROBOTSGUARD, default target/debug/robotsguard), Python >= 3.11
+# with venv, and the package index for the first run; tools are cached under .cache/.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+chart="$root/helm/robotsguard"
+cache="${ROBOTSGUARD_CACHE:-$root/.cache}"
+robotsguard="${ROBOTSGUARD:-$root/target/debug/robotsguard}"
+# Oldest supported (Chart.yaml kubeVersion) and newest bundled by kubernetes-validate.
+kube_versions=(1.30.0 1.37.0)
+namespace=edge
+
+if [ ! -x "$robotsguard" ]; then
+    echo "validate-helm: $robotsguard is missing; run cargo build first" >&2
+    exit 2
+fi
+
+# rpds-py, pinned below, needs Python 3.11; say so rather than let pip fail to resolve.
+if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    echo "validate-helm: needs Python >= 3.11, found $(python3 --version 2>&1)" >&2
+    exit 2
+fi
+
+# Python tools in a venv keyed by the pinned requirements, so a change of pins gets a fresh one.
+requirements="$root/scripts/helm-ci-requirements.txt"
+key="$(sha256sum "$requirements" | cut -c1-12)"
+venv="$cache/helm-ci/venv-$key"
+if [ ! -f "$venv/.complete" ]; then
+    echo "validate-helm: installing $(grep -c '==' "$requirements") pinned Python packages" >&2
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        --only-binary=:all: -r "$requirements"
+    touch "$venv/.complete"
+fi
+python="$venv/bin/python"
+helm="$(PYTHON="$python" "$root/scripts/get-helm.sh")"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+check_case() {
+    local name="$1"
+    shift
+    local rendered="$work/$name.yaml"
+    echo "validate-helm: $name" >&2
+    "$helm" lint --strict --quiet "$chart" "$@" >"$work/lint.log" 2>&1 || {
+        cat "$work/lint.log" >&2
+        return 1
+    }
+    "$helm" template robotsguard "$chart" --namespace "$namespace" "$@" >"$rendered"
+    for version in "${kube_versions[@]}"; do
+        # CRDs (the ServiceMonitor) have no bundled schema and only warn; check_rendered_chart.py
+        # covers them.
+        "$venv/bin/kubernetes-validate" --strict --quiet --no-warn -k "$version" "$rendered"
+    done
+    "$python" "$root/scripts/check_rendered_chart.py" "$rendered" "$work/$name.volume" "$namespace"
+    "$robotsguard" validate --config "$work/$name.volume/robotsguard.yaml" >/dev/null
+}
+
+check_case default
+for values in "$chart"/ci/*-values.yaml; do
+    check_case "$(basename "$values" .yaml)" -f "$values"
+done
+
+# Values that would deploy a pod that cannot work must not render.
+refuse() {
+    local expected="$1"
+    shift
+    if "$helm" template robotsguard "$chart" "$@" >/dev/null 2>"$work/refused.log"; then
+        echo "validate-helm: rendered, but must refuse: $*" >&2
+        return 1
+    fi
+    if ! grep -qF -- "$expected" "$work/refused.log"; then
+        echo "validate-helm: refused without saying \"$expected\": $*" >&2
+        cat "$work/refused.log" >&2
+        return 1
+    fi
+}
+echo "validate-helm: values the chart refuses" >&2
+refuse "listens on loopback" --set config.admin=127.0.0.1:9090
+refuse "must use ports.admin" --set config.admin=0.0.0.0:9999
+refuse "no listener on ports.proxy" --set 'config.listen[0]=0.0.0.0:8000'
+refuse "no listener on ports.https" --set tls.secretName=cert --set 'config.listen[0]=0.0.0.0:8080'
+refuse "must exceed" --set terminationGracePeriodSeconds=15
+refuse "config.shutdown.grace" --set-string config.shutdown.grace=10
+refuse "pullPolicy" --set image.pullPolicy=Sometimes
+refuse "origins" --set config.origins=null
+refuse "kubeVersion" --kube-version 1.29.0
+
+echo "validate-helm: ok" >&2

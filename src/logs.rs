@@ -1,0 +1,368 @@
+//! Logging: the `tracing` subscriber (human text or JSON lines on stderr), written by a background
+//! thread so a slow stderr never stalls a proxy worker, and the rate-limited line for each blocked
+//! or would-block request.
+//!
+//! Under a flood of disallowed requests a line per request would cost more than the requests
+//! themselves and bury everything else, so at most [`REQUEST_LINES_PER_SECOND`] such lines are
+//! written per second; the rest are counted and reported once a second in one line
+//! (`suppressed=N`). Every request is still counted in `robotsguard_requests_total`.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::{LazyLock, OnceLock};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use pingora::server::ShutdownWatch;
+use pingora::services::background::BackgroundService;
+
+use crate::enforce::{Decision, Outcome};
+
+/// Blocked and would-block request lines written per second at most; the rest are counted.
+pub const REQUEST_LINES_PER_SECOND: u32 = 100;
+
+/// Bytes of a request path written to a log line; longer paths are cut (a path is client input
+/// and may be tens of kilobytes).
+const MAX_LOGGED_PATH: usize = 1024;
+
+/// Lines buffered for the writer thread; when stderr falls this far behind, new lines are
+/// dropped (and counted) rather than making the proxy wait.
+const QUEUE_LINES: usize = 16 * 1024;
+
+// ------------------------------------------------------------------------------------------------
+// The subscriber and its non-blocking stderr.
+
+/// Installs the global subscriber: text (`json: false`) or one JSON object per line, on stderr,
+/// at the level `RUST_LOG` sets (default `info`).
+pub fn init(json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colour codes only help a person at a terminal; in files and log pipelines they are noise.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_writer(NonBlockingStderr::start());
+    let result = if json {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+    if let Err(e) = result {
+        eprintln!("warning: logging is not set up: {e}");
+    }
+}
+
+/// Waits (at most `timeout`) until every line logged so far is on stderr; call before exiting.
+pub fn flush(timeout: Duration) {
+    let Some(queue) = QUEUE.get() else { return };
+    let (ack, acked) = std::sync::mpsc::sync_channel(1);
+    let deadline = Instant::now() + timeout;
+    let mut message = Message::Flush(ack);
+    loop {
+        match queue.sender.try_send(message) {
+            Ok(()) => break,
+            Err(TrySendError::Full(back)) if Instant::now() < deadline => {
+                message = back;
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(_) => return,
+        }
+    }
+    let _ = acked.recv_timeout(deadline.saturating_duration_since(Instant::now()));
+}
+
+enum Message {
+    Line(Vec<u8>),
+    Flush(SyncSender<()>),
+}
+
+struct Queue {
+    sender: SyncSender<Message>,
+    /// Lines dropped because the queue was full, not yet reported.
+    dropped: AtomicU64,
+}
+
+/// One queue and writer thread per process, shared by every subscriber built with it.
+static QUEUE: OnceLock<Queue> = OnceLock::new();
+
+/// A `MakeWriter` handing each formatted event to the writer thread.
+#[derive(Clone, Copy)]
+struct NonBlockingStderr;
+
+impl NonBlockingStderr {
+    fn start() -> NonBlockingStderr {
+        QUEUE.get_or_init(|| {
+            let (sender, receiver) = std::sync::mpsc::sync_channel(QUEUE_LINES);
+            let spawned = std::thread::Builder::new()
+                .name("robotsguard-log".into())
+                .spawn(move || write_lines(receiver));
+            if let Err(e) = spawned {
+                eprintln!("warning: no log writer thread ({e}); log lines will be lost");
+            }
+            Queue {
+                sender,
+                dropped: AtomicU64::new(0),
+            }
+        });
+        NonBlockingStderr
+    }
+}
+
+fn write_lines(receiver: Receiver<Message>) {
+    let stderr = std::io::stderr();
+    for message in receiver {
+        match message {
+            Message::Line(line) => {
+                let dropped = QUEUE
+                    .get()
+                    .map_or(0, |queue| queue.dropped.swap(0, Ordering::Relaxed));
+                if dropped > 0 {
+                    // Goes through the queue like any line, so it is formatted as text or JSON.
+                    tracing::warn!(
+                        dropped,
+                        "log lines dropped: stderr was not keeping up with the proxy"
+                    );
+                }
+                let _ = stderr.lock().write_all(&line);
+            }
+            Message::Flush(ack) => {
+                let _ = stderr.lock().flush();
+                let _ = ack.try_send(());
+            }
+        }
+    }
+}
+
+/// One event's bytes, queued when the formatter is done with it.
+struct QueuedLine {
+    buffer: Vec<u8>,
+}
+
+impl Write for QueuedLine {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buffer.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for QueuedLine {
+    fn drop(&mut self) {
+        if self.buffer.is_empty() {
+            return;
+        }
+        let line = std::mem::take(&mut self.buffer);
+        let Some(queue) = QUEUE.get() else {
+            let _ = std::io::stderr().write_all(&line);
+            return;
+        };
+        match queue.sender.try_send(Message::Line(line)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                queue.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+            // The writer thread is gone (could not start): write in place rather than lose it.
+            Err(TrySendError::Disconnected(Message::Line(line))) => {
+                let _ = std::io::stderr().write_all(&line);
+            }
+            Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for NonBlockingStderr {
+    type Writer = QueuedLine;
+
+    fn make_writer(&'a self) -> QueuedLine {
+        QueuedLine {
+            buffer: Vec::with_capacity(256),
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Blocked and would-block request lines.
+
+/// Admits at most `limit` events per one-second window and counts the rest. Lock-free: a flood
+/// of blocked requests on every worker costs a clock read and two atomic adds each.
+pub struct RateLimiter {
+    limit: u32,
+    started: Instant,
+    /// The second (since `started`) the current window belongs to.
+    window: AtomicU64,
+    admitted: AtomicU32,
+    suppressed: AtomicU64,
+}
+
+impl RateLimiter {
+    pub fn new(limit: u32) -> RateLimiter {
+        RateLimiter {
+            limit,
+            started: Instant::now(),
+            window: AtomicU64::new(0),
+            admitted: AtomicU32::new(0),
+            suppressed: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether this event may be logged now; if not, it is counted as suppressed.
+    pub fn admit(&self) -> bool {
+        self.admit_in(self.started.elapsed().as_secs())
+    }
+
+    /// [`RateLimiter::admit`] for an event in window `second`.
+    pub fn admit_in(&self, second: u64) -> bool {
+        let window = self.window.load(Ordering::Acquire);
+        if second > window
+            && self
+                .window
+                .compare_exchange(window, second, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            // Workers racing with this reset may see the old count for a moment: the limit is
+            // approximate by a few lines, the count of suppressed lines stays exact.
+            self.admitted.store(0, Ordering::Release);
+        }
+        if self.admitted.fetch_add(1, Ordering::AcqRel) < self.limit {
+            true
+        } else {
+            self.suppressed.fetch_add(1, Ordering::Relaxed);
+            false
+        }
+    }
+
+    /// The events suppressed since the last call.
+    pub fn take_suppressed(&self) -> u64 {
+        self.suppressed.swap(0, Ordering::AcqRel)
+    }
+}
+
+static REQUEST_LINES: LazyLock<RateLimiter> =
+    LazyLock::new(|| RateLimiter::new(REQUEST_LINES_PER_SECOND));
+
+/// Logs a blocked or would-block request (other outcomes are not logged): origin, crawler,
+/// category, client address, method, path and the deciding robots.txt line. Rate-limited.
+pub fn disallowed_request(
+    decision: &Decision,
+    client: impl FnOnce() -> String,
+    method: &http::Method,
+    path: &str,
+) {
+    let verb = match decision.outcome {
+        Outcome::Blocked => "blocked",
+        Outcome::WouldBlock => "would block (report mode)",
+        _ => return,
+    };
+    if !REQUEST_LINES.admit() {
+        return;
+    }
+    tracing::info!(
+        decision = decision.outcome.as_str(),
+        origin = decision.origin.name(),
+        crawler = decision.crawler.as_ref().map_or("", |c| c.name.as_str()),
+        category = decision.category_label(),
+        client = %client(),
+        method = %method,
+        path = cut(path, MAX_LOGGED_PATH),
+        line = decision.rule.as_ref().map(|r| r.line),
+        rule = decision.rule.as_ref().map(|r| r.text()),
+        "{verb}: {}",
+        decision.reason()
+    );
+}
+
+/// `text` cut to at most `max` bytes on a character boundary.
+fn cut(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// Writes the count of suppressed request lines once a second (and once more at shutdown), so a
+/// flood that stops is still reported.
+pub struct SuppressedLinesReporter;
+
+fn report_suppressed() {
+    let suppressed = REQUEST_LINES.take_suppressed();
+    if suppressed > 0 {
+        tracing::warn!(
+            suppressed,
+            limit_per_second = REQUEST_LINES_PER_SECOND,
+            "blocked/would-block request lines suppressed by the log rate limit (all are counted in robotsguard_requests_total)"
+        );
+    }
+}
+
+#[async_trait]
+impl BackgroundService for SuppressedLinesReporter {
+    async fn start(&self, mut shutdown: ShutdownWatch) {
+        let mut ticks = tokio::time::interval(Duration::from_secs(1));
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = ticks.tick() => report_suppressed(),
+                _ = shutdown.wait_for(|stop| *stop) => break,
+            }
+        }
+        report_suppressed();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admits_the_limit_per_window_and_counts_the_rest() {
+        let limiter = RateLimiter::new(3);
+        let admitted = (0..10).filter(|_| limiter.admit_in(0)).count();
+        assert_eq!(admitted, 3);
+        assert_eq!(limiter.take_suppressed(), 7);
+        assert_eq!(limiter.take_suppressed(), 0, "a count is reported once");
+        // A new second opens a new window.
+        let admitted = (0..5).filter(|_| limiter.admit_in(1)).count();
+        assert_eq!(admitted, 3);
+        assert_eq!(limiter.take_suppressed(), 2);
+        // An event from a window already closed does not reopen it.
+        assert!(!limiter.admit_in(0));
+        assert_eq!(limiter.take_suppressed(), 1);
+    }
+
+    #[test]
+    fn every_event_is_either_admitted_or_counted_under_contention() {
+        let limiter = std::sync::Arc::new(RateLimiter::new(50));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let limiter = limiter.clone();
+                std::thread::spawn(move || {
+                    (0..10_000u64)
+                        .filter(|i| limiter.admit_in((i + t) / 2_500))
+                        .count() as u64
+                })
+            })
+            .collect();
+        let admitted: u64 = threads
+            .into_iter()
+            .map(|t| t.join().expect("thread finishes"))
+            .sum();
+        assert_eq!(admitted + limiter.take_suppressed(), 40_000);
+        assert!(admitted >= 50, "{admitted}");
+    }
+
+    #[test]
+    fn paths_are_cut_on_character_boundaries() {
+        assert_eq!(cut("/short", 10), "/short");
+        assert_eq!(cut("/ééé", 4), "/é");
+        assert_eq!(cut("/abcdef", 3), "/ab");
+    }
+}

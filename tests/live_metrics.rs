@@ -1,0 +1,190 @@
+//! The `/metrics` page of a running proxy, scraped and parsed: every metric the README documents
+//! is there, with the documented type and label names, and the names match `METRIC_NAMES`.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use support::{Origin, Proxy, BROWSER, GPTBOT};
+
+/// A row of the README's metrics table.
+#[derive(Debug)]
+struct Documented {
+    kind: String,
+    labels: BTreeSet<String>,
+}
+
+/// The `| metric | type | labels | meaning |` table under `## Metrics` in README.md.
+fn documented_metrics() -> BTreeMap<String, Documented> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let readme = std::fs::read_to_string(&path).expect("README.md readable");
+    let section = readme
+        .split("\n## Metrics\n")
+        .nth(1)
+        .expect("README has a Metrics section");
+    let section = section.split("\n## ").next().unwrap_or(section);
+    let mut metrics = BTreeMap::new();
+    for line in section.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        // ["", metric, type, labels, meaning, ""]
+        if cells.len() < 6 || !cells[1].starts_with("`robotsguard_") {
+            continue;
+        }
+        let name = cells[1].trim_matches('`').to_string();
+        let labels = cells[3]
+            .split(',')
+            .map(|label| label.trim().trim_matches('`').to_string())
+            .filter(|label| !label.is_empty())
+            .collect();
+        metrics.insert(
+            name,
+            Documented {
+                kind: cells[2].to_string(),
+                labels,
+            },
+        );
+    }
+    metrics
+}
+
+/// `# TYPE name kind` lines of the exposition.
+fn types(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .filter_map(|rest| {
+            let (name, kind) = rest.split_once(' ')?;
+            Some((name.to_string(), kind.trim().to_string()))
+        })
+        .collect()
+}
+
+/// The label names the samples of `name` carry (histograms: of `name_count`, without `le`).
+fn label_names(text: &str, name: &str, kind: &str) -> Vec<BTreeSet<String>> {
+    let sample_name = if kind == "histogram" {
+        format!("{name}_count")
+    } else {
+        name.to_string()
+    };
+    support::samples(text, &sample_name)
+        .into_iter()
+        .map(|(labels, _)| labels.into_keys().filter(|k| k != "le").collect())
+        .collect()
+}
+
+#[test]
+fn the_readme_documents_exactly_the_metrics_the_code_names() {
+    let documented: BTreeSet<String> = documented_metrics().into_keys().collect();
+    let named: BTreeSet<String> = robotsguard::metrics::METRIC_NAMES
+        .iter()
+        .map(|name| name.to_string())
+        .collect();
+    assert_eq!(documented, named, "README's metrics table vs METRIC_NAMES");
+}
+
+#[test]
+fn every_documented_metric_is_served_with_its_type_and_labels() {
+    let shop = Origin::start();
+    shop.robots(200, "User-agent: GPTBot\nDisallow: /private\n");
+    // An upstream nobody listens on: its robots.txt fetch and its requests fail.
+    let dead = std::net::SocketAddr::from(([127, 0, 0, 1], support::free_port()));
+    let body = format!(
+        "origins:\n\
+         \x20 - name: shop\n    hosts: [\"shop.example\"]\n    upstream: \"{}\"\n\
+         \x20 - name: dead\n    hosts: [\"dead.example\"]\n    upstream: \"{dead}\"\n",
+        shop.addr()
+    );
+    let proxy = Proxy::start(&body);
+    assert_eq!(proxy.get("shop.example", "/page", BROWSER).status, 200);
+    assert_eq!(proxy.get("shop.example", "/private", GPTBOT).status, 403);
+    assert_eq!(proxy.get("dead.example", "/page", BROWSER).status, 502);
+    assert!(proxy.wait_log("config reload: watching", 1, Duration::from_secs(10)));
+    proxy.signal("HUP");
+    assert_eq!(proxy.wait_reloads("success", 1.0), 1.0);
+
+    // Requests are counted after their response is written: poll until the last one shows.
+    let documented = documented_metrics();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut text = proxy.metrics();
+    for _ in 0..500 {
+        let all_there = documented
+            .iter()
+            .all(|(name, doc)| !label_names(&text, name, &doc.kind).is_empty());
+        if all_there || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        text = proxy.metrics();
+    }
+
+    let types = types(&text);
+    for (name, doc) in &documented {
+        assert_eq!(
+            types.get(name).map(String::as_str),
+            Some(doc.kind.as_str()),
+            "{name}: documented as a {}; the page says:\n{text}",
+            doc.kind
+        );
+        let seen = label_names(&text, name, &doc.kind);
+        assert!(!seen.is_empty(), "{name} has no sample:\n{text}");
+        for labels in seen {
+            assert_eq!(labels, doc.labels, "{name}: label names");
+        }
+    }
+
+    // A few values the test itself caused.
+    let requests = |decision: &str| {
+        support::metric(
+            &text,
+            "robotsguard_requests_total",
+            &[("origin", "shop"), ("decision", decision)],
+        )
+    };
+    assert_eq!(requests("pass"), 1.0);
+    assert_eq!(requests("blocked"), 1.0);
+    assert!(
+        support::metric(
+            &text,
+            "robotsguard_upstream_errors_total",
+            &[("origin", "dead"), ("kind", "connect_refused")]
+        ) >= 1.0
+    );
+    assert_eq!(
+        support::metric(
+            &text,
+            "robotsguard_config_reloads_total",
+            &[("result", "failure")]
+        ),
+        0.0,
+        "the failure series exists from start-up"
+    );
+    assert_eq!(
+        support::metric(&text, "robotsguard_config_last_reload_successful", &[]),
+        1.0
+    );
+    assert_eq!(
+        support::metric(&text, "robotsguard_config_restart_required", &[]),
+        0.0
+    );
+    let reloaded_at = support::metric(
+        &text,
+        "robotsguard_config_last_reload_timestamp_seconds",
+        &[],
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs_f64();
+    assert!(
+        reloaded_at > now - 600.0 && reloaded_at <= now + 1.0,
+        "{reloaded_at} vs {now}"
+    );
+    assert_eq!(
+        support::metric(
+            &text,
+            "robotsguard_build_info",
+            &[("version", env!("CARGO_PKG_VERSION"))]
+        ),
+        1.0
+    );
+}
