@@ -95,6 +95,8 @@ refuse "must exceed" --set terminationGracePeriodSeconds=15
 refuse "config.shutdown.grace" --set-string config.shutdown.grace=10
 refuse "pullPolicy" --set image.pullPolicy=Sometimes
 refuse "origins" --set config.origins=null
+# A robots file named like the config would shadow it in the shared volume.
+refuse "robotsFiles" --set-string 'robotsFiles.robotsguard\.yaml=x'
 refuse "kubeVersion" --kube-version 1.29.0
 
 echo "validate-helm: ok" >&2

@@ -636,3 +636,43 @@ fn a_file_source_follows_a_configmap_style_symlink_swap() {
     assert!(in_force(&proxy, "/v2"), "symlink swap picked up");
     assert_eq!(status(&proxy, "/v1", CRAWLER), 200);
 }
+
+#[test]
+fn a_file_in_a_subdirectory_of_a_swapped_volume_follows_every_swap() {
+    // Kubernetes layout with the file one level down: vol/robots -> ..data/robots,
+    // vol/..data -> ..v1. Each swap deletes the directory the old watch was on.
+    let volume = tempfile::tempdir().expect("volume dir");
+    let root = volume.path();
+    let write_version = |version: u32| {
+        let dir = root.join(format!("..v{version}/robots"));
+        std::fs::create_dir_all(&dir).expect("version dir");
+        std::fs::write(
+            dir.join("shop.txt"),
+            format!("User-agent: *\nDisallow: /v{version}\n"),
+        )
+        .expect("version file");
+    };
+    write_version(1);
+    std::os::unix::fs::symlink("..v1", root.join("..data")).expect("..data link");
+    std::os::unix::fs::symlink("..data/robots", root.join("robots")).expect("robots link");
+    let origin = Scripted::start(|head, _| page(head));
+    let config = format!(
+        "origins:\n  - name: shop\n    hosts: [\"{HOST}\"]\n    upstream: \"{}\"\n    robots: {{source: file, path: \"{}\", refresh: 1h}}\n",
+        origin.addr,
+        root.join("robots/shop.txt").display()
+    );
+    let proxy = Proxy::start(&config);
+    assert!(in_force(&proxy, "/v1"));
+    for version in 2..=4 {
+        write_version(version);
+        std::os::unix::fs::symlink(format!("..v{version}"), root.join("..data_tmp"))
+            .expect("tmp link");
+        std::fs::rename(root.join("..data_tmp"), root.join("..data")).expect("atomic swap");
+        std::fs::remove_dir_all(root.join(format!("..v{}", version - 1)))
+            .expect("old version removed");
+        assert!(
+            in_force(&proxy, &format!("/v{version}")),
+            "swap to v{version} picked up"
+        );
+    }
+}

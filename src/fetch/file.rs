@@ -129,6 +129,25 @@ impl DirectoryWatcher {
     }
 }
 
+impl DirectoryWatcher {
+    /// Watches the directory of `file` afresh. When that directory is reached through a symlink
+    /// that was swapped (a ConfigMap's `robots -> ..data/robots`), the old watch went with the
+    /// deleted target; a new watch follows the link to where it points now.
+    pub fn rewatch(&self, file: &Path) {
+        let directory = file
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        if let Ok(mut watcher) = self.watcher.lock() {
+            if let Some(watcher) = watcher.as_mut() {
+                let _ = watcher.unwatch(&directory);
+                if let Err(e) = watcher.watch(&directory, RecursiveMode::NonRecursive) {
+                    tracing::warn!(directory = %directory.display(), "cannot watch robots.txt directory: {e}");
+                }
+            }
+        }
+    }
+}
+
 impl Default for DirectoryWatcher {
     fn default() -> Self {
         DirectoryWatcher::new()

@@ -160,6 +160,9 @@ async fn keep_fresh(origin: Arc<Origin>, shared: Arc<Shared>) {
                     if let Some(changes) = file_changes.as_mut() {
                         changes.borrow_and_update();
                     }
+                    if let RobotsSource::File { path } = &settings.source {
+                        shared.watcher.rewatch(path);
+                    }
                     break;
                 }
             }

@@ -382,13 +382,20 @@ impl Robots {
 
     fn find_agent(&self, token: &str) -> Option<(&str, u32)> {
         let token = token.as_bytes();
-        self.agents
-            .binary_search_by(|(name, _)| {
+        // Names are stored lower-cased; tokens usually are too (the catalogue's are), so most
+        // lookups compare slices directly and only mixed-case tokens fold case byte by byte.
+        let found = if token.iter().any(u8::is_ascii_uppercase) {
+            self.agents.binary_search_by(|(name, _)| {
                 let name = name.as_bytes().iter().copied();
                 name.cmp(token.iter().map(u8::to_ascii_lowercase))
             })
+        } else {
+            self.agents
+                .binary_search_by(|(name, _)| name.as_bytes().cmp(token))
+        };
+        found
             .ok()
-            .map(|found| (&*self.agents[found].0, self.agents[found].1))
+            .map(|index| (&*self.agents[index].0, self.agents[index].1))
     }
 
     /// Compiles a group's rules (and derived ones) into the rule table; returns how many it added.
