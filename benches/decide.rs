@@ -58,5 +58,39 @@ fn decide_mix(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, decide_mix);
+/// A config with `count` origins, each with its own small inline robots.txt.
+fn snapshot_with_origins(count: usize) -> Snapshot {
+    let mut yaml = String::from("origins:\n");
+    for i in 0..count {
+        yaml.push_str(&format!(
+            "  - name: o{i}\n    hosts: [o{i}.example]\n    upstream: \"127.0.0.1:9\"\n    robots: {{source: inline, text: \"User-agent: *\\nDisallow: /private{i}\\n\"}}\n"
+        ));
+    }
+    let config = robotsguard::config::load_str(&yaml, "scale.yaml", Path::new("."))
+        .unwrap_or_else(|e| panic!("scale config: {e}"));
+    Snapshot::build(Arc::new(config), None).unwrap_or_else(|e| panic!("scale snapshot: {e}"))
+}
+
+/// Routing must stay O(1) in the number of origins: the same request against 10 … 10,000.
+fn decide_by_origin_count(c: &mut Criterion) {
+    let mut group = c.benchmark_group("decide_origins");
+    for count in [10, 100, 1_000, 10_000] {
+        let snapshot = snapshot_with_origins(count);
+        let host = format!("o{}.example", count / 2);
+        group.bench_function(count.to_string(), |b| {
+            b.iter(|| {
+                let decision = decide(
+                    &snapshot,
+                    black_box(host.as_bytes()),
+                    REQUESTS[9].0.as_bytes(),
+                    b"/private5/x",
+                );
+                black_box(decision.map(|d| d.outcome).ok())
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, decide_mix, decide_by_origin_count);
 criterion_main!(benches);

@@ -116,13 +116,17 @@ impl Sink {
         self.push(pos, problem.message, problem.hint);
     }
 
+    /// Escapes control characters in both texts: most quote file text with [`quote`], but a hint
+    /// may echo a value (`write {value}:8080`), and none may carry a terminal escape to the
+    /// operator's screen or a newline into a log line. Escaping is idempotent, so quoted text is
+    /// unchanged.
     fn push(&mut self, pos: Pos, message: String, hint: Option<String>) {
         self.errors.push(ConfigError {
             file: self.file.clone(),
             line: pos.line,
             column: pos.column,
-            message,
-            hint,
+            message: escape_controls(&message),
+            hint: hint.map(|hint| escape_controls(&hint)),
         });
     }
 

@@ -13,7 +13,8 @@ use super::pattern::{is_hex_pair, push_percent_escape};
 /// Canonicalises a path (with params and query) or a rule pattern:
 /// - bytes outside ASCII are percent-encoded (patterns already are; raw UTF-8 paths then meet them);
 /// - `%xx` escapes of unreserved characters (`A-Z a-z 0-9 - . _ ~`) are decoded, other escapes get
-///   upper-case hex;
+///   upper-case hex, and a `%` that starts no escape becomes `%25` (so that decoding cannot
+///   splice a new escape out of it, as `%%341` → `%41` would: the form is idempotent);
 /// - in the part before `?`, backslashes count as slashes (IIS and some frameworks treat them so),
 ///   repeated slashes are merged and `.`/`..` segments removed (RFC 3986).
 ///
@@ -56,7 +57,7 @@ fn hex_value(digit: u8) -> u8 {
 }
 
 /// Decodes escaped unreserved characters, upper-cases the remaining escapes and escapes non-ASCII
-/// bytes. The result is ASCII.
+/// bytes and lone `%`s. The result is ASCII, and every `%` in it starts an upper-case escape.
 fn normalise_escapes(input: &[u8]) -> String {
     let mut out = String::with_capacity(input.len() + 8);
     let mut index = 0;
@@ -70,7 +71,7 @@ fn normalise_escapes(input: &[u8]) -> String {
                 push_percent_escape(&mut out, decoded);
             }
             index += 3;
-        } else if byte >= 0x80 {
+        } else if byte >= 0x80 || byte == b'%' {
             push_percent_escape(&mut out, byte);
             index += 1;
         } else {
@@ -152,6 +153,15 @@ mod tests {
         assert_eq!(canon("/a%3f?x=%2a"), "/a%3F?x=%2A");
         assert_eq!(canon("/caf%c3%a9"), "/caf%C3%A9");
         assert_eq!(canon("/café"), "/caf%C3%A9");
+    }
+
+    #[test]
+    fn lone_percent_signs_are_escaped() {
+        assert_eq!(canon("/100%"), "/100%25");
+        assert_eq!(canon("/a%zz%4"), "/a%25zz%254");
+        // Decoding `%34` must not make `%` + `41` a new escape for a second pass to decode.
+        assert_eq!(canon("/%%341"), "/%2541");
+        assert_eq!(canon("/%2541"), "/%2541");
     }
 
     #[test]

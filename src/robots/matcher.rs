@@ -433,7 +433,8 @@ impl Robots {
             }
         }
         let start = self.arena.len() as u32;
-        // Patterns are ASCII after escaping, and canonicalisation keeps them ASCII and no longer.
+        // Patterns are ASCII after escaping, and canonicalisation keeps them ASCII; it only grows
+        // a lone `%` (to `%25`), so a pattern stays under 3 × MAX_LINE_BYTES < u16::MAX.
         let text = String::from_utf8_lossy(&form);
         let text = clamp_pattern(&text);
         self.arena.push_str(text);
