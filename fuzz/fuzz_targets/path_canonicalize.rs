@@ -26,7 +26,10 @@ fn check(input: &[u8]) {
     assert!(!path.contains(&b'\\'));
     assert!(!path.windows(2).any(|w| w == b"//"), "{path:?}");
     for segment in path.split(|&b| b == b'/') {
-        assert!(segment != b"." && segment != b"..", "dot segment left in {path:?}");
+        assert!(
+            segment != b"." && segment != b"..",
+            "dot segment left in {path:?}"
+        );
     }
     for (at, _) in once.iter().enumerate().filter(|(_, &b)| b == b'%') {
         if let Some(&[a, b]) = once.get(at + 1..at + 3) {
