@@ -332,6 +332,8 @@ fn report(outcome: &ReloadOutcome, trigger: Trigger, since: Option<Instant>) {
                 removed = %names(removed),
                 changed = %names(changed),
                 took_ms = millis(timings.total),
+                load_ms = millis(timings.load),
+                build_ms = millis(timings.build),
                 since_change_ms = since.map(|at| millis(at.elapsed())),
                 "config reloaded"
             );

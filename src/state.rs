@@ -273,6 +273,7 @@ pub struct Snapshot {
     pub identifier: Identifier,
     pub origins: Vec<Arc<Origin>>,
     by_host: HashMap<String, usize>,
+    by_name: HashMap<String, usize>,
 }
 
 impl Snapshot {
@@ -309,11 +310,17 @@ impl Snapshot {
                 robots,
             }));
         }
+        let by_name = origins
+            .iter()
+            .enumerate()
+            .map(|(index, origin)| (origin.name().to_string(), index))
+            .collect();
         Ok(Snapshot {
             config,
             identifier,
             origins,
             by_host,
+            by_name,
         })
     }
 
@@ -323,7 +330,7 @@ impl Snapshot {
     }
 
     pub fn origin_named(&self, name: &str) -> Option<&Arc<Origin>> {
-        self.origins.iter().find(|origin| origin.name() == name)
+        self.by_name.get(name).map(|&index| &self.origins[index])
     }
 
     /// Every origin has a first robots.txt outcome.
