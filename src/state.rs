@@ -78,21 +78,11 @@ impl RobotsCopy {
     ) -> RobotsCopy {
         let parsed = RobotsTxt::parse_with_limit(&body, max_size);
         let names = parsed.agent_names();
+        let rules = Arc::new(Robots::compile(&parsed, MatchMode::Canonical));
         RobotsCopy {
-            policy: Policy::Rules(Arc::new(Robots::compile(&parsed, MatchMode::Canonical))),
             scanner: RobotsTokenScanner::new(names.iter().map(String::as_str)),
             body,
-            outcome,
-            reason,
-            fetched_at: Some(SystemTime::now()),
-            http_status: None,
-            last_error: None,
-            last_error_at: None,
-            etag: None,
-            last_modified: None,
-            max_age: None,
-            source: String::new(),
-            unreachable_since: None,
+            ..RobotsCopy::without_rules(Policy::Rules(rules), outcome, reason)
         }
     }
 

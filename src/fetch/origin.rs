@@ -221,24 +221,13 @@ pub async fn fetch(connector: &Connector, origin: &Origin, url: Option<&str>) ->
         );
         let answer = match tokio::time::timeout(settings.timeout, attempt).await {
             Ok(Ok(answer)) => answer,
-            Ok(Err(Failure(error))) => {
-                return unreachable(
-                    &previous,
-                    settings.on_unreachable,
-                    error,
-                    None,
-                    source(&target),
-                )
-            }
-            Err(_) => {
-                let error = format!("no answer within {:?}", settings.timeout);
-                return unreachable(
-                    &previous,
-                    settings.on_unreachable,
-                    error,
-                    None,
-                    source(&target),
-                );
+            failed => {
+                let error = match failed {
+                    Ok(Err(Failure(error))) => error,
+                    _ => format!("no answer within {:?}", settings.timeout),
+                };
+                let source = source(&target);
+                return unreachable(&previous, settings.on_unreachable, error, None, source);
             }
         };
         if !(300..400).contains(&answer.status) || answer.status == 304 {
