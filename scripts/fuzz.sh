@@ -75,15 +75,16 @@ for run in "${runs[@]}"; do
     set -e
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
-    files=$(find "$corpus" -type f | wc -l)
+    # The corpus libFuzzer kept (files reduced away stay in the directory until a merge).
+    corp=$(sed -n 's/.*DONE .* corp: \([0-9]*\/[0-9A-Za-z]*\).*/\1/p' "$log")
     findings=$(find "$artifacts" -type f | wc -l)
     if [ "$code" -ne 0 ]; then
         status=1
         grep -E "^(==[0-9]+== ERROR|thread .* panicked|SUMMARY|artifact_prefix|Test unit written)" \
             "$log" | head -n 8 || true
     fi
-    summary+=("$(printf '%-20s %6ss %14s execs %9s exec/s %6s corpus files %3s artifacts  exit %s' \
-        "$target" "$seconds" "${execs:-?}" "${rate:-?}" "$files" "$findings" "$code")")
+    summary+=("$(printf '%-20s %6ss %12s execs %7s exec/s  corpus %-12s %3s artifacts  exit %s' \
+        "$target" "$seconds" "${execs:-?}" "${rate:-?}" "${corp:-?}" "$findings" "$code")")
 done
 
 echo
