@@ -14,7 +14,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 chart="$root/helm/robotsguard"
 cache="${ROBOTSGUARD_CACHE:-$root/.cache}"
-robotsguard="${ROBOTSGUARD:-$root/target/debug/robotsguard}"
+robotsguard="${ROBOTSGUARD:-${CARGO_TARGET_DIR:-$root/target}/debug/robotsguard}"
 # Oldest supported (Chart.yaml kubeVersion) and newest bundled by kubernetes-validate.
 kube_versions=(1.30.0 1.37.0)
 namespace=edge
