@@ -28,16 +28,12 @@ pub fn read(origin: &Origin, path: &Path) -> Fetched {
             let mut copy = RobotsCopy::from_body(body, settings.max_size, "ok", reason);
             copy.source = source;
             copy.fetched_at = Some(SystemTime::now());
-            Fetched {
-                copy,
-                outcome: if over_limit {
-                    FetchOutcome::TooLarge
-                } else {
-                    FetchOutcome::Ok
-                },
-                retry_after: None,
-                status_503: false,
-            }
+            let outcome = if over_limit {
+                FetchOutcome::TooLarge
+            } else {
+                FetchOutcome::Ok
+            };
+            Fetched::new(copy, outcome)
         }
         Err(e) => {
             let error = format!("cannot read {}: {e}", path.display());

@@ -52,6 +52,17 @@ pub struct Fetched {
     pub status_503: bool,
 }
 
+impl Fetched {
+    pub fn new(copy: RobotsCopy, outcome: FetchOutcome) -> Fetched {
+        Fetched {
+            copy,
+            outcome,
+            retry_after: None,
+            status_503: false,
+        }
+    }
+}
+
 /// Where the next request of a redirect chain goes: the Host header and the path. The connection
 /// always goes to the origin's configured upstream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -274,12 +285,7 @@ pub async fn fetch(connector: &Connector, origin: &Origin, url: Option<&str>) ->
             copy.unreachable_since = None;
             copy.http_status = Some(304);
             copy.max_age = max_age(answer.cache_control.as_deref()).or(copy.max_age);
-            Fetched {
-                copy,
-                outcome: FetchOutcome::NotModified,
-                retry_after: None,
-                status_503: false,
-            }
+            Fetched::new(copy, FetchOutcome::NotModified)
         }
         400..=499 => {
             let error = format!("the origin answered HTTP {}", answer.status);
@@ -323,12 +329,7 @@ fn ok(answer: Answer, max_size: usize, source: String) -> Fetched {
     copy.last_modified = answer.last_modified;
     copy.max_age = max_age(answer.cache_control.as_deref());
     copy.source = source;
-    Fetched {
-        copy,
-        outcome,
-        retry_after: None,
-        status_503: false,
-    }
+    Fetched::new(copy, outcome)
 }
 
 /// 4xx, too many redirects, or a refused redirect: robots.txt is unavailable, so crawlers may
@@ -338,12 +339,7 @@ fn unavailable(outcome: FetchOutcome, status: u16, error: String, source: String
     let mut copy = RobotsCopy::without_rules(Policy::AllowAll, "unavailable", reason);
     copy.http_status = Some(status);
     copy.source = source;
-    Fetched {
-        copy,
-        outcome,
-        retry_after: None,
-        status_503: false,
-    }
+    Fetched::new(copy, outcome)
 }
 
 const KEPT_NOTE: &str = " (kept: the latest fetch failed)";
@@ -388,12 +384,7 @@ pub fn unreachable(
     };
     let mut copy = copy;
     copy.http_status = status.or(copy.http_status);
-    Fetched {
-        copy,
-        outcome: FetchOutcome::Unreachable,
-        retry_after: None,
-        status_503: false,
-    }
+    Fetched::new(copy, FetchOutcome::Unreachable)
 }
 
 #[cfg(test)]
