@@ -27,8 +27,6 @@ pub struct RequestContext {
     decision: Option<Decision>,
     /// The Host the request was routed by, for forwarding headers.
     host: String,
-    /// Status of a response robotsguard wrote itself (421, 403, ...).
-    answered: Option<u16>,
     /// A client's own `GET /robots.txt`: the body the origin sends, collected to notice that the
     /// origin's robots.txt changed before the next scheduled refresh.
     robots_seen: Option<BytesMut>,
@@ -148,7 +146,6 @@ impl ProxyHttp for RobotsGuardProxy {
             started: Instant::now(),
             decision: None,
             host: String::new(),
-            answered: None,
             robots_seen: None,
         }
     }
@@ -160,22 +157,12 @@ impl ProxyHttp for RobotsGuardProxy {
     ) -> Result<bool> {
         ctx.started = Instant::now();
         let request = session.req_header();
-        if request.method == http::Method::CONNECT {
-            ctx.answered = Some(405);
-            respond(
-                session,
-                405,
-                "CONNECT is not supported\n".into(),
-                &[("allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH")],
-            )
-            .await?;
-            return Ok(true);
-        }
+        // CONNECT never gets here: pingora refuses it with 405 unless CONNECT proxying is
+        // enabled, which robotsguard never does (tests/proxy_routing.rs checks the refusal).
         let snapshot = self.snapshot.load();
         let host = request_host(request).unwrap_or_default();
         let user_agent = header_bytes(request, "user-agent");
         if user_agent.len() > MAX_USER_AGENT {
-            ctx.answered = Some(431);
             respond(
                 session,
                 431,
@@ -198,7 +185,6 @@ impl ProxyHttp for RobotsGuardProxy {
         let decision = match decision {
             Ok(decision) => decision,
             Err(_) => {
-                ctx.answered = Some(421);
                 respond(
                     session,
                     421,
@@ -216,7 +202,6 @@ impl ProxyHttp for RobotsGuardProxy {
             let robots_url = format!("{scheme}://{}/robots.txt", ctx.host.trim());
             let body = block_body(&decision, &path, &robots_url);
             let status = decision.origin.config.block.status;
-            ctx.answered = Some(status);
             crate::logs::disallowed_request(
                 &decision,
                 || client_address(session),
