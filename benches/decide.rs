@@ -55,6 +55,32 @@ fn decide_mix(c: &mut Criterion) {
             }
         })
     });
+    // The same mix with every User-Agent new to the decider: what a request costs when its
+    // User-Agent is not among those each worker remembers (a rare client, or one rotating
+    // User-Agents to evade). 4,096 variants of each, far more than the memory holds.
+    let unseen: Vec<Vec<(String, &str)>> = (0..4096)
+        .map(|variant| {
+            REQUESTS
+                .iter()
+                .map(|(user_agent, path)| (format!("{user_agent} r/{variant}"), *path))
+                .collect()
+        })
+        .collect();
+    let mut round = 0;
+    group.bench_function("medium_ua_mix_unseen", |b| {
+        b.iter(|| {
+            round = (round + 1) % unseen.len();
+            for (user_agent, path) in &unseen[round] {
+                let decision = decide(
+                    &snapshot,
+                    b"shop.example",
+                    black_box(user_agent.as_bytes()),
+                    path.as_bytes(),
+                );
+                black_box(decision.map(|d| d.outcome).ok());
+            }
+        })
+    });
     group.finish();
 }
 

@@ -5,6 +5,7 @@
 #   scripts/fuzz.sh                          # every target, 300 s each
 #   FUZZ_SECONDS=600 scripts/fuzz.sh         # every target, 600 s each
 #   scripts/fuzz.sh path_canonicalize=120 config_load=900   # chosen targets and times
+#   FUZZ_RUNS=10000000 scripts/fuzz.sh config_load=3600      # stop at 10 M executions (or the time)
 #
 # Needs cargo-fuzz (`cargo install cargo-fuzz`). cargo-fuzz drives rustc with nightly-only flags;
 # on the stable toolchain RUSTC_BOOTSTRAP=1 unlocks them (set below; it changes no code generation
@@ -26,6 +27,8 @@ export RUSTC_BOOTSTRAP=1
 
 all_targets=(robots_parse_match config_load ua_identify path_canonicalize)
 default_seconds="${FUZZ_SECONDS:-300}"
+# libFuzzer's -runs=-1 means "no limit on executions"; the time limit still applies.
+max_runs="${FUZZ_RUNS:--1}"
 build_flags=(-O -a -s none)
 
 # Longest input libFuzzer generates, per target: robots.txt bodies and configs need room; the
@@ -68,7 +71,7 @@ for run in "${runs[@]}"; do
     echo "== $target: ${seconds}s (log: $log)"
     set +e
     "$bin_dir/$target" "$corpus" "fuzz/seeds/$target" \
-        -max_total_time="$seconds" -max_len="$(max_len "$target")" -timeout=10 \
+        -max_total_time="$seconds" -runs="$max_runs" -max_len="$(max_len "$target")" -timeout=10 \
         -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" \
         "${dict[@]}" >"$log" 2>&1
     code=$?

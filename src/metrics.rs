@@ -1,11 +1,11 @@
 //! Every Prometheus metric robotsguard exports, named in one place. Labels are bounded: origin
 //! names come from the config, crawler names from the catalogue (else `other`).
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use prometheus::{
-    Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge,
-    IntGaugeVec, Opts, Registry, TextEncoder,
+    Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
+    IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 /// The registry served on `/metrics`.
@@ -249,3 +249,30 @@ impl Metrics {
 
 /// The process-wide metrics.
 pub static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+
+/// One origin's per-request series, looked up by label once (on the origin's first request)
+/// instead of on every request: most requests are browsers passed through, and a label lookup
+/// hashes every label value and takes a lock. Created lazily so an origin without traffic adds no
+/// series, as before.
+#[derive(Debug, Default)]
+pub struct OriginRequestSeries(OnceLock<RequestSeries>);
+
+#[derive(Debug)]
+pub struct RequestSeries {
+    /// `robotsguard_request_duration_seconds{origin}`.
+    pub duration: Histogram,
+    /// `robotsguard_requests_total{origin, crawler="none", category="none", decision="pass"}`:
+    /// requests from clients that are not crawlers.
+    pub not_crawler_passed: IntCounter,
+}
+
+impl OriginRequestSeries {
+    pub fn get(&self, origin: &str) -> &RequestSeries {
+        self.0.get_or_init(|| RequestSeries {
+            duration: METRICS.request_duration.with_label_values(&[origin]),
+            not_crawler_passed: METRICS
+                .requests
+                .with_label_values(&[origin, "none", "none", "pass"]),
+        })
+    }
+}

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
+use http::{HeaderName, HeaderValue};
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
@@ -25,8 +26,6 @@ pub struct RobotsGuardProxy {
 pub struct RequestContext {
     started: Instant,
     decision: Option<Decision>,
-    /// The Host the request was routed by, for forwarding headers.
-    host: String,
     /// A client's own `GET /robots.txt`: the body the origin sends, collected to notice that the
     /// origin's robots.txt changed before the next scheduled refresh.
     robots_seen: Option<BytesMut>,
@@ -37,7 +36,11 @@ pub struct RequestContext {
 /// every request expensive, so they are refused with 431.
 const MAX_USER_AGENT: usize = 8 * 1024;
 
-fn header_bytes<'a>(request: &'a RequestHeader, name: &str) -> &'a [u8] {
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+
+fn header_bytes<'a>(request: &'a RequestHeader, name: &HeaderName) -> &'a [u8] {
     request
         .headers
         .get(name)
@@ -47,16 +50,21 @@ fn header_bytes<'a>(request: &'a RequestHeader, name: &str) -> &'a [u8] {
 /// The Host a request is for: the HTTP/2 `:authority` when present, else the Host header (for an
 /// HTTP/1 absolute-form target pingora has already checked that the two agree). A request carrying
 /// two Host headers is refused (returns `None`).
-fn request_host(request: &RequestHeader) -> Option<Vec<u8>> {
+fn request_host(request: &RequestHeader) -> Option<&[u8]> {
     if let Some(authority) = request.uri.authority() {
-        return Some(authority.as_str().as_bytes().to_vec());
+        return Some(authority.as_str().as_bytes());
     }
-    let mut values = request.headers.get_all("host").iter();
+    let mut values = request.headers.get_all(http::header::HOST).iter();
     let first = values.next()?;
     if values.next().is_some() {
         return None;
     }
-    Some(first.as_bytes().to_vec())
+    Some(first.as_bytes())
+}
+
+/// The request target's path and query (`/` when it has none, as for `*`).
+fn request_path(request: &RequestHeader) -> &str {
+    request.uri.path_and_query().map_or("/", |p| p.as_str())
 }
 
 /// Request bodies up to this size are drained after robotsguard answers, so the connection stays
@@ -145,7 +153,6 @@ impl ProxyHttp for RobotsGuardProxy {
         RequestContext {
             started: Instant::now(),
             decision: None,
-            host: String::new(),
             robots_seen: None,
         }
     }
@@ -155,13 +162,11 @@ impl ProxyHttp for RobotsGuardProxy {
         session: &mut Session,
         ctx: &mut RequestContext,
     ) -> Result<bool> {
-        ctx.started = Instant::now();
-        let request = session.req_header();
         // CONNECT never gets here: pingora refuses it with 405 unless CONNECT proxying is
         // enabled, which robotsguard never does (tests/proxy_routing.rs checks the refusal).
         let snapshot = self.snapshot.load();
-        let host = request_host(request).unwrap_or_default();
-        let user_agent = header_bytes(request, "user-agent");
+        let request = session.req_header();
+        let user_agent = header_bytes(request, &http::header::USER_AGENT);
         if user_agent.len() > MAX_USER_AGENT {
             respond(
                 session,
@@ -172,60 +177,60 @@ impl ProxyHttp for RobotsGuardProxy {
             .await?;
             return Ok(true);
         }
-        let path = request
-            .uri
-            .path_and_query()
-            .map_or("/", |p| p.as_str())
-            .to_string();
         let decision_started = Instant::now();
-        let decision = decide(&snapshot, &host, user_agent, path.as_bytes());
+        let decision = decide(
+            &snapshot,
+            request_host(request).unwrap_or_default(),
+            user_agent,
+            request_path(request).as_bytes(),
+        );
         METRICS
             .decision_duration
             .observe(decision_started.elapsed().as_secs_f64());
-        let decision = match decision {
-            Ok(decision) => decision,
-            Err(_) => {
-                respond(
-                    session,
-                    421,
-                    "421 Misdirected Request: this proxy does not serve that host.\n".into(),
-                    &[],
-                )
-                .await?;
-                return Ok(true);
-            }
+        let Ok(decision) = decision else {
+            respond(
+                session,
+                421,
+                "421 Misdirected Request: this proxy does not serve that host.\n".into(),
+                &[],
+            )
+            .await?;
+            return Ok(true);
         };
-        ctx.host = String::from_utf8_lossy(&host).into_owned();
         if decision.outcome == Outcome::Blocked {
+            let request = session.req_header();
+            let path = request_path(request);
             let scheme = if is_tls(session) { "https" } else { "http" };
             // The Host routed, so it is a valid host[:port]; keep the port the client used.
-            let robots_url = format!("{scheme}://{}/robots.txt", ctx.host.trim());
-            let body = block_body(&decision, &path, &robots_url);
+            let host = String::from_utf8_lossy(request_host(request).unwrap_or_default());
+            let robots_url = format!("{scheme}://{}/robots.txt", host.trim());
+            let body = block_body(&decision, path, &robots_url);
             let status = decision.origin.config.block.status;
             crate::logs::disallowed_request(
                 &decision,
                 || client_address(session),
-                &session.req_header().method,
-                &path,
+                &request.method,
+                path,
             );
             ctx.decision = Some(decision);
             respond(session, status, body, &[]).await?;
             return Ok(true);
         }
+        let request = session.req_header();
         if decision.outcome == Outcome::WouldBlock {
             crate::logs::disallowed_request(
                 &decision,
                 || client_address(session),
-                &session.req_header().method,
-                &path,
+                &request.method,
+                request_path(request),
             );
         }
-        if session.req_header().method == http::Method::GET
+        if request.method == http::Method::GET
             && matches!(
                 decision.origin.robots.settings.source,
                 RobotsSource::Origin { .. }
             )
-            && path.split('?').next() == Some("/robots.txt")
+            && request.uri.path() == "/robots.txt"
         {
             ctx.robots_seen = Some(BytesMut::new());
         }
@@ -302,7 +307,7 @@ impl ProxyHttp for RobotsGuardProxy {
         &self,
         session: &mut Session,
         upstream_request: &mut RequestHeader,
-        ctx: &mut RequestContext,
+        _ctx: &mut RequestContext,
     ) -> Result<()> {
         // An absolute-form target (`GET http://host/path`) is forwarded in origin-form. pingora
         // keeps the original target bytes for the request line and has already checked that its
@@ -319,15 +324,18 @@ impl ProxyHttp for RobotsGuardProxy {
                 .map_err(|e| Error::because(ErrorType::InvalidHTTPHeader, "request target", e))?;
             upstream_request.set_uri(uri);
         }
-        let client = client_address(session);
-        let forwarded_for = match upstream_request.headers.get("x-forwarded-for") {
-            Some(existing) => format!("{}, {client}", String::from_utf8_lossy(existing.as_bytes())),
-            None => client,
-        };
-        upstream_request.insert_header("x-forwarded-for", forwarded_for)?;
+        let mut forwarded_for = String::with_capacity(64);
+        if let Some(existing) = upstream_request.headers.get(&X_FORWARDED_FOR) {
+            forwarded_for.push_str(&String::from_utf8_lossy(existing.as_bytes()));
+            forwarded_for.push_str(", ");
+        }
+        push_client_address(&mut forwarded_for, session);
+        upstream_request.insert_header(X_FORWARDED_FOR, forwarded_for)?;
         let proto = if is_tls(session) { "https" } else { "http" };
-        upstream_request.insert_header("x-forwarded-proto", proto)?;
-        upstream_request.insert_header("x-forwarded-host", ctx.host.as_str())?;
+        upstream_request.insert_header(X_FORWARDED_PROTO, HeaderValue::from_static(proto))?;
+        // request_filter routed this request by this host, so it is there and a valid value.
+        let host = request_host(session.req_header()).unwrap_or_default();
+        upstream_request.insert_header(X_FORWARDED_HOST, host)?;
         Ok(())
     }
 
@@ -382,19 +390,21 @@ impl ProxyHttp for RobotsGuardProxy {
             return;
         };
         let origin = decision.origin.name();
-        METRICS
-            .requests
-            .with_label_values(&[
-                origin,
-                decision.crawler_label(),
-                decision.category_label(),
-                decision.outcome.as_str(),
-            ])
-            .inc();
-        METRICS
-            .request_duration
-            .with_label_values(&[origin])
-            .observe(ctx.started.elapsed().as_secs_f64());
+        let series = decision.origin.request_series.get(origin);
+        if decision.crawler.is_none() && decision.outcome == Outcome::Pass {
+            series.not_crawler_passed.inc();
+        } else {
+            METRICS
+                .requests
+                .with_label_values(&[
+                    origin,
+                    decision.crawler_label(),
+                    decision.category_label(),
+                    decision.outcome.as_str(),
+                ])
+                .inc();
+        }
+        series.duration.observe(ctx.started.elapsed().as_secs_f64());
     }
 }
 
@@ -405,8 +415,19 @@ fn is_tls(session: &Session) -> bool {
 }
 
 fn client_address(session: &Session) -> String {
+    let mut address = String::new();
+    push_client_address(&mut address, session);
+    address
+}
+
+/// Appends the client's IP address (or `unknown`, for a Unix-socket client) to `out`.
+fn push_client_address(out: &mut String, session: &Session) {
+    use std::fmt::Write as _;
     match session.client_addr().and_then(|addr| addr.as_inet()) {
-        Some(addr) => addr.ip().to_string(),
-        None => "unknown".to_string(),
+        // Writing to a String cannot fail.
+        Some(addr) => {
+            let _ = write!(out, "{}", addr.ip());
+        }
+        None => out.push_str("unknown"),
     }
 }

@@ -86,6 +86,27 @@ impl RobotsCopy {
         }
     }
 
+    /// [`RobotsCopy::from_body`], taking the compiled rules of `previous` when it was built from
+    /// the same bytes. A watched directory sees changes to other files in it, and an origin
+    /// mostly answers a refresh with the file it sent last time; either then costs a comparison
+    /// instead of a parse and compile (milliseconds for a large file).
+    pub fn from_body_or_previous(
+        body: bytes::Bytes,
+        max_size: usize,
+        outcome: &'static str,
+        reason: String,
+        previous: &RobotsCopy,
+    ) -> RobotsCopy {
+        match &previous.policy {
+            Policy::Rules(rules) if previous.body == body => RobotsCopy {
+                scanner: previous.scanner.clone(),
+                body,
+                ..RobotsCopy::without_rules(Policy::Rules(rules.clone()), outcome, reason)
+            },
+            _ => RobotsCopy::from_body(body, max_size, outcome, reason),
+        }
+    }
+
     pub fn without_rules(policy: Policy, outcome: &'static str, reason: String) -> RobotsCopy {
         RobotsCopy {
             policy,
@@ -208,6 +229,8 @@ pub struct Origin {
     pub peers: Vec<Peer>,
     next_peer: AtomicUsize,
     pub robots: Arc<RobotsSlot>,
+    /// This origin's per-request metric series.
+    pub request_series: crate::metrics::OriginRequestSeries,
 }
 
 impl Origin {
@@ -298,6 +321,7 @@ impl Snapshot {
                 peers,
                 next_peer: AtomicUsize::new(0),
                 robots,
+                request_series: Default::default(),
             }));
         }
         let by_name = origins
@@ -452,6 +476,34 @@ pub fn normalize_host(raw: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn compiled(copy: &RobotsCopy) -> &Arc<Robots> {
+        match &copy.policy {
+            Policy::Rules(rules) => rules,
+            _ => panic!("expected compiled rules, got another policy"),
+        }
+    }
+
+    #[test]
+    fn same_bytes_reuse_the_compiled_rules_and_other_bytes_compile_afresh() {
+        let body = bytes::Bytes::from_static(b"User-agent: FooBot\nDisallow: /private\n");
+        let first = RobotsCopy::from_body(body.clone(), 1 << 20, "ok", "first".into());
+        let same = RobotsCopy::from_body_or_previous(body, 1 << 20, "ok", "again".into(), &first);
+        assert!(Arc::ptr_eq(compiled(&first), compiled(&same)));
+        assert_eq!(same.reason, "again");
+        assert!(same.scanner.longest_whole_word(b"FooBot/1.0").is_some());
+
+        let changed = bytes::Bytes::from_static(b"User-agent: FooBot\nDisallow: /\n");
+        let other =
+            RobotsCopy::from_body_or_previous(changed.clone(), 1 << 20, "ok", "new".into(), &first);
+        assert!(!Arc::ptr_eq(compiled(&first), compiled(&other)));
+        assert_eq!(other.body, changed);
+
+        // A previous outcome without rules (say, unreachable) never stands in for a file.
+        let none = RobotsCopy::without_rules(Policy::AllowAll, "unavailable", "404".into());
+        let fresh = RobotsCopy::from_body_or_previous(changed, 1 << 20, "ok", "back".into(), &none);
+        assert!(matches!(fresh.policy, Policy::Rules(_)));
+    }
 
     #[test]
     fn host_normalisation() {

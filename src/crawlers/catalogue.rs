@@ -211,6 +211,12 @@ impl Catalogue {
     ///    overlapping matches win;
     /// 4. the earliest catalogue entry.
     pub fn find(&self, user_agent: &[u8]) -> Option<&CrawlerDef> {
+        self.find_index(user_agent)
+            .and_then(|index| self.defs.get(index))
+    }
+
+    /// [`Catalogue::find`], as the entry's index in [`Catalogue::defs`].
+    pub fn find_index(&self, user_agent: &[u8]) -> Option<usize> {
         let matches = self.automaton.try_find_overlapping_iter(user_agent).ok()?;
         let mut best: Option<(bool, usize, Reverse<usize>, usize)> = None;
         for m in matches {
@@ -231,7 +237,7 @@ impl Catalogue {
                 best = Some(key);
             }
         }
-        best.and_then(|(_, _, _, index)| self.defs.get(index))
+        best.map(|(_, _, _, index)| index)
     }
 }
 

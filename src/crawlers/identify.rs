@@ -1,10 +1,13 @@
 //! Decides whether a User-Agent belongs to a crawler and which robots.txt tokens it answers to: catalogue first, then the origin's robots.txt names, then generic rules.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde::Serialize;
 
 use super::catalogue::{Catalogue, CatalogueError, CrawlerDef, OTHER_LABEL};
 use super::category::Category;
+use super::memo::{self, Memo};
 use super::robots_tokens::RobotsTokenScanner;
 
 /// Words whose presence (case-insensitive, anywhere in a word) marks a UA as automated.
@@ -278,6 +281,83 @@ pub struct Identifier {
     catalogue: Catalogue,
     generic: bool,
     markers: AhoCorasick,
+    /// Distinguishes this identifier's remembered verdicts ([`memo`]) from other identifiers';
+    /// clones share it, as they give the same verdicts.
+    memo_owner: u64,
+}
+
+/// Source of [`Identifier::memo_owner`]: every built identifier gets its own.
+static NEXT_MEMO_OWNER: AtomicU64 = AtomicU64::new(1);
+
+/// What the generic rules make of a User-Agent, with the token as a byte range of it, so the
+/// verdict can be remembered per User-Agent ([`memo`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum GenericVerdict {
+    NotCrawler,
+    EmptyUserAgent,
+    /// The token is `user_agent[start..end]`.
+    AutomationWord {
+        start: usize,
+        end: usize,
+    },
+    /// Every automation word sits in a URL or e-mail address: a crawler without a token.
+    AutomationWordOnlyInUrls,
+    /// The token (the library's product) is `user_agent[start..end]`.
+    HttpLibrary {
+        start: usize,
+        end: usize,
+    },
+}
+
+impl GenericVerdict {
+    fn identity(self, user_agent: &[u8]) -> Option<Identity<'_>> {
+        // Ranges come from scanning these same bytes and cover ASCII words only.
+        let token = |start: usize, end: usize| {
+            user_agent
+                .get(start..end)
+                .and_then(|bytes| std::str::from_utf8(bytes).ok())
+        };
+        let (name, tokens, category, rule) = match self {
+            GenericVerdict::NotCrawler => return None,
+            GenericVerdict::EmptyUserAgent => (
+                EMPTY_UA_NAME,
+                TokenList::empty(),
+                Category::Other,
+                GenericRule::EmptyUserAgent,
+            ),
+            GenericVerdict::AutomationWord { start, end } => {
+                let word = token(start, end)?;
+                (
+                    word,
+                    TokenList::single(word),
+                    Category::Other,
+                    GenericRule::AutomationWord,
+                )
+            }
+            GenericVerdict::AutomationWordOnlyInUrls => (
+                UNNAMED_NAME,
+                TokenList::empty(),
+                Category::Other,
+                GenericRule::AutomationWord,
+            ),
+            GenericVerdict::HttpLibrary { start, end } => {
+                let product = token(start, end)?;
+                (
+                    product,
+                    TokenList::single(product),
+                    Category::Library,
+                    GenericRule::HttpLibrary,
+                )
+            }
+        };
+        Some(Identity::outside_catalogue(
+            name,
+            tokens,
+            category,
+            IdentitySource::Generic,
+            Some(rule),
+        ))
+    }
 }
 
 impl Identifier {
@@ -292,6 +372,7 @@ impl Identifier {
             catalogue,
             generic,
             markers,
+            memo_owner: NEXT_MEMO_OWNER.fetch_add(1, Ordering::Relaxed),
         })
     }
 
@@ -321,9 +402,21 @@ impl Identifier {
         user_agent: &'a [u8],
         robots_tokens: Option<&'a RobotsTokenScanner>,
     ) -> Option<Identity<'a>> {
-        if let Some(def) = self.catalogue.find(user_agent) {
-            return Some(Identity::from_def(def));
-        }
+        // Stages 1 and 3 depend on the UA alone, so their verdict is remembered per UA; stage
+        // 2 depends on the origin and runs each time it is reached.
+        let memo = memo::remembered(self.memo_owner, user_agent, || {
+            match self.catalogue.find_index(user_agent) {
+                Some(index) => Memo::Catalogue(index),
+                None if self.generic => Memo::Outside(self.generic_verdict(user_agent)),
+                None => Memo::Outside(GenericVerdict::NotCrawler),
+            }
+        });
+        let generic = match memo {
+            Memo::Catalogue(index) => {
+                return self.catalogue.defs().get(index).map(Identity::from_def);
+            }
+            Memo::Outside(generic) => generic,
+        };
         if let Some(token) = robots_tokens.and_then(|s| s.longest_whole_word(user_agent)) {
             return Some(Identity::outside_catalogue(
                 token,
@@ -333,10 +426,7 @@ impl Identifier {
                 None,
             ));
         }
-        if self.generic {
-            return self.identify_generic(user_agent);
-        }
-        None
+        generic.identity(user_agent)
     }
 
     /// Stage 3. Rules, in order:
@@ -354,39 +444,24 @@ impl Identifier {
     ///    crawler whose token is that product (`PHP/8.2` → `PHP`).
     ///
     /// Ordinary browser UAs contain none of these and are not crawlers.
-    fn identify_generic<'a>(&self, user_agent: &'a [u8]) -> Option<Identity<'a>> {
+    fn generic_verdict(&self, user_agent: &[u8]) -> GenericVerdict {
         if user_agent.iter().all(|&b| b <= b' ' || b == 0x7f) {
-            return Some(Identity::outside_catalogue(
-                EMPTY_UA_NAME,
-                TokenList::empty(),
-                Category::Other,
-                IdentitySource::Generic,
-                Some(GenericRule::EmptyUserAgent),
-            ));
+            return GenericVerdict::EmptyUserAgent;
         }
+        // Ranges below are of the trimmed UA; `lead` turns them into ranges of `user_agent`.
+        let lead = user_agent.len() - user_agent.trim_ascii_start().len();
         let ua = user_agent.trim_ascii();
         if looks_like_app(ua) {
-            return None;
+            return GenericVerdict::NotCrawler;
         }
         match self.automation_word(ua) {
-            MarkerScan::Word(word) => {
-                return Some(Identity::outside_catalogue(
-                    word,
-                    TokenList::single(word),
-                    Category::Other,
-                    IdentitySource::Generic,
-                    Some(GenericRule::AutomationWord),
-                ))
+            MarkerScan::Word { start, end } => {
+                return GenericVerdict::AutomationWord {
+                    start: lead + start,
+                    end: lead + end,
+                }
             }
-            MarkerScan::OnlyInUrls => {
-                return Some(Identity::outside_catalogue(
-                    UNNAMED_NAME,
-                    TokenList::empty(),
-                    Category::Other,
-                    IdentitySource::Generic,
-                    Some(GenericRule::AutomationWord),
-                ))
-            }
+            MarkerScan::OnlyInUrls => return GenericVerdict::AutomationWordOnlyInUrls,
             MarkerScan::None => {}
         }
         let product = leading_product(ua);
@@ -394,23 +469,18 @@ impl Identifier {
             .iter()
             .any(|p| p.as_bytes().eq_ignore_ascii_case(product))
         {
-            // The product equals an ASCII list entry, so it is valid UTF-8.
-            let product = std::str::from_utf8(product).ok()?;
-            return Some(Identity::outside_catalogue(
-                product,
-                TokenList::single(product),
-                Category::Library,
-                IdentitySource::Generic,
-                Some(GenericRule::HttpLibrary),
-            ));
+            return GenericVerdict::HttpLibrary {
+                start: lead,
+                end: lead + product.len(),
+            };
         }
-        None
+        GenericVerdict::NotCrawler
     }
 
     /// The first automation word outside URLs. Each field (the text between delimiters) is
     /// scanned at most once for URL-ness and the chosen word once, so this stays linear
     /// however many markers a hostile UA repeats.
-    fn automation_word<'a>(&self, ua: &'a [u8]) -> MarkerScan<'a> {
+    fn automation_word(&self, ua: &[u8]) -> MarkerScan {
         let Ok(matches) = self.markers.try_find_iter(ua) else {
             return MarkerScan::None;
         };
@@ -433,12 +503,16 @@ impl Identifier {
                 in_url = true;
                 continue;
             }
-            let (ws, we) = word_around(ua, start, end, f);
-            if let Ok(word) = std::str::from_utf8(&ua[ws..we]) {
-                let word = word.trim_matches('-');
-                if !word.is_empty() {
-                    return MarkerScan::Word(word);
-                }
+            let (mut ws, mut we) = word_around(ua, start, end, f);
+            // The word is `[A-Za-z0-9_-]` bytes; hyphens at its ends are not part of a name.
+            while ws < we && ua[ws] == b'-' {
+                ws += 1;
+            }
+            while we > ws && ua[we - 1] == b'-' {
+                we -= 1;
+            }
+            if ws < we {
+                return MarkerScan::Word { start: ws, end: we };
             }
         }
         if in_url {
@@ -449,8 +523,12 @@ impl Identifier {
     }
 }
 
-enum MarkerScan<'a> {
-    Word(&'a str),
+enum MarkerScan {
+    /// The word is `ua[start..end]`.
+    Word {
+        start: usize,
+        end: usize,
+    },
     OnlyInUrls,
     None,
 }
@@ -553,6 +631,31 @@ mod tests {
 
     fn tokens(id: &Identity<'_>) -> Vec<String> {
         id.tokens.to_vec()
+    }
+
+    #[test]
+    fn remembered_verdicts_are_per_identifier_and_per_origin() {
+        let generic_on = identifier(true);
+        let generic_off = identifier(false);
+        let names = RobotsTokenScanner::new(["FooCrawler"]);
+        let ua = b"FooCrawler/1.0 (+https://foo.example/)";
+        // Asked repeatedly and interleaved, so later answers come from the memory.
+        for _ in 0..3 {
+            let generic = generic_on.identify(ua, None).map(|i| (i.name, i.source));
+            assert_eq!(generic, Some(("FooCrawler", IdentitySource::Generic)));
+            assert_eq!(generic_off.identify(ua, None), None);
+            // The origin's robots.txt names it: stage 2 runs even when stage 1 is remembered.
+            let named = generic_off.identify(ua, Some(&names)).map(|i| i.source);
+            assert_eq!(named, Some(IdentitySource::RobotsTxt));
+            let catalogued = generic_off.identify(b"Mozilla/5.0 (compatible; Googlebot/2.1)", None);
+            assert_eq!(catalogued.map(|i| i.name), Some("Googlebot"));
+        }
+        // Leading whitespace shifts the remembered token range; the token is still the word.
+        let padded = b"  \tFooCrawler/2.0";
+        for _ in 0..2 {
+            let id = generic_on.identify(padded, None).map(|i| i.name);
+            assert_eq!(id, Some("FooCrawler"));
+        }
     }
 
     /// (UA, expected catalogue name, expected tokens)

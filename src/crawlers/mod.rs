@@ -16,6 +16,7 @@ mod catalogue;
 pub mod category;
 mod describe;
 mod identify;
+mod memo;
 mod robots_tokens;
 mod words;
 

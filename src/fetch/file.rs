@@ -25,7 +25,8 @@ pub fn read(origin: &Origin, path: &Path) -> Fetched {
     match read_limited(path, settings.max_size) {
         Ok((body, over_limit)) => {
             let reason = format!("read from {}", path.display());
-            let mut copy = RobotsCopy::from_body(body, settings.max_size, "ok", reason);
+            let mut copy =
+                RobotsCopy::from_body_or_previous(body, settings.max_size, "ok", reason, &previous);
             copy.source = source;
             copy.fetched_at = Some(SystemTime::now());
             let outcome = if over_limit {

@@ -277,7 +277,7 @@ pub async fn fetch(connector: &Connector, origin: &Origin, url: Option<&str>) ->
     };
     let source = source(&target);
     match answer.status {
-        200..=299 => ok(answer, settings.max_size, source),
+        200..=299 => ok(answer, settings.max_size, source, &previous),
         304 if previous.has_rules() => {
             let mut copy = (*previous).clone();
             copy.fetched_at = Some(SystemTime::now());
@@ -309,7 +309,7 @@ pub async fn fetch(connector: &Connector, origin: &Origin, url: Option<&str>) ->
     }
 }
 
-fn ok(answer: Answer, max_size: usize, source: String) -> Fetched {
+fn ok(answer: Answer, max_size: usize, source: String, previous: &RobotsCopy) -> Fetched {
     let outcome = if answer.over_limit {
         FetchOutcome::TooLarge
     } else {
@@ -323,7 +323,7 @@ fn ok(answer: Answer, max_size: usize, source: String) -> Fetched {
     } else {
         format!("fetched (HTTP {})", answer.status)
     };
-    let mut copy = RobotsCopy::from_body(answer.body, max_size, "ok", reason);
+    let mut copy = RobotsCopy::from_body_or_previous(answer.body, max_size, "ok", reason, previous);
     copy.http_status = Some(answer.status);
     copy.etag = answer.etag;
     copy.last_modified = answer.last_modified;
