@@ -147,7 +147,7 @@ for label, rps, p50, p99, cpu, _ in rows:
         by.setdefault(round_, {})[kind] = (float(rps), float(p50), float(p99), float(cpu))
 print("\nround\tthroughput_ratio\tp50_ratio\tp99_ratio\tcpu_ratio   (robotsguard / pass-through)")
 ratios = []
-for round_, pair in sorted(by.items()):
+for round_, pair in sorted(by.items(), key=lambda item: int(item[0])):
     g, p = pair["robotsguard"], pair["passthrough"]
     r = (g[0] / p[0], g[1] / p[1], g[2] / p[2], g[3] / p[3] if p[3] else 0.0)
     ratios.append(r)

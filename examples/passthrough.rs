@@ -11,6 +11,11 @@ use pingora::prelude::*;
 use pingora::proxy::{ProxyHttp, Session};
 use pingora::server::configuration::{Opt, ServerConf};
 
+// The same allocator as robotsguard's binary (src/main.rs), so the comparison measures the hooks,
+// not the allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 struct PassThrough {
     upstream: std::net::SocketAddr,
 }

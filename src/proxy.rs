@@ -1,6 +1,7 @@
 //! The pingora hooks: route by Host, decide, answer blocked crawlers, forward everything else.
 //! The hooks stay thin; policy lives in [`crate::enforce`].
 
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -36,9 +37,11 @@ pub struct RequestContext {
 /// every request expensive, so they are refused with 431.
 const MAX_USER_AGENT: usize = 8 * 1024;
 
-const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
-const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
-const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+// Names as text, as they go on the wire: pingora keeps a text name as it is, but copies the name
+// of a non-standard `HeaderName` into a new buffer on every insert.
+const X_FORWARDED_FOR: &str = "X-Forwarded-For";
+const X_FORWARDED_PROTO: &str = "X-Forwarded-Proto";
+const X_FORWARDED_HOST: &str = "X-Forwarded-Host";
 
 fn header_bytes<'a>(request: &'a RequestHeader, name: &HeaderName) -> &'a [u8] {
     request
@@ -324,12 +327,13 @@ impl ProxyHttp for RobotsGuardProxy {
                 .map_err(|e| Error::because(ErrorType::InvalidHTTPHeader, "request target", e))?;
             upstream_request.set_uri(uri);
         }
-        let mut forwarded_for = String::with_capacity(64);
-        if let Some(existing) = upstream_request.headers.get(&X_FORWARDED_FOR) {
-            forwarded_for.push_str(&String::from_utf8_lossy(existing.as_bytes()));
-            forwarded_for.push_str(", ");
-        }
-        push_client_address(&mut forwarded_for, session);
+        let existing = upstream_request
+            .headers
+            .get(X_FORWARDED_FOR)
+            .map(HeaderValue::as_bytes);
+        let client = session.client_addr().and_then(|addr| addr.as_inet());
+        let forwarded_for = forwarded_for(existing, client.map(|addr| addr.ip()))
+            .map_err(|e| Error::because(ErrorType::InvalidHTTPHeader, "X-Forwarded-For", e))?;
         upstream_request.insert_header(X_FORWARDED_FOR, forwarded_for)?;
         let proto = if is_tls(session) { "https" } else { "http" };
         upstream_request.insert_header(X_FORWARDED_PROTO, HeaderValue::from_static(proto))?;
@@ -414,20 +418,93 @@ fn is_tls(session: &Session) -> bool {
         .is_some_and(|digest| digest.ssl_digest.is_some())
 }
 
+/// The client's IP address, or `unknown` for a Unix-socket client.
 fn client_address(session: &Session) -> String {
-    let mut address = String::new();
-    push_client_address(&mut address, session);
-    address
+    match session.client_addr().and_then(|addr| addr.as_inet()) {
+        Some(addr) => addr.ip().to_string(),
+        None => "unknown".to_string(),
+    }
 }
 
-/// Appends the client's IP address (or `unknown`, for a Unix-socket client) to `out`.
-fn push_client_address(out: &mut String, session: &Session) {
-    use std::fmt::Write as _;
-    match session.client_addr().and_then(|addr| addr.as_inet()) {
-        // Writing to a String cannot fail.
-        Some(addr) => {
-            let _ = write!(out, "{}", addr.ip());
+/// The `X-Forwarded-For` value to send upstream: the client's own value, if it sent one, with the
+/// client's address (or `unknown`, for a Unix-socket client) appended. Every request that is
+/// proxied pays for this, so it is built in one buffer without the formatting machinery; the
+/// client's value is kept byte for byte (it was a valid header value, and so is the result).
+fn forwarded_for(
+    existing: Option<&[u8]>,
+    client: Option<IpAddr>,
+) -> Result<HeaderValue, http::header::InvalidHeaderValue> {
+    // 39 bytes: the longest IPv6 text form.
+    let mut value = Vec::with_capacity(existing.map_or(0, |e| e.len() + 2) + 39);
+    if let Some(existing) = existing {
+        value.extend_from_slice(existing);
+        value.extend_from_slice(b", ");
+    }
+    match client {
+        Some(IpAddr::V4(ip)) => push_ipv4(&mut value, ip),
+        Some(IpAddr::V6(ip)) => {
+            use std::io::Write as _;
+            // Writing to a Vec cannot fail.
+            let _ = write!(value, "{ip}");
         }
-        None => out.push_str("unknown"),
+        None => value.extend_from_slice(b"unknown"),
+    }
+    HeaderValue::from_maybe_shared(Bytes::from(value))
+}
+
+/// Appends `ip` in dotted-decimal form.
+fn push_ipv4(out: &mut Vec<u8>, ip: Ipv4Addr) {
+    for (index, octet) in ip.octets().into_iter().enumerate() {
+        if index > 0 {
+            out.push(b'.');
+        }
+        if octet >= 100 {
+            out.push(b'0' + octet / 100);
+        }
+        if octet >= 10 {
+            out.push(b'0' + octet / 10 % 10);
+        }
+        out.push(b'0' + octet % 10);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv6Addr;
+
+    #[test]
+    fn ipv4_text_matches_the_standard_form_for_every_octet_value() {
+        for octet in 0..=255u8 {
+            for ip in [
+                Ipv4Addr::new(octet, 0, 255, octet),
+                Ipv4Addr::new(10, octet, octet, 9),
+            ] {
+                let mut text = Vec::new();
+                push_ipv4(&mut text, ip);
+                assert_eq!(text, ip.to_string().into_bytes(), "{ip}");
+            }
+        }
+    }
+
+    #[test]
+    fn forwarded_for_appends_the_client_to_what_the_client_sent() {
+        let v4 = Some(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7)));
+        let v6 = Some(IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1)));
+        let value = |existing: Option<&[u8]>, client| {
+            forwarded_for(existing, client).map(|v| v.as_bytes().to_vec())
+        };
+        assert_eq!(value(None, v4).ok(), Some(b"192.0.2.7".to_vec()));
+        assert_eq!(value(None, v6).ok(), Some(b"2001:db8::1".to_vec()));
+        assert_eq!(value(None, None).ok(), Some(b"unknown".to_vec()));
+        assert_eq!(
+            value(Some(b"203.0.113.9, 198.51.100.1"), v4).ok(),
+            Some(b"203.0.113.9, 198.51.100.1, 192.0.2.7".to_vec())
+        );
+        // Bytes beyond ASCII in the client's value are kept as they were, not replaced.
+        assert_eq!(
+            value(Some(b"caf\xe9"), v4).ok(),
+            Some(b"caf\xe9, 192.0.2.7".to_vec())
+        );
     }
 }

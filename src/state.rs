@@ -5,6 +5,7 @@
 //! new [`RobotsCopy`] into an origin's [`RobotsSlot`]; config reloads build a whole new
 //! [`Snapshot`].
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -444,7 +445,7 @@ impl Live {
 
 /// Normalises a Host header or authority for lookup: lower-case, port and trailing dot removed.
 /// Returns `None` for values no configured host can equal (empty, spaces, userinfo, ...).
-pub fn normalize_host(raw: &[u8]) -> Option<String> {
+pub fn normalize_host(raw: &[u8]) -> Option<Cow<'_, str>> {
     let raw = std::str::from_utf8(raw).ok()?.trim();
     if raw.is_empty() || raw.len() > 300 {
         return None;
@@ -470,7 +471,15 @@ pub fn normalize_host(raw: &[u8]) -> Option<String> {
     let valid = host
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'[' | b']' | b':'));
-    (valid && !host.is_empty()).then(|| host.to_ascii_lowercase())
+    if !valid || host.is_empty() {
+        return None;
+    }
+    // Clients almost always send the host in lower case; copy only when there is a letter to fold.
+    Some(if host.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(host.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(host)
+    })
 }
 
 #[cfg(test)]

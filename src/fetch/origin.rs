@@ -145,7 +145,12 @@ fn resolve_redirect(origin: &Origin, current: &Target, location: &str) -> Result
             return Err(format!("redirect to an internal address `{host}`"));
         }
     }
-    if !origin.config.hosts.contains(&host) {
+    if !origin
+        .config
+        .hosts
+        .iter()
+        .any(|configured| *configured == host)
+    {
         return Err(format!("redirect to another host `{host}`"));
     }
     Ok(Target {
