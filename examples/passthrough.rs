@@ -13,8 +13,9 @@ use pingora::server::configuration::{Opt, ServerConf};
 
 // The same allocator as robotsguard's binary (src/main.rs), so the comparison measures the hooks,
 // not the allocator.
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 struct PassThrough {
     upstream: std::net::SocketAddr,
