@@ -41,7 +41,7 @@ else
 fi
 PROXY_THREADS=${PROXY_THREADS:-$default_threads}
 
-need() { command -v "$1" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null; }; }
+. bench/common.sh
 need wrk wrk
 need nginx nginx
 
@@ -51,39 +51,12 @@ pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 ORIGIN_PORT=$(free_port); GUARD_PORT=$(free_port); ADMIN_PORT=$(free_port); PASS_PORT=$(free_port)
 
-cat >"$work/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  server { listen 127.0.0.1:$ORIGIN_PORT; location / { return 200 "origin page\n"; } }
-}
-EOF
+write_origin_config "$work" "$ORIGIN_PORT"
 "${pin_load[@]}" nginx -c "$work/nginx.conf" -p "$work" & pids+=($!)
 
-# The medium benchmark robots.txt, plus a group that blocks the "blocked" crawler of the mix.
-# Config and robots.txt in a directory of their own: robotsguard watches it, and the logs and
-# results written to $work must not look like robots.txt or config changes.
-mkdir "$work/conf"
-{ cat benches/data/medium.txt; printf '\nUser-agent: CCBot\nDisallow: /\n'; } >"$work/conf/robots.txt"
-cat >"$work/conf/robotsguard.yaml" <<EOF
-listen: ["127.0.0.1:$GUARD_PORT"]
-admin: "127.0.0.1:$ADMIN_PORT"
-threads: $PROXY_THREADS
-shutdown: {grace: 1s}
-origins:
-  - name: bench
-    hosts: [bench.example]
-    upstream: "127.0.0.1:$ORIGIN_PORT"
-    robots: {source: file, path: robots.txt}
-EOF
+write_guard_config "$work" "$GUARD_PORT" "$ADMIN_PORT" "$ORIGIN_PORT" "$PROXY_THREADS"
 RUST_LOG=warn "${pin_proxy[@]}" target/release/robotsguard serve --config "$work/conf/robotsguard.yaml" 2>"$work/guard.log" & guard=$!; pids+=($guard)
 "${pin_proxy[@]}" target/release/examples/passthrough "127.0.0.1:$PASS_PORT" "127.0.0.1:$ORIGIN_PORT" "$PROXY_THREADS" 2>"$work/pass.log" & pass=$!; pids+=($pass)
 

@@ -9,7 +9,7 @@
 # Why a second benchmark: on a small shared machine the wall-clock comparison swings by tens of
 # per cent from round to round (docs/BENCHMARKS.md, "Whole proxy"), because the kernel's share of
 # each request (loopback TCP, wake-ups of the other CPU) changes with how requests happen to batch.
-# Counting the instructions each proxy executes in user space per request is repeatable to about a
+# Counting the instructions each proxy executes in user space per request is repeatable to under one
 # per cent, whatever else the machine is doing, and isolates exactly what the hooks add. It counts
 # no kernel work, which both proxies share.
 #
@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-20}
 CONNECTIONS=${CONNECTIONS:-4}
 
-need() { command -v "$1" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null; }; }
+. bench/common.sh
 need wrk wrk
 need nginx nginx
 need valgrind valgrind
@@ -38,37 +38,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 ORIGIN_PORT=$(free_port); GUARD_PORT=$(free_port); ADMIN_PORT=$(free_port); PASS_PORT=$(free_port)
 
-cat >"$work/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  server { listen 127.0.0.1:$ORIGIN_PORT; location / { return 200 "origin page\n"; } }
-}
-EOF
+write_origin_config "$work" "$ORIGIN_PORT"
 nginx -c "$work/nginx.conf" -p "$work" & pids+=($!)
 
 # The same robots.txt and config as bench/proxy-compare.sh, with one worker thread.
-mkdir "$work/conf"
-{ cat benches/data/medium.txt; printf '\nUser-agent: CCBot\nDisallow: /\n'; } >"$work/conf/robots.txt"
-cat >"$work/conf/robotsguard.yaml" <<EOF
-listen: ["127.0.0.1:$GUARD_PORT"]
-admin: "127.0.0.1:$ADMIN_PORT"
-threads: 1
-shutdown: {grace: 1s}
-origins:
-  - name: bench
-    hosts: [bench.example]
-    upstream: "127.0.0.1:$ORIGIN_PORT"
-    robots: {source: file, path: robots.txt}
-EOF
+write_guard_config "$work" "$GUARD_PORT" "$ADMIN_PORT" "$ORIGIN_PORT" 1
 
 measure() { # label port command...
   local label=$1 port=$2 pid requests total

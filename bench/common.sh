@@ -1,0 +1,45 @@
+# Shared set-up of the proxy benchmarks (bench/proxy-compare.sh, bench/proxy-instructions.sh);
+# sourced, not run. Everything listens on 127.0.0.1 only.
+
+# need COMMAND PACKAGE: installs the Debian package when the command is missing.
+need() { command -v "$1" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null; }; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# write_origin_config DIR PORT: an nginx config in DIR/nginx.conf answering 200 to everything on
+# PORT, keep-alive without a request limit, no access log.
+write_origin_config() {
+  cat >"$1/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $1/nginx.pid;
+error_log $1/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:$2; location / { return 200 "origin page\n"; } }
+}
+CONF
+}
+
+# write_guard_config DIR GUARD_PORT ADMIN_PORT ORIGIN_PORT THREADS: DIR/conf/robotsguard.yaml with
+# one origin, bench.example, whose robots.txt (from a watched file) is the medium benchmark file
+# plus a group that blocks the "blocked" crawler of bench/mix.lua. Config and robots.txt get a
+# directory of their own: robotsguard watches it, and logs and results written to DIR must not
+# look like robots.txt or config changes.
+write_guard_config() {
+  mkdir -p "$1/conf"
+  { cat benches/data/medium.txt; printf '\nUser-agent: CCBot\nDisallow: /\n'; } >"$1/conf/robots.txt"
+  cat >"$1/conf/robotsguard.yaml" <<CONF
+listen: ["127.0.0.1:$2"]
+admin: "127.0.0.1:$3"
+threads: $5
+shutdown: {grace: 1s}
+origins:
+  - name: bench
+    hosts: [bench.example]
+    upstream: "127.0.0.1:$4"
+    robots: {source: file, path: robots.txt}
+CONF
+}
