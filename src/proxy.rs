@@ -247,6 +247,9 @@ impl ProxyHttp for RobotsGuardProxy {
         response: &mut ResponseHeader,
         ctx: &mut RequestContext,
     ) -> Result<()> {
+        if ctx.robots_seen.is_none() {
+            return Ok(());
+        }
         // Only a plain 200 body can be compared with the copy in force.
         let identity = response
             .headers

@@ -1,7 +1,5 @@
 //! Decides whether a User-Agent belongs to a crawler and which robots.txt tokens it answers to: catalogue first, then the origin's robots.txt names, then generic rules.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde::Serialize;
 
@@ -286,9 +284,6 @@ pub struct Identifier {
     memo_owner: u64,
 }
 
-/// Source of [`Identifier::memo_owner`]: every built identifier gets its own.
-static NEXT_MEMO_OWNER: AtomicU64 = AtomicU64::new(1);
-
 /// What the generic rules make of a User-Agent, with the token as a byte range of it, so the
 /// verdict can be remembered per User-Agent ([`memo`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -372,7 +367,7 @@ impl Identifier {
             catalogue,
             generic,
             markers,
-            memo_owner: NEXT_MEMO_OWNER.fetch_add(1, Ordering::Relaxed),
+            memo_owner: memo::next_owner(),
         })
     }
 
@@ -403,7 +398,7 @@ impl Identifier {
         robots_tokens: Option<&'a RobotsTokenScanner>,
     ) -> Option<Identity<'a>> {
         // Stages 1 and 3 depend on the UA alone, so their verdict is remembered per UA; stage
-        // 2 depends on the origin and runs each time it is reached.
+        // 2 depends on the origin, so its answer is remembered per UA and origin scanner.
         let memo = memo::remembered(self.memo_owner, user_agent, || {
             match self.catalogue.find_index(user_agent) {
                 Some(index) => Memo::Catalogue(index),
@@ -417,7 +412,8 @@ impl Identifier {
             }
             Memo::Outside(generic) => generic,
         };
-        if let Some(token) = robots_tokens.and_then(|s| s.longest_whole_word(user_agent)) {
+        if let Some(token) = robots_tokens.and_then(|s| s.longest_whole_word_remembered(user_agent))
+        {
             return Some(Identity::outside_catalogue(
                 token,
                 TokenList::single(token),

@@ -1,20 +1,24 @@
-//! A small per-thread memory of what the catalogue and the generic rules made of recent
-//! User-Agents.
+//! A small per-thread memory of what the identification stages made of recent User-Agents: the
+//! catalogue and the generic rules (which depend on the User-Agent and the identifier), and an
+//! origin's robots.txt names (which depend on the User-Agent and that origin's scanner).
 //!
-//! Both stages depend on the User-Agent alone (and on the identifier that ran them), yet they
-//! are the bulk of a browser request's decision: two automaton scans of a ~120-byte string,
-//! which in a busy proxy run with cold caches and cost about as much as the rest of deciding.
+//! These stages are the bulk of a browser request's decision: automaton scans of a ~120-byte
+//! string, which in a busy proxy run with cold caches and cost about as much as the rest of
+//! deciding.
 //! Real traffic repeats a few hundred User-Agents over and over, so each worker thread keeps
 //! the verdicts of the ones it saw last. A User-Agent that is not remembered costs one hash
 //! and one copy more than before; one that is costs a hash and a comparison.
 //!
-//! The memory is exact: an entry answers only for the identical User-Agent bytes and the
-//! identifier that computed it, so a reload that changes the catalogue never sees old answers.
+//! The memory is exact: an entry answers only for the identical User-Agent bytes and the owner
+//! (identifier or robots.txt-name scanner) that computed it, so a reload that changes the
+//! catalogue or a robots.txt never sees old answers. Owners are numbered from one counter
+//! ([`next_owner`]), so an identifier's and a scanner's entries never answer for each other.
 //! It is bounded: [`SETS`] × [`WAYS`] entries per thread, each at most
 //! [`MAX_REMEMBERED_USER_AGENT`] bytes; longer User-Agents are never remembered.
 
 use std::cell::RefCell;
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::identify::GenericVerdict;
 
@@ -28,6 +32,15 @@ pub(super) enum Memo {
     Outside(GenericVerdict),
 }
 
+/// Source of owner numbers; 0 is never handed out.
+static NEXT_OWNER: AtomicU64 = AtomicU64::new(1);
+
+/// A number no other owner of remembered verdicts has; clones of an owner share it, as they give
+/// the same verdicts.
+pub(super) fn next_owner() -> u64 {
+    NEXT_OWNER.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Sets of the per-thread table (a power of two).
 const SETS: usize = 256;
 /// Entries per set: two, so that two busy User-Agents hashing to one set do not evict each
@@ -36,22 +49,22 @@ const WAYS: usize = 2;
 /// Longer User-Agents are computed every time. Real ones are well under this.
 pub const MAX_REMEMBERED_USER_AGENT: usize = 512;
 
-struct Entry {
+struct Entry<T> {
     owner: u64,
     user_agent: Vec<u8>,
-    memo: Memo,
+    memo: T,
 }
 
-struct Table {
+struct Table<T> {
     hasher: foldhash::fast::RandomState,
     /// `SETS * WAYS` entries; set `s` is `entries[s * WAYS..(s + 1) * WAYS]`.
-    entries: Vec<Option<Entry>>,
+    entries: Vec<Option<Entry<T>>>,
     /// Per set, the way the next insertion replaces (the older of the two).
     next_victim: Vec<u8>,
 }
 
-impl Table {
-    fn new() -> Table {
+impl<T: Copy> Table<T> {
+    fn new() -> Table<T> {
         Table {
             hasher: foldhash::fast::RandomState::default(),
             entries: (0..SETS * WAYS).map(|_| None).collect(),
@@ -59,13 +72,15 @@ impl Table {
         }
     }
 
-    fn set_of(&self, user_agent: &[u8]) -> usize {
+    fn set_of(&self, owner: u64, user_agent: &[u8]) -> usize {
+        // The owner is hashed too, so one User-Agent's entries for the identifier and for an
+        // origin's scanner land in different sets instead of filling one set's two ways.
         // The table length is a power of two, so the mask keeps the low bits of the hash.
-        (self.hasher.hash_one(user_agent) as usize) & (SETS - 1)
+        (self.hasher.hash_one((owner, user_agent)) as usize) & (SETS - 1)
     }
 
-    fn find(&self, owner: u64, user_agent: &[u8]) -> Option<Memo> {
-        let set = self.set_of(user_agent);
+    fn find(&self, owner: u64, user_agent: &[u8]) -> Option<T> {
+        let set = self.set_of(owner, user_agent);
         self.entries[set * WAYS..(set + 1) * WAYS]
             .iter()
             .flatten()
@@ -73,8 +88,8 @@ impl Table {
             .map(|entry| entry.memo)
     }
 
-    fn insert(&mut self, owner: u64, user_agent: &[u8], memo: Memo) {
-        let set = self.set_of(user_agent);
+    fn insert(&mut self, owner: u64, user_agent: &[u8], memo: T) {
+        let set = self.set_of(owner, user_agent);
         let ways = &mut self.entries[set * WAYS..(set + 1) * WAYS];
         let way = match ways.iter().position(Option::is_none) {
             Some(empty) => empty,
@@ -104,21 +119,43 @@ impl Table {
 }
 
 thread_local! {
-    static TABLE: RefCell<Table> = RefCell::new(Table::new());
+    /// The identifiers' verdicts (catalogue and generic rules).
+    static TABLE: RefCell<Table<Memo>> = RefCell::new(Table::new());
+    /// The robots.txt-name scanners' answers: the index of the token found, if any.
+    static ROBOTS_TOKENS: RefCell<Table<Option<usize>>> = RefCell::new(Table::new());
 }
 
 /// The remembered verdict for `user_agent` from the identifier `owner`, or `compute()`'s, which
 /// is remembered for next time.
 pub(super) fn remembered(owner: u64, user_agent: &[u8], compute: impl FnOnce() -> Memo) -> Memo {
+    remembered_in(&TABLE, owner, user_agent, compute)
+}
+
+/// The remembered answer of the robots.txt-name scanner `owner` for `user_agent`, or
+/// `compute()`'s, which is remembered for next time.
+pub(super) fn remembered_robots_token(
+    owner: u64,
+    user_agent: &[u8],
+    compute: impl FnOnce() -> Option<usize>,
+) -> Option<usize> {
+    remembered_in(&ROBOTS_TOKENS, owner, user_agent, compute)
+}
+
+fn remembered_in<T: Copy + 'static>(
+    table: &'static std::thread::LocalKey<RefCell<Table<T>>>,
+    owner: u64,
+    user_agent: &[u8],
+    compute: impl FnOnce() -> T,
+) -> T {
     if user_agent.len() > MAX_REMEMBERED_USER_AGENT {
         return compute();
     }
-    if let Some(memo) = TABLE.with_borrow(|table| table.find(owner, user_agent)) {
+    if let Some(memo) = table.with_borrow(|table| table.find(owner, user_agent)) {
         return memo;
     }
     // Computed outside the borrow: nothing `compute` calls may find the table borrowed.
     let memo = compute();
-    TABLE.with_borrow_mut(|table| table.insert(owner, user_agent, memo));
+    table.with_borrow_mut(|table| table.insert(owner, user_agent, memo));
     memo
 }
 

@@ -4,6 +4,7 @@ use std::collections::HashSet;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
+use super::memo;
 use super::words::{is_whole_word, robots_product_token};
 
 /// Shortest robots.txt name the scanner uses. One- and two-letter names would match stray
@@ -94,6 +95,8 @@ pub struct RobotsTokenScanner {
     /// Token `i` is pattern `i` of `automaton`.
     tokens: Vec<String>,
     automaton: Option<AhoCorasick>,
+    /// Distinguishes this scanner's remembered answers ([`memo`]) from other scanners'.
+    memo_owner: u64,
 }
 
 impl RobotsTokenScanner {
@@ -127,6 +130,7 @@ impl RobotsTokenScanner {
             Ok(automaton) => Self {
                 tokens,
                 automaton: Some(automaton),
+                memo_owner: memo::next_owner(),
             },
             // Only reachable past the automaton's size limits (an absurd robots.txt). Matching
             // nothing then is the safe side: the catalogue and generic rules still apply, and
@@ -148,7 +152,24 @@ impl RobotsTokenScanner {
     /// case-insensitively (same word rule as the catalogue). Ties go to the leftmost
     /// occurrence, then to the token named first. Returns the token as robots.txt spells it.
     pub fn longest_whole_word(&self, user_agent: impl AsRef<[u8]>) -> Option<&str> {
-        let ua = user_agent.as_ref();
+        self.longest_whole_word_index(user_agent.as_ref())
+            .and_then(|i| self.tokens.get(i))
+            .map(String::as_str)
+    }
+
+    /// [`Self::longest_whole_word`], remembered per worker thread for recent User-Agents (the
+    /// proxy's path: one origin sees the same few hundred User-Agents over and over).
+    pub(super) fn longest_whole_word_remembered(&self, user_agent: &[u8]) -> Option<&str> {
+        // A scanner without tokens has nothing to find, so nothing to remember.
+        self.automaton.as_ref()?;
+        memo::remembered_robots_token(self.memo_owner, user_agent, || {
+            self.longest_whole_word_index(user_agent)
+        })
+        .and_then(|i| self.tokens.get(i))
+        .map(String::as_str)
+    }
+
+    fn longest_whole_word_index(&self, ua: &[u8]) -> Option<usize> {
         let automaton = self.automaton.as_ref()?;
         let matches = automaton.try_find_overlapping_iter(ua).ok()?;
         let mut best: Option<(std::cmp::Reverse<usize>, usize, usize)> = None;
@@ -165,8 +186,7 @@ impl RobotsTokenScanner {
                 best = Some(key);
             }
         }
-        best.and_then(|(_, _, i)| self.tokens.get(i))
-            .map(String::as_str)
+        best.map(|(_, _, i)| i)
     }
 }
 
@@ -227,5 +247,43 @@ mod tests {
         assert_eq!(s.longest_whole_word(&ua), None);
         ua.extend_from_slice(b" foobot\x00");
         assert_eq!(s.longest_whole_word(&ua), Some("FooBot"));
+    }
+
+    #[test]
+    fn remembered_answers_are_each_scanners_own_and_equal_fresh_ones() {
+        let news = RobotsTokenScanner::new(["FooBot", "FooBot-News"]);
+        let plain = RobotsTokenScanner::new(["FooBot"]);
+        let other = RobotsTokenScanner::new(["BarCrawler"]);
+        let user_agents: [&[u8]; 5] = [
+            b"FooBot-News/2.0 (+https://foo.example/)",
+            b"Mozilla/5.0 (compatible; FooBot/1.0)",
+            b"BarCrawler/3 FooBot/1",
+            b"Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0",
+            b"",
+        ];
+        // Asked three times, interleaved across scanners: the second and third answers come from
+        // the memory and must equal what each scanner computes afresh.
+        for _ in 0..3 {
+            for ua in user_agents {
+                for scanner in [&news, &plain, &other] {
+                    assert_eq!(
+                        scanner.longest_whole_word_remembered(ua),
+                        scanner.longest_whole_word(ua),
+                        "{:?}",
+                        String::from_utf8_lossy(ua)
+                    );
+                }
+            }
+        }
+        let first = user_agents[0];
+        assert_eq!(
+            news.longest_whole_word_remembered(first),
+            Some("FooBot-News")
+        );
+        assert_eq!(plain.longest_whole_word_remembered(first), Some("FooBot"));
+        assert_eq!(other.longest_whole_word_remembered(first), None);
+        // A scanner with no tokens answers nothing and remembers nothing.
+        let empty = RobotsTokenScanner::new(["*"]);
+        assert_eq!(empty.longest_whole_word_remembered(first), None);
     }
 }
