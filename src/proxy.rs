@@ -334,8 +334,7 @@ impl ProxyHttp for RobotsGuardProxy {
             .headers
             .get(X_FORWARDED_FOR)
             .map(HeaderValue::as_bytes);
-        let client = session.client_addr().and_then(|addr| addr.as_inet());
-        let forwarded_for = forwarded_for(existing, client.map(|addr| addr.ip()))
+        let forwarded_for = forwarded_for(existing, client_ip(session))
             .map_err(|e| Error::because(ErrorType::InvalidHTTPHeader, "X-Forwarded-For", e))?;
         upstream_request.insert_header(X_FORWARDED_FOR, forwarded_for)?;
         let proto = if is_tls(session) { "https" } else { "http" };
@@ -421,12 +420,20 @@ fn is_tls(session: &Session) -> bool {
         .is_some_and(|digest| digest.ssl_digest.is_some())
 }
 
-/// The client's IP address, or `unknown` for a Unix-socket client.
+/// How logs and `X-Forwarded-For` name a client without an IP address (a Unix-socket client).
+const UNKNOWN_CLIENT: &str = "unknown";
+
+/// The client's IP address; `None` for a Unix-socket client.
+fn client_ip(session: &Session) -> Option<IpAddr> {
+    session
+        .client_addr()
+        .and_then(|addr| addr.as_inet())
+        .map(|addr| addr.ip())
+}
+
+/// The client's IP address as text, or [`UNKNOWN_CLIENT`].
 fn client_address(session: &Session) -> String {
-    match session.client_addr().and_then(|addr| addr.as_inet()) {
-        Some(addr) => addr.ip().to_string(),
-        None => "unknown".to_string(),
-    }
+    client_ip(session).map_or_else(|| UNKNOWN_CLIENT.to_string(), |ip| ip.to_string())
 }
 
 /// The `X-Forwarded-For` value to send upstream: the client's own value, if it sent one, with the
@@ -450,7 +457,7 @@ fn forwarded_for(
             // Writing to a Vec cannot fail.
             let _ = write!(value, "{ip}");
         }
-        None => value.extend_from_slice(b"unknown"),
+        None => value.extend_from_slice(UNKNOWN_CLIENT.as_bytes()),
     }
     HeaderValue::from_maybe_shared(Bytes::from(value))
 }
