@@ -38,6 +38,7 @@ import tempfile
 import threading
 import time
 
+sys.dont_write_bytecode = True  # importing scale.py must not leave bench/__pycache__ behind
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from scale import free_port, origin_server, rss_mib  # noqa: E402  the scale check's origin and helpers
 
