@@ -64,7 +64,7 @@ check_case() {
         "$venv/bin/kubernetes-validate" --strict --quiet --no-warn -k "$version" "$rendered"
     done
     "$python" "$root/scripts/check_rendered_chart.py" "$rendered" "$work/$name.volume" "$namespace"
-    "$robotsguard" validate --config "$work/$name.volume/robotsguard.yaml" >/dev/null
+    "$robotsguard" validate --config-only --config "$work/$name.volume/robotsguard.yaml" >/dev/null
 }
 
 check_case default

@@ -1,7 +1,10 @@
 //! The admin listener: `/healthz`, `/readyz`, `/metrics`, `/explain` and `/robots`. Separate from
 //! the proxy listeners and meant to stay private.
 
-use std::sync::Arc;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use async_trait::async_trait;
 use http::Response;
@@ -14,7 +17,110 @@ use crate::metrics::METRICS;
 use crate::state::{Live, Snapshot};
 
 pub struct AdminApp {
-    pub snapshot: Arc<Live>,
+    snapshot: Arc<Live>,
+    token: Option<TokenFile>,
+}
+
+impl AdminApp {
+    /// `token_file`: when set, every endpoint but `/healthz` and `/readyz` needs
+    /// `Authorization: Bearer <the file's content>`.
+    pub fn new(snapshot: Arc<Live>, token_file: Option<PathBuf>) -> AdminApp {
+        AdminApp {
+            snapshot,
+            token: token_file.map(TokenFile::new),
+        }
+    }
+}
+
+/// Longest admin token accepted from a file (a secret, not a document).
+const MAX_TOKEN_BYTES: u64 = 4096;
+
+/// Reads an admin token file: its content without surrounding whitespace, which must not be
+/// empty.
+pub fn read_token(path: &Path) -> Result<String, String> {
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let mut text = String::new();
+    file.take(MAX_TOKEN_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    if text.len() as u64 > MAX_TOKEN_BYTES {
+        return Err(format!(
+            "`{}` is larger than {MAX_TOKEN_BYTES} bytes",
+            path.display()
+        ));
+    }
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(format!("`{}` is empty", path.display()));
+    }
+    Ok(token.to_string())
+}
+
+/// The admin token, re-read when its file changes (a Kubernetes Secret rotates in place).
+struct TokenFile {
+    path: PathBuf,
+    cached: Mutex<Option<(SystemTime, String)>>,
+}
+
+impl TokenFile {
+    fn new(path: PathBuf) -> TokenFile {
+        TokenFile {
+            path,
+            cached: Mutex::new(None),
+        }
+    }
+
+    /// The token in force; `None` when the file cannot be read now (then nobody is admitted).
+    fn current(&self) -> Option<String> {
+        let modified = std::fs::metadata(&self.path)
+            .and_then(|m| m.modified())
+            .ok();
+        let mut cached = self
+            .cached
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let (Some(modified), Some((seen, token))) = (modified, cached.as_ref()) {
+            if *seen == modified {
+                return Some(token.clone());
+            }
+        }
+        match read_token(&self.path) {
+            Ok(token) => {
+                *cached = modified.map(|m| (m, token.clone()));
+                Some(token)
+            }
+            Err(e) => {
+                tracing::warn!("admin token: {e}; admin requests are refused until it is readable");
+                *cached = None;
+                None
+            }
+        }
+    }
+
+    /// Whether `authorization` carries the token. Compared in constant time.
+    fn admits(&self, authorization: Option<&[u8]>) -> bool {
+        let Some(token) = self.current() else {
+            return false;
+        };
+        let Some(given) = authorization.and_then(|value| {
+            value
+                .get(..7)
+                .filter(|scheme| scheme.eq_ignore_ascii_case(b"bearer "))
+                .map(|_| value[7..].trim_ascii())
+        }) else {
+            return false;
+        };
+        constant_time_eq(given, token.as_bytes())
+    }
+}
+
+/// Byte equality whose time does not depend on where the inputs differ.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
 fn reply(status: u16, content_type: &str, body: Vec<u8>) -> Response<Vec<u8>> {
@@ -190,6 +296,28 @@ impl ServeHttp for AdminApp {
         let request = session.req_header();
         let path = request.uri.path().to_string();
         let query = request.uri.query().unwrap_or("").to_string();
+        if request.method != http::Method::GET && request.method != http::Method::HEAD {
+            let mut answer = text(405, "only GET and HEAD are allowed\n");
+            answer
+                .headers_mut()
+                .insert("allow", http::HeaderValue::from_static("GET, HEAD"));
+            return answer;
+        }
+        let open = matches!(path.as_str(), "/healthz" | "/readyz");
+        if let (false, Some(token)) = (open, &self.token) {
+            let authorization = request
+                .headers
+                .get(http::header::AUTHORIZATION)
+                .map(http::HeaderValue::as_bytes);
+            if !token.admits(authorization) {
+                let mut answer = text(401, "a bearer token is required\n");
+                answer.headers_mut().insert(
+                    "www-authenticate",
+                    http::HeaderValue::from_static("Bearer realm=\"robotsguard admin\""),
+                );
+                return answer;
+            }
+        }
         let snapshot = self.snapshot.load();
         match path.as_str() {
             "/healthz" => text(200, "ok\n"),

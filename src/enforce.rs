@@ -1,12 +1,20 @@
 //! The one decision the proxy makes per request: given the snapshot, the Host, the User-Agent and
 //! the path, pass, allow, block or report. Pure given a snapshot.
+//!
+//! One path, one truth: the decision is made on the canonical path the origin is then sent
+//! (`paths.forward: canonical`), or, when the client's bytes are forwarded, on every way an
+//! origin could read them; and under every crawler the User-Agent names. Any "disallowed" wins.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::config::Mode;
+use crate::config::{EscapedSlashes, Forward, Mode, PathsConfig};
 use crate::crawlers::{Category, Identity, IdentitySource};
+use crate::robots::canonical::{
+    authority_reading, canonicalize_decoding_slashes, has_escaped_slash,
+};
 use crate::robots::{canonicalize, GlobalFallback, GroupMatch, Verdict};
 use crate::state::{normalize_host, Origin, Policy, RobotsCopy, Snapshot};
 
@@ -90,6 +98,11 @@ pub struct Decision {
     pub why: Why,
     /// The robots.txt copy the decision was made with.
     pub robots: Arc<RobotsCopy>,
+    /// Other crawlers the User-Agent names (the decision covers them too).
+    pub also_named: Vec<String>,
+    /// The path and query the origin is sent instead of the client's (`forward: canonical`,
+    /// when they differ).
+    pub rewritten_target: Option<Vec<u8>>,
 }
 
 /// Why a decision came out as it did.
@@ -136,58 +149,124 @@ impl Decision {
     }
 }
 
-/// Why a request could not be decided for any origin.
+/// Why a request is refused before any robots.txt decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unrouted {
+pub enum Refused {
     /// No configured origin serves this Host: answer 421, never proxy.
     UnknownHost,
+    /// The path holds `%2F` or `%5C` and the origin's `paths.escaped_slashes` is `reject`:
+    /// answer 400.
+    EscapedSlash,
 }
 
 /// Product tokens a crawler can carry; more are ignored (catalogue entries have a handful).
 const MAX_TOKENS: usize = 8;
 
+/// The readings of one request target that a decision covers.
+#[derive(Debug, Clone)]
+pub struct Readings<'a> {
+    /// The canonical path and query: what the decision is reported on and, with
+    /// `forward: canonical`, exactly what the origin is sent.
+    pub canonical: Cow<'a, [u8]>,
+    /// With `forward: original`, the other ways an origin could read the client's bytes; each
+    /// is decided too and the most restrictive answer wins.
+    pub others: Vec<Vec<u8>>,
+}
+
+/// Reads a request's path and query (origin-form, as the client sent it) per an origin's
+/// `paths` settings.
+pub fn read_target(path: &[u8], paths: PathsConfig) -> Result<Readings<'_>, Refused> {
+    let decode = match paths.escaped_slashes {
+        EscapedSlashes::Reject if has_escaped_slash(path) => return Err(Refused::EscapedSlash),
+        EscapedSlashes::Decode => true,
+        EscapedSlashes::Reject | EscapedSlashes::Keep => false,
+    };
+    let canon = |bytes: &[u8]| -> Vec<u8> {
+        if decode {
+            canonicalize_decoding_slashes(bytes).into_owned()
+        } else {
+            canonicalize(bytes).into_owned()
+        }
+    };
+    let canonical = if decode {
+        canonicalize_decoding_slashes(path)
+    } else {
+        canonicalize(path)
+    };
+    let mut others = Vec::new();
+    if paths.forward == Forward::Original {
+        let mut add = |reading: Vec<u8>| {
+            if reading != *canonical && !others.contains(&reading) {
+                others.push(reading);
+            }
+        };
+        if decode {
+            // An origin that treats escaped slashes as data reads the plain form.
+            add(canonicalize(path).into_owned());
+        }
+        if let Some(after_host) = authority_reading(path) {
+            add(canon(&after_host));
+            if decode {
+                add(canonicalize(&after_host).into_owned());
+            }
+        }
+    }
+    Ok(Readings { canonical, others })
+}
+
 /// Decides a request. `host` is the raw Host header or authority; `path` the request target's
-/// path and query.
+/// path and query as the client sent them.
 pub fn decide(
     snapshot: &Snapshot,
     host: &[u8],
     user_agent: &[u8],
     path: &[u8],
-) -> Result<Decision, Unrouted> {
-    let host = normalize_host(host).ok_or(Unrouted::UnknownHost)?;
-    let origin = snapshot.origin_for(&host).ok_or(Unrouted::UnknownHost)?;
-    Ok(decide_for_origin(snapshot, origin, user_agent, path))
+) -> Result<Decision, Refused> {
+    let host = normalize_host(host).ok_or(Refused::UnknownHost)?;
+    let origin = snapshot.origin_for(&host).ok_or(Refused::UnknownHost)?;
+    let readings = read_target(path, origin.config.paths)?;
+    let mut decision = decide_for_origin(snapshot, origin, user_agent, &readings);
+    if origin.config.paths.forward == Forward::Canonical && readings.canonical[..] != *path {
+        decision.rewritten_target = Some(readings.canonical.into_owned());
+    }
+    Ok(decision)
 }
 
-/// Decides a request already routed to `origin`.
+/// Decides a request already routed to `origin`, on every reading of its target and under
+/// every crawler its User-Agent names: blocked when any of them is disallowed.
 pub fn decide_for_origin(
     snapshot: &Snapshot,
     origin: &Arc<Origin>,
     user_agent: &[u8],
-    path: &[u8],
+    readings: &Readings<'_>,
 ) -> Decision {
     let robots = origin.robots.current();
-    let identity = snapshot
+    let named = snapshot
         .identifier
-        .identify(user_agent, Some(&robots.scanner));
+        .identify_all(user_agent, Some(&robots.scanner));
     let mut decision = Decision {
         origin: origin.clone(),
         outcome: Outcome::Pass,
-        crawler: identity.as_ref().map(Crawler::from_identity),
+        crawler: named.primary().map(Crawler::from_identity),
+        also_named: named
+            .iter()
+            .skip(1)
+            .map(|identity| identity.name.to_string())
+            .collect(),
         group: None,
         rule: None,
         why: Why::NotCrawler,
         robots: robots.clone(),
+        rewritten_target: None,
     };
-    let Some(identity) = identity else {
+    if named.is_empty() {
         return decision;
-    };
+    }
     if origin.config.mode == Mode::Off {
         decision.why = Why::ModeOff;
         return decision;
     }
-    let canonical = canonicalize(path);
-    if is_robots_txt(&canonical) {
+    if is_robots_txt(&readings.canonical) {
         decision.why = Why::RobotsTxtPath;
         return decision;
     }
@@ -201,26 +280,56 @@ pub fn decide_for_origin(
             true
         }
         Policy::Rules(rules) => {
-            let mut tokens: [&str; MAX_TOKENS] = [""; MAX_TOKENS];
-            let mut count = 0;
-            for token in identity.tokens.iter() {
-                // robots.txt names are their leading [A-Za-z_-] run (`MJ12bot` is `mj`); the
-                // crawler's tokens are compared the same way so the owner's line applies.
-                let reduced = crate::robots::reduce_agent_name(token.as_bytes());
-                if count < MAX_TOKENS && !reduced.is_empty() {
-                    tokens[count] = &token[..reduced.len()];
-                    count += 1;
+            let mut first: Option<Verdict<'_>> = None;
+            let mut blocking: Option<(Verdict<'_>, &Identity<'_>)> = None;
+            'crawlers: for identity in named.iter() {
+                let mut tokens: [&str; MAX_TOKENS] = [""; MAX_TOKENS];
+                let mut count = 0;
+                for token in identity.tokens.iter() {
+                    // robots.txt names are their leading [A-Za-z_-] run (`MJ12bot` is `mj`); the
+                    // crawler's tokens are compared the same way so the owner's line applies.
+                    let reduced = crate::robots::reduce_agent_name(token.as_bytes());
+                    if count < MAX_TOKENS && !reduced.is_empty() {
+                        tokens[count] = &token[..reduced.len()];
+                        count += 1;
+                    }
+                }
+                let fallback = if identity.ignores_global {
+                    GlobalFallback::Ignore
+                } else {
+                    GlobalFallback::Use
+                };
+                let paths = std::iter::once(&readings.canonical[..])
+                    .chain(readings.others.iter().map(Vec::as_slice));
+                for path in paths {
+                    // Already canonical: the compiled copy canonicalises again, a cheap no-op.
+                    let verdict = rules.verdict_with(&tokens[..count], path, fallback);
+                    if !verdict.allowed {
+                        blocking = Some((verdict, identity));
+                        break 'crawlers;
+                    }
+                    first.get_or_insert(verdict);
                 }
             }
-            let fallback = if identity.ignores_global {
-                GlobalFallback::Ignore
-            } else {
-                GlobalFallback::Use
-            };
-            // Already canonical: the compiled copy canonicalises again, which is a cheap no-op.
-            let verdict = rules.verdict_with(&tokens[..count], &canonical, fallback);
-            record_verdict(&mut decision, &verdict);
-            !verdict.allowed
+            match (blocking, first) {
+                (Some((verdict, identity)), _) => {
+                    if decision.crawler.as_ref().map(|c| c.name.as_str()) != Some(identity.name) {
+                        // Report the crawler that is refused; the primary becomes "also named".
+                        if let Some(primary) = decision.crawler.take() {
+                            decision.also_named.retain(|name| name != identity.name);
+                            decision.also_named.insert(0, primary.name);
+                        }
+                        decision.crawler = Some(Crawler::from_identity(identity));
+                    }
+                    record_verdict(&mut decision, &verdict);
+                    true
+                }
+                (None, Some(verdict)) => {
+                    record_verdict(&mut decision, &verdict);
+                    false
+                }
+                (None, None) => false,
+            }
         }
     };
     decision.outcome = match (disallowed, origin.config.mode) {

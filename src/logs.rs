@@ -44,13 +44,24 @@ pub fn init(json: bool) {
         .with_env_filter(filter)
         .with_ansi(ansi)
         .with_writer(NonBlockingStderr::start());
+    // `set_global_default`, not `try_init`: the latter would also route `log` records
+    // (pingora's) straight to the subscriber, unlimited and unescaped.
     let result = if json {
-        builder.json().try_init()
+        tracing::subscriber::set_global_default(builder.json().finish())
     } else {
-        builder.try_init()
+        tracing::subscriber::set_global_default(builder.finish())
     };
     if let Err(e) = result {
         eprintln!("warning: logging is not set up: {e}");
+        return;
+    }
+    // pingora's messages at INFO and above; its DEBUG lines are per-request noise.
+    let level = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|filter| filter.contains("pingora") && filter.contains("debug"))
+        .map_or(log::LevelFilter::Info, |_| log::LevelFilter::Debug);
+    if log::set_boxed_logger(Box::new(LibraryLog)).is_ok() {
+        log::set_max_level(level);
     }
 }
 
@@ -276,6 +287,84 @@ pub fn disallowed_request(
     );
 }
 
+/// Bytes of client-supplied text (a request target, an error quoting one) kept in a log line.
+pub const MAX_CLIENT_TEXT: usize = 256;
+
+/// Lines about failures a client can cause (bad requests, upstream errors) per second at most.
+const FAILURE_LINES_PER_SECOND: u32 = 20;
+
+static FAILURE_LINES: LazyLock<RateLimiter> =
+    LazyLock::new(|| RateLimiter::new(FAILURE_LINES_PER_SECOND));
+
+/// `text` made safe for one log line: at most [`MAX_CLIENT_TEXT`] bytes of it, control and
+/// non-ASCII bytes as `\xNN`, backslashes doubled, and a note of how much was cut.
+pub fn escape_client_text(text: &[u8]) -> String {
+    let mut out = String::with_capacity(text.len().min(MAX_CLIENT_TEXT) + 16);
+    for &byte in text.iter().take(MAX_CLIENT_TEXT) {
+        match byte {
+            b'\\' => out.push_str("\\\\"),
+            0x20..=0x7e => out.push(char::from(byte)),
+            _ => {
+                use std::fmt::Write as _;
+                let _ = write!(out, "\\x{byte:02x}");
+            }
+        }
+    }
+    if text.len() > MAX_CLIENT_TEXT {
+        use std::fmt::Write as _;
+        let _ = write!(out, "... ({} bytes)", text.len());
+    }
+    out
+}
+
+/// Logs a request that could not be proxied (upstream failure, bad request body, ...) at WARN,
+/// rate-limited with the rest counted; the error text may quote the client and is escaped.
+pub fn proxy_failure(origin: Option<&str>, status: u16, error: &str) {
+    if !FAILURE_LINES.admit() {
+        return;
+    }
+    tracing::warn!(
+        origin = origin.unwrap_or("-"),
+        status,
+        error = %escape_client_text(error.as_bytes()),
+        "request not proxied"
+    );
+}
+
+/// A line from a library (pingora writes through the `log` crate) about a connection or
+/// request: rate-limited with the failure lines, at most WARN, its text escaped and cut.
+pub fn library_line(target: &str, level: log::Level, text: &str) {
+    if !FAILURE_LINES.admit() {
+        return;
+    }
+    let text = escape_client_text(text.as_bytes());
+    match level {
+        log::Level::Error | log::Level::Warn => {
+            tracing::warn!(target: "pingora", source = target, "{text}")
+        }
+        log::Level::Info => tracing::info!(target: "pingora", source = target, "{text}"),
+        log::Level::Debug => tracing::debug!(target: "pingora", source = target, "{text}"),
+        log::Level::Trace => tracing::trace!(target: "pingora", source = target, "{text}"),
+    }
+}
+
+/// Hands `log` records (pingora's) to [`library_line`].
+struct LibraryLog;
+
+impl log::Log for LibraryLog {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= log::max_level()
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            library_line(record.target(), record.level(), &record.args().to_string());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
 /// `text` cut to at most `max` bytes on a character boundary.
 fn cut(text: &str, max: usize) -> &str {
     if text.len() <= max {
@@ -293,6 +382,14 @@ fn cut(text: &str, max: usize) -> &str {
 pub struct SuppressedLinesReporter;
 
 fn report_suppressed() {
+    let failures = FAILURE_LINES.take_suppressed();
+    if failures > 0 {
+        tracing::warn!(
+            suppressed = failures,
+            limit_per_second = FAILURE_LINES_PER_SECOND,
+            "failure lines suppressed by the log rate limit"
+        );
+    }
     let suppressed = REQUEST_LINES.take_suppressed();
     if suppressed > 0 {
         tracing::warn!(
@@ -357,6 +454,18 @@ mod tests {
             .sum();
         assert_eq!(admitted + limiter.take_suppressed(), 40_000);
         assert!(admitted >= 50, "{admitted}");
+    }
+
+    #[test]
+    fn client_text_is_escaped_and_cut() {
+        assert_eq!(
+            escape_client_text(b"GET /a\\b\n\x1b[31m\xff"),
+            "GET /a\\\\b\\x0a\\x1b[31m\\xff"
+        );
+        let long = vec![b'a'; 60_000];
+        let escaped = escape_client_text(&long);
+        assert!(escaped.len() < MAX_CLIENT_TEXT + 32, "{}", escaped.len());
+        assert!(escaped.ends_with("... (60000 bytes)"), "{escaped}");
     }
 
     #[test]

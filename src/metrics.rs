@@ -29,10 +29,18 @@ pub struct Metrics {
     pub config_last_reload_timestamp: Gauge,
     /// 1 while the file asks for settings that only a restart applies.
     pub config_restart_required: IntGauge,
+    /// Every answer by origin (`unrouted` before routing) and status class.
+    pub responses: IntCounterVec,
+    /// Downstream connections open now.
+    pub open_connections: IntGauge,
+    /// Downstream connections closed on arrival because `limits.max_connections` were open.
+    pub connections_refused: IntCounter,
+    /// The downstream connection cap in force.
+    pub max_connections: IntGauge,
 }
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 15] = [
+pub const METRIC_NAMES: [&str; 19] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -48,6 +56,10 @@ pub const METRIC_NAMES: [&str; 15] = [
     "robotsguard_config_last_reload_successful",
     "robotsguard_config_last_reload_timestamp_seconds",
     "robotsguard_config_restart_required",
+    "robotsguard_responses_total",
+    "robotsguard_downstream_connections",
+    "robotsguard_downstream_connections_refused_total",
+    "robotsguard_downstream_connections_max",
 ];
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -187,6 +199,30 @@ impl Metrics {
         )
         .unwrap_or_else(|e| panic!("config gauge is malformed: {e}"));
         register(&registry, Box::new(config_restart_required.clone()));
+        let responses = counter(
+            &registry,
+            "robotsguard_responses_total",
+            "Answers sent to clients by origin (`unrouted` before routing) and status class (2xx .. 5xx).",
+            &["origin", "code_class"],
+        );
+        let open_connections = IntGauge::new(
+            "robotsguard_downstream_connections",
+            "Client connections open now.",
+        )
+        .unwrap_or_else(|e| panic!("connections gauge is malformed: {e}"));
+        register(&registry, Box::new(open_connections.clone()));
+        let connections_refused = IntCounter::new(
+            "robotsguard_downstream_connections_refused_total",
+            "Client connections closed on arrival because limits.max_connections were open.",
+        )
+        .unwrap_or_else(|e| panic!("connections counter is malformed: {e}"));
+        register(&registry, Box::new(connections_refused.clone()));
+        let max_connections = IntGauge::new(
+            "robotsguard_downstream_connections_max",
+            "The client connection cap in force (limits.max_connections).",
+        )
+        .unwrap_or_else(|e| panic!("connections gauge is malformed: {e}"));
+        register(&registry, Box::new(max_connections.clone()));
         Metrics {
             registry,
             requests,
@@ -204,7 +240,18 @@ impl Metrics {
             config_last_reload_successful,
             config_last_reload_timestamp,
             config_restart_required,
+            responses,
+            open_connections,
+            connections_refused,
+            max_connections,
         }
+    }
+
+    /// Counts an answer by status class; `origin` is `None` before routing (`unrouted`).
+    pub fn count_response(&self, origin: Option<&str>, status: u16) {
+        self.responses
+            .with_label_values(&[origin.unwrap_or(UNROUTED), code_class(status)])
+            .inc();
     }
 
     /// The Prometheus text exposition of every metric.
@@ -247,6 +294,20 @@ impl Metrics {
     }
 }
 
+/// The `origin` label of answers given before a request was routed to an origin.
+pub const UNROUTED: &str = "unrouted";
+
+/// `2xx`, `4xx`, ... for a status code.
+pub fn code_class(status: u16) -> &'static str {
+    match status {
+        100..=199 => "1xx",
+        200..=299 => "2xx",
+        300..=399 => "3xx",
+        400..=499 => "4xx",
+        _ => "5xx",
+    }
+}
+
 /// The process-wide metrics.
 pub static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
 
@@ -264,6 +325,16 @@ pub struct RequestSeries {
     /// `robotsguard_requests_total{origin, crawler="none", category="none", decision="pass"}`:
     /// requests from clients that are not crawlers.
     pub not_crawler_passed: IntCounter,
+    /// `robotsguard_responses_total{origin, code_class}` for 1xx .. 5xx.
+    responses: [IntCounter; 5],
+}
+
+impl RequestSeries {
+    /// Counts an answer to a request routed to this origin.
+    pub fn count_response(&self, status: u16) {
+        let class = usize::from(status / 100).clamp(1, 5) - 1;
+        self.responses[class].inc();
+    }
 }
 
 impl OriginRequestSeries {
@@ -273,6 +344,8 @@ impl OriginRequestSeries {
             not_crawler_passed: METRICS
                 .requests
                 .with_label_values(&[origin, "none", "none", "pass"]),
+            responses: ["1xx", "2xx", "3xx", "4xx", "5xx"]
+                .map(|class| METRICS.responses.with_label_values(&[origin, class])),
         })
     }
 }

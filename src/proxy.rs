@@ -7,13 +7,14 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
-use http::{HeaderName, HeaderValue};
+use http::HeaderValue;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 
+use crate::config::render_body;
 use crate::config::RobotsSource;
-use crate::enforce::{decide, Decision, Outcome};
+use crate::enforce::{decide, Decision, Outcome, Refused};
 use crate::fetch::http_peer;
 use crate::metrics::METRICS;
 use crate::state::{Live, Origin};
@@ -27,6 +28,10 @@ pub struct RobotsGuardProxy {
 pub struct RequestContext {
     started: Instant,
     decision: Option<Decision>,
+    /// The target was in absolute-form: the origin is sent it in origin-form.
+    absolute_form: bool,
+    /// When the request body must have arrived (`limits.body_timeout`).
+    body_deadline: Option<Instant>,
     /// A client's own `GET /robots.txt`: the body the origin sends, collected to notice that the
     /// origin's robots.txt changed before the next scheduled refresh.
     robots_seen: Option<BytesMut>,
@@ -42,13 +47,6 @@ const MAX_USER_AGENT: usize = 8 * 1024;
 const X_FORWARDED_FOR: &str = "X-Forwarded-For";
 const X_FORWARDED_PROTO: &str = "X-Forwarded-Proto";
 const X_FORWARDED_HOST: &str = "X-Forwarded-Host";
-
-fn header_bytes<'a>(request: &'a RequestHeader, name: &HeaderName) -> &'a [u8] {
-    request
-        .headers
-        .get(name)
-        .map_or(&[][..], |value| value.as_bytes())
-}
 
 /// The Host a request is for: the HTTP/2 `:authority` when present, else the Host header (for an
 /// HTTP/1 absolute-form target pingora has already checked that the two agree). A request carrying
@@ -70,6 +68,84 @@ fn request_path(request: &RequestHeader) -> &str {
     request.uri.path_and_query().map_or("/", |p| p.as_str())
 }
 
+/// How a request names its resource (RFC 9112 §3.2), for the forms robotsguard accepts.
+enum Target<'a> {
+    /// `/path?query`, or the path and query of an absolute-form target.
+    Path(&'a [u8]),
+    /// `http://host/path`: decided on its path, forwarded in origin-form.
+    Absolute(&'a [u8]),
+    /// `OPTIONS *`: about the server as a whole; decided as `/`.
+    Asterisk,
+}
+
+impl Target<'_> {
+    fn decided_path(&self) -> &[u8] {
+        match self {
+            Target::Path(path) | Target::Absolute(path) => path,
+            Target::Asterisk => b"/",
+        }
+    }
+}
+
+/// The request's target, if it has one of the forms robotsguard proxies: origin-form,
+/// absolute-form with an http(s) scheme, or `*` for OPTIONS. Anything else (`private`,
+/// `./x`, `?x`, `host/x`, `GET *`) would be read differently by different origins.
+fn request_target(request: &RequestHeader) -> Option<Target<'_>> {
+    let raw = request.raw_path();
+    if raw.starts_with(b"/") {
+        return Some(Target::Path(raw));
+    }
+    if raw == b"*" {
+        return (request.method == http::Method::OPTIONS).then_some(Target::Asterisk);
+    }
+    let scheme_len = if raw.len() >= 7 && raw[..7].eq_ignore_ascii_case(b"http://") {
+        7
+    } else if raw.len() >= 8 && raw[..8].eq_ignore_ascii_case(b"https://") {
+        8
+    } else {
+        return None;
+    };
+    // pingora extracted the path with its own authority parser (the one it checked against
+    // Host); a target it had to read lossily is refused rather than guessed at.
+    if !request.raw_path_is_utf8() || raw.len() == scheme_len {
+        return None;
+    }
+    let path = request.uri.path_and_query().map_or("/", |p| p.as_str());
+    path.starts_with('/')
+        .then_some(Target::Absolute(path.as_bytes()))
+}
+
+/// Headers through which a client could claim another address or re-route the request after
+/// the decision. The `X-Forwarded-*` trio is replaced separately.
+const CLIENT_ADDRESS_HEADERS: [&str; 5] = [
+    "x-real-ip",
+    "forwarded",
+    "true-client-ip",
+    "x-client-ip",
+    "cf-connecting-ip",
+];
+/// Some frameworks (IIS URL Rewrite, Symfony, Zend) route on these instead of the request line.
+const REROUTING_HEADERS: [&str; 2] = ["x-original-url", "x-rewrite-url"];
+
+/// Removes what a client may not tell the origin: other client addresses and re-routing
+/// headers. One pass over the header names, since most requests carry none of them.
+fn strip_client_forwarding_headers(request: &mut RequestHeader) {
+    let mut found: Vec<http::HeaderName> = Vec::new();
+    for name in request.headers.keys() {
+        let name_text = name.as_str();
+        if CLIENT_ADDRESS_HEADERS.contains(&name_text) || REROUTING_HEADERS.contains(&name_text) {
+            found.push(name.clone());
+        }
+    }
+    for name in found {
+        request.remove_header(&name);
+    }
+}
+
+/// How long a connection answered by robotsguard stays open for the next request (the edge
+/// layer's `limits.idle_timeout` bounds the wait itself).
+const KEEPALIVE_SECONDS: u64 = 60;
+
 /// Request bodies up to this size are drained after robotsguard answers, so the connection stays
 /// usable; a larger body closes the connection instead of being read.
 const MAX_DRAINED_BODY: u64 = 1024 * 1024;
@@ -88,25 +164,42 @@ fn body_is_drainable(request: &RequestHeader) -> bool {
     }
 }
 
-async fn respond(
-    session: &mut Session,
-    status: u16,
-    body: String,
-    extra: &[(&str, &str)],
-) -> Result<()> {
+/// Whether the client asked to keep the connection open: HTTP/1.1 unless it sent
+/// `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`.
+fn client_keeps_alive(request: &RequestHeader) -> bool {
+    let has_token = |token: &str| {
+        request
+            .headers
+            .get_all(http::header::CONNECTION)
+            .iter()
+            .any(|value| {
+                value
+                    .as_bytes()
+                    .split(|&b| b == b',')
+                    .any(|item| item.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
+            })
+    };
+    match request.version {
+        http::Version::HTTP_10 | http::Version::HTTP_09 => has_token("keep-alive"),
+        _ => !has_token("close"),
+    }
+}
+
+/// Sends an answer robotsguard makes itself (block, refusal).
+async fn respond(session: &mut Session, status: u16, body: String) -> Result<()> {
     let body = Bytes::from(body);
     let mut header = ResponseHeader::build(status, Some(4))?;
     header.insert_header("content-type", "text/plain; charset=utf-8")?;
     header.insert_header("cache-control", "no-store")?;
     header.insert_header("content-length", body.len().to_string())?;
-    for (name, value) in extra {
-        header.insert_header(name.to_string(), value.to_string())?;
-    }
     // pingora closes a connection answered before its request body was read; a small body is
     // drained instead, so a crawler's next request can reuse the connection.
-    if body_is_drainable(session.req_header()) {
+    let request = session.req_header();
+    if client_keeps_alive(request) && body_is_drainable(request) {
         session.set_close_on_response_before_downstream_finish(false);
-        session.set_keepalive(Some(60));
+        session.set_keepalive(Some(KEEPALIVE_SECONDS));
+    } else {
+        session.set_keepalive(None);
     }
     session
         .write_response_header(Box::new(header), false)
@@ -115,7 +208,29 @@ async fn respond(
     Ok(())
 }
 
-/// The body of the block response: the configured template, or a built-in text.
+/// Answers a request robotsguard will not proxy with `status` and a one-line reason (written by
+/// us, never client text), and ends the request.
+async fn refuse(session: &mut Session, status: u16, why: &str) -> Result<bool> {
+    respond(
+        session,
+        status,
+        format!("{}: {why}.\n", status_line(status)),
+    )
+    .await?;
+    Ok(true)
+}
+
+/// `403 Forbidden`, `451 Unavailable For Legal Reasons`, ...
+fn status_line(status: u16) -> String {
+    let reason = http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|code| code.canonical_reason())
+        .unwrap_or("Error");
+    format!("{status} {reason}")
+}
+
+/// The body of the block response: the configured template, or a built-in text. Rendered in one
+/// pass, so placeholders inside the values (a path may contain `{origin}`) stay as they are.
 pub fn block_body(decision: &Decision, path: &str, robots_url: &str) -> String {
     let crawler = decision
         .crawler
@@ -126,23 +241,26 @@ pub fn block_body(decision: &Decision, path: &str, robots_url: &str) -> String {
         None => (String::from("-"), decision.reason()),
     };
     match &decision.origin.config.block.body {
-        Some(template) => template
-            .replace("{crawler}", crawler)
-            .replace("{path}", path)
-            .replace("{line}", &line)
-            .replace("{rule}", &rule)
-            .replace("{robots_url}", robots_url)
-            .replace("{origin}", decision.origin.name()),
+        Some(template) => render_body(template, |name| match name {
+            "crawler" => Some(crawler),
+            "path" => Some(path),
+            "line" => Some(line.as_str()),
+            "rule" => Some(rule.as_str()),
+            "robots_url" => Some(robots_url),
+            "origin" => Some(decision.origin.name()),
+            _ => None,
+        }),
         None => {
             let why = match &decision.rule {
                 Some(rule) => format!("robots.txt line {}: {}", rule.line, rule.text()),
                 None => decision.reason(),
             };
             format!(
-                "403 Forbidden: {crawler} may not fetch {path}.\n\
+                "{}: {crawler} may not fetch {path}.\n\
                  Reason: {why}\n\
                  This site's robots.txt: {robots_url}\n\
-                 Enforced by robotsguard.\n"
+                 Enforced by robotsguard.\n",
+                status_line(decision.origin.config.block.status)
             )
         }
     }
@@ -156,6 +274,8 @@ impl ProxyHttp for RobotsGuardProxy {
         RequestContext {
             started: Instant::now(),
             decision: None,
+            absolute_form: false,
+            body_deadline: None,
             robots_seen: None,
         }
     }
@@ -169,37 +289,43 @@ impl ProxyHttp for RobotsGuardProxy {
         // enabled, which robotsguard never does (tests/proxy_routing.rs checks the refusal).
         let snapshot = self.snapshot.load();
         let request = session.req_header();
-        let user_agent = header_bytes(request, &http::header::USER_AGENT);
-        if user_agent.len() > MAX_USER_AGENT {
-            respond(
+        let mut user_agents = request.headers.get_all(http::header::USER_AGENT).iter();
+        let user_agent = user_agents.next().map_or(&[][..], HeaderValue::as_bytes);
+        if user_agents.next().is_some() {
+            // Deciding on one and forwarding both would let the origin read the other.
+            return refuse(
                 session,
-                431,
-                "431 Request Header Fields Too Large: User-Agent over 8 KB\n".into(),
-                &[],
+                400,
+                "the request has more than one User-Agent header",
             )
-            .await?;
-            return Ok(true);
+            .await;
         }
+        if user_agent.len() > MAX_USER_AGENT {
+            return refuse(session, 431, "the User-Agent is over 8 KB").await;
+        }
+        let Some(target) = request_target(request) else {
+            return refuse(session, 400, "unsupported request target").await;
+        };
         let decision_started = Instant::now();
         let decision = decide(
             &snapshot,
             request_host(request).unwrap_or_default(),
             user_agent,
-            request_path(request).as_bytes(),
+            target.decided_path(),
         );
         METRICS
             .decision_duration
             .observe(decision_started.elapsed().as_secs_f64());
-        let Ok(decision) = decision else {
-            respond(
-                session,
-                421,
-                "421 Misdirected Request: this proxy does not serve that host.\n".into(),
-                &[],
-            )
-            .await?;
-            return Ok(true);
+        let decision = match decision {
+            Ok(decision) => decision,
+            Err(Refused::UnknownHost) => {
+                return refuse(session, 421, "this proxy does not serve that host").await;
+            }
+            Err(Refused::EscapedSlash) => {
+                return refuse(session, 400, "encoded slashes are not accepted in paths").await;
+            }
         };
+        ctx.absolute_form = matches!(target, Target::Absolute(_));
         if decision.outcome == Outcome::Blocked {
             let request = session.req_header();
             let path = request_path(request);
@@ -216,7 +342,7 @@ impl ProxyHttp for RobotsGuardProxy {
                 path,
             );
             ctx.decision = Some(decision);
-            respond(session, status, body, &[]).await?;
+            respond(session, status, body).await?;
             return Ok(true);
         }
         let request = session.req_header();
@@ -237,8 +363,38 @@ impl ProxyHttp for RobotsGuardProxy {
         {
             ctx.robots_seen = Some(BytesMut::new());
         }
+        let limits = snapshot.config.limits;
+        ctx.body_deadline = Some(Instant::now() + limits.body_timeout);
+        session.set_read_timeout(Some(limits.body_timeout));
         ctx.decision = Some(decision);
         Ok(false)
+    }
+
+    async fn request_body_filter(
+        &self,
+        session: &mut Session,
+        _body: &mut Option<Bytes>,
+        end_of_stream: bool,
+        ctx: &mut RequestContext,
+    ) -> Result<()> {
+        let Some(deadline) = ctx.body_deadline else {
+            return Ok(());
+        };
+        if end_of_stream {
+            return Ok(());
+        }
+        // The read timeout is per read; shrinking it to what is left of the deadline makes a
+        // body that trickles in end at the deadline, not one timeout after each byte.
+        match deadline.checked_duration_since(Instant::now()) {
+            Some(left) if !left.is_zero() => {
+                session.set_read_timeout(Some(left));
+                Ok(())
+            }
+            _ => Error::e_explain(
+                ErrorType::HTTPStatus(408),
+                "the request body did not arrive within limits.body_timeout",
+            ),
+        }
     }
 
     async fn response_filter(
@@ -313,23 +469,27 @@ impl ProxyHttp for RobotsGuardProxy {
         &self,
         session: &mut Session,
         upstream_request: &mut RequestHeader,
-        _ctx: &mut RequestContext,
+        ctx: &mut RequestContext,
     ) -> Result<()> {
-        // An absolute-form target (`GET http://host/path`) is forwarded in origin-form. pingora
-        // keeps the original target bytes for the request line and has already checked that its
-        // authority agrees with Host; the parsed URI holds the path and query.
-        let raw_target = session.req_header().raw_path();
-        if !raw_target.starts_with(b"/") && raw_target != b"*" {
+        if let Some(target) = ctx
+            .decision
+            .as_mut()
+            .and_then(|d| d.rewritten_target.take())
+        {
+            // `paths.forward: canonical`: the origin gets exactly the path it was decided on.
+            upstream_request.set_raw_path(&target)?;
+        } else if ctx.absolute_form {
+            // An absolute-form target (`GET http://host/path`) is forwarded in origin-form.
+            // pingora has already checked that its authority agrees with Host; the parsed URI
+            // holds the path and query.
             let path = upstream_request
                 .uri
                 .path_and_query()
                 .map_or("/", |p| p.as_str())
                 .to_string();
-            let uri = path
-                .parse::<http::Uri>()
-                .map_err(|e| Error::because(ErrorType::InvalidHTTPHeader, "request target", e))?;
-            upstream_request.set_uri(uri);
+            upstream_request.set_raw_path(path.as_bytes())?;
         }
+        strip_client_forwarding_headers(upstream_request);
         let existing = upstream_request
             .headers
             .get(X_FORWARDED_FOR)
@@ -382,6 +542,11 @@ impl ProxyHttp for RobotsGuardProxy {
                 ErrorSource::Internal | ErrorSource::Unset => 500,
             },
         };
+        crate::logs::proxy_failure(
+            ctx.decision.as_ref().map(|d| d.origin.name()),
+            code,
+            &e.to_string(),
+        );
         if code > 0 {
             let _ = session.respond_error(code).await;
         }
@@ -391,12 +556,27 @@ impl ProxyHttp for RobotsGuardProxy {
         }
     }
 
-    async fn logging(&self, _session: &mut Session, _e: Option<&Error>, ctx: &mut RequestContext) {
+    fn suppress_error_log(&self, _session: &Session, _ctx: &RequestContext, _e: &Error) -> bool {
+        // pingora's own line for each failure holds client text and is not rate-limited;
+        // fail_to_proxy logs through the limiter instead.
+        true
+    }
+
+    async fn logging(&self, session: &mut Session, _e: Option<&Error>, ctx: &mut RequestContext) {
+        let status = session
+            .response_written()
+            .map(|response| response.status.as_u16());
         let Some(decision) = &ctx.decision else {
+            if let Some(status) = status {
+                METRICS.count_response(None, status);
+            }
             return;
         };
         let origin = decision.origin.name();
         let series = decision.origin.request_series.get(origin);
+        if let Some(status) = status {
+            series.count_response(status);
+        }
         if decision.crawler.is_none() && decision.outcome == Outcome::Pass {
             series.not_crawler_passed.inc();
         } else {

@@ -262,7 +262,8 @@ fn keep_running_settings(new: &mut Config, running: &Config) -> Vec<&'static str
         changed.push("shutdown.grace");
     }
     new.listen.clone_from(&running.listen);
-    new.admin = running.admin;
+    new.admin.clone_from(&running.admin);
+    new.limits.max_connections = running.limits.max_connections;
     new.threads = running.threads;
     new.shutdown_grace = running.shutdown_grace;
     changed

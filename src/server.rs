@@ -1,18 +1,28 @@
 //! Assembles the pingora server from a config: the proxy service on the configured listeners, the
-//! admin service, and the robots.txt refresher; pingora's defaults that hurt an edge proxy (a 300 s
-//! drain on SIGTERM) are replaced by ours.
+//! admin service, and the background tasks. Before anything starts, everything `serve` needs
+//! from the machine is checked (sockets bindable, TLS files valid, robots.txt files present), so
+//! a bad setting stops `serve` with a clear message instead of leaving a half-alive process; and
+//! every service is critical: a service that panics or stops on its own ends the process.
 
+use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures::FutureExt;
 use pingora::server::configuration::{Opt, ServerConf};
-use pingora::server::{Server, ShutdownWatch};
+#[cfg(unix)]
+use pingora::server::ListenFds;
+use pingora::server::{RuntimeOpts, Server, ShutdownWatch};
 use pingora::services::background::{background_service, BackgroundService};
-use pingora::services::listening::Service;
+use pingora::services::listening::Service as ListeningService;
+use pingora::services::{ServiceReadyNotifier, ServiceWithDependents};
 
 use crate::admin::AdminApp;
-use crate::config::Config;
+use crate::config::{Config, RobotsSource};
+use crate::edge::EdgeApp;
 use crate::fetch::Refresher;
+use crate::metrics::METRICS;
 use crate::proxy::RobotsGuardProxy;
 use crate::state::{Live, Snapshot};
 
@@ -53,8 +63,224 @@ impl std::fmt::Display for StartError {
 
 impl std::error::Error for StartError {}
 
-/// Builds the server for `config`; call [`Server::run_forever`] on the result.
+/// File descriptors kept out of the downstream connection cap: robots.txt fetches, the config
+/// watcher, the admin listener, log output and upstream connections pooled between requests.
+const RESERVED_FDS: u64 = 256;
+
+/// The automatic connection cap's ceiling (a larger one must be written in the config).
+const DEFAULT_MAX_CONNECTIONS: u64 = 10_000;
+
+/// What [`preflight`] checks beyond the files `serve` cannot start without.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Checks {
+    /// Listen and admin addresses can be bound (not when taking over an old instance's sockets,
+    /// nor in `validate`, which may run beside a live instance).
+    pub binds: bool,
+    /// `file` robots.txt sources exist. `serve` starts without them (crawlers are refused until
+    /// the file appears, as RFC 9309 says for an unreachable robots.txt); `validate` calls that
+    /// an error, since it is almost always a wrong path.
+    pub robots_files: bool,
+}
+
+/// What the machine must provide for `config`, checked before anything starts: TLS certificate
+/// and key files that parse and match, a readable admin token, and what `checks` adds. Every
+/// problem is listed.
+pub fn preflight(config: &Config, checks: Checks) -> Result<(), StartError> {
+    let check_binds = checks.binds;
+    let mut problems = Vec::new();
+    for listener in &config.listen {
+        if let Some(tls) = &listener.tls {
+            if let Err(e) = crate::tls::check_pair(&tls.cert, &tls.key) {
+                problems.push(format!("listener {}: {e}", listener.address));
+            }
+        }
+    }
+    for origin in config.origins.iter().filter(|_| checks.robots_files) {
+        if let RobotsSource::File { path } = &origin.robots.source {
+            if let Err(e) = std::fs::metadata(path) {
+                problems.push(format!(
+                    "origin `{}`: robots.txt file `{}`: {e}",
+                    origin.name,
+                    path.display()
+                ));
+            }
+        }
+    }
+    if let Some(path) = &config.admin.token_file {
+        if let Err(e) = crate::admin::read_token(path) {
+            problems.push(format!("admin token_file: {e}"));
+        }
+    }
+    if check_binds {
+        let addresses = config
+            .listen
+            .iter()
+            .map(|l| ("listen", l.address))
+            .chain([("admin", config.admin.address)]);
+        for (what, address) in addresses {
+            if let Err(e) = try_bind(address) {
+                problems.push(format!("cannot {what} on {address}: {e}"));
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(StartError(problems.join("\n")))
+    }
+}
+
+/// Upstream names that do not resolve here: a warning, not an error, since DNS where the proxy
+/// runs may differ from where the config is checked.
+pub fn resolution_warnings(config: &Config) -> Vec<String> {
+    use std::net::ToSocketAddrs;
+    let mut warnings = Vec::new();
+    for origin in &config.origins {
+        for upstream in &origin.upstreams {
+            if upstream.host.parse::<std::net::IpAddr>().is_ok() {
+                continue;
+            }
+            let problem = match (upstream.host.as_str(), upstream.port).to_socket_addrs() {
+                Ok(addresses) if addresses.len() > 0 => continue,
+                Ok(_) => "no address".to_string(),
+                Err(e) => e.to_string(),
+            };
+            warnings.push(format!(
+                "origin `{}`: upstream `{}` does not resolve here: {problem}",
+                origin.name, upstream.raw
+            ));
+        }
+    }
+    warnings
+}
+
+/// Binds and releases `address`, as pingora will (std sets address reuse on Unix, so a socket
+/// in TIME_WAIT is no obstacle, but one another process listens on is).
+fn try_bind(address: SocketAddr) -> std::io::Result<()> {
+    std::net::TcpListener::bind(address).map(drop)
+}
+
+/// Raises the soft open-files limit to the hard limit (a busy proxy needs two descriptors per
+/// proxied request and a 1,024 soft limit is common), logs both, and returns the soft limit now
+/// in force.
+fn raise_open_files_limit() -> u64 {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        tracing::warn!("cannot read the open-files limit; assuming 1024");
+        return 1024;
+    };
+    let raised = if soft < hard {
+        match setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+            Ok(()) => hard,
+            Err(e) => {
+                tracing::warn!(soft, hard, "cannot raise the open-files limit: {e}");
+                soft
+            }
+        }
+    } else {
+        soft
+    };
+    tracing::info!(
+        was = soft,
+        now = raised,
+        hard,
+        "open-files limit (soft limit raised to the hard limit)"
+    );
+    raised
+}
+
+/// The downstream connection cap: the configured one, else what the open-files limit allows
+/// with room for the upstream connection each proxied request needs.
+fn connection_cap(config: &Config, open_files: u64) -> usize {
+    let room = open_files.saturating_sub(RESERVED_FDS) / 2;
+    match config.limits.max_connections {
+        Some(configured) => {
+            if configured as u64 > room {
+                tracing::warn!(
+                    max_connections = configured,
+                    open_files,
+                    "limits.max_connections is more than the open-files limit leaves room for; \
+                     accept() may fail under load"
+                );
+            }
+            configured
+        }
+        None => usize::try_from(room.clamp(1, DEFAULT_MAX_CONNECTIONS)).unwrap_or(1),
+    }
+}
+
+/// A service whose end (panic, or return before shutdown) ends the process with exit code 1:
+/// a proxy whose listener died must not keep answering health checks.
+struct Critical<S> {
+    inner: S,
+}
+
+#[async_trait]
+impl<S: ServiceWithDependents> ServiceWithDependents for Critical<S> {
+    async fn start_service(
+        &mut self,
+        #[cfg(unix)] fds: Option<ListenFds>,
+        shutdown: ShutdownWatch,
+        listeners_per_fd: usize,
+        ready: ServiceReadyNotifier,
+    ) {
+        let name = self.inner.name().to_string();
+        let run = self.inner.start_service(
+            #[cfg(unix)]
+            fds,
+            shutdown.clone(),
+            listeners_per_fd,
+            ready,
+        );
+        let ended = AssertUnwindSafe(run).catch_unwind().await;
+        let stopping = *shutdown.borrow();
+        let why = match ended {
+            Err(panic) => {
+                let text = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("(no message)");
+                format!("panicked: {text}")
+            }
+            Ok(()) if stopping => return,
+            Ok(()) => "stopped on its own".to_string(),
+        };
+        tracing::error!(service = %name, "service {why}; exiting");
+        crate::logs::flush(std::time::Duration::from_secs(1));
+        std::process::exit(1);
+    }
+
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn threads(&self) -> Option<usize> {
+        self.inner.threads()
+    }
+
+    fn runtime_opts_override(&self, global: &RuntimeOpts) -> Option<RuntimeOpts> {
+        self.inner.runtime_opts_override(global)
+    }
+
+    fn listen_addresses(&self) -> Option<Vec<String>> {
+        self.inner.listen_addresses()
+    }
+}
+
+fn critical<S: ServiceWithDependents + 'static>(inner: S) -> Critical<S> {
+    Critical { inner }
+}
+
+/// Builds the server for `config`; call [`Server::run`] on the result.
 pub fn build(config: Config, options: &ServeOptions) -> Result<Server, StartError> {
+    preflight(
+        &config,
+        Checks {
+            binds: !options.upgrade,
+            robots_files: false,
+        },
+    )?;
     let config = Arc::new(config);
     let snapshot = Snapshot::build(config.clone(), None).map_err(|e| StartError(e.to_string()))?;
     let snapshot = Arc::new(Live::new(snapshot));
@@ -68,11 +294,13 @@ pub fn build(config: Config, options: &ServeOptions) -> Result<Server, StartErro
     // pingora waits 300 s after SIGTERM by default; Kubernetes kills pods after 30 s.
     conf.grace_period_seconds = Some(config.shutdown_grace.as_secs());
     conf.graceful_shutdown_timeout_seconds = Some(1);
-    conf.upgrade_sock = options
-        .upgrade_socket
-        .clone()
-        .unwrap_or_else(|| format!("/tmp/robotsguard-upgrade-{}.sock", config.admin.port()));
-    conf.pid_file = format!("/tmp/robotsguard-{}.pid", config.admin.port());
+    conf.upgrade_sock = options.upgrade_socket.clone().unwrap_or_else(|| {
+        format!(
+            "/tmp/robotsguard-upgrade-{}.sock",
+            config.admin.address.port()
+        )
+    });
+    conf.pid_file = format!("/tmp/robotsguard-{}.pid", config.admin.address.port());
     let opt = Opt {
         upgrade: options.upgrade,
         ..Opt::default()
@@ -80,14 +308,19 @@ pub fn build(config: Config, options: &ServeOptions) -> Result<Server, StartErro
     let mut server = Server::new_with_opt_and_conf(opt, conf);
     server.bootstrap();
 
-    let proxy = RobotsGuardProxy {
-        snapshot: snapshot.clone(),
-    };
-    let mut proxy_service = pingora::proxy::http_proxy_service_with_name(
+    let open_files = raise_open_files_limit();
+    let max_connections = connection_cap(&config, open_files);
+    METRICS
+        .max_connections
+        .set(i64::try_from(max_connections).unwrap_or(i64::MAX));
+    let proxy = pingora::proxy::http_proxy(
         &server.configuration,
-        proxy,
-        "robotsguard proxy",
+        RobotsGuardProxy {
+            snapshot: snapshot.clone(),
+        },
     );
+    let edge = EdgeApp::new(proxy, snapshot.clone(), max_connections);
+    let mut proxy_service = ListeningService::new("robotsguard proxy".to_string(), edge);
     for listener in &config.listen {
         let address = listener.address.to_string();
         match &listener.tls {
@@ -103,37 +336,36 @@ pub fn build(config: Config, options: &ServeOptions) -> Result<Server, StartErro
             }
         }
     }
-    server.add_service(proxy_service);
+    server.add_service(critical(proxy_service));
 
-    let mut admin = Service::new(
+    let mut admin = ListeningService::new(
         "robotsguard admin".to_string(),
-        AdminApp {
-            snapshot: snapshot.clone(),
-        },
+        AdminApp::new(snapshot.clone(), config.admin.token_file.clone()),
     );
-    admin.add_tcp(&config.admin.to_string());
-    server.add_service(admin);
+    admin.add_tcp(&config.admin.address.to_string());
+    server.add_service(critical(admin));
 
-    server.add_service(background_service(
+    server.add_service(critical(background_service(
         "robots.txt refresher",
         RefresherService {
             snapshot: snapshot.clone(),
         },
-    ));
-    server.add_service(background_service(
+    )));
+    server.add_service(critical(background_service(
         "request log rate limit",
         crate::logs::SuppressedLinesReporter,
-    ));
+    )));
     if let Some(path) = &options.config_path {
         // Built here, not when the service starts, so SIGHUP is handled from now on.
         let reloader = crate::reload::ReloadService::new(snapshot, path.clone(), config.clone());
-        server.add_service(background_service("config reloader", reloader));
+        server.add_service(critical(background_service("config reloader", reloader)));
     }
 
     tracing::info!(
         listen = %config.listen.iter().map(|l| l.address.to_string()).collect::<Vec<_>>().join(", "),
-        admin = %config.admin,
+        admin = %config.admin.address,
         origins = config.origins.len(),
+        max_connections,
         "robotsguard starting"
     );
     for origin in &config.origins {

@@ -354,7 +354,9 @@ impl Snapshot {
     }
 }
 
-fn build_identifier(config: &Config) -> Result<Identifier, BuildError> {
+/// The crawler identifier a config asks for: the catalogue (built in, plus `crawlers.extra`)
+/// with its checks, and the generic rules.
+pub fn build_identifier(config: &Config) -> Result<Identifier, BuildError> {
     let mut defs: Vec<CrawlerDef> = if config.crawlers.builtin {
         builtin_defs().map_err(BuildError::Catalogue)?
     } else {

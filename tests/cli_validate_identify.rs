@@ -41,7 +41,14 @@ fn shipped_configs() -> Vec<PathBuf> {
 #[test]
 fn every_shipped_config_is_valid() {
     for path in shipped_configs() {
-        let output = validate(&path);
+        // The examples name files of the machine they are written for (TLS certificates under
+        // /etc): the file itself is what is checked here.
+        let output = robotsguard(&[
+            "validate",
+            "--config-only",
+            "--config",
+            &path.to_string_lossy(),
+        ]);
         assert_eq!(
             output.status.code(),
             Some(0),
@@ -54,8 +61,40 @@ fn every_shipped_config_is_valid() {
             out.starts_with(&format!("{}: valid (", path.display())),
             "{out}"
         );
-        assert!(stderr(&output).is_empty(), "{}", stderr(&output));
+        // Example upstream names do not resolve here: warned about, not refused.
+        let err = stderr(&output);
+        assert!(
+            err.lines().all(|line| line.contains(": warning: origin `")
+                && line.contains("does not resolve here")),
+            "{err}"
+        );
     }
+}
+
+#[test]
+fn validate_checks_the_files_a_config_refers_to() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("robotsguard.yaml");
+    let config =
+        "listen:\n  - {address: \"127.0.0.1:0\", tls: {cert: missing.pem, key: missing.key}}\n\
+         admin: \"127.0.0.1:0\"\n\
+         origins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: \"127.0.0.1:9\"\n\
+         \x20   robots: {source: file, path: robots/nowhere.txt}\n";
+    std::fs::write(&path, config).expect("config written");
+    let output = validate(&path);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(err.contains("cannot read the TLS certificate"), "{err}");
+    assert!(err.contains("missing.pem"), "{err}");
+    assert!(err.contains("robots/nowhere.txt"), "{err}");
+    // The file alone is fine.
+    let only = robotsguard(&[
+        "validate",
+        "--config-only",
+        "--config",
+        &path.to_string_lossy(),
+    ]);
+    assert_eq!(only.status.code(), Some(0), "{}", stderr(&only));
 }
 
 #[test]

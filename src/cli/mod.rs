@@ -44,10 +44,15 @@ pub enum Command {
     Demo,
     /// Check URLs against a robots.txt exactly as Google's reference library would.
     Check(check::CheckArgs),
-    /// Check a config file: exit 0 when valid, else print every error (file:line:column) and exit 1.
+    /// Check a config file and what it refers to (TLS files, robots.txt files, the crawler
+    /// catalogue): exit 0 when `serve` would accept it, else print every error and exit 1.
     Validate {
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
+        /// Check the file alone, not the files and names it refers to (for a config rendered
+        /// for another machine, such as a Helm chart's).
+        #[arg(long)]
+        config_only: bool,
     },
     /// Tell which crawler a User-Agent string belongs to.
     Identify {
@@ -71,7 +76,10 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
         Command::Check(args) => check::run(args),
-        Command::Validate { config } => validate(config),
+        Command::Validate {
+            config,
+            config_only,
+        } => validate(config, *config_only),
         Command::Identify {
             user_agent,
             json,
@@ -104,22 +112,40 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn validate(path: &std::path::Path) -> ExitCode {
-    match crate::config::load_file(path) {
-        Ok(config) => {
-            println!(
-                "{}: valid ({} origin{})",
-                path.display(),
-                config.origins.len(),
-                if config.origins.len() == 1 { "" } else { "s" }
-            );
-            ExitCode::SUCCESS
-        }
+fn validate(path: &std::path::Path, config_only: bool) -> ExitCode {
+    let config = match crate::config::load_file(path) {
+        Ok(config) => config,
         Err(errors) => {
             eprintln!("{errors}");
-            ExitCode::from(1)
+            return ExitCode::from(1);
+        }
+    };
+    if let Err(e) = crate::state::build_identifier(&config) {
+        eprintln!("{}: {e}", path.display());
+        return ExitCode::from(1);
+    }
+    if !config_only {
+        let checks = crate::server::Checks {
+            binds: false,
+            robots_files: true,
+        };
+        if let Err(e) = crate::server::preflight(&config, checks) {
+            for line in e.0.lines() {
+                eprintln!("{}: {line}", path.display());
+            }
+            return ExitCode::from(1);
+        }
+        for warning in crate::server::resolution_warnings(&config) {
+            eprintln!("{}: warning: {warning}", path.display());
         }
     }
+    println!(
+        "{}: valid ({} origin{})",
+        path.display(),
+        config.origins.len(),
+        if config.origins.len() == 1 { "" } else { "s" }
+    );
+    ExitCode::SUCCESS
 }
 
 fn identify(user_agent: &str, json: bool, config: Option<&std::path::Path>) -> ExitCode {

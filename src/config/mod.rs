@@ -30,15 +30,17 @@ use std::time::Duration;
 use crate::crawlers::Category;
 
 pub use error::{ConfigError, ConfigErrors};
-pub use template::BODY_PLACEHOLDERS;
+pub use template::{render_body, BODY_PLACEHOLDERS};
 
 /// The whole, checked configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     /// Proxy listeners; never empty.
     pub listen: Vec<Listener>,
-    /// Where the admin server (metrics, health) listens.
-    pub admin: SocketAddr,
+    /// The admin server (metrics, health, explain).
+    pub admin: AdminConfig,
+    /// Bounds on what one client connection may hold, and on connections in all.
+    pub limits: Limits,
     /// Proxy worker threads; `None` means one per CPU.
     pub threads: Option<usize>,
     /// How long in-flight requests may take to finish on SIGTERM.
@@ -48,6 +50,100 @@ pub struct Config {
     pub origins: Vec<OriginConfig>,
     /// The absolute path the config was loaded from (`None` from `load_str`).
     pub source_path: Option<PathBuf>,
+}
+
+/// The admin listener: where it listens and who may use it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct AdminConfig {
+    pub address: SocketAddr,
+    /// A file holding the bearer token every admin request but `/healthz` and `/readyz` must
+    /// carry (absolute path; read when serving, so a rotated secret applies without restart).
+    pub token_file: Option<PathBuf>,
+}
+
+/// Bounds that keep a client from holding memory, file descriptors or a worker for long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Limits {
+    /// From a request's first byte (or the connection's start) to the end of its header block;
+    /// trickling bytes does not extend it. Answered with 408.
+    pub header_timeout: Duration,
+    /// Total bytes of a request line and headers. Answered with 431.
+    pub max_header_bytes: usize,
+    /// How long a kept-alive connection may wait for its next request.
+    pub idle_timeout: Duration,
+    /// From the end of a request's headers to the end of its body.
+    pub body_timeout: Duration,
+    /// Downstream connections at once; `None` derives it from the open-files limit at start.
+    pub max_connections: Option<usize>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            header_timeout: Duration::from_secs(10),
+            max_header_bytes: 32 * 1024,
+            idle_timeout: Duration::from_secs(60),
+            body_timeout: Duration::from_secs(60),
+            max_connections: None,
+        }
+    }
+}
+
+/// How request paths are read for the decision and what the origin is sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PathsConfig {
+    pub escaped_slashes: EscapedSlashes,
+    pub forward: Forward,
+}
+
+impl Default for PathsConfig {
+    fn default() -> Self {
+        PathsConfig {
+            escaped_slashes: EscapedSlashes::Decode,
+            forward: Forward::Canonical,
+        }
+    }
+}
+
+/// What `%2F` and `%5C` in a request path mean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EscapedSlashes {
+    /// They are slashes (as nginx, Apache and most frameworks read them): decoded before dot
+    /// segments are removed and slashes merged.
+    Decode,
+    /// Paths holding them are refused with 400.
+    Reject,
+    /// They are data, not separators (for origins that route on encoded slashes).
+    Keep,
+}
+
+impl EscapedSlashes {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EscapedSlashes::Decode => "decode",
+            EscapedSlashes::Reject => "reject",
+            EscapedSlashes::Keep => "keep",
+        }
+    }
+}
+
+/// Which request target the origin receives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Forward {
+    /// The canonical path and query the decision was made on.
+    Canonical,
+    /// The client's bytes; the decision is then the most restrictive over every reading an
+    /// origin could take of them.
+    Original,
+}
+
+impl Forward {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Forward::Canonical => "canonical",
+            Forward::Original => "original",
+        }
+    }
 }
 
 /// A socket the proxy accepts connections on.
@@ -200,6 +296,7 @@ pub struct OriginConfig {
     pub mode: Mode,
     pub block: BlockConfig,
     pub robots: RobotsConfig,
+    pub paths: PathsConfig,
 }
 
 /// An upstream server address.
@@ -273,6 +370,9 @@ pub fn restart_required(old: &Config, new: &Config) -> Vec<&'static str> {
     }
     if old.admin != new.admin {
         changed.push("admin");
+    }
+    if old.limits.max_connections != new.limits.max_connections {
+        changed.push("limits.max_connections");
     }
     if old.threads != new.threads {
         changed.push("threads");

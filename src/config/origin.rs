@@ -9,12 +9,14 @@ use super::address::{check_sni, normalise_host, parse_upstream};
 use super::error::{quote, Sink};
 use super::reader::{self, Table};
 use super::schema::{
-    BLOCK, MAX_NAME_LEN, MAX_ROBOTS_MAX_SIZE, MIN_ROBOTS_MAX_SIZE, ORIGIN, ROBOTS, UPSTREAM_TLS,
+    BLOCK, MAX_NAME_LEN, MAX_ROBOTS_MAX_SIZE, MIN_ROBOTS_MAX_SIZE, ORIGIN, PATHS, ROBOTS,
+    UPSTREAM_TLS,
 };
 use super::template::check_body;
 use super::tree::{Node, Pos, Value};
 use super::{
-    BlockConfig, Mode, OnUnreachable, OriginConfig, RobotsConfig, RobotsSource, UpstreamTls,
+    BlockConfig, EscapedSlashes, Forward, Mode, OnUnreachable, OriginConfig, PathsConfig,
+    RobotsConfig, RobotsSource, UpstreamTls,
 };
 
 pub(crate) const MODES: [(&str, Mode); 3] = [
@@ -43,6 +45,7 @@ pub(crate) struct Defaults {
     pub mode: Mode,
     pub block: BlockConfig,
     pub robots: RobotsSettings,
+    pub paths: PathsConfig,
 }
 
 /// An origin plus what the cross-origin checks need: where its name and
@@ -121,6 +124,7 @@ pub(crate) fn parse_origin(
         .unwrap_or(defaults.mode);
     let block = block(sink, table.get("block"), &defaults.block);
     let robots = robots(sink, table.get("robots"), &defaults.robots, base_dir);
+    let paths = paths(sink, table.get("paths"), &defaults.paths);
 
     let config = OriginConfig {
         name: name.as_ref().map(|(n, _)| n.clone()).unwrap_or_default(),
@@ -130,6 +134,7 @@ pub(crate) fn parse_origin(
         mode,
         block,
         robots,
+        paths,
     };
     Some(Parsed {
         config,
@@ -261,6 +266,38 @@ pub(crate) fn block(sink: &mut Sink, node: Option<&Node>, base: &BlockConfig) ->
                 Err(p) => sink.problem(n.pos, p),
             }
         }
+    }
+    out
+}
+
+const ESCAPED_SLASHES: [(&str, EscapedSlashes); 3] = [
+    ("decode", EscapedSlashes::Decode),
+    ("reject", EscapedSlashes::Reject),
+    ("keep", EscapedSlashes::Keep),
+];
+
+const FORWARD: [(&str, Forward); 2] = [
+    ("canonical", Forward::Canonical),
+    ("original", Forward::Original),
+];
+
+/// Reads a `paths` section over `base`, key by key.
+pub(crate) fn paths(sink: &mut Sink, node: Option<&Node>, base: &PathsConfig) -> PathsConfig {
+    let mut out = *base;
+    let Some(table) = node.and_then(|n| Table::read(sink, n, &PATHS, "`paths`")) else {
+        return out;
+    };
+    if let Some(v) = table
+        .get("escaped_slashes")
+        .and_then(|n| reader::choice(sink, n, "escaped_slashes", &ESCAPED_SLASHES))
+    {
+        out.escaped_slashes = v;
+    }
+    if let Some(v) = table
+        .get("forward")
+        .and_then(|n| reader::choice(sink, n, "forward", &FORWARD))
+    {
+        out.forward = v;
     }
     out
 }

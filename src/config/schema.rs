@@ -17,8 +17,29 @@ pub(crate) struct Section {
 pub(crate) const TOP: Section = Section {
     place: "at the top level",
     keys: &[
-        "listen", "admin", "threads", "shutdown", "defaults", "crawlers", "origins",
+        "listen", "admin", "threads", "shutdown", "limits", "defaults", "crawlers", "origins",
     ],
+};
+
+pub(crate) const ADMIN: Section = Section {
+    place: "in `admin`",
+    keys: &["address", "token_file"],
+};
+
+pub(crate) const LIMITS: Section = Section {
+    place: "in `limits`",
+    keys: &[
+        "header_timeout",
+        "max_header_bytes",
+        "idle_timeout",
+        "body_timeout",
+        "max_connections",
+    ],
+};
+
+pub(crate) const PATHS: Section = Section {
+    place: "in `paths`",
+    keys: &["escaped_slashes", "forward"],
 };
 
 pub(crate) const SHUTDOWN: Section = Section {
@@ -38,7 +59,7 @@ pub(crate) const LISTENER_TLS: Section = Section {
 
 pub(crate) const DEFAULTS: Section = Section {
     place: "in `defaults`",
-    keys: &["mode", "block", "robots"],
+    keys: &["mode", "block", "robots", "paths"],
 };
 
 pub(crate) const BLOCK: Section = Section {
@@ -87,7 +108,7 @@ pub(crate) const EXTRA_CRAWLER: Section = Section {
 pub(crate) const ORIGIN: Section = Section {
     place: "in origin",
     keys: &[
-        "name", "hosts", "upstream", "tls", "mode", "block", "robots",
+        "name", "hosts", "upstream", "tls", "mode", "block", "robots", "paths",
     ],
 };
 
@@ -145,6 +166,16 @@ pub(crate) const MISPLACED: &[(&str, &str, &str)] = &[
         "listen",
         "`listen` is set once, at the top level",
     ),
+    (
+        "at the top level",
+        "paths",
+        "`paths` goes under `defaults:` or under an origin",
+    ),
+    (
+        "in `defaults`",
+        "limits",
+        "`limits` is set once, at the top level",
+    ),
 ];
 
 /// Loopback by default: exposing the proxy or the admin server on every
@@ -165,6 +196,13 @@ pub(crate) const DEFAULT_ROBOTS_MAX_SIZE: usize = MIN_ROBOTS_MAX_SIZE;
 /// A robots.txt is held in memory per origin; a cap keeps a typo such as
 /// `5GiB` from becoming a memory problem.
 pub(crate) const MAX_ROBOTS_MAX_SIZE: usize = 64 * 1024 * 1024;
+
+/// `limits.max_header_bytes` below this would refuse ordinary browser requests (cookies
+/// alone reach a few KiB); above the ceiling a header block is no longer a header.
+pub(crate) const MIN_MAX_HEADER_BYTES: u64 = 4 * 1024;
+pub(crate) const MAX_MAX_HEADER_BYTES: u64 = 1024 * 1024;
+/// A sanity bound on `limits.max_connections`.
+pub(crate) const MAX_MAX_CONNECTIONS: i128 = 10_000_000;
 
 /// A sanity bound on `threads`; more than this is almost surely a typo.
 pub(crate) const MAX_THREADS: u64 = 1024;
@@ -191,6 +229,9 @@ mod tests {
             &EXTRA_CRAWLER,
             &ORIGIN,
             &UPSTREAM_TLS,
+            &ADMIN,
+            &LIMITS,
+            &PATHS,
         ];
         for (place, key, _) in MISPLACED {
             let section = sections.iter().find(|s| s.place == *place);

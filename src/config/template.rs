@@ -43,9 +43,54 @@ fn placeholders(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// Expands a checked template in one pass: each `{name}` placeholder is replaced by
+/// `value(name)`, and nothing a value contains is expanded again (a request path may well
+/// contain `{origin}`). Placeholders `value` does not know, and every other brace, stay as
+/// written.
+pub fn render_body<'v>(template: &str, value: impl Fn(&str) -> Option<&'v str>) -> String {
+    let mut out = String::with_capacity(template.len() + 64);
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        let len = after
+            .bytes()
+            .take_while(|b| b.is_ascii_lowercase() || *b == b'_')
+            .count();
+        let replacement = (len > 0 && after[len..].starts_with('}'))
+            .then(|| value(&after[..len]))
+            .flatten();
+        match replacement {
+            Some(text) => {
+                out.push_str(&rest[..open]);
+                out.push_str(text);
+                rest = &after[len + 1..];
+            }
+            None => {
+                out.push_str(&rest[..=open]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn renders_in_one_pass() {
+        let value = |name: &str| match name {
+            "path" => Some("/{origin}/{path}"),
+            "origin" => Some("shop"),
+            _ => None,
+        };
+        assert_eq!(
+            render_body("{origin}: {path} {unknown} p { x } {{path}}", value),
+            "shop: /{origin}/{path} {unknown} p { x } {/{origin}/{path}}"
+        );
+    }
 
     #[test]
     fn finds_placeholders_and_ignores_other_braces() {

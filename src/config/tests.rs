@@ -65,9 +65,11 @@ fn minimal_config_gets_every_default() {
         }]
     );
     assert_eq!(
-        c.admin,
+        c.admin.address,
         "127.0.0.1:9090".parse().unwrap_or_else(|_| unreachable!())
     );
+    assert_eq!(c.admin.token_file, None);
+    assert_eq!(c.limits, Limits::default());
     assert_eq!(c.threads, None);
     assert_eq!(c.shutdown_grace, Duration::from_secs(10));
     assert_eq!(
@@ -102,6 +104,10 @@ fn minimal_config_gets_every_default() {
                 on_unreachable: OnUnreachable::Disallow,
                 max_size: 512_000,
             },
+            paths: PathsConfig {
+                escaped_slashes: EscapedSlashes::Decode,
+                forward: Forward::Canonical,
+            },
         }]
     );
 }
@@ -109,7 +115,7 @@ fn minimal_config_gets_every_default() {
 #[test]
 fn empty_values_mean_default() {
     let c = ok(&format!("admin:\nthreads:\nshutdown:\ndefaults:\n  robots:\ncrawlers:\n{ORIGIN}    robots:\n    block:\n"));
-    assert_eq!(c.admin.port(), 9090);
+    assert_eq!(c.admin.address.port(), 9090);
     assert_eq!(c.origins[0].robots.refresh, Duration::from_secs(300));
 }
 
@@ -131,7 +137,7 @@ shutdown: {{grace: 1m30s}}
             key: PathBuf::from("/k.pem")
         })
     );
-    assert_eq!(c.admin.to_string(), "[::1]:9999");
+    assert_eq!(c.admin.address.to_string(), "[::1]:9999");
     assert_eq!(c.threads, Some(4));
     assert_eq!(c.shutdown_grace, Duration::from_secs(90));
 }
@@ -364,7 +370,7 @@ fn restart_required_lists_only_restart_only_fields() {
     assert!(restart_required(&old, &new).is_empty());
     assert_ne!(old, new);
     new.threads = Some(3);
-    new.admin = "127.0.0.1:1".parse().unwrap_or_else(|_| unreachable!());
+    new.admin.address = "127.0.0.1:1".parse().unwrap_or_else(|_| unreachable!());
     new.listen[0].address = "127.0.0.1:2".parse().unwrap_or_else(|_| unreachable!());
     assert_eq!(restart_required(&old, &new), ["listen", "admin", "threads"]);
 }
@@ -387,7 +393,7 @@ fn unknown_key_in_origin_suggests_the_closest() {
     assert_eq!(
         e.to_string(),
         "t.yaml:5:5: unknown key `upstreams` in origin; did you mean `upstream`? \
-         (expected one of: name, hosts, upstream, tls, mode, block, robots)"
+         (expected one of: name, hosts, upstream, tls, mode, block, robots, paths)"
     );
 }
 
@@ -414,7 +420,7 @@ origins:
         [
             "t.yaml:1:33: unknown key `tsl` in listener; did you mean `tls`? (expected one of: address, tls)",
             "t.yaml:2:12: unknown key `grase` in `shutdown`; did you mean `grace`? (expected one of: grace)",
-            "t.yaml:4:3: unknown key `moed` in `defaults`; did you mean `mode`? (expected one of: mode, block, robots)",
+            "t.yaml:4:3: unknown key `moed` in `defaults`; did you mean `mode`? (expected one of: mode, block, robots, paths)",
             "t.yaml:5:11: unknown key `staus` in `block`; did you mean `status`? (expected one of: status, body)",
             "t.yaml:6:12: unknown key `refesh` in `defaults.robots`; did you mean `refresh`? (expected one of: refresh, timeout, on_unreachable, max_size)",
             "t.yaml:7:12: unknown key `extras` in `crawlers`; did you mean `extra`? (expected one of: builtin, generic, extra)",
@@ -497,7 +503,7 @@ fn origin_required_keys() {
             "t.yaml:3:5: origin is missing `upstream` (e.g. upstream: 127.0.0.1:8081)",
             "t.yaml:4:5: origin is missing `name` (e.g. name: shop)",
             "t.yaml:4:5: origin is missing `hosts` (list the Host names it serves, e.g. hosts: [shop.example])",
-            "t.yaml:5:5: each origin must be a mapping, not a string (expected one of: name, hosts, upstream, tls, mode, block, robots)",
+            "t.yaml:5:5: each origin must be a mapping, not a string (expected one of: name, hosts, upstream, tls, mode, block, robots, paths)",
         ]
     );
 }
@@ -970,7 +976,7 @@ fn error_output_is_capped() {
     let yaml: String = (0..1_000).map(|i| format!("k{i}: 1\n")).collect();
     let errs = errors(&yaml);
     assert_eq!(errs.len(), 201);
-    assert_eq!(errs[0], "t.yaml:1:1: unknown key `k0` at the top level (expected one of: listen, admin, threads, shutdown, defaults, crawlers, origins)");
+    assert_eq!(errs[0], "t.yaml:1:1: unknown key `k0` at the top level (expected one of: listen, admin, threads, shutdown, limits, defaults, crawlers, origins)");
     assert_eq!(errs[200], "t.yaml: 801 more errors not shown");
 }
 

@@ -13,14 +13,15 @@ use super::error::{quote, Sink};
 use super::origin::{self, Defaults, RobotsSettings, MODES};
 use super::reader::{self, Table};
 use super::schema::{
-    CRAWLERS, DEFAULTS, DEFAULT_ADMIN, DEFAULT_BLOCK_STATUS, DEFAULT_GRACE, DEFAULT_LISTEN,
+    ADMIN, CRAWLERS, DEFAULTS, DEFAULT_ADMIN, DEFAULT_BLOCK_STATUS, DEFAULT_GRACE, DEFAULT_LISTEN,
     DEFAULT_REFRESH, DEFAULT_ROBOTS, DEFAULT_ROBOTS_MAX_SIZE, DEFAULT_TIMEOUT, EXTRA_CRAWLER,
-    LISTENER, LISTENER_TLS, MAX_NAME_LEN, MAX_THREADS, SHUTDOWN, TOP,
+    LIMITS, LISTENER, LISTENER_TLS, MAX_MAX_CONNECTIONS, MAX_MAX_HEADER_BYTES, MAX_NAME_LEN,
+    MAX_THREADS, MIN_MAX_HEADER_BYTES, SHUTDOWN, TOP,
 };
 use super::tree::{Node, Pos, Value};
 use super::{
-    BlockConfig, Config, CrawlersConfig, ExtraCrawler, Listener, ListenerTls, Mode, OnUnreachable,
-    OriginConfig,
+    AdminConfig, BlockConfig, Config, CrawlersConfig, ExtraCrawler, Limits, Listener, ListenerTls,
+    Mode, OnUnreachable, OriginConfig, PathsConfig,
 };
 
 /// Builds the config, reporting problems to `sink`. The returned value is
@@ -32,7 +33,11 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
             address: DEFAULT_LISTEN,
             tls: None,
         }],
-        admin: DEFAULT_ADMIN,
+        admin: AdminConfig {
+            address: DEFAULT_ADMIN,
+            token_file: None,
+        },
+        limits: Limits::default(),
         threads: None,
         shutdown_grace: DEFAULT_GRACE,
         crawlers: CrawlersConfig {
@@ -49,14 +54,9 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
 
     let listen = listeners(sink, top.get("listen"), base_dir);
     if let Some(n) = top.get("admin") {
-        if let Some(text) = reader::string(sink, n, "admin") {
-            match parse_bind(text) {
-                Ok(addr) => {
-                    check_admin_clash(sink, addr, n.pos, &listen);
-                    config.admin = addr;
-                }
-                Err(p) => sink.problem(n.pos, p),
-            }
+        if let Some((admin, pos)) = admin(sink, n, base_dir) {
+            check_admin_clash(sink, admin.address, pos, &listen);
+            config.admin = admin;
         }
     } else {
         check_admin_clash(sink, DEFAULT_ADMIN, top.pos, &listen);
@@ -80,6 +80,10 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
         {
             config.shutdown_grace = d;
         }
+    }
+
+    if let Some(n) = top.get("limits") {
+        config.limits = limits(sink, n);
     }
 
     let defaults = defaults(sink, top.get("defaults"));
@@ -219,6 +223,94 @@ fn overlaps(a: SocketAddr, b: SocketAddr) -> bool {
             || (a.is_ipv4() == b.is_ipv4() && (a.ip().is_unspecified() || b.ip().is_unspecified())))
 }
 
+/// `admin: "ip:port"` or `admin: {address, token_file}`; the position of the address.
+fn admin(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<(AdminConfig, Pos)> {
+    let bind = |sink: &mut Sink, n: &Node| {
+        let text = reader::string(sink, n, "admin address")?;
+        parse_bind(text).map_err(|p| sink.problem(n.pos, p)).ok()
+    };
+    match &node.value {
+        Value::Map(_) => {
+            let table = Table::read(sink, node, &ADMIN, "`admin`")?;
+            let Some(address_node) = table.get("address") else {
+                sink.error_hint(
+                    table.pos,
+                    "`admin` is missing `address`",
+                    "e.g. admin: {address: \"127.0.0.1:9090\"}",
+                );
+                return None;
+            };
+            let address = bind(sink, address_node);
+            let token_file = table
+                .get("token_file")
+                .and_then(|n| reader::nonempty_string(sink, n, "token_file"))
+                .map(|p| base_dir.join(p));
+            Some((
+                AdminConfig {
+                    address: address?,
+                    token_file,
+                },
+                address_node.pos,
+            ))
+        }
+        _ => bind(sink, node).map(|address| {
+            (
+                AdminConfig {
+                    address,
+                    token_file: None,
+                },
+                node.pos,
+            )
+        }),
+    }
+}
+
+/// `limits`, over the built-in values.
+fn limits(sink: &mut Sink, node: &Node) -> Limits {
+    let mut out = Limits::default();
+    let Some(table) = Table::read(sink, node, &LIMITS, "`limits`") else {
+        return out;
+    };
+    let positive = |sink: &mut Sink, key: &str| {
+        let n = table.get(key)?;
+        let d = reader::duration(sink, n, key)?;
+        if d.is_zero() {
+            sink.error(n.pos, format!("`{key}` must be longer than 0s"));
+            return None;
+        }
+        Some(d)
+    };
+    if let Some(d) = positive(sink, "header_timeout") {
+        out.header_timeout = d;
+    }
+    if let Some(d) = positive(sink, "idle_timeout") {
+        out.idle_timeout = d;
+    }
+    if let Some(d) = positive(sink, "body_timeout") {
+        out.body_timeout = d;
+    }
+    if let Some(n) = table.get("max_header_bytes") {
+        if let Some(bytes) = reader::size(sink, n, "max_header_bytes") {
+            if (MIN_MAX_HEADER_BYTES..=MAX_MAX_HEADER_BYTES).contains(&bytes) {
+                out.max_header_bytes = usize::try_from(bytes).unwrap_or(out.max_header_bytes);
+            } else {
+                sink.error_hint(
+                    n.pos,
+                    format!(
+                        "`max_header_bytes` is {bytes} bytes; it must be between 4KiB and 1MiB"
+                    ),
+                    "browsers send a few KiB of headers; 32KiB is the default",
+                );
+            }
+        }
+    }
+    if let Some(n) = table.get("max_connections") {
+        out.max_connections = reader::integer(sink, n, "max_connections", 1, MAX_MAX_CONNECTIONS)
+            .and_then(|n| usize::try_from(n).ok());
+    }
+    out
+}
+
 fn check_admin_clash(sink: &mut Sink, admin: SocketAddr, pos: Pos, listen: &[(Listener, Pos)]) {
     let Some((other, other_pos)) = listen.iter().find(|(l, _)| overlaps(l.address, admin)) else {
         return;
@@ -252,6 +344,7 @@ fn defaults(sink: &mut Sink, node: Option<&Node>) -> Defaults {
             on_unreachable: OnUnreachable::Disallow,
             max_size: DEFAULT_ROBOTS_MAX_SIZE,
         },
+        paths: PathsConfig::default(),
     };
     let Some(table) = node.and_then(|n| Table::read(sink, n, &DEFAULTS, "`defaults`")) else {
         return out;
@@ -263,6 +356,7 @@ fn defaults(sink: &mut Sink, node: Option<&Node>) -> Defaults {
         out.mode = mode;
     }
     out.block = origin::block(sink, table.get("block"), &out.block);
+    out.paths = origin::paths(sink, table.get("paths"), &out.paths);
     if let Some(robots) = table
         .get("robots")
         .and_then(|n| Table::read(sink, n, &DEFAULT_ROBOTS, "`defaults.robots`"))

@@ -239,6 +239,54 @@ impl Catalogue {
         }
         best.map(|(_, _, _, index)| index)
     }
+
+    /// Every catalogue entry `user_agent` names, best first (the order of [`Catalogue::find`]),
+    /// each with the span of its match. A match inside a longer match of another entry is part
+    /// of that name, not a name of its own (`Googlebot` in `Googlebot-Image/1.0`); an entry
+    /// named twice is listed once.
+    pub fn find_all(&self, user_agent: &[u8]) -> Vec<NamedEntry> {
+        let Ok(matches) = self.automaton.try_find_overlapping_iter(user_agent) else {
+            return Vec::new();
+        };
+        let mut found: Vec<NamedEntry> = matches
+            .filter(|m| is_whole_word(user_agent, m.start(), m.end()))
+            .filter(|m| m.pattern().as_usize() < self.defs.len())
+            .map(|m| NamedEntry {
+                index: m.pattern().as_usize(),
+                start: m.start(),
+                end: m.end(),
+            })
+            .collect();
+        // Quadratic in the number of matches, which a whole-word rule and a UA of at most a
+        // few KiB keep small.
+        let spans: Vec<(usize, usize)> = found.iter().map(|e| (e.start, e.end)).collect();
+        found.retain(|e| {
+            !spans.iter().any(|&(start, end)| {
+                start <= e.start && e.end <= end && (end - start) > (e.end - e.start)
+            })
+        });
+        found.sort_by_key(|e| {
+            let library = self.defs[e.index].category == Category::Library;
+            (library, e.start, Reverse(e.end - e.start), e.index)
+        });
+        let mut seen = Vec::with_capacity(found.len());
+        found.retain(|e| {
+            let first = !seen.contains(&e.index);
+            seen.push(e.index);
+            first
+        });
+        found
+    }
+}
+
+/// A catalogue entry named in a User-Agent, and where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NamedEntry {
+    /// The entry's index in [`Catalogue::defs`].
+    pub index: usize,
+    /// `user_agent[start..end]` is the match.
+    pub start: usize,
+    pub end: usize,
 }
 
 fn validate(index: usize, def: &CrawlerDef) -> Result<(), CatalogueError> {

@@ -3,10 +3,10 @@
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde::Serialize;
 
-use super::catalogue::{Catalogue, CatalogueError, CrawlerDef, OTHER_LABEL};
+use super::catalogue::{Catalogue, CatalogueError, CrawlerDef, NamedEntry, OTHER_LABEL};
 use super::category::Category;
 use super::memo::{self, Memo};
-use super::robots_tokens::RobotsTokenScanner;
+use super::robots_tokens::{FoundToken, RobotsTokenScanner, TokenScan};
 
 /// Words whose presence (case-insensitive, anywhere in a word) marks a UA as automated.
 /// `scrap` covers scraper, scraping and Scrapy-likes; `crawl` covers crawler and crawling.
@@ -273,6 +273,92 @@ impl<'a> Identity<'a> {
     }
 }
 
+/// Every crawler one User-Agent names, most specific first. Holding one crawler (or none)
+/// allocates nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Named<'a> {
+    first: Option<Identity<'a>>,
+    rest: Vec<Identity<'a>>,
+}
+
+impl<'a> Named<'a> {
+    fn push(&mut self, identity: Identity<'a>) {
+        if self.first.is_none() {
+            self.first = Some(identity);
+        } else {
+            self.rest.push(identity);
+        }
+    }
+
+    /// The most specific crawler named: the catalogue's best match, else the longest
+    /// robots.txt name, else what the generic rules found.
+    pub fn primary(&self) -> Option<&Identity<'a>> {
+        self.first.as_ref()
+    }
+
+    pub fn into_primary(self) -> Option<Identity<'a>> {
+        self.first
+    }
+
+    pub fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.rest.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    /// Every crawler named, the primary first.
+    pub fn iter(&self) -> impl Iterator<Item = &Identity<'a>> + '_ {
+        self.first.iter().chain(self.rest.iter())
+    }
+
+    fn revoke_global_exemption(&mut self) {
+        if let Some(first) = self.first.as_mut() {
+            first.ignores_global = false;
+        }
+        for identity in &mut self.rest {
+            identity.ignores_global = false;
+        }
+    }
+
+    /// Whether `token` (a robots.txt name) is already among the named crawlers' tokens.
+    fn has_token(&self, token: &str) -> bool {
+        self.iter().any(|identity| {
+            identity.tokens.iter().any(|own| {
+                let own = crate::robots::reduce_agent_name(own.as_bytes());
+                own.eq_ignore_ascii_case(token.as_bytes())
+            })
+        })
+    }
+}
+
+/// Adds a robots.txt name found in the UA as a crawler of its own, unless it is part of a
+/// catalogue match or a token of a crawler already named.
+fn add_robots_token<'a>(
+    named: &mut Named<'a>,
+    scanner: &'a RobotsTokenScanner,
+    found: FoundToken,
+    catalogue_spans: &[(usize, usize)],
+) {
+    let inside = catalogue_spans
+        .iter()
+        .any(|&(start, end)| start <= found.start && found.end <= end);
+    let Some(token) = scanner.token(found) else {
+        return;
+    };
+    if inside || named.has_token(token) {
+        return;
+    }
+    named.push(Identity::outside_catalogue(
+        token,
+        TokenList::single(token),
+        Category::Other,
+        IdentitySource::RobotsTxt,
+        None,
+    ));
+}
+
 /// Identifies crawlers by User-Agent. Built once at config load; cheap to share.
 #[derive(Debug, Clone)]
 pub struct Identifier {
@@ -385,44 +471,181 @@ impl Identifier {
     }
 
     /// Identify the sender of `user_agent` (the raw header value; pass an empty slice when the
-    /// header is missing). `robots_tokens` is the scanner of the requested origin's
-    /// robots.txt, if it has one. Stages, first hit wins:
-    /// 1. catalogue (see [`Catalogue::find`]);
-    /// 2. the longest robots.txt-named token occurring as a whole word;
-    /// 3. if generic is on, the generic rules;
-    ///
-    /// and otherwise `None`: not a crawler. Linear in the UA length and allocation-free.
+    /// header is missing): the first of [`Identifier::identify_all`]'s crawlers.
     pub fn identify<'a>(
         &'a self,
         user_agent: &'a [u8],
         robots_tokens: Option<&'a RobotsTokenScanner>,
     ) -> Option<Identity<'a>> {
+        self.identify_all(user_agent, robots_tokens).into_primary()
+    }
+
+    /// Every crawler `user_agent` names. `robots_tokens` is the scanner of the requested
+    /// origin's robots.txt, if it has one. Stages:
+    /// 1. the catalogue: every entry named (see [`Catalogue::find_all`]); an HTTP library named
+    ///    beside a crawler is what the crawler is built on, so it is left out;
+    /// 2. robots.txt names occurring as whole words outside the catalogue matches, other than
+    ///    tokens of the crawlers already named;
+    /// 3. only when neither found anything and generic is on: the generic rules.
+    ///
+    /// A crawler that ignores the `*` group keeps that privilege only when it is the only
+    /// crawler named and no other automation word, HTTP library or second crawler shares its
+    /// User-Agent: appending `AdsBot-Google` to a scraper's UA must not lift every `*` rule.
+    /// The common cases (no crawler, one crawler) allocate nothing.
+    pub fn identify_all<'a>(
+        &'a self,
+        user_agent: &'a [u8],
+        robots_tokens: Option<&'a RobotsTokenScanner>,
+    ) -> Named<'a> {
         // Stages 1 and 3 depend on the UA alone, so their verdict is remembered per UA; stage
         // 2 depends on the origin, so its answer is remembered per UA and origin scanner.
-        let memo = memo::remembered(self.memo_owner, user_agent, || {
-            match self.catalogue.find_index(user_agent) {
-                Some(index) => Memo::Catalogue(index),
-                None if self.generic => Memo::Outside(self.generic_verdict(user_agent)),
-                None => Memo::Outside(GenericVerdict::NotCrawler),
+        let memo = memo::remembered(self.memo_owner, user_agent, || self.stage_one(user_agent));
+        let mut named = Named::default();
+        let mut library_too = false;
+        // The catalogue matches' spans; one in the common case.
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        let mut single_span = None;
+        match memo {
+            Memo::Catalogue {
+                index,
+                start,
+                end,
+                library_too: library,
+            } => {
+                if let Some(def) = self.catalogue.defs().get(index) {
+                    named.push(Identity::from_def(def));
+                    single_span = Some((start, end));
+                    library_too = library;
+                }
             }
-        });
-        let generic = match memo {
-            Memo::Catalogue(index) => {
-                return self.catalogue.defs().get(index).map(Identity::from_def);
+            Memo::SeveralInCatalogue => {
+                let (entries, library) = self.catalogue_entries(user_agent);
+                library_too = library;
+                for entry in entries {
+                    if let Some(def) = self.catalogue.defs().get(entry.index) {
+                        named.push(Identity::from_def(def));
+                        spans.push((entry.start, entry.end));
+                    }
+                }
             }
-            Memo::Outside(generic) => generic,
-        };
-        if let Some(token) = robots_tokens.and_then(|s| s.longest_whole_word_remembered(user_agent))
-        {
-            return Some(Identity::outside_catalogue(
-                token,
-                TokenList::single(token),
-                Category::Other,
-                IdentitySource::RobotsTxt,
-                None,
-            ));
+            Memo::Outside(_) => {}
         }
-        generic.identity(user_agent)
+        spans.extend(single_span);
+        if let Some(scanner) = robots_tokens {
+            match scanner.named_remembered(user_agent) {
+                TokenScan::None => {}
+                TokenScan::One(found) => add_robots_token(&mut named, scanner, found, &spans),
+                TokenScan::Several => {
+                    for found in scanner.all_whole_words(user_agent) {
+                        add_robots_token(&mut named, scanner, found, &spans);
+                    }
+                }
+            }
+        }
+        if named.is_empty() {
+            if let Memo::Outside(generic) = memo {
+                if let Some(identity) = generic.identity(user_agent) {
+                    named.push(identity);
+                }
+            }
+            return named;
+        }
+        let privileged = named.len() == 1
+            && named.first.is_some_and(|first| first.ignores_global)
+            && !library_too
+            && !self.automation_word_outside(user_agent, &spans);
+        if !privileged {
+            named.revoke_global_exemption();
+        }
+        named
+    }
+
+    /// What stage 1 (and, without a catalogue match, stage 3) make of a UA.
+    fn stage_one(&self, user_agent: &[u8]) -> Memo {
+        let (entries, library_too) = self.catalogue_entries(user_agent);
+        match entries.as_slice() {
+            [] if self.generic => Memo::Outside(self.generic_verdict(user_agent)),
+            [] => Memo::Outside(GenericVerdict::NotCrawler),
+            [one] => Memo::Catalogue {
+                index: one.index,
+                start: one.start,
+                end: one.end,
+                library_too,
+            },
+            _ => Memo::SeveralInCatalogue,
+        }
+    }
+
+    /// The catalogue entries a UA names, and whether an HTTP library was named beside a
+    /// crawler. Beyond the first (best) entry, these are not names of a crawler of their own:
+    /// - a library when a crawler is named too (what it is built on), or a second library
+    ///   (`Apache-HttpClient/4.5 (Java/17)` names its runtime);
+    /// - a name in a URL or e-mail address (`+http://www.archive.org/details/archive.org_bot`);
+    /// - a comparison (`TelegramBot (like TwitterBot)`).
+    fn catalogue_entries(&self, user_agent: &[u8]) -> (Vec<NamedEntry>, bool) {
+        let mut entries = self.catalogue.find_all(user_agent);
+        let is_library = |entry: &NamedEntry| {
+            self.catalogue
+                .defs()
+                .get(entry.index)
+                .is_some_and(|def| def.category == Category::Library)
+        };
+        let libraries = entries.iter().filter(|e| is_library(e)).count();
+        let library_too = libraries > 0 && libraries < entries.len();
+        let mut kept = 0;
+        entries.retain(|entry| {
+            let keep = kept == 0
+                || !(is_library(entry)
+                    || Field::around(user_agent, entry.start).is_url
+                    || follows_like(user_agent, entry.start));
+            kept += usize::from(keep);
+            keep
+        });
+        // Crawlers rank before libraries, so a library is never first when a crawler is named.
+        (entries, library_too)
+    }
+
+    /// Whether an automation word (as the generic rules read them) or an HTTP library's leading
+    /// product occurs outside the given spans.
+    fn automation_word_outside(&self, user_agent: &[u8], spans: &[(usize, usize)]) -> bool {
+        let outside = |start: usize, end: usize| !spans.iter().any(|&(s, e)| start < e && s < end);
+        let lead = user_agent.len() - user_agent.trim_ascii_start().len();
+        let ua = user_agent.trim_ascii();
+        let product = leading_product(ua);
+        if !product.is_empty()
+            && LIBRARY_PRODUCTS
+                .iter()
+                .any(|p| p.as_bytes().eq_ignore_ascii_case(product))
+            && outside(lead, lead + product.len())
+        {
+            return true;
+        }
+        let Ok(matches) = self.markers.try_find_iter(ua) else {
+            return false;
+        };
+        let mut field: Option<Field> = None;
+        for m in matches {
+            let (start, end) = (m.start(), m.end());
+            if m.pattern().as_usize() == BOT_MARKER && !bot_counts(ua, start, end) {
+                continue;
+            }
+            let f = match field {
+                Some(f) if f.start <= start && start < f.end => f,
+                _ => {
+                    let f = Field::around(ua, start);
+                    field = Some(f);
+                    f
+                }
+            };
+            if f.is_url {
+                continue;
+            }
+            let (ws, we) = word_around(ua, start, end, f);
+            if outside(lead + ws, lead + we) {
+                return true;
+            }
+        }
+        false
     }
 
     /// Stage 3. Rules, in order:
@@ -599,6 +822,16 @@ fn word_around(ua: &[u8], start: usize, end: usize, field: Field) -> (usize, usi
     (ws, we)
 }
 
+/// Whether the word starting at `start` is introduced by `like` (`(like TwitterBot)`), which
+/// compares a crawler with another instead of naming it.
+fn follows_like(ua: &[u8], start: usize) -> bool {
+    let before = ua[..start].trim_ascii_end();
+    before.len() >= 4
+        && before[before.len() - 4..].eq_ignore_ascii_case(b"like")
+        && before.len() < start
+        && (before.len() == 4 || !is_generic_token_byte(before[before.len() - 5]))
+}
+
 /// Apple platform apps send `Name/1 CFNetwork/x Darwin/y`; Android apps `Dalvik/2.1.0 (...)`.
 fn looks_like_app(ua: &[u8]) -> bool {
     memchr::memmem::find(ua, b"CFNetwork/").is_some()
@@ -652,6 +885,85 @@ mod tests {
             let id = generic_on.identify(padded, None).map(|i| i.name);
             assert_eq!(id, Some("FooCrawler"));
         }
+    }
+
+    fn names(
+        identifier: &Identifier,
+        ua: &str,
+        scanner: Option<&RobotsTokenScanner>,
+    ) -> Vec<String> {
+        identifier
+            .identify_all(ua.as_bytes(), scanner)
+            .iter()
+            .map(|i| i.name.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn every_crawler_a_user_agent_names_is_listed() {
+        let id = identifier(true);
+        assert_eq!(
+            names(
+                &id,
+                "Mozilla/5.0 (compatible; Googlebot/2.1) GPTBot/1.2",
+                None
+            ),
+            ["Googlebot", "GPTBot"]
+        );
+        // A name inside a longer one is not a second crawler.
+        assert_eq!(names(&id, "Googlebot-Image/1.0", None), ["Googlebot-Image"]);
+        // A library a crawler is built on is not a second crawler...
+        let linkedin =
+            "LinkedInBot/1.0 (compatible; Mozilla/5.0; Apache-HttpClient +http://www.linkedin.com)";
+        assert_eq!(names(&id, linkedin, None), ["LinkedInBot"]);
+        // ...but it takes away a `*` exemption, as a second crawler or automation word does.
+        for ua in [
+            "AdsBot-Google (+http://www.google.com/adsbot.html)",
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 14_7_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/14.1.2 Mobile/15E148 Safari/604.1 (compatible; AdsBot-Google-Mobile; +http://www.google.com/mobile/adsbot.html)",
+        ] {
+            let all = id.identify_all(ua.as_bytes(), None);
+            assert_eq!(all.len(), 1, "{ua}");
+            assert!(all.primary().is_some_and(|p| p.ignores_global), "{ua}");
+        }
+        for ua in [
+            "python-requests/2.31 AdsBot-Google",
+            "MyScraper/1.0 AdsBot-Google",
+            "AdsBot-Google GPTBot/1.0",
+            "PHP/8.2 AdsBot-Google",
+        ] {
+            let all = id.identify_all(ua.as_bytes(), None);
+            assert!(all.iter().all(|i| !i.ignores_global), "{ua}");
+            assert_eq!(all.primary().map(|p| p.name), Some("AdsBot-Google"), "{ua}");
+        }
+        // robots.txt names count as crawlers of their own, beside catalogue ones.
+        let scanner = RobotsTokenScanner::new(["ZorgBot", "googlebot"]);
+        assert_eq!(
+            names(&id, "Googlebot/2.1 ZorgBot/1.0", Some(&scanner)),
+            ["Googlebot", "ZorgBot"]
+        );
+        assert_eq!(names(&id, "Googlebot/2.1", Some(&scanner)), ["Googlebot"]);
+        assert_eq!(
+            names(&id, "Googlebot-Image/1.0", Some(&scanner)),
+            ["Googlebot-Image"]
+        );
+        let two = RobotsTokenScanner::new(["FooBot", "BarCrawler"]);
+        for _ in 0..2 {
+            assert_eq!(
+                names(&id, "BarCrawler/3 FooBot/1", Some(&two)),
+                ["BarCrawler", "FooBot"]
+            );
+        }
+    }
+
+    #[test]
+    fn real_crawlers_name_one_crawler_each() {
+        let id = identifier(true);
+        let wrong: Vec<String> = REAL_CRAWLERS
+            .iter()
+            .filter(|(ua, name, _)| names(&id, ua, None) != [*name])
+            .map(|(ua, _, _)| format!("{ua} -> {:?}", names(&id, ua, None)))
+            .collect();
+        assert!(wrong.is_empty(), "{wrong:#?}");
     }
 
     /// (UA, expected catalogue name, expected tokens)

@@ -21,12 +21,21 @@ use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::identify::GenericVerdict;
+use super::robots_tokens::TokenScan;
 
 /// What the stages that depend only on the User-Agent made of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Memo {
-    /// The catalogue entry with this index matched.
-    Catalogue(usize),
+    /// The User-Agent names exactly one catalogue entry (this index) at `start..end`;
+    /// `library_too`: it also names an HTTP library, which a crawler built on one does.
+    Catalogue {
+        index: usize,
+        start: usize,
+        end: usize,
+        library_too: bool,
+    },
+    /// It names several catalogue entries: list them again (a rare, mostly hostile case).
+    SeveralInCatalogue,
     /// No catalogue entry matched; this is what the generic rules say (`NotCrawler` when the
     /// identifier runs without them).
     Outside(GenericVerdict),
@@ -121,8 +130,8 @@ impl<T: Copy> Table<T> {
 thread_local! {
     /// The identifiers' verdicts (catalogue and generic rules).
     static TABLE: RefCell<Table<Memo>> = RefCell::new(Table::new());
-    /// The robots.txt-name scanners' answers: the index of the token found, if any.
-    static ROBOTS_TOKENS: RefCell<Table<Option<usize>>> = RefCell::new(Table::new());
+    /// The robots.txt-name scanners' answers.
+    static ROBOTS_TOKENS: RefCell<Table<TokenScan>> = RefCell::new(Table::new());
 }
 
 /// The remembered verdict for `user_agent` from the identifier `owner`, or `compute()`'s, which
@@ -136,8 +145,8 @@ pub(super) fn remembered(owner: u64, user_agent: &[u8], compute: impl FnOnce() -
 pub(super) fn remembered_robots_token(
     owner: u64,
     user_agent: &[u8],
-    compute: impl FnOnce() -> Option<usize>,
-) -> Option<usize> {
+    compute: impl FnOnce() -> TokenScan,
+) -> TokenScan {
     remembered_in(&ROBOTS_TOKENS, owner, user_agent, compute)
 }
 
@@ -163,6 +172,15 @@ fn remembered_in<T: Copy + 'static>(
 mod tests {
     use super::*;
 
+    fn catalogue(index: usize) -> Memo {
+        Memo::Catalogue {
+            index,
+            start: 0,
+            end: 1,
+            library_too: false,
+        }
+    }
+
     #[test]
     fn remembers_per_owner_and_exact_bytes() {
         let mut calls = 0;
@@ -172,12 +190,12 @@ mod tests {
                 answer
             })
         };
-        assert_eq!(ask(7, b"Foo/1", Memo::Catalogue(3)), Memo::Catalogue(3));
+        assert_eq!(ask(7, b"Foo/1", catalogue(3)), catalogue(3));
         // Remembered: the second answer is the first one's, not recomputed.
-        assert_eq!(ask(7, b"Foo/1", Memo::Catalogue(9)), Memo::Catalogue(3));
+        assert_eq!(ask(7, b"Foo/1", catalogue(9)), catalogue(3));
         // Another owner, or other bytes (case included), compute afresh.
-        assert_eq!(ask(8, b"Foo/1", Memo::Catalogue(4)), Memo::Catalogue(4));
-        assert_eq!(ask(7, b"foo/1", Memo::Catalogue(5)), Memo::Catalogue(5));
+        assert_eq!(ask(8, b"Foo/1", catalogue(4)), catalogue(4));
+        assert_eq!(ask(7, b"foo/1", catalogue(5)), catalogue(5));
         assert_eq!(calls, 3);
     }
 
@@ -185,7 +203,7 @@ mod tests {
     fn long_user_agents_are_never_remembered() {
         let long = vec![b'a'; MAX_REMEMBERED_USER_AGENT + 1];
         let mut calls = 0;
-        for answer in [Memo::Catalogue(1), Memo::Catalogue(2)] {
+        for answer in [catalogue(1), catalogue(2)] {
             let got = remembered(1, &long, || {
                 calls += 1;
                 answer
@@ -202,8 +220,8 @@ mod tests {
         for round in 0..3 {
             for i in 0..(SETS * WAYS * 4) {
                 let ua = format!("Agent{i}/1.0");
-                let got = remembered(42, ua.as_bytes(), || Memo::Catalogue(i));
-                assert_eq!(got, Memo::Catalogue(i), "round {round}, UA {ua}");
+                let got = remembered(42, ua.as_bytes(), || catalogue(i));
+                assert_eq!(got, catalogue(i), "round {round}, UA {ua}");
             }
         }
         TABLE.with_borrow(|table| {

@@ -21,13 +21,13 @@ mod robots_tokens;
 mod words;
 
 pub use catalogue::{
-    builtin_defs, parse_catalogue_yaml, Catalogue, CatalogueError, CrawlerDef, BUILTIN_YAML,
-    MIN_PATTERN_LEN, OTHER_LABEL,
+    builtin_defs, parse_catalogue_yaml, Catalogue, CatalogueError, CrawlerDef, NamedEntry,
+    BUILTIN_YAML, MIN_PATTERN_LEN, OTHER_LABEL,
 };
 pub use category::Category;
 pub use describe::{describe, report, IdentityReport, OwnedIdentity};
 pub use identify::{
-    GenericRule, Identifier, Identity, IdentitySource, TokenIter, TokenList, EMPTY_UA_NAME,
+    GenericRule, Identifier, Identity, IdentitySource, Named, TokenIter, TokenList, EMPTY_UA_NAME,
     UNNAMED_NAME,
 };
 pub use robots_tokens::{RobotsTokenScanner, MIN_ROBOTS_TOKEN_LEN};

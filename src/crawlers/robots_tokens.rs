@@ -88,6 +88,24 @@ const BROWSER_WORDS: &[&str] = &[
     "electron",
 ];
 
+/// A robots.txt-named token found in a User-Agent: its index among the scanner's tokens, and
+/// the span of the match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct FoundToken {
+    pub index: usize,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// What one scan of a User-Agent found, in a form small enough to remember per thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TokenScan {
+    None,
+    One(FoundToken),
+    /// More than one token: list them again with [`RobotsTokenScanner::all_whole_words`].
+    Several,
+}
+
 /// The product tokens named in one origin's robots.txt, compiled for matching against
 /// User-Agents. Built when that robots.txt is compiled; immutable afterwards.
 #[derive(Debug, Clone, Default)]
@@ -157,16 +175,66 @@ impl RobotsTokenScanner {
             .map(String::as_str)
     }
 
-    /// [`Self::longest_whole_word`], remembered per worker thread for recent User-Agents (the
-    /// proxy's path: one origin sees the same few hundred User-Agents over and over).
-    pub(super) fn longest_whole_word_remembered(&self, user_agent: &[u8]) -> Option<&str> {
+    /// [`Self::longest_whole_word`] through the per-thread memory, as identification asks.
+    #[cfg(test)]
+    fn longest_whole_word_remembered(&self, user_agent: &[u8]) -> Option<&str> {
+        match self.named_remembered(user_agent) {
+            TokenScan::None => None,
+            TokenScan::One(found) => self.tokens.get(found.index).map(String::as_str),
+            TokenScan::Several => self
+                .longest_whole_word_index(user_agent)
+                .and_then(|i| self.tokens.get(i))
+                .map(String::as_str),
+        }
+    }
+
+    /// What the scanner finds in `user_agent`, remembered per worker thread: nothing, one named
+    /// token (with where), or several (then [`Self::all_whole_words`] lists them).
+    pub(super) fn named_remembered(&self, user_agent: &[u8]) -> TokenScan {
         // A scanner without tokens has nothing to find, so nothing to remember.
-        self.automaton.as_ref()?;
+        if self.automaton.is_none() {
+            return TokenScan::None;
+        }
         memo::remembered_robots_token(self.memo_owner, user_agent, || {
-            self.longest_whole_word_index(user_agent)
+            let all = self.all_whole_words(user_agent);
+            match all.as_slice() {
+                [] => TokenScan::None,
+                [one] => TokenScan::One(*one),
+                _ => TokenScan::Several,
+            }
         })
-        .and_then(|i| self.tokens.get(i))
-        .map(String::as_str)
+    }
+
+    /// Every named token occurring in `user_agent` as a whole word, longest first (ties: the
+    /// leftmost, then the one named first), each token once.
+    pub(super) fn all_whole_words(&self, ua: &[u8]) -> Vec<FoundToken> {
+        let Some(automaton) = self.automaton.as_ref() else {
+            return Vec::new();
+        };
+        let Ok(matches) = automaton.try_find_overlapping_iter(ua) else {
+            return Vec::new();
+        };
+        let mut found: Vec<FoundToken> = matches
+            .filter(|m| is_whole_word(ua, m.start(), m.end()))
+            .map(|m| FoundToken {
+                index: m.pattern().as_usize(),
+                start: m.start(),
+                end: m.end(),
+            })
+            .collect();
+        found.sort_by_key(|f| (std::cmp::Reverse(f.end - f.start), f.start, f.index));
+        let mut seen = Vec::with_capacity(found.len());
+        found.retain(|f| {
+            let first = !seen.contains(&f.index);
+            seen.push(f.index);
+            first
+        });
+        found
+    }
+
+    /// The token `found` stands for, as robots.txt spells it.
+    pub(super) fn token(&self, found: FoundToken) -> Option<&str> {
+        self.tokens.get(found.index).map(String::as_str)
     }
 
     fn longest_whole_word_index(&self, ua: &[u8]) -> Option<usize> {

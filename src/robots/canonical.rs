@@ -19,17 +19,75 @@ use super::pattern::{is_hex_pair, push_percent_escape};
 ///   repeated slashes are merged and `.`/`..` segments removed (RFC 3986).
 ///
 /// Returns the input unchanged (borrowed) when nothing needs rewriting, which is the common case.
+///
+/// Escaped slashes (`%2F`, `%5C`) stay escaped: they are data here. See
+/// [`canonicalize_decoding_slashes`] for origins that read them as separators.
 pub fn canonicalize(input: &[u8]) -> Cow<'_, [u8]> {
+    canonicalize_with(input, false)
+}
+
+/// [`canonicalize`], but `%2F` and `%5C` (either case) in the path are decoded to `/` first, so
+/// dot segments and slashes they form are resolved too: what nginx, Apache, Python's and most
+/// frameworks' file servers read `/public/..%2Fprivate` as (`/private`).
+pub fn canonicalize_decoding_slashes(input: &[u8]) -> Cow<'_, [u8]> {
+    canonicalize_with(input, true)
+}
+
+fn canonicalize_with(input: &[u8], decode_slashes: bool) -> Cow<'_, [u8]> {
     if !needs_work(input) {
         return Cow::Borrowed(input);
     }
-    let escaped = normalise_escapes(input);
+    let escaped = normalise_escapes(input, decode_slashes);
     let split = memchr::memchr(b'?', escaped.as_bytes()).unwrap_or(escaped.len());
     let (path, query) = escaped.split_at(split);
     let path = path.replace('\\', "/");
     let mut out = remove_dot_segments(&path);
     out.extend_from_slice(query.as_bytes());
     Cow::Owned(out)
+}
+
+/// Whether the path (before any `?`) holds an escaped slash or backslash (`%2F`, `%5C`, either
+/// case).
+pub fn has_escaped_slash(input: &[u8]) -> bool {
+    let path_end = memchr::memchr(b'?', input).unwrap_or(input.len());
+    let path = &input[..path_end];
+    memchr::memchr_iter(b'%', path).any(|at| {
+        matches!(
+            (
+                path.get(at + 1),
+                path.get(at + 2).map(u8::to_ascii_uppercase)
+            ),
+            (Some(b'2'), Some(b'F')) | (Some(b'5'), Some(b'C'))
+        )
+    })
+}
+
+/// How a URL parser that follows the WHATWG URL standard (Node's `new URL(target, base)`, browsers'
+/// `fetch`) reads a target starting with two or more slashes or backslashes (`//x/private`,
+/// `/\\x/private`): as a host (`x`) and a path. Returns that path and query (`/private`), or
+/// `None` when the target does not start that way.
+pub fn authority_reading(input: &[u8]) -> Option<Cow<'_, [u8]>> {
+    let slashes = input
+        .iter()
+        .take_while(|&&b| b == b'/' || b == b'\\')
+        .count();
+    if slashes < 2 {
+        return None;
+    }
+    let rest = &input[slashes..];
+    let host_end = rest
+        .iter()
+        .position(|&b| matches!(b, b'/' | b'\\' | b'?' | b'#'))
+        .unwrap_or(rest.len());
+    let after = &rest[host_end..];
+    Some(if after.first().is_some_and(|&b| b == b'/' || b == b'\\') {
+        Cow::Borrowed(after)
+    } else {
+        let mut path = Vec::with_capacity(after.len() + 1);
+        path.push(b'/');
+        path.extend_from_slice(after);
+        Cow::Owned(path)
+    })
 }
 
 fn needs_work(input: &[u8]) -> bool {
@@ -56,16 +114,21 @@ fn hex_value(digit: u8) -> u8 {
     }
 }
 
-/// Decodes escaped unreserved characters, upper-cases the remaining escapes and escapes non-ASCII
-/// bytes and lone `%`s. The result is ASCII, and every `%` in it starts an upper-case escape.
-fn normalise_escapes(input: &[u8]) -> String {
+/// Decodes escaped unreserved characters (and, with `decode_slashes`, escaped slashes and
+/// backslashes before the query), upper-cases the remaining escapes and escapes non-ASCII bytes
+/// and lone `%`s. The result is ASCII, and every `%` in it starts an upper-case escape.
+fn normalise_escapes(input: &[u8], decode_slashes: bool) -> String {
     let mut out = String::with_capacity(input.len() + 8);
     let mut index = 0;
+    let mut in_query = false;
     while index < input.len() {
         let byte = input[index];
+        in_query |= byte == b'?';
         if byte == b'%' && is_hex_pair(input, index + 1) {
             let decoded = hex_value(input[index + 1]) << 4 | hex_value(input[index + 2]);
-            if is_unreserved(decoded) {
+            if decode_slashes && !in_query && matches!(decoded, b'/' | b'\\') {
+                out.push('/');
+            } else if is_unreserved(decoded) {
                 out.push(char::from(decoded));
             } else {
                 push_percent_escape(&mut out, decoded);
@@ -178,6 +241,62 @@ mod tests {
         assert_eq!(canon("/a/.."), "/");
         assert_eq!(canon("/a//"), "/a/");
         assert_eq!(canon("/*.php$"), "/*.php$");
+    }
+
+    fn decoded(input: &str) -> String {
+        String::from_utf8_lossy(&canonicalize_decoding_slashes(input.as_bytes())).into_owned()
+    }
+
+    #[test]
+    fn escaped_slashes_decode_before_dot_segments() {
+        for evasion in [
+            "/%2Fprivate/secret.html",
+            "/%2fprivate/secret.html",
+            "/public/..%2Fprivate/secret.html",
+            "/public/..%2fprivate/secret.html",
+            "/public%2F..%2Fprivate/secret.html",
+            "/public%2f..%2fprivate/secret.html",
+            "/public%5C..%5Cprivate/secret.html",
+            "/public/%2e%2e%2Fprivate/secret.html",
+            "/private%2Fsecret.html",
+            "/private/press/..%2F..%2Fprivate/secret.html",
+        ] {
+            assert_eq!(decoded(evasion), "/private/secret.html", "{evasion}");
+        }
+        // Only the path: a query keeps its escapes.
+        assert_eq!(decoded("/a%2Fb?next=%2Fx"), "/a/b?next=%2Fx");
+        // Kept as data by the plain form.
+        assert_eq!(canon("/public/..%2Fprivate"), "/public/..%2Fprivate");
+        // Double-escaped stays one level escaped.
+        assert_eq!(decoded("/a%252Fb"), "/a%252Fb");
+    }
+
+    #[test]
+    fn escaped_slash_detection() {
+        assert!(has_escaped_slash(b"/a%2Fb"));
+        assert!(has_escaped_slash(b"/a%2fb"));
+        assert!(has_escaped_slash(b"/a%5cb"));
+        assert!(!has_escaped_slash(b"/a%252Fb"));
+        assert!(!has_escaped_slash(b"/a?b=%2F"));
+        assert!(!has_escaped_slash(b"/a%2"));
+    }
+
+    #[test]
+    fn authority_readings() {
+        let read = |t: &str| {
+            authority_reading(t.as_bytes()).map(|p| String::from_utf8_lossy(&p).into_owned())
+        };
+        assert_eq!(
+            read("//x/private/secret.html").as_deref(),
+            Some("/private/secret.html")
+        );
+        assert_eq!(read("/\\x/private").as_deref(), Some("/private"));
+        assert_eq!(read("\\\\x\\private").as_deref(), Some("\\private"));
+        assert_eq!(read("///x/a?q").as_deref(), Some("/a?q"));
+        assert_eq!(read("//x?q=1").as_deref(), Some("/?q=1"));
+        assert_eq!(read("//x").as_deref(), Some("/"));
+        assert_eq!(read("/x//private"), None);
+        assert_eq!(read("/private"), None);
     }
 
     #[test]
