@@ -16,6 +16,8 @@
 //! - [`Conn`]: a tiny HTTP/1.1 client over `std::net::TcpStream`, with a raw mode for requests a
 //!   client library would refuse or normalise.
 //! - [`metric`] / [`samples`]: reading the Prometheus text of `/metrics`.
+//! - [`nginx::Nginx`] / [`whatwg::WhatwgOrigin`]: origins that resolve targets as stock nginx
+//!   and as a Node app (`new URL`) do, to show what a path-confusion bypass would reach.
 //!
 //! Every loop is bounded in iterations and time.
 
@@ -940,3 +942,7 @@ pub fn percent_encode(text: &str) -> String {
 
 // Live-operations helpers (reload, signals, custom launches), kept apart from the core harness.
 pub mod live;
+// Real origins that read a request target as a server or app would: stock nginx, and an app
+// resolving it with WHATWG URL parsing.
+pub mod nginx;
+pub mod whatwg;
