@@ -537,6 +537,8 @@ impl ProxyHttp for RobotsGuardProxy {
                 ErrorSource::Upstream => 502,
                 ErrorSource::Downstream => match e.etype() {
                     ErrorType::WriteError | ErrorType::ReadError | ErrorType::ConnectionClosed => 0,
+                    // The body did not arrive within limits.body_timeout.
+                    ErrorType::ReadTimedout => 408,
                     _ => 400,
                 },
                 ErrorSource::Internal | ErrorSource::Unset => 500,

@@ -119,7 +119,7 @@ pub fn preflight(config: &Config, checks: Checks) -> Result<(), StartError> {
             .chain([("admin", config.admin.address)]);
         for (what, address) in addresses {
             if let Err(e) = try_bind(address) {
-                problems.push(format!("cannot {what} on {address}: {e}"));
+                problems.push(format!("cannot bind the {what} address {address}: {e}"));
             }
         }
     }

@@ -67,6 +67,9 @@ pub struct RobotsCopy {
     pub source: String,
     /// When the source first failed in the current run of failures.
     pub unreachable_since: Option<SystemTime>,
+    /// When the origin first answered 4xx while this copy was kept: a second 4xx at least a
+    /// minute later confirms that robots.txt is gone.
+    pub unavailable_since: Option<SystemTime>,
 }
 
 impl RobotsCopy {
@@ -124,6 +127,7 @@ impl RobotsCopy {
             max_age: None,
             source: String::new(),
             unreachable_since: None,
+            unavailable_since: None,
         }
     }
 

@@ -245,3 +245,232 @@ fn garbage_and_truncated_requests_get_bounded_answers() {
     }
     still_healthy(&proxy);
 }
+
+/// Reads until the proxy closes the connection or `within` passes: what it sent, and whether it
+/// closed.
+fn read_until_closed(stream: &mut TcpStream, within: Duration) -> (Vec<u8>, bool) {
+    let deadline = Instant::now() + within;
+    let mut received = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
+    while Instant::now() < deadline {
+        match stream.read(&mut chunk) {
+            Ok(0) => return (received, true),
+            Ok(n) => received.extend_from_slice(&chunk[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return (received, true),
+        }
+    }
+    (received, false)
+}
+
+fn limited(limits: &str) -> (Origin, Proxy) {
+    let origin = Origin::start();
+    let body = format!(
+        "limits: {{{limits}}}\n{}",
+        site(&origin, HOST, &inline_robots("User-agent: GPTBot\nDisallow: /private\n"))
+    );
+    let proxy = Proxy::start(&body);
+    (origin, proxy)
+}
+
+#[test]
+fn a_trickled_head_gets_408_at_the_header_deadline() {
+    let (origin, proxy) = limited("header_timeout: 2s");
+    let mut stream = TcpStream::connect(proxy.addr).expect("connect");
+    stream
+        .write_all(b"GET /public HTTP/1.1\r\nHost: shop.example\r\nX-Slow: ")
+        .expect("head start");
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    let mut closed = false;
+    // A byte every 300 ms keeps a per-read timeout from ever firing; the deadline does not move.
+    for _ in 0..40 {
+        if stream.write_all(b"a").is_err() {
+            closed = true;
+            break;
+        }
+        let (got, gone) = read_until_closed(&mut stream, Duration::from_millis(300));
+        answer.extend(got);
+        if gone {
+            closed = true;
+            break;
+        }
+    }
+    let elapsed = started.elapsed();
+    assert!(closed, "the trickling connection was never closed");
+    assert!(
+        elapsed < Duration::from_secs(6),
+        "closed after {elapsed:?}, not at the 2 s deadline"
+    );
+    assert!(
+        String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 408"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    assert!(origin.proxied().is_empty());
+    assert_eq!(
+        support::metric(
+            &proxy.metrics(),
+            "robotsguard_responses_total",
+            &[("origin", "unrouted"), ("code_class", "4xx")]
+        ),
+        1.0
+    );
+    still_healthy(&proxy);
+}
+
+#[test]
+fn a_head_over_max_header_bytes_gets_431() {
+    let (origin, proxy) = limited("max_header_bytes: 8KiB");
+    let big = format!(
+        "GET /public HTTP/1.1\r\nHost: shop.example\r\nX-Big: {}\r\n\r\n",
+        "b".repeat(9 * 1024)
+    );
+    let answer = proxy.raw(big.as_bytes()).map(|r| r.status);
+    assert_eq!(answer, Ok(431));
+    // A megabyte without an end is cut off at the cap too, not buffered.
+    let mut stream = TcpStream::connect(proxy.addr).expect("connect");
+    let _ = stream.write_all(b"GET /public HTTP/1.1\r\nHost: shop.example\r\n");
+    let mut refused = false;
+    for _ in 0..256 {
+        if stream.write_all(&[b'x'; 4096]).is_err() {
+            refused = true;
+            break;
+        }
+    }
+    let (answer, closed) = read_until_closed(&mut stream, Duration::from_secs(5));
+    assert!(refused || closed, "a 1 MB head was read on");
+    assert!(
+        answer.is_empty() || answer.starts_with(b"HTTP/1.1 431"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    // Just under the cap is fine.
+    let fits = Request::get("/public")
+        .host(HOST)
+        .ua(BROWSER)
+        .header("X-Fits", &"f".repeat(7 * 1024));
+    assert_eq!(proxy.send(&fits).status, 200);
+    assert_eq!(origin.proxied_to("/public").len(), 1);
+}
+
+#[test]
+fn an_idle_kept_alive_connection_is_closed_at_the_idle_timeout() {
+    let (_origin, proxy) = limited("idle_timeout: 1s, header_timeout: 5s");
+    let mut conn = proxy.conn();
+    assert_eq!(conn.send(&Request::get("/public").host(HOST).ua(BROWSER)).status, 200);
+    thread::sleep(Duration::from_millis(1500));
+    conn.write(&Request::get("/public").host(HOST).ua(BROWSER).to_bytes());
+    assert!(
+        conn.read_response(false).is_err(),
+        "the connection outlived the idle timeout"
+    );
+    // One that comes back in time is served.
+    let mut conn = proxy.conn();
+    for _ in 0..3 {
+        assert_eq!(conn.send(&Request::get("/public").host(HOST).ua(BROWSER)).status, 200);
+        thread::sleep(Duration::from_millis(300));
+    }
+}
+
+#[test]
+fn connections_beyond_max_connections_are_refused_and_others_served() {
+    let (_origin, proxy) = limited("max_connections: 4, header_timeout: 30s");
+    let held: Vec<TcpStream> = (0..4)
+        .map(|_| TcpStream::connect(proxy.addr).expect("connect"))
+        .collect();
+    thread::sleep(Duration::from_millis(300));
+    let mut extra = TcpStream::connect(proxy.addr).expect("the kernel accepts");
+    let _ = extra.write_all(b"GET /public HTTP/1.1\r\nHost: shop.example\r\n\r\n");
+    let (answer, closed) = read_until_closed(&mut extra, Duration::from_secs(5));
+    assert!(closed && answer.is_empty(), "the fifth connection was served");
+    let refused = support::metric(
+        &proxy.metrics(),
+        "robotsguard_downstream_connections_refused_total",
+        &[],
+    );
+    assert!(refused >= 1.0, "{refused}");
+    assert_eq!(
+        support::metric(&proxy.metrics(), "robotsguard_downstream_connections", &[]),
+        4.0
+    );
+    drop(held);
+    let served = (0..100).any(|_| {
+        thread::sleep(Duration::from_millis(50));
+        proxy
+            .raw(format!("GET /public HTTP/1.1\r\nHost: {HOST}\r\nUser-Agent: {BROWSER}\r\n\r\n").as_bytes())
+            .is_ok_and(|r| r.status == 200)
+    });
+    assert!(served, "connections were not admitted again once others closed");
+}
+
+#[test]
+fn a_trickled_body_gets_408_at_the_body_deadline() {
+    let (_origin, proxy) = limited("body_timeout: 2s");
+    let mut stream = TcpStream::connect(proxy.addr).expect("connect");
+    stream
+        .write_all(
+            format!("POST /upload HTTP/1.1\r\nHost: {HOST}\r\nUser-Agent: {BROWSER}\r\nContent-Length: 1000\r\n\r\n")
+                .as_bytes(),
+        )
+        .expect("head");
+    let started = Instant::now();
+    let mut closed = false;
+    let mut answer = Vec::new();
+    for _ in 0..40 {
+        if stream.write_all(b"x").is_err() {
+            closed = true;
+            break;
+        }
+        let (got, gone) = read_until_closed(&mut stream, Duration::from_millis(300));
+        answer.extend(got);
+        if gone {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "a body trickled forever");
+    assert!(started.elapsed() < Duration::from_secs(7), "{:?}", started.elapsed());
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    still_healthy(&proxy);
+}
+
+#[test]
+fn http_1_0_answers_close_the_connection() {
+    let (_origin, proxy) = proxy_with("User-agent: *\nDisallow: /private\n");
+    let mut stream = TcpStream::connect(proxy.addr).expect("connect");
+    stream
+        .write_all(
+            format!("GET /private HTTP/1.0\r\nHost: {HOST}\r\nUser-Agent: {GPTBOT}\r\n\r\n")
+                .as_bytes(),
+        )
+        .expect("request");
+    let (answer, closed) = read_until_closed(&mut stream, Duration::from_secs(5));
+    let text = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    assert!(text.contains(" 403 "), "{text}");
+    assert!(text.contains("connection: close"), "{text}");
+    assert!(!text.contains("keep-alive"), "{text}");
+    assert!(closed, "an HTTP/1.0 answer kept the connection open");
+}
+
+#[test]
+fn a_client_cannot_flood_the_logs() {
+    let (_origin, proxy) = proxy_with("User-agent: *\nDisallow: /private\n");
+    let flood = format!("GET /x?{} HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "q".repeat(20_000));
+    for _ in 0..200 {
+        let _ = proxy.raw(flood.as_bytes());
+        let _ = proxy.raw(format!("GET ?{} HTTP/1.1\r\nHost: {HOST}\r\n\r\n", "q".repeat(20_000)).as_bytes());
+    }
+    still_healthy(&proxy);
+    let log = proxy.stderr();
+    assert!(log.len() < 200_000, "{} bytes of log from 400 bad requests", log.len());
+    let longest = log.lines().map(str::len).max().unwrap_or(0);
+    assert!(longest < 2_000, "a log line of {longest} bytes");
+    assert!(!log.contains(" ERROR "), "client-caused lines are at most WARN:\n{log}");
+}

@@ -237,3 +237,54 @@ fn admin_robots_shows_the_copy_in_force() {
     assert_eq!(proxy.admin_get("/robots?origin=nope").status, 404);
     assert_eq!(proxy.admin_get("/robots").status, 400);
 }
+
+#[test]
+fn the_admin_listener_answers_get_and_head_only() {
+    let (_origin, proxy) = shop();
+    for method in ["POST", "DELETE", "PUT", "PATCH"] {
+        for path in ["/healthz", "/metrics", "/explain?host=shop.example"] {
+            let answer = raw(
+                proxy.admin,
+                format!("{method} {path} HTTP/1.1\r\nHost: admin\r\nContent-Length: 0\r\n\r\n").as_bytes(),
+            )
+            .expect("an answer");
+            assert_eq!(answer.status, 405, "{method} {path}");
+            assert_eq!(answer.header("allow"), Some("GET, HEAD"));
+        }
+    }
+    let head = Conn::open(proxy.admin).send(&Request::new("HEAD", "/healthz").host("admin"));
+    assert_eq!((head.status, head.body.len()), (200, 0));
+}
+
+#[test]
+fn an_admin_token_guards_everything_but_health() {
+    let origin = Origin::start();
+    let proxy = Proxy::start_with_admin_token(&site(&origin, SHOP, ""), "s3cret-token\n");
+    let ask = |path: &str, authorization: Option<&str>| {
+        let mut request = Request::get(path).host("admin");
+        if let Some(value) = authorization {
+            request = request.header("Authorization", value);
+        }
+        Conn::open(proxy.admin).send(&request)
+    };
+    assert_eq!(ask("/healthz", None).status, 200);
+    assert_eq!(ask("/readyz", None).status, 200);
+    for path in ["/metrics", "/explain?host=shop.example&ua=GPTBot&path=/", "/robots?origin=shop"] {
+        let refused = ask(path, None);
+        assert_eq!(refused.status, 401, "{path}");
+        assert!(refused.header("www-authenticate").is_some_and(|v| v.starts_with("Bearer")));
+        assert_eq!(ask(path, Some("Bearer wrong")).status, 401, "{path}");
+        assert_eq!(ask(path, Some("Basic czNjcmV0LXRva2Vu")).status, 401, "{path}");
+        assert_eq!(ask(path, Some("Bearer s3cret-token")).status, 200, "{path}");
+    }
+    // A rotated secret applies without a restart.
+    let token_file = proxy.dir.path().join("admin-token");
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(&token_file, "rotated").expect("token rewritten");
+    let rotated = (0..50).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        ask("/metrics", Some("Bearer rotated")).status == 200
+    });
+    assert!(rotated, "the new token was not accepted");
+    assert_eq!(ask("/metrics", Some("Bearer s3cret-token")).status, 401);
+}

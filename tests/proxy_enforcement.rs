@@ -497,3 +497,37 @@ fn keep_alive_survives_a_blocked_request() {
     let targets: Vec<String> = origin.proxied().into_iter().map(|r| r.target).collect();
     assert_eq!(targets, ["/public/1", "/private/2"]);
 }
+
+#[test]
+fn the_default_body_names_the_configured_status() {
+    let origin = Origin::start();
+    let extra = format!(
+        "    block: {{status: 451}}\n{}",
+        inline_robots("User-agent: GPTBot\nDisallow: /\n")
+    );
+    let proxy = Proxy::start(&site(&origin, "shop.example", &extra));
+    let blocked = proxy.get("shop.example", "/x", GPTBOT);
+    assert_eq!(blocked.status, 451);
+    let text = blocked.text();
+    assert!(
+        text.starts_with("451 Unavailable For Legal Reasons: GPTBot may not fetch /x."),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_block_template_expands_each_placeholder_once() {
+    let origin = Origin::start();
+    let extra = format!(
+        "    block:\n      body: \"path={{path}} origin={{origin}} crawler={{crawler}}\"\n{}",
+        inline_robots("User-agent: GPTBot\nDisallow: /\n")
+    );
+    let proxy = Proxy::start(&site(&origin, "shop.example", &extra));
+    // A request target may hold placeholder text; it is never expanded again.
+    let blocked = proxy.get("shop.example", "/{origin}/{crawler}/{robots_url}", GPTBOT);
+    assert_eq!(blocked.status, 403);
+    assert_eq!(
+        blocked.text(),
+        "path=/{origin}/{crawler}/{robots_url} origin=shop crawler=GPTBot"
+    );
+}

@@ -266,15 +266,31 @@ fn a_5xx_after_a_good_copy_keeps_the_copy() {
 }
 
 #[test]
-fn a_404_after_a_good_copy_allows_everything() {
+fn a_404_after_a_good_copy_allows_everything_once_a_second_fetch_confirms_it() {
     let origin = Origin::start();
     origin.robots(200, "User-agent: GPTBot\nDisallow: /\n");
     let extra = "    robots:\n      refresh: 1s\n";
     let proxy = Proxy::start(&site(&origin, SHOP, extra));
     assert_eq!(proxy.get(SHOP, "/x", GPTBOT).status, 403);
     origin.robots(404, "gone");
+    let first_404 = Instant::now();
+    let before = origin.robots_fetches();
     assert!(
-        eventually(|| proxy.get(SHOP, "/x", GPTBOT).status == 200),
-        "a 404 did not lift the rules"
+        eventually(|| origin.robots_fetches() > before),
+        "robots.txt was not fetched again"
+    );
+    // One 404 could be a WAF or a rate limit: the rules stay until it is confirmed.
+    assert_eq!(proxy.get(SHOP, "/x", GPTBOT).status, 403);
+    let (_, json) = proxy.explain(SHOP, GPTBOT, "/x");
+    assert_eq!(json["robots"]["state"], "conditional", "{json}");
+    let lifted = (0..1800).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        proxy.get(SHOP, "/x", GPTBOT).status == 200
+    });
+    assert!(lifted, "a confirmed 404 did not lift the rules");
+    assert!(
+        first_404.elapsed() >= Duration::from_secs(60),
+        "lifted after {:?}, before a confirming fetch a minute later",
+        first_404.elapsed()
     );
 }

@@ -384,6 +384,113 @@ fn a_redirect_to_another_host_or_scheme_is_refused() {
     }
 }
 
+/// Serves ROBOTS until `broken` is set, then what `broken_reply` says for /robots.txt.
+fn switchable(broken_reply: fn(&Head) -> Reply) -> (Scripted, Arc<AtomicBool>) {
+    let broken = Arc::new(AtomicBool::new(false));
+    let flag = broken.clone();
+    let origin = Scripted::start(move |head, index| {
+        if head.path.starts_with("/robots.txt") && flag.load(Ordering::Relaxed) {
+            broken_reply(head)
+        } else {
+            site(head, index)
+        }
+    });
+    (origin, broken)
+}
+
+#[test]
+fn a_429_keeps_the_good_copy() {
+    let (origin, broken) = switchable(|_| response(429, &[("retry-after", "1")], b"slow down"));
+    let proxy = Proxy::start(&origin.config("source: origin, refresh: 1s"));
+    assert_eq!(status(&proxy, "/private/x", CRAWLER), 403);
+    broken.store(true, Ordering::Relaxed);
+    assert!(
+        eventually(10, || fetches(&proxy, "rate_limited") >= 2.0),
+        "429s were not retried"
+    );
+    // Anyone who can flood the origin through the proxy can provoke a 429: it lifts nothing.
+    assert_eq!(status(&proxy, "/private/x", CRAWLER), 403);
+    assert_eq!(state(&proxy), "conditional");
+}
+
+#[test]
+fn a_first_4xx_keeps_the_good_copy() {
+    let (origin, broken) = switchable(|_| response(403, &[], b"challenge"));
+    let proxy = Proxy::start(&origin.config("source: origin, refresh: 1s"));
+    assert_eq!(status(&proxy, "/private/x", CRAWLER), 403);
+    broken.store(true, Ordering::Relaxed);
+    assert!(eventually(10, || fetches(&proxy, "unavailable") >= 1.0));
+    assert_eq!(status(&proxy, "/private/x", CRAWLER), 403);
+    let (_, explain) = proxy.explain(HOST, CRAWLER, "/private/x");
+    assert_eq!(explain["robots"]["state"], "conditional", "{explain}");
+    let described = explain["robots"]["description"].as_str().unwrap_or("");
+    assert!(described.contains("confirm"), "{explain}");
+    // The confirming fetch waits a minute; until then, no refetch hammers the origin.
+    let fetched = origin.count("/robots.txt");
+    thread::sleep(Duration::from_secs(3));
+    assert_eq!(origin.count("/robots.txt"), fetched);
+    // Back to 200 before confirmation: the rules never lapsed.
+    broken.store(false, Ordering::Relaxed);
+    assert_eq!(status(&proxy, "/private/x", CRAWLER), 403);
+}
+
+#[test]
+fn redirect_failures_keep_a_young_good_copy() {
+    for (name, reply) in [
+        ("redirect_loop", (|_| response(302, &[("location", "/robots.txt")], b"")) as fn(&Head) -> Reply),
+        ("refused_redirect", |_| response(301, &[("location", "http://evil.example/robots.txt")], b"")),
+        ("redirect_limit", |head| {
+            let hop: u32 = head.path.trim_start_matches("/robots.txt?").parse().unwrap_or(0);
+            response(302, &[("location", &format!("/robots.txt?{}", hop + 1))], b"")
+        }),
+    ] {
+        let (origin, broken) = switchable(reply);
+        let proxy = Proxy::start(&origin.config("source: origin, refresh: 1s"));
+        assert_eq!(status(&proxy, "/private/x", CRAWLER), 403, "{name}");
+        broken.store(true, Ordering::Relaxed);
+        assert!(eventually(10, || fetches(&proxy, name) >= 1.0), "{name}");
+        assert_eq!(status(&proxy, "/private/x", CRAWLER), 403, "{name}");
+        assert_eq!(state(&proxy), "conditional", "{name}");
+    }
+}
+
+#[test]
+fn a_redirect_to_the_url_just_asked_is_a_loop() {
+    let origin = Scripted::start(|head, _| match head.path.as_str() {
+        "/robots.txt" => response(301, &[("location", "http://shop.example/robots.txt")], b""),
+        _ => page(head),
+    });
+    let proxy = Proxy::start(&origin.config("source: origin, refresh: 1h"));
+    // No earlier copy: RFC 9309's "unavailable".
+    assert_eq!(state(&proxy), "allow_all");
+    assert!(fetches(&proxy, "redirect_loop") >= 1.0);
+    assert_eq!(origin.count("/robots.txt"), 1, "the loop is seen at once");
+}
+
+#[test]
+fn an_origin_behind_tls_sees_the_fetch_as_https_after_its_redirect() {
+    // Rails `force_ssl` or Django's SECURE_SSL_REDIRECT behind a TLS proxy: plain requests are
+    // redirected to https unless X-Forwarded-Proto says https.
+    let origin = Scripted::start(|head, index| {
+        if head.path == "/robots.txt" && head.header("x-forwarded-proto") != Some("https") {
+            return response(301, &[("location", "https://shop.example/robots.txt")], b"");
+        }
+        site(head, index)
+    });
+    let proxy = Proxy::start(&origin.config("source: origin"));
+    assert_eq!(status(&proxy, "/private/x", CRAWLER), 403);
+    assert_eq!(state(&proxy), "conditional");
+    let asked: Vec<Head> = origin
+        .requests()
+        .into_iter()
+        .filter(|h| h.path == "/robots.txt")
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert_eq!(asked[0].header("x-forwarded-proto"), Some("http"));
+    assert_eq!(asked[1].header("x-forwarded-proto"), Some("https"));
+    assert_eq!(asked[1].header("x-forwarded-host"), Some(HOST));
+}
+
 #[test]
 fn client_errors_mean_no_restrictions() {
     for code in [404, 401, 403, 410] {

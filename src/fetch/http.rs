@@ -56,9 +56,12 @@ pub struct Failure(pub String);
 
 /// GETs `path` with `Host: host` from one of the origin's upstreams. Reads at most `max_size`
 /// decoded body bytes. A body that ends early, or a gzip body that does not decode, is a failure.
+/// `scheme` is the scheme of the URL asked for (`X-Forwarded-Proto`: an origin behind a TLS
+/// proxy that redirects plain requests to https must see the request as the https one it is).
 pub async fn get(
     connector: &Connector,
     origin: &Origin,
+    scheme: &str,
     host: &str,
     path: &str,
     validators: &Validators,
@@ -77,6 +80,8 @@ pub async fn get(
         ("user-agent", user_agent()),
         ("accept", "text/plain, */*;q=0.5".to_string()),
         ("accept-encoding", "gzip".to_string()),
+        ("x-forwarded-proto", scheme.to_string()),
+        ("x-forwarded-host", host.to_string()),
     ];
     if let Some(etag) = &validators.etag {
         headers.push(("if-none-match", etag.clone()));

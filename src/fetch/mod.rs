@@ -14,7 +14,10 @@ use pingora::connectors::http::Connector;
 
 pub use file::DirectoryWatcher;
 pub use http::{http_peer, user_agent};
-pub use origin::{FetchOutcome, Fetched, MAX_REDIRECTS, UNREACHABLE_ALLOW_AFTER};
+pub use origin::{
+    FetchOutcome, Fetched, Kept, CONFIRM_UNAVAILABLE_AFTER, KEEP_THROUGH_REDIRECT_FAILURES,
+    MAX_REDIRECTS, UNREACHABLE_ALLOW_AFTER,
+};
 
 use crate::config::RobotsSource;
 use crate::metrics::METRICS;
@@ -129,11 +132,11 @@ async fn keep_fresh(origin: Arc<Origin>, shared: Arc<Shared>) {
         if changed || fetched.copy.last_error.is_some() {
             log_outcome(&origin, &fetched.copy);
         }
-        failures = if fetched.outcome == FetchOutcome::Unreachable {
-            failures.saturating_add(1)
-        } else {
-            0
-        };
+        let failed = matches!(
+            fetched.outcome,
+            FetchOutcome::Unreachable | FetchOutcome::RateLimited
+        ) || fetched.kept.is_some();
+        failures = if failed { failures.saturating_add(1) } else { 0 };
         let delay = next_delay(&settings.refresh, &fetched, failures);
         let deadline = tokio::time::sleep(delay);
         tokio::pin!(deadline);
@@ -171,13 +174,18 @@ async fn keep_fresh(origin: Arc<Origin>, shared: Arc<Shared>) {
 }
 
 /// When to fetch again: the refresh interval (shortened by `Cache-Control: max-age`), with
-/// jitter; after failures, a backoff from [`FIRST_RETRY`] doubling up to the refresh interval,
-/// halved for 503 (or the origin's Retry-After).
+/// jitter; after failures (including failures that kept the copy in force), a backoff from
+/// [`FIRST_RETRY`] doubling up to the refresh interval, halved for 503 and 429 (or the origin's
+/// Retry-After); an unconfirmed 4xx is retried after [`CONFIRM_UNAVAILABLE_AFTER`].
 fn next_delay(refresh: &Duration, fetched: &Fetched, failures: u32) -> Duration {
     if failures > 0 {
         let backoff = FIRST_RETRY
             .saturating_mul(1u32 << (failures - 1).min(16))
             .min(*refresh);
+        if fetched.kept == Some(Kept::Unconfirmed4xx) {
+            // The confirming fetch must come at least this late to count.
+            return backoff.max(CONFIRM_UNAVAILABLE_AFTER + Duration::from_secs(1));
+        }
         if fetched.status_503 {
             return fetched.retry_after.map_or(backoff / 2, |after| {
                 after.clamp(Duration::from_secs(1), *refresh)
@@ -263,6 +271,7 @@ mod tests {
             outcome,
             retry_after,
             status_503,
+            kept: None,
         }
     }
 

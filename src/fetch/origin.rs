@@ -16,6 +16,14 @@ pub const MAX_REDIRECTS: usize = 5;
 /// Unreachable for longer than this with no good copy: assume no restrictions (Google's rule).
 pub const UNREACHABLE_ALLOW_AFTER: Duration = Duration::from_secs(30 * 24 * 3600);
 
+/// A 4xx for a robots.txt that had rules is believed only when a fetch at least this much later
+/// says 4xx again: one 4xx may be a WAF challenge or a rate limit an attacker provoked.
+pub const CONFIRM_UNAVAILABLE_AFTER: Duration = Duration::from_secs(60);
+
+/// A good copy younger than this outlives redirect failures (loops, refused or too many
+/// redirects): RFC 9309 lets crawlers cache robots.txt for 24 hours.
+pub const KEEP_THROUGH_REDIRECT_FAILURES: Duration = Duration::from_secs(24 * 3600);
+
 /// The label of `robotsguard_robots_fetches_total{outcome}` for one fetch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FetchOutcome {
@@ -23,7 +31,10 @@ pub enum FetchOutcome {
     NotModified,
     Unavailable,
     Unreachable,
+    /// 429: treated as a server error (Google's documented handling).
+    RateLimited,
     RedirectLimit,
+    RedirectLoop,
     RefusedRedirect,
     TooLarge,
 }
@@ -35,7 +46,9 @@ impl FetchOutcome {
             FetchOutcome::NotModified => "not_modified",
             FetchOutcome::Unavailable => "unavailable",
             FetchOutcome::Unreachable => "unreachable",
+            FetchOutcome::RateLimited => "rate_limited",
             FetchOutcome::RedirectLimit => "redirect_limit",
+            FetchOutcome::RedirectLoop => "redirect_loop",
             FetchOutcome::RefusedRedirect => "refused_redirect",
             FetchOutcome::TooLarge => "too_large",
         }
@@ -47,9 +60,21 @@ impl FetchOutcome {
 pub struct Fetched {
     pub copy: RobotsCopy,
     pub outcome: FetchOutcome,
-    /// The origin answered 503: retry sooner (Retry-After when it gave one).
+    /// The origin answered 503 or 429: retry sooner (Retry-After when it gave one).
     pub retry_after: Option<Duration>,
     pub status_503: bool,
+    /// The fetch failed but an earlier copy stays in force: retry with backoff, and for an
+    /// unconfirmed 4xx no sooner than [`CONFIRM_UNAVAILABLE_AFTER`].
+    pub kept: Option<Kept>,
+}
+
+/// Why a failed fetch left the copy in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    /// A first 4xx, to be confirmed.
+    Unconfirmed4xx,
+    /// A redirect loop, a refused redirect or too many redirects.
+    RedirectFailure,
 }
 
 impl Fetched {
@@ -59,6 +84,7 @@ impl Fetched {
             outcome,
             retry_after: None,
             status_503: false,
+            kept: None,
         }
     }
 }
@@ -67,22 +93,39 @@ impl Fetched {
 /// always goes to the origin's configured upstream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Target {
+    /// `http` or `https`: what the fetch tells the origin in `X-Forwarded-Proto` (the
+    /// connection itself goes to the upstream as configured).
+    scheme: &'static str,
     host: String,
     path: String,
 }
 
+impl Target {
+    fn url(&self) -> String {
+        format!("{}://{}{}", self.scheme, self.host, self.path)
+    }
+}
+
 /// The first target: `robots.url` when set (a path, or an http(s) URL whose host is one of the
-/// origin's), else `/robots.txt` on the primary host.
+/// origin's), else `/robots.txt` on the primary host; `https` when the upstream is reached over
+/// TLS, else `http`.
 fn first_target(origin: &Origin, url: Option<&str>) -> Target {
     let primary = origin.primary_host().to_string();
+    let scheme = if origin.config.upstream_tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     match url {
         None => Target {
+            scheme,
             host: primary,
             path: "/robots.txt".to_string(),
         },
         Some(url) => match split_absolute(url) {
-            Some((host, path)) => Target { host, path },
+            Some((scheme, host, path)) => Target { scheme, host, path },
             None => Target {
+                scheme,
                 host: primary,
                 path: url.to_string(),
             },
@@ -90,13 +133,13 @@ fn first_target(origin: &Origin, url: Option<&str>) -> Target {
     }
 }
 
-/// `http(s)://authority/path` → (authority, path); `None` for anything else.
-fn split_absolute(url: &str) -> Option<(String, String)> {
+/// `http(s)://authority/path` → (scheme, authority, path); `None` for anything else.
+fn split_absolute(url: &str) -> Option<(&'static str, String, String)> {
     let lower = url.to_ascii_lowercase();
-    let rest = if lower.starts_with("http://") {
-        &url[7..]
+    let (scheme, rest) = if lower.starts_with("http://") {
+        ("http", &url[7..])
     } else if lower.starts_with("https://") {
-        &url[8..]
+        ("https", &url[8..])
     } else {
         return None;
     };
@@ -110,32 +153,35 @@ fn split_absolute(url: &str) -> Option<(String, String)> {
     } else {
         format!("/{path}")
     };
-    Some((authority.to_string(), path))
+    Some((scheme, authority.to_string(), path))
 }
 
-/// Why a redirect is not followed.
+/// Where a redirect leads, resolved against the URL just asked (RFC 3986 reference resolution:
+/// `?x`, `../x`, `//host/x`, ...), or why it is not followed.
 fn resolve_redirect(origin: &Origin, current: &Target, location: &str) -> Result<Target, String> {
     let location = location.trim();
-    let (authority, path) = if let Some((authority, path)) = split_absolute(location) {
-        (authority, path)
-    } else if let Some(rest) = location.strip_prefix("//") {
-        match split_absolute(&format!("http://{rest}")) {
-            Some(parts) => parts,
-            None => return Err(format!("unusable Location `{location}`")),
-        }
-    } else if location.starts_with('/') {
-        (
-            current.host.clone(),
-            location.split('#').next().unwrap_or("/").to_string(),
-        )
-    } else if location.contains(':') && !location.starts_with('.') {
-        // Another scheme (ftp:, file:, javascript:, ...).
-        return Err(format!("redirect to another scheme: `{location}`"));
-    } else {
-        let base = current.path.split('?').next().unwrap_or("/");
-        let directory = &base[..base.rfind('/').map_or(0, |slash| slash + 1)];
-        (current.host.clone(), format!("{directory}{location}"))
+    let base = url::Url::parse(&current.url())
+        .map_err(|e| format!("cannot resolve a redirect from `{}`: {e}", current.url()))?;
+    let next = base
+        .join(location)
+        .map_err(|e| format!("unusable Location `{location}`: {e}"))?;
+    let scheme = match next.scheme() {
+        "http" => "http",
+        "https" => "https",
+        other => return Err(format!("redirect to another scheme: `{other}:`")),
     };
+    let Some(host_text) = next.host_str() else {
+        return Err(format!("unusable Location `{location}`"));
+    };
+    let authority = match next.port() {
+        Some(port) => format!("{host_text}:{port}"),
+        None => host_text.to_string(),
+    };
+    let mut path = next.path().to_string();
+    if let Some(query) = next.query() {
+        path.push('?');
+        path.push_str(query);
+    }
     let Some(host) = normalize_host(authority.as_bytes()) else {
         return Err(format!("redirect to an unusable host `{authority}`"));
     };
@@ -154,6 +200,7 @@ fn resolve_redirect(origin: &Origin, current: &Target, location: &str) -> Result
         return Err(format!("redirect to another host `{host}`"));
     }
     Ok(Target {
+        scheme,
         host: authority,
         path,
     })
@@ -199,7 +246,8 @@ fn retry_after(value: Option<&str>) -> Option<Duration> {
     value?.trim().parse::<u64>().ok().map(Duration::from_secs)
 }
 
-/// Fetches an origin's robots.txt and decides the copy per RFC 9309.
+/// Fetches an origin's robots.txt and decides the copy per RFC 9309, with the deviations that
+/// keep an attacker from provoking an allow-all (see [`Kept`]).
 pub async fn fetch(connector: &Connector, origin: &Origin, url: Option<&str>) -> Fetched {
     let settings = &origin.robots.settings;
     let previous = origin.robots.current();
@@ -213,9 +261,8 @@ pub async fn fetch(connector: &Connector, origin: &Origin, url: Option<&str>) ->
     };
     let source = |target: &Target| {
         format!(
-            "http://{}{} via {}",
-            target.host,
-            target.path,
+            "{} via {}",
+            target.url(),
             origin
                 .peers
                 .iter()
@@ -225,11 +272,12 @@ pub async fn fetch(connector: &Connector, origin: &Origin, url: Option<&str>) ->
         )
     };
     let mut target = first_target(origin, url);
-    let mut redirects = 0;
+    let mut visited: Vec<Target> = Vec::new();
     let answer = loop {
         let attempt = get(
             connector,
             origin,
+            target.scheme,
             &target.host,
             &target.path,
             &validators,
@@ -249,36 +297,27 @@ pub async fn fetch(connector: &Connector, origin: &Origin, url: Option<&str>) ->
         if !(300..400).contains(&answer.status) || answer.status == 304 {
             break answer;
         }
+        let failure = |outcome, error: String| {
+            redirect_failure(&previous, outcome, answer.status, error, source(&target))
+        };
         let Some(location) = answer.location.as_deref() else {
             let error = format!("HTTP {} without a Location", answer.status);
-            return unavailable(
-                FetchOutcome::RefusedRedirect,
-                answer.status,
-                error,
-                source(&target),
-            );
+            return failure(FetchOutcome::RefusedRedirect, error);
         };
-        if redirects == MAX_REDIRECTS {
+        if visited.len() == MAX_REDIRECTS {
             let error = format!("more than {MAX_REDIRECTS} redirects");
-            return unavailable(
-                FetchOutcome::RedirectLimit,
-                answer.status,
-                error,
-                source(&target),
-            );
+            return failure(FetchOutcome::RedirectLimit, error);
         }
-        match resolve_redirect(origin, &target, location) {
-            Ok(next) => target = next,
-            Err(error) => {
-                return unavailable(
-                    FetchOutcome::RefusedRedirect,
-                    answer.status,
-                    error,
-                    source(&target),
-                )
-            }
+        let next = match resolve_redirect(origin, &target, location) {
+            Ok(next) => next,
+            Err(error) => return failure(FetchOutcome::RefusedRedirect, error),
+        };
+        visited.push(target.clone());
+        if visited.contains(&next) {
+            let error = format!("redirect loop back to {}", next.url());
+            return failure(FetchOutcome::RedirectLoop, error);
         }
-        redirects += 1;
+        target = next;
     };
     let source = source(&target);
     match answer.status {
@@ -288,13 +327,26 @@ pub async fn fetch(connector: &Connector, origin: &Origin, url: Option<&str>) ->
             copy.fetched_at = Some(SystemTime::now());
             copy.last_error = None;
             copy.unreachable_since = None;
+            copy.unavailable_since = None;
             copy.http_status = Some(304);
             copy.max_age = max_age(answer.cache_control.as_deref()).or(copy.max_age);
             Fetched::new(copy, FetchOutcome::NotModified)
         }
+        429 => {
+            // Google treats 429 as a server error: robots.txt exists but cannot be read now.
+            // An origin that rate-limits by address sees all clients as robotsguard, so any
+            // client can make this happen; it must never lift the rules.
+            let error = "the origin answered HTTP 429 (too many requests)".to_string();
+            let mut fetched =
+                unreachable(&previous, settings.on_unreachable, error, Some(429), source);
+            fetched.outcome = FetchOutcome::RateLimited;
+            fetched.status_503 = true;
+            fetched.retry_after = retry_after(answer.retry_after.as_deref());
+            fetched
+        }
         400..=499 => {
             let error = format!("the origin answered HTTP {}", answer.status);
-            unavailable(FetchOutcome::Unavailable, answer.status, error, source)
+            client_error(&previous, answer.status, error, source)
         }
         status => {
             let error = format!("the origin answered HTTP {status}");
@@ -312,6 +364,75 @@ pub async fn fetch(connector: &Connector, origin: &Origin, url: Option<&str>) ->
             fetched
         }
     }
+}
+
+/// The copy in force, kept after a failed fetch: with a note in its reason and the error.
+fn keep(previous: &RobotsCopy, error: String, status: Option<u16>, note: &str) -> RobotsCopy {
+    let mut kept = previous.clone();
+    if let Some(at) = kept.reason.find(" (kept: ") {
+        kept.reason.truncate(at);
+    }
+    kept.reason.push_str(note);
+    kept.last_error = Some(error);
+    kept.last_error_at = Some(SystemTime::now());
+    kept.http_status = status.or(kept.http_status);
+    kept
+}
+
+/// A 4xx. RFC 9309 says robots.txt is then unavailable and everything allowed; but a 4xx can
+/// be provoked (a WAF challenging the fetch, a rate limit answered with 403), so while a copy
+/// with rules is in force it stays until a second fetch at least
+/// [`CONFIRM_UNAVAILABLE_AFTER`] later gets a 4xx too.
+fn client_error(previous: &RobotsCopy, status: u16, error: String, source: String) -> Fetched {
+    let now = SystemTime::now();
+    if previous.has_rules() {
+        let since = previous.unavailable_since.unwrap_or(now);
+        let confirmed = now
+            .duration_since(since)
+            .is_ok_and(|waited| waited >= CONFIRM_UNAVAILABLE_AFTER);
+        if !confirmed {
+            let mut copy = keep(
+                previous,
+                error,
+                Some(status),
+                " (kept: the latest fetch got a 4xx; a second one will confirm it)",
+            );
+            copy.unavailable_since = Some(since);
+            let mut fetched = Fetched::new(copy, FetchOutcome::Unavailable);
+            fetched.kept = Some(Kept::Unconfirmed4xx);
+            return fetched;
+        }
+    }
+    unavailable(FetchOutcome::Unavailable, status, error, source)
+}
+
+/// A redirect loop, a refused redirect or too many redirects: unavailable per RFC 9309, but a
+/// good copy younger than [`KEEP_THROUGH_REDIRECT_FAILURES`] stays (an origin that redirects
+/// plain requests to https, or a misconfigured rewrite, must not lift the rules at once).
+fn redirect_failure(
+    previous: &RobotsCopy,
+    outcome: FetchOutcome,
+    status: u16,
+    error: String,
+    source: String,
+) -> Fetched {
+    let young = previous.fetched_at.is_some_and(|at| {
+        SystemTime::now()
+            .duration_since(at)
+            .is_ok_and(|age| age < KEEP_THROUGH_REDIRECT_FAILURES)
+    });
+    if previous.has_rules() && young {
+        let copy = keep(
+            previous,
+            error,
+            Some(status),
+            " (kept: the latest fetch failed on a redirect)",
+        );
+        let mut fetched = Fetched::new(copy, outcome);
+        fetched.kept = Some(Kept::RedirectFailure);
+        return fetched;
+    }
+    unavailable(outcome, status, error, source)
 }
 
 fn ok(answer: Answer, max_size: usize, source: String, previous: &RobotsCopy) -> Fetched {
@@ -347,10 +468,8 @@ fn unavailable(outcome: FetchOutcome, status: u16, error: String, source: String
     Fetched::new(copy, outcome)
 }
 
-const KEPT_NOTE: &str = " (kept: the latest fetch failed)";
-
-/// 5xx or a failed connection: the last good copy stays in force; with none, `on_unreachable`
-/// decides until 30 days have passed, then everything is allowed.
+/// 5xx, 429 or a failed connection: the last good copy stays in force; with none,
+/// `on_unreachable` decides until 30 days have passed, then everything is allowed.
 pub fn unreachable(
     previous: &RobotsCopy,
     on_unreachable: OnUnreachable,
@@ -362,12 +481,7 @@ pub fn unreachable(
     let since = previous.unreachable_since.unwrap_or(now);
     let copy = if previous.is_good() {
         // A good copy is a parsed file or a definite "unavailable" answer.
-        let mut kept = previous.clone();
-        if !kept.reason.ends_with(KEPT_NOTE) {
-            kept.reason.push_str(KEPT_NOTE);
-        }
-        kept.last_error = Some(error);
-        kept.last_error_at = Some(now);
+        let mut kept = keep(previous, error, None, " (kept: the latest fetch failed)");
         kept.unreachable_since = Some(since);
         kept
     } else {

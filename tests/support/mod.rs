@@ -707,6 +707,9 @@ pub struct Proxy {
     stderr: PathBuf,
 }
 
+/// The admin token file [`Proxy::start_with_admin_token`] writes.
+const ADMIN_TOKEN_FILE: &str = "admin-token";
+
 /// A free port on 127.0.0.1 (bound and released; another process could take it, so
 /// [`Proxy::start`] retries on a bind failure).
 pub fn free_port() -> u16 {
@@ -747,6 +750,12 @@ impl Proxy {
         Proxy::launch(body, files, true)
     }
 
+    /// [`Proxy::start`] with an admin listener that wants `Authorization: Bearer <token>`
+    /// (written to `admin-token` in the temp dir).
+    pub fn start_with_admin_token(body: &str, token: &str) -> Proxy {
+        Proxy::launch(body, &[(ADMIN_TOKEN_FILE, token)], true)
+    }
+
     /// Starts the proxy and returns once the admin listener answers `/healthz`, without waiting
     /// for `/readyz`.
     pub fn start_unready(body: &str) -> Proxy {
@@ -783,8 +792,13 @@ impl Proxy {
         let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let body = body.replace("{dir}", &dir.path().to_string_lossy());
+        let admin_line = if files.iter().any(|(name, _)| *name == ADMIN_TOKEN_FILE) {
+            format!("{{address: \"{admin}\", token_file: {ADMIN_TOKEN_FILE}}}")
+        } else {
+            format!("\"{admin}\"")
+        };
         let config = format!(
-            "listen: [\"{listen}\"]\nadmin: \"{admin}\"\nthreads: 1\nshutdown: {{grace: 1s}}\n{body}"
+            "listen: [\"{listen}\"]\nadmin: {admin_line}\nthreads: 1\nshutdown: {{grace: 1s}}\n{body}"
         );
         let config_path = dir.path().join("robotsguard.yaml");
         std::fs::write(&config_path, &config).expect("config written");
