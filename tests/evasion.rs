@@ -204,10 +204,15 @@ fn request_targets_other_than_origin_absolute_and_options_asterisk_are_refused()
         "*",
         "ftp://shop.example/private",
     ] {
-        let status = proxy.send(&Request::get(target).host(HOST).ua(BROWSER)).status;
+        let status = proxy
+            .send(&Request::get(target).host(HOST).ua(BROWSER))
+            .status;
         assert_eq!(status, 400, "GET {target}");
     }
-    let long_query = format!("GET ?{} HTTP/1.1\r\nHost: {HOST}\r\n\r\n", "q".repeat(60_000));
+    let long_query = format!(
+        "GET ?{} HTTP/1.1\r\nHost: {HOST}\r\n\r\n",
+        "q".repeat(60_000)
+    );
     let status = proxy.raw(long_query.as_bytes()).map(|r| r.status);
     assert!(matches!(status, Ok(400) | Ok(431)), "{status:?}");
     let doubled = proxy
@@ -215,7 +220,9 @@ fn request_targets_other_than_origin_absolute_and_options_asterisk_are_refused()
         .map(|r| r.status);
     assert!(matches!(doubled, Ok(400) | Err(_)), "{doubled:?}");
     for method in ["GET", "POST", "DELETE"] {
-        let status = proxy.send(&Request::new(method, "*").host(HOST).ua(GPTBOT)).status;
+        let status = proxy
+            .send(&Request::new(method, "*").host(HOST).ua(GPTBOT))
+            .status;
         assert_eq!(status, 400, "{method} *");
     }
     assert!(origin.proxied().is_empty(), "{:?}", origin.proxied());
@@ -240,8 +247,13 @@ fn every_crawler_a_user_agent_names_is_decided() {
     let origin = Origin::start();
     let robots = "User-agent: Googlebot\nAllow: /\n\nUser-agent: GPTBot\nDisallow: /\n\n\
                   User-agent: *\nDisallow: /private\n\nUser-agent: AdsBot-Google\nAllow: /\n";
-    let proxy = Proxy::start(&support::site(&origin, HOST, &support::inline_robots(robots)));
-    let both = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html) GPTBot/1.2";
+    let proxy = Proxy::start(&support::site(
+        &origin,
+        HOST,
+        &support::inline_robots(robots),
+    ));
+    let both =
+        "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html) GPTBot/1.2";
     assert_eq!(proxy.get(HOST, "/page", both).status, 403);
     assert_eq!(
         proxy
@@ -252,7 +264,11 @@ fn every_crawler_a_user_agent_names_is_decided() {
     // A crawler's own group applies to it, whatever `*` says.
     assert_eq!(
         proxy
-            .get(HOST, "/private/x", "AdsBot-Google (+http://www.google.com/adsbot.html)")
+            .get(
+                HOST,
+                "/private/x",
+                "AdsBot-Google (+http://www.google.com/adsbot.html)"
+            )
             .status,
         200
     );
@@ -271,7 +287,11 @@ fn every_crawler_a_user_agent_names_is_decided() {
         "EvilScraper/1.0 AdsBot-Google",
         "Mozilla/5.0 (compatible; GPTBot/1.2) AdsBot-Google",
     ] {
-        assert_eq!(proxy.get(HOST, "/private/x", scraper).status, 403, "{scraper}");
+        assert_eq!(
+            proxy.get(HOST, "/private/x", scraper).status,
+            403,
+            "{scraper}"
+        );
     }
     // Two User-Agent headers: deciding on one while the origin reads the other is refused.
     let twice = Request::get("/public")

@@ -42,7 +42,10 @@ fn serve_exit(config: &str, files: &[(&str, &str)]) -> (Option<i32>, String) {
         let _ = child.kill();
         let _ = child.wait();
     }
-    (code, std::fs::read_to_string(stderr_path).unwrap_or_default())
+    (
+        code,
+        std::fs::read_to_string(stderr_path).unwrap_or_default(),
+    )
 }
 
 fn config(listen: &str, admin: u16) -> String {
@@ -61,7 +64,10 @@ fn a_listen_address_in_use_stops_serve() {
     let (code, stderr) = serve_exit(&config(&format!("\"127.0.0.1:{port}\""), free_port()), &[]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(started.elapsed() < Duration::from_secs(10));
-    assert!(stderr.contains(&format!("cannot bind the listen address 127.0.0.1:{port}")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot bind the listen address 127.0.0.1:{port}")),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -71,28 +77,40 @@ fn an_admin_address_in_use_stops_serve() {
     let listen = format!("\"127.0.0.1:{}\"", free_port());
     let (code, stderr) = serve_exit(&config(&listen, port), &[]);
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(stderr.contains(&format!("cannot bind the admin address 127.0.0.1:{port}")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot bind the admin address 127.0.0.1:{port}")),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn missing_unparseable_or_mismatched_tls_files_stop_serve() {
     let port = free_port();
-    let listen = format!("{{address: \"127.0.0.1:{port}\", tls: {{cert: cert.pem, key: key.pem}}}}");
+    let listen =
+        format!("{{address: \"127.0.0.1:{port}\", tls: {{cert: cert.pem, key: key.pem}}}}");
     let (code, stderr) = serve_exit(&config(&listen, free_port()), &[]);
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(stderr.contains("cannot read the TLS certificate"), "{stderr}");
+    assert!(
+        stderr.contains("cannot read the TLS certificate"),
+        "{stderr}"
+    );
     assert!(stderr.contains("cert.pem"), "{stderr}");
 
     let garbage = [("cert.pem", "not a certificate"), ("key.pem", "not a key")];
     let (code, stderr) = serve_exit(&config(&listen, free_port()), &garbage);
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(stderr.contains("cert.pem") || stderr.contains("key.pem"), "{stderr}");
+    assert!(
+        stderr.contains("cert.pem") || stderr.contains("key.pem"),
+        "{stderr}"
+    );
 
     // Two valid pairs, crossed: each file parses, the key is not the certificate's.
     let dir = tempfile::tempdir().expect("temp dir");
     for name in ["a", "b"] {
         let made = Command::new("openssl")
-            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"])
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            ])
             .args(["-subj", "/CN=shop.example"])
             .arg("-keyout")
             .arg(dir.path().join(format!("{name}.key")))

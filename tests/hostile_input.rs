@@ -272,7 +272,11 @@ fn limited(limits: &str) -> (Origin, Proxy) {
     let origin = Origin::start();
     let body = format!(
         "limits: {{{limits}}}\n{}",
-        site(&origin, HOST, &inline_robots("User-agent: GPTBot\nDisallow: /private\n"))
+        site(
+            &origin,
+            HOST,
+            &inline_robots("User-agent: GPTBot\nDisallow: /private\n")
+        )
     );
     let proxy = Proxy::start(&body);
     (origin, proxy)
@@ -363,7 +367,11 @@ fn a_head_over_max_header_bytes_gets_431() {
 fn an_idle_kept_alive_connection_is_closed_at_the_idle_timeout() {
     let (_origin, proxy) = limited("idle_timeout: 1s, header_timeout: 5s");
     let mut conn = proxy.conn();
-    assert_eq!(conn.send(&Request::get("/public").host(HOST).ua(BROWSER)).status, 200);
+    assert_eq!(
+        conn.send(&Request::get("/public").host(HOST).ua(BROWSER))
+            .status,
+        200
+    );
     thread::sleep(Duration::from_millis(1500));
     conn.write(&Request::get("/public").host(HOST).ua(BROWSER).to_bytes());
     assert!(
@@ -373,7 +381,11 @@ fn an_idle_kept_alive_connection_is_closed_at_the_idle_timeout() {
     // One that comes back in time is served.
     let mut conn = proxy.conn();
     for _ in 0..3 {
-        assert_eq!(conn.send(&Request::get("/public").host(HOST).ua(BROWSER)).status, 200);
+        assert_eq!(
+            conn.send(&Request::get("/public").host(HOST).ua(BROWSER))
+                .status,
+            200
+        );
         thread::sleep(Duration::from_millis(300));
     }
 }
@@ -388,7 +400,10 @@ fn connections_beyond_max_connections_are_refused_and_others_served() {
     let mut extra = TcpStream::connect(proxy.addr).expect("the kernel accepts");
     let _ = extra.write_all(b"GET /public HTTP/1.1\r\nHost: shop.example\r\n\r\n");
     let (answer, closed) = read_until_closed(&mut extra, Duration::from_secs(5));
-    assert!(closed && answer.is_empty(), "the fifth connection was served");
+    assert!(
+        closed && answer.is_empty(),
+        "the fifth connection was served"
+    );
     let refused = support::metric(
         &proxy.metrics(),
         "robotsguard_downstream_connections_refused_total",
@@ -403,10 +418,16 @@ fn connections_beyond_max_connections_are_refused_and_others_served() {
     let served = (0..100).any(|_| {
         thread::sleep(Duration::from_millis(50));
         proxy
-            .raw(format!("GET /public HTTP/1.1\r\nHost: {HOST}\r\nUser-Agent: {BROWSER}\r\n\r\n").as_bytes())
+            .raw(
+                format!("GET /public HTTP/1.1\r\nHost: {HOST}\r\nUser-Agent: {BROWSER}\r\n\r\n")
+                    .as_bytes(),
+            )
             .is_ok_and(|r| r.status == 200)
     });
-    assert!(served, "connections were not admitted again once others closed");
+    assert!(
+        served,
+        "connections were not admitted again once others closed"
+    );
 }
 
 #[test]
@@ -435,7 +456,11 @@ fn a_trickled_body_gets_408_at_the_body_deadline() {
         }
     }
     assert!(closed, "a body trickled forever");
-    assert!(started.elapsed() < Duration::from_secs(7), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(7),
+        "{:?}",
+        started.elapsed()
+    );
     let text = String::from_utf8_lossy(&answer);
     assert!(text.starts_with("HTTP/1.1 408"), "{text}");
     still_healthy(&proxy);
@@ -465,12 +490,25 @@ fn a_client_cannot_flood_the_logs() {
     let flood = format!("GET /x?{} HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "q".repeat(20_000));
     for _ in 0..200 {
         let _ = proxy.raw(flood.as_bytes());
-        let _ = proxy.raw(format!("GET ?{} HTTP/1.1\r\nHost: {HOST}\r\n\r\n", "q".repeat(20_000)).as_bytes());
+        let _ = proxy.raw(
+            format!(
+                "GET ?{} HTTP/1.1\r\nHost: {HOST}\r\n\r\n",
+                "q".repeat(20_000)
+            )
+            .as_bytes(),
+        );
     }
     still_healthy(&proxy);
     let log = proxy.stderr();
-    assert!(log.len() < 200_000, "{} bytes of log from 400 bad requests", log.len());
+    assert!(
+        log.len() < 200_000,
+        "{} bytes of log from 400 bad requests",
+        log.len()
+    );
     let longest = log.lines().map(str::len).max().unwrap_or(0);
     assert!(longest < 2_000, "a log line of {longest} bytes");
-    assert!(!log.contains(" ERROR "), "client-caused lines are at most WARN:\n{log}");
+    assert!(
+        !log.contains(" ERROR "),
+        "client-caused lines are at most WARN:\n{log}"
+    );
 }

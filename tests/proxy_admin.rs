@@ -245,7 +245,8 @@ fn the_admin_listener_answers_get_and_head_only() {
         for path in ["/healthz", "/metrics", "/explain?host=shop.example"] {
             let answer = raw(
                 proxy.admin,
-                format!("{method} {path} HTTP/1.1\r\nHost: admin\r\nContent-Length: 0\r\n\r\n").as_bytes(),
+                format!("{method} {path} HTTP/1.1\r\nHost: admin\r\nContent-Length: 0\r\n\r\n")
+                    .as_bytes(),
             )
             .expect("an answer");
             assert_eq!(answer.status, 405, "{method} {path}");
@@ -269,12 +270,22 @@ fn an_admin_token_guards_everything_but_health() {
     };
     assert_eq!(ask("/healthz", None).status, 200);
     assert_eq!(ask("/readyz", None).status, 200);
-    for path in ["/metrics", "/explain?host=shop.example&ua=GPTBot&path=/", "/robots?origin=shop"] {
+    for path in [
+        "/metrics",
+        "/explain?host=shop.example&ua=GPTBot&path=/",
+        "/robots?origin=shop",
+    ] {
         let refused = ask(path, None);
         assert_eq!(refused.status, 401, "{path}");
-        assert!(refused.header("www-authenticate").is_some_and(|v| v.starts_with("Bearer")));
+        assert!(refused
+            .header("www-authenticate")
+            .is_some_and(|v| v.starts_with("Bearer")));
         assert_eq!(ask(path, Some("Bearer wrong")).status, 401, "{path}");
-        assert_eq!(ask(path, Some("Basic czNjcmV0LXRva2Vu")).status, 401, "{path}");
+        assert_eq!(
+            ask(path, Some("Basic czNjcmV0LXRva2Vu")).status,
+            401,
+            "{path}"
+        );
         assert_eq!(ask(path, Some("Bearer s3cret-token")).status, 200, "{path}");
     }
     // A rotated secret applies without a restart.

@@ -437,11 +437,24 @@ fn a_first_4xx_keeps_the_good_copy() {
 #[test]
 fn redirect_failures_keep_a_young_good_copy() {
     for (name, reply) in [
-        ("redirect_loop", (|_| response(302, &[("location", "/robots.txt")], b"")) as fn(&Head) -> Reply),
-        ("refused_redirect", |_| response(301, &[("location", "http://evil.example/robots.txt")], b"")),
+        (
+            "redirect_loop",
+            (|_| response(302, &[("location", "/robots.txt")], b"")) as fn(&Head) -> Reply,
+        ),
+        ("refused_redirect", |_| {
+            response(301, &[("location", "http://evil.example/robots.txt")], b"")
+        }),
         ("redirect_limit", |head| {
-            let hop: u32 = head.path.trim_start_matches("/robots.txt?").parse().unwrap_or(0);
-            response(302, &[("location", &format!("/robots.txt?{}", hop + 1))], b"")
+            let hop: u32 = head
+                .path
+                .trim_start_matches("/robots.txt?")
+                .parse()
+                .unwrap_or(0);
+            response(
+                302,
+                &[("location", &format!("/robots.txt?{}", hop + 1))],
+                b"",
+            )
         }),
     ] {
         let (origin, broken) = switchable(reply);

@@ -136,7 +136,11 @@ async fn keep_fresh(origin: Arc<Origin>, shared: Arc<Shared>) {
             fetched.outcome,
             FetchOutcome::Unreachable | FetchOutcome::RateLimited
         ) || fetched.kept.is_some();
-        failures = if failed { failures.saturating_add(1) } else { 0 };
+        failures = if failed {
+            failures.saturating_add(1)
+        } else {
+            0
+        };
         let delay = next_delay(&settings.refresh, &fetched, failures);
         let deadline = tokio::time::sleep(delay);
         tokio::pin!(deadline);
