@@ -3,9 +3,10 @@
 rendered config out as the pod would see it.
 
 Kubernetes schemas accept a Service whose selector matches no pod, a probe on a
-port the container does not expose, or a ServiceMonitor (a CRD, so it has no
-schema at all) aimed at the wrong Service. Each of those installs cleanly and
-then fails quietly, so this script follows every cross-reference instead.
+port the container does not expose, a NetworkPolicy that cuts off the proxy
+port, or a ServiceMonitor or PrometheusRule (CRDs, so they have no schema at
+all) aimed at the wrong Service or malformed. Each of those installs cleanly
+and then fails quietly, so this script follows every cross-reference instead.
 
 Usage: check_rendered_chart.py RENDERED.yaml OUT_DIR RELEASE_NAMESPACE
 
@@ -84,7 +85,9 @@ def check_services(docs, pod_labels, container_ports):
     return admin
 
 
-def check_service_monitor(docs, admin, namespace):
+def check_service_monitor(docs, admin, namespace, token):
+    """token: the (Secret, key) robotsguard's admin token_file is projected
+    from, or None when the admin listener needs no token."""
     for monitor in by_kind(docs, "ServiceMonitor"):
         spec = monitor["spec"]
         if admin is None:
@@ -104,10 +107,104 @@ def check_service_monitor(docs, admin, namespace):
                 problem(f"ServiceMonitor scrapes port {endpoint.get('port')!r}, not a port of the admin Service")
             if endpoint.get("path") != "/metrics":
                 problem("ServiceMonitor does not scrape /metrics")
+            auth = endpoint.get("authorization")
+            if token is None:
+                if auth is not None:
+                    problem("ServiceMonitor sends a token, but the admin listener has no token_file")
+                continue
+            if token == UNKNOWN_TOKEN:
+                problem("ServiceMonitor cannot send an admin token that is not from adminToken's Secret")
+                continue
+            credentials = (auth or {}).get("credentials") or {}
+            sent = (credentials.get("name"), credentials.get("key"))
+            if (auth or {}).get("type") != "Bearer" or sent != token:
+                problem(
+                    f"ServiceMonitor must send the admin token as Bearer from Secret {token[0]} "
+                    f"key {token[1]}, sends {auth}"
+                )
         if "namespace" in monitor["metadata"]:
             names = spec.get("namespaceSelector", {}).get("matchNames", [])
             if names != [namespace]:
                 problem("a ServiceMonitor in another namespace must select the release namespace")
+
+
+def check_network_policy(docs, pod_labels, container):
+    """Whatever a NetworkPolicy admits, the proxy Service must still reach its
+    ports, the admin port must not be open to all, and restricted egress must
+    still reach DNS."""
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    proxies = [
+        s for s in by_kind(docs, "Service")
+        if s["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "proxy"
+    ]
+    for policy in by_kind(docs, "NetworkPolicy"):
+        name = policy["metadata"]["name"]
+        spec = policy["spec"]
+        if not selects(spec["podSelector"].get("matchLabels", {}), pod_labels):
+            problem(f"NetworkPolicy {name} selects no pod of the Deployment")
+            continue
+        admitted = {}  # container port name -> [rules admitting it]
+        for rule in spec.get("ingress", []):
+            if not rule.get("ports"):  # a rule without ports admits every port
+                for port_name in ports:
+                    admitted.setdefault(port_name, []).append(rule)
+            for port in rule.get("ports") or []:
+                target = port["port"]
+                if isinstance(target, int):
+                    matching = [n for n, number in ports.items() if number == target]
+                else:
+                    matching = [target] if target in ports else []
+                if not matching:
+                    problem(f"NetworkPolicy {name} admits port {target!r}, not a container port")
+                for port_name in matching:
+                    admitted.setdefault(port_name, []).append(rule)
+        for proxy in proxies:
+            for port in proxy["spec"]["ports"]:
+                if port["targetPort"] not in admitted:
+                    problem(f"NetworkPolicy {name} cuts off the proxy Service's port {port['targetPort']}")
+        for rule in admitted.get("admin", []):
+            if not rule.get("from"):
+                problem(f"NetworkPolicy {name} opens the admin port to everyone")
+        if "Egress" in spec.get("policyTypes", []):
+            egress = spec.get("egress") or []
+            dns = any(
+                not rule.get("ports") or any(p.get("port") in (53, "dns", "dns-tcp") for p in rule["ports"])
+                for rule in egress
+            )
+            if not dns:
+                problem(f"NetworkPolicy {name} restricts egress without admitting DNS (port 53)")
+
+
+DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
+
+
+def check_prometheus_rules(docs):
+    for rules in by_kind(docs, "PrometheusRule"):
+        name = rules["metadata"]["name"]
+        groups = (rules.get("spec") or {}).get("groups") or []
+        if not groups:
+            problem(f"PrometheusRule {name} has no groups")
+        group_names = [g.get("name") for g in groups]
+        if len(set(group_names)) != len(group_names) or not all(group_names):
+            problem(f"PrometheusRule {name}: group names must be present and unique, got {group_names}")
+        for group in groups:
+            if not group.get("rules"):
+                problem(f"PrometheusRule {name} group {group.get('name')!r} has no rules")
+            for rule in group.get("rules") or []:
+                label = rule.get("alert") or rule.get("record") or rule
+                if not (isinstance(rule.get("expr"), str) and rule["expr"].strip()):
+                    problem(f"PrometheusRule {name}: rule {label!r} has no expr")
+                if ("alert" in rule) == ("record" in rule):
+                    problem(f"PrometheusRule {name}: rule {label!r} needs exactly one of alert and record")
+                if "for" in rule and not DURATION.match(str(rule["for"])):
+                    problem(f"PrometheusRule {name}: rule {label!r} has an unreadable `for` {rule['for']!r}")
+
+
+def check_scheduling(pod_spec, pod_labels):
+    for constraint in pod_spec.get("topologySpreadConstraints", []):
+        selector = (constraint.get("labelSelector") or {}).get("matchLabels")
+        if not selector or not selects(selector, pod_labels):
+            problem(f"topology spread over {constraint['topologyKey']} does not count the Deployment's own pods")
 
 
 def check_scaling(docs, deployment, pod_labels):
@@ -138,9 +235,10 @@ def check_dashboard(docs):
                     problem(f"dashboard ConfigMap {cm['metadata']['name']} lacks the sidecar label")
 
 
-def project_config_volume(docs, pod_spec, container, out_dir):
+def project_config_volume(docs, pod_spec, container, out_dir, secrets):
     """Writes the projected volume mounted at the config path into out_dir and
-    returns the path of the config file inside it."""
+    returns the path of the config file inside it. Fills `secrets` with the
+    (Secret, key) projected at each path in the volume."""
     args = container["args"]
     config_path = args[args.index("--config") + 1]
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
@@ -170,6 +268,7 @@ def project_config_volume(docs, pod_spec, container, out_dir):
         elif "secret" in source:
             # Stand-ins: the Secret is created by the operator, not the chart.
             for item in source["secret"]["items"]:
+                secrets[os.path.normpath(item["path"])] = (source["secret"]["name"], item["key"])
                 target = os.path.join(out_dir, item["path"])
                 os.makedirs(os.path.dirname(target), exist_ok=True)
                 open(target, "w").close()
@@ -178,6 +277,30 @@ def project_config_volume(docs, pod_spec, container, out_dir):
         problem(f"the config volume holds no {os.path.basename(config_path)}")
         return None
     return inside
+
+
+# A token_file the chart does not project from a Secret it knows.
+UNKNOWN_TOKEN = ("", "")
+
+
+def admin_token(config_file, container, secrets):
+    """The (Secret, key) behind admin.token_file, or None without a token."""
+    with open(config_file) as f:
+        admin = yaml.safe_load(f)["admin"]
+    if not isinstance(admin, dict) or "token_file" not in admin:
+        return None
+    path = admin["token_file"]
+    config_dir = os.path.dirname(container["args"][container["args"].index("--config") + 1])
+    inside = os.path.normpath(os.path.relpath(os.path.join(config_dir, path), config_dir))
+    if inside.startswith(".."):
+        mounts = [m["mountPath"] for m in container["volumeMounts"]]
+        if not any(path.startswith(m.rstrip("/") + "/") for m in mounts):
+            problem(f"admin token_file {path} is not inside a mounted volume")
+        return UNKNOWN_TOKEN  # mounted by the user (extraVolumes)
+    if inside not in secrets:
+        problem(f"admin token_file {path} is not a Secret key projected into the config volume")
+        return UNKNOWN_TOKEN
+    return secrets[inside]
 
 
 def check_config_against_pod(config_file, container, pod_spec):
@@ -199,9 +322,10 @@ def check_config_against_pod(config_file, container, pod_spec):
     for name in ("http", "https"):
         if name in ports and ports[name] not in listen_ports:
             problem(f"container port {name} ({ports[name]}) has no listener in the config")
-    if port_of(config["admin"]) != ports.get("admin"):
-        problem(f"config admin {config['admin']} is not the container's admin port")
-    if re.match(r"^(127\.|\[::1\]|localhost)", str(config["admin"])):
+    admin = config["admin"]["address"] if isinstance(config["admin"], dict) else config["admin"]
+    if port_of(admin) != ports.get("admin"):
+        problem(f"config admin {admin} is not the container's admin port")
+    if re.match(r"^(127\.|\[::1\]|localhost)", str(admin)):
         problem("the admin listener is on loopback; probes cannot reach it")
 
     for origin in config["origins"]:
@@ -236,7 +360,11 @@ def main():
 
     if not selects(deployment["spec"]["selector"]["matchLabels"], pod_labels):
         problem("the Deployment's selector does not match its own pods")
-    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+    # The probes carry no token, so they must stay on the two paths that need none.
+    probes = [("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")]
+    if "startupProbe" in container:
+        probes.append(("startupProbe", "/healthz"))
+    for probe, path in probes:
         get = container.get(probe, {}).get("httpGet", {})
         if get.get("path") != path or get.get("port") not in container_ports:
             problem(f"{probe} must GET {path} on a container port, got {get}")
@@ -250,13 +378,17 @@ def main():
         problem("the container must run non-root, read-only, without capabilities")
 
     admin = check_services(docs, pod_labels, container_ports)
-    check_service_monitor(docs, admin, namespace)
+    check_network_policy(docs, pod_labels, container)
     check_scaling(docs, deployment, pod_labels)
+    check_scheduling(pod_spec, pod_labels)
     check_dashboard(docs)
+    check_prometheus_rules(docs)
 
-    config_file = project_config_volume(docs, pod_spec, container, out_dir)
+    secrets = {}
+    config_file = project_config_volume(docs, pod_spec, container, out_dir, secrets)
     if config_file:
         check_config_against_pod(config_file, container, pod_spec)
+        check_service_monitor(docs, admin, namespace, admin_token(config_file, container, secrets))
 
     if problems:
         print(f"{rendered}:", file=sys.stderr)

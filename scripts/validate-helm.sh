@@ -59,8 +59,8 @@ check_case() {
     }
     "$helm" template robotsguard "$chart" --namespace "$namespace" "$@" >"$rendered"
     for version in "${kube_versions[@]}"; do
-        # CRDs (the ServiceMonitor) have no bundled schema and only warn; check_rendered_chart.py
-        # covers them.
+        # CRDs (the ServiceMonitor, the PrometheusRule) have no bundled schema and only warn;
+        # check_rendered_chart.py covers them.
         "$venv/bin/kubernetes-validate" --strict --quiet --no-warn -k "$version" "$rendered"
     done
     "$python" "$root/scripts/check_rendered_chart.py" "$rendered" "$work/$name.volume" "$namespace"
@@ -89,6 +89,38 @@ refuse() {
 echo "validate-helm: values the chart refuses" >&2
 refuse "listens on loopback" --set config.admin=127.0.0.1:9090
 refuse "must use ports.admin" --set config.admin=0.0.0.0:9999
+# The same checks when admin is written as a mapping, or as a string that adminToken extends.
+refuse "config.admin.address (127.0.0.1:9090) listens on loopback" \
+    --set config.admin.address=127.0.0.1:9090
+refuse "config.admin.address (0.0.0.0:9999) must use ports.admin" \
+    --set config.admin.address=0.0.0.0:9999
+refuse "listens on loopback" --set adminToken.secretName=token --set config.admin=127.0.0.1:9090
+refuse "config.admin: address is required" --set config.admin.token_file=/run/token
+# Two token sources, or a token the ServiceMonitor could not send.
+refuse "not both" --set adminToken.secretName=token \
+    --set config.admin.address=0.0.0.0:9090 --set config.admin.token_file=/run/token
+refuse "ServiceMonitor would scrape /metrics without the token" --set serviceMonitor.enabled=true \
+    --set config.admin.address=0.0.0.0:9090 --set config.admin.token_file=/run/token
+refuse "adminToken.secretName" --set adminToken.secretName=Not_A_Name
+refuse "adminToken.key" --set adminToken.secretName=token --set adminToken.key=
+# Load balancer settings on a Service that is not one would restrict nothing.
+refuse "loadBalancerSourceRanges needs service.type LoadBalancer" --set service.type=NodePort \
+    --set 'service.loadBalancerSourceRanges[0]=203.0.113.0/24'
+refuse "loadBalancerClass needs service.type LoadBalancer" \
+    --set service.loadBalancerClass=example.com/lb
+refuse "service.nodePorts.proxy" --set service.type=NodePort --set service.nodePorts.proxy=70000
+refuse "sessionAffinity" --set service.sessionAffinity=ClientIP
+refuse "networkPolicy.adminFrom" --set networkPolicy.enabled=true \
+    --set networkPolicy.adminFrom=everyone
+refuse "networkPolicy.monitoringNamespace" --set networkPolicy.monitoringNamespace=Monitoring
+refuse "rules and additionalRules are both empty" --set prometheusRule.enabled=true \
+    --set-json 'prometheusRule.rules=[]'
+refuse "additionalRules.0: expr is required" \
+    --set-json 'prometheusRule.additionalRules=[{"alert":"X"}]'
+refuse "additionalRules.0: Must validate one and only one schema" \
+    --set-json 'prometheusRule.additionalRules=[{"alert":"X","record":"x","expr":"1"}]'
+refuse "additionalRules.0.for" \
+    --set-json 'prometheusRule.additionalRules=[{"alert":"X","expr":"1","for":"5 minutes"}]'
 refuse "no listener on ports.proxy" --set 'config.listen[0]=0.0.0.0:8000'
 refuse "no listener on ports.https" --set tls.secretName=cert --set 'config.listen[0]=0.0.0.0:8080'
 refuse "must exceed" --set terminationGracePeriodSeconds=15

@@ -45,17 +45,46 @@ fn all_queries() -> Vec<String> {
     out
 }
 
-/// `robotsguard_...` identifiers in a query.
+/// The process collector's metrics the dashboard may query. They carry no `robotsguard_` prefix,
+/// so they are named one by one: any other `process_*` name is as wrong as an unknown
+/// `robotsguard_*` one.
+const PROCESS_METRICS: [&str; 3] = [
+    "process_cpu_seconds_total",
+    "process_resident_memory_bytes",
+    "process_open_fds",
+];
+
+fn is_identifier_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == ':'
+}
+
+/// `robotsguard_...` and `process_...` identifiers in a query (whole identifiers only, so a
+/// name merely containing `process_` is not taken for one).
 fn metric_names(query: &str) -> Vec<&str> {
+    metric_occurrences(query)
+        .into_iter()
+        .map(|(_, name)| name)
+        .collect()
+}
+
+/// [`metric_names`] with the byte offset just past each name.
+fn metric_occurrences(query: &str) -> Vec<(usize, &str)> {
     let mut names = Vec::new();
-    let mut rest = query;
-    while let Some(start) = rest.find("robotsguard_") {
-        let tail = &rest[start..];
+    for (start, c) in query.char_indices() {
+        if start > 0 && query[..start].ends_with(is_identifier_char) {
+            continue;
+        }
+        if !(c == 'r' || c == 'p') {
+            continue;
+        }
+        let tail = &query[start..];
+        if !(tail.starts_with("robotsguard_") || tail.starts_with("process_")) {
+            continue;
+        }
         let end = tail
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .find(|c: char| !is_identifier_char(c))
             .unwrap_or(tail.len());
-        names.push(&tail[..end]);
-        rest = &tail[end..];
+        names.push((start + end, &tail[..end]));
     }
     names
 }
@@ -96,6 +125,12 @@ fn every_queried_metric_is_exported() {
     let mut missing = BTreeSet::new();
     for query in &queries {
         for series in metric_names(query) {
+            if series.starts_with("process_") {
+                if !PROCESS_METRICS.contains(&series) {
+                    missing.insert(series.to_string());
+                }
+                continue;
+            }
             let Some(metric) = exported_metric(series) else {
                 missing.insert(series.to_string());
                 continue;
@@ -118,6 +153,65 @@ fn every_queried_metric_is_exported() {
         missing.is_empty(),
         "the dashboard queries metrics that src/metrics.rs does not export: {missing:?}"
     );
+}
+
+#[test]
+fn metric_names_are_whole_identifiers() {
+    assert_eq!(
+        metric_names(r#"rate(process_cpu_seconds_total{job=~"$job"}[5m]) / robotsguard_x"#),
+        ["process_cpu_seconds_total", "robotsguard_x"]
+    );
+    assert!(metric_names("my_process_open_fds + xrobotsguard_y").is_empty());
+}
+
+/// Panel queries select series by the `$job`, `$namespace` and `$pod` variables. Without them a
+/// shared Prometheus mixes releases, and the unprefixed `process_*` metrics would show every
+/// program it scrapes.
+#[test]
+fn every_panel_query_is_scoped_to_the_selected_targets() {
+    let dashboard = dashboard();
+    let mut checked = 0;
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        let title = panel["title"].as_str().unwrap_or_default();
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let query = target["expr"].as_str().expect("expr");
+            for (end, series) in metric_occurrences(query) {
+                let matchers = query[end..]
+                    .strip_prefix('{')
+                    .and_then(|rest| rest.split_once('}'))
+                    .map(|(inside, _)| inside)
+                    .unwrap_or_else(|| panic!("{title}: {series} has no label matchers"));
+                for scope in [
+                    r#"job=~"$job""#,
+                    r#"namespace=~"$namespace""#,
+                    r#"pod=~"$pod""#,
+                ] {
+                    assert!(matchers.contains(scope), "{title}: `{query}` lacks {scope}");
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 20, "only {checked} series checked");
+    // The job variable's "All" must stay the list of robotsguard jobs, not `.*`.
+    let variables = dashboard["templating"]["list"]
+        .as_array()
+        .expect("variables");
+    let job = variables
+        .iter()
+        .find(|v| v["name"] == "job")
+        .expect("a job variable");
+    assert!(
+        job["allValue"].is_null(),
+        "job allValue {}",
+        job["allValue"]
+    );
+    for name in ["namespace", "pod", "origin"] {
+        assert!(
+            variables.iter().any(|v| v["name"] == name),
+            "no {name} variable"
+        );
+    }
 }
 
 /// `label="value"` and `label=~"a|b"` selectors for one label, split into values.
@@ -169,6 +263,13 @@ fn label_values_in_selectors_are_ones_robotsguard_emits() {
             assert_eq!(value, "none", "category `{value}` in `{query}`");
             checked += 1;
         }
+        for value in selector_values(&query, "code_class") {
+            assert!(
+                ["1xx", "2xx", "3xx", "4xx", "5xx"].contains(&value),
+                "code_class `{value}` in `{query}`"
+            );
+            checked += 1;
+        }
     }
     assert!(checked >= 10, "only {checked} label values checked");
 }
@@ -190,6 +291,14 @@ fn the_dashboard_covers_what_operators_watch() {
         "robotsguard_config_last_reload_successful",
         // Latency percentiles.
         "histogram_quantile(0.99, sum by (le) (rate(robotsguard_request_duration_seconds_bucket",
+        // Answers by status class and the 5xx share per origin.
+        "sum by (code_class) (rate(robotsguard_responses_total",
+        "code_class=\"5xx\"",
+        // Upstreams, client connections against the cap, process resources.
+        "robotsguard_upstream_up",
+        "robotsguard_downstream_connections{",
+        "robotsguard_downstream_connections_max",
+        "process_resident_memory_bytes",
     ];
     for fragment in required {
         assert!(queries.contains(fragment), "no panel queries `{fragment}`");

@@ -31,6 +31,14 @@ Names and labels, following the usual app.kubernetes.io conventions.
 {{- printf "%s-dashboard" (include "robotsguard.fullname" . | trunc 53 | trimSuffix "-") -}}
 {{- end -}}
 
+{{/*
+Where the admin token Secret's key is projected, relative to the config
+file (as tls/tls.crt is), inside the config volume.
+*/}}
+{{- define "robotsguard.adminTokenFile" -}}
+admin/token
+{{- end -}}
+
 {{- define "robotsguard.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{ include "robotsguard.selectorLabels" . }}
@@ -116,7 +124,8 @@ requests still in flight, so it is refused.
 {{/*
 The config file as mounted: values.config with listen, admin and
 shutdown.grace filled in from the chart's values when absent, and checked
-against the ports the pod exposes when present.
+against the ports the pod exposes when present. With adminToken.secretName,
+admin becomes a mapping whose token_file is the projected Secret key.
 */}}
 {{- define "robotsguard.config" -}}
 {{- $config := deepCopy (.Values.config | default dict) -}}
@@ -151,16 +160,46 @@ against the ports the pod exposes when present.
 {{- fail (printf "robotsguard chart: tls.secretName is set but config.listen has no listener on ports.https (%d)" $httpsPort) -}}
 {{- end -}}
 {{- end -}}
+{{- $tokenFile := "" -}}
+{{- if .Values.adminToken.secretName -}}
+{{- $tokenFile = include "robotsguard.adminTokenFile" . -}}
+{{- end -}}
 {{- if not (hasKey $config "admin") -}}
-{{- $_ := set $config "admin" (printf "%s:%d" $bind $adminPort) -}}
+{{- $address := printf "%s:%d" $bind $adminPort -}}
+{{- if $tokenFile -}}
+{{- $_ := set $config "admin" (dict "address" $address "token_file" $tokenFile) -}}
 {{- else -}}
+{{- $_ := set $config "admin" $address -}}
+{{- end -}}
+{{- else -}}
+{{- /* admin is "IP:PORT" or {address, token_file}; check the address either way. */ -}}
+{{- $key := "config.admin" -}}
 {{- $admin := toString $config.admin -}}
+{{- if kindIs "map" $config.admin -}}
+{{- $key = "config.admin.address" -}}
+{{- $admin = toString ($config.admin.address | default "") -}}
+{{- end -}}
 {{- if ne (include "robotsguard.portOf" $admin) (toString $adminPort) -}}
-{{- fail (printf "robotsguard chart: config.admin (%s) must use ports.admin (%d); the probes and the ServiceMonitor point there" $admin $adminPort) -}}
+{{- fail (printf "robotsguard chart: %s (%s) must use ports.admin (%d); the probes and the ServiceMonitor point there" $key $admin $adminPort) -}}
 {{- end -}}
 {{- $host := regexReplaceAll ":[0-9]+$" $admin "" -}}
 {{- if or (hasPrefix "127." $host) (eq $host "[::1]") (eq $host "localhost") -}}
-{{- fail (printf "robotsguard chart: config.admin (%s) listens on loopback, where the kubelet's probes cannot reach it; use %s:%d" $admin $bind $adminPort) -}}
+{{- fail (printf "robotsguard chart: %s (%s) listens on loopback, where the kubelet's probes cannot reach it; use %s:%d" $key $admin $bind $adminPort) -}}
+{{- end -}}
+{{- if kindIs "map" $config.admin -}}
+{{- if hasKey $config.admin "token_file" -}}
+{{- /* Two token sources would leave the ServiceMonitor sending one while robotsguard reads the other. */ -}}
+{{- if $tokenFile -}}
+{{- fail "robotsguard chart: set adminToken.secretName or config.admin.token_file, not both; with adminToken the chart mounts the Secret and writes token_file itself" -}}
+{{- end -}}
+{{- if .Values.serviceMonitor.enabled -}}
+{{- fail "robotsguard chart: config.admin.token_file is set without adminToken.secretName, so the ServiceMonitor would scrape /metrics without the token (401); name the token's Secret in adminToken instead" -}}
+{{- end -}}
+{{- else if $tokenFile -}}
+{{- $_ := set $config.admin "token_file" $tokenFile -}}
+{{- end -}}
+{{- else if $tokenFile -}}
+{{- $_ := set $config "admin" (dict "address" $admin "token_file" $tokenFile) -}}
 {{- end -}}
 {{- end -}}
 {{- $shutdown := $config.shutdown | default dict -}}
