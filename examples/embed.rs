@@ -68,7 +68,11 @@ impl ProxyHttp for MyProxy {
             return Ok(false);
         }
         let robots_url = format!("http://{}/robots.txt", String::from_utf8_lossy(&host));
-        let body = Bytes::from(block_body(&decision, &path, &robots_url));
+        let client = session
+            .client_addr()
+            .and_then(|addr| addr.as_inet())
+            .map_or_else(|| "unknown".to_string(), |addr| addr.ip().to_string());
+        let body = Bytes::from(block_body(&decision, &path, &robots_url, &client));
         let mut answer = ResponseHeader::build(decision.origin.config.block.status, Some(3))?;
         answer.insert_header("content-type", "text/plain; charset=utf-8")?;
         answer.insert_header("content-length", body.len().to_string())?;

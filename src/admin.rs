@@ -12,7 +12,7 @@ use pingora::apps::http_app::ServeHttp;
 use pingora::protocols::http::ServerSession;
 use serde::Serialize;
 
-use crate::enforce::{decide, Decision};
+use crate::enforce::{decide, Decision, Refused};
 use crate::metrics::METRICS;
 use crate::state::{Live, Snapshot};
 
@@ -159,7 +159,13 @@ fn query_params(query: &str) -> Vec<(String, String)> {
 struct Explanation<'a> {
     host: &'a str,
     path: &'a str,
+    /// What the origin is sent instead of `path` (`paths.forward: canonical`), when it differs.
+    forwarded_path: Option<String>,
     user_agent: &'a str,
+    /// The client address asked about (`client=`); per-client decisions use it.
+    client: Option<String>,
+    /// Other crawlers the User-Agent names; the decision covers them too.
+    also_named: &'a [String],
     origin: &'a str,
     mode: &'a str,
     decision: &'a str,
@@ -207,16 +213,33 @@ fn explain(snapshot: &Snapshot, query: &str) -> Response<Vec<u8>> {
     } else {
         format!("/{path}")
     };
+    let client = match get("client").map(str::parse::<std::net::IpAddr>) {
+        None => None,
+        Some(Ok(address)) => Some(address),
+        Some(Err(_)) => {
+            return json(
+                400,
+                &serde_json::json!({"error": "`client` must be an IP address"}),
+            )
+        }
+    };
     match decide(
         snapshot,
         host.as_bytes(),
         user_agent.as_bytes(),
         path.as_bytes(),
     ) {
-        Ok(decision) => json(200, &explanation(host, &path, user_agent, &decision)),
-        Err(_) => json(
+        Ok(decision) => json(
+            200,
+            &explanation(host, &path, user_agent, client, &decision),
+        ),
+        Err(Refused::UnknownHost) => json(
             404,
             &serde_json::json!({"error": format!("no origin serves host `{host}`"), "decision": "unknown_host"}),
+        ),
+        Err(Refused::EscapedSlash) => json(
+            200,
+            &serde_json::json!({"decision": "refused", "status": 400, "reason": "the path holds an encoded slash and the origin's paths.escaped_slashes is reject"}),
         ),
     }
 }
@@ -225,13 +248,20 @@ fn explanation<'a>(
     host: &'a str,
     path: &'a str,
     user_agent: &'a str,
+    client: Option<std::net::IpAddr>,
     decision: &'a Decision,
 ) -> Explanation<'a> {
     let copy = &decision.robots;
     Explanation {
         host,
         path,
+        forwarded_path: decision
+            .rewritten_target
+            .as_deref()
+            .map(|target| String::from_utf8_lossy(target).into_owned()),
         user_agent,
+        client: client.map(|c| c.to_string()),
+        also_named: &decision.also_named,
         origin: decision.origin.name(),
         mode: decision.origin.config.mode.as_str(),
         decision: decision.outcome.as_str(),

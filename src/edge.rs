@@ -16,8 +16,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::BytesMut;
 use pingora::apps::{HttpPersistentSettings, HttpServerApp, ServerApp};
+use pingora::listeners::PreTlsProcess;
 use pingora::protocols::http::ServerSession;
-use pingora::protocols::{Stream, ALPN};
+use pingora::protocols::l4::stream::Stream as L4Stream;
+use pingora::protocols::{GetSocketDigest, SocketDigest, Stream, UniqueID, ALPN};
 use pingora::proxy::HttpProxy;
 use pingora::server::ShutdownWatch;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -45,6 +47,95 @@ pub struct EdgeApp {
     proxy: Arc<HttpProxy<RobotsGuardProxy>>,
     snapshot: Arc<Live>,
     connections: Arc<Semaphore>,
+    /// Plain listeners whose connections start with a PROXY protocol header.
+    proxy_protocol: ProxyProtocolListeners,
+}
+
+/// The listen addresses whose connections start with a PROXY protocol header, matched against a
+/// connection's local address.
+#[derive(Debug, Clone, Default)]
+pub struct ProxyProtocolListeners(Vec<std::net::SocketAddr>);
+
+impl ProxyProtocolListeners {
+    pub fn new(addresses: Vec<std::net::SocketAddr>) -> Self {
+        ProxyProtocolListeners(addresses)
+    }
+
+    /// Whether a connection accepted on `local` must start with a PROXY header. A listener on
+    /// the unspecified address accepts on every local address with its port.
+    pub fn expects(&self, local: Option<std::net::SocketAddr>) -> bool {
+        let Some(local) = local else {
+            return false;
+        };
+        self.0.iter().any(|listen| {
+            listen.port() == local.port()
+                && (listen.ip() == local.ip()
+                    || (listen.ip().is_unspecified()
+                        && listen.is_ipv4() == local.ip().to_canonical().is_ipv4()))
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The local address of a connection, as its socket digest has it.
+fn local_address(stream: &Stream) -> Option<std::net::SocketAddr> {
+    stream
+        .get_socket_digest()
+        .and_then(|digest| digest.local_addr().and_then(|a| a.as_inet().copied()))
+}
+
+/// Makes `source` the connection's peer address, keeping its other socket facts.
+pub fn set_peer_address<S: GetSocketDigest + UniqueID + ?Sized>(
+    stream: &mut S,
+    source: std::net::SocketAddr,
+) {
+    let old = stream.get_socket_digest();
+    let digest = SocketDigest::from_raw_fd(stream.id());
+    let _ = digest
+        .peer_addr
+        .set(Some(pingora::protocols::l4::socket::SocketAddr::Inet(
+            source,
+        )));
+    if let Some(local) = old.as_ref().and_then(|d| d.local_addr().cloned()) {
+        let _ = digest.local_addr.set(Some(local));
+    }
+    stream.set_socket_digest(digest);
+}
+
+/// Reads the PROXY header of a TLS listener's connection before the TLS handshake (pingora's
+/// pre-TLS hook), for the listeners that expect one.
+pub struct PreTlsProxyProtocol {
+    pub listeners: ProxyProtocolListeners,
+    pub snapshot: Arc<Live>,
+}
+
+#[async_trait]
+impl PreTlsProcess for PreTlsProxyProtocol {
+    async fn process(&self, stream: &mut L4Stream) -> pingora::Result<()> {
+        let local = stream
+            .get_socket_digest()
+            .and_then(|digest| digest.local_addr().and_then(|a| a.as_inet().copied()));
+        if !self.listeners.expects(local) {
+            return Ok(());
+        }
+        let deadline = Instant::now() + self.snapshot.load().config.limits.header_timeout;
+        match crate::proxy_protocol::read(stream, deadline).await {
+            crate::proxy_protocol::Read::Header { source, rest } => {
+                stream.rewind(&rest);
+                if let Some(source) = source {
+                    set_peer_address(stream, source);
+                }
+                Ok(())
+            }
+            crate::proxy_protocol::Read::Failed(why) => {
+                METRICS.proxy_protocol_refused.inc();
+                pingora::Error::e_explain(pingora::ErrorType::AcceptError, why)
+            }
+        }
+    }
 }
 
 impl EdgeApp {
@@ -53,22 +144,26 @@ impl EdgeApp {
         proxy: HttpProxy<RobotsGuardProxy>,
         snapshot: Arc<Live>,
         max_connections: usize,
+        proxy_protocol: ProxyProtocolListeners,
     ) -> EdgeApp {
         EdgeApp {
             proxy: Arc::new(proxy),
             snapshot,
             connections: Arc::new(Semaphore::new(max_connections)),
+            proxy_protocol,
         }
     }
 
-    async fn serve_http1(&self, mut stream: Stream, shutdown: &ShutdownWatch) {
+    async fn serve_http1(&self, mut stream: Stream, start: BytesMut, shutdown: &ShutdownWatch) {
         let mut persistent: Option<HttpPersistentSettings> = None;
         let mut first = true;
+        let mut start = Some(start);
         loop {
             // Limits are read per request, so a reload applies to open connections too.
             let limits = self.snapshot.load().config.limits;
+            let already = start.take().unwrap_or_default();
             let head = tokio::select! {
-                head = read_head(&mut stream, &limits, first) => head,
+                head = read_head(&mut stream, already, &limits, first) => head,
                 _ = wait_for_shutdown(shutdown.clone()), if !first => Head::Closed,
             };
             let prefix = match head {
@@ -121,10 +216,30 @@ impl ServerApp for EdgeApp {
         };
         METRICS.open_connections.inc();
         let _open = scopeguard(|| METRICS.open_connections.dec());
+        let mut stream = stream;
+        let mut start = BytesMut::new();
+        // TLS listeners read their PROXY header before the handshake (PreTlsProxyProtocol).
+        if stream.get_ssl_digest().is_none() && self.proxy_protocol.expects(local_address(&stream))
+        {
+            let deadline = Instant::now() + self.snapshot.load().config.limits.header_timeout;
+            match crate::proxy_protocol::read(&mut stream, deadline).await {
+                crate::proxy_protocol::Read::Header { source, rest } => {
+                    if let Some(source) = source {
+                        set_peer_address(&mut *stream, source);
+                    }
+                    start = rest;
+                }
+                crate::proxy_protocol::Read::Failed(_) => {
+                    // Without it, the client is unknown: nothing on this connection is served.
+                    METRICS.proxy_protocol_refused.inc();
+                    return None;
+                }
+            }
+        }
         if matches!(stream.selected_alpn_proto(), Some(ALPN::H2)) {
             return ServerApp::process_new(&self.proxy, stream, shutdown).await;
         }
-        self.serve_http1(stream, shutdown).await;
+        self.serve_http1(stream, start, shutdown).await;
         None
     }
 
@@ -164,10 +279,26 @@ enum Head {
     TooLarge,
 }
 
-/// Reads one request head. On a new connection the header deadline runs from now; on a kept-alive
-/// one the idle timeout applies until the first byte, and the header deadline from there.
-async fn read_head(stream: &mut Stream, limits: &Limits, new_connection: bool) -> Head {
-    let mut buf = BytesMut::with_capacity(4096);
+/// Reads one request head, after the bytes `already` read (what followed a PROXY header). On a
+/// new connection the header deadline runs from now; on a kept-alive one the idle timeout applies
+/// until the first byte, and the header deadline from there.
+async fn read_head(
+    stream: &mut Stream,
+    already: BytesMut,
+    limits: &Limits,
+    new_connection: bool,
+) -> Head {
+    let mut buf = already;
+    if buf.capacity() < 4096 {
+        buf.reserve(4096 - buf.len());
+    }
+    if !buf.is_empty() {
+        match head_state(&buf, limits.max_header_bytes) {
+            HeadState::Complete => return Head::Ready(buf),
+            HeadState::TooLarge => return Head::TooLarge,
+            HeadState::Partial => {}
+        }
+    }
     let mut deadline = Instant::now()
         + if new_connection {
             limits.header_timeout

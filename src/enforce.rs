@@ -138,6 +138,19 @@ impl Decision {
         }
     }
 
+    /// The reason in words fit for the client: what the logs and `/explain` say, without the
+    /// robots.txt fetch details (upstream addresses, error texts, file paths) a client must not see.
+    pub fn public_reason(&self) -> String {
+        match self.why {
+            Why::AllowAll => "robots.txt allows everything".to_string(),
+            Why::DisallowAll => {
+                "this site's robots.txt could not be read, so crawlers may fetch nothing for now"
+                    .to_string()
+            }
+            _ => self.reason(),
+        }
+    }
+
     pub fn crawler_label(&self) -> &str {
         self.crawler.as_ref().map_or("none", |c| c.label.as_str())
     }

@@ -8,6 +8,7 @@
 
 pub mod admin;
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod crawlers;
 pub mod demo;
@@ -17,8 +18,11 @@ pub mod fetch;
 pub mod logs;
 pub mod metrics;
 pub mod proxy;
+pub mod proxy_protocol;
 pub mod reload;
 pub mod robots;
 pub mod server;
 pub mod state;
 pub mod tls;
+pub mod upstream;
+pub mod upstream_keeper;

@@ -164,24 +164,8 @@ impl Write for QueuedLine {
 
 impl Drop for QueuedLine {
     fn drop(&mut self) {
-        if self.buffer.is_empty() {
-            return;
-        }
-        let line = std::mem::take(&mut self.buffer);
-        let Some(queue) = QUEUE.get() else {
-            let _ = std::io::stderr().write_all(&line);
-            return;
-        };
-        match queue.sender.try_send(Message::Line(line)) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) => {
-                queue.dropped.fetch_add(1, Ordering::Relaxed);
-            }
-            // The writer thread is gone (could not start): write in place rather than lose it.
-            Err(TrySendError::Disconnected(Message::Line(line))) => {
-                let _ = std::io::stderr().write_all(&line);
-            }
-            Err(TrySendError::Disconnected(_)) => {}
+        if !self.buffer.is_empty() {
+            queue_line(std::mem::take(&mut self.buffer));
         }
     }
 }
@@ -331,10 +315,13 @@ pub fn proxy_failure(origin: Option<&str>, status: u16, error: &str) {
     );
 }
 
-/// A line from a library (pingora writes through the `log` crate) about a connection or
-/// request: rate-limited with the failure lines, at most WARN, its text escaped and cut.
+/// A line from a library (pingora writes through the `log` crate): at most WARN, its text escaped
+/// and cut. Its warnings and errors are about connections and requests a client can cause, so
+/// they are rate-limited with the failure lines; its INFO lines are about the server's own life
+/// (start, shutdown) and pass.
 pub fn library_line(target: &str, level: log::Level, text: &str) {
-    if !FAILURE_LINES.admit() {
+    let client_caused = matches!(level, log::Level::Error | log::Level::Warn);
+    if client_caused && !FAILURE_LINES.admit() {
         return;
     }
     let text = escape_client_text(text.as_bytes());
@@ -345,6 +332,168 @@ pub fn library_line(target: &str, level: log::Level, text: &str) {
         log::Level::Info => tracing::info!(target: "pingora", source = target, "{text}"),
         log::Level::Debug => tracing::debug!(target: "pingora", source = target, "{text}"),
         log::Level::Trace => tracing::trace!(target: "pingora", source = target, "{text}"),
+    }
+}
+
+/// Logs that an upstream address is skipped for its cool-off (failures in a row). Rate-limited
+/// with the failure lines: a dead upstream under load fails many requests.
+pub fn upstream_skipped(origin: &str, address: std::net::SocketAddr) {
+    if FAILURE_LINES.admit() {
+        tracing::warn!(
+            origin,
+            upstream = %address,
+            "upstream failed repeatedly; skipped for its cool-off"
+        );
+    }
+}
+
+/// Logs that an upstream name did not resolve (rate-limited with the failure lines).
+pub fn upstream_unresolved(origin: &str, upstream: &str, error: &str, kept_addresses: bool) {
+    if FAILURE_LINES.admit() {
+        tracing::warn!(
+            origin,
+            upstream,
+            error,
+            "upstream name does not resolve; {}",
+            if kept_addresses {
+                "its last addresses stay in use"
+            } else {
+                "the origin answers 502 until it does"
+            }
+        );
+    }
+}
+
+/// Logs that an active health check failed for an upstream that was up.
+pub fn upstream_check_failed(origin: &str, address: std::net::SocketAddr, why: &str) {
+    if FAILURE_LINES.admit() {
+        tracing::warn!(
+            origin,
+            upstream = %address,
+            error = %escape_client_text(why.as_bytes()),
+            "upstream failed its health check; skipped until one passes"
+        );
+    }
+}
+
+/// A request id: a per-process random prefix and a counter, unique without coordination and
+/// cheap to make.
+pub fn new_request_id() -> http::HeaderValue {
+    static PREFIX: LazyLock<u64> = LazyLock::new(|| {
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = foldhash::fast::RandomState::default().build_hasher();
+        hasher.write_u32(std::process::id());
+        hasher.finish()
+    });
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let text = format!("{:016x}{n:016x}", *PREFIX);
+    http::HeaderValue::from_str(&text).unwrap_or_else(|_| http::HeaderValue::from_static("-"))
+}
+
+/// Longest User-Agent (in bytes) an access log line carries.
+const MAX_LOGGED_USER_AGENT: usize = 256;
+
+/// What the access log says of one request.
+#[derive(Debug)]
+pub struct AccessRecord<'a> {
+    pub client: Option<std::net::IpAddr>,
+    pub host: &'a [u8],
+    pub method: &'a str,
+    pub path: &'a [u8],
+    /// 0 when nothing was answered (the client went away).
+    pub status: u16,
+    pub bytes: usize,
+    pub duration: Duration,
+    pub user_agent: &'a [u8],
+    pub origin: Option<&'a str>,
+    pub crawler: Option<&'a str>,
+    pub decision: &'a str,
+    pub upstream: Option<std::net::SocketAddr>,
+    pub request_id: Option<&'a [u8]>,
+}
+
+/// Client text for the access log: cut to `max` bytes, invalid UTF-8 replaced; JSON or the text
+/// format escapes the rest.
+fn lossy_cut(bytes: &[u8], max: usize) -> String {
+    String::from_utf8_lossy(&bytes[..bytes.len().min(max)]).into_owned()
+}
+
+/// Writes one access log line, off the request path (through the log writer thread, dropped and
+/// counted if it falls behind). Not rate-limited: it is the record of every request, asked for.
+pub fn access(format: crate::config::AccessLogFormat, record: &AccessRecord<'_>) {
+    let time = humantime_now();
+    let client = record.client.map(|c| c.to_string());
+    let upstream = record.upstream.map(|u| u.to_string());
+    let host = lossy_cut(record.host, MAX_CLIENT_TEXT);
+    let path = lossy_cut(record.path, MAX_LOGGED_PATH);
+    let user_agent = lossy_cut(record.user_agent, MAX_LOGGED_USER_AGENT);
+    let request_id = record.request_id.map(|id| lossy_cut(id, MAX_CLIENT_TEXT));
+    let duration_ms = record.duration.as_secs_f64() * 1000.0;
+    let mut line = match format {
+        crate::config::AccessLogFormat::Json => {
+            let value = serde_json::json!({
+                "time": time,
+                "client": client,
+                "host": host,
+                "method": record.method,
+                "path": path,
+                "status": record.status,
+                "bytes": record.bytes,
+                "duration_ms": (duration_ms * 1000.0).round() / 1000.0,
+                "user_agent": user_agent,
+                "origin": record.origin,
+                "crawler": record.crawler,
+                "decision": record.decision,
+                "upstream": upstream,
+                "request_id": request_id,
+            });
+            value.to_string()
+        }
+        crate::config::AccessLogFormat::Text => {
+            let quoted = |text: &str| escape_client_text(text.as_bytes());
+            format!(
+                "{time} access client={} host=\"{}\" method={} path=\"{}\" status={} bytes={} duration_ms={duration_ms:.3} user_agent=\"{}\" origin={} crawler=\"{}\" decision={} upstream={} request_id={}",
+                client.as_deref().unwrap_or("-"),
+                quoted(&host),
+                record.method,
+                quoted(&path),
+                record.status,
+                record.bytes,
+                quoted(&user_agent),
+                record.origin.unwrap_or("-"),
+                record.crawler.unwrap_or("-"),
+                record.decision,
+                upstream.as_deref().unwrap_or("-"),
+                request_id.as_deref().map_or_else(|| "-".to_string(), quoted),
+            )
+        }
+    };
+    line.push('\n');
+    queue_line(line.into_bytes());
+}
+
+/// Now as RFC 3339 UTC with microseconds, like the other log lines.
+fn humantime_now() -> String {
+    humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
+}
+
+/// Hands a finished line to the writer thread; when it is gone (it could not start), writes in
+/// place rather than lose the line.
+fn queue_line(line: Vec<u8>) {
+    let Some(queue) = QUEUE.get() else {
+        let _ = std::io::stderr().write_all(&line);
+        return;
+    };
+    match queue.sender.try_send(Message::Line(line)) {
+        Ok(()) => {}
+        Err(TrySendError::Full(_)) => {
+            queue.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(TrySendError::Disconnected(Message::Line(line))) => {
+            let _ = std::io::stderr().write_all(&line);
+        }
+        Err(TrySendError::Disconnected(_)) => {}
     }
 }
 

@@ -37,10 +37,18 @@ pub struct Metrics {
     pub connections_refused: IntCounter,
     /// The downstream connection cap in force.
     pub max_connections: IntGauge,
+    /// 1 while an upstream address takes requests, 0 while it is skipped.
+    pub upstream_up: IntGaugeVec,
+    /// From sending a request upstream to its response header, by origin.
+    pub upstream_duration: HistogramVec,
+    /// Origins whose upstream names do not resolve (answered 502).
+    pub upstream_unresolved: IntGaugeVec,
+    /// Connections closed because their PROXY protocol header was missing or invalid.
+    pub proxy_protocol_refused: IntCounter,
 }
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 19] = [
+pub const METRIC_NAMES: [&str; 23] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -60,6 +68,10 @@ pub const METRIC_NAMES: [&str; 19] = [
     "robotsguard_downstream_connections",
     "robotsguard_downstream_connections_refused_total",
     "robotsguard_downstream_connections_max",
+    "robotsguard_upstream_up",
+    "robotsguard_upstream_request_duration_seconds",
+    "robotsguard_upstream_unresolved",
+    "robotsguard_proxy_protocol_refused_total",
 ];
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -223,6 +235,41 @@ impl Metrics {
         )
         .unwrap_or_else(|e| panic!("connections gauge is malformed: {e}"));
         register(&registry, Box::new(max_connections.clone()));
+        let upstream_up = gauge(
+            &registry,
+            "robotsguard_upstream_up",
+            "1 while an upstream address takes requests, 0 while it is skipped (failed passive or active health checks).",
+            &["origin", "upstream"],
+        );
+        let upstream_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "robotsguard_upstream_request_duration_seconds",
+                "From sending a request upstream to receiving its response header, by origin.",
+            )
+            .buckets(vec![
+                0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+            ]),
+            &["origin"],
+        )
+        .unwrap_or_else(|e| panic!("upstream histogram is malformed: {e}"));
+        register(&registry, Box::new(upstream_duration.clone()));
+        let upstream_unresolved = gauge(
+            &registry,
+            "robotsguard_upstream_unresolved",
+            "1 while none of an origin's upstream names resolves (its requests get 502).",
+            &["origin"],
+        );
+        let proxy_protocol_refused = IntCounter::new(
+            "robotsguard_proxy_protocol_refused_total",
+            "Connections to a proxy_protocol listener closed because their PROXY header was missing or invalid.",
+        )
+        .unwrap_or_else(|e| panic!("proxy protocol counter is malformed: {e}"));
+        register(&registry, Box::new(proxy_protocol_refused.clone()));
+        // process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... (Linux).
+        register(
+            &registry,
+            Box::new(prometheus::process_collector::ProcessCollector::for_self()),
+        );
         Metrics {
             registry,
             requests,
@@ -244,6 +291,10 @@ impl Metrics {
             open_connections,
             connections_refused,
             max_connections,
+            upstream_up,
+            upstream_duration,
+            upstream_unresolved,
+            proxy_protocol_refused,
         }
     }
 
@@ -327,6 +378,8 @@ pub struct RequestSeries {
     pub not_crawler_passed: IntCounter,
     /// `robotsguard_responses_total{origin, code_class}` for 1xx .. 5xx.
     responses: [IntCounter; 5],
+    /// `robotsguard_upstream_request_duration_seconds{origin}`.
+    pub upstream_duration: Histogram,
 }
 
 impl RequestSeries {
@@ -346,6 +399,7 @@ impl OriginRequestSeries {
                 .with_label_values(&[origin, "none", "none", "pass"]),
             responses: ["1xx", "2xx", "3xx", "4xx", "5xx"]
                 .map(|class| METRICS.responses.with_label_values(&[origin, class])),
+            upstream_duration: METRICS.upstream_duration.with_label_values(&[origin]),
         })
     }
 }

@@ -1,7 +1,7 @@
 //! The pingora hooks: route by Host, decide, answer blocked crawlers, forward everything else.
 //! The hooks stay thin; policy lives in [`crate::enforce`].
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -12,12 +12,12 @@ use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 
-use crate::config::render_body;
-use crate::config::RobotsSource;
+use crate::config::{render_body, AccessLogFormat, RobotsSource};
 use crate::enforce::{decide, Decision, Outcome, Refused};
 use crate::fetch::http_peer;
 use crate::metrics::METRICS;
 use crate::state::{Live, Origin};
+use crate::upstream::Peer;
 
 /// The robotsguard proxy: reads the current snapshot once per request.
 pub struct RobotsGuardProxy {
@@ -28,6 +28,20 @@ pub struct RobotsGuardProxy {
 pub struct RequestContext {
     started: Instant,
     decision: Option<Decision>,
+    /// The client: the peer, or what a trusted proxy forwarded for.
+    client: Option<IpAddr>,
+    /// The peer is a trusted proxy: its `X-Forwarded-*` headers are kept.
+    peer_trusted: bool,
+    /// The upstream this attempt goes to, and those tried before (a connect failure is retried
+    /// once on another).
+    upstream: Option<Arc<Peer>>,
+    tried: Vec<SocketAddr>,
+    /// When the request was sent upstream.
+    upstream_sent: Option<Instant>,
+    /// The request failed upstream (counted as `decision="error"`).
+    failed: bool,
+    /// The request id the access log and the origin see.
+    request_id: Option<HeaderValue>,
     /// The target was in absolute-form: the origin is sent it in origin-form.
     absolute_form: bool,
     /// When the request body must have arrived (`limits.body_timeout`).
@@ -47,6 +61,7 @@ const MAX_USER_AGENT: usize = 8 * 1024;
 const X_FORWARDED_FOR: &str = "X-Forwarded-For";
 const X_FORWARDED_PROTO: &str = "X-Forwarded-Proto";
 const X_FORWARDED_HOST: &str = "X-Forwarded-Host";
+const X_REQUEST_ID: &str = "X-Request-Id";
 
 /// The Host a request is for: the HTTP/2 `:authority` when present, else the Host header (for an
 /// HTTP/1 absolute-form target pingora has already checked that the two agree). A request carrying
@@ -127,13 +142,16 @@ const CLIENT_ADDRESS_HEADERS: [&str; 5] = [
 /// Some frameworks (IIS URL Rewrite, Symfony, Zend) route on these instead of the request line.
 const REROUTING_HEADERS: [&str; 2] = ["x-original-url", "x-rewrite-url"];
 
-/// Removes what a client may not tell the origin: other client addresses and re-routing
-/// headers. One pass over the header names, since most requests carry none of them.
-fn strip_client_forwarding_headers(request: &mut RequestHeader) {
+/// Removes what a client may not tell the origin: other client addresses (unless the peer is a
+/// trusted proxy, whose own headers they may be) and re-routing headers (always). One pass over
+/// the header names, since most requests carry none of them.
+fn strip_client_forwarding_headers(request: &mut RequestHeader, peer_trusted: bool) {
     let mut found: Vec<http::HeaderName> = Vec::new();
     for name in request.headers.keys() {
         let name_text = name.as_str();
-        if CLIENT_ADDRESS_HEADERS.contains(&name_text) || REROUTING_HEADERS.contains(&name_text) {
+        if (!peer_trusted && CLIENT_ADDRESS_HEADERS.contains(&name_text))
+            || REROUTING_HEADERS.contains(&name_text)
+        {
             found.push(name.clone());
         }
     }
@@ -231,14 +249,15 @@ fn status_line(status: u16) -> String {
 
 /// The body of the block response: the configured template, or a built-in text. Rendered in one
 /// pass, so placeholders inside the values (a path may contain `{origin}`) stay as they are.
-pub fn block_body(decision: &Decision, path: &str, robots_url: &str) -> String {
+/// `client` is the client's address as text.
+pub fn block_body(decision: &Decision, path: &str, robots_url: &str, client: &str) -> String {
     let crawler = decision
         .crawler
         .as_ref()
         .map_or("crawler", |c| c.name.as_str());
     let (line, rule) = match &decision.rule {
         Some(rule) => (rule.line.to_string(), rule.text()),
-        None => (String::from("-"), decision.reason()),
+        None => (String::from("-"), decision.public_reason()),
     };
     match &decision.origin.config.block.body {
         Some(template) => render_body(template, |name| match name {
@@ -248,17 +267,19 @@ pub fn block_body(decision: &Decision, path: &str, robots_url: &str) -> String {
             "rule" => Some(rule.as_str()),
             "robots_url" => Some(robots_url),
             "origin" => Some(decision.origin.name()),
+            "client" => Some(client),
             _ => None,
         }),
         None => {
             let why = match &decision.rule {
                 Some(rule) => format!("robots.txt line {}: {}", rule.line, rule.text()),
-                None => decision.reason(),
+                None => decision.public_reason(),
             };
             format!(
                 "{}: {crawler} may not fetch {path}.\n\
                  Reason: {why}\n\
                  This site's robots.txt: {robots_url}\n\
+                 Your address: {client}\n\
                  Enforced by robotsguard.\n",
                 status_line(decision.origin.config.block.status)
             )
@@ -274,6 +295,13 @@ impl ProxyHttp for RobotsGuardProxy {
         RequestContext {
             started: Instant::now(),
             decision: None,
+            client: None,
+            peer_trusted: false,
+            upstream: None,
+            tried: Vec::new(),
+            upstream_sent: None,
+            failed: false,
+            request_id: None,
             absolute_form: false,
             body_deadline: None,
             robots_seen: None,
@@ -288,6 +316,25 @@ impl ProxyHttp for RobotsGuardProxy {
         // CONNECT never gets here: pingora refuses it with 405 unless CONNECT proxying is
         // enabled, which robotsguard never does (tests/proxy_routing.rs checks the refusal).
         let snapshot = self.snapshot.load();
+        let peer = peer_ip(session);
+        let trusted = &snapshot.config.trusted_proxies;
+        ctx.peer_trusted = peer.is_some_and(|ip| crate::client::is_trusted(trusted, ip));
+        ctx.client = peer.map(|ip| {
+            if ctx.peer_trusted {
+                let values = session
+                    .req_header()
+                    .headers
+                    .get_all(X_FORWARDED_FOR)
+                    .iter()
+                    .map(HeaderValue::as_bytes);
+                crate::client::client_address(ip, trusted, values)
+            } else {
+                ip
+            }
+        });
+        if snapshot.config.access_log.is_some() {
+            ctx.request_id = Some(request_id(session.req_header(), ctx.peer_trusted));
+        }
         let request = session.req_header();
         let mut user_agents = request.headers.get_all(http::header::USER_AGENT).iter();
         let user_agent = user_agents.next().map_or(&[][..], HeaderValue::as_bytes);
@@ -329,15 +376,12 @@ impl ProxyHttp for RobotsGuardProxy {
         if decision.outcome == Outcome::Blocked {
             let request = session.req_header();
             let path = request_path(request);
-            let scheme = if is_tls(session) { "https" } else { "http" };
-            // The Host routed, so it is a valid host[:port]; keep the port the client used.
-            let host = String::from_utf8_lossy(request_host(request).unwrap_or_default());
-            let robots_url = format!("{scheme}://{}/robots.txt", host.trim());
-            let body = block_body(&decision, path, &robots_url);
+            let robots_url = robots_url(session, ctx.peer_trusted);
+            let body = block_body(&decision, path, &robots_url, &client_text(ctx.client));
             let status = decision.origin.config.block.status;
             crate::logs::disallowed_request(
                 &decision,
-                || client_address(session),
+                || client_text(ctx.client),
                 &request.method,
                 path,
             );
@@ -349,7 +393,7 @@ impl ProxyHttp for RobotsGuardProxy {
         if decision.outcome == Outcome::WouldBlock {
             crate::logs::disallowed_request(
                 &decision,
-                || client_address(session),
+                || client_text(ctx.client),
                 &request.method,
                 request_path(request),
             );
@@ -461,8 +505,61 @@ impl ProxyHttp for RobotsGuardProxy {
             ));
         };
         let origin: &Origin = &decision.origin;
-        let peer = origin.next_peer();
-        Ok(Box::new(http_peer(origin, peer.address)))
+        let Some(upstream) = origin.upstreams.pick(&ctx.tried) else {
+            let why = origin.upstreams.resolution_error.load();
+            return Error::e_explain(
+                ErrorType::HTTPStatus(502),
+                format!(
+                    "origin `{}` has no upstream address: {}",
+                    origin.name(),
+                    why.as_deref().unwrap_or("none left to try")
+                ),
+            );
+        };
+        let peer = http_peer(origin, upstream.address);
+        ctx.tried.push(upstream.address);
+        ctx.upstream = Some(upstream);
+        Ok(Box::new(peer))
+    }
+
+    fn fail_to_connect(
+        &self,
+        _session: &mut Session,
+        _peer: &HttpPeer,
+        ctx: &mut RequestContext,
+        mut e: Box<Error>,
+    ) -> Box<Error> {
+        // Nothing reached the upstream yet, so any method may go to another one, once.
+        if let (Some(decision), Some(upstream)) = (&ctx.decision, &ctx.upstream) {
+            let upstreams = &decision.origin.upstreams;
+            if upstreams.record_failure(upstream) {
+                crate::logs::upstream_skipped(decision.origin.name(), upstream.address);
+            }
+            if ctx.tried.len() < 2 && upstreams.has_other(&ctx.tried) {
+                e.set_retry(true);
+            }
+        }
+        e
+    }
+
+    async fn upstream_response_filter(
+        &self,
+        _session: &mut Session,
+        _response: &mut ResponseHeader,
+        ctx: &mut RequestContext,
+    ) -> Result<()> {
+        if let (Some(decision), Some(upstream)) = (&ctx.decision, &ctx.upstream) {
+            decision.origin.upstreams.record_success(upstream);
+            if let Some(sent) = ctx.upstream_sent {
+                decision
+                    .origin
+                    .request_series
+                    .get(decision.origin.name())
+                    .upstream_duration
+                    .observe(sent.elapsed().as_secs_f64());
+            }
+        }
+        Ok(())
     }
 
     async fn upstream_request_filter(
@@ -489,19 +586,30 @@ impl ProxyHttp for RobotsGuardProxy {
                 .to_string();
             upstream_request.set_raw_path(path.as_bytes())?;
         }
-        strip_client_forwarding_headers(upstream_request);
-        let existing = upstream_request
-            .headers
-            .get(X_FORWARDED_FOR)
-            .map(HeaderValue::as_bytes);
-        let forwarded_for = forwarded_for(existing, client_ip(session))
-            .map_err(|e| Error::because(ErrorType::InvalidHTTPHeader, "X-Forwarded-For", e))?;
+        strip_client_forwarding_headers(upstream_request, ctx.peer_trusted);
+        // From a trusted proxy, its X-Forwarded-For chain grows by the peer, and the scheme and
+        // host it saw are kept; from anyone else, all three are ours alone.
+        let forwarded_for = if ctx.peer_trusted {
+            let existing = joined_header(upstream_request, X_FORWARDED_FOR);
+            forwarded_for(existing.as_deref(), peer_ip(session))
+        } else {
+            forwarded_for(None, ctx.client)
+        }
+        .map_err(|e| Error::because(ErrorType::InvalidHTTPHeader, "X-Forwarded-For", e))?;
         upstream_request.insert_header(X_FORWARDED_FOR, forwarded_for)?;
-        let proto = if is_tls(session) { "https" } else { "http" };
-        upstream_request.insert_header(X_FORWARDED_PROTO, HeaderValue::from_static(proto))?;
-        // request_filter routed this request by this host, so it is there and a valid value.
-        let host = request_host(session.req_header()).unwrap_or_default();
-        upstream_request.insert_header(X_FORWARDED_HOST, host)?;
+        if !(ctx.peer_trusted && upstream_request.headers.contains_key(X_FORWARDED_PROTO)) {
+            let proto = if is_tls(session) { "https" } else { "http" };
+            upstream_request.insert_header(X_FORWARDED_PROTO, HeaderValue::from_static(proto))?;
+        }
+        if !(ctx.peer_trusted && upstream_request.headers.contains_key(X_FORWARDED_HOST)) {
+            // request_filter routed this request by this host, so it is there and valid.
+            let host = request_host(session.req_header()).unwrap_or_default();
+            upstream_request.insert_header(X_FORWARDED_HOST, host)?;
+        }
+        if let Some(id) = &ctx.request_id {
+            upstream_request.insert_header(X_REQUEST_ID, id.clone())?;
+        }
+        ctx.upstream_sent = Some(Instant::now());
         Ok(())
     }
 
@@ -514,6 +622,8 @@ impl ProxyHttp for RobotsGuardProxy {
     where
         Self::CTX: Send + Sync,
     {
+        let upstream_failure = e.esource() == &ErrorSource::Upstream
+            || matches!(e.etype(), ErrorType::HTTPStatus(502));
         if let Some(decision) = &ctx.decision {
             let kind = match e.etype() {
                 ErrorType::ConnectTimedout => "connect_timeout",
@@ -521,18 +631,31 @@ impl ProxyHttp for RobotsGuardProxy {
                 ErrorType::ConnectError | ErrorType::ConnectNoRoute => "connect_error",
                 ErrorType::ReadTimedout | ErrorType::WriteTimedout => "timeout",
                 ErrorType::TLSHandshakeFailure | ErrorType::InvalidCert => "tls",
+                ErrorType::HTTPStatus(502) => "no_address",
                 _ if e.esource() == &ErrorSource::Upstream => "upstream_protocol",
                 _ => "other",
             };
-            if e.esource() == &ErrorSource::Upstream || kind != "other" {
+            if upstream_failure || kind != "other" {
+                ctx.failed = true;
                 METRICS
                     .upstream_errors
                     .with_label_values(&[decision.origin.name(), kind])
                     .inc();
             }
+            // A hung upstream counts towards skipping it, like one that refuses connections.
+            if let (Some(upstream), "timeout") = (&ctx.upstream, kind) {
+                if decision.origin.upstreams.record_failure(upstream) {
+                    crate::logs::upstream_skipped(decision.origin.name(), upstream.address);
+                }
+            }
         }
         let code = match e.etype() {
             ErrorType::HTTPStatus(code) => *code,
+            ErrorType::ConnectTimedout | ErrorType::ReadTimedout | ErrorType::WriteTimedout
+                if e.esource() == &ErrorSource::Upstream =>
+            {
+                504
+            }
             _ => match e.esource() {
                 ErrorSource::Upstream => 502,
                 ErrorSource::Downstream => match e.etype() {
@@ -549,8 +672,10 @@ impl ProxyHttp for RobotsGuardProxy {
             code,
             &e.to_string(),
         );
-        if code > 0 {
-            let _ = session.respond_error(code).await;
+        // Our own short text: pingora's error page, and the error itself, could name upstream
+        // addresses or internal errors, which clients never see.
+        if code > 0 && session.response_written().is_none() {
+            let _ = respond(session, code, failure_body(code)).await;
         }
         FailToProxy {
             error_code: code,
@@ -568,6 +693,9 @@ impl ProxyHttp for RobotsGuardProxy {
         let status = session
             .response_written()
             .map(|response| response.status.as_u16());
+        if let Some(format) = self.snapshot.load().config.access_log {
+            access_log(format, session, ctx, status);
+        }
         let Some(decision) = &ctx.decision else {
             if let Some(status) = status {
                 METRICS.count_response(None, status);
@@ -579,7 +707,17 @@ impl ProxyHttp for RobotsGuardProxy {
         if let Some(status) = status {
             series.count_response(status);
         }
-        if decision.crawler.is_none() && decision.outcome == Outcome::Pass {
+        if ctx.failed {
+            METRICS
+                .requests
+                .with_label_values(&[
+                    origin,
+                    decision.crawler_label(),
+                    decision.category_label(),
+                    "error",
+                ])
+                .inc();
+        } else if decision.crawler.is_none() && decision.outcome == Outcome::Pass {
             series.not_crawler_passed.inc();
         } else {
             METRICS
@@ -596,6 +734,58 @@ impl ProxyHttp for RobotsGuardProxy {
     }
 }
 
+/// The body of an answer given for a request that could not be proxied: what happened, in words
+/// that name nothing internal.
+fn failure_body(status: u16) -> String {
+    let what = match status {
+        502 => "the site's server is unavailable",
+        503 => "the site is unavailable",
+        504 => "the site's server did not answer in time",
+        408 => "the request did not arrive in time",
+        400 => "the request could not be read",
+        _ => "the request could not be completed",
+    };
+    format!("{}: {what}.\n", status_line(status))
+}
+
+/// Writes one access log line for this request.
+fn access_log(
+    format: AccessLogFormat,
+    session: &Session,
+    ctx: &RequestContext,
+    status: Option<u16>,
+) {
+    let request = session.req_header();
+    let host = request_host(request).unwrap_or_default();
+    let user_agent = request
+        .headers
+        .get(http::header::USER_AGENT)
+        .map_or(&[][..], HeaderValue::as_bytes);
+    let decision = ctx.decision.as_ref();
+    let record = crate::logs::AccessRecord {
+        client: ctx.client,
+        host,
+        method: request.method.as_str(),
+        path: request.raw_path(),
+        status: status.unwrap_or(0),
+        bytes: session.body_bytes_sent(),
+        duration: ctx.started.elapsed(),
+        user_agent,
+        origin: decision.map(|d| d.origin.name()),
+        crawler: decision
+            .and_then(|d| d.crawler.as_ref())
+            .map(|c| c.name.as_str()),
+        decision: match decision {
+            None => "unrouted",
+            Some(_) if ctx.failed => "error",
+            Some(d) => d.outcome.as_str(),
+        },
+        upstream: ctx.upstream.as_ref().map(|u| u.address),
+        request_id: ctx.request_id.as_ref().map(HeaderValue::as_bytes),
+    };
+    crate::logs::access(format, &record);
+}
+
 fn is_tls(session: &Session) -> bool {
     session
         .digest()
@@ -605,17 +795,74 @@ fn is_tls(session: &Session) -> bool {
 /// How logs and `X-Forwarded-For` name a client without an IP address (a Unix-socket client).
 const UNKNOWN_CLIENT: &str = "unknown";
 
-/// The client's IP address; `None` for a Unix-socket client.
-fn client_ip(session: &Session) -> Option<IpAddr> {
+/// The connection's peer address (after a PROXY header, the client it names); `None` for a
+/// Unix-socket client.
+fn peer_ip(session: &Session) -> Option<IpAddr> {
     session
         .client_addr()
         .and_then(|addr| addr.as_inet())
         .map(|addr| addr.ip())
 }
 
-/// The client's IP address as text, or [`UNKNOWN_CLIENT`].
-fn client_address(session: &Session) -> String {
-    client_ip(session).map_or_else(|| UNKNOWN_CLIENT.to_string(), |ip| ip.to_string())
+/// A client address as text, or [`UNKNOWN_CLIENT`].
+fn client_text(client: Option<IpAddr>) -> String {
+    client.map_or_else(|| UNKNOWN_CLIENT.to_string(), |ip| ip.to_string())
+}
+
+/// All values of a header, joined with `, ` as one (a proxy chain may send several lines).
+fn joined_header(request: &RequestHeader, name: &str) -> Option<Vec<u8>> {
+    let mut values = request.headers.get_all(name).iter();
+    let first = values.next()?;
+    let mut joined = first.as_bytes().to_vec();
+    for value in values {
+        joined.extend_from_slice(b", ");
+        joined.extend_from_slice(value.as_bytes());
+    }
+    Some(joined)
+}
+
+/// The robots.txt URL a client should read: the scheme and host it used (as a trusted proxy
+/// forwarded them, else as this connection shows them).
+fn robots_url(session: &Session, peer_trusted: bool) -> String {
+    let request = session.req_header();
+    let forwarded = |name: &str| {
+        peer_trusted
+            .then(|| request.headers.get(name))
+            .flatten()
+            .and_then(|value| value.to_str().ok())
+            .map(|value| value.split(',').next().unwrap_or("").trim())
+            .filter(|value| !value.is_empty())
+    };
+    let scheme = match forwarded(X_FORWARDED_PROTO) {
+        Some(proto) if proto.eq_ignore_ascii_case("https") => "https",
+        Some(proto) if proto.eq_ignore_ascii_case("http") => "http",
+        _ if is_tls(session) => "https",
+        _ => "http",
+    };
+    let host = forwarded(X_FORWARDED_HOST)
+        .filter(|host| crate::state::normalize_host(host.as_bytes()).is_some())
+        .map(str::to_string)
+        // The Host routed, so it is a valid host[:port]; keep the port the client used.
+        .unwrap_or_else(|| {
+            String::from_utf8_lossy(request_host(request).unwrap_or_default())
+                .trim()
+                .to_string()
+        });
+    format!("{scheme}://{host}/robots.txt")
+}
+
+/// The `X-Request-Id` of a request: kept from a trusted proxy, else a new one.
+fn request_id(request: &RequestHeader, peer_trusted: bool) -> HeaderValue {
+    if peer_trusted {
+        if let Some(id) = request
+            .headers
+            .get(X_REQUEST_ID)
+            .filter(|id| !id.is_empty() && id.len() <= 200)
+        {
+            return id.clone();
+        }
+    }
+    crate::logs::new_request_id()
 }
 
 /// The `X-Forwarded-For` value to send upstream: the client's own value, if it sent one, with the

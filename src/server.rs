@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::FutureExt;
+use pingora::listeners::tls::TlsSettings;
+use pingora::listeners::{L4BufferSettings, ListenerConfig};
 use pingora::server::configuration::{Opt, ServerConf};
 #[cfg(unix)]
 use pingora::server::ListenFds;
@@ -20,7 +22,7 @@ use pingora::services::{ServiceReadyNotifier, ServiceWithDependents};
 
 use crate::admin::AdminApp;
 use crate::config::{Config, RobotsSource};
-use crate::edge::EdgeApp;
+use crate::edge::{EdgeApp, PreTlsProxyProtocol, ProxyProtocolListeners};
 use crate::fetch::Refresher;
 use crate::metrics::METRICS;
 use crate::proxy::RobotsGuardProxy;
@@ -66,6 +68,9 @@ impl std::error::Error for StartError {}
 /// File descriptors kept out of the downstream connection cap: robots.txt fetches, the config
 /// watcher, the admin listener, log output and upstream connections pooled between requests.
 const RESERVED_FDS: u64 = 256;
+
+/// Bytes each client connection buffers reads in.
+const DOWNSTREAM_READ_BUFFER: usize = 16 * 1024;
 
 /// The automatic connection cap's ceiling (a larger one must be written in the config).
 const DEFAULT_MAX_CONNECTIONS: u64 = 10_000;
@@ -319,22 +324,46 @@ pub fn build(config: Config, options: &ServeOptions) -> Result<Server, StartErro
             snapshot: snapshot.clone(),
         },
     );
-    let edge = EdgeApp::new(proxy, snapshot.clone(), max_connections);
+    let proxy_protocol = ProxyProtocolListeners::new(
+        config
+            .listen
+            .iter()
+            .filter(|l| l.proxy_protocol)
+            .map(|l| l.address)
+            .collect(),
+    );
+    let edge = EdgeApp::new(
+        proxy,
+        snapshot.clone(),
+        max_connections,
+        proxy_protocol.clone(),
+    );
     let mut proxy_service = ListeningService::new("robotsguard proxy".to_string(), edge);
+    if !proxy_protocol.is_empty() {
+        proxy_service
+            .endpoints()
+            .set_pre_tls_callback(Arc::new(PreTlsProxyProtocol {
+                listeners: proxy_protocol,
+                snapshot: snapshot.clone(),
+            }));
+    }
     for listener in &config.listen {
         let address = listener.address.to_string();
-        match &listener.tls {
-            None => proxy_service.add_tcp(&address),
-            Some(tls) => {
-                let cert = tls.cert.to_string_lossy();
-                let key = tls.key.to_string_lossy();
-                proxy_service.add_tls(&address, &cert, &key).map_err(|e| {
-                    StartError(format!(
-                        "listener {address}: cannot load TLS certificate `{cert}` / key `{key}`: {e}"
-                    ))
-                })?;
-            }
+        // A smaller read buffer than pingora's 64 KiB: each open connection holds one, and a
+        // proxy facing clients that hold connections open pays for every one of them.
+        let mut endpoint = ListenerConfig::tcp(address.clone())
+            .l4_buffer(L4BufferSettings::default().read(DOWNSTREAM_READ_BUFFER));
+        if let Some(tls) = &listener.tls {
+            let cert = tls.cert.to_string_lossy();
+            let key = tls.key.to_string_lossy();
+            let settings = TlsSettings::intermediate(&cert, &key).map_err(|e| {
+                StartError(format!(
+                    "listener {address}: cannot load TLS certificate `{cert}` / key `{key}`: {e}"
+                ))
+            })?;
+            endpoint = endpoint.tls(settings);
         }
+        proxy_service.add_listener(endpoint);
     }
     server.add_service(critical(proxy_service));
 
@@ -348,6 +377,12 @@ pub fn build(config: Config, options: &ServeOptions) -> Result<Server, StartErro
     server.add_service(critical(background_service(
         "robots.txt refresher",
         RefresherService {
+            snapshot: snapshot.clone(),
+        },
+    )));
+    server.add_service(critical(background_service(
+        "upstream keeper",
+        crate::upstream_keeper::UpstreamKeeper {
             snapshot: snapshot.clone(),
         },
     )));

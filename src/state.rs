@@ -7,8 +7,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -19,6 +18,7 @@ use crate::crawlers::{
     builtin_defs, Catalogue, CatalogueError, CrawlerDef, Identifier, RobotsTokenScanner,
 };
 use crate::robots::{MatchMode, Robots, RobotsTxt};
+use crate::upstream::Upstreams;
 
 /// What robots.txt currently says for an origin, as a whole.
 #[derive(Debug, Clone)]
@@ -219,32 +219,18 @@ impl RobotsSlot {
     }
 }
 
-/// An upstream address ready to connect to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Peer {
-    pub address: SocketAddr,
-    /// `host:port` as configured, for logs.
-    pub label: String,
-}
-
 /// A configured origin with everything the hot path needs precomputed.
 #[derive(Debug)]
 pub struct Origin {
     pub config: OriginConfig,
-    pub peers: Vec<Peer>,
-    next_peer: AtomicUsize,
+    /// Its upstreams' addresses and health.
+    pub upstreams: Arc<Upstreams>,
     pub robots: Arc<RobotsSlot>,
     /// This origin's per-request metric series.
     pub request_series: crate::metrics::OriginRequestSeries,
 }
 
 impl Origin {
-    /// The next upstream, round-robin.
-    pub fn next_peer(&self) -> &Peer {
-        let index = self.next_peer.fetch_add(1, Ordering::Relaxed) % self.peers.len().max(1);
-        &self.peers[index]
-    }
-
     pub fn name(&self) -> &str {
         &self.config.name
     }
@@ -259,25 +245,12 @@ impl Origin {
 #[derive(Debug)]
 pub enum BuildError {
     Catalogue(CatalogueError),
-    Resolve {
-        origin: String,
-        upstream: String,
-        reason: String,
-    },
 }
 
 impl std::fmt::Display for BuildError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             BuildError::Catalogue(e) => write!(f, "crawler catalogue: {e}"),
-            BuildError::Resolve {
-                origin,
-                upstream,
-                reason,
-            } => write!(
-                f,
-                "origin `{origin}`: cannot resolve upstream `{upstream}`: {reason}"
-            ),
         }
     }
 }
@@ -306,25 +279,44 @@ impl Snapshot {
             .map(|snapshot| snapshot.origins.iter().map(|o| (o.name(), o)).collect())
             .unwrap_or_default();
         for origin_config in &config.origins {
-            let peers = resolve(origin_config)?;
-            let reused = previous_by_name
-                .get(origin_config.name.as_str())
+            let previous = previous_by_name.get(origin_config.name.as_str());
+            let robots = previous
                 .filter(|old| {
                     old.config.hosts.first() == origin_config.hosts.first()
                         && old.robots.settings == origin_config.robots
                         && old.config.upstreams == origin_config.upstreams
                         && old.config.upstream_tls == origin_config.upstream_tls
                 })
-                .map(|old| old.robots.clone());
-            let robots =
-                reused.unwrap_or_else(|| Arc::new(RobotsSlot::new(origin_config.robots.clone())));
+                .map(|old| old.robots.clone())
+                .unwrap_or_else(|| Arc::new(RobotsSlot::new(origin_config.robots.clone())));
+            // A reload keeps what is known of unchanged upstreams (addresses, health); a new
+            // or changed set is resolved now, and a name that does not resolve leaves only this
+            // origin without upstreams.
+            let upstreams = previous
+                .filter(|old| {
+                    old.upstreams.configured == origin_config.upstreams
+                        && old.upstreams.health == origin_config.upstream_health
+                })
+                .map(|old| old.upstreams.clone())
+                .unwrap_or_else(|| {
+                    Arc::new(Upstreams::resolve_now(
+                        &origin_config.name,
+                        &origin_config.upstreams,
+                        &origin_config.upstream_health,
+                    ))
+                });
+            if let Some(error) = upstreams.resolution_error.load().as_deref() {
+                tracing::warn!(
+                    origin = %origin_config.name,
+                    "upstream name does not resolve ({error}); the origin answers 502 until it does"
+                );
+            }
             for host in &origin_config.hosts {
                 by_host.insert(host.clone(), origins.len());
             }
             origins.push(Arc::new(Origin {
                 config: origin_config.clone(),
-                peers,
-                next_peer: AtomicUsize::new(0),
+                upstreams,
                 robots,
                 request_series: Default::default(),
             }));
@@ -385,32 +377,6 @@ pub fn build_identifier(config: &Config) -> Result<Identifier, BuildError> {
     }
     let catalogue = Catalogue::new(defs).map_err(BuildError::Catalogue)?;
     Identifier::new(catalogue, config.crawlers.generic).map_err(BuildError::Catalogue)
-}
-
-fn resolve(origin: &OriginConfig) -> Result<Vec<Peer>, BuildError> {
-    let mut peers = Vec::new();
-    for upstream in &origin.upstreams {
-        let addresses = (upstream.host.as_str(), upstream.port)
-            .to_socket_addrs()
-            .map_err(|e| BuildError::Resolve {
-                origin: origin.name.clone(),
-                upstream: upstream.raw.clone(),
-                reason: e.to_string(),
-            })?;
-        let address = addresses
-            .into_iter()
-            .next()
-            .ok_or_else(|| BuildError::Resolve {
-                origin: origin.name.clone(),
-                upstream: upstream.raw.clone(),
-                reason: "no address".to_string(),
-            })?;
-        peers.push(Peer {
-            address,
-            label: upstream.raw.clone(),
-        });
-    }
-    Ok(peers)
 }
 
 /// The snapshot in force, shared by the proxy, the admin listener and the background tasks.

@@ -38,10 +38,9 @@ fn serve_exit(config: &str, files: &[(&str, &str)]) -> (Option<i32>, String) {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    if code.is_none() {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    // Still running (the check failed): stop it. Waiting again on an exited child is harmless.
+    let _ = child.kill();
+    let _ = child.wait();
     (
         code,
         std::fs::read_to_string(stderr_path).unwrap_or_default(),

@@ -1,6 +1,20 @@
 //! Hostile input against the real proxy: oversized and invalid headers, slow clients, odd framing,
 //! pathological robots.txt files and an origin that trickles. Each gets a bounded, correct answer;
 //! the proxy never panics and keeps serving everyone else.
+//!
+//! The guarantees these tests hold (README, "Security"):
+//! - a request head arrives whole within `limits.header_timeout` from its first byte (or the
+//!   connection's start), however it trickles (408), and within `limits.max_header_bytes` (431);
+//!   a body within `limits.body_timeout` (408); an idle kept-alive connection closes after
+//!   `limits.idle_timeout`; past `limits.max_connections`, new connections are closed at once
+//!   while the open ones are served;
+//! - an HTTP/1.0 answer closes the connection unless the client asked to keep it;
+//! - whatever a client sends, log lines it causes are WARN at most, rate-limited, escaped and cut.
+//!
+//! Their limits: caps are per connection and for the process, not per client address (one client
+//! can use up `max_connections`); a TLS handshake is bounded by pingora's own 60 s timeout before
+//! these limits apply. Path evasion is in `tests/evasion.rs`, fetch tampering in
+//! `tests/robots_acquisition.rs`.
 
 mod support;
 

@@ -299,3 +299,25 @@ fn an_admin_token_guards_everything_but_health() {
     assert!(rotated, "the new token was not accepted");
     assert_eq!(ask("/metrics", Some("Bearer s3cret-token")).status, 401);
 }
+
+#[test]
+fn explain_shows_the_client_the_canonical_path_and_every_crawler_named() {
+    let (_origin, proxy) = shop();
+    let ua = percent_encode("Googlebot/2.1 GPTBot/1.2");
+    let answer = proxy.admin_get(&format!(
+        "/explain?host=shop.example&ua={ua}&path=/public/.%252Fx&client=203.0.113.7"
+    ));
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    let json = answer.json();
+    assert_eq!(json["client"], "203.0.113.7");
+    assert_eq!(json["forwarded_path"], "/public/x");
+    assert_eq!(json["decision"], "blocked");
+    assert_eq!(json["crawler"]["name"], "GPTBot", "{json}");
+    assert_eq!(
+        json["also_named"],
+        serde_json::json!(["Googlebot"]),
+        "{json}"
+    );
+    let bad = proxy.admin_get("/explain?host=shop.example&client=not-an-address");
+    assert_eq!(bad.status, 400);
+}

@@ -41,6 +41,10 @@ pub struct Config {
     pub admin: AdminConfig,
     /// Bounds on what one client connection may hold, and on connections in all.
     pub limits: Limits,
+    /// Peers whose `X-Forwarded-*` headers are believed (load balancers, CDNs).
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// One line per request, when set.
+    pub access_log: Option<AccessLogFormat>,
     /// Proxy worker threads; `None` means one per CPU.
     pub threads: Option<usize>,
     /// How long in-flight requests may take to finish on SIGTERM.
@@ -152,6 +156,74 @@ pub struct Listener {
     pub address: SocketAddr,
     /// Set when this listener terminates TLS.
     pub tls: Option<ListenerTls>,
+    /// Every connection starts with a PROXY protocol (v1 or v2) header naming the client.
+    pub proxy_protocol: bool,
+}
+
+/// How access log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AccessLogFormat {
+    /// One JSON object per line.
+    Json,
+    /// `key=value` pairs, like the text log.
+    Text,
+}
+
+/// Time limits towards an origin's upstreams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct UpstreamTimeouts {
+    /// Establishing a connection (TCP, and TLS when used).
+    pub connect: Duration,
+    /// Waiting for the upstream between reads (a hung upstream is answered 504 after this).
+    pub read: Duration,
+    /// Waiting for the upstream to take a write.
+    pub write: Duration,
+    /// How long an idle pooled connection is kept for reuse.
+    pub idle: Duration,
+}
+
+impl Default for UpstreamTimeouts {
+    fn default() -> Self {
+        UpstreamTimeouts {
+            connect: Duration::from_secs(5),
+            read: Duration::from_secs(60),
+            write: Duration::from_secs(60),
+            idle: Duration::from_secs(60),
+        }
+    }
+}
+
+/// How failing upstreams are noticed and skipped.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct UpstreamHealth {
+    /// Consecutive failures (connection refused or timed out, upstream timeouts) after which an
+    /// upstream is skipped.
+    pub failures: u32,
+    /// How long a failed upstream is skipped before it is tried again.
+    pub cooloff: Duration,
+    /// Active checks: `GET path` every `interval`, when set.
+    pub check: Option<HealthCheck>,
+    /// How often upstream DNS names are resolved again.
+    pub dns_refresh: Duration,
+}
+
+impl Default for UpstreamHealth {
+    fn default() -> Self {
+        UpstreamHealth {
+            failures: 3,
+            cooloff: Duration::from_secs(10),
+            check: None,
+            dns_refresh: Duration::from_secs(30),
+        }
+    }
+}
+
+/// An active health check of each upstream.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HealthCheck {
+    /// Path requested; any 2xx or 3xx answer is healthy.
+    pub path: String,
+    pub interval: Duration,
 }
 
 /// A TLS listener's certificate chain and private key (PEM files).
@@ -297,6 +369,8 @@ pub struct OriginConfig {
     pub block: BlockConfig,
     pub robots: RobotsConfig,
     pub paths: PathsConfig,
+    pub upstream_timeouts: UpstreamTimeouts,
+    pub upstream_health: UpstreamHealth,
 }
 
 /// An upstream server address.

@@ -12,12 +12,14 @@ use super::schema::{
     BLOCK, MAX_NAME_LEN, MAX_ROBOTS_MAX_SIZE, MIN_ROBOTS_MAX_SIZE, ORIGIN, PATHS, ROBOTS,
     UPSTREAM_TLS,
 };
+use super::schema::{HEALTH_CHECK, PASSIVE_HEALTH, UPSTREAM_TIMEOUTS};
 use super::template::check_body;
 use super::tree::{Node, Pos, Value};
 use super::{
     BlockConfig, EscapedSlashes, Forward, Mode, OnUnreachable, OriginConfig, PathsConfig,
     RobotsConfig, RobotsSource, UpstreamTls,
 };
+use super::{HealthCheck, UpstreamHealth, UpstreamTimeouts};
 
 pub(crate) const MODES: [(&str, Mode); 3] = [
     ("enforce", Mode::Enforce),
@@ -46,6 +48,8 @@ pub(crate) struct Defaults {
     pub block: BlockConfig,
     pub robots: RobotsSettings,
     pub paths: PathsConfig,
+    pub upstream_timeouts: UpstreamTimeouts,
+    pub upstream_health: UpstreamHealth,
 }
 
 /// An origin plus what the cross-origin checks need: where its name and
@@ -125,6 +129,12 @@ pub(crate) fn parse_origin(
     let block = block(sink, table.get("block"), &defaults.block);
     let robots = robots(sink, table.get("robots"), &defaults.robots, base_dir);
     let paths = paths(sink, table.get("paths"), &defaults.paths);
+    let timeouts = upstream_timeouts(
+        sink,
+        table.get("upstream_timeouts"),
+        &defaults.upstream_timeouts,
+    );
+    let health = upstream_health(sink, &table, &defaults.upstream_health);
 
     let config = OriginConfig {
         name: name.as_ref().map(|(n, _)| n.clone()).unwrap_or_default(),
@@ -135,6 +145,8 @@ pub(crate) fn parse_origin(
         block,
         robots,
         paths,
+        upstream_timeouts: timeouts,
+        upstream_health: health,
     };
     Some(Parsed {
         config,
@@ -298,6 +310,108 @@ pub(crate) fn paths(sink: &mut Sink, node: Option<&Node>, base: &PathsConfig) ->
         .and_then(|n| reader::choice(sink, n, "forward", &FORWARD))
     {
         out.forward = v;
+    }
+    out
+}
+
+/// A duration that must be longer than zero.
+fn positive_duration(sink: &mut Sink, node: &Node, what: &str) -> Option<Duration> {
+    let d = reader::duration(sink, node, what)?;
+    if d.is_zero() {
+        sink.error(node.pos, format!("`{what}` must be longer than 0s"));
+        return None;
+    }
+    Some(d)
+}
+
+/// Reads an `upstream_timeouts` section over `base`, key by key.
+pub(crate) fn upstream_timeouts(
+    sink: &mut Sink,
+    node: Option<&Node>,
+    base: &UpstreamTimeouts,
+) -> UpstreamTimeouts {
+    let mut out = *base;
+    let Some(table) =
+        node.and_then(|n| Table::read(sink, n, &UPSTREAM_TIMEOUTS, "`upstream_timeouts`"))
+    else {
+        return out;
+    };
+    for (key, slot) in [
+        ("connect", &mut out.connect),
+        ("read", &mut out.read),
+        ("write", &mut out.write),
+        ("idle", &mut out.idle),
+    ] {
+        if let Some(d) = table.get(key).and_then(|n| positive_duration(sink, n, key)) {
+            *slot = d;
+        }
+    }
+    out
+}
+
+/// Reads `passive_health`, `health_check` and `dns_refresh` of a `defaults` or origin table over
+/// `base`.
+pub(crate) fn upstream_health(
+    sink: &mut Sink,
+    table: &Table<'_>,
+    base: &UpstreamHealth,
+) -> UpstreamHealth {
+    let mut out = base.clone();
+    if let Some(passive) = table
+        .get("passive_health")
+        .and_then(|n| Table::read(sink, n, &PASSIVE_HEALTH, "`passive_health`"))
+    {
+        if let Some(n) = passive.get("failures") {
+            if let Some(count) = reader::integer(sink, n, "failures", 1, 1000) {
+                out.failures = u32::try_from(count).unwrap_or(out.failures);
+            }
+        }
+        if let Some(d) = passive
+            .get("cooloff")
+            .and_then(|n| positive_duration(sink, n, "cooloff"))
+        {
+            out.cooloff = d;
+        }
+    }
+    if let Some(check) = table
+        .get("health_check")
+        .and_then(|n| Table::read(sink, n, &HEALTH_CHECK, "`health_check`"))
+    {
+        let path = match check.get("path") {
+            Some(p) => reader::nonempty_string(sink, p, "path").and_then(|text| {
+                if text.starts_with('/') && !text.bytes().any(|b| b <= b' ' || b == 0x7f) {
+                    Some(text.to_owned())
+                } else {
+                    sink.error_hint(
+                        p.pos,
+                        format!("health check path {} must start with `/`", quote(text)),
+                        "e.g. path: /healthz",
+                    );
+                    None
+                }
+            }),
+            None => {
+                sink.error_hint(
+                    check.pos,
+                    "`health_check` is missing `path`",
+                    "e.g. path: /healthz",
+                );
+                None
+            }
+        };
+        let interval = match check.get("interval") {
+            Some(i) => positive_duration(sink, i, "interval"),
+            None => Some(Duration::from_secs(5)),
+        };
+        if let (Some(path), Some(interval)) = (path, interval) {
+            out.check = Some(HealthCheck { path, interval });
+        }
+    }
+    if let Some(d) = table
+        .get("dns_refresh")
+        .and_then(|n| positive_duration(sink, n, "dns_refresh"))
+    {
+        out.dns_refresh = d;
     }
     out
 }

@@ -17,7 +17,16 @@ pub(crate) struct Section {
 pub(crate) const TOP: Section = Section {
     place: "at the top level",
     keys: &[
-        "listen", "admin", "threads", "shutdown", "limits", "defaults", "crawlers", "origins",
+        "listen",
+        "admin",
+        "threads",
+        "shutdown",
+        "limits",
+        "trusted_proxies",
+        "access_log",
+        "defaults",
+        "crawlers",
+        "origins",
     ],
 };
 
@@ -37,6 +46,26 @@ pub(crate) const LIMITS: Section = Section {
     ],
 };
 
+pub(crate) const ACCESS_LOG: Section = Section {
+    place: "in `access_log`",
+    keys: &["format"],
+};
+
+pub(crate) const UPSTREAM_TIMEOUTS: Section = Section {
+    place: "in `upstream_timeouts`",
+    keys: &["connect", "read", "write", "idle"],
+};
+
+pub(crate) const PASSIVE_HEALTH: Section = Section {
+    place: "in `passive_health`",
+    keys: &["failures", "cooloff"],
+};
+
+pub(crate) const HEALTH_CHECK: Section = Section {
+    place: "in `health_check`",
+    keys: &["path", "interval"],
+};
+
 pub(crate) const PATHS: Section = Section {
     place: "in `paths`",
     keys: &["escaped_slashes", "forward"],
@@ -49,7 +78,7 @@ pub(crate) const SHUTDOWN: Section = Section {
 
 pub(crate) const LISTENER: Section = Section {
     place: "in listener",
-    keys: &["address", "tls"],
+    keys: &["address", "tls", "proxy_protocol"],
 };
 
 pub(crate) const LISTENER_TLS: Section = Section {
@@ -59,7 +88,16 @@ pub(crate) const LISTENER_TLS: Section = Section {
 
 pub(crate) const DEFAULTS: Section = Section {
     place: "in `defaults`",
-    keys: &["mode", "block", "robots", "paths"],
+    keys: &[
+        "mode",
+        "block",
+        "robots",
+        "paths",
+        "upstream_timeouts",
+        "passive_health",
+        "health_check",
+        "dns_refresh",
+    ],
 };
 
 pub(crate) const BLOCK: Section = Section {
@@ -108,7 +146,18 @@ pub(crate) const EXTRA_CRAWLER: Section = Section {
 pub(crate) const ORIGIN: Section = Section {
     place: "in origin",
     keys: &[
-        "name", "hosts", "upstream", "tls", "mode", "block", "robots", "paths",
+        "name",
+        "hosts",
+        "upstream",
+        "tls",
+        "mode",
+        "block",
+        "robots",
+        "paths",
+        "upstream_timeouts",
+        "passive_health",
+        "health_check",
+        "dns_refresh",
     ],
 };
 
@@ -176,6 +225,16 @@ pub(crate) const MISPLACED: &[(&str, &str, &str)] = &[
         "limits",
         "`limits` is set once, at the top level",
     ),
+    (
+        "in origin",
+        "trusted_proxies",
+        "`trusted_proxies` is set once, at the top level",
+    ),
+    (
+        "at the top level",
+        "upstream_timeouts",
+        "`upstream_timeouts` goes under `defaults:` or under an origin",
+    ),
 ];
 
 /// Loopback by default: exposing the proxy or the admin server on every
@@ -232,6 +291,10 @@ mod tests {
             &ADMIN,
             &LIMITS,
             &PATHS,
+            &ACCESS_LOG,
+            &UPSTREAM_TIMEOUTS,
+            &PASSIVE_HEALTH,
+            &HEALTH_CHECK,
         ];
         for (place, key, _) in MISPLACED {
             let section = sections.iter().find(|s| s.place == *place);

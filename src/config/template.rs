@@ -5,8 +5,15 @@
 use super::error::{did_you_mean, one_of, quote, Problem};
 
 /// Placeholders a block body may use, filled in per blocked request.
-pub const BODY_PLACEHOLDERS: [&str; 6] =
-    ["crawler", "path", "line", "rule", "robots_url", "origin"];
+pub const BODY_PLACEHOLDERS: [&str; 7] = [
+    "crawler",
+    "path",
+    "line",
+    "rule",
+    "robots_url",
+    "origin",
+    "client",
+];
 
 /// Checks a body template. A placeholder is an opening brace, lower-case
 /// letters or `_`, and a closing brace; any other brace is literal text, so
@@ -115,7 +122,7 @@ mod tests {
         );
         assert_eq!(
             p.hint.as_deref(),
-            Some("expected one of: crawler, path, line, rule, robots_url, origin")
+            Some("expected one of: crawler, path, line, rule, robots_url, origin, client")
         );
     }
 }

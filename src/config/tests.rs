@@ -61,7 +61,8 @@ fn minimal_config_gets_every_default() {
         c.listen,
         [Listener {
             address: "127.0.0.1:8080".parse().unwrap_or_else(|_| unreachable!()),
-            tls: None
+            tls: None,
+            proxy_protocol: false,
         }]
     );
     assert_eq!(
@@ -107,6 +108,18 @@ fn minimal_config_gets_every_default() {
             paths: PathsConfig {
                 escaped_slashes: EscapedSlashes::Decode,
                 forward: Forward::Canonical,
+            },
+            upstream_timeouts: UpstreamTimeouts {
+                connect: Duration::from_secs(5),
+                read: Duration::from_secs(60),
+                write: Duration::from_secs(60),
+                idle: Duration::from_secs(60),
+            },
+            upstream_health: UpstreamHealth {
+                failures: 3,
+                cooloff: Duration::from_secs(10),
+                check: None,
+                dns_refresh: Duration::from_secs(30),
             },
         }]
     );
@@ -393,7 +406,7 @@ fn unknown_key_in_origin_suggests_the_closest() {
     assert_eq!(
         e.to_string(),
         "t.yaml:5:5: unknown key `upstreams` in origin; did you mean `upstream`? \
-         (expected one of: name, hosts, upstream, tls, mode, block, robots, paths)"
+         (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh)"
     );
 }
 
@@ -418,9 +431,9 @@ origins:
     assert_eq!(
         errs,
         [
-            "t.yaml:1:33: unknown key `tsl` in listener; did you mean `tls`? (expected one of: address, tls)",
+            "t.yaml:1:33: unknown key `tsl` in listener; did you mean `tls`? (expected one of: address, tls, proxy_protocol)",
             "t.yaml:2:12: unknown key `grase` in `shutdown`; did you mean `grace`? (expected one of: grace)",
-            "t.yaml:4:3: unknown key `moed` in `defaults`; did you mean `mode`? (expected one of: mode, block, robots, paths)",
+            "t.yaml:4:3: unknown key `moed` in `defaults`; did you mean `mode`? (expected one of: mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh)",
             "t.yaml:5:11: unknown key `staus` in `block`; did you mean `status`? (expected one of: status, body)",
             "t.yaml:6:12: unknown key `refesh` in `defaults.robots`; did you mean `refresh`? (expected one of: refresh, timeout, on_unreachable, max_size)",
             "t.yaml:7:12: unknown key `extras` in `crawlers`; did you mean `extra`? (expected one of: builtin, generic, extra)",
@@ -503,7 +516,7 @@ fn origin_required_keys() {
             "t.yaml:3:5: origin is missing `upstream` (e.g. upstream: 127.0.0.1:8081)",
             "t.yaml:4:5: origin is missing `name` (e.g. name: shop)",
             "t.yaml:4:5: origin is missing `hosts` (list the Host names it serves, e.g. hosts: [shop.example])",
-            "t.yaml:5:5: each origin must be a mapping, not a string (expected one of: name, hosts, upstream, tls, mode, block, robots, paths)",
+            "t.yaml:5:5: each origin must be a mapping, not a string (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh)",
         ]
     );
 }
@@ -810,7 +823,7 @@ fn block_status_and_body() {
         errs,
         [
             "t.yaml:2:19: `status` must be between 400 and 599, not 200",
-            "t.yaml:2:30: unknown placeholder `{crawlr}` in `body`; did you mean `crawler`? (expected one of: crawler, path, line, rule, robots_url, origin)",
+            "t.yaml:2:30: unknown placeholder `{crawlr}` in `body`; did you mean `crawler`? (expected one of: crawler, path, line, rule, robots_url, origin, client)",
             "t.yaml:7:21: `status` must be an integer, not a string",
         ]
     );
@@ -976,7 +989,7 @@ fn error_output_is_capped() {
     let yaml: String = (0..1_000).map(|i| format!("k{i}: 1\n")).collect();
     let errs = errors(&yaml);
     assert_eq!(errs.len(), 201);
-    assert_eq!(errs[0], "t.yaml:1:1: unknown key `k0` at the top level (expected one of: listen, admin, threads, shutdown, limits, defaults, crawlers, origins)");
+    assert_eq!(errs[0], "t.yaml:1:1: unknown key `k0` at the top level (expected one of: listen, admin, threads, shutdown, limits, trusted_proxies, access_log, defaults, crawlers, origins)");
     assert_eq!(errs[200], "t.yaml: 801 more errors not shown");
 }
 

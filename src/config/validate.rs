@@ -12,6 +12,7 @@ use super::address::parse_bind;
 use super::error::{quote, Sink};
 use super::origin::{self, Defaults, RobotsSettings, MODES};
 use super::reader::{self, Table};
+use super::schema::ACCESS_LOG;
 use super::schema::{
     ADMIN, CRAWLERS, DEFAULTS, DEFAULT_ADMIN, DEFAULT_BLOCK_STATUS, DEFAULT_GRACE, DEFAULT_LISTEN,
     DEFAULT_REFRESH, DEFAULT_ROBOTS, DEFAULT_ROBOTS_MAX_SIZE, DEFAULT_TIMEOUT, EXTRA_CRAWLER,
@@ -19,6 +20,7 @@ use super::schema::{
     MAX_THREADS, MIN_MAX_HEADER_BYTES, SHUTDOWN, TOP,
 };
 use super::tree::{Node, Pos, Value};
+use super::{AccessLogFormat, UpstreamHealth, UpstreamTimeouts};
 use super::{
     AdminConfig, BlockConfig, Config, CrawlersConfig, ExtraCrawler, Limits, Listener, ListenerTls,
     Mode, OnUnreachable, OriginConfig, PathsConfig,
@@ -32,12 +34,15 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
         listen: vec![Listener {
             address: DEFAULT_LISTEN,
             tls: None,
+            proxy_protocol: false,
         }],
         admin: AdminConfig {
             address: DEFAULT_ADMIN,
             token_file: None,
         },
         limits: Limits::default(),
+        trusted_proxies: Vec::new(),
+        access_log: None,
         threads: None,
         shutdown_grace: DEFAULT_GRACE,
         crawlers: CrawlersConfig {
@@ -85,6 +90,20 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
     if let Some(n) = top.get("limits") {
         config.limits = limits(sink, n);
     }
+    if let Some(n) = top.get("trusted_proxies") {
+        config.trusted_proxies = networks(sink, n, "trusted_proxies");
+    }
+    if let Some(table) = top
+        .get("access_log")
+        .and_then(|n| Table::read(sink, n, &ACCESS_LOG, "`access_log`"))
+    {
+        config.access_log = Some(
+            table
+                .get("format")
+                .and_then(|n| reader::choice(sink, n, "format", &ACCESS_LOG_FORMATS))
+                .unwrap_or(AccessLogFormat::Json),
+        );
+    }
 
     let defaults = defaults(sink, top.get("defaults"));
     config.crawlers = crawlers(sink, top.get("crawlers"), config.crawlers);
@@ -105,6 +124,7 @@ fn listeners(sink: &mut Sink, node: Option<&Node>, base_dir: &Path) -> Vec<(List
             Listener {
                 address: DEFAULT_LISTEN,
                 tls: None,
+                proxy_protocol: false,
             },
             Pos::UNKNOWN,
         )];
@@ -152,7 +172,11 @@ fn listeners(sink: &mut Sink, node: Option<&Node>, base_dir: &Path) -> Vec<(List
 fn listener(sink: &mut Sink, item: &Node, base_dir: &Path) -> Option<Listener> {
     match &item.value {
         Value::Str(text) => parse_bind(text)
-            .map(|address| Listener { address, tls: None })
+            .map(|address| Listener {
+                address,
+                tls: None,
+                proxy_protocol: false,
+            })
             .map_err(|p| sink.problem(item.pos, p))
             .ok(),
         Value::Map(_) => {
@@ -175,9 +199,14 @@ fn listener(sink: &mut Sink, item: &Node, base_dir: &Path) -> Option<Listener> {
                 Some(n) => Some(listener_tls(sink, n, base_dir)?),
                 None => None,
             };
+            let proxy_protocol = table
+                .get("proxy_protocol")
+                .and_then(|n| reader::boolean(sink, n, "proxy_protocol"))
+                .unwrap_or(false);
             Some(Listener {
                 address: address?,
                 tls,
+                proxy_protocol,
             })
         }
         other => {
@@ -265,6 +294,34 @@ fn admin(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<(AdminConfig, 
     }
 }
 
+const ACCESS_LOG_FORMATS: [(&str, AccessLogFormat); 2] = [
+    ("json", AccessLogFormat::Json),
+    ("text", AccessLogFormat::Text),
+];
+
+/// A list of IP networks (`10.0.0.0/8`, `2001:db8::/32`, or a bare address for one host).
+pub(crate) fn networks(sink: &mut Sink, node: &Node, what: &str) -> Vec<ipnet::IpNet> {
+    let mut out = Vec::new();
+    for item in reader::one_or_many(node) {
+        let Some(text) = reader::nonempty_string(sink, item, what) else {
+            continue;
+        };
+        let parsed = text
+            .parse::<ipnet::IpNet>()
+            .map(|net| net.trunc())
+            .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from));
+        match parsed {
+            Ok(net) => out.push(net),
+            Err(_) => sink.error_hint(
+                item.pos,
+                format!("{} is not an IP network", quote(text)),
+                "write an address with a prefix length, e.g. 10.0.0.0/8 or 2001:db8::/32, or one address",
+            ),
+        }
+    }
+    out
+}
+
 /// `limits`, over the built-in values.
 fn limits(sink: &mut Sink, node: &Node) -> Limits {
     let mut out = Limits::default();
@@ -345,6 +402,8 @@ fn defaults(sink: &mut Sink, node: Option<&Node>) -> Defaults {
             max_size: DEFAULT_ROBOTS_MAX_SIZE,
         },
         paths: PathsConfig::default(),
+        upstream_timeouts: UpstreamTimeouts::default(),
+        upstream_health: UpstreamHealth::default(),
     };
     let Some(table) = node.and_then(|n| Table::read(sink, n, &DEFAULTS, "`defaults`")) else {
         return out;
@@ -357,6 +416,9 @@ fn defaults(sink: &mut Sink, node: Option<&Node>) -> Defaults {
     }
     out.block = origin::block(sink, table.get("block"), &out.block);
     out.paths = origin::paths(sink, table.get("paths"), &out.paths);
+    out.upstream_timeouts =
+        origin::upstream_timeouts(sink, table.get("upstream_timeouts"), &out.upstream_timeouts);
+    out.upstream_health = origin::upstream_health(sink, &table, &out.upstream_health);
     if let Some(robots) = table
         .get("robots")
         .and_then(|n| Table::read(sink, n, &DEFAULT_ROBOTS, "`defaults.robots`"))

@@ -16,7 +16,7 @@ pub fn user_agent() -> String {
     format!("robotsguard/{}", env!("CARGO_PKG_VERSION"))
 }
 
-/// Builds the upstream peer for an origin's address, with its TLS settings.
+/// Builds the upstream peer for an origin's address, with its TLS settings and timeouts.
 pub fn http_peer(origin: &Origin, address: SocketAddr) -> HttpPeer {
     let (tls, sni, verify) = match &origin.config.upstream_tls {
         Some(tls) => (true, tls.sni.clone(), tls.verify),
@@ -25,6 +25,12 @@ pub fn http_peer(origin: &Origin, address: SocketAddr) -> HttpPeer {
     let mut peer = HttpPeer::new(address, tls, sni);
     peer.options.verify_cert = verify;
     peer.options.verify_hostname = verify;
+    let timeouts = &origin.config.upstream_timeouts;
+    peer.options.connection_timeout = Some(timeouts.connect);
+    peer.options.total_connection_timeout = Some(timeouts.connect);
+    peer.options.read_timeout = Some(timeouts.read);
+    peer.options.write_timeout = Some(timeouts.write);
+    peer.options.idle_timeout = Some(timeouts.idle);
     peer
 }
 
@@ -67,7 +73,14 @@ pub async fn get(
     validators: &Validators,
     max_size: usize,
 ) -> Result<Answer, Failure> {
-    let address = origin.next_peer().address;
+    let Some(upstream) = origin.upstreams.pick(&[]) else {
+        let why = origin.upstreams.resolution_error.load();
+        return Err(Failure(format!(
+            "no upstream address ({})",
+            why.as_deref().unwrap_or("none configured")
+        )));
+    };
+    let address = upstream.address;
     let peer = http_peer(origin, address);
     let (mut session, _reused) = connector
         .get_http_session(&peer)
@@ -166,6 +179,55 @@ pub async fn get(
         answer.over_limit = over_limit;
     }
     Ok(answer)
+}
+
+/// One active health check: `GET path` on `address` with the origin's first host; returns the
+/// status, having read (and dropped) at most 64 KiB of body so the connection can be reused.
+pub async fn health_check(
+    connector: &Connector,
+    origin: &Origin,
+    address: SocketAddr,
+    path: &str,
+) -> Result<u16, Failure> {
+    let peer = http_peer(origin, address);
+    let (mut session, _reused) = connector
+        .get_http_session(&peer)
+        .await
+        .map_err(|e| Failure(format!("cannot connect: {e}")))?;
+    let mut request = RequestHeader::build("GET", path.as_bytes(), None)
+        .map_err(|e| Failure(format!("bad health check path `{path}`: {e}")))?;
+    for (name, value) in [
+        ("host", origin.primary_host().to_string()),
+        ("user-agent", user_agent()),
+    ] {
+        request
+            .insert_header(name, value)
+            .map_err(|e| Failure(format!("cannot build the request: {e}")))?;
+    }
+    session
+        .write_request_header(Box::new(request))
+        .await
+        .map_err(|e| Failure(format!("cannot send the request: {e}")))?;
+    session
+        .finish_request_body()
+        .await
+        .map_err(|e| Failure(format!("cannot send the request: {e}")))?;
+    session
+        .read_response_header()
+        .await
+        .map_err(|e| Failure(format!("no answer: {e}")))?;
+    let status = session
+        .response_header()
+        .map(|response| response.status.as_u16())
+        .ok_or_else(|| Failure("no answer".to_string()))?;
+    let mut read = 0usize;
+    while read < 64 * 1024 {
+        match session.read_response_body().await {
+            Ok(Some(chunk)) => read += chunk.len(),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    Ok(status)
 }
 
 /// Decodes at most `max_size` bytes of a gzip body. `input_cut` says the compressed input was cut

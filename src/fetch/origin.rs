@@ -264,9 +264,10 @@ pub async fn fetch(connector: &Connector, origin: &Origin, url: Option<&str>) ->
             "{} via {}",
             target.url(),
             origin
-                .peers
+                .config
+                .upstreams
                 .iter()
-                .map(|p| p.label.as_str())
+                .map(|u| u.raw.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         )
@@ -525,11 +526,11 @@ mod tests {
     fn absolute_urls_split_into_host_and_path() {
         assert_eq!(
             split_absolute("https://Shop.example:8443/r.txt?x#f"),
-            Some(("Shop.example:8443".into(), "/r.txt?x".into()))
+            Some(("https", "Shop.example:8443".into(), "/r.txt?x".into()))
         );
         assert_eq!(
             split_absolute("http://shop.example"),
-            Some(("shop.example".into(), "/".into()))
+            Some(("http", "shop.example".into(), "/".into()))
         );
         assert_eq!(split_absolute("ftp://shop.example/x"), None);
         assert_eq!(split_absolute("/robots.txt"), None);

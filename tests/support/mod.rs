@@ -747,25 +747,31 @@ impl Proxy {
     /// As [`Proxy::start`], first writing `files` (relative path, content) into the temp dir
     /// next to the config, so relative paths in the config find them.
     pub fn start_with(body: &str, files: &[(&str, &str)]) -> Proxy {
-        Proxy::launch(body, files, true)
+        Proxy::launch(body, files, true, "")
+    }
+
+    /// [`Proxy::start`] with more keys on the proxy listener (`listener_extra`, e.g.
+    /// `proxy_protocol: true`).
+    pub fn start_with_listener(body: &str, listener_extra: &str) -> Proxy {
+        Proxy::launch(body, &[], true, listener_extra)
     }
 
     /// [`Proxy::start`] with an admin listener that wants `Authorization: Bearer <token>`
     /// (written to `admin-token` in the temp dir).
     pub fn start_with_admin_token(body: &str, token: &str) -> Proxy {
-        Proxy::launch(body, &[(ADMIN_TOKEN_FILE, token)], true)
+        Proxy::launch(body, &[(ADMIN_TOKEN_FILE, token)], true, "")
     }
 
     /// Starts the proxy and returns once the admin listener answers `/healthz`, without waiting
     /// for `/readyz`.
     pub fn start_unready(body: &str) -> Proxy {
-        Proxy::launch(body, &[], false)
+        Proxy::launch(body, &[], false, "")
     }
 
-    fn launch(body: &str, files: &[(&str, &str)], wait_ready: bool) -> Proxy {
+    fn launch(body: &str, files: &[(&str, &str)], wait_ready: bool, listener_extra: &str) -> Proxy {
         let mut last_error = String::new();
         for _ in 0..3 {
-            match Proxy::try_start(body, files, wait_ready) {
+            match Proxy::try_start(body, files, wait_ready, listener_extra) {
                 Ok(proxy) => return proxy,
                 // Another process may have taken a port between picking and binding it.
                 Err((stderr, true)) => last_error = stderr,
@@ -780,6 +786,7 @@ impl Proxy {
         body: &str,
         files: &[(&str, &str)],
         wait_ready: bool,
+        listener_extra: &str,
     ) -> Result<Proxy, (String, bool)> {
         let dir = tempfile::tempdir().expect("temp dir");
         for (name, content) in files {
@@ -797,8 +804,13 @@ impl Proxy {
         } else {
             format!("\"{admin}\"")
         };
+        let listen_line = if listener_extra.is_empty() {
+            format!("\"{listen}\"")
+        } else {
+            format!("{{address: \"{listen}\", {listener_extra}}}")
+        };
         let config = format!(
-            "listen: [\"{listen}\"]\nadmin: {admin_line}\nthreads: 1\nshutdown: {{grace: 1s}}\n{body}"
+            "listen: [{listen_line}]\nadmin: {admin_line}\nthreads: 1\nshutdown: {{grace: 1s}}\n{body}"
         );
         let config_path = dir.path().join("robotsguard.yaml");
         std::fs::write(&config_path, &config).expect("config written");
