@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use robotsguard::enforce::decide;
+use robotsguard::enforce::{decide, decide_for_client};
 use robotsguard::state::Snapshot;
 
 const MEDIUM: &str = include_str!("data/medium.txt");
@@ -26,12 +26,31 @@ const REQUESTS: &[(&str, &str)] = &[
 ];
 
 fn snapshot() -> Snapshot {
+    snapshot_with(String::new())
+}
+
+/// A policy as a site might write one: a few categories and crawlers, 100 allow-listed networks
+/// and 10 exempt paths, none of which the benchmark's requests hit (so every decision goes on to
+/// robots.txt, the most work a policy adds).
+fn policy() -> String {
+    let networks: Vec<String> = (0..100)
+        .map(|i| format!("\"10.{}.{}.0/24\"", i / 10, i % 10 * 20))
+        .collect();
+    let exempt: Vec<String> = (0..10).map(|i| format!("/exempt-{i}/")).collect();
+    format!(
+        "    policy:\n      categories: {{ai-training: enforce, seo: pass, social: enforce}}\n      crawlers: {{CCBot: block, AhrefsBot: pass, Bytespider: block}}\n      allow_clients: [{}]\n      exempt_paths: [{}]\n",
+        networks.join(", "),
+        exempt.join(", ")
+    )
+}
+
+fn snapshot_with(origin_extra: String) -> Snapshot {
     let indented: String = MEDIUM
         .lines()
         .map(|line| format!("          {line}\n"))
         .collect();
     let yaml = format!(
-        "origins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: \"127.0.0.1:9\"\n    robots:\n      source: inline\n      text: |\n{indented}"
+        "origins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: \"127.0.0.1:9\"\n{origin_extra}    robots:\n      source: inline\n      text: |\n{indented}"
     );
     let config = robotsguard::config::load_str(&yaml, "bench.yaml", Path::new("."))
         .unwrap_or_else(|e| panic!("bench config: {e}"));
@@ -50,6 +69,23 @@ fn decide_mix(c: &mut Criterion) {
                     b"shop.example",
                     black_box(user_agent.as_bytes()),
                     path.as_bytes(),
+                );
+                black_box(decision.map(|d| d.outcome).ok());
+            }
+        })
+    });
+    // The same mix through a policy, for a client outside its allow-list.
+    let with_policy = snapshot_with(policy());
+    let client = Some(std::net::IpAddr::from([203, 0, 113, 200]));
+    group.bench_function("medium_ua_mix_policy", |b| {
+        b.iter(|| {
+            for (user_agent, path) in REQUESTS {
+                let decision = decide_for_client(
+                    &with_policy,
+                    b"shop.example",
+                    black_box(user_agent.as_bytes()),
+                    path.as_bytes(),
+                    black_box(client),
                 );
                 black_box(decision.map(|d| d.outcome).ok());
             }

@@ -12,7 +12,7 @@ use pingora::apps::http_app::ServeHttp;
 use pingora::protocols::http::ServerSession;
 use serde::Serialize;
 
-use crate::enforce::{decide, Decision, Refused};
+use crate::enforce::{decide_for_client, Decision, Refused};
 use crate::metrics::METRICS;
 use crate::state::{Live, Snapshot};
 
@@ -169,6 +169,11 @@ struct Explanation<'a> {
     origin: &'a str,
     mode: &'a str,
     decision: &'a str,
+    /// Which step of the policy decided (`robots.txt`, `category library: pass`, ...).
+    policy: String,
+    /// Where crawlers read this origin's robots.txt: `robotsguard` (served from the copy in
+    /// force) or `origin` (proxied).
+    robots_served_by: &'a str,
     crawler: Option<&'a crate::enforce::Crawler>,
     group: Option<&'a str>,
     rule: Option<&'a crate::enforce::MatchedRule>,
@@ -223,11 +228,12 @@ fn explain(snapshot: &Snapshot, query: &str) -> Response<Vec<u8>> {
             )
         }
     };
-    match decide(
+    match decide_for_client(
         snapshot,
         host.as_bytes(),
         user_agent.as_bytes(),
         path.as_bytes(),
+        client,
     ) {
         Ok(decision) => json(
             200,
@@ -265,6 +271,12 @@ fn explanation<'a>(
         origin: decision.origin.name(),
         mode: decision.origin.config.mode.as_str(),
         decision: decision.outcome.as_str(),
+        policy: decision.policy(),
+        robots_served_by: if decision.origin.robots.settings.serve {
+            "robotsguard"
+        } else {
+            "origin"
+        },
         crawler: decision.crawler.as_ref(),
         group: decision.group.as_deref(),
         rule: decision.rule.as_ref(),

@@ -11,6 +11,61 @@ pub fn is_trusted(trusted: &[IpNet], address: IpAddr) -> bool {
     trusted.iter().any(|net| net.contains(&address))
 }
 
+/// A set of IP networks built for lookups on every request: the networks as sorted, merged
+/// address ranges, searched in O(log n) however many networks an allow-list holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AddressSet {
+    v4: Vec<(u32, u32)>,
+    v6: Vec<(u128, u128)>,
+}
+
+impl AddressSet {
+    pub fn new(networks: &[IpNet]) -> AddressSet {
+        let mut v4 = Vec::new();
+        let mut v6 = Vec::new();
+        for net in networks {
+            match net {
+                IpNet::V4(n) => v4.push((u32::from(n.network()), u32::from(n.broadcast()))),
+                IpNet::V6(n) => v6.push((u128::from(n.network()), u128::from(n.broadcast()))),
+            }
+        }
+        AddressSet {
+            v4: merged(v4, |x| x.saturating_add(1)),
+            v6: merged(v6, |x| x.saturating_add(1)),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.v4.is_empty() && self.v6.is_empty()
+    }
+
+    pub fn contains(&self, address: IpAddr) -> bool {
+        match canonical(address) {
+            IpAddr::V4(a) => in_ranges(&self.v4, u32::from(a)),
+            IpAddr::V6(a) => in_ranges(&self.v6, u128::from(a)),
+        }
+    }
+}
+
+/// Sorted ranges with overlapping and adjacent ones joined; `next` is `x + 1`, saturating.
+fn merged<T: Ord + Copy>(mut ranges: Vec<(T, T)>, next: fn(T) -> T) -> Vec<(T, T)> {
+    ranges.sort_unstable();
+    let mut out: Vec<(T, T)> = Vec::with_capacity(ranges.len());
+    for (start, end) in ranges {
+        match out.last_mut() {
+            Some(last) if start <= next(last.1) => last.1 = last.1.max(end),
+            _ => out.push((start, end)),
+        }
+    }
+    out
+}
+
+fn in_ranges<T: Ord + Copy>(ranges: &[(T, T)], address: T) -> bool {
+    // The last range starting at or before the address is the only one that can hold it.
+    let after = ranges.partition_point(|&(start, _)| start <= address);
+    after > 0 && address <= ranges[after - 1].1
+}
+
 /// An IPv4-mapped IPv6 address (`::ffff:10.0.0.1`, as a dual-stack socket reports IPv4 peers) as
 /// the IPv4 address it is, so `10.0.0.0/8` matches it.
 fn canonical(address: IpAddr) -> IpAddr {
@@ -82,6 +137,43 @@ mod tests {
             &nets(trusted),
             headers.iter().map(|h| h.as_bytes()),
         )
+    }
+
+    #[test]
+    fn address_sets_answer_like_a_scan_of_their_networks() {
+        let list = nets(&[
+            "10.0.0.0/8",
+            "10.1.0.0/16",
+            "192.0.2.0/25",
+            "192.0.2.128/25",
+            "203.0.113.7/32",
+            "2001:db8::/32",
+            "0.0.0.0/32",
+        ]);
+        let set = AddressSet::new(&list);
+        for text in [
+            "10.0.0.0",
+            "10.255.255.255",
+            "11.0.0.0",
+            "9.255.255.255",
+            "192.0.2.0",
+            "192.0.2.255",
+            "192.0.3.0",
+            "203.0.113.7",
+            "203.0.113.8",
+            "2001:db8::1",
+            "2001:db9::",
+            "::ffff:10.2.3.4",
+            "0.0.0.0",
+            "0.0.0.1",
+            "::1",
+        ] {
+            let address = ip(text);
+            assert_eq!(set.contains(address), is_trusted(&list, address), "{text}");
+        }
+        assert!(!AddressSet::new(&[]).contains(ip("10.0.0.1")));
+        let everything = AddressSet::new(&nets(&["0.0.0.0/0", "::/0"]));
+        assert!(everything.contains(ip("255.255.255.255")) && everything.contains(ip("ffff::1")));
     }
 
     #[test]

@@ -6,12 +6,13 @@
 //! origin could read them; and under every crawler the User-Agent names. Any "disallowed" wins.
 
 use std::borrow::Cow;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::config::{EscapedSlashes, Forward, Mode, PathsConfig};
-use crate::crawlers::{Category, Identity, IdentitySource};
+use crate::config::{Action, EscapedSlashes, Forward, Mode, PathsConfig, PolicyConfig};
+use crate::crawlers::{Category, CrawlerInfo, Identity, IdentitySource};
 use crate::robots::canonical::{
     authority_reading, canonicalize_decoding_slashes, has_escaped_slash,
 };
@@ -45,28 +46,64 @@ impl Outcome {
     }
 }
 
-/// The crawler behind a request, copied out of the identifier (a few short strings).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// The crawler behind a request. Its name, label, category and tokens are shared with the
+/// catalogue entry (one reference count per request, no copies); crawlers outside the catalogue
+/// get their own.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Crawler {
-    pub name: String,
-    /// Bounded metric label: the catalogue name, else `other`.
-    pub label: String,
-    pub category: Category,
-    pub tokens: Vec<String>,
+    info: Arc<CrawlerInfo>,
     pub source: IdentitySource,
     pub ignores_global: bool,
 }
 
 impl Crawler {
     fn from_identity(identity: &Identity<'_>) -> Crawler {
+        let info = match identity.info {
+            Some(info) => info.clone(),
+            None => Arc::new(CrawlerInfo {
+                name: identity.name.to_string(),
+                label: identity.metric_label().to_string(),
+                category: identity.category,
+                tokens: identity.tokens.to_vec(),
+            }),
+        };
         Crawler {
-            name: identity.name.to_string(),
-            label: identity.metric_label().to_string(),
-            category: identity.category,
-            tokens: identity.tokens.to_vec(),
+            info,
             source: identity.source,
             ignores_global: identity.ignores_global,
         }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.info.name
+    }
+
+    /// Bounded metric label: the catalogue name, else `other`.
+    pub fn label(&self) -> &str {
+        &self.info.label
+    }
+
+    pub fn category(&self) -> Category {
+        self.info.category
+    }
+
+    /// robots.txt tokens, most specific first.
+    pub fn tokens(&self) -> &[String] {
+        &self.info.tokens
+    }
+}
+
+impl Serialize for Crawler {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = serializer.serialize_struct("Crawler", 6)?;
+        out.serialize_field("name", &self.info.name)?;
+        out.serialize_field("label", &self.info.label)?;
+        out.serialize_field("category", &self.info.category)?;
+        out.serialize_field("tokens", &self.info.tokens)?;
+        out.serialize_field("source", &self.source)?;
+        out.serialize_field("ignores_global", &self.ignores_global)?;
+        out.end()
     }
 }
 
@@ -111,11 +148,28 @@ pub enum Why {
     NotCrawler,
     ModeOff,
     RobotsTxtPath,
+    /// The path starts with one of `policy.exempt_paths`.
+    ExemptPath,
+    /// The client is in `policy.allow_clients`.
+    AllowedClient,
+    /// `policy` lets every crawler named pass (by its name, or by its category).
+    PolicyPass(PolicyBy),
+    /// `policy` turns the crawler away (by its name, or by its category).
+    PolicyBlock(PolicyBy),
     AllowAll,
     DisallowAll,
     NoGroup,
     Rule,
     NoRuleMatched,
+}
+
+/// Which `policy` entry decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyBy {
+    /// `policy.crawlers`, for the crawler named in the decision.
+    Crawler,
+    /// `policy.categories`, for the crawler's category.
+    Category,
 }
 
 impl Decision {
@@ -125,6 +179,9 @@ impl Decision {
             Why::NotCrawler => "not a crawler".to_string(),
             Why::ModeOff => "mode is off for this origin".to_string(),
             Why::RobotsTxtPath => "robots.txt is always allowed".to_string(),
+            Why::ExemptPath => "the path is exempt (policy.exempt_paths)".to_string(),
+            Why::AllowedClient => "the client is allowed (policy.allow_clients)".to_string(),
+            Why::PolicyPass(_) | Why::PolicyBlock(_) => self.policy(),
             Why::AllowAll => format!("robots.txt allows everything ({})", self.robots.reason),
             Why::DisallowAll => format!("robots.txt disallows everything ({})", self.robots.reason),
             Why::NoGroup => "no robots.txt group applies to this crawler".to_string(),
@@ -138,6 +195,38 @@ impl Decision {
         }
     }
 
+    /// Which step of the policy decided, in the words `/explain` shows (`category library:
+    /// pass`, `crawler GPTBot: block`, `exempt path`, `allowed client`, `robots.txt`).
+    pub fn policy(&self) -> String {
+        let crawler = self.crawler.as_ref();
+        match self.why {
+            Why::PolicyPass(by) | Why::PolicyBlock(by) => {
+                let action = if matches!(self.why, Why::PolicyPass(_)) {
+                    "pass"
+                } else {
+                    "block"
+                };
+                match by {
+                    PolicyBy::Crawler => {
+                        format!("crawler {}: {action}", crawler.map_or("", |c| c.name()))
+                    }
+                    PolicyBy::Category => format!(
+                        "category {}: {action}",
+                        crawler.map_or("other", |c| c.category().as_str())
+                    ),
+                }
+            }
+            Why::ExemptPath => "exempt path".to_string(),
+            Why::AllowedClient => "allowed client".to_string(),
+            Why::RobotsTxtPath => "robots.txt path".to_string(),
+            Why::NotCrawler => "not a crawler".to_string(),
+            Why::ModeOff => "mode off".to_string(),
+            Why::AllowAll | Why::DisallowAll | Why::NoGroup | Why::Rule | Why::NoRuleMatched => {
+                "robots.txt".to_string()
+            }
+        }
+    }
+
     /// The reason in words fit for the client: what the logs and `/explain` say, without the
     /// robots.txt fetch details (upstream addresses, error texts, file paths) a client must not see.
     pub fn public_reason(&self) -> String {
@@ -147,18 +236,19 @@ impl Decision {
                 "this site's robots.txt could not be read, so crawlers may fetch nothing for now"
                     .to_string()
             }
+            Why::PolicyBlock(_) => "this site does not admit this crawler".to_string(),
             _ => self.reason(),
         }
     }
 
     pub fn crawler_label(&self) -> &str {
-        self.crawler.as_ref().map_or("none", |c| c.label.as_str())
+        self.crawler.as_ref().map_or("none", |c| c.label())
     }
 
     pub fn category_label(&self) -> &str {
         self.crawler
             .as_ref()
-            .map_or("none", |c| c.category.as_str())
+            .map_or("none", |c| c.category().as_str())
     }
 }
 
@@ -228,17 +318,29 @@ pub fn read_target(path: &[u8], paths: PathsConfig) -> Result<Readings<'_>, Refu
 }
 
 /// Decides a request. `host` is the raw Host header or authority; `path` the request target's
-/// path and query as the client sent them.
+/// path and query as the client sent them. Per-client policy (`allow_clients`) does not apply:
+/// see [`decide_for_client`].
 pub fn decide(
     snapshot: &Snapshot,
     host: &[u8],
     user_agent: &[u8],
     path: &[u8],
 ) -> Result<Decision, Refused> {
+    decide_for_client(snapshot, host, user_agent, path, None)
+}
+
+/// [`decide`] for a request from `client`.
+pub fn decide_for_client(
+    snapshot: &Snapshot,
+    host: &[u8],
+    user_agent: &[u8],
+    path: &[u8],
+    client: Option<IpAddr>,
+) -> Result<Decision, Refused> {
     let host = normalize_host(host).ok_or(Refused::UnknownHost)?;
     let origin = snapshot.origin_for(&host).ok_or(Refused::UnknownHost)?;
     let readings = read_target(path, origin.config.paths)?;
-    let mut decision = decide_for_origin(snapshot, origin, user_agent, &readings);
+    let mut decision = decide_for_origin(snapshot, origin, user_agent, &readings, client);
     if origin.config.paths.forward == Forward::Canonical && readings.canonical[..] != *path {
         decision.rewritten_target = Some(readings.canonical.into_owned());
     }
@@ -252,6 +354,7 @@ pub fn decide_for_origin(
     origin: &Arc<Origin>,
     user_agent: &[u8],
     readings: &Readings<'_>,
+    client: Option<IpAddr>,
 ) -> Decision {
     let robots = origin.robots.current();
     let named = snapshot
@@ -283,6 +386,55 @@ pub fn decide_for_origin(
         decision.why = Why::RobotsTxtPath;
         return decision;
     }
+    // Policy, in its order: exempt paths, allowed clients, then each crawler's action (by name,
+    // else by category). A path is exempt only when every reading of it is.
+    let policy = &origin.config.policy;
+    if !policy.exempt_paths.is_empty()
+        && std::iter::once(&readings.canonical[..])
+            .chain(readings.others.iter().map(Vec::as_slice))
+            .all(|path| is_exempt(&policy.exempt_paths, path))
+    {
+        decision.why = Why::ExemptPath;
+        return decision;
+    }
+    if client.is_some_and(|address| origin.allow_clients.contains(address)) {
+        decision.why = Why::AllowedClient;
+        return decision;
+    }
+    // Counted rather than collected: most requests name one crawler, and a list would cost an
+    // allocation per crawler request.
+    let mut enforced = 0usize;
+    let mut first_enforced: Option<&Identity<'_>> = None;
+    let mut passed_by = None;
+    for identity in named.iter() {
+        let (action, by) = action_for(policy, identity);
+        match action {
+            Action::Block => {
+                decision.why = Why::PolicyBlock(by);
+                set_deciding_crawler(&mut decision, identity);
+                decision.outcome = if origin.config.mode == Mode::Report {
+                    Outcome::WouldBlock
+                } else {
+                    Outcome::Blocked
+                };
+                return decision;
+            }
+            Action::Pass => {
+                passed_by.get_or_insert((identity, by));
+            }
+            Action::Enforce => {
+                enforced += 1;
+                first_enforced.get_or_insert(identity);
+            }
+        }
+    }
+    if enforced == 0 {
+        if let Some((identity, by)) = passed_by {
+            set_deciding_crawler(&mut decision, identity);
+            decision.why = Why::PolicyPass(by);
+        }
+        return decision;
+    }
     let disallowed = match &robots.policy {
         Policy::AllowAll => {
             decision.why = Why::AllowAll;
@@ -295,7 +447,10 @@ pub fn decide_for_origin(
         Policy::Rules(rules) => {
             let mut first: Option<Verdict<'_>> = None;
             let mut blocking: Option<(Verdict<'_>, &Identity<'_>)> = None;
-            'crawlers: for identity in named.iter() {
+            let enforced_identities = named.iter().filter(|identity| {
+                enforced == named.len() || action_for(policy, identity).0 == Action::Enforce
+            });
+            'crawlers: for identity in enforced_identities {
                 let mut tokens: [&str; MAX_TOKENS] = [""; MAX_TOKENS];
                 let mut count = 0;
                 for token in identity.tokens.iter() {
@@ -315,8 +470,8 @@ pub fn decide_for_origin(
                 let paths = std::iter::once(&readings.canonical[..])
                     .chain(readings.others.iter().map(Vec::as_slice));
                 for path in paths {
-                    // Already canonical: the compiled copy canonicalises again, a cheap no-op.
-                    let verdict = rules.verdict_with(&tokens[..count], path, fallback);
+                    let verdict =
+                        rules.verdict_with_canonical_path(&tokens[..count], path, fallback);
                     if !verdict.allowed {
                         blocking = Some((verdict, identity));
                         break 'crawlers;
@@ -326,18 +481,14 @@ pub fn decide_for_origin(
             }
             match (blocking, first) {
                 (Some((verdict, identity)), _) => {
-                    if decision.crawler.as_ref().map(|c| c.name.as_str()) != Some(identity.name) {
-                        // Report the crawler that is refused; the primary becomes "also named".
-                        if let Some(primary) = decision.crawler.take() {
-                            decision.also_named.retain(|name| name != identity.name);
-                            decision.also_named.insert(0, primary.name);
-                        }
-                        decision.crawler = Some(Crawler::from_identity(identity));
-                    }
+                    set_deciding_crawler(&mut decision, identity);
                     record_verdict(&mut decision, &verdict);
                     true
                 }
                 (None, Some(verdict)) => {
+                    if let Some(first) = first_enforced {
+                        set_deciding_crawler(&mut decision, first);
+                    }
                     record_verdict(&mut decision, &verdict);
                     false
                 }
@@ -351,6 +502,36 @@ pub fn decide_for_origin(
         (true, _) => Outcome::Blocked,
     };
     decision
+}
+
+/// What `policy` says for one crawler named: its own entry, else its category's.
+fn action_for(policy: &PolicyConfig, identity: &Identity<'_>) -> (Action, PolicyBy) {
+    if !policy.crawlers.is_empty() {
+        if let Some(action) = policy.crawler(identity.name) {
+            return (action, PolicyBy::Crawler);
+        }
+    }
+    (policy.category(identity.category), PolicyBy::Category)
+}
+
+/// Makes `identity` the decision's crawler (the one that decided); the primary, if another,
+/// becomes "also named".
+fn set_deciding_crawler(decision: &mut Decision, identity: &Identity<'_>) {
+    if decision.crawler.as_ref().map(|c| c.name()) == Some(identity.name) {
+        return;
+    }
+    if let Some(primary) = decision.crawler.take() {
+        decision.also_named.retain(|name| name != identity.name);
+        decision.also_named.insert(0, primary.name().to_string());
+    }
+    decision.crawler = Some(Crawler::from_identity(identity));
+}
+
+/// Whether a canonical path starts with one of the exempt prefixes.
+fn is_exempt(prefixes: &[String], path: &[u8]) -> bool {
+    prefixes
+        .iter()
+        .any(|prefix| path.starts_with(prefix.as_bytes()))
 }
 
 fn record_verdict(decision: &mut Decision, verdict: &Verdict<'_>) {

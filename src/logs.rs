@@ -259,7 +259,7 @@ pub fn disallowed_request(
     tracing::info!(
         decision = decision.outcome.as_str(),
         origin = decision.origin.name(),
-        crawler = decision.crawler.as_ref().map_or("", |c| c.name.as_str()),
+        crawler = decision.crawler.as_ref().map_or("", |c| c.name()),
         category = decision.category_label(),
         client = %client(),
         method = %method,

@@ -13,10 +13,10 @@ use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 
 use crate::config::{render_body, AccessLogFormat, RobotsSource};
-use crate::enforce::{decide, Decision, Outcome, Refused};
+use crate::enforce::{decide_for_client, Decision, Outcome, Refused, Why};
 use crate::fetch::http_peer;
 use crate::metrics::METRICS;
-use crate::state::{Live, Origin};
+use crate::state::{Live, Origin, RobotsCopy};
 use crate::upstream::Peer;
 
 /// The robotsguard proxy: reads the current snapshot once per request.
@@ -128,6 +128,71 @@ fn request_target(request: &RequestHeader) -> Option<Target<'_>> {
     let path = request.uri.path_and_query().map_or("/", |p| p.as_str());
     path.starts_with('/')
         .then_some(Target::Absolute(path.as_bytes()))
+}
+
+/// A `GET` or `HEAD` of `/robots.txt` (in any spelling that reads as it; any query).
+fn asks_for_robots_txt(request: &RequestHeader, target: &Target<'_>) -> bool {
+    if request.method != http::Method::GET && request.method != http::Method::HEAD {
+        return false;
+    }
+    let path = target.decided_path();
+    let path = &path[..memchr::memchr(b'?', path).unwrap_or(path.len())];
+    crate::robots::canonical::canonicalize_decoding_slashes(path).as_ref() == b"/robots.txt"
+}
+
+/// Answers a robots.txt request with the copy in force: `ETag`, `Last-Modified`,
+/// `Cache-Control: max-age` of the refresh interval, and 304 to a matching conditional request.
+async fn serve_robots(
+    session: &mut Session,
+    copy: &RobotsCopy,
+    refresh: std::time::Duration,
+) -> Result<()> {
+    let served = copy.served();
+    let last_modified = httpdate::fmt_http_date(copy.content_since);
+    let request = session.req_header();
+    let not_modified = match request.headers.get(http::header::IF_NONE_MATCH) {
+        Some(tags) => tags.to_str().is_ok_and(|tags| {
+            tags.split(',').any(|tag| {
+                let tag = tag.trim();
+                tag == "*" || tag.trim_start_matches("W/") == served.etag
+            })
+        }),
+        None => request
+            .headers
+            .get(http::header::IF_MODIFIED_SINCE)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| httpdate::parse_http_date(value).ok())
+            .is_some_and(|since| {
+                // Last-Modified has whole seconds; compare at that precision.
+                httpdate::parse_http_date(&last_modified).is_ok_and(|ours| ours <= since)
+            }),
+    };
+    let head = request.method == http::Method::HEAD;
+    let status = if not_modified { 304 } else { 200 };
+    let mut header = ResponseHeader::build(status, Some(6))?;
+    header.insert_header("content-type", "text/plain; charset=utf-8")?;
+    header.insert_header("etag", served.etag.as_str())?;
+    header.insert_header("last-modified", last_modified)?;
+    header.insert_header(
+        "cache-control",
+        format!("public, max-age={}", refresh.as_secs()),
+    )?;
+    if !not_modified {
+        header.insert_header("content-length", served.body.len().to_string())?;
+    }
+    if client_keeps_alive(request) && body_is_drainable(request) {
+        session.set_close_on_response_before_downstream_finish(false);
+        session.set_keepalive(Some(KEEPALIVE_SECONDS));
+    } else {
+        session.set_keepalive(None);
+    }
+    let body = (!not_modified && !head).then(|| served.body.clone());
+    let end = body.is_none();
+    session.write_response_header(Box::new(header), end).await?;
+    if let Some(body) = body {
+        session.write_response_body(Some(body), true).await?;
+    }
+    Ok(())
 }
 
 /// Headers through which a client could claim another address or re-route the request after
@@ -251,10 +316,7 @@ fn status_line(status: u16) -> String {
 /// pass, so placeholders inside the values (a path may contain `{origin}`) stay as they are.
 /// `client` is the client's address as text.
 pub fn block_body(decision: &Decision, path: &str, robots_url: &str, client: &str) -> String {
-    let crawler = decision
-        .crawler
-        .as_ref()
-        .map_or("crawler", |c| c.name.as_str());
+    let crawler = decision.crawler.as_ref().map_or("crawler", |c| c.name());
     let (line, rule) = match &decision.rule {
         Some(rule) => (rule.line.to_string(), rule.text()),
         None => (String::from("-"), decision.public_reason()),
@@ -270,6 +332,13 @@ pub fn block_body(decision: &Decision, path: &str, robots_url: &str, client: &st
             "client" => Some(client),
             _ => None,
         }),
+        None if matches!(decision.why, Why::PolicyBlock(_)) => format!(
+            "{}: this site does not admit {crawler}.\n\
+             This site's robots.txt: {robots_url}\n\
+             Your address: {client}\n\
+             Enforced by robotsguard.\n",
+            status_line(decision.origin.config.block.status)
+        ),
         None => {
             let why = match &decision.rule {
                 Some(rule) => format!("robots.txt line {}: {}", rule.line, rule.text()),
@@ -354,11 +423,12 @@ impl ProxyHttp for RobotsGuardProxy {
             return refuse(session, 400, "unsupported request target").await;
         };
         let decision_started = Instant::now();
-        let decision = decide(
+        let decision = decide_for_client(
             &snapshot,
             request_host(request).unwrap_or_default(),
             user_agent,
             target.decided_path(),
+            ctx.client,
         );
         METRICS
             .decision_duration
@@ -373,6 +443,14 @@ impl ProxyHttp for RobotsGuardProxy {
             }
         };
         ctx.absolute_form = matches!(target, Target::Absolute(_));
+        if decision.origin.robots.settings.serve && asks_for_robots_txt(request, &target) {
+            // The copy robotsguard enforces is the one crawlers read, never the origin's.
+            let copy = decision.robots.clone();
+            let refresh = decision.origin.robots.settings.refresh;
+            ctx.decision = Some(decision);
+            serve_robots(session, &copy, refresh).await?;
+            return Ok(true);
+        }
         if decision.outcome == Outcome::Blocked {
             let request = session.req_header();
             let path = request_path(request);
@@ -772,9 +850,7 @@ fn access_log(
         duration: ctx.started.elapsed(),
         user_agent,
         origin: decision.map(|d| d.origin.name()),
-        crawler: decision
-            .and_then(|d| d.crawler.as_ref())
-            .map(|c| c.name.as_str()),
+        crawler: decision.and_then(|d| d.crawler.as_ref()).map(|c| c.name()),
         decision: match decision {
             None => "unrouted",
             Some(_) if ctx.failed => "error",

@@ -13,10 +13,9 @@ use std::time::SystemTime;
 
 use arc_swap::ArcSwap;
 
+use crate::client::AddressSet;
 use crate::config::{Config, OnUnreachable, OriginConfig, RobotsConfig, RobotsSource};
-use crate::crawlers::{
-    builtin_defs, Catalogue, CatalogueError, CrawlerDef, Identifier, RobotsTokenScanner,
-};
+use crate::crawlers::{Catalogue, CatalogueError, Identifier, RobotsTokenScanner};
 use crate::robots::{MatchMode, Robots, RobotsTxt};
 use crate::upstream::Upstreams;
 
@@ -70,6 +69,20 @@ pub struct RobotsCopy {
     /// When the origin first answered 4xx while this copy was kept: a second 4xx at least a
     /// minute later confirms that robots.txt is gone.
     pub unavailable_since: Option<SystemTime>,
+    /// Since when this content (body and policy) has been in force: `Last-Modified` when
+    /// robotsguard serves it.
+    pub content_since: SystemTime,
+    /// What robotsguard answers `GET /robots.txt` with (`robots.serve`), made on first use.
+    served: std::sync::OnceLock<ServedRobots>,
+}
+
+/// The robots.txt robotsguard serves for a copy: its bytes, or for a policy without a file the
+/// text that says the same, and a strong validator of them.
+#[derive(Debug, Clone)]
+pub struct ServedRobots {
+    pub body: bytes::Bytes,
+    /// A quoted entity tag, the same in every replica for the same bytes.
+    pub etag: String,
 }
 
 impl RobotsCopy {
@@ -105,6 +118,7 @@ impl RobotsCopy {
             Policy::Rules(rules) if previous.body == body => RobotsCopy {
                 scanner: previous.scanner.clone(),
                 body,
+                content_since: previous.content_since,
                 ..RobotsCopy::without_rules(Policy::Rules(rules.clone()), outcome, reason)
             },
             _ => RobotsCopy::from_body(body, max_size, outcome, reason),
@@ -128,7 +142,25 @@ impl RobotsCopy {
             source: String::new(),
             unreachable_since: None,
             unavailable_since: None,
+            content_since: SystemTime::now(),
+            served: std::sync::OnceLock::new(),
         }
+    }
+
+    /// What robotsguard answers `GET /robots.txt` with when it serves this copy.
+    pub fn served(&self) -> &ServedRobots {
+        self.served.get_or_init(|| {
+            let body = match &self.policy {
+                Policy::Rules(_) => self.body.clone(),
+                Policy::DisallowAll => bytes::Bytes::from_static(b"User-agent: *\nDisallow: /\n"),
+                Policy::AllowAll => bytes::Bytes::from_static(b"User-agent: *\nDisallow:\n"),
+            };
+            // SipHash with fixed keys: deterministic, so replicas agree on the tag.
+            let mut hasher = std::hash::DefaultHasher::new();
+            std::hash::Hash::hash(&body[..], &mut hasher);
+            let etag = format!("\"rg-{:016x}\"", std::hash::Hasher::finish(&hasher));
+            ServedRobots { body, etag }
+        })
     }
 
     /// The policy while no outcome is known yet, or when the source cannot be read and no good
@@ -225,6 +257,8 @@ pub struct Origin {
     pub config: OriginConfig,
     /// Its upstreams' addresses and health.
     pub upstreams: Arc<Upstreams>,
+    /// `policy.allow_clients`, built for lookups.
+    pub allow_clients: AddressSet,
     pub robots: Arc<RobotsSlot>,
     /// This origin's per-request metric series.
     pub request_series: crate::metrics::OriginRequestSeries,
@@ -315,6 +349,7 @@ impl Snapshot {
                 by_host.insert(host.clone(), origins.len());
             }
             origins.push(Arc::new(Origin {
+                allow_clients: AddressSet::new(&origin_config.policy.allow_clients),
                 config: origin_config.clone(),
                 upstreams,
                 robots,
@@ -353,28 +388,10 @@ impl Snapshot {
 /// The crawler identifier a config asks for: the catalogue (built in, plus `crawlers.extra`)
 /// with its checks, and the generic rules.
 pub fn build_identifier(config: &Config) -> Result<Identifier, BuildError> {
-    let mut defs: Vec<CrawlerDef> = if config.crawlers.builtin {
-        builtin_defs().map_err(BuildError::Catalogue)?
-    } else {
-        Vec::new()
-    };
-    for extra in &config.crawlers.extra {
-        let def = CrawlerDef {
-            name: extra.name.clone(),
-            tokens: extra
-                .tokens
-                .iter()
-                .map(|t| t.to_ascii_lowercase())
-                .collect(),
-            pattern: extra.pattern.clone(),
-            category: extra.category,
-            operator: extra.operator.clone().unwrap_or_default(),
-            ignores_global: extra.ignores_global,
-        };
-        // A user entry replaces a built-in one of the same name.
-        defs.retain(|existing| !existing.name.eq_ignore_ascii_case(&def.name));
-        defs.push(def);
-    }
+    let defs = config
+        .crawlers
+        .catalogue_defs()
+        .map_err(BuildError::Catalogue)?;
     let catalogue = Catalogue::new(defs).map_err(BuildError::Catalogue)?;
     Identifier::new(catalogue, config.crawlers.generic).map_err(BuildError::Catalogue)
 }
@@ -415,43 +432,59 @@ impl Live {
     }
 }
 
-/// Normalises a Host header or authority for lookup: lower-case, port and trailing dot removed.
+/// Normalises a Host header or authority for lookup: lower-case, port and trailing dot removed,
+/// an IPv6 literal in the canonical form the config writes it in (`[0:0::1]` is `[::1]`).
 /// Returns `None` for values no configured host can equal (empty, spaces, userinfo, ...).
+///
+/// One pass over the bytes, borrowing unless a letter needs folding: it runs on every request.
 pub fn normalize_host(raw: &[u8]) -> Option<Cow<'_, str>> {
-    let raw = std::str::from_utf8(raw).ok()?.trim();
+    let raw = raw.trim_ascii();
     if raw.is_empty() || raw.len() > 300 {
         return None;
     }
-    let host = if raw.starts_with('[') {
-        // IPv6 literal: keep the brackets, drop a port after them.
-        let end = raw.find(']')?;
-        let rest = &raw[end + 1..];
-        if !(rest.is_empty()
-            || (rest.starts_with(':') && rest[1..].bytes().all(|b| b.is_ascii_digit())))
-        {
-            return None;
+    if raw[0] == b'[' {
+        return normalize_ipv6_host(raw);
+    }
+    let mut colon = None;
+    let mut upper = false;
+    for (index, &byte) in raw.iter().enumerate() {
+        match byte {
+            b'a'..=b'z' | b'0'..=b'9' | b'.' | b'-' | b'_' => {}
+            b'A'..=b'Z' => upper = true,
+            b':' => colon = Some(index),
+            _ => return None,
         }
-        &raw[..=end]
-    } else {
-        match raw.rsplit_once(':') {
-            Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
-            Some(_) => return None,
-            None => raw,
-        }
+    }
+    let host = match colon {
+        Some(at) if raw[at + 1..].iter().all(u8::is_ascii_digit) => &raw[..at],
+        Some(_) => return None,
+        None => raw,
     };
-    let host = host.strip_suffix('.').unwrap_or(host);
-    let valid = host
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'[' | b']' | b':'));
-    if !valid || host.is_empty() {
+    let host = host.strip_suffix(b".").unwrap_or(host);
+    if host.is_empty() {
         return None;
     }
-    // Clients almost always send the host in lower case; copy only when there is a letter to fold.
-    Some(if host.bytes().any(|b| b.is_ascii_uppercase()) {
+    // Only the bytes matched above remain: ASCII, so valid UTF-8.
+    let host = std::str::from_utf8(host).ok()?;
+    Some(if upper {
         Cow::Owned(host.to_ascii_lowercase())
     } else {
         Cow::Borrowed(host)
     })
+}
+
+/// `[v6]` or `[v6]:port`, as the canonical `[v6]`.
+fn normalize_ipv6_host(raw: &[u8]) -> Option<Cow<'_, str>> {
+    let text = std::str::from_utf8(raw).ok()?;
+    let end = text.find(']')?;
+    let rest = &text[end + 1..];
+    if !(rest.is_empty()
+        || (rest.starts_with(':') && rest[1..].bytes().all(|b| b.is_ascii_digit())))
+    {
+        return None;
+    }
+    let address: std::net::Ipv6Addr = text[1..end].parse().ok()?;
+    Some(Cow::Owned(format!("[{address}]")))
 }
 
 #[cfg(test)]
@@ -505,6 +538,22 @@ mod tests {
             Some("shop.example")
         );
         assert_eq!(normalize_host(b"[::1]:8080").as_deref(), Some("[::1]"));
+        // The form the config writes IPv6 hosts in.
+        assert_eq!(normalize_host(b"[0:0::1]").as_deref(), Some("[::1]"));
+        assert_eq!(
+            normalize_host(b"[2001:DB8::1]").as_deref(),
+            Some("[2001:db8::1]")
+        );
+        assert_eq!(normalize_host(b"[::1]x"), None);
+        assert_eq!(normalize_host(b"[nonsense]"), None);
+        assert_eq!(
+            normalize_host(b" shop.example "),
+            Some("shop.example".into())
+        );
+        assert_eq!(
+            normalize_host(b"shop.example:"),
+            Some("shop.example".into())
+        );
         assert_eq!(normalize_host(b"127.0.0.1").as_deref(), Some("127.0.0.1"));
         assert_eq!(normalize_host(b""), None);
         assert_eq!(normalize_host(b"a b"), None);

@@ -264,3 +264,26 @@ fn identify_uses_extra_crawlers_from_a_config() {
     assert_eq!(json["category"], "ai-training", "{json}");
     assert_eq!(json["source"], "catalogue", "{json}");
 }
+
+#[test]
+fn validate_refuses_what_the_catalogue_would_refuse_at_serve() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("robotsguard.yaml");
+    for (extra, position, says) in [
+        ("{name: other, tokens: [otherbot]}", ":5:14:", "reserved"),
+        (
+            "{name: MyBot, tokens: [mybot], pattern: GPTBot}",
+            ":5:47:",
+            "already the pattern of `GPTBot`",
+        ),
+    ] {
+        let config = format!(
+            "origins:\n  - {{name: shop, hosts: [shop.example], upstream: \"127.0.0.1:9\"}}\ncrawlers:\n  extra:\n    - {extra}\n"
+        );
+        std::fs::write(&path, config).expect("config written");
+        let output = validate(&path);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{err}");
+        assert!(err.contains(position) && err.contains(says), "{err}");
+    }
+}

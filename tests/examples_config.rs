@@ -157,3 +157,67 @@ fn tls_termination_serves_tls_and_verifies_the_upstream() {
         assert!(tls.verify, "{}: certificate checks off", origin.name);
     }
 }
+
+#[test]
+fn block_ai_training_turns_the_category_away_but_not_robots_txt_or_exempt_paths() {
+    let snapshot = snapshot("block-ai-training.yaml");
+    let ccbot = b"CCBot/2.0 (https://commoncrawl.org/faq/)";
+    for path in ["/", "/articles/1"] {
+        let blocked = decision(&snapshot, "example.com", ccbot, path);
+        assert_eq!(blocked.outcome, Outcome::Blocked, "{path}");
+        assert_eq!(blocked.policy(), "category ai-training: block");
+    }
+    for path in ["/robots.txt", "/.well-known/security.txt", "/ads.txt"] {
+        let open = decision(&snapshot, "example.com", GPTBOT, path);
+        assert_eq!(open.outcome, Outcome::Pass, "{path}");
+    }
+    // The licensed crawler is left to robots.txt.
+    let amazonbot =
+        b"Mozilla/5.0 (compatible; Amazonbot/0.1; +https://developer.amazon.com/support/amazonbot)";
+    assert_eq!(
+        decision(&snapshot, "example.com", amazonbot, "/articles/1").outcome,
+        Outcome::Allowed
+    );
+    assert_eq!(
+        decision(&snapshot, "example.com", amazonbot, "/search").outcome,
+        Outcome::Blocked
+    );
+    // Search crawlers are bound by robots.txt as usual.
+    assert_eq!(
+        decision(&snapshot, "example.com", GOOGLEBOT, "/articles/1").outcome,
+        Outcome::Allowed
+    );
+}
+
+#[test]
+fn partners_and_monitors_let_the_right_clients_through() {
+    let snapshot = snapshot("partners-and-monitors.yaml");
+    let decide_from = |user_agent: &[u8], path: &str, client: &str| {
+        robotsguard::enforce::decide_for_client(
+            &snapshot,
+            b"shop.example",
+            user_agent,
+            path.as_bytes(),
+            Some(client.parse().unwrap_or_else(|_| unreachable!())),
+        )
+        .unwrap_or_else(|_| panic!("not routed"))
+    };
+    let outsider = "203.0.113.9";
+    let partner = decide_from(b"PartnerBot/3.1", "/api/products", outsider);
+    assert_eq!(partner.outcome, Outcome::Pass);
+    assert_eq!(partner.policy(), "crawler PartnerBot: pass");
+    let monitor_net = decide_from(GPTBOT, "/checkout/", "198.51.100.20");
+    assert_eq!(monitor_net.policy(), "allowed client");
+    let uptime = decide_from(
+        b"Mozilla/5.0+(compatible; UptimeRobot/2.0; http://www.uptimerobot.com/)",
+        "/checkout/",
+        outsider,
+    );
+    assert_eq!(uptime.outcome, Outcome::Pass);
+    let app = decide_from(b"okhttp/4.12.0", "/api/cart", outsider);
+    assert_eq!(app.outcome, Outcome::Blocked, "libraries are bound here");
+    assert_eq!(
+        decide_from(GPTBOT, "/checkout/", outsider).outcome,
+        Outcome::Blocked
+    );
+}

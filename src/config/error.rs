@@ -130,6 +130,11 @@ impl Sink {
         });
     }
 
+    /// How many errors were reported so far.
+    pub(crate) fn count(&self) -> usize {
+        self.errors.len()
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.errors.is_empty()
     }

@@ -27,7 +27,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::crawlers::Category;
+use crate::crawlers::{builtin_defs, CatalogueError, Category, CrawlerDef};
 
 pub use error::{ConfigError, ConfigErrors};
 pub use template::{render_body, BODY_PLACEHOLDERS};
@@ -90,6 +90,70 @@ impl Default for Limits {
             body_timeout: Duration::from_secs(60),
             max_connections: None,
         }
+    }
+}
+
+/// What happens to a crawler's requests before robots.txt is asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// robots.txt decides.
+    Enforce,
+    /// Never blocked: not bound by robots.txt (apps' HTTP libraries, uptime monitors).
+    Pass,
+    /// Blocked on every path but `/robots.txt` and the exempt paths.
+    Block,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Enforce => "enforce",
+            Action::Pass => "pass",
+            Action::Block => "block",
+        }
+    }
+}
+
+/// Who is bound by robots.txt, who is let through or turned away regardless.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PolicyConfig {
+    /// The action per category, indexed by [`Category::index`].
+    pub categories: [Action; Category::ALL.len()],
+    /// Actions per crawler (as the catalogue spells its name); they win over categories.
+    pub crawlers: Vec<(String, Action)>,
+    /// Clients (networks) never blocked, whatever their User-Agent.
+    pub allow_clients: Vec<ipnet::IpNet>,
+    /// Path prefixes (canonical form) never blocked.
+    pub exempt_paths: Vec<String>,
+}
+
+impl Default for PolicyConfig {
+    /// HTTP libraries (apps talking to their own backends) and uptime monitors are not bound by
+    /// robots.txt; every other category is.
+    fn default() -> Self {
+        let mut categories = [Action::Enforce; Category::ALL.len()];
+        categories[Category::Library.index()] = Action::Pass;
+        categories[Category::Monitoring.index()] = Action::Pass;
+        PolicyConfig {
+            categories,
+            crawlers: Vec::new(),
+            allow_clients: Vec::new(),
+            exempt_paths: Vec::new(),
+        }
+    }
+}
+
+impl PolicyConfig {
+    pub fn category(&self, category: Category) -> Action {
+        self.categories[category.index()]
+    }
+
+    /// The action written for crawler `name` (case-insensitive), if any.
+    pub fn crawler(&self, name: &str) -> Option<Action> {
+        self.crawlers
+            .iter()
+            .find(|(crawler, _)| crawler.eq_ignore_ascii_case(name))
+            .map(|(_, action)| *action)
     }
 }
 
@@ -313,6 +377,8 @@ pub struct RobotsConfig {
     pub on_unreachable: OnUnreachable,
     /// Bytes of robots.txt that are read and parsed; at least 512000.
     pub max_size: usize,
+    /// Answer `GET`/`HEAD /robots.txt` with the copy in force instead of proxying it.
+    pub serve: bool,
 }
 
 /// Where an origin's robots.txt comes from.
@@ -371,6 +437,7 @@ pub struct OriginConfig {
     pub paths: PathsConfig,
     pub upstream_timeouts: UpstreamTimeouts,
     pub upstream_health: UpstreamHealth,
+    pub policy: PolicyConfig,
 }
 
 /// An upstream server address.
@@ -390,6 +457,38 @@ pub struct UpstreamTls {
     pub sni: String,
     /// Verify the upstream's certificate; default true.
     pub verify: bool,
+}
+
+impl CrawlersConfig {
+    /// The catalogue entries this config asks for: the built-in ones (unless `builtin: false`),
+    /// with each `extra` entry appended or replacing the built-in one of the same name. Checked by
+    /// [`crate::crawlers::Catalogue::new`], which `load_*` already ran on it.
+    pub fn catalogue_defs(&self) -> Result<Vec<CrawlerDef>, CatalogueError> {
+        let mut defs: Vec<CrawlerDef> = if self.builtin {
+            builtin_defs()?
+        } else {
+            Vec::new()
+        };
+        for extra in &self.extra {
+            // A user entry replaces a built-in one of the same name.
+            defs.retain(|existing| !existing.name.eq_ignore_ascii_case(&extra.name));
+            defs.push(extra.to_def());
+        }
+        Ok(defs)
+    }
+}
+
+impl ExtraCrawler {
+    fn to_def(&self) -> CrawlerDef {
+        CrawlerDef {
+            name: self.name.clone(),
+            tokens: self.tokens.iter().map(|t| t.to_ascii_lowercase()).collect(),
+            pattern: self.pattern.clone(),
+            category: self.category,
+            operator: self.operator.clone().unwrap_or_default(),
+            ignores_global: self.ignores_global,
+        }
+    }
 }
 
 /// Reads and checks a config file. Relative paths inside it are resolved

@@ -6,20 +6,22 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::address::{check_sni, normalise_host, parse_upstream};
+use super::error::{did_you_mean, one_of};
 use super::error::{quote, Sink};
 use super::reader::{self, Table};
 use super::schema::{
     BLOCK, MAX_NAME_LEN, MAX_ROBOTS_MAX_SIZE, MIN_ROBOTS_MAX_SIZE, ORIGIN, PATHS, ROBOTS,
     UPSTREAM_TLS,
 };
-use super::schema::{HEALTH_CHECK, PASSIVE_HEALTH, UPSTREAM_TIMEOUTS};
+use super::schema::{HEALTH_CHECK, PASSIVE_HEALTH, POLICY, UPSTREAM_TIMEOUTS};
 use super::template::check_body;
 use super::tree::{Node, Pos, Value};
+use super::{Action, HealthCheck, PolicyConfig, UpstreamHealth, UpstreamTimeouts};
 use super::{
     BlockConfig, EscapedSlashes, Forward, Mode, OnUnreachable, OriginConfig, PathsConfig,
     RobotsConfig, RobotsSource, UpstreamTls,
 };
-use super::{HealthCheck, UpstreamHealth, UpstreamTimeouts};
+use crate::crawlers::Category;
 
 pub(crate) const MODES: [(&str, Mode); 3] = [
     ("enforce", Mode::Enforce),
@@ -50,6 +52,7 @@ pub(crate) struct Defaults {
     pub paths: PathsConfig,
     pub upstream_timeouts: UpstreamTimeouts,
     pub upstream_health: UpstreamHealth,
+    pub policy: PolicyConfig,
 }
 
 /// An origin plus what the cross-origin checks need: where its name and
@@ -67,6 +70,7 @@ pub(crate) fn parse_origin(
     sink: &mut Sink,
     node: &Node,
     defaults: &Defaults,
+    known: &KnownCrawlers,
     base_dir: &Path,
 ) -> Option<Parsed> {
     let table = Table::read(sink, node, &ORIGIN, "each origin")?;
@@ -135,6 +139,7 @@ pub(crate) fn parse_origin(
         &defaults.upstream_timeouts,
     );
     let health = upstream_health(sink, &table, &defaults.upstream_health);
+    let policy = policy(sink, table.get("policy"), &defaults.policy, known);
 
     let config = OriginConfig {
         name: name.as_ref().map(|(n, _)| n.clone()).unwrap_or_default(),
@@ -147,6 +152,7 @@ pub(crate) fn parse_origin(
         paths,
         upstream_timeouts: timeouts,
         upstream_health: health,
+        policy,
     };
     Some(Parsed {
         config,
@@ -310,6 +316,147 @@ pub(crate) fn paths(sink: &mut Sink, node: Option<&Node>, base: &PathsConfig) ->
         .and_then(|n| reader::choice(sink, n, "forward", &FORWARD))
     {
         out.forward = v;
+    }
+    out
+}
+
+/// The crawler names a `policy` may name: the catalogue the config asks for (built-in entries
+/// unless `crawlers.builtin: false`, plus `crawlers.extra`), as the catalogue spells them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct KnownCrawlers {
+    pub names: Vec<String>,
+}
+
+impl KnownCrawlers {
+    /// "; did you mean `X`?" for a misspelt crawler name, or nothing. Names are compared as the
+    /// config keys are (lower case, `-` as `_`), and suggested as the catalogue spells them.
+    fn suggest(&self, word: &str) -> String {
+        let folded: Vec<String> = self
+            .names
+            .iter()
+            .map(|n| n.to_ascii_lowercase().replace('-', "_"))
+            .collect();
+        let candidates: Vec<&str> = folded.iter().map(String::as_str).collect();
+        super::error::closest(word, &candidates)
+            .and_then(|found| candidates.iter().position(|c| *c == found))
+            .map_or_else(String::new, |i| {
+                format!("; did you mean `{}`?", self.names[i])
+            })
+    }
+
+    /// The catalogue spelling of `name` (compared case-insensitively).
+    fn find(&self, name: &str) -> Option<&str> {
+        self.names
+            .iter()
+            .find(|known| known.eq_ignore_ascii_case(name))
+            .map(String::as_str)
+    }
+}
+
+const ACTIONS: [(&str, Action); 3] = [
+    ("enforce", Action::Enforce),
+    ("pass", Action::Pass),
+    ("block", Action::Block),
+];
+
+/// Reads a `policy` section over `base`: `categories` and `crawlers` entry by entry,
+/// `allow_clients` and `exempt_paths` replacing the inherited lists when given.
+pub(crate) fn policy(
+    sink: &mut Sink,
+    node: Option<&Node>,
+    base: &PolicyConfig,
+    known: &KnownCrawlers,
+) -> PolicyConfig {
+    let mut out = base.clone();
+    let Some(table) = node.and_then(|n| Table::read(sink, n, &POLICY, "`policy`")) else {
+        return out;
+    };
+    let category_names: Vec<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
+    for (key, key_pos, value) in map_entries(sink, table.get("categories"), "categories") {
+        let Some(category) = Category::ALL.iter().find(|c| c.as_str() == key) else {
+            sink.error_hint(
+                key_pos,
+                format!(
+                    "unknown category {}{}",
+                    quote(key),
+                    did_you_mean(key, &category_names)
+                ),
+                one_of(&category_names),
+            );
+            continue;
+        };
+        if let Some(action) = reader::choice(sink, value, key, &ACTIONS) {
+            out.categories[category.index()] = action;
+        }
+    }
+    for (key, key_pos, value) in map_entries(sink, table.get("crawlers"), "crawlers") {
+        let Some(name) = known.find(key) else {
+            sink.error_hint(
+                key_pos,
+                format!("no crawler is named {}{}", quote(key), known.suggest(key)),
+                "use a name from `robotsguard identify` or config/crawlers.yaml, or add it under `crawlers.extra`",
+            );
+            continue;
+        };
+        let Some(action) = reader::choice(sink, value, key, &ACTIONS) else {
+            continue;
+        };
+        out.crawlers
+            .retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
+        out.crawlers.push((name.to_owned(), action));
+    }
+    if let Some(n) = table.get("allow_clients") {
+        out.allow_clients = super::validate::networks(sink, n, "allow_clients");
+    }
+    if let Some(n) = table.get("exempt_paths") {
+        let mut paths = Vec::new();
+        for item in reader::one_or_many(n) {
+            let Some(text) = reader::nonempty_string(sink, item, "exempt_paths") else {
+                continue;
+            };
+            if !text.starts_with('/') {
+                sink.error_hint(
+                    item.pos,
+                    format!("exempt path {} must start with `/`", quote(text)),
+                    "e.g. /.well-known/",
+                );
+                continue;
+            }
+            // Compared with canonical request paths, so written in the same form.
+            let canonical = crate::robots::canonicalize(text.as_bytes());
+            paths.push(String::from_utf8_lossy(&canonical).into_owned());
+        }
+        out.exempt_paths = paths;
+    }
+    out
+}
+
+/// The entries of a mapping whose keys are names (not a fixed set): `(key, key position, value)`.
+fn map_entries<'a>(
+    sink: &mut Sink,
+    node: Option<&'a Node>,
+    what: &str,
+) -> Vec<(&'a str, Pos, &'a Node)> {
+    let Some(node) = node else {
+        return Vec::new();
+    };
+    let Value::Map(entries) = &node.value else {
+        sink.error_hint(
+            node.pos,
+            format!("`{what}` must be a mapping, not {}", node.value.kind()),
+            format!("e.g. {what}: {{NAME: block}}"),
+        );
+        return Vec::new();
+    };
+    let mut out = Vec::with_capacity(entries.len());
+    for (key, value) in entries {
+        match &key.value {
+            Value::Str(name) => out.push((name.as_str(), key.pos, value)),
+            other => sink.error(
+                key.pos,
+                format!("keys of `{what}` must be names, not {}", other.kind()),
+            ),
+        }
     }
     out
 }
@@ -497,12 +644,20 @@ fn robots(
         Some(t) => robots_source(sink, t, &settings, base_dir),
         None => RobotsSource::Origin { url: None },
     };
+    // A copy robotsguard holds itself (file, inline) is what crawlers must read, so it is served
+    // by default; an origin's own robots.txt is proxied unless asked otherwise.
+    let serve = table
+        .as_ref()
+        .and_then(|t| t.get("serve"))
+        .and_then(|n| reader::boolean(sink, n, "serve"))
+        .unwrap_or(!matches!(source, RobotsSource::Origin { .. }));
     RobotsConfig {
         source,
         refresh: settings.refresh,
         timeout: settings.timeout,
         on_unreachable: settings.on_unreachable,
         max_size: settings.max_size,
+        serve,
     }
 }
 

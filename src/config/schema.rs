@@ -46,6 +46,11 @@ pub(crate) const LIMITS: Section = Section {
     ],
 };
 
+pub(crate) const POLICY: Section = Section {
+    place: "in `policy`",
+    keys: &["categories", "crawlers", "allow_clients", "exempt_paths"],
+};
+
 pub(crate) const ACCESS_LOG: Section = Section {
     place: "in `access_log`",
     keys: &["format"],
@@ -97,6 +102,7 @@ pub(crate) const DEFAULTS: Section = Section {
         "passive_health",
         "health_check",
         "dns_refresh",
+        "policy",
     ],
 };
 
@@ -123,6 +129,7 @@ pub(crate) const ROBOTS: Section = Section {
         "timeout",
         "on_unreachable",
         "max_size",
+        "serve",
     ],
 };
 
@@ -158,6 +165,7 @@ pub(crate) const ORIGIN: Section = Section {
         "passive_health",
         "health_check",
         "dns_refresh",
+        "policy",
     ],
 };
 
@@ -226,6 +234,11 @@ pub(crate) const MISPLACED: &[(&str, &str, &str)] = &[
         "`limits` is set once, at the top level",
     ),
     (
+        "at the top level",
+        "policy",
+        "`policy` goes under `defaults:` or under an origin",
+    ),
+    (
         "in origin",
         "trusted_proxies",
         "`trusted_proxies` is set once, at the top level",
@@ -292,6 +305,7 @@ mod tests {
             &LIMITS,
             &PATHS,
             &ACCESS_LOG,
+            &POLICY,
             &UPSTREAM_TIMEOUTS,
             &PASSIVE_HEALTH,
             &HEALTH_CHECK,

@@ -104,6 +104,7 @@ fn minimal_config_gets_every_default() {
                 timeout: Duration::from_secs(10),
                 on_unreachable: OnUnreachable::Disallow,
                 max_size: 512_000,
+                serve: false,
             },
             paths: PathsConfig {
                 escaped_slashes: EscapedSlashes::Decode,
@@ -121,6 +122,7 @@ fn minimal_config_gets_every_default() {
                 check: None,
                 dns_refresh: Duration::from_secs(30),
             },
+            policy: PolicyConfig::default(),
         }]
     );
 }
@@ -406,7 +408,7 @@ fn unknown_key_in_origin_suggests_the_closest() {
     assert_eq!(
         e.to_string(),
         "t.yaml:5:5: unknown key `upstreams` in origin; did you mean `upstream`? \
-         (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh)"
+         (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy)"
     );
 }
 
@@ -433,12 +435,12 @@ origins:
         [
             "t.yaml:1:33: unknown key `tsl` in listener; did you mean `tls`? (expected one of: address, tls, proxy_protocol)",
             "t.yaml:2:12: unknown key `grase` in `shutdown`; did you mean `grace`? (expected one of: grace)",
-            "t.yaml:4:3: unknown key `moed` in `defaults`; did you mean `mode`? (expected one of: mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh)",
+            "t.yaml:4:3: unknown key `moed` in `defaults`; did you mean `mode`? (expected one of: mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy)",
             "t.yaml:5:11: unknown key `staus` in `block`; did you mean `status`? (expected one of: status, body)",
             "t.yaml:6:12: unknown key `refesh` in `defaults.robots`; did you mean `refresh`? (expected one of: refresh, timeout, on_unreachable, max_size)",
             "t.yaml:7:12: unknown key `extras` in `crawlers`; did you mean `extra`? (expected one of: builtin, generic, extra)",
             "t.yaml:12:11: unknown key `snii` in upstream `tls`; did you mean `sni`? (expected one of: sni, verify)",
-            "t.yaml:13:14: unknown key `max-size` in `robots`; did you mean `max_size`? (expected one of: source, path, text, url, refresh, timeout, on_unreachable, max_size)",
+            "t.yaml:13:14: unknown key `max-size` in `robots`; did you mean `max_size`? (expected one of: source, path, text, url, refresh, timeout, on_unreachable, max_size, serve)",
         ]
     );
 }
@@ -516,7 +518,7 @@ fn origin_required_keys() {
             "t.yaml:3:5: origin is missing `upstream` (e.g. upstream: 127.0.0.1:8081)",
             "t.yaml:4:5: origin is missing `name` (e.g. name: shop)",
             "t.yaml:4:5: origin is missing `hosts` (list the Host names it serves, e.g. hosts: [shop.example])",
-            "t.yaml:5:5: each origin must be a mapping, not a string (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh)",
+            "t.yaml:5:5: each origin must be a mapping, not a string (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy)",
         ]
     );
 }
@@ -1114,9 +1116,11 @@ fn every_example_loads() {
     assert_eq!(
         names,
         [
+            "block-ai-training.yaml",
             "fail-open.yaml",
             "file-robots.yaml",
             "many-origins.yaml",
+            "partners-and-monitors.yaml",
             "report-only.yaml",
             "single-origin.yaml",
             "tls-termination.yaml"
@@ -1209,4 +1213,117 @@ fn display_of_many_errors_is_one_per_line() {
     let text = e.to_string();
     assert_eq!(text.lines().count(), e.0.len());
     assert!(text.lines().all(|l| l.starts_with("t.yaml:")));
+}
+
+// ---------------------------------------------------------------- policy
+
+#[test]
+fn policy_defaults_let_libraries_and_monitors_pass() {
+    let c = ok(ORIGIN);
+    let policy = &c.origins[0].policy;
+    assert_eq!(policy.category(Category::Library), Action::Pass);
+    assert_eq!(policy.category(Category::Monitoring), Action::Pass);
+    assert_eq!(policy.category(Category::AiTraining), Action::Enforce);
+    assert_eq!(policy.category(Category::Search), Action::Enforce);
+    assert!(policy.crawlers.is_empty() && policy.allow_clients.is_empty());
+}
+
+#[test]
+fn policy_merges_key_by_key() {
+    let yaml = "defaults:
+  policy:
+    categories: {library: enforce, ai-training: block}
+    crawlers: {gptbot: pass}
+    exempt_paths: [/.well-known/, \"/%61ds.txt\"]
+origins:
+  - name: shop
+    hosts: [shop.example]
+    upstream: \"127.0.0.1:8081\"
+    policy:
+      categories: {ai-training: enforce}
+      crawlers: {CCBot: block}
+      allow_clients: [\"203.0.113.0/24\", \"2001:db8::1\"]
+";
+    let c = ok(yaml);
+    let policy = &c.origins[0].policy;
+    assert_eq!(
+        policy.category(Category::Library),
+        Action::Enforce,
+        "from defaults"
+    );
+    assert_eq!(
+        policy.category(Category::AiTraining),
+        Action::Enforce,
+        "overridden"
+    );
+    assert_eq!(
+        policy.category(Category::Monitoring),
+        Action::Pass,
+        "built in"
+    );
+    // Names take the catalogue's spelling.
+    assert_eq!(policy.crawler("GPTBot"), Some(Action::Pass));
+    assert_eq!(policy.crawler("ccbot"), Some(Action::Block));
+    assert_eq!(policy.crawlers[0].0, "GPTBot");
+    assert_eq!(policy.allow_clients.len(), 2);
+    // Exempt paths are kept in canonical form.
+    assert_eq!(policy.exempt_paths, ["/.well-known/", "/ads.txt"]);
+}
+
+#[test]
+fn policy_names_must_exist() {
+    let yaml = format!("{ORIGIN}    policy:\n      crawlers: {{GPTBott: block}}\n");
+    let e = one_error(&yaml, 6, 18, "no crawler is named `GPTBott`");
+    assert!(e.to_string().contains("did you mean `GPTBot`"), "{e}");
+    let yaml = format!("{ORIGIN}    policy:\n      categories: {{ai_training: block}}\n");
+    let e = one_error(&yaml, 6, 20, "unknown category `ai_training`");
+    assert!(e.to_string().contains("did you mean `ai-training`"), "{e}");
+    let yaml = format!("{ORIGIN}    policy:\n      categories: {{library: allow}}\n");
+    one_error(&yaml, 6, 29, "unknown `library` `allow`");
+    let yaml = format!("{ORIGIN}    policy:\n      exempt_paths: [ads.txt]\n");
+    one_error(&yaml, 6, 22, "must start with `/`");
+    let yaml = format!("{ORIGIN}    policy:\n      allow_clients: [\"10.0.0.0/33\"]\n");
+    one_error(&yaml, 6, 23, "is not an IP network");
+    // A crawler added under `crawlers.extra` may be named.
+    let yaml = format!(
+        "crawlers:\n  extra: [{{name: ExampleBot}}]\n{ORIGIN}    policy:\n      crawlers: {{ExampleBot: block}}\n"
+    );
+    assert_eq!(
+        ok(&yaml).origins[0].policy.crawler("ExampleBot"),
+        Some(Action::Block)
+    );
+    // Without the built-in catalogue, its names are unknown.
+    let yaml = format!(
+        "crawlers: {{builtin: false}}\n{ORIGIN}    policy:\n      crawlers: {{GPTBot: block}}\n"
+    );
+    one_error(&yaml, 7, 18, "no crawler is named `GPTBot`");
+}
+
+#[test]
+fn the_catalogue_is_checked_with_positions() {
+    let yaml = format!("crawlers:\n  extra:\n    - {{name: other, tokens: [otherbot]}}\n{ORIGIN}");
+    one_error(&yaml, 3, 14, "reserved for crawlers outside the catalogue");
+    let yaml = format!(
+        "crawlers:\n  extra:\n    - {{name: MyGoogle, tokens: [mygoogle], pattern: Googlebot}}\n{ORIGIN}"
+    );
+    let e = one_error(&yaml, 3, 53, "is already the pattern of `Googlebot`");
+    assert!(e.to_string().contains("MyGoogle"), "{e}");
+    // The same name replaces the built-in entry, pattern included.
+    let yaml = format!(
+        "crawlers:\n  extra:\n    - {{name: Googlebot, tokens: [googlebot], pattern: Googlebot}}\n{ORIGIN}"
+    );
+    ok(&yaml);
+}
+
+#[test]
+fn robots_serve_defaults_by_source() {
+    let yaml = "origins:
+  - {name: a, hosts: [a.example], upstream: \"127.0.0.1:1\"}
+  - {name: b, hosts: [b.example], upstream: \"127.0.0.1:1\", robots: {source: inline, text: \"\"}}
+  - {name: c, hosts: [c.example], upstream: \"127.0.0.1:1\", robots: {source: file, path: r.txt}}
+  - {name: d, hosts: [d.example], upstream: \"127.0.0.1:1\", robots: {source: origin, serve: true}}
+  - {name: e, hosts: [e.example], upstream: \"127.0.0.1:1\", robots: {source: file, path: r.txt, serve: false}}
+";
+    let serve: Vec<bool> = ok(yaml).origins.iter().map(|o| o.robots.serve).collect();
+    assert_eq!(serve, [false, true, true, true, false]);
 }

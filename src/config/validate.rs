@@ -10,7 +10,7 @@ use crate::crawlers::Category;
 
 use super::address::parse_bind;
 use super::error::{quote, Sink};
-use super::origin::{self, Defaults, RobotsSettings, MODES};
+use super::origin::{self, Defaults, KnownCrawlers, RobotsSettings, MODES};
 use super::reader::{self, Table};
 use super::schema::ACCESS_LOG;
 use super::schema::{
@@ -20,11 +20,12 @@ use super::schema::{
     MAX_THREADS, MIN_MAX_HEADER_BYTES, SHUTDOWN, TOP,
 };
 use super::tree::{Node, Pos, Value};
-use super::{AccessLogFormat, UpstreamHealth, UpstreamTimeouts};
+use super::{AccessLogFormat, PolicyConfig, UpstreamHealth, UpstreamTimeouts};
 use super::{
     AdminConfig, BlockConfig, Config, CrawlersConfig, ExtraCrawler, Limits, Listener, ListenerTls,
     Mode, OnUnreachable, OriginConfig, PathsConfig,
 };
+use crate::crawlers::CatalogueError;
 
 /// Builds the config, reporting problems to `sink`. The returned value is
 /// only meaningful when `sink` stayed empty; on errors, parts are filled
@@ -105,9 +106,14 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
         );
     }
 
-    let defaults = defaults(sink, top.get("defaults"));
-    config.crawlers = crawlers(sink, top.get("crawlers"), config.crawlers);
-    config.origins = origins(sink, &top, &defaults, base_dir);
+    let errors_before = sink.count();
+    let (crawlers_config, extra_positions) = crawlers(sink, top.get("crawlers"), config.crawlers);
+    config.crawlers = crawlers_config;
+    // Entries already reported would only be reported again by the catalogue.
+    let check = sink.count() == errors_before;
+    let known = check_catalogue(sink, &config.crawlers, &extra_positions, check);
+    let defaults = defaults(sink, top.get("defaults"), &known);
+    config.origins = origins(sink, &top, &defaults, base_dir, &known);
     config
 }
 
@@ -388,7 +394,7 @@ fn check_admin_clash(sink: &mut Sink, admin: SocketAddr, pos: Pos, listen: &[(Li
 }
 
 /// `defaults`, over the built-in defaults.
-fn defaults(sink: &mut Sink, node: Option<&Node>) -> Defaults {
+fn defaults(sink: &mut Sink, node: Option<&Node>, known: &KnownCrawlers) -> Defaults {
     let mut out = Defaults {
         mode: Mode::Enforce,
         block: BlockConfig {
@@ -404,6 +410,7 @@ fn defaults(sink: &mut Sink, node: Option<&Node>) -> Defaults {
         paths: PathsConfig::default(),
         upstream_timeouts: UpstreamTimeouts::default(),
         upstream_health: UpstreamHealth::default(),
+        policy: PolicyConfig::default(),
     };
     let Some(table) = node.and_then(|n| Table::read(sink, n, &DEFAULTS, "`defaults`")) else {
         return out;
@@ -419,6 +426,7 @@ fn defaults(sink: &mut Sink, node: Option<&Node>) -> Defaults {
     out.upstream_timeouts =
         origin::upstream_timeouts(sink, table.get("upstream_timeouts"), &out.upstream_timeouts);
     out.upstream_health = origin::upstream_health(sink, &table, &out.upstream_health);
+    out.policy = origin::policy(sink, table.get("policy"), &out.policy, known);
     if let Some(robots) = table
         .get("robots")
         .and_then(|n| Table::read(sink, n, &DEFAULT_ROBOTS, "`defaults.robots`"))
@@ -428,10 +436,100 @@ fn defaults(sink: &mut Sink, node: Option<&Node>) -> Defaults {
     out
 }
 
-/// `crawlers`, over the given defaults.
-fn crawlers(sink: &mut Sink, node: Option<&Node>, mut out: CrawlersConfig) -> CrawlersConfig {
+/// Where an `extra` crawler's name and pattern are written, for catalogue errors.
+struct ExtraPositions {
+    name: Pos,
+    pattern: Pos,
+}
+
+/// Builds the catalogue exactly as `serve` will, so `validate` refuses what it would (a name
+/// `other`, a pattern that a built-in entry already has, ...), each error at its entry. Returns
+/// the crawler names a `policy` may use.
+fn check_catalogue(
+    sink: &mut Sink,
+    crawlers: &CrawlersConfig,
+    positions: &[ExtraPositions],
+    report: bool,
+) -> KnownCrawlers {
+    let defs = match crawlers.catalogue_defs() {
+        Ok(defs) => defs,
+        Err(e) => {
+            sink.error(Pos::UNKNOWN, format!("the built-in crawler catalogue: {e}"));
+            return KnownCrawlers::default();
+        }
+    };
+    let names = KnownCrawlers {
+        names: defs.iter().map(|d| d.name.clone()).collect(),
+    };
+    if !report {
+        return names;
+    }
+    // The extra entries are the last ones, in file order.
+    let first_extra = defs.len() - crawlers.extra.len();
+    let extra_at = |index: usize| {
+        index
+            .checked_sub(first_extra)
+            .and_then(|i| positions.get(i))
+    };
+    let named = |name: &str| {
+        crawlers
+            .extra
+            .iter()
+            .position(|e| e.name.eq_ignore_ascii_case(name))
+            .and_then(|i| positions.get(i))
+    };
+    match crate::crawlers::Catalogue::new(defs) {
+        Ok(_) => {}
+        Err(CatalogueError::Invalid {
+            index,
+            name,
+            reason,
+        }) => {
+            let pos = extra_at(index).map_or(Pos::UNKNOWN, |p| {
+                if reason.contains("pattern") {
+                    p.pattern
+                } else {
+                    p.name
+                }
+            });
+            sink.error(pos, format!("crawler {}: {reason}", quote(&name)));
+        }
+        Err(CatalogueError::DuplicatePattern {
+            pattern,
+            first,
+            second,
+        }) => {
+            let pos = named(&second)
+                .or_else(|| named(&first))
+                .map_or(Pos::UNKNOWN, |p| p.pattern);
+            sink.error_hint(
+                pos,
+                format!(
+                    "crawler {}'s pattern {} is already the pattern of {}",
+                    quote(&second),
+                    quote(&pattern),
+                    quote(&first)
+                ),
+                "give it a pattern of its own, or name it like that crawler to replace it",
+            );
+        }
+        Err(e) => {
+            let pos = positions.first().map_or(Pos::UNKNOWN, |p| p.name);
+            sink.error(pos, format!("crawler catalogue: {e}"));
+        }
+    }
+    names
+}
+
+/// `crawlers`, over the given defaults, and where each `extra` entry's name and pattern are.
+fn crawlers(
+    sink: &mut Sink,
+    node: Option<&Node>,
+    mut out: CrawlersConfig,
+) -> (CrawlersConfig, Vec<ExtraPositions>) {
+    let mut positions = Vec::new();
     let Some(table) = node.and_then(|n| Table::read(sink, n, &CRAWLERS, "`crawlers`")) else {
-        return out;
+        return (out, positions);
     };
     if let Some(b) = table
         .get("builtin")
@@ -456,6 +554,9 @@ fn crawlers(sink: &mut Sink, node: Option<&Node>, mut out: CrawlersConfig) -> Cr
         let Some((crawler, name_pos)) = extra_crawler(sink, item) else {
             continue;
         };
+        let pattern_pos = Table::read(&mut Sink::new(""), item, &EXTRA_CRAWLER, "")
+            .and_then(|t| t.get("pattern").map(|n| n.pos))
+            .unwrap_or(name_pos);
         let folded = crawler.name.to_lowercase();
         if let Some(first) = seen.get(&folded) {
             sink.error(
@@ -470,8 +571,12 @@ fn crawlers(sink: &mut Sink, node: Option<&Node>, mut out: CrawlersConfig) -> Cr
         }
         seen.insert(folded, name_pos);
         out.extra.push(crawler);
+        positions.push(ExtraPositions {
+            name: name_pos,
+            pattern: pattern_pos,
+        });
     }
-    out
+    (out, positions)
 }
 
 /// One `crawlers.extra` entry and the position of its name.
@@ -586,6 +691,7 @@ fn origins(
     top: &Table<'_>,
     defaults: &Defaults,
     base_dir: &Path,
+    known: &KnownCrawlers,
 ) -> Vec<OriginConfig> {
     let Some(node) = top.get("origins") else {
         let pos = top.key_pos("origins").unwrap_or(top.pos);
@@ -606,7 +712,7 @@ fn origins(
     let mut hosts: HashMap<String, (String, Pos)> = HashMap::new();
     let mut out = Vec::with_capacity(items.len());
     for item in items {
-        let Some(parsed) = origin::parse_origin(sink, item, defaults, base_dir) else {
+        let Some(parsed) = origin::parse_origin(sink, item, defaults, known, base_dir) else {
             continue;
         };
         if let Some((name, pos)) = &parsed.name {

@@ -38,6 +38,19 @@ pub struct CrawlerDef {
     pub ignores_global: bool,
 }
 
+/// What a decision reports of a crawler (its name, metric label, category and tokens), made
+/// once per catalogue entry so that a request names its crawler with one reference count, not
+/// fresh copies of its strings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CrawlerInfo {
+    pub name: String,
+    /// Bounded metric label: the catalogue name, else `other`.
+    pub label: String,
+    pub category: Category,
+    /// robots.txt tokens, most specific first.
+    pub tokens: Vec<String>,
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
@@ -131,6 +144,8 @@ pub fn builtin_defs() -> Result<Vec<CrawlerDef>, CatalogueError> {
 #[derive(Debug, Clone)]
 pub struct Catalogue {
     defs: Vec<CrawlerDef>,
+    /// Entry `i`'s [`CrawlerInfo`].
+    infos: Vec<std::sync::Arc<CrawlerInfo>>,
     /// Pattern `i` of the automaton is `defs[i].pattern`.
     automaton: AhoCorasick,
 }
@@ -176,7 +191,27 @@ impl Catalogue {
             .match_kind(MatchKind::Standard)
             .build(defs.iter().map(|d| d.pattern.as_str()))
             .map_err(|e| CatalogueError::Automaton(e.to_string()))?;
-        Ok(Catalogue { defs, automaton })
+        let infos = defs
+            .iter()
+            .map(|def| {
+                std::sync::Arc::new(CrawlerInfo {
+                    name: def.name.clone(),
+                    label: def.name.clone(),
+                    category: def.category,
+                    tokens: def.tokens.clone(),
+                })
+            })
+            .collect();
+        Ok(Catalogue {
+            defs,
+            infos,
+            automaton,
+        })
+    }
+
+    /// Entry `index`'s [`CrawlerInfo`].
+    pub fn info(&self, index: usize) -> Option<&std::sync::Arc<CrawlerInfo>> {
+        self.infos.get(index)
     }
 
     /// All entries, in catalogue order.

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 /// Why a crawler fetches pages. Used as a bounded metric label and in explanations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[repr(usize)]
 pub enum Category {
     Search,
     AiTraining,
@@ -34,6 +35,11 @@ impl Category {
         Category::Other,
     ];
 
+    /// This category's position in [`Category::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     /// The label used in metrics, logs and config (`ai-training`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -54,5 +60,17 @@ impl Category {
 impl std::fmt::Display for Category {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_is_the_position_in_all() {
+        for (position, category) in Category::ALL.iter().enumerate() {
+            assert_eq!(category.index(), position, "{category}");
+        }
     }
 }

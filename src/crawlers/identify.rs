@@ -3,7 +3,11 @@
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde::Serialize;
 
-use super::catalogue::{Catalogue, CatalogueError, CrawlerDef, NamedEntry, OTHER_LABEL};
+use std::sync::Arc;
+
+use super::catalogue::{
+    Catalogue, CatalogueError, CrawlerDef, CrawlerInfo, NamedEntry, OTHER_LABEL,
+};
 use super::category::Category;
 use super::memo::{self, Memo};
 use super::robots_tokens::{FoundToken, RobotsTokenScanner, TokenScan};
@@ -228,11 +232,14 @@ pub struct Identity<'a> {
     pub generic_rule: Option<GenericRule>,
     /// The catalogue entry, when `source` is [`IdentitySource::Catalogue`].
     pub def: Option<&'a CrawlerDef>,
+    /// Its [`CrawlerInfo`], shared by every request that names it.
+    pub info: Option<&'a Arc<CrawlerInfo>>,
 }
 
 impl<'a> Identity<'a> {
-    fn from_def(def: &'a CrawlerDef) -> Self {
+    fn from_entry(def: &'a CrawlerDef, info: Option<&'a Arc<CrawlerInfo>>) -> Self {
         Identity {
+            info,
             name: &def.name,
             tokens: TokenList::from_def(def),
             category: def.category,
@@ -260,6 +267,7 @@ impl<'a> Identity<'a> {
             source,
             generic_rule,
             def: None,
+            info: None,
         }
     }
 
@@ -335,6 +343,8 @@ impl<'a> Named<'a> {
 
 /// Adds a robots.txt name found in the UA as a crawler of its own, unless it is part of a
 /// catalogue match or a token of a crawler already named.
+#[cold]
+#[inline(never)]
 fn add_robots_token<'a>(
     named: &mut Named<'a>,
     scanner: &'a RobotsTokenScanner,
@@ -499,12 +509,21 @@ impl Identifier {
     ) -> Named<'a> {
         // Stages 1 and 3 depend on the UA alone, so their verdict is remembered per UA; stage
         // 2 depends on the origin, so its answer is remembered per UA and origin scanner.
-        let memo = memo::remembered(self.memo_owner, user_agent, || self.stage_one(user_agent));
+        let scanner = robots_tokens.and_then(|s| s.memo_owner().map(|owner| (s, owner)));
+        let (memo, scan) = memo::remembered(
+            self.memo_owner,
+            user_agent,
+            scanner.map(|(_, owner)| owner),
+            || self.stage_one(user_agent),
+            || scanner.map_or(TokenScan::None, |(s, _)| s.scan(user_agent)),
+        );
         let mut named = Named::default();
         let mut library_too = false;
-        // The catalogue matches' spans; one in the common case.
-        let mut spans: Vec<(usize, usize)> = Vec::new();
-        let mut single_span = None;
+        // The catalogue matches' spans: one in the common case, kept in place (a list would cost
+        // an allocation per crawler request); a list only when several entries are named.
+        let mut several_spans: Vec<(usize, usize)> = Vec::new();
+        let mut single_span = [(0, 0); 1];
+        let mut one = false;
         match memo {
             Memo::Catalogue {
                 index,
@@ -513,8 +532,9 @@ impl Identifier {
                 library_too: library,
             } => {
                 if let Some(def) = self.catalogue.defs().get(index) {
-                    named.push(Identity::from_def(def));
-                    single_span = Some((start, end));
+                    named.push(Identity::from_entry(def, self.catalogue.info(index)));
+                    single_span[0] = (start, end);
+                    one = true;
                     library_too = library;
                 }
             }
@@ -523,21 +543,21 @@ impl Identifier {
                 library_too = library;
                 for entry in entries {
                     if let Some(def) = self.catalogue.defs().get(entry.index) {
-                        named.push(Identity::from_def(def));
-                        spans.push((entry.start, entry.end));
+                        named.push(Identity::from_entry(def, self.catalogue.info(entry.index)));
+                        several_spans.push((entry.start, entry.end));
                     }
                 }
             }
             Memo::Outside(_) => {}
         }
-        spans.extend(single_span);
-        if let Some(scanner) = robots_tokens {
-            match scanner.named_remembered(user_agent) {
+        let spans: &[(usize, usize)] = if one { &single_span } else { &several_spans };
+        if let Some((scanner, _)) = scanner {
+            match scan {
                 TokenScan::None => {}
-                TokenScan::One(found) => add_robots_token(&mut named, scanner, found, &spans),
+                TokenScan::One(found) => add_robots_token(&mut named, scanner, found, spans),
                 TokenScan::Several => {
                     for found in scanner.all_whole_words(user_agent) {
-                        add_robots_token(&mut named, scanner, found, &spans);
+                        add_robots_token(&mut named, scanner, found, spans);
                     }
                 }
             }
@@ -553,7 +573,7 @@ impl Identifier {
         let privileged = named.len() == 1
             && named.first.is_some_and(|first| first.ignores_global)
             && !library_too
-            && !self.automation_word_outside(user_agent, &spans);
+            && !self.automation_word_outside(user_agent, spans);
         if !privileged {
             named.revoke_global_exemption();
         }
@@ -561,6 +581,9 @@ impl Identifier {
     }
 
     /// What stage 1 (and, without a catalogue match, stage 3) make of a UA.
+    // Off the common path (a miss, or a UA naming more than one crawler): kept out of line.
+    #[cold]
+    #[inline(never)]
     fn stage_one(&self, user_agent: &[u8]) -> Memo {
         let (entries, library_too) = self.catalogue_entries(user_agent);
         match entries.as_slice() {
@@ -582,6 +605,9 @@ impl Identifier {
     ///   (`Apache-HttpClient/4.5 (Java/17)` names its runtime);
     /// - a name in a URL or e-mail address (`+http://www.archive.org/details/archive.org_bot`);
     /// - a comparison (`TelegramBot (like TwitterBot)`).
+    // Off the common path (a miss, or a UA naming more than one crawler): kept out of line.
+    #[cold]
+    #[inline(never)]
     fn catalogue_entries(&self, user_agent: &[u8]) -> (Vec<NamedEntry>, bool) {
         let mut entries = self.catalogue.find_all(user_agent);
         let is_library = |entry: &NamedEntry| {
@@ -607,6 +633,9 @@ impl Identifier {
 
     /// Whether an automation word (as the generic rules read them) or an HTTP library's leading
     /// product occurs outside the given spans.
+    // Off the common path (a miss, or a UA naming more than one crawler): kept out of line.
+    #[cold]
+    #[inline(never)]
     fn automation_word_outside(&self, user_agent: &[u8], spans: &[(usize, usize)]) -> bool {
         let outside = |start: usize, end: usize| !spans.iter().any(|&(s, e)| start < e && s < end);
         let lead = user_agent.len() - user_agent.trim_ascii_start().len();

@@ -88,6 +88,19 @@ impl<T: Copy> Table<T> {
         (self.hasher.hash_one((owner, user_agent)) as usize) & (SETS - 1)
     }
 
+    /// Replaces the value of an entry that is there, else inserts one.
+    fn update(&mut self, owner: u64, user_agent: &[u8], memo: T) {
+        let set = self.set_of(owner, user_agent);
+        let existing = self.entries[set * WAYS..(set + 1) * WAYS]
+            .iter_mut()
+            .flatten()
+            .find(|entry| entry.owner == owner && entry.user_agent == user_agent);
+        match existing {
+            Some(entry) => entry.memo = memo,
+            None => self.insert(owner, user_agent, memo),
+        }
+    }
+
     fn find(&self, owner: u64, user_agent: &[u8]) -> Option<T> {
         let set = self.set_of(owner, user_agent);
         self.entries[set * WAYS..(set + 1) * WAYS]
@@ -127,45 +140,72 @@ impl<T: Copy> Table<T> {
     }
 }
 
+/// Everything remembered of one User-Agent: the identifier's verdict, and the answer of the last
+/// robots.txt-name scanner (origin) that asked. One entry, so a request costs one hash and one
+/// comparison of its User-Agent, not one per stage.
+#[derive(Debug, Clone, Copy)]
+struct Answers {
+    memo: Memo,
+    /// The scanner `scan` is from; 0 when none was asked.
+    scanner: u64,
+    scan: TokenScan,
+}
+
 thread_local! {
-    /// The identifiers' verdicts (catalogue and generic rules).
-    static TABLE: RefCell<Table<Memo>> = RefCell::new(Table::new());
-    /// The robots.txt-name scanners' answers.
-    static ROBOTS_TOKENS: RefCell<Table<TokenScan>> = RefCell::new(Table::new());
+    static TABLE: RefCell<Table<Answers>> = RefCell::new(Table::new());
 }
 
-/// The remembered verdict for `user_agent` from the identifier `owner`, or `compute()`'s, which
-/// is remembered for next time.
-pub(super) fn remembered(owner: u64, user_agent: &[u8], compute: impl FnOnce() -> Memo) -> Memo {
-    remembered_in(&TABLE, owner, user_agent, compute)
-}
-
-/// The remembered answer of the robots.txt-name scanner `owner` for `user_agent`, or
-/// `compute()`'s, which is remembered for next time.
-pub(super) fn remembered_robots_token(
+/// The identifier `owner`'s verdict for `user_agent` (`compute()` when not remembered) and, when
+/// `scanner` is the owner number of an origin's robots.txt-name scanner, that scanner's answer
+/// (`scan()` when not remembered for it). What is computed is remembered for next time.
+pub(super) fn remembered(
     owner: u64,
     user_agent: &[u8],
-    compute: impl FnOnce() -> TokenScan,
-) -> TokenScan {
-    remembered_in(&ROBOTS_TOKENS, owner, user_agent, compute)
-}
-
-fn remembered_in<T: Copy + 'static>(
-    table: &'static std::thread::LocalKey<RefCell<Table<T>>>,
-    owner: u64,
-    user_agent: &[u8],
-    compute: impl FnOnce() -> T,
-) -> T {
+    scanner: Option<u64>,
+    compute: impl FnOnce() -> Memo,
+    scan: impl FnOnce() -> TokenScan,
+) -> (Memo, TokenScan) {
     if user_agent.len() > MAX_REMEMBERED_USER_AGENT {
-        return compute();
+        let scanned = if scanner.is_some() {
+            scan()
+        } else {
+            TokenScan::None
+        };
+        return (compute(), scanned);
     }
-    if let Some(memo) = table.with_borrow(|table| table.find(owner, user_agent)) {
-        return memo;
+    let found = TABLE.with_borrow(|table| table.find(owner, user_agent));
+    // Computed outside the borrows: nothing `compute` or `scan` call may find the table borrowed.
+    match (found, scanner) {
+        (Some(answers), None) => (answers.memo, TokenScan::None),
+        (Some(answers), Some(scanner)) if answers.scanner == scanner => {
+            (answers.memo, answers.scan)
+        }
+        (Some(answers), Some(scanner)) => {
+            let scanned = scan();
+            let updated = Answers {
+                scan: scanned,
+                scanner,
+                ..answers
+            };
+            TABLE.with_borrow_mut(|table| table.update(owner, user_agent, updated));
+            (answers.memo, scanned)
+        }
+        (None, _) => {
+            let memo = compute();
+            let scanned = if scanner.is_some() {
+                scan()
+            } else {
+                TokenScan::None
+            };
+            let answers = Answers {
+                memo,
+                scanner: scanner.unwrap_or(0),
+                scan: scanned,
+            };
+            TABLE.with_borrow_mut(|table| table.insert(owner, user_agent, answers));
+            (memo, scanned)
+        }
     }
-    // Computed outside the borrow: nothing `compute` calls may find the table borrowed.
-    let memo = compute();
-    table.with_borrow_mut(|table| table.insert(owner, user_agent, memo));
-    memo
 }
 
 #[cfg(test)]
@@ -181,22 +221,61 @@ mod tests {
         }
     }
 
+    /// Asks with the identifier `owner` only.
+    fn verdict(owner: u64, ua: &[u8], answer: Memo, calls: &mut u32) -> Memo {
+        remembered(
+            owner,
+            ua,
+            None,
+            || {
+                *calls += 1;
+                answer
+            },
+            || TokenScan::None,
+        )
+        .0
+    }
+
     #[test]
     fn remembers_per_owner_and_exact_bytes() {
         let mut calls = 0;
-        let mut ask = |owner: u64, ua: &[u8], answer: Memo| {
-            remembered(owner, ua, || {
-                calls += 1;
-                answer
+        assert_eq!(verdict(7, b"Foo/1", catalogue(3), &mut calls), catalogue(3));
+        // Remembered: the second answer is the first one's, not recomputed.
+        assert_eq!(verdict(7, b"Foo/1", catalogue(9), &mut calls), catalogue(3));
+        // Another owner, or other bytes (case included), compute afresh.
+        assert_eq!(verdict(8, b"Foo/1", catalogue(4), &mut calls), catalogue(4));
+        assert_eq!(verdict(7, b"foo/1", catalogue(5), &mut calls), catalogue(5));
+        assert_eq!(calls, 3);
+    }
+
+    #[test]
+    fn a_scanners_answer_is_remembered_for_that_scanner_only() {
+        let found = |index| {
+            TokenScan::One(super::super::robots_tokens::FoundToken {
+                index,
+                start: 0,
+                end: 3,
             })
         };
-        assert_eq!(ask(7, b"Foo/1", catalogue(3)), catalogue(3));
-        // Remembered: the second answer is the first one's, not recomputed.
-        assert_eq!(ask(7, b"Foo/1", catalogue(9)), catalogue(3));
-        // Another owner, or other bytes (case included), compute afresh.
-        assert_eq!(ask(8, b"Foo/1", catalogue(4)), catalogue(4));
-        assert_eq!(ask(7, b"foo/1", catalogue(5)), catalogue(5));
-        assert_eq!(calls, 3);
+        let mut scans = 0;
+        let mut ask = |scanner: u64, answer: TokenScan| {
+            remembered(
+                70,
+                b"Bar/1",
+                Some(scanner),
+                || catalogue(1),
+                || {
+                    scans += 1;
+                    answer
+                },
+            )
+        };
+        assert_eq!(ask(100, found(1)), (catalogue(1), found(1)));
+        assert_eq!(ask(100, found(2)), (catalogue(1), found(1)), "remembered");
+        // Another origin's scanner asks afresh, and the identifier's verdict is kept.
+        assert_eq!(ask(101, found(3)), (catalogue(1), found(3)));
+        assert_eq!(ask(101, found(4)), (catalogue(1), found(3)));
+        assert_eq!(scans, 2);
     }
 
     #[test]
@@ -204,11 +283,7 @@ mod tests {
         let long = vec![b'a'; MAX_REMEMBERED_USER_AGENT + 1];
         let mut calls = 0;
         for answer in [catalogue(1), catalogue(2)] {
-            let got = remembered(1, &long, || {
-                calls += 1;
-                answer
-            });
-            assert_eq!(got, answer);
+            assert_eq!(verdict(1, &long, answer, &mut calls), answer);
         }
         assert_eq!(calls, 2);
     }
@@ -217,10 +292,11 @@ mod tests {
     fn stays_bounded_and_correct_under_many_user_agents() {
         // Far more distinct UAs than entries: every answer stays the right one, and the table
         // never grows past its fixed size.
+        let mut calls = 0;
         for round in 0..3 {
             for i in 0..(SETS * WAYS * 4) {
                 let ua = format!("Agent{i}/1.0");
-                let got = remembered(42, ua.as_bytes(), || catalogue(i));
+                let got = verdict(42, ua.as_bytes(), catalogue(i), &mut calls);
                 assert_eq!(got, catalogue(i), "round {round}, UA {ua}");
             }
         }

@@ -21,8 +21,8 @@ mod robots_tokens;
 mod words;
 
 pub use catalogue::{
-    builtin_defs, parse_catalogue_yaml, Catalogue, CatalogueError, CrawlerDef, NamedEntry,
-    BUILTIN_YAML, MIN_PATTERN_LEN, OTHER_LABEL,
+    builtin_defs, parse_catalogue_yaml, Catalogue, CatalogueError, CrawlerDef, CrawlerInfo,
+    NamedEntry, BUILTIN_YAML, MIN_PATTERN_LEN, OTHER_LABEL,
 };
 pub use category::Category;
 pub use describe::{describe, report, IdentityReport, OwnedIdentity};

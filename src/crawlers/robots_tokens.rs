@@ -175,38 +175,26 @@ impl RobotsTokenScanner {
             .map(String::as_str)
     }
 
-    /// [`Self::longest_whole_word`] through the per-thread memory, as identification asks.
-    #[cfg(test)]
-    fn longest_whole_word_remembered(&self, user_agent: &[u8]) -> Option<&str> {
-        match self.named_remembered(user_agent) {
-            TokenScan::None => None,
-            TokenScan::One(found) => self.tokens.get(found.index).map(String::as_str),
-            TokenScan::Several => self
-                .longest_whole_word_index(user_agent)
-                .and_then(|i| self.tokens.get(i))
-                .map(String::as_str),
+    /// The number under which this scanner's answers are remembered per thread ([`memo`]);
+    /// `None` for a scanner without tokens, which has nothing to find.
+    pub(super) fn memo_owner(&self) -> Option<u64> {
+        self.automaton.as_ref().map(|_| self.memo_owner)
+    }
+
+    /// What the scanner finds in `user_agent`, in the small form identification remembers:
+    /// nothing, one named token (with where), or several (then [`Self::all_whole_words`] lists
+    /// them).
+    pub(super) fn scan(&self, user_agent: &[u8]) -> TokenScan {
+        let all = self.all_whole_words(user_agent);
+        match all.as_slice() {
+            [] => TokenScan::None,
+            [one] => TokenScan::One(*one),
+            _ => TokenScan::Several,
         }
     }
 
-    /// What the scanner finds in `user_agent`, remembered per worker thread: nothing, one named
-    /// token (with where), or several (then [`Self::all_whole_words`] lists them).
-    pub(super) fn named_remembered(&self, user_agent: &[u8]) -> TokenScan {
-        // A scanner without tokens has nothing to find, so nothing to remember.
-        if self.automaton.is_none() {
-            return TokenScan::None;
-        }
-        memo::remembered_robots_token(self.memo_owner, user_agent, || {
-            let all = self.all_whole_words(user_agent);
-            match all.as_slice() {
-                [] => TokenScan::None,
-                [one] => TokenScan::One(*one),
-                _ => TokenScan::Several,
-            }
-        })
-    }
-
-    /// Every named token occurring in `user_agent` as a whole word, longest first (ties: the
-    /// leftmost, then the one named first), each token once.
+    /// Every named token occurring in `user_agent` as a whole word and not inside a longer one,
+    /// longest first (ties: the leftmost, then the one named first), each token once.
     pub(super) fn all_whole_words(&self, ua: &[u8]) -> Vec<FoundToken> {
         let Some(automaton) = self.automaton.as_ref() else {
             return Vec::new();
@@ -222,6 +210,13 @@ impl RobotsTokenScanner {
                 end: m.end(),
             })
             .collect();
+        // A name inside a longer name is part of it (`FooBot` in `FooBot-News/2.0`).
+        let spans: Vec<(usize, usize)> = found.iter().map(|f| (f.start, f.end)).collect();
+        found.retain(|f| {
+            !spans.iter().any(|&(start, end)| {
+                start <= f.start && f.end <= end && (end - start) > (f.end - f.start)
+            })
+        });
         found.sort_by_key(|f| (std::cmp::Reverse(f.end - f.start), f.start, f.index));
         let mut seen = Vec::with_capacity(found.len());
         found.retain(|f| {
@@ -318,40 +313,19 @@ mod tests {
     }
 
     #[test]
-    fn remembered_answers_are_each_scanners_own_and_equal_fresh_ones() {
+    fn a_scan_names_the_longest_token_or_says_there_are_several() {
         let news = RobotsTokenScanner::new(["FooBot", "FooBot-News"]);
-        let plain = RobotsTokenScanner::new(["FooBot"]);
         let other = RobotsTokenScanner::new(["BarCrawler"]);
-        let user_agents: [&[u8]; 5] = [
-            b"FooBot-News/2.0 (+https://foo.example/)",
-            b"Mozilla/5.0 (compatible; FooBot/1.0)",
-            b"BarCrawler/3 FooBot/1",
-            b"Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0",
-            b"",
-        ];
-        // Asked three times, interleaved across scanners: the second and third answers come from
-        // the memory and must equal what each scanner computes afresh.
-        for _ in 0..3 {
-            for ua in user_agents {
-                for scanner in [&news, &plain, &other] {
-                    assert_eq!(
-                        scanner.longest_whole_word_remembered(ua),
-                        scanner.longest_whole_word(ua),
-                        "{:?}",
-                        String::from_utf8_lossy(ua)
-                    );
-                }
-            }
+        let first = b"FooBot-News/2.0 (+https://foo.example/)";
+        match news.scan(first) {
+            TokenScan::One(found) => assert_eq!(news.token(found), Some("FooBot-News")),
+            scan => panic!("{scan:?}"),
         }
-        let first = user_agents[0];
-        assert_eq!(
-            news.longest_whole_word_remembered(first),
-            Some("FooBot-News")
-        );
-        assert_eq!(plain.longest_whole_word_remembered(first), Some("FooBot"));
-        assert_eq!(other.longest_whole_word_remembered(first), None);
-        // A scanner with no tokens answers nothing and remembers nothing.
-        let empty = RobotsTokenScanner::new(["*"]);
-        assert_eq!(empty.longest_whole_word_remembered(first), None);
+        assert_eq!(other.scan(first), TokenScan::None);
+        let both = RobotsTokenScanner::new(["FooBot", "BarCrawler"]);
+        assert_eq!(both.scan(b"BarCrawler/3 FooBot/1"), TokenScan::Several);
+        // A scanner with no tokens has nothing to remember.
+        assert_eq!(RobotsTokenScanner::new(["*"]).memo_owner(), None);
+        assert!(news.memo_owner().is_some());
     }
 }

@@ -335,6 +335,28 @@ impl Robots {
         path: &[u8],
         fallback: GlobalFallback,
     ) -> Verdict<'_> {
+        self.verdict_inner(tokens, path, fallback, false)
+    }
+
+    /// [`Robots::verdict_with`] for a path the caller has already put in canonical form
+    /// ([`super::canonicalize`] or its slash-decoding variant): a canonical-mode copy skips
+    /// canonicalizing it again.
+    pub fn verdict_with_canonical_path(
+        &self,
+        tokens: &[&str],
+        canonical_path: &[u8],
+        fallback: GlobalFallback,
+    ) -> Verdict<'_> {
+        self.verdict_inner(tokens, canonical_path, fallback, true)
+    }
+
+    fn verdict_inner(
+        &self,
+        tokens: &[&str],
+        path: &[u8],
+        fallback: GlobalFallback,
+        already_canonical: bool,
+    ) -> Verdict<'_> {
         let selected = tokens.iter().find_map(|&token| {
             self.find_agent(token)
                 .map(|(name, index)| (GroupMatch::Agent(name), index))
@@ -351,8 +373,8 @@ impl Robots {
             }
         };
         let path = match self.mode {
-            MatchMode::Exact => std::borrow::Cow::Borrowed(path),
-            MatchMode::Canonical => canonicalize(path),
+            MatchMode::Canonical if !already_canonical => canonicalize(path),
+            MatchMode::Exact | MatchMode::Canonical => std::borrow::Cow::Borrowed(path),
         };
         let (allow, disallow) = self.best_matches(&self.indexes[index as usize], &path);
         // Google's rule: only a non-empty pattern decides; Allow wins ties.
