@@ -13,11 +13,8 @@ use std::time::{Duration, SystemTime};
 use pingora::connectors::http::Connector;
 
 pub use file::DirectoryWatcher;
-pub use http::{health_check, http_peer, user_agent};
-pub use origin::{
-    FetchOutcome, Fetched, Kept, CONFIRM_UNAVAILABLE_AFTER, KEEP_THROUGH_REDIRECT_FAILURES,
-    MAX_REDIRECTS, UNREACHABLE_ALLOW_AFTER,
-};
+pub use http::{health_check, http_peer};
+pub use origin::{FetchOutcome, Fetched, Kept, CONFIRM_UNAVAILABLE_AFTER};
 
 use crate::config::RobotsSource;
 use crate::metrics::METRICS;

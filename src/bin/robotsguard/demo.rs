@@ -145,9 +145,9 @@ pub fn run() -> Result<(), String> {
          \x20   upstream: \"127.0.0.1:{origin_port}\"\n\
          \x20   robots: {{source: origin, refresh: 30s}}\n"
     );
-    let config = crate::config::load_str(&yaml, "demo.yaml", Path::new("."))
+    let guard = robotsguard::guard::Guard::from_yaml(&yaml, Path::new("."))
         .map_err(|e| format!("the built-in demo config is invalid (a bug): {e}"))?;
-    let server = crate::server::build(config, &crate::server::ServeOptions::default())
+    let server = crate::server::build(guard, &crate::server::ServeOptions::default())
         .map_err(|e| e.to_string())?;
 
     let proxy = format!("http://127.0.0.1:{proxy_port}");
