@@ -262,6 +262,17 @@ pub enum Refused {
     EscapedSlash,
 }
 
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Refused::UnknownHost => "no configured origin serves this host",
+            Refused::EscapedSlash => "the path holds an escaped slash, which this origin refuses",
+        })
+    }
+}
+
+impl std::error::Error for Refused {}
+
 /// Product tokens a crawler can carry; more are ignored (catalogue entries have a handful).
 const MAX_TOKENS: usize = 8;
 

@@ -38,7 +38,7 @@ const BUILDER_SOURCE: &str = "GuardBuilder";
 /// assert!(registry
 ///     .gather()
 ///     .iter()
-///     .any(|family| family.name() == "robotsguard_requests_total"));
+///     .any(|family| family.name() == "robotsguard_decision_duration_seconds"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Default)]

@@ -1,7 +1,7 @@
 //! [`Guard`]: robots.txt enforcement for a pingora proxy, yours or robotsguard's own.
 //!
 //! A `Guard` holds the origins of a config, their robots.txt copies and the crawler catalogue. Its
-//! methods are named after the [`ProxyHttp`](pingora::proxy::ProxyHttp) hooks they belong in;
+//! methods are named after the [`ProxyHttp`] hooks they belong in;
 //! call each from that hook of your proxy. Only [`Guard::request_filter`] and
 //! [`Guard::upstream_request_filter`] are needed for enforcement; the others add what
 //! robotsguard's own proxy does (its upstream choice and health, metrics and access log, early

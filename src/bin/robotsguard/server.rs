@@ -284,6 +284,16 @@ fn critical(inner: Box<dyn ServiceWithDependents>) -> Critical {
 
 /// Builds the server for `guard`'s config; call [`Server::run`] on the result.
 pub fn build(guard: Guard, options: &ServeOptions) -> Result<Server, StartError> {
+    build_after(guard, options, None)
+}
+
+/// [`build`], with every service of robotsguard's starting only once `prerequisite` is ready
+/// (the demo's origin).
+pub fn build_after(
+    guard: Guard,
+    options: &ServeOptions,
+    prerequisite: Option<Box<dyn ServiceWithDependents>>,
+) -> Result<Server, StartError> {
     let config = guard.config();
     preflight(
         &config,
@@ -368,12 +378,20 @@ pub fn build(guard: Guard, options: &ServeOptions) -> Result<Server, StartError>
         }
         proxy_service.add_listener(endpoint);
     }
-    server.add_service(critical(Box::new(proxy_service)));
-    // The admin endpoint and the guard's background services, exactly as an embedding proxy
-    // would add them; here each one's end ends the process.
-    server.add_service(critical(guard.admin_service()));
-    for service in guard.services() {
-        server.add_service(critical(service));
+    let first = prerequisite.map(|service| server.add_boxed_service(service));
+    // The proxy, then the admin endpoint and the guard's background services exactly as an
+    // embedding proxy would add them; here each one's end ends the process.
+    let services = [
+        Box::new(proxy_service) as Box<dyn ServiceWithDependents>,
+        guard.admin_service(),
+    ]
+    .into_iter()
+    .chain(guard.services());
+    for service in services {
+        let handle = server.add_service(critical(service));
+        if let Some(first) = &first {
+            handle.add_dependency(first);
+        }
     }
 
     tracing::info!(
