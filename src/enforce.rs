@@ -52,7 +52,9 @@ impl Outcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Crawler {
     info: Arc<CrawlerInfo>,
+    /// Which identification stage named it (catalogue, robots.txt names, generic rules).
     pub source: IdentitySource,
+    /// It obeys only robots.txt groups naming it, not the `*` group (as AdsBot does).
     pub ignores_global: bool,
 }
 
@@ -74,6 +76,7 @@ impl Crawler {
         }
     }
 
+    /// The crawler's name: the catalogue's (`GPTBot`), or the product token it was found by.
     pub fn name(&self) -> &str {
         &self.info.name
     }
@@ -83,6 +86,7 @@ impl Crawler {
         &self.info.label
     }
 
+    /// What its operator uses the fetched pages for.
     pub fn category(&self) -> Category {
         self.info.category
     }
@@ -110,8 +114,11 @@ impl Serialize for Crawler {
 /// The robots.txt rule behind a verdict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MatchedRule {
+    /// The rule's line in the robots.txt (1-based).
     pub line: u32,
+    /// `Allow` or `Disallow`.
     pub directive: &'static str,
+    /// The path pattern, after Google's escaping.
     pub pattern: String,
 }
 
@@ -125,11 +132,15 @@ impl MatchedRule {
 /// A decision with everything logs, metrics, the block response and `/explain` need.
 #[derive(Debug, Clone)]
 pub struct Decision {
+    /// The origin the request is for.
     pub origin: Arc<Origin>,
+    /// What happens to the request.
     pub outcome: Outcome,
+    /// The crawler behind the request; `None` for everyone else.
     pub crawler: Option<Crawler>,
     /// The group that applied: a product token, `*`, or none.
     pub group: Option<String>,
+    /// The deciding robots.txt rule, when one matched.
     pub rule: Option<MatchedRule>,
     /// Why; [`Decision::reason`] puts it in words only when someone reads it.
     pub why: Why,
@@ -145,8 +156,11 @@ pub struct Decision {
 /// Why a decision came out as it did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Why {
+    /// The User-Agent is not a crawler's.
     NotCrawler,
+    /// The origin's mode is `off`.
     ModeOff,
+    /// The request is for `/robots.txt` itself, which every crawler may read.
     RobotsTxtPath,
     /// The path starts with one of `policy.exempt_paths`.
     ExemptPath,
@@ -156,10 +170,16 @@ pub enum Why {
     PolicyPass(PolicyBy),
     /// `policy` turns the crawler away (by its name, or by its category).
     PolicyBlock(PolicyBy),
+    /// The robots.txt copy in force allows everything (a 4xx robots.txt, or `on_unreachable:
+    /// allow`).
     AllowAll,
+    /// The robots.txt copy in force disallows everything (robots.txt unreachable).
     DisallowAll,
+    /// No group of the robots.txt applies to this crawler.
     NoGroup,
+    /// A rule of the crawler's group matched ([`Decision::rule`]).
     Rule,
+    /// The crawler's group has no rule matching the path: allowed.
     NoRuleMatched,
 }
 
@@ -241,10 +261,12 @@ impl Decision {
         }
     }
 
+    /// The `crawler` metric label: the catalogue name, `other`, or `none` for a non-crawler.
     pub fn crawler_label(&self) -> &str {
         self.crawler.as_ref().map_or("none", |c| c.label())
     }
 
+    /// The `category` metric label, or `none` for a non-crawler.
     pub fn category_label(&self) -> &str {
         self.crawler
             .as_ref()
