@@ -1,0 +1,434 @@
+//! Attacks that still work against the hardened proxy (a security review of 86f2752).
+//!
+//! Each test asserts the SAFE behaviour, so it FAILS while the weakness is there. They run the
+//! real `robotsguard` binary against real origins on loopback (the harness origin, which records
+//! the exact target it was sent, and small scripted origins where a particular answer is needed).
+//!
+//! Every loop is bounded in iterations and time; the slowest test (a WAF block that outlasts the
+//! one-minute 4xx confirmation) takes about 80 s.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use support::{inline_robots, metric, site, Origin, Proxy, BROWSER, GPTBOT};
+
+const HOST: &str = "shop.example";
+
+/// Sends `bytes` on a fresh connection and reads until the proxy closes or `wait` passes.
+/// Returns what was read and whether the proxy closed the connection within `wait`.
+fn send_and_watch(addr: SocketAddr, bytes: &[u8], wait: Duration) -> (Vec<u8>, bool) {
+    let mut stream = TcpStream::connect(addr).expect("connects to the proxy");
+    stream.write_all(bytes).expect("request written");
+    let deadline = Instant::now() + wait;
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return (got, false);
+        }
+        let _ = stream.set_read_timeout(Some(left.min(Duration::from_millis(200))));
+        match stream.read(&mut chunk) {
+            Ok(0) => return (got, true),
+            Ok(n) => got.extend_from_slice(&chunk[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return (got, true),
+        }
+    }
+}
+
+fn status_of(response: &[u8]) -> u16 {
+    std::str::from_utf8(response.get(9..12).unwrap_or_default())
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+// ------------------------------------------------------------------------------------------------
+// 1. The body of a request robotsguard answers itself is drained without limits.body_timeout.
+
+/// **Attack:** send a request robotsguard answers itself (a blocked crawler's request, or a
+/// refusal such as 421 for an unknown Host) declaring a small body (`Content-Length` up to 1 MiB),
+/// then send that body one byte at a time, slower than any limit allows.
+///
+/// robotsguard answers at once and, to keep the connection usable, lets pingora drain the body
+/// (`respond()` sets `close_on_response_before_downstream_finish(false)`), but the drain runs under
+/// pingora's default 60 s per-read timeout and no total deadline: `limits.body_timeout` is only
+/// armed for proxied requests. A client holds the connection for 60 s without sending anything,
+/// and for as long as it likes by sending a byte every 59 s (a 1 MiB body: ~2 years).
+///
+/// **Impact:** the connection cap (`limits.max_connections`) is used up by a handful of idle
+/// sockets that never expire, so the README's "a body must arrive within `limits.body_timeout`"
+/// and "bounded by construction" do not hold: with `max_connections: 3`, three such sockets lock
+/// every browser and crawler out for as long as the attacker wishes.
+#[test]
+fn a_blocked_request_body_is_drained_without_the_body_deadline() {
+    let origin = Origin::start();
+    let extra = inline_robots("User-agent: GPTBot\nDisallow: /private\n");
+    let config = format!(
+        "limits: {{header_timeout: 2s, idle_timeout: 2s, body_timeout: 2s, max_connections: 3}}\n{}",
+        site(&origin, HOST, &extra)
+    );
+    let proxy = Proxy::start(&config);
+    let addr = proxy.addr;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut holders = Vec::new();
+    for kind in ["blocked", "unknown-host", "blocked"] {
+        let stop = stop.clone();
+        holders.push(thread::spawn(move || -> Option<Duration> {
+            let head = match kind {
+                "blocked" => format!(
+                    "POST /private/x HTTP/1.1\r\nHost: {HOST}\r\nUser-Agent: {GPTBOT}\r\nContent-Length: 1000\r\n\r\n"
+                ),
+                _ => "POST /x HTTP/1.1\r\nHost: elsewhere.example\r\nContent-Length: 1000\r\n\r\n"
+                    .to_string(),
+            };
+            let mut stream = TcpStream::connect(addr).ok()?;
+            stream.write_all(head.as_bytes()).ok()?;
+            let started = Instant::now();
+            let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
+            let mut sink = [0u8; 4096];
+            // One body byte a second for at most 12 s: far slower than the 2 s body deadline.
+            let mut next_byte = started;
+            for _ in 0..120 {
+                if stop.load(Ordering::Relaxed) {
+                    return None;
+                }
+                if Instant::now() >= next_byte {
+                    next_byte += Duration::from_secs(1);
+                    if stream.write_all(b"x").is_err() {
+                        return Some(started.elapsed());
+                    }
+                }
+                match stream.read(&mut sink) {
+                    Ok(0) => return Some(started.elapsed()),
+                    Ok(_) => {}
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        ) => {}
+                    Err(_) => return Some(started.elapsed()),
+                }
+            }
+            None
+        }));
+    }
+    // Well past header_timeout + body_timeout: a browser must get in.
+    thread::sleep(Duration::from_secs(7));
+    let (answer, _) = send_and_watch(
+        addr,
+        format!("GET /page HTTP/1.1\r\nHost: {HOST}\r\nUser-Agent: {BROWSER}\r\nConnection: close\r\n\r\n").as_bytes(),
+        Duration::from_secs(3),
+    );
+    let browser_status = status_of(&answer);
+    stop.store(true, Ordering::Relaxed);
+    let closed_after: Vec<Option<Duration>> = holders
+        .into_iter()
+        .map(|h| h.join().unwrap_or(None))
+        .collect();
+    for closed in &closed_after {
+        assert!(
+            closed.is_some_and(|after| after < Duration::from_secs(6)),
+            "a trickled body of an answered request kept its connection open past \
+             body_timeout (2 s): closed after {closed_after:?}"
+        );
+    }
+    assert_eq!(
+        browser_status, 200,
+        "three trickling clients locked a browser out (max_connections: 3)"
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
+// 2. "/robots.txt always passes" and exempt paths pass with any query string.
+
+/// **Attack:** a crawler that robots.txt (or `policy`) turns away asks for `/robots.txt` with a
+/// query that a front-controller app routes on, e.g. WordPress's
+/// `/robots.txt?rest_route=/wp/v2/posts` (WordPress's robots.txt is virtual, served by
+/// `index.php`, and any URL carrying `rest_route` is answered by the REST API: every post and
+/// page, in full).
+///
+/// robotsguard decides "`/robots.txt` always passes" on the canonical path *including its
+/// query* (`is_robots_txt` ignores everything after `?`), and forwards the query to the origin.
+/// With `robots.source: origin` (the default) this is any `GET`/`HEAD`; with `file`/`inline`
+/// sources (served by robotsguard) any other method still goes through (`POST
+/// /robots.txt?rest_route=…&_method=GET`, which WordPress's REST API reads as a GET).
+///
+/// **Impact:** `Disallow: /`, and `policy` `block` of a whole category (e.g. `ai-training`), are
+/// bypassed on WordPress and on any app that picks content by query. Google's reading of
+/// robots.txt does not exempt `/robots.txt?x` either: it is a different URL, covered by
+/// `Disallow: /`. Safe: exempt only `/robots.txt` without a query (or forward it without one),
+/// and only for GET/HEAD.
+#[test]
+fn robots_txt_with_a_query_is_not_a_way_past_disallow_and_block() {
+    let origin = Origin::start();
+    origin.robots(200, "User-agent: GPTBot\nDisallow: /\n");
+    let proxy = Proxy::start(&site(
+        &origin,
+        HOST,
+        "    policy: {categories: {ai-training: block}}\n",
+    ));
+    // Plainly blocked, as it should be.
+    assert_eq!(proxy.get(HOST, "/?rest_route=/wp/v2/posts", GPTBOT).status, 403);
+    for target in [
+        "/robots.txt?rest_route=/wp/v2/posts&per_page=100",
+        "/robots.txt?p=42",
+        "/private/../robots.txt?rest_route=/wp/v2/pages",
+    ] {
+        let answer = proxy.get(HOST, target, GPTBOT);
+        let proxied: Vec<String> = origin
+            .proxied()
+            .into_iter()
+            .map(|r| r.target)
+            .filter(|t| t.contains('?'))
+            .collect();
+        assert!(
+            proxied.is_empty(),
+            "GPTBot, blocked everywhere, had {target} proxied ({} {:?}); the origin was sent \
+             {proxied:?}",
+            answer.status,
+            answer.text()
+        );
+    }
+}
+
+/// As above, with a robots.txt robotsguard serves itself (`inline`): `GET /robots.txt?…` is
+/// answered from the copy in force, but any other method with the same target is proxied.
+#[test]
+fn robots_txt_with_another_method_is_not_proxied_for_a_blocked_crawler() {
+    let origin = Origin::start();
+    let proxy = Proxy::start(&site(
+        &origin,
+        HOST,
+        &inline_robots("User-agent: GPTBot\nDisallow: /\n"),
+    ));
+    let request = format!(
+        "POST /robots.txt?rest_route=/wp/v2/posts&_method=GET HTTP/1.1\r\nHost: {HOST}\r\n\
+         User-Agent: {GPTBOT}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    let answer = proxy.raw(request.as_bytes()).expect("an answer");
+    assert!(
+        origin.proxied().is_empty(),
+        "a POST to /robots.txt?rest_route=… from a disallowed crawler reached the origin \
+         ({}): {:?}",
+        answer.status,
+        origin.proxied().iter().map(|r| &r.target).collect::<Vec<_>>()
+    );
+}
+
+/// **Attack:** the same query trick on `policy.exempt_paths`, which are matched as prefixes of
+/// the canonical path *and query*: with `exempt_paths: [/ads.txt]` (the README's example),
+/// `/ads.txt?rest_route=/wp/v2/posts` is exempt from `block` and from every Disallow.
+///
+/// **Impact:** as above, on any origin that routes on the query. Safe: match exempt prefixes on
+/// the path only, and (for prefixes that name a file) require the whole path to match.
+#[test]
+fn an_exempt_path_with_a_query_is_not_a_way_past_block() {
+    let origin = Origin::start();
+    let extra = format!(
+        "    policy: {{categories: {{ai-training: block}}, exempt_paths: [/ads.txt]}}\n{}",
+        inline_robots("User-agent: *\nDisallow: /\n")
+    );
+    let proxy = Proxy::start(&site(&origin, HOST, &extra));
+    assert_eq!(proxy.get(HOST, "/ads.txt", GPTBOT).status, 200);
+    let answer = proxy.get(HOST, "/ads.txt?rest_route=/wp/v2/posts", GPTBOT);
+    assert!(
+        origin
+            .proxied_to("/ads.txt?rest_route=/wp/v2/posts")
+            .is_empty(),
+        "a blocked crawler reached /ads.txt?rest_route=… ({})",
+        answer.status
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
+// 3. robots.txt fetches an attacker can spoil: a WAF block that lasts over a minute, a 200
+//    challenge page.
+
+/// A scripted origin: `/robots.txt` answers with the current (status, content type, body); any
+/// other path answers 200 `origin: <target>`. One request per connection.
+struct Switchable {
+    addr: SocketAddr,
+    robots: Arc<Mutex<(u16, &'static str, String)>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Switchable {
+    fn start(status: u16, content_type: &'static str, body: &str) -> Switchable {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("origin binds");
+        listener.set_nonblocking(true).expect("non-blocking accept");
+        let addr = listener.local_addr().expect("origin address");
+        let robots = Arc::new(Mutex::new((status, content_type, body.to_string())));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (robots_c, stop_c) = (robots.clone(), stop.clone());
+        thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(180);
+            while !stop_c.load(Ordering::Relaxed) && Instant::now() < deadline {
+                let Ok((mut stream, _)) = listener.accept() else {
+                    thread::sleep(Duration::from_millis(5));
+                    continue;
+                };
+                let robots = robots_c.clone();
+                thread::spawn(move || {
+                    let _ = stream.set_nonblocking(false);
+                    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") && head.len() < 65536 {
+                        match stream.read(&mut byte) {
+                            Ok(1) => head.push(byte[0]),
+                            _ => return,
+                        }
+                    }
+                    let text = String::from_utf8_lossy(&head);
+                    let target = text.split(' ').nth(1).unwrap_or("/").to_string();
+                    let (status, content_type, body) = if target == "/robots.txt" {
+                        robots.lock().map(|r| r.clone()).unwrap_or((500, "text/plain", String::new()))
+                    } else {
+                        (200, "text/plain", format!("origin: {target}"))
+                    };
+                    let response = format!(
+                        "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(response.as_bytes());
+                });
+            }
+        });
+        Switchable { addr, robots, stop }
+    }
+
+    fn set(&self, status: u16, content_type: &'static str, body: &str) {
+        if let Ok(mut robots) = self.robots.lock() {
+            *robots = (status, content_type, body.to_string());
+        }
+    }
+}
+
+impl Drop for Switchable {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+const ROBOTS_WITH_RULES: &str = "User-agent: GPTBot\nDisallow: /private\n";
+
+fn fetches(proxy: &Proxy, outcome: &str) -> f64 {
+    metric(
+        &proxy.metrics(),
+        "robotsguard_robots_fetches_total",
+        &[("origin", "shop"), ("outcome", outcome)],
+    )
+}
+
+fn wait_until(seconds: u64, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    while Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(250));
+    }
+    done()
+}
+
+/// **Attack:** flood the site through the proxy until the origin's WAF or rate limiter blocks
+/// the address everything comes from — robotsguard's — with 403 (AWS WAF rate-based rules and
+/// Cloudflare's rate limiting block with 403, for minutes), keep it up a little over a minute,
+/// then stop.
+///
+/// robotsguard keeps a copy with rules through one 4xx, but a second 4xx at least 60 s later
+/// (`CONFIRM_UNAVAILABLE_AFTER`) is believed: robots.txt becomes "unavailable" and everything is
+/// allowed. Nothing re-checks sooner than the normal `refresh` (5 min by default; 10 s here to
+/// keep the test short), so once the attacker stops flooding and the WAF lets robotsguard's
+/// address through again, every crawler gets every disallowed path until the next refresh.
+///
+/// **Impact:** attacker-triggered fail-open (the README's "No attacker-triggered fail-open" names
+/// exactly this: "flooding it makes the next robots.txt fetch a 429 or a 403"); the one-minute
+/// confirmation is shorter than the blocks WAFs actually impose. Safe: treat 401/403 like redirect
+/// failures (keep a copy younger than 24 h), or require the 4xx to persist far longer than a WAF
+/// block; and after rules are lifted by a 4xx, re-check at the failure backoff, not `refresh`.
+#[test]
+fn a_waf_block_longer_than_a_minute_does_not_lift_robots_txt() {
+    let origin = Switchable::start(200, "text/plain", ROBOTS_WITH_RULES);
+    let config = format!(
+        "origins:\n  - name: shop\n    hosts: [\"{HOST}\"]\n    upstream: \"{}\"\n    robots: {{source: origin, refresh: 10s}}\n",
+        origin.addr
+    );
+    let proxy = Proxy::start(&config);
+    assert_eq!(proxy.get(HOST, "/private/report.html", GPTBOT).status, 403);
+    // The WAF starts answering robotsguard's address with 403.
+    origin.set(403, "text/html", "<html><body>Access denied</body></html>");
+    assert!(
+        wait_until(20, || fetches(&proxy, "unavailable") >= 1.0),
+        "the first 403 fetch did not happen"
+    );
+    // ... and keeps doing so for a little over a minute.
+    assert!(
+        wait_until(75, || fetches(&proxy, "unavailable") >= 2.0),
+        "no confirming fetch"
+    );
+    // The attacker stops; the WAF lets robotsguard through again. robots.txt never changed.
+    origin.set(200, "text/plain", ROBOTS_WITH_RULES);
+    let answer = proxy.get(HOST, "/private/report.html", GPTBOT);
+    let (_, explain) = proxy.explain(HOST, GPTBOT, "/private/report.html");
+    assert_eq!(
+        answer.status, 403,
+        "a WAF block of 70 s lifted robots.txt: GPTBot got {} {:?}; robots.txt in force: {}",
+        answer.status,
+        answer.text(),
+        explain["robots"]
+    );
+}
+
+/// **Attack:** the same flood, against an origin (or CDN/WAF in front of it) that answers
+/// challenged or rate-limited clients with a `200` HTML page (JavaScript challenges, "please
+/// wait" pages, apps that render errors with status 200).
+///
+/// A 2xx is parsed as robots.txt whatever it is: an HTML page has no rules, so the copy with
+/// rules is replaced at once by "allow everything" — no confirmation, no 24 h keep — until the
+/// next refresh (5 min by default).
+///
+/// **Impact:** attacker-triggered fail-open wherever the fetch can be made to get a 200 page that
+/// is not robots.txt. Safe: while a copy with rules is in force, a 2xx that is not `text/plain`
+/// (or looks like HTML: `<!DOCTYPE`, `<html`) and yields no rule should be kept as suspect and
+/// confirmed like a 4xx, not believed at once.
+#[test]
+fn a_200_challenge_page_does_not_lift_robots_txt() {
+    let origin = Switchable::start(200, "text/plain", ROBOTS_WITH_RULES);
+    let config = format!(
+        "origins:\n  - name: shop\n    hosts: [\"{HOST}\"]\n    upstream: \"{}\"\n    robots: {{source: origin, refresh: 2s}}\n",
+        origin.addr
+    );
+    let proxy = Proxy::start(&config);
+    assert_eq!(proxy.get(HOST, "/private/report.html", GPTBOT).status, 403);
+    let before = fetches(&proxy, "ok");
+    origin.set(
+        200,
+        "text/html; charset=utf-8",
+        "<!DOCTYPE html><html><head><title>Just a moment...</title></head>\
+         <body><noscript>Enable JavaScript and cookies to continue</noscript></body></html>",
+    );
+    assert!(wait_until(15, || fetches(&proxy, "ok") > before));
+    // The challenge is still served to robotsguard's own fetcher (`robotsguard/…` is the kind of
+    // unknown automation a bot filter challenges, while it lets a verified crawler through).
+    let answer = proxy.get(HOST, "/private/report.html", GPTBOT);
+    assert_eq!(
+        answer.status,
+        403,
+        "one challenge page lifted robots.txt: GPTBot got {} {:?}",
+        answer.status,
+        answer.text()
+    );
+}
