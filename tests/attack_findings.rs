@@ -432,3 +432,149 @@ fn a_200_challenge_page_does_not_lift_robots_txt() {
         answer.text()
     );
 }
+
+// ------------------------------------------------------------------------------------------------
+// 4. The admin listener: no connection cap and no header deadline.
+
+/// A robotsguard started under `prlimit --nofile=N:N`, killed on drop.
+struct Limited {
+    child: std::process::Child,
+    listen: SocketAddr,
+    admin: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Limited {
+    fn start(body: &str, nofile: u32) -> Limited {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let listen = SocketAddr::from(([127, 0, 0, 1], support::free_port()));
+        let admin = SocketAddr::from(([127, 0, 0, 1], support::free_port()));
+        let config = format!("listen: [\"{listen}\"]\nadmin: \"{admin}\"\nthreads: 1\n{body}");
+        let path = dir.path().join("robotsguard.yaml");
+        std::fs::write(&path, config).expect("config written");
+        let log = std::fs::File::create(dir.path().join("stderr.log")).expect("log file");
+        let child = std::process::Command::new("prlimit")
+            .arg(format!("--nofile={nofile}:{nofile}"))
+            .arg(env!("CARGO_BIN_EXE_robotsguard"))
+            .args(["serve", "--config"])
+            .arg(&path)
+            .arg("--upgrade-socket")
+            .arg(dir.path().join("upgrade.sock"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("prlimit runs robotsguard");
+        let limited = Limited {
+            child,
+            listen,
+            admin,
+            _dir: dir,
+        };
+        assert!(
+            wait_until(20, || http_status(limited.admin, "/readyz") == 200),
+            "robotsguard did not become ready"
+        );
+        limited
+    }
+}
+
+impl Drop for Limited {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The status of `GET target` (0 when there is no answer within 3 s).
+fn http_status(addr: SocketAddr, target: &str) -> u16 {
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_secs(3)) else {
+        return 0;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(3)));
+    let request =
+        format!("GET {target} HTTP/1.1\r\nHost: {HOST}\r\nUser-Agent: {BROWSER}\r\nConnection: close\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return 0;
+    }
+    let mut head = [0u8; 12];
+    match stream.read_exact(&mut head) {
+        Ok(()) => status_of(&head),
+        Err(_) => 0,
+    }
+}
+
+/// **Attack:** open idle connections to the admin listener (reachable by anything in the
+/// cluster that the NetworkPolicy lets through, and by anyone when `admin` is bound to a public
+/// address) and send nothing, or a byte a minute.
+///
+/// The proxy listener is capped (`limits.max_connections`, sized to half of the descriptors left
+/// after a reserve) and has a header deadline; the admin listener is pingora's plain HTTP server
+/// with neither: each connection lives 60 s per read (pingora's default), forever when trickled,
+/// and they all share the process's descriptors. Once they are used up, `accept()` fails with
+/// EMFILE on *every* listener and upstream connects fail.
+///
+/// **Impact:** the proxy stops serving (every client times out) and `/healthz` stops answering,
+/// from a few hundred sockets at a 1024 limit (`max_connections` was 384). Safe: cap the admin
+/// listener's connections (a few dozen suffice for probes and scrapes) and apply
+/// `limits.header_timeout` to it; keep its descriptors inside the reserve.
+#[test]
+fn idle_admin_connections_do_not_take_the_proxy_down() {
+    let origin = Origin::start();
+    let limited = Limited::start(&site(&origin, HOST, ""), 1024);
+    assert_eq!(http_status(limited.listen, "/page"), 200);
+    let mut idle = Vec::new();
+    for _ in 0..1000 {
+        match TcpStream::connect_timeout(&limited.admin, Duration::from_secs(1)) {
+            Ok(stream) => idle.push(stream),
+            Err(_) => break,
+        }
+    }
+    thread::sleep(Duration::from_millis(500));
+    let proxy_status = http_status(limited.listen, "/page");
+    let health = http_status(limited.admin, "/healthz");
+    drop(idle);
+    assert_eq!(
+        (proxy_status, health),
+        (200, 200),
+        "1000 idle admin connections left the proxy answering {proxy_status} and /healthz {health} \
+         (0: no answer)"
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
+// 5. Log volume: the method is logged whole.
+
+/// **Attack:** send requests whose method is a 20 KB token (any `tchar` run is a valid method;
+/// pingora accepts it and robotsguard proxies it).
+///
+/// The access log cuts the User-Agent at 256 bytes and the path at 1 KiB, but writes the method
+/// whole, in both formats; the "blocked" line does too. Each request writes a line as long as
+/// the request head allows (32 KiB by default), ~25 times what the cuts otherwise allow, and access
+/// lines are never rate-limited.
+///
+/// **Impact:** log flooding (disk, log shipping cost) at the rate of requests. Safe: cut the
+/// method like other client text (or log unknown methods as `OTHER`).
+#[test]
+fn a_huge_method_does_not_make_a_huge_log_line() {
+    let origin = Origin::start();
+    let proxy = Proxy::start(&format!(
+        "access_log: {{format: text}}\n{}",
+        site(&origin, HOST, "")
+    ));
+    let method = "X".repeat(20_000);
+    let request = format!("{method} /page HTTP/1.1\r\nHost: {HOST}\r\nConnection: close\r\n\r\n");
+    let _ = proxy.raw(request.as_bytes());
+    assert!(wait_until(5, || proxy.stderr().contains(" access ")));
+    let longest = proxy
+        .stderr()
+        .lines()
+        .filter(|line| line.contains(" access "))
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    assert!(
+        longest < 4096,
+        "one request wrote an access line of {longest} bytes"
+    );
+}
