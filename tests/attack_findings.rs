@@ -446,10 +446,32 @@ struct Limited {
 
 impl Limited {
     fn start(body: &str, nofile: u32) -> Limited {
+        Limited::launch(body, nofile, "")
+    }
+
+    /// With a TLS listener on `tls_port` too.
+    fn start_with_tls(
+        body: &str,
+        nofile: u32,
+        tls_port: u16,
+        cert: &std::path::Path,
+        key: &std::path::Path,
+    ) -> Limited {
+        let tls = format!(
+            ", {{address: \"127.0.0.1:{tls_port}\", tls: {{cert: \"{}\", key: \"{}\"}}}}",
+            cert.display(),
+            key.display()
+        );
+        Limited::launch(body, nofile, &tls)
+    }
+
+    fn launch(body: &str, nofile: u32, more_listeners: &str) -> Limited {
         let dir = tempfile::tempdir().expect("temp dir");
         let listen = SocketAddr::from(([127, 0, 0, 1], support::free_port()));
         let admin = SocketAddr::from(([127, 0, 0, 1], support::free_port()));
-        let config = format!("listen: [\"{listen}\"]\nadmin: \"{admin}\"\nthreads: 1\n{body}");
+        let config = format!(
+            "listen: [\"{listen}\"{more_listeners}]\nadmin: \"{admin}\"\nthreads: 1\n{body}"
+        );
         let path = dir.path().join("robotsguard.yaml");
         std::fs::write(&path, config).expect("config written");
         let log = std::fs::File::create(dir.path().join("stderr.log")).expect("log file");
@@ -576,5 +598,82 @@ fn a_huge_method_does_not_make_a_huge_log_line() {
     assert!(
         longest < 4096,
         "one request wrote an access line of {longest} bytes"
+    );
+}
+
+/// A self-signed certificate for `shop.example` in `dir`: (cert, key).
+fn certificate(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"])
+        .args(["-subj", "/CN=shop.example", "-addext", "subjectAltName=DNS:shop.example"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("openssl runs");
+    assert!(made.success(), "openssl made no certificate");
+    (cert, key)
+}
+
+/// **Attack:** open TCP connections to a TLS listener and never send a ClientHello.
+///
+/// `limits.max_connections` is counted in the edge application, which pingora calls only after
+/// the TLS handshake (and, with `proxy_protocol`, after the PROXY header read before it). A
+/// connection that never completes its handshake is held for pingora's 60 s handshake timeout
+/// without counting against the cap, and there is no limit on how many there are: the README's
+/// "connections in all are bounded" does not hold for TLS listeners, and the descriptors reserved
+/// for upstreams and robots.txt fetches are consumed too.
+///
+/// **Impact:** with `nofile` 1024 (`max_connections` 384) 1000 silent sockets to the TLS port make
+/// `accept()` fail with EMFILE on every listener: the plain listener, TLS clients and `/healthz`
+/// all stop answering for as long as the attacker keeps re-opening them (every 60 s). The same
+/// number of sockets on the plain listener is refused by the cap and harms nobody. Safe: take the
+/// connection permit before the TLS handshake (pingora's pre-TLS hook runs per connection) and
+/// bound the handshake by `limits.header_timeout`.
+#[test]
+fn silent_tls_handshakes_count_against_max_connections() {
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (cert, key) = certificate(dir.path());
+    let tls_port = support::free_port();
+    let body = site(&origin, HOST, "");
+    // A TLS listener next to the plain one.
+    let limited = Limited::start_with_tls(&body, 1024, tls_port, &cert, &key);
+    assert_eq!(http_status(limited.listen, "/page"), 200);
+    // Control: as many silent connections on the plain listener meet the cap and harm nobody
+    // else (the test process itself has descriptors to spare).
+    let mut plain_silent = Vec::new();
+    for _ in 0..1000 {
+        match TcpStream::connect_timeout(&limited.listen, Duration::from_secs(1)) {
+            Ok(stream) => plain_silent.push(stream),
+            Err(_) => break,
+        }
+    }
+    thread::sleep(Duration::from_millis(500));
+    assert_eq!(plain_silent.len(), 1000);
+    assert_eq!(http_status(limited.admin, "/healthz"), 200, "control failed");
+    drop(plain_silent);
+    assert!(wait_until(10, || http_status(limited.listen, "/page") == 200));
+    let tls = SocketAddr::from(([127, 0, 0, 1], tls_port));
+    let mut silent = Vec::new();
+    for _ in 0..1000 {
+        match TcpStream::connect_timeout(&tls, Duration::from_secs(1)) {
+            Ok(stream) => silent.push(stream),
+            Err(_) => break,
+        }
+    }
+    thread::sleep(Duration::from_millis(500));
+    let plain = http_status(limited.listen, "/page");
+    let health = http_status(limited.admin, "/healthz");
+    drop(silent);
+    assert_eq!(
+        (plain, health),
+        (200, 200),
+        "1000 silent TLS connections left the plain listener answering {plain} and /healthz \
+         {health} (0: no answer)"
     );
 }
