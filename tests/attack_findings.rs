@@ -677,3 +677,93 @@ fn silent_tls_handshakes_count_against_max_connections() {
          {health} (0: no answer)"
     );
 }
+
+// ------------------------------------------------------------------------------------------------
+// 6. Client-address headers spelt with underscores.
+
+/// A WSGI app under Python's own `wsgiref` server that answers with what it sees as the client's
+/// forwarding headers. CGI-style servers (wsgiref, gunicorn before 22, PHP's CGI SAPI) map a
+/// header name to `HTTP_` + upper-case with `-` → `_`, so `X_Forwarded_For` and
+/// `X-Forwarded-For` both land in `HTTP_X_FORWARDED_FOR` (joined with a comma).
+struct Wsgi {
+    child: std::process::Child,
+    addr: SocketAddr,
+}
+
+const WSGI_APP: &str = r#"
+import sys
+from wsgiref.simple_server import make_server, WSGIRequestHandler
+class Quiet(WSGIRequestHandler):
+    def log_message(self, *args): pass
+def app(env, start):
+    body = ("XFF=%s REALIP=%s" % (env.get("HTTP_X_FORWARDED_FOR"), env.get("HTTP_X_REAL_IP"))).encode()
+    start("200 OK", [("content-type", "text/plain"), ("content-length", str(len(body)))])
+    return [body]
+make_server("127.0.0.1", int(sys.argv[1]), app, handler_class=Quiet).serve_forever()
+"#;
+
+impl Wsgi {
+    fn start() -> Wsgi {
+        let port = support::free_port();
+        let child = std::process::Command::new("python3")
+            .args(["-c", WSGI_APP, &port.to_string()])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("python3 runs");
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        assert!(
+            wait_until(10, || TcpStream::connect(addr).is_ok()),
+            "the WSGI origin did not start"
+        );
+        Wsgi { child, addr }
+    }
+}
+
+impl Drop for Wsgi {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// **Attack:** an untrusted client sends `X_Forwarded_For: 203.0.113.66` and
+/// `X_Real_IP: 203.0.113.66` (underscores instead of hyphens).
+///
+/// robotsguard replaces `X-Forwarded-For` and removes `X-Real-IP`, `Forwarded`, … by exact name,
+/// so the underscore spellings reach the origin untouched. A CGI-style server merges them with
+/// the real ones: the app reads `HTTP_X_FORWARDED_FOR = "203.0.113.66,<real client>"` (the
+/// leftmost entry, which most apps take as the client, is the attacker's choice) and
+/// `HTTP_X_REAL_IP = "203.0.113.66"` (robotsguard never sends one, so it is entirely forged).
+/// Checked by hand with gunicorn 21.2 too: same result.
+///
+/// **Impact:** the README's "headers through which a client could claim another address are
+/// removed" does not hold for such origins: their IP allow-lists, rate limits and audit logs
+/// take the forged address. (nginx and Apache in front of the app drop underscore headers by
+/// default; Python WSGI servers, gunicorn < 22 and CGI setups do not.) Safe: compare header
+/// names with `_` read as `-` (and remove any such spelling of the headers robotsguard manages),
+/// or drop headers with underscores in their names, as nginx does.
+#[test]
+fn underscore_spellings_of_client_address_headers_do_not_reach_the_origin() {
+    let app = Wsgi::start();
+    let config = format!(
+        "origins:\n  - name: shop\n    hosts: [\"{HOST}\"]\n    upstream: \"{}\"\n",
+        app.addr
+    );
+    let proxy = Proxy::start(&config);
+    let request = format!(
+        "GET / HTTP/1.1\r\nHost: {HOST}\r\nUser-Agent: {BROWSER}\r\n\
+         X_Forwarded_For: 203.0.113.66\r\nX_Real_IP: 203.0.113.66\r\n\
+         X-Forwarded-For: 198.51.100.1\r\nX-Real-IP: 198.51.100.1\r\nConnection: close\r\n\r\n"
+    );
+    let answer = proxy.raw(request.as_bytes()).expect("an answer");
+    let seen = answer.text();
+    assert_eq!(answer.status, 200, "{seen}");
+    // The hyphenated spellings are handled: 198.51.100.1 never gets through.
+    assert!(!seen.contains("198.51.100.1"), "{seen}");
+    assert!(
+        !seen.contains("203.0.113.66"),
+        "the app behind robotsguard took a client-chosen address: {seen}"
+    );
+}
