@@ -767,3 +767,50 @@ fn underscore_spellings_of_client_address_headers_do_not_reach_the_origin() {
         "the app behind robotsguard took a client-chosen address: {seen}"
     );
 }
+
+// ------------------------------------------------------------------------------------------------
+// 7. A client that stops reading its answer holds the connection without limit.
+
+/// **Attack:** ask for any large allowed resource (an image, a PDF, a video) and never read
+/// the answer.
+///
+/// pingora writes downstream with no write timeout (its default, which robotsguard keeps), and
+/// none of `limits.*` covers a response that makes no progress: the connection and its permit in
+/// `limits.max_connections` are held for as long as the client keeps the socket open, while
+/// every other kind of slow client (head, body, idle) is cut off by a deadline.
+///
+/// **Impact:** a slow-read attack: zero-window sockets keep the proxy at its connection cap for as
+/// long as the attacker likes (here `max_connections: 1` and every limit 2 s: a browser is still
+/// locked out 15 s later). Safe: a downstream write timeout (pingora's `set_write_timeout`, or
+/// `set_min_send_rate`), e.g. `limits.idle_timeout` without progress.
+#[test]
+fn a_client_that_stops_reading_is_cut_off() {
+    let origin = Origin::start();
+    // 8 MiB: the origin hands it all to robotsguard's side of the connection at once (socket
+    // buffers), so the origin is done and never times out; only the client-side write waits.
+    let big = "x".repeat(8 * 1024 * 1024);
+    origin.route("/video.bin", 200, &big);
+    let config = format!(
+        "limits: {{header_timeout: 2s, idle_timeout: 2s, body_timeout: 2s, max_connections: 1}}\n\
+         defaults:\n  upstream_timeouts: {{connect: 2s, read: 2s, write: 2s, idle: 2s}}\n{}",
+        site(&origin, HOST, "")
+    );
+    let proxy = Proxy::start(&config);
+    let mut reader_that_never_reads = TcpStream::connect(proxy.addr).expect("connects");
+    let request = format!(
+        "GET /video.bin HTTP/1.1\r\nHost: {HOST}\r\nUser-Agent: {BROWSER}\r\nConnection: close\r\n\r\n"
+    );
+    reader_that_never_reads
+        .write_all(request.as_bytes())
+        .expect("request written");
+    // Read nothing for 15 s: far beyond every configured limit (2 s).
+    thread::sleep(Duration::from_secs(15));
+    let open = metric(&proxy.metrics(), "robotsguard_downstream_connections", &[]);
+    let browser = http_status(proxy.addr, "/page");
+    drop(reader_that_never_reads);
+    assert!(
+        open == 0.0 && browser == 200,
+        "a client that read nothing for 15 s (every limit 2 s) still held its connection \
+         (open connections: {open}); a browser got {browser} (0: refused, max_connections: 1)"
+    );
+}
