@@ -398,31 +398,40 @@ fn a_waf_block_longer_than_a_minute_does_not_lift_robots_txt() {
 ///
 /// A 2xx is parsed as robots.txt whatever it is: an HTML page has no rules, so the copy with
 /// rules is replaced at once by "allow everything" — no confirmation, no 24 h keep — until the
-/// next refresh (5 min by default).
+/// next refresh (5 min by default). The attacker does not even have to wait for the refresh
+/// schedule: its own `GET /robots.txt` through the proxy receives the challenge page, a 200 whose
+/// body differs from the copy in force, which makes robotsguard refresh early (5 s later) — into
+/// the same challenge.
 ///
-/// **Impact:** attacker-triggered fail-open wherever the fetch can be made to get a 200 page that
-/// is not robots.txt. Safe: while a copy with rules is in force, a 2xx that is not `text/plain`
-/// (or looks like HTML: `<!DOCTYPE`, `<html`) and yields no rule should be kept as suspect and
-/// confirmed like a 4xx, not believed at once.
+/// **Impact:** attacker-timed fail-open, with default settings, wherever the fetch can be made to
+/// get a 200 page that is not robots.txt. Safe: while a copy with rules is in force, a 2xx that
+/// is not `text/plain` (or looks like HTML: `<!DOCTYPE`, `<html`) and yields no rule should be
+/// kept as suspect and confirmed like a 4xx; and a client-seen body should only hint a refresh
+/// when it is plain text.
 #[test]
 fn a_200_challenge_page_does_not_lift_robots_txt() {
     let origin = Switchable::start(200, "text/plain", ROBOTS_WITH_RULES);
+    // Default refresh (5 min): only the client's hint brings the next fetch forward.
     let config = format!(
-        "origins:\n  - name: shop\n    hosts: [\"{HOST}\"]\n    upstream: \"{}\"\n    robots: {{source: origin, refresh: 2s}}\n",
+        "origins:\n  - name: shop\n    hosts: [\"{HOST}\"]\n    upstream: \"{}\"\n",
         origin.addr
     );
     let proxy = Proxy::start(&config);
     assert_eq!(proxy.get(HOST, "/private/report.html", GPTBOT).status, 403);
     let before = fetches(&proxy, "ok");
+    // Under the flood, the bot filter in front of the origin challenges robotsguard's address.
     origin.set(
         200,
         "text/html; charset=utf-8",
         "<!DOCTYPE html><html><head><title>Just a moment...</title></head>\
          <body><noscript>Enable JavaScript and cookies to continue</noscript></body></html>",
     );
-    assert!(wait_until(15, || fetches(&proxy, "ok") > before));
-    // The challenge is still served to robotsguard's own fetcher (`robotsguard/…` is the kind of
-    // unknown automation a bot filter challenges, while it lets a verified crawler through).
+    // The attacker reads /robots.txt through the proxy: a 200 that differs from the copy.
+    assert_eq!(proxy.get(HOST, "/robots.txt", BROWSER).status, 200);
+    assert!(
+        wait_until(15, || fetches(&proxy, "ok") > before),
+        "no early refresh"
+    );
     let answer = proxy.get(HOST, "/private/report.html", GPTBOT);
     assert_eq!(
         answer.status,
