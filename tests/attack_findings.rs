@@ -823,3 +823,53 @@ fn a_client_that_stops_reading_is_cut_off() {
          (open connections: {open}); a browser got {browser} (0: refused, max_connections: 1)"
     );
 }
+
+// ------------------------------------------------------------------------------------------------
+// 8. `forward: original`: the robots.txt shortcut is taken on one reading only.
+
+/// **Attack:** with `paths.forward: original`, request `//robots.txt` (or `/\robots.txt`,
+/// `//robots.txt?…`).
+///
+/// robotsguard lets "`/robots.txt`" through before anything else, but checks that on the
+/// canonical reading alone (`is_robots_txt(&readings.canonical)`), where `//robots.txt` is
+/// `/robots.txt`. It then forwards the client's bytes, and an app that parses targets as Node's
+/// `new URL(req.url, base)` does reads `//robots.txt` as host `robots.txt` and path `/`: the
+/// home page. The README promises that with `original` "the decision is the most restrictive
+/// over every reading an origin could take", naming exactly this WHATWG reading (exempt paths do
+/// check every reading; the robots.txt shortcut does not).
+///
+/// **Impact:** under `Disallow: /` (or `policy` `block`), the site's root page, and with a query
+/// anything a query-routed app serves at `/`, reaches any crawler. Checked by hand against a real
+/// Node 20 static server as well. Safe: take the shortcut only when every reading is
+/// `/robots.txt`.
+#[test]
+fn robots_txt_shortcut_holds_for_every_reading_with_original_forwarding() {
+    use support::whatwg::WhatwgOrigin;
+    const HOME: &[u8] = b"HOME PAGE, disallowed to GPTBot";
+    let origin = WhatwgOrigin::start(&[
+        ("", HOME),
+        ("robots.txt", b"User-agent: GPTBot\nDisallow: /\n"),
+    ]);
+    let config = format!(
+        "origins:\n  - name: shop\n    hosts: [\"{HOST}\"]\n    upstream: \"{}\"\n    paths: {{forward: original}}\n",
+        origin.addr()
+    );
+    let proxy = Proxy::start(&config);
+    assert_eq!(proxy.get(HOST, "/", GPTBOT).status, 403);
+    let mut leaked = Vec::new();
+    for target in ["//robots.txt", "/\\robots.txt", "//robots.txt?page_id=2"] {
+        let request = format!(
+            "GET {target} HTTP/1.1\r\nHost: {HOST}\r\nUser-Agent: {GPTBOT}\r\nConnection: close\r\n\r\n"
+        );
+        if let Ok(answer) = proxy.raw(request.as_bytes()) {
+            if answer.body.windows(HOME.len()).any(|w| w == HOME) {
+                leaked.push(format!("{target} -> {}", answer.status));
+            }
+        }
+    }
+    assert!(
+        leaked.is_empty(),
+        "GPTBot (Disallow: /) got the home page: {leaked:?}; the origin resolved {:?}",
+        origin.received()
+    );
+}
