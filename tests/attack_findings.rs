@@ -1,11 +1,32 @@
 //! Attacks that still work against the hardened proxy (a security review of 86f2752).
 //!
 //! Each test asserts the SAFE behaviour, so it FAILS while the weakness is there. They run the
-//! real `robotsguard` binary against real origins on loopback (the harness origin, which records
-//! the exact target it was sent, and small scripted origins where a particular answer is needed).
+//! real `robotsguard` binary against real origins on loopback: the harness origin (which records
+//! the exact target it was sent), the harness's WHATWG (`new URL`) origin, Python's `wsgiref`
+//! WSGI server, and small scripted origins where a particular answer is needed.
+//!
+//! 1. `a_blocked_request_body_is_drained_without_the_body_deadline`: answered requests (blocks,
+//!    refusals) drain their body with no `limits.body_timeout`: connections held indefinitely.
+//! 2. `robots_txt_with_a_query_is_not_a_way_past_disallow_and_block`,
+//!    `robots_txt_with_another_method_is_not_proxied_for_a_blocked_crawler`,
+//!    `an_exempt_path_with_a_query_is_not_a_way_past_block`: "/robots.txt always passes" and
+//!    exempt paths pass with any query (and any method): WordPress `?rest_route=` reads all.
+//! 3. `a_waf_block_longer_than_a_minute_does_not_lift_robots_txt`,
+//!    `a_200_challenge_page_does_not_lift_robots_txt`: attacker-provoked robots.txt outcomes
+//!    that lift the rules.
+//! 4. `idle_admin_connections_do_not_take_the_proxy_down`,
+//!    `silent_tls_handshakes_count_against_max_connections`: descriptors used up outside the
+//!    connection cap; every listener stops.
+//! 5. `a_huge_method_does_not_make_a_huge_log_line`: the method is logged uncut.
+//! 6. `underscore_spellings_of_client_address_headers_do_not_reach_the_origin`: `X_Real_IP`,
+//!    `X_Forwarded_For` reach CGI-style origins as the client's address.
+//! 7. `a_client_that_stops_reading_is_cut_off`: no downstream write timeout (slow read).
+//! 8. `robots_txt_shortcut_holds_for_every_reading_with_original_forwarding`: with
+//!    `forward: original`, `//robots.txt` is "robots.txt" to robotsguard and `/` to a WHATWG app.
 //!
 //! Every loop is bounded in iterations and time; the slowest test (a WAF block that outlasts the
-//! one-minute 4xx confirmation) takes about 80 s.
+//! one-minute 4xx confirmation) takes about 80 s. Two tests need `prlimit` and `openssl`, one
+//! needs `python3`.
 
 mod support;
 
@@ -141,7 +162,8 @@ fn a_blocked_request_body_is_drained_without_the_body_deadline() {
         assert!(
             closed.is_some_and(|after| after < Duration::from_secs(6)),
             "a trickled body of an answered request kept its connection open past \
-             body_timeout (2 s): closed after {closed_after:?}"
+             body_timeout (2 s): closed after {closed_after:?} (None: still open at 12 s); \
+             a browser meanwhile got {browser_status} (0: refused, max_connections: 3)"
         );
     }
     assert_eq!(
@@ -180,7 +202,10 @@ fn robots_txt_with_a_query_is_not_a_way_past_disallow_and_block() {
         "    policy: {categories: {ai-training: block}}\n",
     ));
     // Plainly blocked, as it should be.
-    assert_eq!(proxy.get(HOST, "/?rest_route=/wp/v2/posts", GPTBOT).status, 403);
+    assert_eq!(
+        proxy.get(HOST, "/?rest_route=/wp/v2/posts", GPTBOT).status,
+        403
+    );
     for target in [
         "/robots.txt?rest_route=/wp/v2/posts&per_page=100",
         "/robots.txt?p=42",
@@ -223,7 +248,11 @@ fn robots_txt_with_another_method_is_not_proxied_for_a_blocked_crawler() {
         "a POST to /robots.txt?rest_route=… from a disallowed crawler reached the origin \
          ({}): {:?}",
         answer.status,
-        origin.proxied().iter().map(|r| &r.target).collect::<Vec<_>>()
+        origin
+            .proxied()
+            .iter()
+            .map(|r| &r.target)
+            .collect::<Vec<_>>()
     );
 }
 
@@ -294,7 +323,11 @@ impl Switchable {
                     let text = String::from_utf8_lossy(&head);
                     let target = text.split(' ').nth(1).unwrap_or("/").to_string();
                     let (status, content_type, body) = if target == "/robots.txt" {
-                        robots.lock().map(|r| r.clone()).unwrap_or((500, "text/plain", String::new()))
+                        robots.lock().map(|r| r.clone()).unwrap_or((
+                            500,
+                            "text/plain",
+                            String::new(),
+                        ))
                     } else {
                         (200, "text/plain", format!("origin: {target}"))
                     };
@@ -384,7 +417,8 @@ fn a_waf_block_longer_than_a_minute_does_not_lift_robots_txt() {
     let answer = proxy.get(HOST, "/private/report.html", GPTBOT);
     let (_, explain) = proxy.explain(HOST, GPTBOT, "/private/report.html");
     assert_eq!(
-        answer.status, 403,
+        answer.status,
+        403,
         "a WAF block of 70 s lifted robots.txt: GPTBot got {} {:?}; robots.txt in force: {}",
         answer.status,
         answer.text(),
@@ -614,8 +648,15 @@ fn a_huge_method_does_not_make_a_huge_log_line() {
 fn certificate(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
     let made = std::process::Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"])
-        .args(["-subj", "/CN=shop.example", "-addext", "subjectAltName=DNS:shop.example"])
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args([
+            "-subj",
+            "/CN=shop.example",
+            "-addext",
+            "subjectAltName=DNS:shop.example",
+        ])
         .arg("-keyout")
         .arg(&key)
         .arg("-out")
@@ -664,7 +705,11 @@ fn silent_tls_handshakes_count_against_max_connections() {
     }
     thread::sleep(Duration::from_millis(500));
     assert_eq!(plain_silent.len(), 1000);
-    assert_eq!(http_status(limited.admin, "/healthz"), 200, "control failed");
+    assert_eq!(
+        http_status(limited.admin, "/healthz"),
+        200,
+        "control failed"
+    );
     drop(plain_silent);
     assert!(wait_until(10, || http_status(limited.listen, "/page") == 200));
     let tls = SocketAddr::from(([127, 0, 0, 1], tls_port));
