@@ -387,3 +387,70 @@ impl ServeHttp for AdminApp {
         }
     }
 }
+
+/// Admin connections served at once. The admin endpoint serves probes and a scraper, not
+/// crowds, and its connections share the process's descriptors with the proxy's.
+const MAX_ADMIN_CONNECTIONS: usize = 64;
+
+/// How long one admin request may take, from waiting for its head to the end of its answer.
+const ADMIN_REQUEST_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The admin app behind a connection cap and a per-request deadline. When the cap is reached, a
+/// new connection closes the oldest one rather than being refused: a probe must get through
+/// even while someone holds idle connections to the admin port (closing the newest instead
+/// would let them lock probes out, and the pod be restarted for it).
+pub(crate) struct BoundedAdmin {
+    app: Arc<AdminApp>,
+    open: Mutex<AdminConnections>,
+}
+
+#[derive(Default)]
+struct AdminConnections {
+    next: u64,
+    /// Oldest first: each connection's number and how to close it.
+    live: std::collections::VecDeque<(u64, Arc<tokio::sync::Notify>)>,
+}
+
+impl BoundedAdmin {
+    pub(crate) fn new(app: AdminApp) -> BoundedAdmin {
+        BoundedAdmin {
+            app: Arc::new(app),
+            open: Mutex::new(AdminConnections::default()),
+        }
+    }
+}
+
+#[async_trait]
+impl pingora::apps::ServerApp for BoundedAdmin {
+    async fn process_new(
+        self: &Arc<Self>,
+        stream: pingora::protocols::Stream,
+        shutdown: &pingora::server::ShutdownWatch,
+    ) -> Option<pingora::protocols::Stream> {
+        let close = Arc::new(tokio::sync::Notify::new());
+        let number = {
+            let mut open = self.open.lock().ok()?;
+            if open.live.len() >= MAX_ADMIN_CONNECTIONS {
+                if let Some((_, oldest)) = open.live.pop_front() {
+                    oldest.notify_one();
+                }
+            }
+            let number = open.next;
+            open.next += 1;
+            open.live.push_back((number, close.clone()));
+            number
+        };
+        let served = tokio::select! {
+            served = tokio::time::timeout(
+                ADMIN_REQUEST_DEADLINE,
+                pingora::apps::ServerApp::process_new(&self.app, stream, shutdown),
+            ) => served.ok().flatten(),
+            // Dropping the stream closes the connection.
+            () = close.notified() => None,
+        };
+        if let Ok(mut open) = self.open.lock() {
+            open.live.retain(|(n, _)| *n != number);
+        }
+        served
+    }
+}

@@ -307,6 +307,16 @@ pub struct Readings<'a> {
     /// With `forward: original`, the other ways an origin could read the client's bytes; each
     /// is decided too and the most restrictive answer wins.
     pub others: Vec<Vec<u8>>,
+    /// The method only reads (GET or HEAD). Only reads of `/robots.txt` and of exempt paths
+    /// skip the rules: a `POST /robots.txt` is an ordinary request to the origin's app.
+    pub reads: bool,
+}
+
+impl Readings<'_> {
+    /// The canonical reading and every other one.
+    fn all(&self) -> impl Iterator<Item = &[u8]> {
+        std::iter::once(&self.canonical[..]).chain(self.others.iter().map(Vec::as_slice))
+    }
 }
 
 /// Reads a request's path and query (origin-form, as the client sent it) per an origin's
@@ -347,7 +357,11 @@ pub fn read_target(path: &[u8], paths: PathsConfig) -> Result<Readings<'_>, Refu
             }
         }
     }
-    Ok(Readings { canonical, others })
+    Ok(Readings {
+        canonical,
+        others,
+        reads: true,
+    })
 }
 
 /// Decides a request. `host` is the raw Host header or authority; `path` the request target's
@@ -362,7 +376,7 @@ pub fn decide(
     decide_for_client(snapshot, host, user_agent, path, None)
 }
 
-/// [`decide`] for a request from `client`.
+/// [`decide`] for a GET from `client`.
 pub fn decide_for_client(
     snapshot: &Snapshot,
     host: &[u8],
@@ -370,9 +384,23 @@ pub fn decide_for_client(
     path: &[u8],
     client: Option<IpAddr>,
 ) -> Result<Decision, Refused> {
+    decide_for_method(snapshot, host, user_agent, path, client, &http::Method::GET)
+}
+
+/// [`decide_for_client`] for a request with this method: only GET and HEAD read `/robots.txt`
+/// and exempt paths without the rules applying.
+pub fn decide_for_method(
+    snapshot: &Snapshot,
+    host: &[u8],
+    user_agent: &[u8],
+    path: &[u8],
+    client: Option<IpAddr>,
+    method: &http::Method,
+) -> Result<Decision, Refused> {
     let host = normalize_host(host).ok_or(Refused::UnknownHost)?;
     let origin = snapshot.origin_for(&host).ok_or(Refused::UnknownHost)?;
-    let readings = read_target(path, origin.config.paths)?;
+    let mut readings = read_target(path, origin.config.paths)?;
+    readings.reads = *method == http::Method::GET || *method == http::Method::HEAD;
     let mut decision = decide_for_origin(snapshot, origin, user_agent, &readings, client);
     if origin.config.paths.forward == Forward::Canonical && readings.canonical[..] != *path {
         decision.rewritten_target = Some(readings.canonical.into_owned());
@@ -415,16 +443,20 @@ pub fn decide_for_origin(
         decision.why = Why::ModeOff;
         return decision;
     }
-    if is_robots_txt(&readings.canonical) {
+    // `/robots.txt` and exempt paths are for reading, as they are: every reading of the target
+    // must be one, without a query (`/robots.txt?rest_route=...` is WordPress's REST API), and
+    // the method must only read.
+    if readings.reads && readings.all().all(|path| path == b"/robots.txt") {
         decision.why = Why::RobotsTxtPath;
         return decision;
     }
     // Policy, in its order: exempt paths, allowed clients, then each crawler's action (by name,
-    // else by category). A path is exempt only when every reading of it is.
+    // else by category).
     let policy = &origin.config.policy;
-    if !policy.exempt_paths.is_empty()
-        && std::iter::once(&readings.canonical[..])
-            .chain(readings.others.iter().map(Vec::as_slice))
+    if readings.reads
+        && !policy.exempt_paths.is_empty()
+        && readings
+            .all()
             .all(|path| is_exempt(&policy.exempt_paths, path))
     {
         decision.why = Why::ExemptPath;
@@ -560,11 +592,12 @@ fn set_deciding_crawler(decision: &mut Decision, identity: &Identity<'_>) {
     decision.crawler = Some(Crawler::from_identity(identity));
 }
 
-/// Whether a canonical path starts with one of the exempt prefixes.
+/// Whether a canonical path without a query starts with one of the exempt prefixes.
 fn is_exempt(prefixes: &[String], path: &[u8]) -> bool {
-    prefixes
-        .iter()
-        .any(|prefix| path.starts_with(prefix.as_bytes()))
+    !path.contains(&b'?')
+        && prefixes
+            .iter()
+            .any(|prefix| path.starts_with(prefix.as_bytes()))
 }
 
 fn record_verdict(decision: &mut Decision, verdict: &Verdict<'_>) {
@@ -583,9 +616,4 @@ fn record_verdict(decision: &mut Decision, verdict: &Verdict<'_>) {
         (Some(_), Some(_)) => Why::Rule,
         (Some(_), None) => Why::NoRuleMatched,
     };
-}
-
-fn is_robots_txt(path: &[u8]) -> bool {
-    let end = memchr::memchr(b'?', path).unwrap_or(path.len());
-    &path[..end] == b"/robots.txt"
 }

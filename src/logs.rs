@@ -25,6 +25,9 @@ pub const REQUEST_LINES_PER_SECOND: u32 = 100;
 /// Bytes of a request path written to a log line; longer paths are cut (a path is client input
 /// and may be tens of kilobytes).
 const MAX_LOGGED_PATH: usize = 1024;
+/// Bytes of a request method kept in a log line: any token is a method, and a client can send a
+/// long one.
+const MAX_LOGGED_METHOD: usize = 32;
 
 /// Lines buffered for the writer thread; when stderr falls this far behind, new lines are
 /// dropped (and counted) rather than making the proxy wait.
@@ -262,7 +265,7 @@ pub fn disallowed_request(
         crawler = decision.crawler.as_ref().map_or("", |c| c.name()),
         category = decision.category_label(),
         client = %client(),
-        method = %method,
+        method = cut(method.as_str(), MAX_LOGGED_METHOD),
         path = cut(path, MAX_LOGGED_PATH),
         line = decision.rule.as_ref().map(|r| r.line),
         rule = decision.rule.as_ref().map(|r| r.text()),
@@ -436,7 +439,7 @@ pub fn access(format: crate::config::AccessLogFormat, record: &AccessRecord<'_>)
                 "time": time,
                 "client": client,
                 "host": host,
-                "method": record.method,
+                "method": cut(record.method, MAX_LOGGED_METHOD),
                 "path": path,
                 "status": record.status,
                 "bytes": record.bytes,
@@ -456,7 +459,7 @@ pub fn access(format: crate::config::AccessLogFormat, record: &AccessRecord<'_>)
                 "{time} access client={} host=\"{}\" method={} path=\"{}\" status={} bytes={} duration_ms={duration_ms:.3} user_agent=\"{}\" origin={} crawler=\"{}\" decision={} upstream={} request_id={}",
                 client.as_deref().unwrap_or("-"),
                 quoted(&host),
-                record.method,
+                quoted(cut(record.method, MAX_LOGGED_METHOD)),
                 quoted(&path),
                 record.status,
                 record.bytes,

@@ -35,6 +35,8 @@ pub struct Metrics {
     pub open_connections: IntGauge,
     /// Downstream connections closed on arrival because `limits.max_connections` were open.
     pub connections_refused: IntCounter,
+    /// Connections waiting for a request head closed to give their slot to a new connection.
+    pub connections_evicted: IntCounter,
     /// The downstream connection cap in force.
     pub max_connections: IntGauge,
     /// 1 while an upstream address takes requests, 0 while it is skipped.
@@ -48,7 +50,7 @@ pub struct Metrics {
 }
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 23] = [
+pub const METRIC_NAMES: [&str; 24] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -67,6 +69,7 @@ pub const METRIC_NAMES: [&str; 23] = [
     "robotsguard_responses_total",
     "robotsguard_downstream_connections",
     "robotsguard_downstream_connections_refused_total",
+    "robotsguard_downstream_connections_evicted_total",
     "robotsguard_downstream_connections_max",
     "robotsguard_upstream_up",
     "robotsguard_upstream_request_duration_seconds",
@@ -229,6 +232,12 @@ impl Metrics {
         )
         .unwrap_or_else(|e| panic!("connections counter is malformed: {e}"));
         register(&registry, Box::new(connections_refused.clone()));
+        let connections_evicted = IntCounter::new(
+            "robotsguard_downstream_connections_evicted_total",
+            "Connections waiting for a request head that were closed, at limits.max_connections, to serve a new connection.",
+        )
+        .unwrap_or_else(|e| panic!("evicted connections counter is malformed: {e}"));
+        register(&registry, Box::new(connections_evicted.clone()));
         let max_connections = IntGauge::new(
             "robotsguard_downstream_connections_max",
             "The client connection cap in force (limits.max_connections).",
@@ -290,6 +299,7 @@ impl Metrics {
             responses,
             open_connections,
             connections_refused,
+            connections_evicted,
             max_connections,
             upstream_up,
             upstream_duration,
@@ -395,6 +405,7 @@ impl Metrics {
             Box::new(self.responses.clone()),
             Box::new(self.open_connections.clone()),
             Box::new(self.connections_refused.clone()),
+            Box::new(self.connections_evicted.clone()),
             Box::new(self.max_connections.clone()),
             Box::new(self.upstream_up.clone()),
             Box::new(self.upstream_duration.clone()),

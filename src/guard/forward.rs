@@ -30,15 +30,31 @@ const CLIENT_ADDRESS_HEADERS: [&str; 5] = [
 const REROUTING_HEADERS: [&str; 2] = ["x-original-url", "x-rewrite-url"];
 
 /// Removes what a client may not tell the origin: other client addresses (unless the peer is a
-/// trusted proxy, whose own headers they may be) and re-routing headers (always). One pass over
-/// the header names, since most requests carry none of them.
+/// trusted proxy, whose own headers they may be), re-routing headers (always), and underscore
+/// spellings of any of these or of the headers robotsguard sets (always: CGI-style servers such
+/// as gunicorn and wsgiref read `X_Forwarded_For` as `X-Forwarded-For`). One pass over the header
+/// names, since most requests carry none of them.
 pub(super) fn strip_client_forwarding_headers(request: &mut RequestHeader, peer_trusted: bool) {
     let mut found: Vec<http::HeaderName> = Vec::new();
     for name in request.headers.keys() {
         let name_text = name.as_str();
-        if (!peer_trusted && CLIENT_ADDRESS_HEADERS.contains(&name_text))
-            || REROUTING_HEADERS.contains(&name_text)
-        {
+        let remove = if name_text.contains('_') {
+            let dashed = name_text.replace('_', "-");
+            CLIENT_ADDRESS_HEADERS.contains(&dashed.as_str())
+                || REROUTING_HEADERS.contains(&dashed.as_str())
+                || [
+                    X_FORWARDED_FOR,
+                    X_FORWARDED_PROTO,
+                    X_FORWARDED_HOST,
+                    X_REQUEST_ID,
+                ]
+                .iter()
+                .any(|ours| ours.eq_ignore_ascii_case(&dashed))
+        } else {
+            (!peer_trusted && CLIENT_ADDRESS_HEADERS.contains(&name_text))
+                || REROUTING_HEADERS.contains(&name_text)
+        };
+        if remove {
             found.push(name.clone());
         }
     }

@@ -33,7 +33,7 @@ pub use answer::block_body;
 pub use builder::{GuardBuilder, OriginSpec};
 
 use crate::config::{AccessLogFormat, Config, ConfigErrors, RobotsSource};
-use crate::enforce::{decide_for_client, Decision, Outcome, Refused};
+use crate::enforce::{decide_for_client, decide_for_method, Decision, Outcome, Refused};
 use crate::fetch::http_peer;
 use crate::metrics::METRICS;
 use crate::state::{BuildError, Live, Snapshot};
@@ -300,7 +300,10 @@ impl Guard {
         let config = self.config();
         let mut admin = ListeningService::new(
             "robotsguard admin".to_string(),
-            crate::admin::AdminApp::new(self.live.clone(), config.admin.token_file.clone()),
+            crate::admin::BoundedAdmin::new(crate::admin::AdminApp::new(
+                self.live.clone(),
+                config.admin.token_file.clone(),
+            )),
         );
         admin.add_tcp(&config.admin.address.to_string());
         Box::new(admin)
@@ -341,6 +344,12 @@ impl Guard {
         if snapshot.config.access_log.is_some() {
             ctx.request_id = Some(request_id(session.req_header(), ctx.peer_trusted));
         }
+        // The body, whether proxied or drained after an answer of ours, must arrive within
+        // limits.body_timeout: per read, and in all for a drain (a proxied body's total is
+        // bounded in request_body_filter).
+        let limits = snapshot.config.limits;
+        session.set_read_timeout(Some(limits.body_timeout));
+        session.set_total_drain_timeout(Some(limits.body_timeout));
         let request = session.req_header();
         let mut user_agents = request.headers.get_all(http::header::USER_AGENT).iter();
         let user_agent = user_agents.next().map_or(&[][..], HeaderValue::as_bytes);
@@ -360,12 +369,13 @@ impl Guard {
             return refuse(session, 400, "unsupported request target").await;
         };
         let decision_started = Instant::now();
-        let decision = decide_for_client(
+        let decision = decide_for_method(
             &snapshot,
             request_host(request).unwrap_or_default(),
             user_agent,
             target.decided_path(),
             ctx.client,
+            &request.method,
         );
         METRICS
             .decision_duration
@@ -421,13 +431,11 @@ impl Guard {
                 decision.origin.robots.settings.source,
                 RobotsSource::Origin { .. }
             )
-            && request.uri.path() == "/robots.txt"
+            && request.raw_path() == b"/robots.txt"
         {
             ctx.robots_seen = Some(BytesMut::new());
         }
-        let limits = snapshot.config.limits;
         ctx.body_deadline = Some(Instant::now() + limits.body_timeout);
-        session.set_read_timeout(Some(limits.body_timeout));
         ctx.decision = Some(decision);
         Ok(false)
     }
@@ -582,12 +590,20 @@ impl Guard {
         if ctx.robots_seen.is_none() {
             return;
         }
-        // Only a plain 200 body can be compared with the copy in force.
+        // Only a plain-text 200 body can be compared with the copy in force: a challenge page
+        // or an error page must not make robotsguard refetch at a moment a client chose.
         let identity = response
             .headers
             .get("content-encoding")
             .is_none_or(|value| value.as_bytes().eq_ignore_ascii_case(b"identity"));
-        if response.status.as_u16() != 200 || !identity {
+        let plain_text = response
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|value| {
+                let value = value.as_bytes();
+                value.len() >= 10 && value[..10].eq_ignore_ascii_case(b"text/plain")
+            });
+        if response.status.as_u16() != 200 || !identity || !plain_text {
             ctx.robots_seen = None;
         }
     }

@@ -10,7 +10,8 @@
 //! connections (negotiated by ALPN) go to pingora's own HTTP/2 server, whose frame and header
 //! list limits apply.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -19,11 +20,11 @@ use pingora::apps::{HttpPersistentSettings, HttpServerApp, ServerApp};
 use pingora::listeners::PreTlsProcess;
 use pingora::protocols::http::ServerSession;
 use pingora::protocols::l4::stream::Stream as L4Stream;
-use pingora::protocols::{GetSocketDigest, SocketDigest, Stream, UniqueID, ALPN};
+use pingora::protocols::{GetSocketDigest, SocketDigest, Stream, UniqueID, UniqueIDType, ALPN};
 use pingora::proxy::HttpProxy;
 use pingora::server::ShutdownWatch;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use crate::proxy::RobotsGuardProxy;
@@ -46,7 +47,7 @@ const KEEPALIVE_REQUESTS: u32 = 1000;
 pub struct EdgeApp {
     proxy: Arc<HttpProxy<RobotsGuardProxy>>,
     guard: Guard,
-    connections: Arc<Semaphore>,
+    slots: Arc<Slots>,
     /// Plain listeners whose connections start with a PROXY protocol header.
     proxy_protocol: ProxyProtocolListeners,
 }
@@ -73,10 +74,6 @@ impl ProxyProtocolListeners {
                     || (listen.ip().is_unspecified()
                         && listen.is_ipv4() == local.ip().to_canonical().is_ipv4()))
         })
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
 }
 
@@ -105,51 +102,234 @@ pub fn set_peer_address<S: GetSocketDigest + UniqueID + ?Sized>(
     stream.set_socket_digest(digest);
 }
 
-/// Reads the PROXY header of a TLS listener's connection before the TLS handshake (pingora's
-/// pre-TLS hook), for the listeners that expect one.
-pub struct PreTlsProxyProtocol {
-    pub listeners: ProxyProtocolListeners,
-    pub guard: Guard,
+/// The downstream connection cap, shared by the pre-TLS hook and [`EdgeApp`].
+///
+/// When every slot is taken, a new connection closes the connection that has waited longest for
+/// a request head (an idle keep-alive, a silent or trickling client, a TLS client that never
+/// sent its ClientHello) and takes its slot, as nginx reuses idle keep-alive connections when it
+/// runs out: holding slots open then buys an attacker nothing, while connections with a request
+/// in progress are never touched.
+///
+/// A TLS connection takes its slot before its handshake (which pingora lets run for up to a
+/// minute), so connections still shaking hands count like any other; the slot is parked under
+/// the connection's descriptor until [`EdgeApp`] receives the connection.
+pub struct Slots {
+    semaphore: Arc<Semaphore>,
+    handshaking: Mutex<HashMap<UniqueIDType, (OwnedSemaphorePermit, std::time::Instant)>>,
+    waiting: Mutex<WaitingForHeads>,
 }
 
-#[async_trait]
-impl PreTlsProcess for PreTlsProxyProtocol {
-    async fn process(&self, stream: &mut L4Stream) -> pingora::Result<()> {
-        let local = stream
-            .get_socket_digest()
-            .and_then(|digest| digest.local_addr().and_then(|a| a.as_inet().copied()));
-        if !self.listeners.expects(local) {
-            return Ok(());
+/// Connections waiting for a request head, oldest first.
+#[derive(Default)]
+struct WaitingForHeads {
+    next: u64,
+    list: std::collections::VecDeque<(u64, Arc<Notify>)>,
+}
+
+/// A parked slot older than this belongs to a handshake that failed (pingora gives up on a
+/// handshake after 60 s): it is released.
+const HANDSHAKE_SLOT_LIFETIME: Duration = Duration::from_secs(75);
+
+/// How long a new connection waits for the slot of the connection it closed.
+const EVICTION_WAIT: Duration = Duration::from_millis(200);
+
+impl Slots {
+    pub fn new(max_connections: usize) -> Arc<Slots> {
+        Arc::new(Slots {
+            semaphore: Arc::new(Semaphore::new(max_connections)),
+            handshaking: Mutex::new(HashMap::new()),
+            waiting: Mutex::new(WaitingForHeads::default()),
+        })
+    }
+
+    /// A slot for a new connection: a free one, else the one of the connection that has waited
+    /// longest for a request head, which is closed. `None` when every slot is busy with a request.
+    async fn take(&self) -> Option<OwnedSemaphorePermit> {
+        if let Ok(slot) = self.semaphore.clone().try_acquire_owned() {
+            return Some(slot);
         }
-        let deadline = Instant::now() + self.guard.config().limits.header_timeout;
-        match crate::proxy_protocol::read(stream, deadline).await {
-            crate::proxy_protocol::Read::Header { source, rest } => {
-                stream.rewind(&rest);
-                if let Some(source) = source {
-                    set_peer_address(stream, source);
-                }
-                Ok(())
+        let oldest = self.waiting.lock().ok()?.list.pop_front();
+        let Some((_, close)) = oldest else {
+            METRICS.connections_refused.inc();
+            return None;
+        };
+        close.notify_one();
+        METRICS.connections_evicted.inc();
+        match tokio::time::timeout(EVICTION_WAIT, self.semaphore.clone().acquire_owned()).await {
+            Ok(Ok(slot)) => Some(slot),
+            _ => {
+                METRICS.connections_refused.inc();
+                None
             }
-            crate::proxy_protocol::Read::Failed(why) => {
-                METRICS.proxy_protocol_refused.inc();
-                pingora::Error::e_explain(pingora::ErrorType::AcceptError, why)
+        }
+    }
+
+    /// Marks the calling connection as waiting for a request head until the returned guard is
+    /// dropped; `notified()` on it completes when the connection is to be closed for a newer one.
+    fn wait_for_head(self: &Arc<Self>) -> HeadWait {
+        let close = Arc::new(Notify::new());
+        let number = match self.waiting.lock() {
+            Ok(mut waiting) => {
+                let number = waiting.next;
+                waiting.next += 1;
+                waiting.list.push_back((number, close.clone()));
+                number
+            }
+            Err(_) => u64::MAX,
+        };
+        HeadWait {
+            slots: self.clone(),
+            number,
+            close,
+        }
+    }
+
+    /// Parks `slot` for the connection with descriptor `id` until [`Slots::claim`]. A slot
+    /// already parked under `id` was left by a failed handshake on a descriptor since reused:
+    /// it is released, as are slots parked too long.
+    fn park(&self, id: UniqueIDType, slot: OwnedSemaphorePermit) {
+        let Ok(mut parked) = self.handshaking.lock() else {
+            return;
+        };
+        let now = std::time::Instant::now();
+        parked.retain(|_, (_, since)| now.duration_since(*since) < HANDSHAKE_SLOT_LIFETIME);
+        parked.insert(id, (slot, now));
+    }
+
+    /// The slot parked for descriptor `id` before its TLS handshake, if any.
+    fn claim(&self, id: UniqueIDType) -> Option<OwnedSemaphorePermit> {
+        self.handshaking
+            .lock()
+            .ok()
+            .and_then(|mut parked| parked.remove(&id))
+            .map(|(slot, _)| slot)
+    }
+}
+
+/// A connection's place among those waiting for a request head; leaves it when dropped.
+struct HeadWait {
+    slots: Arc<Slots>,
+    number: u64,
+    close: Arc<Notify>,
+}
+
+impl HeadWait {
+    /// Completes when a newer connection needs this one's slot.
+    async fn evicted(&self) {
+        self.close.notified().await;
+    }
+}
+
+impl Drop for HeadWait {
+    fn drop(&mut self) {
+        if let Ok(mut waiting) = self.slots.waiting.lock() {
+            if let Some(position) = waiting.list.iter().position(|(n, _)| *n == self.number) {
+                waiting.list.remove(position);
             }
         }
     }
 }
 
+/// Before a TLS handshake (pingora's pre-TLS hook): takes the connection's slot, reads its PROXY
+/// header on listeners that expect one, and waits for the TLS ClientHello within
+/// `limits.header_timeout`, so a silent connection is closed then instead of after pingora's
+/// minute-long handshake timeout.
+pub struct PreTls {
+    pub proxy_protocol: ProxyProtocolListeners,
+    pub guard: Guard,
+    pub slots: Arc<Slots>,
+}
+
+#[async_trait]
+impl PreTlsProcess for PreTls {
+    async fn process(&self, stream: &mut L4Stream) -> pingora::Result<()> {
+        let Some(slot) = self.slots.take().await else {
+            return pingora::Error::e_explain(
+                pingora::ErrorType::AcceptError,
+                "limits.max_connections reached",
+            );
+        };
+        let wait = self.slots.wait_for_head();
+        let deadline = Instant::now() + self.guard.config().limits.header_timeout;
+        let local = stream
+            .get_socket_digest()
+            .and_then(|digest| digest.local_addr().and_then(|a| a.as_inet().copied()));
+        let mut start = BytesMut::new();
+        if self.proxy_protocol.expects(local) {
+            match crate::proxy_protocol::read(stream, deadline).await {
+                crate::proxy_protocol::Read::Header { source, rest } => {
+                    if let Some(source) = source {
+                        set_peer_address(stream, source);
+                    }
+                    start = rest;
+                }
+                crate::proxy_protocol::Read::Failed(why) => {
+                    METRICS.proxy_protocol_refused.inc();
+                    return pingora::Error::e_explain(pingora::ErrorType::AcceptError, why);
+                }
+            }
+        }
+        let hello = tokio::select! {
+            hello = read_client_hello(stream, &mut start, deadline) => hello,
+            () = wait.evicted() => Err("closed for a newer connection (limits.max_connections)"),
+        };
+        drop(wait);
+        if let Err(why) = hello {
+            return pingora::Error::e_explain(pingora::ErrorType::AcceptError, why);
+        }
+        stream.rewind(&start);
+        self.slots.park(stream.id(), slot);
+        Ok(())
+    }
+}
+
+/// A TLS record header: content type, version, length.
+const TLS_RECORD_HEADER: usize = 5;
+/// TLS handshake records' content type.
+const TLS_HANDSHAKE: u8 = 22;
+/// The largest TLS plaintext record (2^14 bytes) and its header.
+const MAX_CLIENT_HELLO_RECORD: usize = TLS_RECORD_HEADER + (1 << 14);
+
+/// Reads into `buf` (which may already hold bytes) until it holds the connection's first TLS
+/// record, the ClientHello, or `deadline` passes. Anything that is not a TLS handshake record is
+/// left for the handshake to refuse.
+async fn read_client_hello(
+    stream: &mut L4Stream,
+    buf: &mut BytesMut,
+    deadline: Instant,
+) -> Result<(), &'static str> {
+    loop {
+        if buf.len() >= TLS_RECORD_HEADER {
+            if buf[0] != TLS_HANDSHAKE {
+                return Ok(());
+            }
+            let length = usize::from(u16::from_be_bytes([buf[3], buf[4]]));
+            if buf.len() >= (TLS_RECORD_HEADER + length).min(MAX_CLIENT_HELLO_RECORD) {
+                return Ok(());
+            }
+        }
+        buf.reserve(4096);
+        match tokio::time::timeout_at(deadline, stream.read_buf(buf)).await {
+            Ok(Ok(0)) => return Err("closed before its TLS ClientHello"),
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) => return Err("read error before its TLS ClientHello"),
+            Err(_) => return Err("no TLS ClientHello within limits.header_timeout"),
+        }
+    }
+}
+
 impl EdgeApp {
-    /// `max_connections`: downstream connections served at once; more are closed on arrival.
+    /// `slots`: downstream connections served at once; more are closed on arrival.
     pub fn new(
         proxy: HttpProxy<RobotsGuardProxy>,
         guard: Guard,
-        max_connections: usize,
+        slots: Arc<Slots>,
         proxy_protocol: ProxyProtocolListeners,
     ) -> EdgeApp {
         EdgeApp {
             proxy: Arc::new(proxy),
             guard,
-            connections: Arc::new(Semaphore::new(max_connections)),
+            slots,
             proxy_protocol,
         }
     }
@@ -162,10 +342,13 @@ impl EdgeApp {
             // Limits are read per request, so a reload applies to open connections too.
             let limits = self.guard.config().limits;
             let already = start.take().unwrap_or_default();
+            let wait = self.slots.wait_for_head();
             let head = tokio::select! {
                 head = read_head(&mut stream, already, &limits, first) => head,
                 _ = wait_for_shutdown(shutdown.clone()), if !first => Head::Closed,
+                () = wait.evicted() => Head::Closed,
             };
+            drop(wait);
             let prefix = match head {
                 Head::Ready(prefix) => prefix,
                 Head::Closed => return,
@@ -208,12 +391,14 @@ impl ServerApp for EdgeApp {
         stream: Stream,
         shutdown: &ShutdownWatch,
     ) -> Option<Stream> {
-        let Ok(_permit) = self.connections.clone().try_acquire_owned() else {
-            // Closing at once keeps the process and the connections it already serves alive;
-            // a client retries, an attacker gains nothing by holding more.
-            METRICS.connections_refused.inc();
-            return None;
+        // A TLS connection's slot was taken before its handshake.
+        let slot = match self.slots.claim(stream.id()) {
+            Some(slot) => Some(slot),
+            None => self.slots.take().await,
         };
+        // Without one, closing at once keeps the process and the connections it already serves
+        // alive; a client retries.
+        let _slot = slot?;
         METRICS.open_connections.inc();
         let _open = scopeguard(|| METRICS.open_connections.dec());
         let mut stream = stream;

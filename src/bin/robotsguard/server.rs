@@ -23,7 +23,7 @@ use robotsguard::config::{Config, RobotsSource};
 use robotsguard::guard::Guard;
 use robotsguard::metrics::METRICS;
 
-use crate::edge::{EdgeApp, PreTlsProxyProtocol, ProxyProtocolListeners};
+use crate::edge::{EdgeApp, PreTls, ProxyProtocolListeners, Slots};
 use crate::proxy::RobotsGuardProxy;
 
 /// Options of `serve` that are not part of the config file.
@@ -345,21 +345,18 @@ pub fn build_after(
             .map(|l| l.address)
             .collect(),
     );
-    let edge = EdgeApp::new(
-        proxy,
-        guard.clone(),
-        max_connections,
-        proxy_protocol.clone(),
-    );
+    let slots = Slots::new(max_connections);
+    let edge = EdgeApp::new(proxy, guard.clone(), slots.clone(), proxy_protocol.clone());
     let mut proxy_service = ListeningService::new("robotsguard proxy".to_string(), edge);
-    if !proxy_protocol.is_empty() {
-        proxy_service
-            .endpoints()
-            .set_pre_tls_callback(Arc::new(PreTlsProxyProtocol {
-                listeners: proxy_protocol,
-                guard: guard.clone(),
-            }));
-    }
+    // Runs for TLS listeners only: their connections take a slot and show a ClientHello before
+    // the handshake.
+    proxy_service
+        .endpoints()
+        .set_pre_tls_callback(Arc::new(PreTls {
+            proxy_protocol,
+            guard: guard.clone(),
+            slots,
+        }));
     for listener in &config.listen {
         let address = listener.address.to_string();
         // A smaller read buffer than pingora's 64 KiB: each open connection holds one, and a
