@@ -18,6 +18,7 @@ mod describe;
 mod identify;
 mod memo;
 mod robots_tokens;
+mod verdicts;
 mod words;
 
 pub use catalogue::{
