@@ -344,8 +344,12 @@ struct Relevant {
 }
 
 impl Relevant {
-    /// What a change to `path` does to the config, if anything.
-    fn classify(&self, path: &Path, change: Change) -> Option<Change> {
+    /// What a change to `path` does to the config, if anything. No path: events were lost, so
+    /// the config may have changed.
+    fn classify(&self, path: Option<&Path>, change: Change) -> Option<Change> {
+        let Some(path) = path else {
+            return Some(Change::Written);
+        };
         let name = path.file_name()?;
         if self.names.contains(name) {
             return Some(change);
@@ -424,7 +428,7 @@ impl ConfigWatcher {
                 continue;
             }
             let (relevant, pending) = (self.relevant.clone(), self.pending.clone());
-            let sink = Box::new(move |path: &Path, change: Change| {
+            let sink = Box::new(move |path: Option<&Path>, change: Change| {
                 let change = relevant
                     .read()
                     .ok()
@@ -564,7 +568,7 @@ mod tests {
         let r = relevant(&["robotsguard.yaml"]);
         let config = Path::new("/etc/rg/robotsguard.yaml");
         for change in [Change::Replaced, Change::Written] {
-            assert_eq!(r.classify(config, change), Some(change));
+            assert_eq!(r.classify(Some(config), change), Some(change));
         }
     }
 
@@ -572,9 +576,18 @@ mod tests {
     fn a_rename_onto_data_replaces_the_config() {
         let r = relevant(&["robotsguard.yaml"]);
         let data = Path::new("/etc/rg/..data");
-        assert_eq!(r.classify(data, Change::Replaced), Some(Change::Replaced));
+        assert_eq!(
+            r.classify(Some(data), Change::Replaced),
+            Some(Change::Replaced)
+        );
         // `..data` going away (the source end of a rename) is not the swap itself.
-        assert_eq!(r.classify(data, Change::Written), None);
+        assert_eq!(r.classify(Some(data), Change::Written), None);
+    }
+
+    #[test]
+    fn lost_events_may_have_changed_the_config() {
+        let r = relevant(&["robotsguard.yaml"]);
+        assert_eq!(r.classify(None, Change::Written), Some(Change::Written));
     }
 
     #[test]
@@ -587,7 +600,7 @@ mod tests {
             "/etc/rg/..2024_01_01_00_00_00.1",
         ] {
             for change in [Change::Replaced, Change::Written] {
-                assert_eq!(r.classify(Path::new(path), change), None, "{path}");
+                assert_eq!(r.classify(Some(Path::new(path)), change), None, "{path}");
             }
         }
     }

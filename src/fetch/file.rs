@@ -109,7 +109,7 @@ impl FileWatcher {
         if first {
             let subscribers = self.subscribers.clone();
             let watched = directory.clone();
-            let sink = Box::new(move |_: &Path, change: Change| {
+            let sink = Box::new(move |_: Option<&Path>, change: Change| {
                 let Ok(mut subscribers) = subscribers.lock() else {
                     return;
                 };

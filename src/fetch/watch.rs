@@ -149,8 +149,9 @@ impl Debouncer {
     }
 }
 
-/// Receives each change in a watched directory: the path and what happened to it.
-pub type Sink = Box<dyn Fn(&Path, Change) + Send + Sync>;
+/// Receives each change in a watched directory: the path and what happened to it. No path means
+/// events were lost (the kernel's queue overflowed) and any file may have changed.
+pub type Sink = Box<dyn Fn(Option<&Path>, Change) + Send + Sync>;
 
 /// One notify watcher over any number of directories, each with the sinks that want its events.
 pub struct DirectoryWatcher {
@@ -173,10 +174,8 @@ impl DirectoryWatcher {
             let Ok(targets) = targets.lock() else { return };
             if event.need_rescan() {
                 // The kernel's queue overflowed: anything may have changed anywhere.
-                for (directory, sinks) in targets.iter() {
-                    for sink in sinks {
-                        sink(directory, Change::Written);
-                    }
+                for sink in targets.values().flatten() {
+                    sink(None, Change::Written);
                 }
                 return;
             }
@@ -185,7 +184,7 @@ impl DirectoryWatcher {
                 let directory = path.parent().unwrap_or(path);
                 for watched in [directory, path] {
                     for sink in targets.get(watched).into_iter().flatten() {
-                        sink(path, change);
+                        sink(Some(path), change);
                     }
                 }
             }
@@ -330,6 +329,46 @@ mod tests {
         // The burst was taken: a leftover wake-up does not make a second one.
         let again = tokio::time::timeout(Duration::from_millis(300), debouncer.next()).await;
         assert!(again.is_err());
+    }
+
+    /// A watcher on a real temporary directory feeding one debouncer.
+    fn watched_directory() -> (tempfile::TempDir, DirectoryWatcher, Arc<Debouncer>) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
+        let watcher = DirectoryWatcher::new().unwrap_or_else(|e| panic!("watcher: {e}"));
+        let debouncer = Arc::new(Debouncer::default());
+        let receiver = debouncer.clone();
+        let sink = Box::new(move |_: Option<&Path>, change: Change| receiver.record(change));
+        watcher
+            .add(dir.path(), sink)
+            .unwrap_or_else(|e| panic!("watch: {e}"));
+        (dir, watcher, debouncer)
+    }
+
+    #[tokio::test]
+    async fn a_real_rename_over_a_file_is_seen_once_settled() {
+        let (dir, _watcher, debouncer) = watched_directory();
+        let target = dir.path().join("robots.txt");
+        let fresh = dir.path().join(".robots.txt.tmp");
+        std::fs::write(&fresh, "User-agent: *\nDisallow: /\n")
+            .unwrap_or_else(|e| panic!("write: {e}"));
+        std::fs::rename(&fresh, &target).unwrap_or_else(|e| panic!("rename: {e}"));
+        let seen = tokio::time::timeout(Duration::from_secs(5), debouncer.next()).await;
+        assert!(seen.is_ok(), "the rename was seen");
+    }
+
+    #[tokio::test]
+    async fn reading_a_real_file_is_not_a_change() {
+        let (dir, _watcher, debouncer) = watched_directory();
+        let file = dir.path().join("robots.txt");
+        std::fs::write(&file, "User-agent: *\n").unwrap_or_else(|e| panic!("write: {e}"));
+        // The write's own burst.
+        let written = tokio::time::timeout(Duration::from_secs(5), debouncer.next()).await;
+        assert!(written.is_ok(), "the write was seen");
+        for _ in 0..3 {
+            std::fs::read(&file).unwrap_or_else(|e| panic!("read: {e}"));
+        }
+        let after = tokio::time::timeout(Duration::from_millis(500), debouncer.next()).await;
+        assert!(after.is_err(), "reads set nothing off");
     }
 
     #[test]

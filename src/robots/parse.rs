@@ -70,6 +70,7 @@ pub struct Group {
 }
 
 impl Group {
+    /// Whether one of this group's `User-agent` lines is `*`.
     pub fn is_global(&self) -> bool {
         self.agents.iter().any(|agent| agent.global)
     }
