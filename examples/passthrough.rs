@@ -11,7 +11,7 @@ use pingora::prelude::*;
 use pingora::proxy::{ProxyHttp, Session};
 use pingora::server::configuration::{Opt, ServerConf};
 
-// The same allocator as robotsguard's binary (src/main.rs), so the comparison measures the hooks,
+// The same allocator as robotsguard's binary (src/bin/robotsguard/main.rs), so the comparison measures the hooks,
 // not the allocator.
 #[cfg(feature = "jemalloc")]
 #[global_allocator]

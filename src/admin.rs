@@ -16,7 +16,8 @@ use crate::enforce::{decide_for_client, Decision, Refused};
 use crate::metrics::METRICS;
 use crate::state::{Live, Snapshot};
 
-pub struct AdminApp {
+/// The admin endpoint as a pingora HTTP app ([`crate::guard::Guard::admin_service`]).
+pub(crate) struct AdminApp {
     snapshot: Arc<Live>,
     token: Option<TokenFile>,
 }
@@ -24,7 +25,7 @@ pub struct AdminApp {
 impl AdminApp {
     /// `token_file`: when set, every endpoint but `/healthz` and `/readyz` needs
     /// `Authorization: Bearer <the file's content>`.
-    pub fn new(snapshot: Arc<Live>, token_file: Option<PathBuf>) -> AdminApp {
+    pub(crate) fn new(snapshot: Arc<Live>, token_file: Option<PathBuf>) -> AdminApp {
         AdminApp {
             snapshot,
             token: token_file.map(TokenFile::new),

@@ -54,7 +54,9 @@ impl Outcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Crawler {
     info: Arc<CrawlerInfo>,
+    /// Which identification stage named it (catalogue, robots.txt names, generic rules).
     pub source: IdentitySource,
+    /// It obeys only robots.txt groups naming it, not the `*` group (as AdsBot does).
     pub ignores_global: bool,
 }
 
@@ -76,6 +78,7 @@ impl Crawler {
         }
     }
 
+    /// The crawler's name: the catalogue's (`GPTBot`), or the product token it was found by.
     pub fn name(&self) -> &str {
         &self.info.name
     }
@@ -85,6 +88,7 @@ impl Crawler {
         &self.info.label
     }
 
+    /// What its operator uses the fetched pages for.
     pub fn category(&self) -> Category {
         self.info.category
     }
@@ -112,8 +116,11 @@ impl Serialize for Crawler {
 /// The robots.txt rule behind a verdict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MatchedRule {
+    /// The rule's line in the robots.txt (1-based).
     pub line: u32,
+    /// `Allow` or `Disallow`.
     pub directive: &'static str,
+    /// The path pattern, after Google's escaping.
     pub pattern: String,
 }
 
@@ -127,11 +134,15 @@ impl MatchedRule {
 /// A decision with everything logs, metrics, the block response and `/explain` need.
 #[derive(Debug, Clone)]
 pub struct Decision {
+    /// The origin the request is for.
     pub origin: Arc<Origin>,
+    /// What happens to the request.
     pub outcome: Outcome,
+    /// The crawler behind the request; `None` for everyone else.
     pub crawler: Option<Crawler>,
     /// The group that applied: a product token, `*`, or none.
     pub group: Option<String>,
+    /// The deciding robots.txt rule, when one matched.
     pub rule: Option<MatchedRule>,
     /// Why; [`Decision::reason`] puts it in words only when someone reads it.
     pub why: Why,
@@ -147,8 +158,11 @@ pub struct Decision {
 /// Why a decision came out as it did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Why {
+    /// The User-Agent is not a crawler's.
     NotCrawler,
+    /// The origin's mode is `off`.
     ModeOff,
+    /// The request is for `/robots.txt` itself, which every crawler may read.
     RobotsTxtPath,
     /// The path starts with one of `policy.exempt_paths`.
     ExemptPath,
@@ -158,10 +172,16 @@ pub enum Why {
     PolicyPass(PolicyBy),
     /// `policy` turns the crawler away (by its name, or by its category).
     PolicyBlock(PolicyBy),
+    /// The robots.txt copy in force allows everything (a 4xx robots.txt, or `on_unreachable:
+    /// allow`).
     AllowAll,
+    /// The robots.txt copy in force disallows everything (robots.txt unreachable).
     DisallowAll,
+    /// No group of the robots.txt applies to this crawler.
     NoGroup,
+    /// A rule of the crawler's group matched ([`Decision::rule`]).
     Rule,
+    /// The crawler's group has no rule matching the path: allowed.
     NoRuleMatched,
 }
 
@@ -243,10 +263,12 @@ impl Decision {
         }
     }
 
+    /// The `crawler` metric label: the catalogue name, `other`, or `none` for a non-crawler.
     pub fn crawler_label(&self) -> &str {
         self.crawler.as_ref().map_or("none", |c| c.label())
     }
 
+    /// The `category` metric label, or `none` for a non-crawler.
     pub fn category_label(&self) -> &str {
         self.crawler
             .as_ref()
@@ -263,6 +285,17 @@ pub enum Refused {
     /// answer 400.
     EscapedSlash,
 }
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Refused::UnknownHost => "no configured origin serves this host",
+            Refused::EscapedSlash => "the path holds an escaped slash, which this origin refuses",
+        })
+    }
+}
+
+impl std::error::Error for Refused {}
 
 /// Product tokens a crawler can carry; more are ignored (catalogue entries have a handful).
 const MAX_TOKENS: usize = 8;

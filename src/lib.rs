@@ -1,28 +1,61 @@
-//! robotsguard: an edge reverse proxy that makes crawlers obey the site's live robots.txt.
+//! robotsguard: robots.txt enforcement for reverse proxies built on
+//! [pingora](https://github.com/cloudflare/pingora).
 //!
-//! Layers, bottom to top (a module uses only those below it): [`robots`] (the robots.txt engine),
-//! [`crawlers`] (who is a crawler), [`config`] (the YAML file), [`fetch`] (getting robots.txt),
-//! [`state`] and [`enforce`] (the snapshot the hot path reads and the one decision function), then
-//! the shells: [`metrics`], [`logs`], [`proxy`], [`admin`], [`reload`], [`server`], [`demo`] and
-//! [`cli`].
+//! The `robotsguard` binary is an edge proxy built on this library. The same enforcement goes
+//! into your own pingora proxy through [`guard::Guard`]: build it from a config file or in code,
+//! add its background services to your server, and call it from your `ProxyHttp` hooks
+//! (`examples/embed.rs` is a complete proxy in about forty lines).
+//!
+//! ```
+//! use robotsguard::enforce::Outcome;
+//! use robotsguard::guard::{Guard, OriginSpec};
+//!
+//! let guard = Guard::builder()
+//!     .origin(
+//!         OriginSpec::new("shop", ["shop.example"], "127.0.0.1:8081")
+//!             .robots_inline("User-agent: *\nDisallow: /checkout\n"),
+//!     )
+//!     .build()?;
+//! let bot = b"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+//! let decision = guard.decide(b"shop.example", bot, b"/%63heckout/basket", None)?;
+//! assert_eq!(decision.outcome, Outcome::Blocked); // `/%63heckout` is `/checkout`
+//! assert_eq!(decision.rule.map(|rule| rule.line), Some(2));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The engine and identification also stand alone: [`robots`] parses and matches robots.txt
+//! exactly as Google's reference library does, and [`crawlers`] tells which crawler sent a
+//! User-Agent.
+//!
+//! # Layers
+//!
+//! Bottom to top; a module uses only those below it.
+//!
+//! 1. [`robots`]: the robots.txt engine. Pure: bytes in, verdicts out.
+//! 2. [`crawlers`]: the crawler catalogue and User-Agent identification. Pure.
+//! 3. [`config`]: the YAML config, checked, with `file:line:column` errors.
+//! 4. [`metrics`] and [`logs`]: the process-wide metrics and rate-limited log lines.
+//! 5. [`state`]: the snapshot requests read (origins, robots.txt copies, the identifier), with
+//!    the client-address and upstream types it holds; [`enforce`]: the one decision function.
+//! 6. Background work that replaces what the snapshot holds: robots.txt fetching and file
+//!    watching, upstream health and DNS, and [`reload`] (the config file).
+//! 7. [`guard`] and [`admin`]: the pingora-facing shell (per-request hooks, services, the admin
+//!    endpoint).
+//!
+//! The binary adds the command line, the demo, the server assembly and the connection layer
+//! (connection cap, request-head deadline, PROXY protocol) on top of [`guard`].
 
 pub mod admin;
-pub mod cli;
-pub mod client;
+mod client;
 pub mod config;
 pub mod crawlers;
-pub mod demo;
-pub mod edge;
 pub mod enforce;
-pub mod fetch;
+mod fetch;
+pub mod guard;
 pub mod logs;
 pub mod metrics;
-pub mod proxy;
-pub mod proxy_protocol;
 pub mod reload;
 pub mod robots;
-pub mod server;
 pub mod state;
-pub mod tls;
-pub mod upstream;
-pub mod upstream_keeper;
+mod upstream;
+mod upstream_keeper;

@@ -13,17 +13,21 @@ use prometheus::{
 pub enum RobotsState {
     /// A robots.txt is in force; its rules decide.
     Conditional,
+    /// Crawlers may fetch everything.
     AllowAll,
+    /// Crawlers may fetch nothing.
     DisallowAll,
 }
 
 impl RobotsState {
+    /// Every state, in label order.
     pub const ALL: [RobotsState; 3] = [
         RobotsState::Conditional,
         RobotsState::AllowAll,
         RobotsState::DisallowAll,
     ];
 
+    /// The label value.
     pub fn as_str(self) -> &'static str {
         match self {
             RobotsState::Conditional => "conditional",
@@ -386,6 +390,51 @@ pub fn code_class(status: u16) -> &'static str {
     }
 }
 
+/// Registers robotsguard's metrics in `registry` as well (an embedding proxy's own registry, or
+/// the global one). Registering twice in one registry is not an error. The process metrics are
+/// left out: a registry that wants them has its own collector.
+pub fn register_into(registry: &Registry) -> prometheus::Result<()> {
+    for collector in METRICS.collectors() {
+        match registry.register(collector) {
+            Ok(()) | Err(prometheus::Error::AlreadyReg) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+impl Metrics {
+    /// Every robotsguard metric (not the process collector), as collectors another registry can
+    /// hold; they share their values with the ones here.
+    fn collectors(&self) -> Vec<Box<dyn prometheus::core::Collector>> {
+        vec![
+            Box::new(self.requests.clone()),
+            Box::new(self.decision_duration.clone()),
+            Box::new(self.request_duration.clone()),
+            Box::new(self.upstream_errors.clone()),
+            Box::new(self.robots_fetches.clone()),
+            Box::new(self.robots_state.clone()),
+            Box::new(self.robots_rules.clone()),
+            Box::new(self.robots_bytes.clone()),
+            Box::new(self.robots_age.clone()),
+            Box::new(self.robots_last_error_timestamp.clone()),
+            Box::new(self.build_info.clone()),
+            Box::new(self.config_reloads.clone()),
+            Box::new(self.config_last_reload_successful.clone()),
+            Box::new(self.config_last_reload_timestamp.clone()),
+            Box::new(self.config_restart_required.clone()),
+            Box::new(self.responses.clone()),
+            Box::new(self.open_connections.clone()),
+            Box::new(self.connections_refused.clone()),
+            Box::new(self.max_connections.clone()),
+            Box::new(self.upstream_up.clone()),
+            Box::new(self.upstream_duration.clone()),
+            Box::new(self.upstream_unresolved.clone()),
+            Box::new(self.proxy_protocol_refused.clone()),
+        ]
+    }
+}
+
 /// The process-wide metrics.
 pub static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
 
@@ -428,5 +477,33 @@ impl OriginRequestSeries {
                 .map(|class| METRICS.responses.with_label_values(&[origin, class])),
             upstream_duration: METRICS.upstream_duration.with_label_values(&[origin]),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_registry_gets_every_documented_metric_once() {
+        let registry = Registry::new();
+        register_into(&registry).expect("first registration");
+        register_into(&registry).expect("a second registration is not an error");
+        let mut names: Vec<String> = METRICS
+            .collectors()
+            .iter()
+            .flat_map(|c| c.desc().into_iter().map(|d| d.fq_name.clone()))
+            .collect();
+        names.sort();
+        let mut documented: Vec<String> = METRIC_NAMES.iter().map(|n| n.to_string()).collect();
+        documented.sort();
+        assert_eq!(names, documented);
+        METRICS.connections_refused.inc();
+        let families = registry.gather();
+        let refused = families
+            .iter()
+            .find(|f| f.name() == "robotsguard_downstream_connections_refused_total")
+            .expect("the counter is in the other registry");
+        assert!(refused.get_metric()[0].get_counter().get_value() >= 1.0);
     }
 }

@@ -2,7 +2,7 @@
 //! build a complete new [`Snapshot`] and swap it in — or keep the running one and say why.
 //!
 //! - **What is watched.** The config file's directory, with the events and the debounce rule of
-//!   [`crate::fetch::watch`] (shared with file-sourced robots.txt): only events on the config's
+//!   `fetch::watch` (shared with file-sourced robots.txt): only events on the config's
 //!   name, or a rename onto `..data`, count. When the config path is a symlink into another
 //!   directory, that directory is watched too. SIGHUP reloads at once.
 //! - **All or nothing.** A config that does not load, or whose snapshot cannot be built (an

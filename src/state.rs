@@ -62,6 +62,7 @@ pub enum CopyOutcome {
 }
 
 impl CopyOutcome {
+    /// The word `/explain` shows.
     pub fn as_str(self) -> &'static str {
         match self {
             CopyOutcome::Ok => "ok",
@@ -80,6 +81,7 @@ pub struct RobotsCopy {
     pub scanner: RobotsTokenScanner,
     /// The raw body in force (empty for allow/disallow-all outcomes).
     pub body: bytes::Bytes,
+    /// How it was obtained.
     pub outcome: CopyOutcome,
     /// Why this policy applies, for `/explain` and logs.
     pub reason: String,

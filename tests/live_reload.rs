@@ -358,8 +358,9 @@ fn origins_added_are_fetched_and_origins_removed_are_dropped() {
             .all(|(labels, _)| labels.get("origin").map(String::as_str) != Some("shop")),
         "{text}"
     );
+    // The log line is written by the log thread, possibly after the metric moved.
     assert!(
-        proxy.stderr().contains("removed=shop"),
+        proxy.wait_log("removed=shop", 1, Duration::from_secs(10)),
         "{}",
         proxy.stderr()
     );

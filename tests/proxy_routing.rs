@@ -144,7 +144,7 @@ fn an_absolute_form_target_for_the_configured_host_is_decided_on_its_path() {
     assert_eq!(seen[0].header("host"), Some(SHOP));
 }
 
-/// `src/proxy.rs` forwards absolute-form targets "in origin-form with the matching Host", so the
+/// `Guard::upstream_request_filter` (src/guard/mod.rs) forwards absolute-form targets "in origin-form with the matching Host", so the
 /// origin never has to parse a URL it did not expect.
 #[test]
 fn an_absolute_form_target_is_forwarded_in_origin_form() {

@@ -7,21 +7,30 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "kebab-case")]
 #[repr(usize)]
 pub enum Category {
+    /// Search engines' indexers (Googlebot, Bingbot).
     Search,
+    /// Collectors of AI training data (GPTBot, CCBot).
     AiTraining,
+    /// Indexers for AI search and answers (OAI-SearchBot, PerplexityBot).
     AiSearch,
     /// User-triggered fetchers of AI assistants.
     AiAssistant,
+    /// SEO and marketing tools' crawlers (AhrefsBot, SemrushBot).
     Seo,
+    /// Link-preview fetchers of social networks and messengers.
     Social,
+    /// Web archives (ia_archiver, archive.org_bot).
     Archive,
+    /// Uptime and performance monitors.
     Monitoring,
     /// HTTP client libraries, command-line tools and headless browsers.
     Library,
+    /// Crawlers of no category above, and crawlers outside the catalogue.
     Other,
 }
 
 impl Category {
+    /// Every category, in [`Category::index`] order.
     pub const ALL: [Category; 10] = [
         Category::Search,
         Category::AiTraining,

@@ -10,14 +10,22 @@ use super::identify::{GenericRule, Identity, IdentitySource};
 /// An [`Identity`] detached from the identifier and the UA, for output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OwnedIdentity {
+    /// The crawler's name.
     pub name: String,
+    /// The robots.txt tokens it answers to, most specific first.
     pub tokens: Vec<String>,
+    /// What its operator uses the pages for.
     pub category: Category,
+    /// Who runs it (empty when unknown).
     pub operator: String,
+    /// It obeys only groups naming it, not the `*` group.
     pub ignores_global: bool,
+    /// The stage that identified it.
     pub source: IdentitySource,
+    /// The generic rule that matched, for a crawler found by the generic stage.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generic_rule: Option<GenericRule>,
+    /// Its bounded metric label (the catalogue name, else `other`).
     pub metric_label: String,
 }
 
@@ -40,7 +48,9 @@ impl From<&Identity<'_>> for OwnedIdentity {
 /// with the [`OwnedIdentity`] fields alongside.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct IdentityReport {
+    /// Whether the User-Agent is a crawler's.
     pub crawler: bool,
+    /// Who, when it is.
     #[serde(flatten)]
     pub identity: Option<OwnedIdentity>,
 }

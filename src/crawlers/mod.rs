@@ -8,6 +8,22 @@
 //!   User-Agent and returns a borrowed [`Identity`] with its ordered [`TokenList`].
 //! - [`describe`] and [`report`]: output for the CLI.
 //!
+//! ```
+//! use robotsguard::crawlers::{Category, Identifier};
+//!
+//! let identifier = Identifier::builtin(true)?;
+//! let ua = b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
+//! let crawler = identifier.identify(ua, None).expect("GPTBot is in the catalogue");
+//! assert_eq!(crawler.name, "GPTBot");
+//! assert_eq!(crawler.category, Category::AiTraining);
+//! assert_eq!(crawler.tokens.first(), Some("gptbot"));
+//! // A browser is not a crawler.
+//! assert!(identifier
+//!     .identify(b"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0", None)
+//!     .is_none());
+//! # Ok::<(), robotsguard::crawlers::CatalogueError>(())
+//! ```
+//!
 //! Whole-word rule (all stages): a match must not have an ASCII letter, digit, `_` or
 //! non-ASCII byte immediately before or after it; `-`, `.`, `/`, spaces and other
 //! punctuation are boundaries. Matching is ASCII case-insensitive.

@@ -14,11 +14,8 @@ use std::time::{Duration, SystemTime};
 use pingora::connectors::http::Connector;
 
 pub use file::FileWatcher;
-pub use http::{health_check, http_peer, user_agent, Failure};
-pub use origin::{
-    FetchOutcome, Fetched, Kept, CONFIRM_UNAVAILABLE_AFTER, KEEP_THROUGH_REDIRECT_FAILURES,
-    MAX_REDIRECTS, MAX_RETRY_AFTER, UNREACHABLE_ALLOW_AFTER,
-};
+pub use http::{health_check, http_peer};
+pub use origin::{FetchOutcome, Fetched, Kept, CONFIRM_UNAVAILABLE_AFTER};
 
 use crate::config::RobotsSource;
 use crate::metrics::METRICS;

@@ -24,8 +24,10 @@ pub enum MatchMode {
 /// does not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum GlobalFallback {
+    /// The `*` group applies when no group names the crawler (RFC 9309).
     #[default]
     Use,
+    /// Only groups naming the crawler apply.
     Ignore,
 }
 
@@ -44,7 +46,9 @@ pub enum GroupMatch<'a> {
 /// The rule behind a verdict, as Google's library reports it (`matching_line`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DecidingRule<'a> {
+    /// The rule's line in the file (1-based).
     pub line: u32,
+    /// `Allow` or `Disallow`.
     pub directive: Directive,
     /// The pattern as written in the file after Google's escaping (for an `index.html` rule
     /// applied to its directory, the `index.html` pattern itself).
@@ -54,7 +58,9 @@ pub struct DecidingRule<'a> {
 /// The answer to "may this agent fetch this path?".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Verdict<'a> {
+    /// Whether the agent may fetch the path.
     pub allowed: bool,
+    /// The group that decided.
     pub group: GroupMatch<'a>,
     /// The highest-priority matching rule; can be an empty `Disallow:` on an allowed verdict, as in
     /// Google's library. `None` when no rule matched.
@@ -62,6 +68,7 @@ pub struct Verdict<'a> {
 }
 
 impl Verdict<'_> {
+    /// The deciding rule's line, if a rule matched.
     pub fn line(&self) -> Option<u32> {
         self.rule.map(|rule| rule.line)
     }
@@ -272,6 +279,7 @@ impl Robots {
         robots
     }
 
+    /// How paths are compared ([`MatchMode`]).
     pub fn mode(&self) -> MatchMode {
         self.mode
     }
@@ -321,6 +329,8 @@ impl Robots {
         self.verdict_with(tokens, path, GlobalFallback::Use)
     }
 
+    /// [`Robots::verdict`], choosing whether the `*` group applies to a crawler without a group
+    /// of its own ([`GlobalFallback`]).
     pub fn verdict_with(
         &self,
         tokens: &[&str],

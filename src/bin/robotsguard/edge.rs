@@ -4,8 +4,8 @@
 //! pingora reads a request head with a read timeout that restarts on every read and a 1 MiB
 //! buffer per connection, so a client trickling a byte every few seconds holds a connection and
 //! its buffer forever. Here each HTTP/1 request head is read before pingora sees it, against a
-//! deadline that trickling cannot move ([`crate::config::Limits::header_timeout`]) and a byte
-//! cap ([`crate::config::Limits::max_header_bytes`]); the complete head is then handed to pingora
+//! deadline that trickling cannot move ([`robotsguard::config::Limits::header_timeout`]) and a byte
+//! cap ([`robotsguard::config::Limits::max_header_bytes`]); the complete head is then handed to pingora
 //! as the start of the stream, so pingora never waits on the client for a head. HTTP/2
 //! connections (negotiated by ALPN) go to pingora's own HTTP/2 server, whose frame and header
 //! list limits apply.
@@ -26,10 +26,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use crate::config::Limits;
-use crate::metrics::METRICS;
 use crate::proxy::RobotsGuardProxy;
-use crate::state::Live;
+use robotsguard::config::Limits;
+use robotsguard::guard::Guard;
+use robotsguard::metrics::METRICS;
 
 /// Headers httparse is asked to parse at once; pingora refuses more than this with 400 too.
 const MAX_HEADERS: usize = 256;
@@ -45,7 +45,7 @@ const KEEPALIVE_REQUESTS: u32 = 1000;
 /// pingora's HTTP proxy.
 pub struct EdgeApp {
     proxy: Arc<HttpProxy<RobotsGuardProxy>>,
-    snapshot: Arc<Live>,
+    guard: Guard,
     connections: Arc<Semaphore>,
     /// Plain listeners whose connections start with a PROXY protocol header.
     proxy_protocol: ProxyProtocolListeners,
@@ -109,7 +109,7 @@ pub fn set_peer_address<S: GetSocketDigest + UniqueID + ?Sized>(
 /// pre-TLS hook), for the listeners that expect one.
 pub struct PreTlsProxyProtocol {
     pub listeners: ProxyProtocolListeners,
-    pub snapshot: Arc<Live>,
+    pub guard: Guard,
 }
 
 #[async_trait]
@@ -121,7 +121,7 @@ impl PreTlsProcess for PreTlsProxyProtocol {
         if !self.listeners.expects(local) {
             return Ok(());
         }
-        let deadline = Instant::now() + self.snapshot.load().config.limits.header_timeout;
+        let deadline = Instant::now() + self.guard.config().limits.header_timeout;
         match crate::proxy_protocol::read(stream, deadline).await {
             crate::proxy_protocol::Read::Header { source, rest } => {
                 stream.rewind(&rest);
@@ -142,13 +142,13 @@ impl EdgeApp {
     /// `max_connections`: downstream connections served at once; more are closed on arrival.
     pub fn new(
         proxy: HttpProxy<RobotsGuardProxy>,
-        snapshot: Arc<Live>,
+        guard: Guard,
         max_connections: usize,
         proxy_protocol: ProxyProtocolListeners,
     ) -> EdgeApp {
         EdgeApp {
             proxy: Arc::new(proxy),
-            snapshot,
+            guard,
             connections: Arc::new(Semaphore::new(max_connections)),
             proxy_protocol,
         }
@@ -160,7 +160,7 @@ impl EdgeApp {
         let mut start = Some(start);
         loop {
             // Limits are read per request, so a reload applies to open connections too.
-            let limits = self.snapshot.load().config.limits;
+            let limits = self.guard.config().limits;
             let already = start.take().unwrap_or_default();
             let head = tokio::select! {
                 head = read_head(&mut stream, already, &limits, first) => head,
@@ -221,7 +221,7 @@ impl ServerApp for EdgeApp {
         // TLS listeners read their PROXY header before the handshake (PreTlsProxyProtocol).
         if stream.get_ssl_digest().is_none() && self.proxy_protocol.expects(local_address(&stream))
         {
-            let deadline = Instant::now() + self.snapshot.load().config.limits.header_timeout;
+            let deadline = Instant::now() + self.guard.config().limits.header_timeout;
             match crate::proxy_protocol::read(&mut stream, deadline).await {
                 crate::proxy_protocol::Read::Header { source, rest } => {
                     if let Some(source) = source {

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use base64::Engine as _;
 use serde::Serialize;
 
-use crate::robots::{path_params_query, MatchMode, Robots, RobotsTxt, Verdict};
+use robotsguard::robots::{path_params_query, MatchMode, Robots, RobotsTxt, Verdict};
 
 /// Exit code when every URL is allowed.
 pub const EXIT_ALLOWED: u8 = 0;
@@ -48,7 +48,7 @@ pub struct CheckArgs {
     #[arg(long)]
     pub normalize: bool,
     /// Bytes of robots.txt to parse (never less than 500 KiB).
-    #[arg(long, value_name = "BYTES", default_value_t = crate::robots::DEFAULT_MAX_SIZE)]
+    #[arg(long, value_name = "BYTES", default_value_t = robotsguard::robots::DEFAULT_MAX_SIZE)]
     pub max_size: usize,
     /// URLs or paths to check.
     #[arg(value_name = "URL", conflicts_with = "batch")]
@@ -243,9 +243,9 @@ impl<'a> UrlVerdict<'a> {
             directive: verdict.rule.map(|rule| rule.directive.as_str()),
             pattern: verdict.rule.map(|rule| rule.pattern),
             group: match verdict.group {
-                crate::robots::GroupMatch::Agent(name) => Some(name),
-                crate::robots::GroupMatch::Global => Some("*"),
-                crate::robots::GroupMatch::None => None,
+                robotsguard::robots::GroupMatch::Agent(name) => Some(name),
+                robotsguard::robots::GroupMatch::Global => Some("*"),
+                robotsguard::robots::GroupMatch::None => None,
             },
         }
     }

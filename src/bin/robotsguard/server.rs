@@ -16,17 +16,15 @@ use pingora::server::configuration::{Opt, ServerConf};
 #[cfg(unix)]
 use pingora::server::ListenFds;
 use pingora::server::{RuntimeOpts, Server, ShutdownWatch};
-use pingora::services::background::{background_service, BackgroundService};
 use pingora::services::listening::Service as ListeningService;
 use pingora::services::{ServiceReadyNotifier, ServiceWithDependents};
 
-use crate::admin::AdminApp;
-use crate::config::{Config, RobotsSource};
+use robotsguard::config::{Config, RobotsSource};
+use robotsguard::guard::Guard;
+use robotsguard::metrics::METRICS;
+
 use crate::edge::{EdgeApp, PreTlsProxyProtocol, ProxyProtocolListeners};
-use crate::fetch::Refresher;
-use crate::metrics::METRICS;
 use crate::proxy::RobotsGuardProxy;
-use crate::state::{Live, Snapshot};
 
 /// Options of `serve` that are not part of the config file.
 #[derive(Debug, Clone, Default)]
@@ -35,35 +33,42 @@ pub struct ServeOptions {
     pub upgrade: bool,
     /// Where the upgrade socket lives (both instances must agree).
     pub upgrade_socket: Option<String>,
-    /// The config file to watch and reload (`None`: no reloads, as in the demo).
-    pub config_path: Option<std::path::PathBuf>,
-}
-
-struct RefresherService {
-    snapshot: Arc<Live>,
-}
-
-#[async_trait]
-impl BackgroundService for RefresherService {
-    async fn start(&self, shutdown: ShutdownWatch) {
-        let refresher = Refresher {
-            snapshot: self.snapshot.clone(),
-        };
-        refresher.run(shutdown).await;
-    }
 }
 
 /// Why the server could not start.
 #[derive(Debug)]
-pub struct StartError(pub String);
+pub enum StartError {
+    /// What the machine lacks for the config, one problem per entry.
+    Preflight(Vec<String>),
+    /// A listener's TLS certificate or key could not be loaded.
+    Tls {
+        listener: String,
+        source: Box<pingora::Error>,
+    },
+}
 
 impl std::fmt::Display for StartError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            StartError::Preflight(problems) => f.write_str(&problems.join("\n")),
+            StartError::Tls { listener, source } => {
+                write!(
+                    f,
+                    "listener {listener}: cannot load its TLS certificate and key: {source}"
+                )
+            }
+        }
     }
 }
 
-impl std::error::Error for StartError {}
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StartError::Preflight(_) => None,
+            StartError::Tls { source, .. } => Some(source.as_ref()),
+        }
+    }
+}
 
 /// File descriptors kept out of the downstream connection cap: robots.txt fetches, the config
 /// watcher, the admin listener, log output and upstream connections pooled between requests.
@@ -112,7 +117,7 @@ pub fn preflight(config: &Config, checks: Checks) -> Result<(), StartError> {
         }
     }
     if let Some(path) = &config.admin.token_file {
-        if let Err(e) = crate::admin::read_token(path) {
+        if let Err(e) = robotsguard::admin::read_token(path) {
             problems.push(format!("admin token_file: {e}"));
         }
     }
@@ -131,7 +136,7 @@ pub fn preflight(config: &Config, checks: Checks) -> Result<(), StartError> {
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(StartError(problems.join("\n")))
+        Err(StartError::Preflight(problems))
     }
 }
 
@@ -216,12 +221,12 @@ fn connection_cap(config: &Config, open_files: u64) -> usize {
 
 /// A service whose end (panic, or return before shutdown) ends the process with exit code 1:
 /// a proxy whose listener died must not keep answering health checks.
-struct Critical<S> {
-    inner: S,
+struct Critical {
+    inner: Box<dyn ServiceWithDependents>,
 }
 
 #[async_trait]
-impl<S: ServiceWithDependents> ServiceWithDependents for Critical<S> {
+impl ServiceWithDependents for Critical {
     async fn start_service(
         &mut self,
         #[cfg(unix)] fds: Option<ListenFds>,
@@ -252,7 +257,7 @@ impl<S: ServiceWithDependents> ServiceWithDependents for Critical<S> {
             Ok(()) => "stopped on its own".to_string(),
         };
         tracing::error!(service = %name, "service {why}; exiting");
-        crate::logs::flush(std::time::Duration::from_secs(1));
+        robotsguard::logs::flush(std::time::Duration::from_secs(1));
         std::process::exit(1);
     }
 
@@ -273,12 +278,23 @@ impl<S: ServiceWithDependents> ServiceWithDependents for Critical<S> {
     }
 }
 
-fn critical<S: ServiceWithDependents + 'static>(inner: S) -> Critical<S> {
+fn critical(inner: Box<dyn ServiceWithDependents>) -> Critical {
     Critical { inner }
 }
 
-/// Builds the server for `config`; call [`Server::run`] on the result.
-pub fn build(config: Config, options: &ServeOptions) -> Result<Server, StartError> {
+/// Builds the server for `guard`'s config; call [`Server::run`] on the result.
+pub fn build(guard: Guard, options: &ServeOptions) -> Result<Server, StartError> {
+    build_after(guard, options, None)
+}
+
+/// [`build`], with every service of robotsguard's starting only once `prerequisite` is ready
+/// (the demo's origin).
+pub fn build_after(
+    guard: Guard,
+    options: &ServeOptions,
+    prerequisite: Option<Box<dyn ServiceWithDependents>>,
+) -> Result<Server, StartError> {
+    let config = guard.config();
     preflight(
         &config,
         Checks {
@@ -286,9 +302,6 @@ pub fn build(config: Config, options: &ServeOptions) -> Result<Server, StartErro
             robots_files: false,
         },
     )?;
-    let config = Arc::new(config);
-    let snapshot = Snapshot::build(config.clone(), None).map_err(|e| StartError(e.to_string()))?;
-    let snapshot = Arc::new(Live::new(snapshot));
 
     let mut conf = ServerConf::default();
     if let Some(threads) = config.threads {
@@ -321,7 +334,7 @@ pub fn build(config: Config, options: &ServeOptions) -> Result<Server, StartErro
     let proxy = pingora::proxy::http_proxy(
         &server.configuration,
         RobotsGuardProxy {
-            snapshot: snapshot.clone(),
+            guard: guard.clone(),
         },
     );
     let proxy_protocol = ProxyProtocolListeners::new(
@@ -334,7 +347,7 @@ pub fn build(config: Config, options: &ServeOptions) -> Result<Server, StartErro
     );
     let edge = EdgeApp::new(
         proxy,
-        snapshot.clone(),
+        guard.clone(),
         max_connections,
         proxy_protocol.clone(),
     );
@@ -344,7 +357,7 @@ pub fn build(config: Config, options: &ServeOptions) -> Result<Server, StartErro
             .endpoints()
             .set_pre_tls_callback(Arc::new(PreTlsProxyProtocol {
                 listeners: proxy_protocol,
-                snapshot: snapshot.clone(),
+                guard: guard.clone(),
             }));
     }
     for listener in &config.listen {
@@ -356,44 +369,29 @@ pub fn build(config: Config, options: &ServeOptions) -> Result<Server, StartErro
         if let Some(tls) = &listener.tls {
             let cert = tls.cert.to_string_lossy();
             let key = tls.key.to_string_lossy();
-            let settings = TlsSettings::intermediate(&cert, &key).map_err(|e| {
-                StartError(format!(
-                    "listener {address}: cannot load TLS certificate `{cert}` / key `{key}`: {e}"
-                ))
-            })?;
+            let settings =
+                TlsSettings::intermediate(&cert, &key).map_err(|source| StartError::Tls {
+                    listener: address.clone(),
+                    source,
+                })?;
             endpoint = endpoint.tls(settings);
         }
         proxy_service.add_listener(endpoint);
     }
-    server.add_service(critical(proxy_service));
-
-    let mut admin = ListeningService::new(
-        "robotsguard admin".to_string(),
-        AdminApp::new(snapshot.clone(), config.admin.token_file.clone()),
-    );
-    admin.add_tcp(&config.admin.address.to_string());
-    server.add_service(critical(admin));
-
-    server.add_service(critical(background_service(
-        "robots.txt refresher",
-        RefresherService {
-            snapshot: snapshot.clone(),
-        },
-    )));
-    server.add_service(critical(background_service(
-        "upstream keeper",
-        crate::upstream_keeper::UpstreamKeeper {
-            snapshot: snapshot.clone(),
-        },
-    )));
-    server.add_service(critical(background_service(
-        "request log rate limit",
-        crate::logs::SuppressedLinesReporter,
-    )));
-    if let Some(path) = &options.config_path {
-        // Built here, not when the service starts, so SIGHUP is handled from now on.
-        let reloader = crate::reload::ReloadService::new(snapshot, path.clone(), config.clone());
-        server.add_service(critical(background_service("config reloader", reloader)));
+    let first = prerequisite.map(|service| server.add_boxed_service(service));
+    // The proxy, then the admin endpoint and the guard's background services exactly as an
+    // embedding proxy would add them; here each one's end ends the process.
+    let services = [
+        Box::new(proxy_service) as Box<dyn ServiceWithDependents>,
+        guard.admin_service(),
+    ]
+    .into_iter()
+    .chain(guard.services());
+    for service in services {
+        let handle = server.add_service(critical(service));
+        if let Some(first) = &first {
+            handle.add_dependency(first);
+        }
     }
 
     tracing::info!(

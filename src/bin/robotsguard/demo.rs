@@ -4,8 +4,13 @@
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::path::Path;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use async_trait::async_trait;
+use http::Response;
+use pingora::apps::http_app::ServeHttp;
+use pingora::protocols::http::ServerSession;
+use pingora::server::{ListenFds, ShutdownWatch};
+use pingora::services::listening::Service as ListeningService;
+use pingora::services::{ServiceReadyNotifier, ServiceWithDependents};
 
 /// The demo site's robots.txt: a global group, AI crawlers shut out, Googlebot with its own rules.
 pub const DEMO_ROBOTS_TXT: &str = "\
@@ -35,72 +40,67 @@ fn free_port(preferred: u16) -> u16 {
     preferred
 }
 
-/// Serves the demo site on `listener` until the process ends.
-pub async fn serve_demo_origin(listener: TcpListener) {
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
-        tokio::spawn(async move {
-            let _ = serve_connection(stream).await;
-        });
-    }
-}
+/// The demo site: its robots.txt, and a small page for every other path.
+struct DemoOrigin;
 
-/// One keep-alive HTTP/1.1 connection of the demo origin.
-async fn serve_connection(mut stream: TcpStream) -> std::io::Result<()> {
-    let mut buffer = Vec::with_capacity(4096);
-    loop {
-        let head_end = loop {
-            if let Some(end) = memchr::memmem::find(&buffer, b"\r\n\r\n") {
-                break end + 4;
-            }
-            if buffer.len() > 64 * 1024 {
-                return Ok(());
-            }
-            let mut chunk = [0u8; 4096];
-            let read = stream.read(&mut chunk).await?;
-            if read == 0 {
-                return Ok(());
-            }
-            buffer.extend_from_slice(&chunk[..read]);
-        };
-        let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
-        let mut lines = head.split("\r\n");
-        let request_line = lines.next().unwrap_or_default();
-        let mut parts = request_line.split(' ');
-        let method = parts.next().unwrap_or("GET").to_string();
-        let target = parts.next().unwrap_or("/").to_string();
-        let content_length = lines
-            .filter_map(|line| line.split_once(':'))
-            .find(|(name, _)| name.trim().eq_ignore_ascii_case("content-length"))
-            .and_then(|(_, value)| value.trim().parse::<usize>().ok())
-            .unwrap_or(0);
-        let mut consumed = head_end;
-        while buffer.len() < consumed + content_length {
-            let mut chunk = [0u8; 4096];
-            let read = stream.read(&mut chunk).await?;
-            if read == 0 {
-                return Ok(());
-            }
-            buffer.extend_from_slice(&chunk[..read]);
-        }
-        consumed += content_length;
-        buffer.drain(..consumed);
-        let path = target.split('?').next().unwrap_or("/");
+#[async_trait]
+impl ServeHttp for DemoOrigin {
+    async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
+        let path = session.req_header().uri.path();
         let (content_type, body) = if path == "/robots.txt" {
             ("text/plain; charset=utf-8", DEMO_ROBOTS_TXT.to_string())
         } else {
             ("text/html; charset=utf-8", page(path))
         };
-        let head = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nserver: robotsguard-demo-origin\r\n\r\n",
-            body.len()
-        );
-        stream.write_all(head.as_bytes()).await?;
-        if method != "HEAD" {
-            stream.write_all(body.as_bytes()).await?;
-        }
+        Response::builder()
+            .status(200)
+            .header("content-type", content_type)
+            .header("content-length", body.len())
+            .header("server", "robotsguard-demo-origin")
+            .body(body.into_bytes())
+            .unwrap_or_else(|_| Response::new(Vec::new()))
+    }
+}
+
+/// The demo origin's listener, ready for the services that depend on it (the robots.txt
+/// refresher among them) only once it accepts connections, so the first robots.txt fetch cannot
+/// find the port still closed.
+struct DemoOriginService {
+    listener: ListeningService<DemoOrigin>,
+    address: SocketAddr,
+}
+
+#[async_trait]
+impl ServiceWithDependents for DemoOriginService {
+    async fn start_service(
+        &mut self,
+        fds: Option<ListenFds>,
+        shutdown: ShutdownWatch,
+        listeners_per_fd: usize,
+        ready: ServiceReadyNotifier,
+    ) {
+        let address = self.address;
+        tokio::spawn(async move {
+            // Bounded: after five seconds the dependents start anyway (and retry their fetch).
+            for _ in 0..500 {
+                if tokio::net::TcpStream::connect(address).await.is_ok() {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            ready.notify_ready();
+        });
+        pingora::services::Service::start_service(
+            &mut self.listener,
+            fds,
+            shutdown,
+            listeners_per_fd,
+        )
+        .await;
+    }
+
+    fn name(&self) -> &str {
+        "demo origin"
     }
 }
 
@@ -124,16 +124,6 @@ pub fn run() -> Result<(), String> {
     let admin_port = free_port(9090);
     let origin_address: SocketAddr = ([127, 0, 0, 1], origin_port).into();
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the demo origin's runtime: {e}"))?;
-    let listener = runtime
-        .block_on(TcpListener::bind(origin_address))
-        .map_err(|e| format!("cannot listen on {origin_address}: {e}"))?;
-    std::thread::spawn(move || runtime.block_on(serve_demo_origin(listener)));
-
     let yaml = format!(
         "listen: [\"127.0.0.1:{proxy_port}\"]\n\
          admin: \"127.0.0.1:{admin_port}\"\n\
@@ -145,10 +135,20 @@ pub fn run() -> Result<(), String> {
          \x20   upstream: \"127.0.0.1:{origin_port}\"\n\
          \x20   robots: {{source: origin, refresh: 30s}}\n"
     );
-    let config = crate::config::load_str(&yaml, "demo.yaml", Path::new("."))
+    let guard = robotsguard::guard::Guard::from_yaml(&yaml, Path::new("."))
         .map_err(|e| format!("the built-in demo config is invalid (a bug): {e}"))?;
-    let server = crate::server::build(config, &crate::server::ServeOptions::default())
-        .map_err(|e| e.to_string())?;
+    let mut listener = ListeningService::new("demo origin".to_string(), DemoOrigin);
+    listener.add_tcp(&origin_address.to_string());
+    let origin = DemoOriginService {
+        listener,
+        address: origin_address,
+    };
+    let server = crate::server::build_after(
+        guard,
+        &crate::server::ServeOptions::default(),
+        Some(Box::new(origin)),
+    )
+    .map_err(|e| e.to_string())?;
 
     let proxy = format!("http://127.0.0.1:{proxy_port}");
     let admin = format!("http://127.0.0.1:{admin_port}");

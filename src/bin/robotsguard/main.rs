@@ -1,3 +1,6 @@
+//! The `robotsguard` command: the edge proxy (`serve`, `demo`) built on the library's `Guard`,
+//! and the tools around it (`validate`, `check`, `identify`).
+
 /// jemalloc instead of the system allocator: pingora allocates some seventy times per proxied
 /// request, and glibc's malloc spends more per call as a long-running proxy's heap fragments
 /// (~13k of the ~104k user-space instructions per request; docs/BENCHMARKS.md, "Whole proxy").
@@ -8,6 +11,14 @@
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+mod cli;
+mod demo;
+mod edge;
+mod proxy;
+mod proxy_protocol;
+mod server;
+mod tls;
+
 fn main() -> std::process::ExitCode {
-    robotsguard::cli::main()
+    cli::main()
 }

@@ -68,7 +68,7 @@ pub enum Command {
 }
 
 fn init_logging(format: LogFormat) {
-    crate::logs::init(format == LogFormat::Json);
+    robotsguard::logs::init(format == LogFormat::Json);
 }
 
 /// Parses the command line and runs the chosen subcommand.
@@ -94,8 +94,6 @@ pub fn main() -> ExitCode {
             let options = crate::server::ServeOptions {
                 upgrade: *upgrade,
                 upgrade_socket: upgrade_socket.clone(),
-                // Absolute, so what is watched and re-read cannot depend on the working directory.
-                config_path: Some(std::path::absolute(config).unwrap_or_else(|_| config.clone())),
             };
             serve(config, &options)
         }
@@ -113,14 +111,14 @@ pub fn main() -> ExitCode {
 }
 
 fn validate(path: &std::path::Path, config_only: bool) -> ExitCode {
-    let config = match crate::config::load_file(path) {
+    let config = match robotsguard::config::load_file(path) {
         Ok(config) => config,
         Err(errors) => {
             eprintln!("{errors}");
             return ExitCode::from(1);
         }
     };
-    if let Err(e) = crate::state::build_identifier(&config) {
+    if let Err(e) = robotsguard::state::build_identifier(&config) {
         eprintln!("{}: {e}", path.display());
         return ExitCode::from(1);
     }
@@ -130,7 +128,7 @@ fn validate(path: &std::path::Path, config_only: bool) -> ExitCode {
             robots_files: true,
         };
         if let Err(e) = crate::server::preflight(&config, checks) {
-            for line in e.0.lines() {
+            for line in e.to_string().lines() {
                 eprintln!("{}: {line}", path.display());
             }
             return ExitCode::from(1);
@@ -150,9 +148,9 @@ fn validate(path: &std::path::Path, config_only: bool) -> ExitCode {
 
 fn identify(user_agent: &str, json: bool, config: Option<&std::path::Path>) -> ExitCode {
     let identifier = match config {
-        Some(path) => match crate::config::load_file(path) {
-            Ok(config) => match crate::state::Snapshot::build(std::sync::Arc::new(config), None) {
-                Ok(snapshot) => snapshot.identifier,
+        Some(path) => match robotsguard::config::load_file(path) {
+            Ok(config) => match robotsguard::state::build_identifier(&config) {
+                Ok(identifier) => identifier,
                 Err(e) => {
                     eprintln!("error: {e}");
                     return ExitCode::from(2);
@@ -163,7 +161,7 @@ fn identify(user_agent: &str, json: bool, config: Option<&std::path::Path>) -> E
                 return ExitCode::from(2);
             }
         },
-        None => match crate::crawlers::Identifier::builtin(true) {
+        None => match robotsguard::crawlers::Identifier::builtin(true) {
             Ok(identifier) => identifier,
             Err(e) => {
                 eprintln!("error: built-in crawler catalogue: {e}");
@@ -173,7 +171,7 @@ fn identify(user_agent: &str, json: bool, config: Option<&std::path::Path>) -> E
     };
     let identity = identifier.identify(user_agent.as_bytes(), None);
     if json {
-        match serde_json::to_string(&crate::crawlers::report(identity.as_ref())) {
+        match serde_json::to_string(&robotsguard::crawlers::report(identity.as_ref())) {
             Ok(line) => println!("{line}"),
             Err(e) => {
                 eprintln!("error: {e}");
@@ -181,25 +179,30 @@ fn identify(user_agent: &str, json: bool, config: Option<&std::path::Path>) -> E
             }
         }
     } else {
-        println!("{}", crate::crawlers::describe(identity.as_ref()));
+        println!("{}", robotsguard::crawlers::describe(identity.as_ref()));
     }
     ExitCode::SUCCESS
 }
 
 fn serve(path: &std::path::Path, options: &crate::server::ServeOptions) -> ExitCode {
-    let config = match crate::config::load_file(path) {
-        Ok(config) => config,
-        Err(errors) => {
-            eprintln!("{errors}");
+    // The guard watches and re-reads the file by its absolute path, so what is reloaded cannot
+    // depend on the working directory.
+    let guard = match robotsguard::guard::Guard::from_file(path) {
+        Ok(guard) => guard,
+        Err(e) => {
+            match e.config_errors() {
+                Some(errors) => eprintln!("{errors}"),
+                None => eprintln!("error: {e}"),
+            }
             return ExitCode::from(1);
         }
     };
-    match crate::server::build(config, options) {
+    match crate::server::build(guard, options) {
         Ok(server) => {
             // Not `run_forever`: it exits the process before the log writer has written the
             // last lines of the shutdown.
             server.run(pingora::server::RunArgs::default());
-            crate::logs::flush(std::time::Duration::from_secs(1));
+            robotsguard::logs::flush(std::time::Duration::from_secs(1));
             ExitCode::SUCCESS
         }
         Err(e) => {

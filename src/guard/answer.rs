@@ -1,0 +1,176 @@
+//! The answers robotsguard writes itself: the block response, refusals, failures, and the
+//! robots.txt copy in force. Their text is ours: never an upstream's error or an internal one.
+
+use bytes::Bytes;
+use pingora::http::ResponseHeader;
+use pingora::prelude::*;
+use pingora::proxy::Session;
+
+use super::request::{body_is_drainable, client_keeps_alive};
+use crate::config::render_body;
+use crate::enforce::{Decision, Why};
+use crate::state::RobotsCopy;
+
+/// How long a connection answered by robotsguard stays open for the next request (the server's
+/// idle limit bounds the wait itself).
+const KEEPALIVE_SECONDS: u64 = 60;
+
+/// Keeps the connection open after our answer when the client wants that and its body (if any)
+/// can be drained: pingora closes a connection answered before its request body was read.
+fn keep_connection_if_possible(session: &mut Session) {
+    let request = session.req_header();
+    if client_keeps_alive(request) && body_is_drainable(request) {
+        session.set_close_on_response_before_downstream_finish(false);
+        session.set_keepalive(Some(KEEPALIVE_SECONDS));
+    } else {
+        session.set_keepalive(None);
+    }
+}
+
+/// Sends an answer robotsguard makes itself (block, refusal, failure).
+pub(super) async fn respond(session: &mut Session, status: u16, body: String) -> Result<()> {
+    let body = Bytes::from(body);
+    let mut header = ResponseHeader::build(status, Some(4))?;
+    header.insert_header("content-type", "text/plain; charset=utf-8")?;
+    header.insert_header("cache-control", "no-store")?;
+    header.insert_header("content-length", body.len().to_string())?;
+    keep_connection_if_possible(session);
+    session
+        .write_response_header(Box::new(header), false)
+        .await?;
+    session.write_response_body(Some(body), true).await?;
+    Ok(())
+}
+
+/// Answers a request robotsguard will not proxy with `status` and a one-line reason (written by
+/// us, never client text), and ends the request.
+pub(super) async fn refuse(session: &mut Session, status: u16, why: &str) -> Result<bool> {
+    respond(
+        session,
+        status,
+        format!("{}: {why}.\n", status_line(status)),
+    )
+    .await?;
+    Ok(true)
+}
+
+/// `403 Forbidden`, `451 Unavailable For Legal Reasons`, ...
+fn status_line(status: u16) -> String {
+    let reason = http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|code| code.canonical_reason())
+        .unwrap_or("Error");
+    format!("{status} {reason}")
+}
+
+/// The body of the block response for `decision`: the origin's configured template, or a
+/// built-in text. Rendered in one pass, so placeholders inside the values (a path may contain
+/// `{origin}`) stay as they are. `path` is the request's path and query, `robots_url` the
+/// robots.txt URL the client should read and `client` the client's address as text.
+///
+/// [`Guard::request_filter`](super::Guard::request_filter) sends this itself; it is public for
+/// code that answers blocked requests its own way.
+pub fn block_body(decision: &Decision, path: &str, robots_url: &str, client: &str) -> String {
+    let crawler = decision.crawler.as_ref().map_or("crawler", |c| c.name());
+    let (line, rule) = match &decision.rule {
+        Some(rule) => (rule.line.to_string(), rule.text()),
+        None => (String::from("-"), decision.public_reason()),
+    };
+    match &decision.origin.config.block.body {
+        Some(template) => render_body(template, |name| match name {
+            "crawler" => Some(crawler),
+            "path" => Some(path),
+            "line" => Some(line.as_str()),
+            "rule" => Some(rule.as_str()),
+            "robots_url" => Some(robots_url),
+            "origin" => Some(decision.origin.name()),
+            "client" => Some(client),
+            _ => None,
+        }),
+        None if matches!(decision.why, Why::PolicyBlock(_)) => format!(
+            "{}: this site does not admit {crawler}.\n\
+             This site's robots.txt: {robots_url}\n\
+             Your address: {client}\n\
+             Enforced by robotsguard.\n",
+            status_line(decision.origin.config.block.status)
+        ),
+        None => {
+            let why = match &decision.rule {
+                Some(rule) => format!("robots.txt line {}: {}", rule.line, rule.text()),
+                None => decision.public_reason(),
+            };
+            format!(
+                "{}: {crawler} may not fetch {path}.\n\
+                 Reason: {why}\n\
+                 This site's robots.txt: {robots_url}\n\
+                 Your address: {client}\n\
+                 Enforced by robotsguard.\n",
+                status_line(decision.origin.config.block.status)
+            )
+        }
+    }
+}
+
+/// The body of an answer given for a request that could not be proxied: what happened, in words
+/// that name nothing internal.
+pub(super) fn failure_body(status: u16) -> String {
+    let what = match status {
+        502 => "the site's server is unavailable",
+        503 => "the site is unavailable",
+        504 => "the site's server did not answer in time",
+        408 => "the request did not arrive in time",
+        400 => "the request could not be read",
+        _ => "the request could not be completed",
+    };
+    format!("{}: {what}.\n", status_line(status))
+}
+
+/// Answers a robots.txt request with the copy in force: `ETag`, `Last-Modified`,
+/// `Cache-Control: max-age` of the refresh interval, and 304 to a matching conditional request.
+pub(super) async fn serve_robots(
+    session: &mut Session,
+    copy: &RobotsCopy,
+    refresh: std::time::Duration,
+) -> Result<()> {
+    let served = copy.served();
+    let last_modified = httpdate::fmt_http_date(copy.content_since);
+    let request = session.req_header();
+    let not_modified = match request.headers.get(http::header::IF_NONE_MATCH) {
+        Some(tags) => tags.to_str().is_ok_and(|tags| {
+            tags.split(',').any(|tag| {
+                let tag = tag.trim();
+                tag == "*" || tag.trim_start_matches("W/") == served.etag
+            })
+        }),
+        None => request
+            .headers
+            .get(http::header::IF_MODIFIED_SINCE)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| httpdate::parse_http_date(value).ok())
+            .is_some_and(|since| {
+                // Last-Modified has whole seconds; compare at that precision.
+                httpdate::parse_http_date(&last_modified).is_ok_and(|ours| ours <= since)
+            }),
+    };
+    let head = request.method == http::Method::HEAD;
+    let status = if not_modified { 304 } else { 200 };
+    let mut header = ResponseHeader::build(status, Some(6))?;
+    header.insert_header("content-type", "text/plain; charset=utf-8")?;
+    header.insert_header("etag", served.etag.as_str())?;
+    header.insert_header("last-modified", last_modified)?;
+    header.insert_header(
+        "cache-control",
+        format!("public, max-age={}", refresh.as_secs()),
+    )?;
+    if !not_modified {
+        header.insert_header("content-length", served.body.len().to_string())?;
+    }
+    keep_connection_if_possible(session);
+    let body = (!not_modified && !head).then(|| served.body.clone());
+    let end = body.is_none();
+    session.write_response_header(Box::new(header), end).await?;
+    if let Some(body) = body {
+        session.write_response_body(Some(body), true).await?;
+    }
+    Ok(())
+}

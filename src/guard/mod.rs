@@ -1,0 +1,787 @@
+//! [`Guard`]: robots.txt enforcement for a pingora proxy, yours or robotsguard's own.
+//!
+//! A `Guard` holds the origins of a config, their robots.txt copies and the crawler catalogue. Its
+//! methods are named after the [`ProxyHttp`] hooks they belong in;
+//! call each from that hook of your proxy. Only [`Guard::request_filter`] and
+//! [`Guard::upstream_request_filter`] are needed for enforcement; the others add what
+//! robotsguard's own proxy does (its upstream choice and health, metrics and access log, early
+//! robots.txt refresh). `robotsguard serve` is a `ProxyHttp` that calls every one of them.
+//!
+//! Add [`Guard::services`] to your server: they keep robots.txt copies fresh, re-read the config
+//! file when it changes, and check upstream health.
+
+mod answer;
+mod builder;
+mod forward;
+mod request;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use http::HeaderValue;
+use pingora::http::{RequestHeader, ResponseHeader};
+use pingora::prelude::*;
+use pingora::proxy::{FailToProxy, Session};
+use pingora::services::background::background_service;
+use pingora::services::listening::Service as ListeningService;
+use pingora::services::ServiceWithDependents;
+
+pub use answer::block_body;
+pub use builder::{GuardBuilder, OriginSpec};
+
+use crate::config::{AccessLogFormat, Config, ConfigErrors, RobotsSource};
+use crate::enforce::{decide_for_client, Decision, Outcome, Refused};
+use crate::fetch::http_peer;
+use crate::metrics::METRICS;
+use crate::state::{BuildError, Live, Snapshot};
+use crate::upstream::Peer;
+use answer::{failure_body, refuse, respond, serve_robots};
+use forward::{
+    forwarded_for, joined_header, request_id, robots_url, strip_client_forwarding_headers,
+    X_FORWARDED_FOR, X_FORWARDED_HOST, X_FORWARDED_PROTO, X_REQUEST_ID,
+};
+use request::{
+    asks_for_robots_txt, client_text, is_tls, peer_ip, request_host, request_path, request_target,
+    Target, MAX_USER_AGENT,
+};
+
+/// robots.txt enforcement for pingora proxies. Cheap to clone: clones share the origins, the
+/// robots.txt copies and the config reloads.
+///
+/// ```
+/// use robotsguard::enforce::Outcome;
+/// use robotsguard::guard::{Guard, OriginSpec};
+///
+/// let guard = Guard::builder()
+///     .origin(
+///         OriginSpec::new("shop", ["shop.example"], "127.0.0.1:8081")
+///             .robots_inline("User-agent: GPTBot\nDisallow: /private\n"),
+///     )
+///     .build()?;
+/// let decision = guard.decide(b"shop.example", b"GPTBot/1.2", b"/private/a", None)?;
+/// assert_eq!(decision.outcome, Outcome::Blocked);
+/// let decision = guard.decide(b"shop.example", b"Mozilla/5.0", b"/private/a", None)?;
+/// assert_eq!(decision.outcome, Outcome::Pass);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Guard {
+    live: Arc<Live>,
+    /// The file the config came from, watched for changes when set.
+    config_path: Option<PathBuf>,
+    unknown_hosts: UnknownHosts,
+}
+
+/// What [`Guard::request_filter`] does with a request for a host the config does not name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnknownHosts {
+    /// Answer 421 Misdirected Request: the proxy serves only the configured hosts (robotsguard's
+    /// own proxy).
+    #[default]
+    Refuse,
+    /// Leave the request to the embedding proxy: `request_filter` returns `Ok(false)` with no
+    /// decision, and the other hooks leave it alone.
+    Pass,
+}
+
+/// Why a [`Guard`] could not be built.
+#[derive(Debug)]
+pub struct GuardError(ErrorKind);
+
+#[derive(Debug)]
+enum ErrorKind {
+    Config(ConfigErrors),
+    Build(BuildError),
+    Metrics(prometheus::Error),
+}
+
+impl std::fmt::Display for GuardError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            ErrorKind::Config(errors) => write!(f, "{errors}"),
+            ErrorKind::Build(e) => write!(f, "{e}"),
+            ErrorKind::Metrics(e) => write!(f, "cannot register robotsguard's metrics: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for GuardError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.0 {
+            ErrorKind::Config(errors) => Some(errors),
+            ErrorKind::Build(e) => Some(e),
+            ErrorKind::Metrics(e) => Some(e),
+        }
+    }
+}
+
+impl GuardError {
+    /// The config's problems, each with its `file:line:column`, when that is what went wrong.
+    pub fn config_errors(&self) -> Option<&ConfigErrors> {
+        match &self.0 {
+            ErrorKind::Config(errors) => Some(errors),
+            _ => None,
+        }
+    }
+}
+
+/// What one request carries between the [`Guard`] hooks. Keep one in your proxy's `CTX` (made
+/// with [`GuardContext::new`] in `new_ctx`) and pass it to each hook.
+pub struct GuardContext {
+    started: Instant,
+    decision: Option<Decision>,
+    /// The client: the peer, or what a trusted proxy forwarded for.
+    client: Option<IpAddr>,
+    /// The peer is a trusted proxy: its `X-Forwarded-*` headers are kept.
+    peer_trusted: bool,
+    /// The upstream this attempt goes to, and those tried before (a connect failure is retried
+    /// once on another).
+    upstream: Option<Arc<Peer>>,
+    tried: Vec<SocketAddr>,
+    /// When the request was sent upstream.
+    upstream_sent: Option<Instant>,
+    /// The request failed upstream (counted as `decision="error"`).
+    failed: bool,
+    /// The request id the access log and the origin see.
+    request_id: Option<HeaderValue>,
+    /// The target was in absolute-form: the origin is sent it in origin-form.
+    absolute_form: bool,
+    /// When the request body must have arrived (`limits.body_timeout`).
+    body_deadline: Option<Instant>,
+    /// A client's own `GET /robots.txt`: the body the origin sends, collected to notice that the
+    /// origin's robots.txt changed before the next scheduled refresh.
+    robots_seen: Option<BytesMut>,
+}
+
+impl Default for GuardContext {
+    fn default() -> Self {
+        GuardContext::new()
+    }
+}
+
+impl GuardContext {
+    /// A context for a new request.
+    pub fn new() -> GuardContext {
+        GuardContext {
+            started: Instant::now(),
+            decision: None,
+            client: None,
+            peer_trusted: false,
+            upstream: None,
+            tried: Vec::new(),
+            upstream_sent: None,
+            failed: false,
+            request_id: None,
+            absolute_form: false,
+            body_deadline: None,
+            robots_seen: None,
+        }
+    }
+
+    /// The decision [`Guard::request_filter`] made, for your own logging: `None` before it ran,
+    /// for a request it refused before deciding (malformed, unknown host) and for an unknown host
+    /// under [`UnknownHosts::Pass`].
+    pub fn decision(&self) -> Option<&Decision> {
+        self.decision.as_ref()
+    }
+
+    /// The client's address: the peer's, or the one a trusted proxy forwarded
+    /// (`trusted_proxies`). `None` for a Unix-socket client or before `request_filter`.
+    pub fn client(&self) -> Option<IpAddr> {
+        self.client
+    }
+}
+
+impl Guard {
+    /// A builder for a guard configured in code.
+    pub fn builder() -> GuardBuilder {
+        GuardBuilder::default()
+    }
+
+    /// A guard for the config file at `path`, checked as `robotsguard validate --config-only`
+    /// checks it. Its [`services`](Guard::services) reload the file when it changes (and on
+    /// SIGHUP). Metrics go to the global registry.
+    pub fn from_file(path: &Path) -> Result<Guard, GuardError> {
+        Guard::builder().config_file(path).build()
+    }
+
+    /// A guard for config text (YAML); relative paths in it are relative to `base_dir`. Not
+    /// reloaded. Metrics go to the global registry.
+    pub fn from_yaml(text: &str, base_dir: &Path) -> Result<Guard, GuardError> {
+        let config = crate::config::load_str(text, "config", base_dir)
+            .map_err(|e| GuardError(ErrorKind::Config(e)))?;
+        Guard::from_config(config, UnknownHosts::Refuse, None)
+    }
+
+    fn from_config(
+        config: Config,
+        unknown_hosts: UnknownHosts,
+        registry: Option<&prometheus::Registry>,
+    ) -> Result<Guard, GuardError> {
+        let snapshot =
+            Snapshot::build(Arc::new(config), None).map_err(|e| GuardError(ErrorKind::Build(e)))?;
+        crate::metrics::register_into(registry.unwrap_or(prometheus::default_registry()))
+            .map_err(|e| GuardError(ErrorKind::Metrics(e)))?;
+        Ok(Guard {
+            live: Arc::new(Live::new(snapshot)),
+            config_path: None,
+            unknown_hosts,
+        })
+    }
+
+    /// The config in force (a reload replaces it).
+    pub fn config(&self) -> Arc<Config> {
+        self.live.load().config.clone()
+    }
+
+    /// The origins, robots.txt copies and crawler catalogue in force, for [`crate::enforce`]'s
+    /// functions and for reading robots.txt state.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.live.load()
+    }
+
+    /// Decides a request without a pingora session: `host` as in the Host header, `path` the
+    /// request target's path and query as the client sent them, `client` the client's address
+    /// (for `allow_clients`).
+    pub fn decide(
+        &self,
+        host: &[u8],
+        user_agent: &[u8],
+        path: &[u8],
+        client: Option<IpAddr>,
+    ) -> Result<Decision, Refused> {
+        decide_for_client(&self.live.load(), host, user_agent, path, client)
+    }
+
+    /// Whether every origin has its first robots.txt copy (what `/readyz` reports).
+    pub fn is_ready(&self) -> bool {
+        self.live.load().is_ready()
+    }
+
+    /// The background services to add to your `pingora::server::Server`
+    /// (`server.add_services(guard.services())`): the robots.txt refresher, the upstream health
+    /// and DNS keeper, the report of log lines dropped by the rate limit, and, for a guard made
+    /// with [`Guard::from_file`], the config reloader (which also handles SIGHUP).
+    pub fn services(&self) -> Vec<Box<dyn ServiceWithDependents>> {
+        let mut services: Vec<Box<dyn ServiceWithDependents>> = vec![
+            Box::new(background_service(
+                "robots.txt refresher",
+                RefresherService {
+                    live: self.live.clone(),
+                },
+            )),
+            Box::new(background_service(
+                "upstream keeper",
+                crate::upstream_keeper::UpstreamKeeper {
+                    snapshot: self.live.clone(),
+                },
+            )),
+            Box::new(background_service(
+                "request log rate limit",
+                crate::logs::SuppressedLinesReporter,
+            )),
+        ];
+        if let Some(path) = &self.config_path {
+            // Built here, not when the service starts, so SIGHUP is handled from now on.
+            let reloader =
+                crate::reload::ReloadService::new(self.live.clone(), path.clone(), self.config());
+            services.push(Box::new(background_service("config reloader", reloader)));
+        }
+        services
+    }
+
+    /// The admin endpoint (`/healthz`, `/readyz`, `/metrics`, `/explain`, `/robots`) on the
+    /// config's `admin.address`, with its `admin.token_file`. Optional: robotsguard's own server
+    /// runs it; yours may serve metrics its own way.
+    pub fn admin_service(&self) -> Box<dyn ServiceWithDependents> {
+        let config = self.config();
+        let mut admin = ListeningService::new(
+            "robotsguard admin".to_string(),
+            crate::admin::AdminApp::new(self.live.clone(), config.admin.token_file.clone()),
+        );
+        admin.add_tcp(&config.admin.address.to_string());
+        Box::new(admin)
+    }
+
+    /// Call from `request_filter`. Routes the request by host, identifies the crawler, decides,
+    /// and answers itself what it does not proxy: a blocked crawler (the origin's block
+    /// response), a malformed request (400/431), an unknown host (421, unless
+    /// [`UnknownHosts::Pass`]), and `/robots.txt` when the origin's `robots.serve` is on.
+    ///
+    /// Returns `Ok(true)` when the request has been answered (return `Ok(true)` from your hook
+    /// too), `Ok(false)` when it is to be proxied. The decision is then in
+    /// [`GuardContext::decision`].
+    pub async fn request_filter(
+        &self,
+        session: &mut Session,
+        ctx: &mut GuardContext,
+    ) -> Result<bool> {
+        // CONNECT never gets here: pingora refuses it with 405 unless CONNECT proxying is
+        // enabled, which robotsguard never does (tests/proxy_routing.rs checks the refusal).
+        let snapshot = self.live.load();
+        let peer = peer_ip(session);
+        let trusted = &snapshot.config.trusted_proxies;
+        ctx.peer_trusted = peer.is_some_and(|ip| crate::client::is_trusted(trusted, ip));
+        ctx.client = peer.map(|ip| {
+            if ctx.peer_trusted {
+                let values = session
+                    .req_header()
+                    .headers
+                    .get_all(X_FORWARDED_FOR)
+                    .iter()
+                    .map(HeaderValue::as_bytes);
+                crate::client::client_address(ip, trusted, values)
+            } else {
+                ip
+            }
+        });
+        if snapshot.config.access_log.is_some() {
+            ctx.request_id = Some(request_id(session.req_header(), ctx.peer_trusted));
+        }
+        let request = session.req_header();
+        let mut user_agents = request.headers.get_all(http::header::USER_AGENT).iter();
+        let user_agent = user_agents.next().map_or(&[][..], HeaderValue::as_bytes);
+        if user_agents.next().is_some() {
+            // Deciding on one and forwarding both would let the origin read the other.
+            return refuse(
+                session,
+                400,
+                "the request has more than one User-Agent header",
+            )
+            .await;
+        }
+        if user_agent.len() > MAX_USER_AGENT {
+            return refuse(session, 431, "the User-Agent is over 8 KB").await;
+        }
+        let Some(target) = request_target(request) else {
+            return refuse(session, 400, "unsupported request target").await;
+        };
+        let decision_started = Instant::now();
+        let decision = decide_for_client(
+            &snapshot,
+            request_host(request).unwrap_or_default(),
+            user_agent,
+            target.decided_path(),
+            ctx.client,
+        );
+        METRICS
+            .decision_duration
+            .observe(decision_started.elapsed().as_secs_f64());
+        let decision = match decision {
+            Ok(decision) => decision,
+            Err(Refused::UnknownHost) if self.unknown_hosts == UnknownHosts::Pass => {
+                return Ok(false);
+            }
+            Err(Refused::UnknownHost) => {
+                return refuse(session, 421, "this proxy does not serve that host").await;
+            }
+            Err(Refused::EscapedSlash) => {
+                return refuse(session, 400, "encoded slashes are not accepted in paths").await;
+            }
+        };
+        ctx.absolute_form = matches!(target, Target::Absolute(_));
+        if decision.origin.robots.settings.serve && asks_for_robots_txt(request, &target) {
+            // The copy robotsguard enforces is the one crawlers read, never the origin's.
+            let copy = decision.robots.clone();
+            let refresh = decision.origin.robots.settings.refresh;
+            ctx.decision = Some(decision);
+            serve_robots(session, &copy, refresh).await?;
+            return Ok(true);
+        }
+        if decision.outcome == Outcome::Blocked {
+            let request = session.req_header();
+            let path = request_path(request);
+            let robots_url = robots_url(session, ctx.peer_trusted);
+            let body = block_body(&decision, path, &robots_url, &client_text(ctx.client));
+            let status = decision.origin.config.block.status;
+            crate::logs::disallowed_request(
+                &decision,
+                || client_text(ctx.client),
+                &request.method,
+                path,
+            );
+            ctx.decision = Some(decision);
+            respond(session, status, body).await?;
+            return Ok(true);
+        }
+        let request = session.req_header();
+        if decision.outcome == Outcome::WouldBlock {
+            crate::logs::disallowed_request(
+                &decision,
+                || client_text(ctx.client),
+                &request.method,
+                request_path(request),
+            );
+        }
+        if request.method == http::Method::GET
+            && matches!(
+                decision.origin.robots.settings.source,
+                RobotsSource::Origin { .. }
+            )
+            && request.uri.path() == "/robots.txt"
+        {
+            ctx.robots_seen = Some(BytesMut::new());
+        }
+        let limits = snapshot.config.limits;
+        ctx.body_deadline = Some(Instant::now() + limits.body_timeout);
+        session.set_read_timeout(Some(limits.body_timeout));
+        ctx.decision = Some(decision);
+        Ok(false)
+    }
+
+    /// Call from `request_body_filter`: ends a request whose body has not arrived within
+    /// `limits.body_timeout` of its header (408), however slowly it trickles.
+    pub fn request_body_filter(
+        &self,
+        session: &mut Session,
+        end_of_stream: bool,
+        ctx: &mut GuardContext,
+    ) -> Result<()> {
+        let Some(deadline) = ctx.body_deadline else {
+            return Ok(());
+        };
+        if end_of_stream {
+            return Ok(());
+        }
+        // The read timeout is per read; shrinking it to what is left of the deadline makes a
+        // body that trickles in end at the deadline, not one timeout after each byte.
+        match deadline.checked_duration_since(Instant::now()) {
+            Some(left) if !left.is_zero() => {
+                session.set_read_timeout(Some(left));
+                Ok(())
+            }
+            _ => Error::e_explain(
+                ErrorType::HTTPStatus(408),
+                "the request body did not arrive within limits.body_timeout",
+            ),
+        }
+    }
+
+    /// Call from `upstream_peer` to send the request to the origin's configured upstreams
+    /// (round robin over healthy addresses, skipping one just tried). Your proxy may choose its
+    /// own peer instead.
+    pub fn upstream_peer(&self, ctx: &mut GuardContext) -> Result<Box<HttpPeer>> {
+        let Some(decision) = &ctx.decision else {
+            return Error::e_explain(
+                ErrorType::InternalError,
+                "Guard::upstream_peer: the request has no decision (request_filter did not route it)",
+            );
+        };
+        let origin = &decision.origin;
+        let Some(upstream) = origin.upstreams.pick(&ctx.tried) else {
+            let why = origin.upstreams.resolution_error.load();
+            return Error::e_explain(
+                ErrorType::HTTPStatus(502),
+                format!(
+                    "origin `{}` has no upstream address: {}",
+                    origin.name(),
+                    why.as_deref().unwrap_or("none left to try")
+                ),
+            );
+        };
+        let peer = http_peer(origin, upstream.address);
+        ctx.tried.push(upstream.address);
+        ctx.upstream = Some(upstream);
+        Ok(Box::new(peer))
+    }
+
+    /// Call from `fail_to_connect` (with [`Guard::upstream_peer`]): counts the failure towards
+    /// skipping that upstream and retries once on another, since nothing reached the first.
+    pub fn fail_to_connect(&self, ctx: &mut GuardContext, mut e: Box<Error>) -> Box<Error> {
+        if let (Some(decision), Some(upstream)) = (&ctx.decision, &ctx.upstream) {
+            let upstreams = &decision.origin.upstreams;
+            if upstreams.record_failure(upstream) {
+                crate::logs::upstream_skipped(decision.origin.name(), upstream.address);
+            }
+            if ctx.tried.len() < 2 && upstreams.has_other(&ctx.tried) {
+                e.set_retry(true);
+            }
+        }
+        e
+    }
+
+    /// Call from `upstream_request_filter`. Makes the origin act on exactly what was decided:
+    /// the canonical target (`paths.forward: canonical`) or origin-form for an absolute-form
+    /// target, and no re-routing headers (`X-Original-URL`, `X-Rewrite-URL`). Also removes client
+    /// address headers from untrusted peers and sets `X-Forwarded-For`, `-Proto`, `-Host` and
+    /// `X-Request-Id` (kept from a trusted proxy; see `trusted_proxies`).
+    pub fn upstream_request_filter(
+        &self,
+        session: &Session,
+        upstream_request: &mut RequestHeader,
+        ctx: &mut GuardContext,
+    ) -> Result<()> {
+        let Some(decision) = ctx.decision.as_mut() else {
+            // Not ours (an unknown host under UnknownHosts::Pass).
+            return Ok(());
+        };
+        if let Some(target) = decision.rewritten_target.take() {
+            // `paths.forward: canonical`: the origin gets exactly the path it was decided on.
+            upstream_request.set_raw_path(&target)?;
+        } else if ctx.absolute_form {
+            // An absolute-form target (`GET http://host/path`) is forwarded in origin-form.
+            // pingora has already checked that its authority agrees with Host; the parsed URI
+            // holds the path and query.
+            let path = upstream_request
+                .uri
+                .path_and_query()
+                .map_or("/", |p| p.as_str())
+                .to_string();
+            upstream_request.set_raw_path(path.as_bytes())?;
+        }
+        strip_client_forwarding_headers(upstream_request, ctx.peer_trusted);
+        // From a trusted proxy, its X-Forwarded-For chain grows by the peer, and the scheme and
+        // host it saw are kept; from anyone else, all three are ours alone.
+        let forwarded_for = if ctx.peer_trusted {
+            let existing = joined_header(upstream_request, X_FORWARDED_FOR);
+            forwarded_for(existing.as_deref(), peer_ip(session))
+        } else {
+            forwarded_for(None, ctx.client)
+        }
+        .map_err(|e| Error::because(ErrorType::InvalidHTTPHeader, "X-Forwarded-For", e))?;
+        upstream_request.insert_header(X_FORWARDED_FOR, forwarded_for)?;
+        if !(ctx.peer_trusted && upstream_request.headers.contains_key(X_FORWARDED_PROTO)) {
+            let proto = if is_tls(session) { "https" } else { "http" };
+            upstream_request.insert_header(X_FORWARDED_PROTO, HeaderValue::from_static(proto))?;
+        }
+        if !(ctx.peer_trusted && upstream_request.headers.contains_key(X_FORWARDED_HOST)) {
+            // request_filter routed this request by this host, so it is there and valid.
+            let host = request_host(session.req_header()).unwrap_or_default();
+            upstream_request.insert_header(X_FORWARDED_HOST, host)?;
+        }
+        if let Some(id) = &ctx.request_id {
+            upstream_request.insert_header(X_REQUEST_ID, id.clone())?;
+        }
+        ctx.upstream_sent = Some(Instant::now());
+        Ok(())
+    }
+
+    /// Call from `upstream_response_filter` (with [`Guard::upstream_peer`]): the upstream
+    /// answered, so it is healthy; its response time is measured.
+    pub fn upstream_response_filter(&self, ctx: &mut GuardContext) {
+        if let (Some(decision), Some(upstream)) = (&ctx.decision, &ctx.upstream) {
+            decision.origin.upstreams.record_success(upstream);
+            if let Some(sent) = ctx.upstream_sent {
+                decision
+                    .origin
+                    .request_series
+                    .get(decision.origin.name())
+                    .upstream_duration
+                    .observe(sent.elapsed().as_secs_f64());
+            }
+        }
+    }
+
+    /// Call from `response_filter` together with [`Guard::response_body_filter`]: when a client
+    /// fetches `/robots.txt` through the proxy and the origin's differs from the copy in force,
+    /// robotsguard refreshes its copy at once instead of at the next scheduled refresh.
+    pub fn response_filter(&self, response: &ResponseHeader, ctx: &mut GuardContext) {
+        if ctx.robots_seen.is_none() {
+            return;
+        }
+        // Only a plain 200 body can be compared with the copy in force.
+        let identity = response
+            .headers
+            .get("content-encoding")
+            .is_none_or(|value| value.as_bytes().eq_ignore_ascii_case(b"identity"));
+        if response.status.as_u16() != 200 || !identity {
+            ctx.robots_seen = None;
+        }
+    }
+
+    /// Call from `response_body_filter`; see [`Guard::response_filter`]. Holds at most the
+    /// origin's `robots.max_size` bytes of one `/robots.txt` response.
+    pub fn response_body_filter(
+        &self,
+        body: &Option<Bytes>,
+        end_of_stream: bool,
+        ctx: &mut GuardContext,
+    ) {
+        let (Some(seen), Some(decision)) = (ctx.robots_seen.as_mut(), ctx.decision.as_ref()) else {
+            return;
+        };
+        let limit = decision.origin.robots.settings.max_size;
+        if let Some(chunk) = body {
+            if seen.len() + chunk.len() > limit {
+                ctx.robots_seen = None;
+                return;
+            }
+            seen.extend_from_slice(chunk);
+        }
+        if end_of_stream {
+            if seen[..] != decision.robots.body[..] {
+                tracing::info!(
+                    origin = decision.origin.name(),
+                    "a client received a robots.txt that differs from the copy in force; refreshing early"
+                );
+                decision.origin.robots.refresh_requested.notify_one();
+            }
+            ctx.robots_seen = None;
+        }
+    }
+
+    /// Call from `fail_to_proxy`. Counts upstream failures by kind, and answers with robotsguard's
+    /// own short text (never the error itself, which could name upstream addresses): 502 when
+    /// the upstream could not be reached or read, 504 when it did not answer in time, 408 when
+    /// the client's body did not arrive in time.
+    pub async fn fail_to_proxy(
+        &self,
+        session: &mut Session,
+        e: &Error,
+        ctx: &mut GuardContext,
+    ) -> FailToProxy {
+        let upstream_failure = e.esource() == &ErrorSource::Upstream
+            || matches!(e.etype(), ErrorType::HTTPStatus(502));
+        if let Some(decision) = &ctx.decision {
+            let kind = match e.etype() {
+                ErrorType::ConnectTimedout => "connect_timeout",
+                ErrorType::ConnectRefused => "connect_refused",
+                ErrorType::ConnectError | ErrorType::ConnectNoRoute => "connect_error",
+                ErrorType::ReadTimedout | ErrorType::WriteTimedout => "timeout",
+                ErrorType::TLSHandshakeFailure | ErrorType::InvalidCert => "tls",
+                ErrorType::HTTPStatus(502) => "no_address",
+                _ if e.esource() == &ErrorSource::Upstream => "upstream_protocol",
+                _ => "other",
+            };
+            if upstream_failure || kind != "other" {
+                ctx.failed = true;
+                METRICS
+                    .upstream_errors
+                    .with_label_values(&[decision.origin.name(), kind])
+                    .inc();
+            }
+            // A hung upstream counts towards skipping it, like one that refuses connections.
+            if let (Some(upstream), "timeout") = (&ctx.upstream, kind) {
+                if decision.origin.upstreams.record_failure(upstream) {
+                    crate::logs::upstream_skipped(decision.origin.name(), upstream.address);
+                }
+            }
+        }
+        let code = match e.etype() {
+            ErrorType::HTTPStatus(code) => *code,
+            ErrorType::ConnectTimedout | ErrorType::ReadTimedout | ErrorType::WriteTimedout
+                if e.esource() == &ErrorSource::Upstream =>
+            {
+                504
+            }
+            _ => match e.esource() {
+                ErrorSource::Upstream => 502,
+                ErrorSource::Downstream => match e.etype() {
+                    ErrorType::WriteError | ErrorType::ReadError | ErrorType::ConnectionClosed => 0,
+                    // The body did not arrive within limits.body_timeout.
+                    ErrorType::ReadTimedout => 408,
+                    _ => 400,
+                },
+                ErrorSource::Internal | ErrorSource::Unset => 500,
+            },
+        };
+        crate::logs::proxy_failure(
+            ctx.decision.as_ref().map(|d| d.origin.name()),
+            code,
+            &e.to_string(),
+        );
+        if code > 0 && session.response_written().is_none() {
+            let _ = respond(session, code, failure_body(code)).await;
+        }
+        FailToProxy {
+            error_code: code,
+            can_reuse_downstream: false,
+        }
+    }
+
+    /// Call from `logging`: counts the request in robotsguard's metrics and writes its access log
+    /// line (when `access_log` is set).
+    pub fn logging(&self, session: &Session, ctx: &GuardContext) {
+        let status = session
+            .response_written()
+            .map(|response| response.status.as_u16());
+        if let Some(format) = self.live.load().config.access_log {
+            access_log(format, session, ctx, status);
+        }
+        let Some(decision) = &ctx.decision else {
+            if let Some(status) = status {
+                METRICS.count_response(None, status);
+            }
+            return;
+        };
+        let origin = decision.origin.name();
+        let series = decision.origin.request_series.get(origin);
+        if let Some(status) = status {
+            series.count_response(status);
+        }
+        if ctx.failed {
+            METRICS
+                .requests
+                .with_label_values(&[
+                    origin,
+                    decision.crawler_label(),
+                    decision.category_label(),
+                    "error",
+                ])
+                .inc();
+        } else if decision.crawler.is_none() && decision.outcome == Outcome::Pass {
+            series.not_crawler_passed.inc();
+        } else {
+            METRICS
+                .requests
+                .with_label_values(&[
+                    origin,
+                    decision.crawler_label(),
+                    decision.category_label(),
+                    decision.outcome.as_str(),
+                ])
+                .inc();
+        }
+        series.duration.observe(ctx.started.elapsed().as_secs_f64());
+    }
+}
+
+/// The robots.txt refresher as a pingora background service.
+struct RefresherService {
+    live: Arc<Live>,
+}
+
+#[async_trait::async_trait]
+impl pingora::services::background::BackgroundService for RefresherService {
+    async fn start(&self, shutdown: pingora::server::ShutdownWatch) {
+        crate::fetch::Refresher {
+            snapshot: self.live.clone(),
+        }
+        .run(shutdown)
+        .await;
+    }
+}
+
+/// Writes one access log line for this request.
+fn access_log(format: AccessLogFormat, session: &Session, ctx: &GuardContext, status: Option<u16>) {
+    let request = session.req_header();
+    let host = request_host(request).unwrap_or_default();
+    let user_agent = request
+        .headers
+        .get(http::header::USER_AGENT)
+        .map_or(&[][..], HeaderValue::as_bytes);
+    let decision = ctx.decision.as_ref();
+    let record = crate::logs::AccessRecord {
+        client: ctx.client,
+        host,
+        method: request.method.as_str(),
+        path: request.raw_path(),
+        status: status.unwrap_or(0),
+        bytes: session.body_bytes_sent(),
+        duration: ctx.started.elapsed(),
+        user_agent,
+        origin: decision.map(|d| d.origin.name()),
+        crawler: decision.and_then(|d| d.crawler.as_ref()).map(|c| c.name()),
+        decision: match decision {
+            None => "unrouted",
+            Some(_) if ctx.failed => "error",
+            Some(d) => d.outcome.as_str(),
+        },
+        upstream: ctx.upstream.as_ref().map(|u| u.address),
+        request_id: ctx.request_id.as_ref().map(HeaderValue::as_bytes),
+    };
+    crate::logs::access(format, &record);
+}

@@ -1,0 +1,152 @@
+//! Reading a client's request: which host it is for, how it names its resource, whether it may
+//! keep its connection, and where it comes from.
+
+use std::net::IpAddr;
+
+use pingora::http::RequestHeader;
+use pingora::proxy::Session;
+
+/// Longest User-Agent accepted. Real ones are well under 1 KB; cutting longer ones instead would
+/// let a crawler hide its name behind padding, and scanning them whole would let a client make
+/// every request expensive, so they are refused with 431.
+pub(super) const MAX_USER_AGENT: usize = 8 * 1024;
+
+/// The Host a request is for: the HTTP/2 `:authority` when present, else the Host header (for an
+/// HTTP/1 absolute-form target pingora has already checked that the two agree). A request carrying
+/// two Host headers is refused (returns `None`).
+pub(super) fn request_host(request: &RequestHeader) -> Option<&[u8]> {
+    if let Some(authority) = request.uri.authority() {
+        return Some(authority.as_str().as_bytes());
+    }
+    let mut values = request.headers.get_all(http::header::HOST).iter();
+    let first = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    Some(first.as_bytes())
+}
+
+/// The request target's path and query (`/` when it has none, as for `*`).
+pub(super) fn request_path(request: &RequestHeader) -> &str {
+    request.uri.path_and_query().map_or("/", |p| p.as_str())
+}
+
+/// How a request names its resource (RFC 9112 §3.2), for the forms robotsguard accepts.
+pub(super) enum Target<'a> {
+    /// `/path?query`, or the path and query of an absolute-form target.
+    Path(&'a [u8]),
+    /// `http://host/path`: decided on its path, forwarded in origin-form.
+    Absolute(&'a [u8]),
+    /// `OPTIONS *`: about the server as a whole; decided as `/`.
+    Asterisk,
+}
+
+impl Target<'_> {
+    pub(super) fn decided_path(&self) -> &[u8] {
+        match self {
+            Target::Path(path) | Target::Absolute(path) => path,
+            Target::Asterisk => b"/",
+        }
+    }
+}
+
+/// The request's target, if it has one of the forms robotsguard proxies: origin-form,
+/// absolute-form with an http(s) scheme, or `*` for OPTIONS. Anything else (`private`,
+/// `./x`, `?x`, `host/x`, `GET *`) would be read differently by different origins.
+pub(super) fn request_target(request: &RequestHeader) -> Option<Target<'_>> {
+    let raw = request.raw_path();
+    if raw.starts_with(b"/") {
+        return Some(Target::Path(raw));
+    }
+    if raw == b"*" {
+        return (request.method == http::Method::OPTIONS).then_some(Target::Asterisk);
+    }
+    let scheme_len = if raw.len() >= 7 && raw[..7].eq_ignore_ascii_case(b"http://") {
+        7
+    } else if raw.len() >= 8 && raw[..8].eq_ignore_ascii_case(b"https://") {
+        8
+    } else {
+        return None;
+    };
+    // pingora extracted the path with its own authority parser (the one it checked against
+    // Host); a target it had to read lossily is refused rather than guessed at.
+    if !request.raw_path_is_utf8() || raw.len() == scheme_len {
+        return None;
+    }
+    let path = request.uri.path_and_query().map_or("/", |p| p.as_str());
+    path.starts_with('/')
+        .then_some(Target::Absolute(path.as_bytes()))
+}
+
+/// A `GET` or `HEAD` of `/robots.txt` (in any spelling that reads as it; any query).
+pub(super) fn asks_for_robots_txt(request: &RequestHeader, target: &Target<'_>) -> bool {
+    if request.method != http::Method::GET && request.method != http::Method::HEAD {
+        return false;
+    }
+    let path = target.decided_path();
+    let path = &path[..memchr::memchr(b'?', path).unwrap_or(path.len())];
+    crate::robots::canonical::canonicalize_decoding_slashes(path).as_ref() == b"/robots.txt"
+}
+
+/// Request bodies up to this size are drained after robotsguard answers, so the connection stays
+/// usable; a larger body closes the connection instead of being read.
+const MAX_DRAINED_BODY: u64 = 1024 * 1024;
+
+/// Whether the request's body (if any) is small enough to drain after answering it ourselves.
+pub(super) fn body_is_drainable(request: &RequestHeader) -> bool {
+    if request.headers.contains_key("transfer-encoding") {
+        return false;
+    }
+    match request.headers.get("content-length") {
+        None => true,
+        Some(value) => std::str::from_utf8(value.as_bytes())
+            .ok()
+            .and_then(|text| text.trim().parse::<u64>().ok())
+            .is_some_and(|length| length <= MAX_DRAINED_BODY),
+    }
+}
+
+/// Whether the client asked to keep the connection open: HTTP/1.1 unless it sent
+/// `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`.
+pub(super) fn client_keeps_alive(request: &RequestHeader) -> bool {
+    let has_token = |token: &str| {
+        request
+            .headers
+            .get_all(http::header::CONNECTION)
+            .iter()
+            .any(|value| {
+                value
+                    .as_bytes()
+                    .split(|&b| b == b',')
+                    .any(|item| item.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
+            })
+    };
+    match request.version {
+        http::Version::HTTP_10 | http::Version::HTTP_09 => has_token("keep-alive"),
+        _ => !has_token("close"),
+    }
+}
+
+/// Whether the connection is TLS.
+pub(super) fn is_tls(session: &Session) -> bool {
+    session
+        .digest()
+        .is_some_and(|digest| digest.ssl_digest.is_some())
+}
+
+/// How logs and `X-Forwarded-For` name a client without an IP address (a Unix-socket client).
+pub(super) const UNKNOWN_CLIENT: &str = "unknown";
+
+/// The connection's peer address (after a PROXY header, the client it names); `None` for a
+/// Unix-socket client.
+pub(super) fn peer_ip(session: &Session) -> Option<IpAddr> {
+    session
+        .client_addr()
+        .and_then(|addr| addr.as_inet())
+        .map(|addr| addr.ip())
+}
+
+/// A client address as text, or [`UNKNOWN_CLIENT`].
+pub(super) fn client_text(client: Option<IpAddr>) -> String {
+    client.map_or_else(|| UNKNOWN_CLIENT.to_string(), |ip| ip.to_string())
+}
