@@ -284,7 +284,7 @@ fn explanation<'a>(
         reason: decision.reason(),
         robots: RobotsInfo {
             state: copy.policy.state_label(),
-            outcome: copy.outcome,
+            outcome: copy.outcome.as_str(),
             description: &copy.reason,
             source: &copy.source,
             http_status: copy.http_status,

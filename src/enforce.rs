@@ -11,13 +11,15 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::config::{Action, EscapedSlashes, Forward, Mode, PathsConfig, PolicyConfig};
+use crate::config::{
+    normalize_host, Action, EscapedSlashes, Forward, Mode, PathsConfig, PolicyConfig,
+};
 use crate::crawlers::{Category, CrawlerInfo, Identity, IdentitySource};
 use crate::robots::canonical::{
     authority_reading, canonicalize_decoding_slashes, has_escaped_slash,
 };
 use crate::robots::{canonicalize, GlobalFallback, GroupMatch, Verdict};
-use crate::state::{normalize_host, Origin, Policy, RobotsCopy, Snapshot};
+use crate::state::{Origin, Policy, RobotsCopy, Snapshot};
 
 /// What happens to the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -8,14 +8,15 @@
 //! (`suppressed=N`). Every request is still counted in `robotsguard_requests_total`.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
-use std::sync::{LazyLock, OnceLock};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
+use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuard};
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
 use crate::enforce::{Decision, Outcome};
 
@@ -36,6 +37,51 @@ const QUEUE_LINES: usize = 16 * 1024;
 // ------------------------------------------------------------------------------------------------
 // The subscriber and its non-blocking stderr.
 
+/// The writer thread's input (tracing-appender's lossy non-blocking writer on stderr), shared by
+/// the subscriber and the access log, and the guard whose drop writes what is queued.
+struct Output {
+    writer: NonBlocking,
+    guard: Mutex<Option<WorkerGuard>>,
+    /// Dropped lines already reported.
+    reported_drops: AtomicUsize,
+}
+
+/// `None` when the writer thread could not start.
+static OUTPUT: OnceLock<Option<Output>> = OnceLock::new();
+
+/// The non-blocking stderr, started on first use.
+fn output() -> Option<&'static Output> {
+    OUTPUT.get_or_init(start_output).as_ref()
+}
+
+/// The non-blocking stderr, once [`init`] started it.
+fn started_output() -> Option<&'static Output> {
+    OUTPUT.get().and_then(Option::as_ref)
+}
+
+fn start_output() -> Option<Output> {
+    // tracing-appender panics when it cannot start its thread; logging then goes to stderr
+    // directly rather than taking the process down.
+    let started = std::panic::catch_unwind(|| {
+        NonBlockingBuilder::default()
+            .lossy(true)
+            .buffered_lines_limit(QUEUE_LINES)
+            .thread_name("robotsguard-log")
+            .finish(std::io::stderr())
+    });
+    match started {
+        Ok((writer, guard)) => Some(Output {
+            writer,
+            guard: Mutex::new(Some(guard)),
+            reported_drops: AtomicUsize::new(0),
+        }),
+        Err(_) => {
+            eprintln!("warning: no log writer thread; log lines are written in place");
+            None
+        }
+    }
+}
+
 /// Installs the global subscriber: text (`json: false`) or one JSON object per line, on stderr,
 /// at the level `RUST_LOG` sets (default `info`).
 pub fn init(json: bool) {
@@ -43,10 +89,14 @@ pub fn init(json: bool) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // Colour codes only help a person at a terminal; in files and log pipelines they are noise.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let writer = match output() {
+        Some(output) => BoxMakeWriter::new(output.writer.clone()),
+        None => BoxMakeWriter::new(std::io::stderr),
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(ansi)
-        .with_writer(NonBlockingStderr::start());
+        .with_writer(writer);
     // `set_global_default`, not `try_init`: the latter would also route `log` records
     // (pingora's) straight to the subscriber, unlimited and unescaped.
     let result = if json {
@@ -68,118 +118,40 @@ pub fn init(json: bool) {
     }
 }
 
-/// Waits (at most `timeout`) until every line logged so far is on stderr; call before exiting.
+/// Writes every line logged so far to stderr, waiting at most `timeout`; call once, before
+/// exiting (lines logged afterwards are lost).
 pub fn flush(timeout: Duration) {
-    let Some(queue) = QUEUE.get() else { return };
-    let (ack, acked) = std::sync::mpsc::sync_channel(1);
-    let deadline = Instant::now() + timeout;
-    let mut message = Message::Flush(ack);
-    loop {
-        match queue.sender.try_send(message) {
-            Ok(()) => break,
-            Err(TrySendError::Full(back)) if Instant::now() < deadline => {
-                message = back;
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(_) => return,
-        }
-    }
-    let _ = acked.recv_timeout(deadline.saturating_duration_since(Instant::now()));
-}
-
-enum Message {
-    Line(Vec<u8>),
-    Flush(SyncSender<()>),
-}
-
-struct Queue {
-    sender: SyncSender<Message>,
-    /// Lines dropped because the queue was full, not yet reported.
-    dropped: AtomicU64,
-}
-
-/// One queue and writer thread per process, shared by every subscriber built with it.
-static QUEUE: OnceLock<Queue> = OnceLock::new();
-
-/// A `MakeWriter` handing each formatted event to the writer thread.
-#[derive(Clone, Copy)]
-struct NonBlockingStderr;
-
-impl NonBlockingStderr {
-    fn start() -> NonBlockingStderr {
-        QUEUE.get_or_init(|| {
-            let (sender, receiver) = std::sync::mpsc::sync_channel(QUEUE_LINES);
-            let spawned = std::thread::Builder::new()
-                .name("robotsguard-log".into())
-                .spawn(move || write_lines(receiver));
-            if let Err(e) = spawned {
-                eprintln!("warning: no log writer thread ({e}); log lines will be lost");
-            }
-            Queue {
-                sender,
-                dropped: AtomicU64::new(0),
-            }
+    report_dropped();
+    let Some(guard) = started_output().and_then(|output| output.guard.lock().ok()?.take()) else {
+        return;
+    };
+    // Dropping the guard waits for the writer thread; a thread bounds that wait by `timeout`.
+    let (done, finished) = std::sync::mpsc::sync_channel(1);
+    let dropper = std::thread::Builder::new()
+        .name("robotsguard-log-flush".into())
+        .spawn(move || {
+            drop(guard);
+            let _ = done.send(());
         });
-        NonBlockingStderr
+    if dropper.is_ok() {
+        let _ = finished.recv_timeout(timeout);
     }
 }
 
-fn write_lines(receiver: Receiver<Message>) {
-    let stderr = std::io::stderr();
-    for message in receiver {
-        match message {
-            Message::Line(line) => {
-                let dropped = QUEUE
-                    .get()
-                    .map_or(0, |queue| queue.dropped.swap(0, Ordering::Relaxed));
-                if dropped > 0 {
-                    // Goes through the queue like any line, so it is formatted as text or JSON.
-                    tracing::warn!(
-                        dropped,
-                        "log lines dropped: stderr was not keeping up with the proxy"
-                    );
-                }
-                let _ = stderr.lock().write_all(&line);
-            }
-            Message::Flush(ack) => {
-                let _ = stderr.lock().flush();
-                let _ = ack.try_send(());
-            }
-        }
-    }
-}
-
-/// One event's bytes, queued when the formatter is done with it.
-struct QueuedLine {
-    buffer: Vec<u8>,
-}
-
-impl Write for QueuedLine {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.buffer.extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Drop for QueuedLine {
-    fn drop(&mut self) {
-        if !self.buffer.is_empty() {
-            queue_line(std::mem::take(&mut self.buffer));
-        }
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for NonBlockingStderr {
-    type Writer = QueuedLine;
-
-    fn make_writer(&'a self) -> QueuedLine {
-        QueuedLine {
-            buffer: Vec::with_capacity(256),
-        }
+/// Says how many lines the writer dropped since the last report, if any.
+fn report_dropped() {
+    let Some(output) = started_output() else {
+        return;
+    };
+    let total = output.writer.error_counter().dropped_lines();
+    let before = output.reported_drops.swap(total, Ordering::Relaxed);
+    let dropped = total.saturating_sub(before);
+    if dropped > 0 {
+        // Goes through the writer like any line, so it is formatted as text or JSON.
+        tracing::warn!(
+            dropped,
+            "log lines dropped: stderr was not keeping up with the proxy"
+        );
     }
 }
 
@@ -473,7 +445,7 @@ pub fn access(format: crate::config::AccessLogFormat, record: &AccessRecord<'_>)
         }
     };
     line.push('\n');
-    queue_line(line.into_bytes());
+    queue_line(line.as_bytes());
 }
 
 /// Now as RFC 3339 UTC with microseconds, like the other log lines.
@@ -481,22 +453,16 @@ fn humantime_now() -> String {
     humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
 }
 
-/// Hands a finished line to the writer thread; when it is gone (it could not start), writes in
-/// place rather than lose the line.
-fn queue_line(line: Vec<u8>) {
-    let Some(queue) = QUEUE.get() else {
-        let _ = std::io::stderr().write_all(&line);
-        return;
-    };
-    match queue.sender.try_send(Message::Line(line)) {
-        Ok(()) => {}
-        Err(TrySendError::Full(_)) => {
-            queue.dropped.fetch_add(1, Ordering::Relaxed);
+/// Hands a finished line to the writer thread (dropped and counted when it is behind); when
+/// there is none (not set up, or it could not start), writes in place rather than lose the line.
+fn queue_line(line: &[u8]) {
+    match started_output() {
+        Some(output) => {
+            let _ = output.writer.clone().write_all(line);
         }
-        Err(TrySendError::Disconnected(Message::Line(line))) => {
-            let _ = std::io::stderr().write_all(&line);
+        None => {
+            let _ = std::io::stderr().write_all(line);
         }
-        Err(TrySendError::Disconnected(_)) => {}
     }
 }
 
@@ -534,6 +500,7 @@ fn cut(text: &str, max: usize) -> &str {
 pub struct SuppressedLinesReporter;
 
 fn report_suppressed() {
+    report_dropped();
     let failures = FAILURE_LINES.take_suppressed();
     if failures > 0 {
         tracing::warn!(

@@ -8,6 +8,35 @@ use prometheus::{
     IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
+/// The `state` label of `robotsguard_robots_state`: what an origin's robots.txt says as a whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RobotsState {
+    /// A robots.txt is in force; its rules decide.
+    Conditional,
+    /// Crawlers may fetch everything.
+    AllowAll,
+    /// Crawlers may fetch nothing.
+    DisallowAll,
+}
+
+impl RobotsState {
+    /// Every state, in label order.
+    pub const ALL: [RobotsState; 3] = [
+        RobotsState::Conditional,
+        RobotsState::AllowAll,
+        RobotsState::DisallowAll,
+    ];
+
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RobotsState::Conditional => "conditional",
+            RobotsState::AllowAll => "allow_all",
+            RobotsState::DisallowAll => "disallow_all",
+        }
+    }
+}
+
 /// The registry served on `/metrics`.
 pub struct Metrics {
     registry: Registry,
@@ -324,27 +353,29 @@ impl Metrics {
         out
     }
 
-    /// Publishes the state of an origin's robots.txt copy.
-    pub fn set_robots_state(&self, origin: &str, copy: &crate::state::RobotsCopy) {
-        for state in ["conditional", "allow_all", "disallow_all"] {
-            let value = i64::from(copy.policy.state_label() == state);
+    /// Publishes the state of an origin's robots.txt copy: what it says as a whole, its rule
+    /// count and its size in bytes.
+    pub fn set_robots_state(&self, origin: &str, state: RobotsState, rules: usize, bytes: usize) {
+        for each in RobotsState::ALL {
             self.robots_state
-                .with_label_values(&[origin, state])
-                .set(value);
+                .with_label_values(&[origin, each.as_str()])
+                .set(i64::from(each == state));
         }
         self.robots_rules
             .with_label_values(&[origin])
-            .set(i64::try_from(copy.rule_count()).unwrap_or(i64::MAX));
+            .set(i64::try_from(rules).unwrap_or(i64::MAX));
         self.robots_bytes
             .with_label_values(&[origin])
-            .set(i64::try_from(copy.body.len()).unwrap_or(i64::MAX));
+            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
     }
 
     /// Drops the per-origin gauges of an origin a reload removed, so dashboards do not show a
     /// state nobody keeps up to date. Counters stay: they are history, not state.
     pub fn forget_origin(&self, origin: &str) {
-        for state in ["conditional", "allow_all", "disallow_all"] {
-            let _ = self.robots_state.remove_label_values(&[origin, state]);
+        for state in RobotsState::ALL {
+            let _ = self
+                .robots_state
+                .remove_label_values(&[origin, state.as_str()]);
         }
         let _ = self.robots_rules.remove_label_values(&[origin]);
         let _ = self.robots_bytes.remove_label_values(&[origin]);

@@ -1,22 +1,17 @@
 //! Config hot reload: watch the config file (and listen for SIGHUP), then parse, validate and
 //! build a complete new [`Snapshot`] and swap it in — or keep the running one and say why.
 //!
-//! - **What is watched.** The config file's directory, not the file: editors save by renaming a
-//!   new file over the old one, and Kubernetes updates a ConfigMap volume by renaming a fresh
-//!   `..data` symlink over the old one; neither touches the old file. When the config path is a
-//!   symlink into another directory, that directory is watched too. Open, read and close events
-//!   are ignored (reading the config ourselves makes them).
-//! - **Debounce.** A write in place (create, truncate, write) may be read half-done, so the file
-//!   is read only after [`DEBOUNCE`] without further events. A rename onto the config name or onto
-//!   `..data` replaces the file whole and atomically, so it is read after a short [`SETTLE`] that
-//!   only gathers the rest of the same operation. A directory written to without pause is still
-//!   read [`MAX_DELAY`] after its first event. SIGHUP reloads at once.
+//! - **What is watched.** The config file's directory, with the events and the debounce rule of
+//!   `fetch::watch` (shared with file-sourced robots.txt): only events on the config's
+//!   name, or a rename onto `..data`, count. When the config path is a symlink into another
+//!   directory, that directory is watched too. SIGHUP reloads at once.
 //! - **All or nothing.** A config that does not load, or whose snapshot cannot be built (an
 //!   upstream name that does not resolve), changes nothing: every error is logged with
 //!   `file:line:column` and `robotsguard_config_reloads_total{result="failure"}` counts it.
-//! - **Restart-only settings.** Listeners, the admin address, threads and the shutdown grace are
-//!   set up once at start. A file that changes them reloads everything else, keeps their running
-//!   values, and says so in the log and in `robotsguard_config_restart_required`.
+//! - **Restart-only settings** (listeners, the admin address, the connection limit, threads, the
+//!   shutdown grace; the one list is [`crate::config::restart_required`]'s) are set up once at
+//!   start. A file that changes them reloads everything else, keeps their running values, and
+//!   says so in the log and in `robotsguard_config_restart_required`.
 //! - **In-flight requests** hold the origin they were routed to, so they finish on the snapshot
 //!   they started with; the robots.txt refresher reconciles its per-origin tasks on each swap
 //!   (added origins are fetched, removed ones dropped).
@@ -28,26 +23,15 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
-use notify::event::{ModifyKind, RenameMode};
-use notify::{EventKind, RecursiveMode, Watcher};
 use pingora::connectors::http::Connector;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use tokio::signal::unix::{Signal, SignalKind};
 
 use crate::config::{Config, RobotsSource};
+use crate::fetch::watch::{directory_of, Change, Debouncer, DirectoryWatcher};
 use crate::metrics::METRICS;
 use crate::state::{Live, Snapshot};
-
-/// Quiet time after the last in-place write before the config is read.
-pub const DEBOUNCE: Duration = Duration::from_millis(200);
-
-/// Wait after an atomic replacement (a rename onto the config or onto `..data`), to gather the
-/// other events of the same save.
-pub const SETTLE: Duration = Duration::from_millis(25);
-
-/// Longest wait from the first event of a burst to the reload, however long the burst lasts.
-pub const MAX_DELAY: Duration = Duration::from_secs(2);
 
 /// What set a reload off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,7 +153,7 @@ impl Reloader {
         }
 
         let mut config = written.clone();
-        let restart_required = keep_running_settings(&mut config, &self.running);
+        let restart_required = crate::config::keep_restart_only(&mut config, &self.running);
         let previous = self.live.load();
         let build_started = Instant::now();
         let built = {
@@ -251,22 +235,6 @@ impl Reloader {
             }
         }
     }
-}
-
-/// Puts the running values of restart-only settings into `new`; returns the ones the file
-/// changed.
-fn keep_running_settings(new: &mut Config, running: &Config) -> Vec<&'static str> {
-    let mut changed = crate::config::restart_required(running, new);
-    // pingora reads the grace period once, when the server is built.
-    if new.shutdown_grace != running.shutdown_grace {
-        changed.push("shutdown.grace");
-    }
-    new.listen.clone_from(&running.listen);
-    new.admin.clone_from(&running.admin);
-    new.limits.max_connections = running.limits.max_connections;
-    new.threads = running.threads;
-    new.shutdown_grace = running.shutdown_grace;
-    changed
 }
 
 /// Origin names added, removed and changed (same name, other settings).
@@ -368,15 +336,6 @@ fn report(outcome: &ReloadOutcome, trigger: Trigger, since: Option<Instant>) {
 // ------------------------------------------------------------------------------------------------
 // Watching.
 
-/// How a file-system event bears on the config.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Change {
-    /// The config was replaced whole (a rename onto it, or onto `..data`): safe to read now.
-    Replaced,
-    /// Written in place, created, removed or renamed away: may be mid-save; wait for quiet.
-    Written,
-}
-
 /// The names in the watched directories whose events matter.
 #[derive(Debug, Default)]
 struct Relevant {
@@ -385,24 +344,13 @@ struct Relevant {
 }
 
 impl Relevant {
-    fn classify(&self, event: &notify::Event) -> Option<Change> {
-        if event.need_rescan() {
-            // The kernel queue overflowed: anything may have changed.
+    /// What a change to `path` does to the config, if anything. No path: events were lost, so
+    /// the config may have changed.
+    fn classify(&self, path: Option<&Path>, change: Change) -> Option<Change> {
+        let Some(path) = path else {
             return Some(Change::Written);
-        }
-        let change = match event.kind {
-            EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_)) => return None,
-            EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both)) => {
-                Change::Replaced
-            }
-            _ => Change::Written,
         };
-        // For a rename with both ends, the destination is the last path.
-        let path = match event.kind {
-            EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => event.paths.last(),
-            _ => event.paths.first(),
-        };
-        let name = path.and_then(|path| path.file_name())?;
+        let name = path.file_name()?;
         if self.names.contains(name) {
             return Some(change);
         }
@@ -415,35 +363,9 @@ impl Relevant {
     }
 }
 
-/// Events seen and not yet acted on.
-#[derive(Debug, Default)]
-struct Burst {
-    first: Option<Instant>,
-    last: Option<Instant>,
-    written: bool,
-}
-
-impl Burst {
-    /// When the burst may be read: [`DEBOUNCE`] after the last event if anything was written in
-    /// place, else [`SETTLE`]; never later than [`MAX_DELAY`] after the first.
-    fn due(&self) -> Option<Instant> {
-        let (first, last) = (self.first?, self.last?);
-        let quiet = if self.written { DEBOUNCE } else { SETTLE };
-        Some((last + quiet).min(first + MAX_DELAY))
-    }
-}
-
-#[derive(Default)]
-struct Pending {
-    burst: Mutex<Burst>,
-    wake: tokio::sync::Notify,
-}
-
 /// The directories to watch for `config` and the names that matter in them.
 fn watch_plan(config: &Path) -> (Vec<PathBuf>, Relevant) {
-    let directory = config
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let directory = directory_of(config);
     let mut directories = vec![directory.clone()];
     let mut relevant = Relevant::default();
     if let Some(name) = config.file_name() {
@@ -467,37 +389,18 @@ fn watch_plan(config: &Path) -> (Vec<PathBuf>, Relevant) {
 }
 
 struct ConfigWatcher {
-    watcher: notify::RecommendedWatcher,
+    watcher: DirectoryWatcher,
     relevant: Arc<RwLock<Relevant>>,
+    pending: Arc<Debouncer>,
     watched: Vec<PathBuf>,
 }
 
 impl ConfigWatcher {
-    fn start(config: &Path, pending: Arc<Pending>) -> notify::Result<ConfigWatcher> {
-        let relevant: Arc<RwLock<Relevant>> = Arc::default();
-        let filter = relevant.clone();
-        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            let event = match event {
-                Ok(event) => event,
-                Err(e) => {
-                    tracing::warn!("config watcher: {e}");
-                    return;
-                }
-            };
-            let Some(change) = filter.read().ok().and_then(|r| r.classify(&event)) else {
-                return;
-            };
-            if let Ok(mut burst) = pending.burst.lock() {
-                let now = Instant::now();
-                burst.first.get_or_insert(now);
-                burst.last = Some(now);
-                burst.written |= change == Change::Written;
-            }
-            pending.wake.notify_one();
-        })?;
+    fn start(config: &Path) -> notify::Result<ConfigWatcher> {
         let mut config_watcher = ConfigWatcher {
-            watcher,
-            relevant,
+            watcher: DirectoryWatcher::new()?,
+            relevant: Arc::default(),
+            pending: Arc::default(),
             watched: Vec::new(),
         };
         config_watcher.follow(config);
@@ -516,7 +419,7 @@ impl ConfigWatcher {
             *current = relevant;
         }
         for gone in self.watched.iter().filter(|d| !directories.contains(d)) {
-            let _ = self.watcher.unwatch(gone);
+            self.watcher.remove(gone);
         }
         let mut watched = Vec::new();
         for directory in directories {
@@ -524,7 +427,17 @@ impl ConfigWatcher {
                 watched.push(directory);
                 continue;
             }
-            match self.watcher.watch(&directory, RecursiveMode::NonRecursive) {
+            let (relevant, pending) = (self.relevant.clone(), self.pending.clone());
+            let sink = Box::new(move |path: Option<&Path>, change: Change| {
+                let change = relevant
+                    .read()
+                    .ok()
+                    .and_then(|relevant| relevant.classify(path, change));
+                if let Some(change) = change {
+                    pending.record(change);
+                }
+            });
+            match self.watcher.add(&directory, sink) {
                 Ok(()) => watched.push(directory),
                 Err(e) => tracing::warn!(
                     directory = %directory.display(),
@@ -568,8 +481,7 @@ pub async fn watch(
     mut hangup: Option<Signal>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
-    let pending = Arc::new(Pending::default());
-    let mut watcher = match ConfigWatcher::start(reloader.path(), pending.clone()) {
+    let mut watcher = match ConfigWatcher::start(reloader.path()) {
         Ok(watcher) => Some(watcher),
         Err(e) => {
             tracing::warn!(
@@ -587,61 +499,27 @@ pub async fn watch(
         sighup = hangup.is_some(),
         "config reload: watching the config file (SIGHUP reloads too)"
     );
+    let pending = watcher.as_ref().map(|watcher| watcher.pending.clone());
     loop {
-        let trigger = tokio::select! {
+        // A burst cut short by SIGHUP or shutdown stays pending for the next pass.
+        let (trigger, since) = tokio::select! {
             _ = shutdown.wait_for(|stop| *stop) => return,
             Some(()) = async {
                 match hangup.as_mut() {
                     Some(signal) => signal.recv().await,
                     None => std::future::pending().await,
                 }
-            } => Trigger::Hangup,
-            () = pending.wake.notified() => Trigger::FileChange,
-        };
-        let since = match trigger {
-            Trigger::Hangup => None,
-            Trigger::FileChange => {
-                let Some(first) = settle(&pending, &mut shutdown).await else {
-                    return;
-                };
-                match first {
-                    Some(first) => Some(first),
-                    // A wake-up left over from a burst already handled.
-                    None => continue,
+            } => (Trigger::Hangup, None),
+            first = async {
+                match pending.as_deref() {
+                    Some(pending) => pending.next().await,
+                    None => std::future::pending().await,
                 }
-            }
+            } => (Trigger::FileChange, Some(first)),
         };
         reloader.reload(trigger, since).await;
         if let Some(watcher) = watcher.as_mut() {
             watcher.follow(reloader.path());
-        }
-    }
-}
-
-/// Waits until the burst is due, then takes it. `None` on shutdown; `Some(None)` when there was
-/// no burst; else when its first event was seen.
-async fn settle(
-    pending: &Pending,
-    shutdown: &mut tokio::sync::watch::Receiver<bool>,
-) -> Option<Option<Instant>> {
-    // Bounded: each pass either returns or sleeps until a due time at most MAX_DELAY after the
-    // burst's first event.
-    loop {
-        let due = pending.burst.lock().ok().and_then(|burst| burst.due());
-        let Some(due) = due else {
-            return Some(None);
-        };
-        if Instant::now() >= due {
-            let first = pending
-                .burst
-                .lock()
-                .ok()
-                .and_then(|mut burst| std::mem::take(&mut *burst).first);
-            return Some(first);
-        }
-        tokio::select! {
-            _ = tokio::time::sleep_until(due.into()) => {}
-            _ = shutdown.wait_for(|stop| *stop) => return None,
         }
     }
 }
@@ -678,7 +556,6 @@ impl BackgroundService for ReloadService {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use notify::event::{AccessKind, AccessMode, CreateKind, DataChange, MetadataKind, RemoveKind};
 
     fn relevant(names: &[&str]) -> Relevant {
         Relevant {
@@ -686,91 +563,46 @@ mod tests {
         }
     }
 
-    fn event(kind: EventKind, paths: &[&str]) -> notify::Event {
-        let mut event = notify::Event::new(kind);
-        for path in paths {
-            event = event.add_path(PathBuf::from(path));
+    #[test]
+    fn changes_to_the_config_name_count_as_they_are() {
+        let r = relevant(&["robotsguard.yaml"]);
+        let config = Path::new("/etc/rg/robotsguard.yaml");
+        for change in [Change::Replaced, Change::Written] {
+            assert_eq!(r.classify(Some(config), change), Some(change));
         }
-        event
     }
 
     #[test]
-    fn renames_onto_the_config_or_data_are_atomic_replacements() {
+    fn a_rename_onto_data_replaces_the_config() {
         let r = relevant(&["robotsguard.yaml"]);
-        let rename_to = EventKind::Modify(ModifyKind::Name(RenameMode::To));
-        let both = EventKind::Modify(ModifyKind::Name(RenameMode::Both));
+        let data = Path::new("/etc/rg/..data");
         assert_eq!(
-            r.classify(&event(rename_to, &["/etc/rg/robotsguard.yaml"])),
+            r.classify(Some(data), Change::Replaced),
             Some(Change::Replaced)
         );
-        assert_eq!(
-            r.classify(&event(
-                both,
-                &["/etc/rg/.robotsguard.yaml.swp", "/etc/rg/robotsguard.yaml"]
-            )),
-            Some(Change::Replaced)
-        );
-        assert_eq!(
-            r.classify(&event(both, &["/etc/rg/..data_tmp", "/etc/rg/..data"])),
-            Some(Change::Replaced)
-        );
+        // `..data` going away (the source end of a rename) is not the swap itself.
+        assert_eq!(r.classify(Some(data), Change::Written), None);
     }
 
     #[test]
-    fn in_place_writes_wait_for_quiet() {
+    fn lost_events_may_have_changed_the_config() {
         let r = relevant(&["robotsguard.yaml"]);
-        for kind in [
-            EventKind::Create(CreateKind::File),
-            EventKind::Modify(ModifyKind::Data(DataChange::Any)),
-            EventKind::Remove(RemoveKind::File),
-            EventKind::Modify(ModifyKind::Name(RenameMode::From)),
+        assert_eq!(r.classify(None, Change::Written), Some(Change::Written));
+    }
+
+    #[test]
+    fn other_files_are_ignored() {
+        let r = relevant(&["robotsguard.yaml"]);
+        for path in [
+            "/etc/rg/stderr.log",
+            "/etc/rg/other.yaml",
+            // The ConfigMap's timestamped directories appear and go without changing the config.
+            "/etc/rg/..2024_01_01_00_00_00.1",
         ] {
-            assert_eq!(
-                r.classify(&event(kind, &["/etc/rg/robotsguard.yaml"])),
-                Some(Change::Written),
-                "{kind:?}"
-            );
+            for change in [Change::Replaced, Change::Written] {
+                assert_eq!(r.classify(Some(Path::new(path)), change), None, "{path}");
+            }
         }
-    }
-
-    #[test]
-    fn open_close_metadata_and_other_files_are_ignored() {
-        let r = relevant(&["robotsguard.yaml"]);
-        let config = "/etc/rg/robotsguard.yaml";
-        for kind in [
-            EventKind::Access(AccessKind::Open(AccessMode::Read)),
-            EventKind::Access(AccessKind::Close(AccessMode::Write)),
-            EventKind::Access(AccessKind::Close(AccessMode::Read)),
-            EventKind::Modify(ModifyKind::Metadata(MetadataKind::Any)),
-        ] {
-            assert_eq!(r.classify(&event(kind, &[config])), None, "{kind:?}");
-        }
-        let write = EventKind::Modify(ModifyKind::Data(DataChange::Any));
-        assert_eq!(r.classify(&event(write, &["/etc/rg/stderr.log"])), None);
-        // The ConfigMap's timestamped directories appear and go without changing the config.
-        let create = EventKind::Create(CreateKind::Folder);
-        assert_eq!(
-            r.classify(&event(create, &["/etc/rg/..2024_01_01_00_00_00.1"])),
-            None
-        );
-        let rename_to = EventKind::Modify(ModifyKind::Name(RenameMode::To));
-        assert_eq!(r.classify(&event(rename_to, &["/etc/rg/other.yaml"])), None);
-    }
-
-    #[test]
-    fn a_burst_is_due_after_quiet_or_the_maximum_delay() {
-        let start = Instant::now();
-        let mut burst = Burst {
-            first: Some(start),
-            last: Some(start),
-            written: false,
-        };
-        assert_eq!(burst.due(), Some(start + SETTLE));
-        burst.written = true;
-        assert_eq!(burst.due(), Some(start + DEBOUNCE));
-        burst.last = Some(start + Duration::from_secs(5));
-        assert_eq!(burst.due(), Some(start + MAX_DELAY));
-        assert_eq!(Burst::default().due(), None);
     }
 
     #[test]
@@ -787,7 +619,7 @@ mod tests {
             Path::new("."),
         )
         .expect("new config is valid");
-        let changed = keep_running_settings(&mut new, &running);
+        let changed = crate::config::keep_restart_only(&mut new, &running);
         assert_eq!(changed, ["listen", "admin", "threads", "shutdown.grace"]);
         assert_eq!(new.listen, running.listen);
         assert_eq!(new.admin, running.admin);
@@ -798,6 +630,6 @@ mod tests {
             "everything else is the new file's"
         );
         let mut same = running.clone();
-        assert!(keep_running_settings(&mut same, &running).is_empty());
+        assert!(crate::config::keep_restart_only(&mut same, &running).is_empty());
     }
 }

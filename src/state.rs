@@ -5,7 +5,6 @@
 //! new [`RobotsCopy`] into an origin's [`RobotsSlot`]; config reloads build a whole new
 //! [`Snapshot`].
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -14,8 +13,11 @@ use std::time::SystemTime;
 use arc_swap::ArcSwap;
 
 use crate::client::AddressSet;
+/// Routing looks hosts up in the form the config writes them in; the one normaliser is config's.
+pub use crate::config::normalize_host;
 use crate::config::{Config, OnUnreachable, OriginConfig, RobotsConfig, RobotsSource};
 use crate::crawlers::{Catalogue, CatalogueError, Identifier, RobotsTokenScanner};
+use crate::metrics::{OriginRequestSeries, RobotsState};
 use crate::robots::{MatchMode, Robots, RobotsTxt};
 use crate::upstream::Upstreams;
 
@@ -30,13 +32,43 @@ pub enum Policy {
     DisallowAll,
 }
 
-/// The `state` label of the `robots_state` metric.
 impl Policy {
-    pub fn state_label(&self) -> &'static str {
+    /// What the policy says as a whole (the `state` label of `robotsguard_robots_state`).
+    pub fn state(&self) -> RobotsState {
         match self {
-            Policy::Rules(_) => "conditional",
-            Policy::AllowAll => "allow_all",
-            Policy::DisallowAll => "disallow_all",
+            Policy::Rules(_) => RobotsState::Conditional,
+            Policy::AllowAll => RobotsState::AllowAll,
+            Policy::DisallowAll => RobotsState::DisallowAll,
+        }
+    }
+
+    /// [`Policy::state`] as text.
+    pub fn state_label(&self) -> &'static str {
+        self.state().as_str()
+    }
+}
+
+/// How the copy in force was obtained, as `/explain` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyOutcome {
+    /// Read or fetched (or inline): its rules apply.
+    Ok,
+    /// The origin said robots.txt does not exist (4xx, or a redirect that was not followed).
+    Unavailable,
+    /// The source could not be read and no good copy exists.
+    Unreachable,
+    /// Not fetched yet.
+    Pending,
+}
+
+impl CopyOutcome {
+    /// The word `/explain` shows.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CopyOutcome::Ok => "ok",
+            CopyOutcome::Unavailable => "unavailable",
+            CopyOutcome::Unreachable => "unreachable",
+            CopyOutcome::Pending => "pending",
         }
     }
 }
@@ -49,8 +81,8 @@ pub struct RobotsCopy {
     pub scanner: RobotsTokenScanner,
     /// The raw body in force (empty for allow/disallow-all outcomes).
     pub body: bytes::Bytes,
-    /// `ok`, `unavailable`, `unreachable`, `pending`, ... (the `outcome` metric label).
-    pub outcome: &'static str,
+    /// How it was obtained.
+    pub outcome: CopyOutcome,
     /// Why this policy applies, for `/explain` and logs.
     pub reason: String,
     pub fetched_at: Option<SystemTime>,
@@ -90,7 +122,7 @@ impl RobotsCopy {
     pub fn from_body(
         body: bytes::Bytes,
         max_size: usize,
-        outcome: &'static str,
+        outcome: CopyOutcome,
         reason: String,
     ) -> RobotsCopy {
         let parsed = RobotsTxt::parse_with_limit(&body, max_size);
@@ -110,7 +142,7 @@ impl RobotsCopy {
     pub fn from_body_or_previous(
         body: bytes::Bytes,
         max_size: usize,
-        outcome: &'static str,
+        outcome: CopyOutcome,
         reason: String,
         previous: &RobotsCopy,
     ) -> RobotsCopy {
@@ -125,7 +157,7 @@ impl RobotsCopy {
         }
     }
 
-    pub fn without_rules(policy: Policy, outcome: &'static str, reason: String) -> RobotsCopy {
+    pub fn without_rules(policy: Policy, outcome: CopyOutcome, reason: String) -> RobotsCopy {
         RobotsCopy {
             policy,
             scanner: RobotsTokenScanner::new(std::iter::empty()),
@@ -168,7 +200,7 @@ impl RobotsCopy {
     pub fn unreachable(
         on_unreachable: OnUnreachable,
         reason: String,
-        outcome: &'static str,
+        outcome: CopyOutcome,
     ) -> RobotsCopy {
         let policy = match on_unreachable {
             OnUnreachable::Disallow => Policy::DisallowAll,
@@ -180,7 +212,7 @@ impl RobotsCopy {
     /// A copy worth keeping when the source fails: a parsed robots.txt, or a definite
     /// "unavailable" answer (4xx), as opposed to a placeholder or an earlier failure.
     pub fn is_good(&self) -> bool {
-        self.has_rules() || self.outcome == "unavailable"
+        self.has_rules() || self.outcome == CopyOutcome::Unavailable
     }
 
     pub fn has_rules(&self) -> bool {
@@ -215,7 +247,7 @@ impl RobotsSlot {
                 let mut copy = RobotsCopy::from_body(
                     bytes::Bytes::from(text.clone().into_bytes()),
                     settings.max_size,
-                    "ok",
+                    CopyOutcome::Ok,
                     "inline robots.txt from the config".to_string(),
                 );
                 copy.source = "inline (config)".to_string();
@@ -224,7 +256,7 @@ impl RobotsSlot {
             _ => RobotsCopy::unreachable(
                 settings.on_unreachable,
                 "robots.txt not fetched yet".to_string(),
-                "pending",
+                CopyOutcome::Pending,
             ),
         };
         let ready = matches!(settings.source, RobotsSource::Inline { .. });
@@ -261,7 +293,7 @@ pub struct Origin {
     pub allow_clients: AddressSet,
     pub robots: Arc<RobotsSlot>,
     /// This origin's per-request metric series.
-    pub request_series: crate::metrics::OriginRequestSeries,
+    pub request_series: OriginRequestSeries,
 }
 
 impl Origin {
@@ -289,7 +321,13 @@ impl std::fmt::Display for BuildError {
     }
 }
 
-impl std::error::Error for BuildError {}
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BuildError::Catalogue(e) => Some(e),
+        }
+    }
+}
 
 /// Everything a request needs, immutable once built.
 #[derive(Debug)]
@@ -432,61 +470,6 @@ impl Live {
     }
 }
 
-/// Normalises a Host header or authority for lookup: lower-case, port and trailing dot removed,
-/// an IPv6 literal in the canonical form the config writes it in (`[0:0::1]` is `[::1]`).
-/// Returns `None` for values no configured host can equal (empty, spaces, userinfo, ...).
-///
-/// One pass over the bytes, borrowing unless a letter needs folding: it runs on every request.
-pub fn normalize_host(raw: &[u8]) -> Option<Cow<'_, str>> {
-    let raw = raw.trim_ascii();
-    if raw.is_empty() || raw.len() > 300 {
-        return None;
-    }
-    if raw[0] == b'[' {
-        return normalize_ipv6_host(raw);
-    }
-    let mut colon = None;
-    let mut upper = false;
-    for (index, &byte) in raw.iter().enumerate() {
-        match byte {
-            b'a'..=b'z' | b'0'..=b'9' | b'.' | b'-' | b'_' => {}
-            b'A'..=b'Z' => upper = true,
-            b':' => colon = Some(index),
-            _ => return None,
-        }
-    }
-    let host = match colon {
-        Some(at) if raw[at + 1..].iter().all(u8::is_ascii_digit) => &raw[..at],
-        Some(_) => return None,
-        None => raw,
-    };
-    let host = host.strip_suffix(b".").unwrap_or(host);
-    if host.is_empty() {
-        return None;
-    }
-    // Only the bytes matched above remain: ASCII, so valid UTF-8.
-    let host = std::str::from_utf8(host).ok()?;
-    Some(if upper {
-        Cow::Owned(host.to_ascii_lowercase())
-    } else {
-        Cow::Borrowed(host)
-    })
-}
-
-/// `[v6]` or `[v6]:port`, as the canonical `[v6]`.
-fn normalize_ipv6_host(raw: &[u8]) -> Option<Cow<'_, str>> {
-    let text = std::str::from_utf8(raw).ok()?;
-    let end = text.find(']')?;
-    let rest = &text[end + 1..];
-    if !(rest.is_empty()
-        || (rest.starts_with(':') && rest[1..].bytes().all(|b| b.is_ascii_digit())))
-    {
-        return None;
-    }
-    let address: std::net::Ipv6Addr = text[1..end].parse().ok()?;
-    Some(Cow::Owned(format!("[{address}]")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -501,64 +484,39 @@ mod tests {
     #[test]
     fn same_bytes_reuse_the_compiled_rules_and_other_bytes_compile_afresh() {
         let body = bytes::Bytes::from_static(b"User-agent: FooBot\nDisallow: /private\n");
-        let first = RobotsCopy::from_body(body.clone(), 1 << 20, "ok", "first".into());
-        let same = RobotsCopy::from_body_or_previous(body, 1 << 20, "ok", "again".into(), &first);
+        let first = RobotsCopy::from_body(body.clone(), 1 << 20, CopyOutcome::Ok, "first".into());
+        let same = RobotsCopy::from_body_or_previous(
+            body,
+            1 << 20,
+            CopyOutcome::Ok,
+            "again".into(),
+            &first,
+        );
         assert!(Arc::ptr_eq(compiled(&first), compiled(&same)));
         assert_eq!(same.reason, "again");
         assert!(same.scanner.longest_whole_word(b"FooBot/1.0").is_some());
 
         let changed = bytes::Bytes::from_static(b"User-agent: FooBot\nDisallow: /\n");
-        let other =
-            RobotsCopy::from_body_or_previous(changed.clone(), 1 << 20, "ok", "new".into(), &first);
+        let other = RobotsCopy::from_body_or_previous(
+            changed.clone(),
+            1 << 20,
+            CopyOutcome::Ok,
+            "new".into(),
+            &first,
+        );
         assert!(!Arc::ptr_eq(compiled(&first), compiled(&other)));
         assert_eq!(other.body, changed);
 
         // A previous outcome without rules (say, unreachable) never stands in for a file.
-        let none = RobotsCopy::without_rules(Policy::AllowAll, "unavailable", "404".into());
-        let fresh = RobotsCopy::from_body_or_previous(changed, 1 << 20, "ok", "back".into(), &none);
+        let none =
+            RobotsCopy::without_rules(Policy::AllowAll, CopyOutcome::Unavailable, "404".into());
+        let fresh = RobotsCopy::from_body_or_previous(
+            changed,
+            1 << 20,
+            CopyOutcome::Ok,
+            "back".into(),
+            &none,
+        );
         assert!(matches!(fresh.policy, Policy::Rules(_)));
-    }
-
-    #[test]
-    fn host_normalisation() {
-        assert_eq!(
-            normalize_host(b"Shop.Example").as_deref(),
-            Some("shop.example")
-        );
-        assert_eq!(
-            normalize_host(b"shop.example:8080").as_deref(),
-            Some("shop.example")
-        );
-        assert_eq!(
-            normalize_host(b"shop.example.").as_deref(),
-            Some("shop.example")
-        );
-        assert_eq!(
-            normalize_host(b"shop.example.:80").as_deref(),
-            Some("shop.example")
-        );
-        assert_eq!(normalize_host(b"[::1]:8080").as_deref(), Some("[::1]"));
-        // The form the config writes IPv6 hosts in.
-        assert_eq!(normalize_host(b"[0:0::1]").as_deref(), Some("[::1]"));
-        assert_eq!(
-            normalize_host(b"[2001:DB8::1]").as_deref(),
-            Some("[2001:db8::1]")
-        );
-        assert_eq!(normalize_host(b"[::1]x"), None);
-        assert_eq!(normalize_host(b"[nonsense]"), None);
-        assert_eq!(
-            normalize_host(b" shop.example "),
-            Some("shop.example".into())
-        );
-        assert_eq!(
-            normalize_host(b"shop.example:"),
-            Some("shop.example".into())
-        );
-        assert_eq!(normalize_host(b"127.0.0.1").as_deref(), Some("127.0.0.1"));
-        assert_eq!(normalize_host(b""), None);
-        assert_eq!(normalize_host(b"a b"), None);
-        assert_eq!(normalize_host(b"user@shop.example"), None);
-        assert_eq!(normalize_host(b"shop.example:http"), None);
-        assert_eq!(normalize_host(b"\xff"), None);
     }
 }

@@ -193,7 +193,7 @@ async fn run_checks(origin: &Origin, connector: &Connector, path: &str, interval
         if was_up && !up {
             let why = match outcome {
                 Ok(Ok(status)) => format!("HTTP {status}"),
-                Ok(Err(e)) => e.0,
+                Ok(Err(e)) => e.to_string(),
                 Err(_) => format!("no answer within {limit:?}"),
             };
             crate::logs::upstream_check_failed(origin.name(), peer.address, &why);

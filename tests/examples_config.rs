@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use robotsguard::config::{load_file, Config, Mode, OnUnreachable, RobotsSource};
 use robotsguard::enforce::{decide, Decision, Outcome, Why};
-use robotsguard::state::{RobotsCopy, Snapshot};
+use robotsguard::state::{CopyOutcome, RobotsCopy, Snapshot};
 
 const GPTBOT: &[u8] = b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; GPTBot/1.2; +https://openai.com/gptbot";
 const GOOGLEBOT: &[u8] =
@@ -96,7 +96,7 @@ fn file_robots_enforces_the_file_next_to_the_config() {
     shop.robots.store(RobotsCopy::from_body(
         body.into(),
         shop.config.robots.max_size,
-        "ok",
+        CopyOutcome::Ok,
         "file".to_string(),
     ));
 

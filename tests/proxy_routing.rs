@@ -225,6 +225,26 @@ fn hosts_match_regardless_of_case_port_and_trailing_dot() {
 }
 
 #[test]
+fn an_ipv6_host_matches_in_any_spelling_of_its_address() {
+    // Configured as `[::1]`; clients may write the same address another way, with a port.
+    let origin = Origin::start();
+    let robots = inline_robots("User-agent: *\nDisallow: /private\n");
+    let proxy = Proxy::start(&site(&origin, "[::1]", &robots));
+    let port = proxy.addr.port();
+    for host in [
+        format!("[0:0::1]:{port}"),
+        format!("[0:0:0:0:0:0:0:1]:{port}"),
+        "[::1]".to_string(),
+    ] {
+        let response = proxy.get(&host, "/page", BROWSER);
+        assert_eq!(response.status, 200, "{host}: {}", response.text());
+        let blocked = proxy.get(&host, "/private", GPTBOT);
+        assert_eq!(blocked.status, 403, "{host}: {}", blocked.text());
+    }
+    assert_eq!(origin.proxied_to("/page").len(), 3);
+}
+
+#[test]
 fn each_host_reaches_its_own_origin_and_robots_txt() {
     let shop_origin = Origin::start();
     let blog_origin = Origin::start();

@@ -331,6 +331,41 @@ fn a_redirect_on_the_same_host_is_followed() {
 }
 
 #[test]
+fn a_relative_redirect_to_a_query_keeps_the_path() {
+    // RFC 3986 §5.2: `?x` replaces only the query of /robots.txt.
+    let origin = Scripted::start(|head, _| match head.path.as_str() {
+        "/robots.txt" => response(302, &[("location", "?x")], b""),
+        "/robots.txt?x" => response(200, &[], ROBOTS.as_bytes()),
+        _ => page(head),
+    });
+    let proxy = Proxy::start(&origin.config("source: origin"));
+    assert_eq!(status(&proxy, "/private/x", CRAWLER), 403);
+    assert_eq!(origin.count("/robots.txt?x"), 1, "{:?}", origin.requests());
+    assert_eq!(origin.count("/?x"), 0);
+}
+
+#[test]
+fn a_relative_redirect_with_dot_segments_is_merged() {
+    // RFC 3986 §5.2.4: from /b/robots.txt, `../a/robots.txt` is /a/robots.txt.
+    let origin = Scripted::start(|head, _| match head.path.as_str() {
+        "/b/robots.txt" => response(301, &[("location", "../a/robots.txt")], b""),
+        "/a/robots.txt" => response(200, &[], ROBOTS.as_bytes()),
+        _ => page(head),
+    });
+    let proxy = Proxy::start(&origin.config("source: origin, url: /b/robots.txt"));
+    assert_eq!(status(&proxy, "/private/x", CRAWLER), 403);
+    let paths: Vec<String> = origin.requests().into_iter().map(|h| h.path).collect();
+    assert!(
+        paths.iter().any(|p| p == "/a/robots.txt"),
+        "the merged path was fetched: {paths:?}"
+    );
+    assert!(
+        !paths.iter().any(|p| p.contains("..")),
+        "no dot segments reach the origin: {paths:?}"
+    );
+}
+
+#[test]
 fn six_redirects_are_too_many_and_allow_everything() {
     let origin = Scripted::start(|head, _| {
         if let Some(hop) = head.path.strip_prefix("/hop") {
@@ -588,6 +623,28 @@ fn a_503_is_retried_and_recovers() {
     );
     assert_eq!(status(&proxy, "/public", CRAWLER), 200);
     assert_eq!(status(&proxy, "/private/x", CRAWLER), 403);
+}
+
+#[test]
+fn a_retry_after_http_date_brings_the_retry_forward() {
+    // Without a usable Retry-After the first retry after a 503 comes 5 s later; an HTTP-date
+    // two seconds ahead must bring it to within about two.
+    let origin = Scripted::start(|head, _| match head.path.as_str() {
+        "/robots.txt" => {
+            let at = std::time::SystemTime::now() + Duration::from_secs(2);
+            response(503, &[("retry-after", &httpdate::fmt_http_date(at))], b"")
+        }
+        _ => page(head),
+    });
+    let proxy = Proxy::start(&origin.config("source: origin, refresh: 1h"));
+    assert_eq!(state(&proxy), "disallow_all");
+    let asked = Instant::now();
+    origin.set(site);
+    assert!(
+        eventually(4, || state(&proxy) == "conditional"),
+        "retried at the date the origin gave"
+    );
+    assert!(asked.elapsed() < Duration::from_millis(4500));
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! to bind, upstream `host:port` targets, and the host names an origin
 //! answers to.
 
+use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use super::error::{quote, Problem};
@@ -90,11 +91,12 @@ pub(crate) fn parse_upstream(text: &str) -> Result<Upstream, Problem> {
     })
 }
 
-/// Normalises a host name an origin answers to: lower-case, one trailing dot
+/// Checks a host name an origin answers to and writes it in the form routing
+/// looks hosts up in ([`normalize_host`]): lower-case, one trailing dot
 /// removed (`shop.example.` is the same name), no port. IPv4 addresses and
 /// bracketed IPv6 addresses (`[::1]`, as they appear in a Host header) are
-/// accepted and written in canonical form.
-pub(crate) fn normalise_host(text: &str) -> Result<String, Problem> {
+/// accepted, IPv6 in canonical form (`[0:0::1]` is `[::1]`).
+pub(crate) fn parse_host(text: &str) -> Result<String, Problem> {
     if text.contains("://") || text.contains('/') {
         return Err(Problem::new(format!(
             "host {} must be a bare host name, without scheme or path",
@@ -104,7 +106,7 @@ pub(crate) fn normalise_host(text: &str) -> Result<String, Problem> {
     }
     if let Some(inner) = text.strip_prefix('[') {
         return match inner.strip_suffix(']').map(str::parse::<Ipv6Addr>) {
-            Some(Ok(ip)) => Ok(format!("[{ip}]")),
+            Some(Ok(_)) => canonical(text),
             _ => Err(Problem::new(format!(
                 "host {} is not a valid bracketed IPv6 address",
                 quote(text)
@@ -130,13 +132,80 @@ pub(crate) fn normalise_host(text: &str) -> Result<String, Problem> {
     }
     let lower = text.to_ascii_lowercase();
     let name = lower.strip_suffix('.').unwrap_or(&lower);
-    if let Ok(ip) = name.parse::<Ipv4Addr>() {
-        return Ok(ip.to_string());
+    if name.parse::<Ipv4Addr>().is_err() {
+        check_dns_name(name).map_err(|p| {
+            Problem::new(format!("host {}: {}", quote(text), p.message)).with_hint(p.hint)
+        })?;
     }
-    check_dns_name(name).map_err(|p| {
-        Problem::new(format!("host {}: {}", quote(text), p.message)).with_hint(p.hint)
-    })?;
-    Ok(name.to_owned())
+    canonical(text)
+}
+
+/// The form routing looks `text` up in ([`normalize_host`]), so that a configured host and a
+/// Host header naming it always meet.
+fn canonical(text: &str) -> Result<String, Problem> {
+    normalize_host(text.as_bytes())
+        .map(Cow::into_owned)
+        .ok_or_else(|| {
+            Problem::new(format!(
+                "host {} is not a name a Host header can carry",
+                quote(text)
+            ))
+        })
+}
+
+/// Normalises a Host header or authority for lookup: lower-case, port and trailing dot removed,
+/// an IPv6 literal in the canonical form the config writes it in (`[0:0::1]` is `[::1]`).
+/// Returns `None` for values no configured host can equal (empty, spaces, userinfo, ...).
+///
+/// One pass over the bytes, borrowing unless a letter needs folding: it runs on every request.
+pub fn normalize_host(raw: &[u8]) -> Option<Cow<'_, str>> {
+    let raw = raw.trim_ascii();
+    if raw.is_empty() || raw.len() > 300 {
+        return None;
+    }
+    if raw[0] == b'[' {
+        return normalize_ipv6_host(raw);
+    }
+    let mut colon = None;
+    let mut upper = false;
+    for (index, &byte) in raw.iter().enumerate() {
+        match byte {
+            b'a'..=b'z' | b'0'..=b'9' | b'.' | b'-' | b'_' => {}
+            b'A'..=b'Z' => upper = true,
+            b':' => colon = Some(index),
+            _ => return None,
+        }
+    }
+    let host = match colon {
+        Some(at) if raw[at + 1..].iter().all(u8::is_ascii_digit) => &raw[..at],
+        Some(_) => return None,
+        None => raw,
+    };
+    let host = host.strip_suffix(b".").unwrap_or(host);
+    if host.is_empty() {
+        return None;
+    }
+    // Only the bytes matched above remain: ASCII, so valid UTF-8.
+    let host = std::str::from_utf8(host).ok()?;
+    Some(if upper {
+        Cow::Owned(host.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(host)
+    })
+}
+
+/// `[v6]` or `[v6]:port`, as the canonical `[v6]`.
+fn normalize_ipv6_host(raw: &[u8]) -> Option<Cow<'_, str>> {
+    let text = std::str::from_utf8(raw).ok()?;
+    let end = text.find(']')?;
+    let rest = &text[end + 1..];
+    if !(rest.is_empty()
+        || (rest.starts_with(':') && rest[1..].bytes().all(|b| b.is_ascii_digit())))
+    {
+        return None;
+    }
+    let address: std::net::Ipv6Addr = text[1..end].parse().ok()?;
+    Some(Cow::Owned(format!("[{address}]")))
 }
 
 /// Checks a TLS server name: a DNS name, not an address (RFC 6066 forbids
@@ -306,25 +375,85 @@ mod tests {
 
     #[test]
     fn host_normalisation() {
-        let n = |t: &str| normalise_host(t).unwrap_or_else(|p| panic!("{t}: {p:?}"));
+        let n = |t: &str| parse_host(t).unwrap_or_else(|p| panic!("{t}: {p:?}"));
         assert_eq!(n("Shop.Example."), "shop.example");
         assert_eq!(n("WWW.shop.example"), "www.shop.example");
         assert_eq!(n("192.0.2.1"), "192.0.2.1");
         assert_eq!(n("[2001:DB8::1]"), "[2001:db8::1]");
         assert_eq!(n("localhost"), "localhost");
-        assert!(
-            msg(normalise_host("shop.example:8080")).contains("has a port | write shop.example;")
+        assert!(msg(parse_host("shop.example:8080")).contains("has a port | write shop.example;"));
+        assert!(msg(parse_host("2001:db8::1")).contains("brackets | write [2001:db8::1]"));
+        assert!(msg(parse_host("[::1]:80")).contains("bracketed"));
+        assert!(msg(parse_host("*.shop.example")).contains("wildcards"));
+        assert!(msg(parse_host("https://shop.example")).contains("without scheme"));
+        assert!(msg(parse_host("bücher.example")).contains("punycode"));
+        assert!(msg(parse_host("")).contains("empty"));
+        assert!(msg(parse_host(".")).contains("empty"));
+        assert!(msg(parse_host("-a.example")).contains("starts or ends"));
+        assert!(msg(parse_host(&format!("{}.example", "a".repeat(64)))).contains("63"));
+        assert!(msg(parse_host(&"a.".repeat(130))).contains("253"));
+    }
+
+    #[test]
+    fn host_header_normalisation() {
+        assert_eq!(
+            normalize_host(b"Shop.Example").as_deref(),
+            Some("shop.example")
         );
-        assert!(msg(normalise_host("2001:db8::1")).contains("brackets | write [2001:db8::1]"));
-        assert!(msg(normalise_host("[::1]:80")).contains("bracketed"));
-        assert!(msg(normalise_host("*.shop.example")).contains("wildcards"));
-        assert!(msg(normalise_host("https://shop.example")).contains("without scheme"));
-        assert!(msg(normalise_host("bücher.example")).contains("punycode"));
-        assert!(msg(normalise_host("")).contains("empty"));
-        assert!(msg(normalise_host(".")).contains("empty"));
-        assert!(msg(normalise_host("-a.example")).contains("starts or ends"));
-        assert!(msg(normalise_host(&format!("{}.example", "a".repeat(64)))).contains("63"));
-        assert!(msg(normalise_host(&"a.".repeat(130))).contains("253"));
+        assert_eq!(
+            normalize_host(b"shop.example:8080").as_deref(),
+            Some("shop.example")
+        );
+        assert_eq!(
+            normalize_host(b"shop.example.").as_deref(),
+            Some("shop.example")
+        );
+        assert_eq!(
+            normalize_host(b"shop.example.:80").as_deref(),
+            Some("shop.example")
+        );
+        assert_eq!(normalize_host(b"[::1]:8080").as_deref(), Some("[::1]"));
+        // The form the config writes IPv6 hosts in.
+        assert_eq!(normalize_host(b"[0:0::1]").as_deref(), Some("[::1]"));
+        assert_eq!(
+            normalize_host(b"[2001:DB8::1]").as_deref(),
+            Some("[2001:db8::1]")
+        );
+        assert_eq!(normalize_host(b"[::1]x"), None);
+        assert_eq!(normalize_host(b"[nonsense]"), None);
+        assert_eq!(
+            normalize_host(b" shop.example "),
+            Some("shop.example".into())
+        );
+        assert_eq!(
+            normalize_host(b"shop.example:"),
+            Some("shop.example".into())
+        );
+        assert_eq!(normalize_host(b"127.0.0.1").as_deref(), Some("127.0.0.1"));
+        assert_eq!(normalize_host(b""), None);
+        assert_eq!(normalize_host(b"a b"), None);
+        assert_eq!(normalize_host(b"user@shop.example"), None);
+        assert_eq!(normalize_host(b"shop.example:http"), None);
+        assert_eq!(normalize_host(b"\xff"), None);
+    }
+
+    #[test]
+    fn configured_hosts_are_in_the_form_routing_looks_up() {
+        for written in [
+            "Shop.Example.",
+            "[0:0::1]",
+            "[2001:DB8:0::1]",
+            "192.0.2.1",
+            "xn--bcher-kva.example",
+        ] {
+            let configured = parse_host(written).unwrap_or_else(|p| panic!("{written}: {p:?}"));
+            assert_eq!(
+                normalize_host(written.as_bytes()).as_deref(),
+                Some(configured.as_str()),
+                "{written}"
+            );
+        }
+        assert_eq!(parse_host("[0:0::1]").as_deref(), Ok("[::1]"));
     }
 
     #[test]

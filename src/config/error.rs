@@ -2,7 +2,26 @@
 
 use std::fmt;
 
-use super::tree::Pos;
+/// A 1-based line and column; 0:0 when unknown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Pos {
+    pub line: usize,
+    pub column: usize,
+}
+
+impl Pos {
+    pub(crate) const UNKNOWN: Pos = Pos { line: 0, column: 0 };
+
+    pub(crate) fn new(line: usize, column: usize) -> Self {
+        Pos { line, column }
+    }
+}
+
+impl fmt::Display for Pos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
+}
 
 /// One problem in a config file, pointing at the offending line and column.
 ///
@@ -211,38 +230,11 @@ pub(crate) fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str>
     let budget = (word.chars().count() / 3).clamp(1, 3);
     candidates
         .iter()
-        .map(|c| (edit_distance(&folded, c), *c))
+        // Optimal string alignment: a swap of two neighbours (`tsl` for `tls`) is one edit.
+        .map(|c| (strsim::osa_distance(&folded, c), *c))
         .filter(|(d, _)| *d <= budget)
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)
-}
-
-/// Edit distance over characters, counting insertions, deletions,
-/// substitutions and swaps of two neighbours (`tsl` for `tls`) as one edit
-/// each (optimal string alignment distance).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    // Three rolling rows: i-2, i-1 and i.
-    let mut before: Vec<usize> = vec![0; b.len() + 1];
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    let mut current: Vec<usize> = vec![0; b.len() + 1];
-    for i in 1..=a.len() {
-        current[0] = i;
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (previous[j - 1] + cost)
-                .min(previous[j] + 1)
-                .min(current[j - 1] + 1);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(before[j - 2] + 1);
-            }
-            current[j] = best;
-        }
-        std::mem::swap(&mut before, &mut previous);
-        std::mem::swap(&mut previous, &mut current);
-    }
-    previous[b.len()]
 }
 
 /// "did you mean `x`?" text for an unknown word, or nothing.
@@ -289,16 +281,6 @@ mod tests {
     }
 
     #[test]
-    fn edit_distance_basics() {
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("upstreams", "upstream"), 1);
-        assert_eq!(edit_distance("tsl", "tls"), 1);
-        assert_eq!(edit_distance("moed", "mode"), 1);
-        assert_eq!(edit_distance("abc", ""), 3);
-    }
-
-    #[test]
     fn closest_suggests_only_plausible_typos() {
         let keys = [
             "name", "hosts", "upstream", "tls", "mode", "block", "robots",
@@ -313,6 +295,9 @@ mod tests {
             Some("on_unreachable")
         );
         assert_eq!(closest(&"a".repeat(1000), &keys), None);
+        // A swap of two neighbours is one edit.
+        assert_eq!(closest("tsl", &keys), Some("tls"));
+        assert_eq!(closest("moed", &keys), Some("mode"));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! The file format is documented, key by key, in `config/robotsguard.yaml`.
 
 mod address;
+pub use address::normalize_host;
 mod duration;
 mod error;
 mod origin;
@@ -534,38 +535,76 @@ pub fn load_str(text: &str, file_name: &str, base_dir: &Path) -> Result<Config, 
     }
 }
 
-/// The settings that differ between `old` and `new` but only take effect on
-/// restart: the sockets and the thread pool are set up once at start.
+/// A setting applied once at start: listening sockets, the connection limit, the thread pool
+/// and pingora's grace period are set up when the server is built.
+struct RestartOnly {
+    name: &'static str,
+    differs: fn(&Config, &Config) -> bool,
+    /// Copies the running value into a new config.
+    keep: fn(&mut Config, &Config),
+}
+
+/// Every restart-only setting, in the order they are reported.
+const RESTART_ONLY: &[RestartOnly] = &[
+    RestartOnly {
+        name: "listen",
+        differs: |old, new| old.listen != new.listen,
+        keep: |new, running| new.listen.clone_from(&running.listen),
+    },
+    RestartOnly {
+        name: "admin",
+        differs: |old, new| old.admin != new.admin,
+        keep: |new, running| new.admin.clone_from(&running.admin),
+    },
+    RestartOnly {
+        name: "limits.max_connections",
+        differs: |old, new| old.limits.max_connections != new.limits.max_connections,
+        keep: |new, running| new.limits.max_connections = running.limits.max_connections,
+    },
+    RestartOnly {
+        name: "threads",
+        differs: |old, new| old.threads != new.threads,
+        keep: |new, running| new.threads = running.threads,
+    },
+    RestartOnly {
+        name: "shutdown.grace",
+        differs: |old, new| old.shutdown_grace != new.shutdown_grace,
+        keep: |new, running| new.shutdown_grace = running.shutdown_grace,
+    },
+];
+
+/// The settings that differ between `old` and `new` but only take effect on restart.
 pub fn restart_required(old: &Config, new: &Config) -> Vec<&'static str> {
-    let mut changed = Vec::new();
-    if old.listen != new.listen {
-        changed.push("listen");
-    }
-    if old.admin != new.admin {
-        changed.push("admin");
-    }
-    if old.limits.max_connections != new.limits.max_connections {
-        changed.push("limits.max_connections");
-    }
-    if old.threads != new.threads {
-        changed.push("threads");
+    RESTART_ONLY
+        .iter()
+        .filter(|setting| (setting.differs)(old, new))
+        .map(|setting| setting.name)
+        .collect()
+}
+
+/// Puts the running values of every restart-only setting into `new`; returns the ones `new`
+/// had changed (as [`restart_required`] names them).
+pub fn keep_restart_only(new: &mut Config, running: &Config) -> Vec<&'static str> {
+    let changed = restart_required(running, new);
+    for setting in RESTART_ONLY {
+        (setting.keep)(new, running);
     }
     changed
 }
 
 /// Reads the file as UTF-8, refusing files over the size limit without
 /// reading them whole.
-fn read_text(path: &Path) -> Result<String, (tree::Pos, String)> {
+fn read_text(path: &Path) -> Result<String, (error::Pos, String)> {
     let file = std::fs::File::open(path)
-        .map_err(|e| (tree::Pos::UNKNOWN, format!("cannot open the config: {e}")))?;
+        .map_err(|e| (error::Pos::UNKNOWN, format!("cannot open the config: {e}")))?;
     let limit = tree::MAX_INPUT_BYTES;
     let mut bytes = Vec::new();
     file.take(limit as u64 + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| (tree::Pos::UNKNOWN, format!("cannot read the config: {e}")))?;
+        .map_err(|e| (error::Pos::UNKNOWN, format!("cannot read the config: {e}")))?;
     if bytes.len() > limit {
         return Err((
-            tree::Pos::UNKNOWN,
+            error::Pos::UNKNOWN,
             format!("the config is larger than the limit of {limit} bytes"),
         ));
     }
@@ -576,7 +615,7 @@ fn read_text(path: &Path) -> Result<String, (tree::Pos, String)> {
         let line = valid.matches('\n').count() + 1;
         let column = valid.rsplit('\n').next().unwrap_or("").chars().count() + 1;
         (
-            tree::Pos::new(line, column),
+            error::Pos::new(line, column),
             "the config is not valid UTF-8".to_owned(),
         )
     })

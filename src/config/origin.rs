@@ -5,7 +5,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::address::{check_sni, normalise_host, parse_upstream};
+use super::address::{check_sni, parse_host, parse_upstream};
+use super::error::Pos;
 use super::error::{did_you_mean, one_of};
 use super::error::{quote, Sink};
 use super::reader::{self, Table};
@@ -15,7 +16,7 @@ use super::schema::{
 };
 use super::schema::{HEALTH_CHECK, PASSIVE_HEALTH, POLICY, UPSTREAM_TIMEOUTS};
 use super::template::check_body;
-use super::tree::{Node, Pos, Value};
+use super::tree::{Node, Value};
 use super::{Action, HealthCheck, PolicyConfig, UpstreamHealth, UpstreamTimeouts};
 use super::{
     BlockConfig, EscapedSlashes, Forward, Mode, OnUnreachable, OriginConfig, PathsConfig,
@@ -199,7 +200,7 @@ fn hosts(sink: &mut Sink, node: &Node) -> Vec<(String, Pos)> {
         let Some(text) = reader::string(sink, item, "hosts") else {
             continue;
         };
-        let host = match normalise_host(text) {
+        let host = match parse_host(text) {
             Ok(host) => host,
             Err(p) => {
                 sink.problem(item.pos, p);
@@ -406,7 +407,7 @@ pub(crate) fn policy(
         out.crawlers.push((name.to_owned(), action));
     }
     if let Some(n) = table.get("allow_clients") {
-        out.allow_clients = super::validate::networks(sink, n, "allow_clients");
+        out.allow_clients = reader::networks(sink, n, "allow_clients");
     }
     if let Some(n) = table.get("exempt_paths") {
         let mut paths = Vec::new();

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use super::duration::parse_duration;
-use super::error::{did_you_mean, one_of, quote, Sink};
+use super::error::{did_you_mean, one_of, quote, Pos, Sink};
 use super::schema::{Section, MISPLACED};
 use super::size::parse_size;
-use super::tree::{Node, Pos, Value};
+use super::tree::{Node, Value};
 
 /// A mapping's entries, checked against the keys its section allows.
 pub(crate) struct Table<'a> {
@@ -289,6 +289,29 @@ pub(crate) fn size(sink: &mut Sink, node: &Node, what: &str) -> Option<u64> {
             None
         }
     }
+}
+
+/// A list of IP networks (`10.0.0.0/8`, `2001:db8::/32`, or a bare address for one host).
+pub(crate) fn networks(sink: &mut Sink, node: &Node, what: &str) -> Vec<ipnet::IpNet> {
+    let mut out = Vec::new();
+    for item in one_or_many(node) {
+        let Some(text) = nonempty_string(sink, item, what) else {
+            continue;
+        };
+        let parsed = text
+            .parse::<ipnet::IpNet>()
+            .map(|net| net.trunc())
+            .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from));
+        match parsed {
+            Ok(net) => out.push(net),
+            Err(_) => sink.error_hint(
+                item.pos,
+                format!("{} is not an IP network", quote(text)),
+                "write an address with a prefix length, e.g. 10.0.0.0/8 or 2001:db8::/32, or one address",
+            ),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -381,13 +381,16 @@ fn restart_required_lists_only_restart_only_fields() {
     let mut new = old.clone();
     assert!(restart_required(&old, &new).is_empty());
     new.origins[0].mode = Mode::Off;
-    new.shutdown_grace = Duration::from_secs(1);
     assert!(restart_required(&old, &new).is_empty());
     assert_ne!(old, new);
     new.threads = Some(3);
     new.admin.address = "127.0.0.1:1".parse().unwrap_or_else(|_| unreachable!());
     new.listen[0].address = "127.0.0.1:2".parse().unwrap_or_else(|_| unreachable!());
-    assert_eq!(restart_required(&old, &new), ["listen", "admin", "threads"]);
+    new.shutdown_grace = Duration::from_secs(1);
+    assert_eq!(
+        restart_required(&old, &new),
+        ["listen", "admin", "threads", "shutdown.grace"]
+    );
 }
 
 // ---------------------------------------------------------------- errors

@@ -14,28 +14,7 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::{MessageFormatter, Spanned};
 
-use super::error::escape_controls;
-
-/// A 1-based line and column; 0:0 when unknown.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Pos {
-    pub line: usize,
-    pub column: usize,
-}
-
-impl Pos {
-    pub(crate) const UNKNOWN: Pos = Pos { line: 0, column: 0 };
-
-    pub(crate) fn new(line: usize, column: usize) -> Self {
-        Pos { line, column }
-    }
-}
-
-impl fmt::Display for Pos {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.line, self.column)
-    }
-}
+use super::error::{escape_controls, Pos};
 
 /// A YAML node and where it is in the file.
 #[derive(Debug, Clone, PartialEq)]
@@ -116,7 +95,8 @@ pub(crate) fn parse(text: &str) -> Result<Node, (Pos, String)> {
 /// internal counter names.
 fn limit_message(err: &serde_saphyr::Error) -> Option<String> {
     use serde_saphyr::budget::BudgetBreach;
-    use serde_saphyr::Error;
+    use serde_saphyr::granit_parser::ErrorKind;
+    use serde_saphyr::{Error, ExternalMessageSource};
     let text = match err.without_snippet() {
         Error::Budget { breach, .. } => match breach {
             BudgetBreach::Depth { .. } => "the config is nested too deeply (16 levels at most)",
@@ -135,10 +115,13 @@ fn limit_message(err: &serde_saphyr::Error) -> Option<String> {
         }
         // Errors met while replaying an alias carry the real cause inside.
         Error::AliasError { error, .. } => return limit_message(error),
-        // The parser's own flow-nesting guard (`flow_nesting_limit`).
-        other
-            if serde_saphyr::UserMessageFormatter.format_message(other)
-                == "recursion limit exceeded" =>
+        // The parser's own flow-nesting guard (`flow_nesting_limit`), with its structured error.
+        Error::ExternalMessage { source, .. }
+            if matches!(
+                source.as_ref(),
+                ExternalMessageSource::Parser(scan)
+                    if *scan.kind() == ErrorKind::RecursionLimitExceeded
+            ) =>
         {
             "the config is nested too deeply (16 levels at most)"
         }

@@ -9,6 +9,7 @@ use std::path::Path;
 use crate::crawlers::Category;
 
 use super::address::parse_bind;
+use super::error::Pos;
 use super::error::{quote, Sink};
 use super::origin::{self, Defaults, KnownCrawlers, RobotsSettings, MODES};
 use super::reader::{self, Table};
@@ -19,7 +20,7 @@ use super::schema::{
     LIMITS, LISTENER, LISTENER_TLS, MAX_MAX_CONNECTIONS, MAX_MAX_HEADER_BYTES, MAX_NAME_LEN,
     MAX_THREADS, MIN_MAX_HEADER_BYTES, SHUTDOWN, TOP,
 };
-use super::tree::{Node, Pos, Value};
+use super::tree::{Node, Value};
 use super::{AccessLogFormat, PolicyConfig, UpstreamHealth, UpstreamTimeouts};
 use super::{
     AdminConfig, BlockConfig, Config, CrawlersConfig, ExtraCrawler, Limits, Listener, ListenerTls,
@@ -92,7 +93,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
         config.limits = limits(sink, n);
     }
     if let Some(n) = top.get("trusted_proxies") {
-        config.trusted_proxies = networks(sink, n, "trusted_proxies");
+        config.trusted_proxies = reader::networks(sink, n, "trusted_proxies");
     }
     if let Some(table) = top
         .get("access_log")
@@ -304,29 +305,6 @@ const ACCESS_LOG_FORMATS: [(&str, AccessLogFormat); 2] = [
     ("json", AccessLogFormat::Json),
     ("text", AccessLogFormat::Text),
 ];
-
-/// A list of IP networks (`10.0.0.0/8`, `2001:db8::/32`, or a bare address for one host).
-pub(crate) fn networks(sink: &mut Sink, node: &Node, what: &str) -> Vec<ipnet::IpNet> {
-    let mut out = Vec::new();
-    for item in reader::one_or_many(node) {
-        let Some(text) = reader::nonempty_string(sink, item, what) else {
-            continue;
-        };
-        let parsed = text
-            .parse::<ipnet::IpNet>()
-            .map(|net| net.trunc())
-            .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from));
-        match parsed {
-            Ok(net) => out.push(net),
-            Err(_) => sink.error_hint(
-                item.pos,
-                format!("{} is not an IP network", quote(text)),
-                "write an address with a prefix length, e.g. 10.0.0.0/8 or 2001:db8::/32, or one address",
-            ),
-        }
-    }
-    out
-}
 
 /// `limits`, over the built-in values.
 fn limits(sink: &mut Sink, node: &Node) -> Limits {

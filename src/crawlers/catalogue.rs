@@ -62,11 +62,12 @@ struct CatalogueFile {
     crawlers: Vec<CrawlerDef>,
 }
 
-/// Why a catalogue could not be loaded or built.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a catalogue could not be loaded or built. The parser's and the automaton builder's
+/// errors are kept whole ([`std::error::Error::source`]); the message includes them too.
+#[derive(Debug)]
 pub enum CatalogueError {
     /// The YAML did not parse into catalogue entries.
-    Parse(String),
+    Parse(Box<serde_saphyr::Error>),
     /// Entry `index` (0-based) breaks a rule.
     Invalid {
         index: usize,
@@ -86,13 +87,13 @@ pub enum CatalogueError {
         second: String,
     },
     /// The matching automaton could not be built (size limits).
-    Automaton(String),
+    Automaton(aho_corasick::BuildError),
 }
 
 impl fmt::Display for CatalogueError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CatalogueError::Parse(msg) => write!(f, "crawler catalogue does not parse: {msg}"),
+            CatalogueError::Parse(e) => write!(f, "crawler catalogue does not parse: {e}"),
             CatalogueError::Invalid {
                 index,
                 name,
@@ -116,21 +117,29 @@ impl fmt::Display for CatalogueError {
                 f,
                 "crawler pattern {pattern:?} is used by both {first:?} and {second:?}"
             ),
-            CatalogueError::Automaton(msg) => {
-                write!(f, "crawler patterns could not be compiled: {msg}")
+            CatalogueError::Automaton(e) => {
+                write!(f, "crawler patterns could not be compiled: {e}")
             }
         }
     }
 }
 
-impl std::error::Error for CatalogueError {}
+impl std::error::Error for CatalogueError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CatalogueError::Parse(e) => Some(e.as_ref()),
+            CatalogueError::Automaton(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// Parse a catalogue file (`crawlers: [...]`) without validating it; [`Catalogue::new`]
 /// validates.
 pub fn parse_catalogue_yaml(text: &str) -> Result<Vec<CrawlerDef>, CatalogueError> {
     serde_saphyr::from_str::<CatalogueFile>(text)
         .map(|file| file.crawlers)
-        .map_err(|e| CatalogueError::Parse(e.to_string()))
+        .map_err(|e| CatalogueError::Parse(Box::new(e)))
 }
 
 /// The entries of the built-in catalogue. A unit test proves this is `Ok`; callers still get
@@ -190,7 +199,7 @@ impl Catalogue {
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
             .build(defs.iter().map(|d| d.pattern.as_str()))
-            .map_err(|e| CatalogueError::Automaton(e.to_string()))?;
+            .map_err(CatalogueError::Automaton)?;
         let infos = defs
             .iter()
             .map(|def| {

@@ -10,7 +10,8 @@ use super::catalogue::{
 };
 use super::category::Category;
 use super::memo::{self, Memo};
-use super::robots_tokens::{FoundToken, RobotsTokenScanner, TokenScan};
+use super::robots_tokens::RobotsTokenScanner;
+use super::verdicts::{FoundToken, GenericVerdict, TokenScan};
 
 /// Words whose presence (case-insensitive, anywhere in a word) marks a UA as automated.
 /// `scrap` covers scraper, scraping and Scrapy-likes; `crawl` covers crawler and crawling.
@@ -380,26 +381,6 @@ pub struct Identifier {
     memo_owner: u64,
 }
 
-/// What the generic rules make of a User-Agent, with the token as a byte range of it, so the
-/// verdict can be remembered per User-Agent ([`memo`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum GenericVerdict {
-    NotCrawler,
-    EmptyUserAgent,
-    /// The token is `user_agent[start..end]`.
-    AutomationWord {
-        start: usize,
-        end: usize,
-    },
-    /// Every automation word sits in a URL or e-mail address: a crawler without a token.
-    AutomationWordOnlyInUrls,
-    /// The token (the library's product) is `user_agent[start..end]`.
-    HttpLibrary {
-        start: usize,
-        end: usize,
-    },
-}
-
 impl GenericVerdict {
     fn identity(self, user_agent: &[u8]) -> Option<Identity<'_>> {
         // Ranges come from scanning these same bytes and cover ASCII words only.
@@ -458,7 +439,7 @@ impl Identifier {
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::LeftmostFirst)
             .build(AUTOMATION_MARKERS)
-            .map_err(|e| CatalogueError::Automaton(e.to_string()))?;
+            .map_err(CatalogueError::Automaton)?;
         Ok(Identifier {
             catalogue,
             generic,
@@ -809,7 +790,7 @@ fn is_field_delimiter(b: u8) -> bool {
 /// Bytes of a generic token: robots.txt's `[A-Za-z_-]` plus digits (kept so `Foo2Bot` stays
 /// one name; robots.txt matching later looks at its leading run only).
 fn is_generic_token_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+    crate::robots::is_product_token_byte(b) || b.is_ascii_digit()
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -20,8 +20,7 @@ use std::cell::RefCell;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::identify::GenericVerdict;
-use super::robots_tokens::TokenScan;
+use super::verdicts::{GenericVerdict, TokenScan};
 
 /// What the stages that depend only on the User-Agent made of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,7 +250,7 @@ mod tests {
     #[test]
     fn a_scanners_answer_is_remembered_for_that_scanner_only() {
         let found = |index| {
-            TokenScan::One(super::super::robots_tokens::FoundToken {
+            TokenScan::One(super::super::verdicts::FoundToken {
                 index,
                 start: 0,
                 end: 3,

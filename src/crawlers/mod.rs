@@ -34,6 +34,7 @@ mod describe;
 mod identify;
 mod memo;
 mod robots_tokens;
+mod verdicts;
 mod words;
 
 pub use catalogue::{

@@ -5,7 +5,9 @@ use std::collections::HashSet;
 use aho_corasick::{AhoCorasick, MatchKind};
 
 use super::memo;
-use super::words::{is_whole_word, robots_product_token};
+use super::verdicts::{FoundToken, TokenScan};
+use super::words::is_whole_word;
+use crate::robots::product_token;
 
 /// Shortest robots.txt name the scanner uses. One- and two-letter names would match stray
 /// fragments of ordinary UAs (`U` in `(Windows; U; ...)`, `NT`, `OS`).
@@ -88,24 +90,6 @@ const BROWSER_WORDS: &[&str] = &[
     "electron",
 ];
 
-/// A robots.txt-named token found in a User-Agent: its index among the scanner's tokens, and
-/// the span of the match.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct FoundToken {
-    pub index: usize,
-    pub start: usize,
-    pub end: usize,
-}
-
-/// What one scan of a User-Agent found, in a form small enough to remember per thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum TokenScan {
-    None,
-    One(FoundToken),
-    /// More than one token: list them again with [`RobotsTokenScanner::all_whole_words`].
-    Several,
-}
-
 /// The product tokens named in one origin's robots.txt, compiled for matching against
 /// User-Agents. Built when that robots.txt is compiled; immutable afterwards.
 #[derive(Debug, Clone, Default)]
@@ -127,7 +111,7 @@ impl RobotsTokenScanner {
         let mut seen = HashSet::new();
         let mut tokens = Vec::new();
         for name in names {
-            let token = robots_product_token(name);
+            let token = product_token(name);
             if token.len() < MIN_ROBOTS_TOKEN_LEN
                 || BROWSER_WORDS.iter().any(|w| w.eq_ignore_ascii_case(token))
             {

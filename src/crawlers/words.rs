@@ -1,4 +1,6 @@
-//! Byte-level word rules shared by every User-Agent matcher: what a word byte is, when a match is a whole word, and how robots.txt reduces a name to its product token.
+//! Byte-level word rules shared by every User-Agent matcher: what a word byte is and when a match
+//! is a whole word. (How robots.txt reduces a name to its product token is the robots engine's:
+//! [`crate::robots::product_token`].)
 
 /// Whether `b` continues a word: ASCII letters and digits, `_`, and every non-ASCII byte.
 ///
@@ -25,24 +27,6 @@ pub(crate) fn is_whole_word(hay: &[u8], start: usize, end: usize) -> bool {
     let left_ok = !is_word_byte(hay[start]) || start == 0 || !is_word_byte(hay[start - 1]);
     let right_ok = !is_word_byte(hay[end - 1]) || end == hay.len() || !is_word_byte(hay[end]);
     left_ok && right_ok
-}
-
-/// Whether `b` may appear in a robots.txt product token: `[A-Za-z_-]`.
-pub(crate) fn is_robots_token_byte(b: u8) -> bool {
-    b.is_ascii_alphabetic() || b == b'_' || b == b'-'
-}
-
-/// The product token a robots.txt `User-agent:` value stands for: the leading run of
-/// `[A-Za-z_-]` after trimming, as robots.txt matching defines it. Empty if there is none
-/// (a value such as `*` or `360Spider`).
-pub(crate) fn robots_product_token(name: &str) -> &str {
-    let name = name.trim();
-    let len = name
-        .bytes()
-        .position(|b| !is_robots_token_byte(b))
-        .unwrap_or(name.len());
-    // The run is ASCII, so `len` is a char boundary.
-    &name[..len]
 }
 
 #[cfg(test)]
@@ -78,16 +62,5 @@ mod tests {
         // Bad ranges never panic.
         assert!(!is_whole_word(b"abc", 2, 9));
         assert!(!is_whole_word(b"abc", 2, 2));
-    }
-
-    #[test]
-    fn robots_reduction() {
-        assert_eq!(robots_product_token("  FooBot/1.0 "), "FooBot");
-        assert_eq!(robots_product_token("archive.org_bot"), "archive");
-        assert_eq!(robots_product_token("MJ12bot"), "MJ");
-        assert_eq!(robots_product_token("Screaming Frog"), "Screaming");
-        assert_eq!(robots_product_token("*"), "");
-        assert_eq!(robots_product_token("360Spider"), "");
-        assert_eq!(robots_product_token("Ünïcode"), "");
     }
 }

@@ -1,32 +1,37 @@
-//! File-sourced robots.txt: reading the file, and one shared directory watcher that wakes the
-//! origins whose file may have changed.
-//!
-//! The watcher watches directories, not files: editors replace files by renaming a new one over
-//! them, and Kubernetes updates ConfigMap volumes by swapping the `..data` symlink, and neither
-//! produces an event on the old file. Only create, modify, remove and rename events count —
-//! reading the file ourselves produces open/close (access) events, which must not trigger reloads.
+//! File-sourced robots.txt: reading the file, and one shared directory watcher ([`super::watch`])
+//! that wakes the origins whose file may have changed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::SystemTime;
 
 use bytes::Bytes;
-use notify::{EventKind, RecursiveMode, Watcher};
 
 use super::origin::{unreachable, FetchOutcome, Fetched};
-use crate::state::{Origin, RobotsCopy};
+use super::watch::{directory_of, Change, Debouncer, DirectoryWatcher};
+use crate::state::{CopyOutcome, Origin, RobotsCopy};
 
 /// Reads a file-sourced robots.txt; an unreadable file keeps the last good copy.
-pub fn read(origin: &Origin, path: &Path) -> Fetched {
+pub async fn read(origin: &Origin, path: &Path) -> Fetched {
     let settings = &origin.robots.settings;
     let previous = origin.robots.current();
     let source = format!("file {}", path.display());
-    match read_limited(path, settings.max_size) {
+    // Off the runtime's workers: a file may be up to `max_size` (64 MiB) on a slow volume.
+    let (owned, max_size) = (path.to_path_buf(), settings.max_size);
+    let read = tokio::task::spawn_blocking(move || read_limited(&owned, max_size))
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+    match read {
         Ok((body, over_limit)) => {
             let reason = format!("read from {}", path.display());
-            let mut copy =
-                RobotsCopy::from_body_or_previous(body, settings.max_size, "ok", reason, &previous);
+            let mut copy = RobotsCopy::from_body_or_previous(
+                body,
+                settings.max_size,
+                CopyOutcome::Ok,
+                reason,
+                &previous,
+            );
             copy.source = source;
             copy.fetched_at = Some(SystemTime::now());
             let outcome = if over_limit {
@@ -54,142 +59,92 @@ fn read_limited(path: &Path, max_size: usize) -> std::io::Result<(Bytes, bool)> 
     Ok((Bytes::from(body), over))
 }
 
-/// One notify watcher for every watched directory; subscribers get a `watch` channel per
-/// directory that ticks on each relevant event in it.
-pub struct DirectoryWatcher {
-    watcher: Mutex<Option<notify::RecommendedWatcher>>,
-    directories: Arc<Mutex<HashMap<PathBuf, tokio::sync::watch::Sender<u64>>>>,
+/// Wakes the refresh loops of file-sourced origins when their file may have changed: one shared
+/// [`DirectoryWatcher`], and per subscriber a [`Debouncer`] (the same rule as the config's).
+pub struct FileWatcher {
+    watcher: Option<DirectoryWatcher>,
+    /// Per watched directory, the debouncers of the loops reading a file in it. Weak, so a loop
+    /// that ends (its origin removed by a reload) leaves nothing behind.
+    subscribers: Arc<Mutex<Subscribers>>,
 }
 
-impl DirectoryWatcher {
-    pub fn new() -> DirectoryWatcher {
-        let directories: Arc<Mutex<HashMap<PathBuf, tokio::sync::watch::Sender<u64>>>> =
-            Arc::default();
-        let senders = directories.clone();
-        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            let Ok(event) = event else { return };
-            if !is_content_change(&event.kind) {
-                return;
-            }
-            let Ok(directories) = senders.lock() else {
-                return;
-            };
-            for path in &event.paths {
-                let directory = path.parent().unwrap_or(path);
-                for candidate in [directory, path.as_path()] {
-                    if let Some(sender) = directories.get(candidate) {
-                        sender.send_modify(|ticks| *ticks = ticks.wrapping_add(1));
-                    }
-                }
-            }
-        });
-        let watcher = match watcher {
+type Subscribers = HashMap<PathBuf, Vec<Weak<Debouncer>>>;
+
+impl FileWatcher {
+    pub fn new() -> FileWatcher {
+        let watcher = match DirectoryWatcher::new() {
             Ok(watcher) => Some(watcher),
             Err(e) => {
                 tracing::warn!("cannot watch robots.txt files (they are still re-read every refresh interval): {e}");
                 None
             }
         };
-        DirectoryWatcher {
-            watcher: Mutex::new(watcher),
-            directories,
+        FileWatcher {
+            watcher,
+            subscribers: Arc::default(),
         }
     }
 
-    /// Ticks whenever something in the directory of `file` is created, changed, removed or
-    /// renamed. The directory is watched from the first subscription on.
-    pub fn subscribe(&self, file: &Path) -> tokio::sync::watch::Receiver<u64> {
-        let directory = file
-            .parent()
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-        let Ok(mut directories) = self.directories.lock() else {
-            return tokio::sync::watch::Sender::new(0).subscribe();
+    /// A debouncer that collects every change in the directory of `file`. Any file counts, not
+    /// only `file`: a ConfigMap swaps `..data`, and an unchanged file is recognised cheaply when
+    /// re-read. It stops receiving when dropped.
+    pub fn subscribe(&self, file: &Path) -> Arc<Debouncer> {
+        let debouncer = Arc::new(Debouncer::default());
+        let Some(watcher) = &self.watcher else {
+            return debouncer;
         };
-        if let Some(sender) = directories.get(&directory) {
-            return sender.subscribe();
-        }
-        let sender = tokio::sync::watch::Sender::new(0);
-        let receiver = sender.subscribe();
-        directories.insert(directory.clone(), sender);
-        drop(directories);
-        if let Ok(mut watcher) = self.watcher.lock() {
-            if let Some(watcher) = watcher.as_mut() {
-                if let Err(e) = watcher.watch(&directory, RecursiveMode::NonRecursive) {
-                    tracing::warn!(
-                        directory = %directory.display(),
-                        "cannot watch robots.txt directory (the file is still re-read every refresh interval): {e}"
-                    );
+        let directory = directory_of(file);
+        let first = {
+            let Ok(mut subscribers) = self.subscribers.lock() else {
+                return debouncer;
+            };
+            let first = !subscribers.contains_key(&directory);
+            let list = subscribers.entry(directory.clone()).or_default();
+            list.retain(|subscriber| subscriber.strong_count() > 0);
+            list.push(Arc::downgrade(&debouncer));
+            first
+        };
+        // Added with the subscribers unlocked: the watcher calls the sink under its own lock,
+        // and the sink takes this one.
+        if first {
+            let subscribers = self.subscribers.clone();
+            let watched = directory.clone();
+            let sink = Box::new(move |_: Option<&Path>, change: Change| {
+                let Ok(mut subscribers) = subscribers.lock() else {
+                    return;
+                };
+                if let Some(list) = subscribers.get_mut(&watched) {
+                    list.retain(|subscriber| match subscriber.upgrade() {
+                        Some(debouncer) => {
+                            debouncer.record(change);
+                            true
+                        }
+                        None => false,
+                    });
                 }
+            });
+            if let Err(e) = watcher.add(&directory, sink) {
+                tracing::warn!(
+                    directory = %directory.display(),
+                    "cannot watch robots.txt directory (the file is still re-read every refresh interval): {e}"
+                );
             }
         }
-        receiver
+        debouncer
     }
-}
 
-impl DirectoryWatcher {
-    /// Watches the directory of `file` afresh. When that directory is reached through a symlink
-    /// that was swapped (a ConfigMap's `robots -> ..data/robots`), the old watch went with the
-    /// deleted target; a new watch follows the link to where it points now.
+    /// Watches the directory of `file` afresh (see [`DirectoryWatcher::rewatch`]).
     pub fn rewatch(&self, file: &Path) {
-        let directory = file
-            .parent()
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-        if let Ok(mut watcher) = self.watcher.lock() {
-            if let Some(watcher) = watcher.as_mut() {
-                let _ = watcher.unwatch(&directory);
-                if let Err(e) = watcher.watch(&directory, RecursiveMode::NonRecursive) {
-                    tracing::warn!(directory = %directory.display(), "cannot watch robots.txt directory: {e}");
-                }
-            }
+        let Some(watcher) = &self.watcher else { return };
+        let directory = directory_of(file);
+        if let Err(e) = watcher.rewatch(&directory) {
+            tracing::warn!(directory = %directory.display(), "cannot watch robots.txt directory: {e}");
         }
     }
 }
 
-impl Default for DirectoryWatcher {
+impl Default for FileWatcher {
     fn default() -> Self {
-        DirectoryWatcher::new()
-    }
-}
-
-/// Events that can change what a file reads as. Opening, reading and closing a file we only read
-/// are not — reacting to them would make every read trigger another read — but a writer closing
-/// the file is the surest sign its write is complete.
-fn is_content_change(kind: &EventKind) -> bool {
-    use notify::event::{AccessKind, AccessMode};
-    match kind {
-        EventKind::Create(_) | EventKind::Remove(_) => true,
-        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
-        EventKind::Modify(notify::event::ModifyKind::Metadata(_)) => false,
-        EventKind::Modify(_) => true,
-        EventKind::Access(_) | EventKind::Any | EventKind::Other => false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use notify::event::{AccessKind, AccessMode, CreateKind, MetadataKind, ModifyKind, RenameMode};
-
-    #[test]
-    fn only_content_changes_count() {
-        assert!(is_content_change(&EventKind::Create(CreateKind::File)));
-        assert!(is_content_change(&EventKind::Modify(ModifyKind::Name(
-            RenameMode::To
-        ))));
-        assert!(is_content_change(&EventKind::Modify(ModifyKind::Data(
-            notify::event::DataChange::Any
-        ))));
-        assert!(is_content_change(&EventKind::Access(AccessKind::Close(
-            AccessMode::Write
-        ))));
-        assert!(!is_content_change(&EventKind::Access(AccessKind::Close(
-            AccessMode::Read
-        ))));
-        assert!(!is_content_change(&EventKind::Access(AccessKind::Open(
-            AccessMode::Read
-        ))));
-        assert!(!is_content_change(&EventKind::Modify(
-            ModifyKind::Metadata(MetadataKind::AccessTime)
-        )));
+        FileWatcher::new()
     }
 }

@@ -56,9 +56,53 @@ pub struct Validators {
     pub last_modified: Option<String>,
 }
 
-/// What went wrong with a fetch that got no usable answer.
-#[derive(Debug, Clone)]
-pub struct Failure(pub String);
+/// What went wrong with a fetch that got no usable answer: what was being done, and the error
+/// that stopped it when there was one (pingora's, or the gzip decoder's), kept as the
+/// [`std::error::Error::source`].
+#[derive(Debug)]
+pub struct Failure {
+    what: String,
+    cause: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl Failure {
+    /// A failure with no underlying error.
+    pub fn new(what: impl Into<String>) -> Failure {
+        Failure {
+            what: what.into(),
+            cause: None,
+        }
+    }
+
+    /// A failure caused by `cause`.
+    pub fn caused(
+        what: impl Into<String>,
+        cause: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Failure {
+        Failure {
+            what: what.into(),
+            cause: Some(cause.into()),
+        }
+    }
+}
+
+/// The whole story on one line (`what: cause`), as logs and `/explain` show it.
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.cause {
+            Some(cause) => write!(f, "{}: {cause}", self.what),
+            None => f.write_str(&self.what),
+        }
+    }
+}
+
+impl std::error::Error for Failure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_deref()
+            .map(|cause| cause as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// GETs `path` with `Host: host` from one of the origin's upstreams. Reads at most `max_size`
 /// decoded body bytes. A body that ends early, or a gzip body that does not decode, is a failure.
@@ -75,7 +119,7 @@ pub async fn get(
 ) -> Result<Answer, Failure> {
     let Some(upstream) = origin.upstreams.pick(&[]) else {
         let why = origin.upstreams.resolution_error.load();
-        return Err(Failure(format!(
+        return Err(Failure::new(format!(
             "no upstream address ({})",
             why.as_deref().unwrap_or("none configured")
         )));
@@ -85,9 +129,9 @@ pub async fn get(
     let (mut session, _reused) = connector
         .get_http_session(&peer)
         .await
-        .map_err(|e| Failure(format!("cannot connect to {address}: {e}")))?;
+        .map_err(|e| Failure::caused(format!("cannot connect to {address}"), e))?;
     let mut request = RequestHeader::build("GET", path.as_bytes(), None)
-        .map_err(|e| Failure(format!("bad robots.txt path `{path}`: {e}")))?;
+        .map_err(|e| Failure::caused(format!("bad robots.txt path `{path}`"), e))?;
     let mut headers = vec![
         ("host", host.to_string()),
         ("user-agent", user_agent()),
@@ -105,22 +149,22 @@ pub async fn get(
     for (name, value) in headers {
         request
             .insert_header(name, value)
-            .map_err(|e| Failure(format!("cannot build the request: {e}")))?;
+            .map_err(|e| Failure::caused("cannot build the request", e))?;
     }
     session
         .write_request_header(Box::new(request))
         .await
-        .map_err(|e| Failure(format!("cannot send the request: {e}")))?;
+        .map_err(|e| Failure::caused("cannot send the request", e))?;
     session
         .finish_request_body()
         .await
-        .map_err(|e| Failure(format!("cannot send the request: {e}")))?;
+        .map_err(|e| Failure::caused("cannot send the request", e))?;
     session
         .read_response_header()
         .await
-        .map_err(|e| Failure(format!("no answer: {e}")))?;
+        .map_err(|e| Failure::caused("no answer", e))?;
     let Some(response) = session.response_header() else {
-        return Err(Failure("no answer".to_string()));
+        return Err(Failure::new("no answer"));
     };
     let header = |name: &str| {
         response
@@ -143,7 +187,7 @@ pub async fn get(
         .to_ascii_lowercase();
     let gzip = matches!(encoding.trim(), "gzip" | "x-gzip");
     if !gzip && !matches!(encoding.trim(), "" | "identity") {
-        return Err(Failure(format!(
+        return Err(Failure::new(format!(
             "body in an encoding robotsguard did not ask for: {encoding}"
         )));
     }
@@ -167,7 +211,7 @@ pub async fn get(
                 }
             }
             Ok(None) => break,
-            Err(e) => return Err(Failure(format!("body cut short: {e}"))),
+            Err(e) => return Err(Failure::caused("body cut short", e)),
         }
     }
     if gzip {
@@ -193,33 +237,33 @@ pub async fn health_check(
     let (mut session, _reused) = connector
         .get_http_session(&peer)
         .await
-        .map_err(|e| Failure(format!("cannot connect: {e}")))?;
+        .map_err(|e| Failure::caused("cannot connect", e))?;
     let mut request = RequestHeader::build("GET", path.as_bytes(), None)
-        .map_err(|e| Failure(format!("bad health check path `{path}`: {e}")))?;
+        .map_err(|e| Failure::caused(format!("bad health check path `{path}`"), e))?;
     for (name, value) in [
         ("host", origin.primary_host().to_string()),
         ("user-agent", user_agent()),
     ] {
         request
             .insert_header(name, value)
-            .map_err(|e| Failure(format!("cannot build the request: {e}")))?;
+            .map_err(|e| Failure::caused("cannot build the request", e))?;
     }
     session
         .write_request_header(Box::new(request))
         .await
-        .map_err(|e| Failure(format!("cannot send the request: {e}")))?;
+        .map_err(|e| Failure::caused("cannot send the request", e))?;
     session
         .finish_request_body()
         .await
-        .map_err(|e| Failure(format!("cannot send the request: {e}")))?;
+        .map_err(|e| Failure::caused("cannot send the request", e))?;
     session
         .read_response_header()
         .await
-        .map_err(|e| Failure(format!("no answer: {e}")))?;
+        .map_err(|e| Failure::caused("no answer", e))?;
     let status = session
         .response_header()
         .map(|response| response.status.as_u16())
-        .ok_or_else(|| Failure("no answer".to_string()))?;
+        .ok_or_else(|| Failure::new("no answer"))?;
     let mut read = 0usize;
     while read < 64 * 1024 {
         match session.read_response_body().await {
@@ -238,7 +282,7 @@ fn gunzip(raw: &[u8], max_size: usize, input_cut: bool) -> Result<(Bytes, bool),
     match decoder.read_to_end(&mut out) {
         Ok(_) => {}
         Err(e) if input_cut && e.kind() == std::io::ErrorKind::UnexpectedEof => {}
-        Err(e) => return Err(Failure(format!("gzip body does not decode: {e}"))),
+        Err(e) => return Err(Failure::caused("gzip body does not decode", e)),
     }
     let over = out.len() > max_size || input_cut;
     out.truncate(max_size);

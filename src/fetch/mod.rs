@@ -5,6 +5,7 @@
 mod file;
 mod http;
 mod origin;
+pub mod watch;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use std::time::{Duration, SystemTime};
 
 use pingora::connectors::http::Connector;
 
-pub use file::DirectoryWatcher;
+pub use file::FileWatcher;
 pub use http::{health_check, http_peer};
 pub use origin::{FetchOutcome, Fetched, Kept, CONFIRM_UNAVAILABLE_AFTER};
 
@@ -27,9 +28,6 @@ pub const MAX_CONCURRENT_FETCHES: usize = 32;
 /// The first retry after a failure; it doubles up to the refresh interval.
 pub const FIRST_RETRY: Duration = Duration::from_secs(10);
 
-/// Files are re-read this long after the last change event of a burst.
-const FILE_DEBOUNCE: Duration = Duration::from_millis(100);
-
 /// Early refreshes asked for by clients seeing a different robots.txt are at least this far apart.
 const MIN_EARLY_REFRESH: Duration = Duration::from_secs(5);
 
@@ -39,7 +37,7 @@ pub async fn fetch_once(connector: &Connector, origin: &Origin) -> Option<Fetche
         RobotsSource::Origin { url } => {
             Some(origin::fetch(connector, origin, url.as_deref()).await)
         }
-        RobotsSource::File { path } => Some(file::read(origin, path)),
+        RobotsSource::File { path } => Some(file::read(origin, path).await),
         RobotsSource::Inline { .. } => None,
     }
 }
@@ -56,7 +54,7 @@ impl Refresher {
         let shared = Arc::new(Shared {
             connector: Connector::new(None),
             start_permits: tokio::sync::Semaphore::new(MAX_CONCURRENT_FETCHES),
-            watcher: DirectoryWatcher::new(),
+            watcher: FileWatcher::new(),
         });
         let mut generations = self.snapshot.subscribe();
         let mut tasks: HashMap<usize, tokio::task::JoinHandle<()>> = HashMap::new();
@@ -95,7 +93,7 @@ impl Refresher {
 struct Shared {
     connector: Connector,
     start_permits: tokio::sync::Semaphore,
-    watcher: DirectoryWatcher,
+    watcher: FileWatcher,
 }
 
 /// The refresh loop of one origin's robots.txt slot.
@@ -106,7 +104,7 @@ async fn keep_fresh(origin: Arc<Origin>, shared: Arc<Shared>) {
         publish(&origin, &origin.robots.current());
         return;
     }
-    let mut file_changes = match &settings.source {
+    let file_changes = match &settings.source {
         RobotsSource::File { path } => Some(shared.watcher.subscribe(path)),
         _ => None,
     };
@@ -139,35 +137,20 @@ async fn keep_fresh(origin: Arc<Origin>, shared: Arc<Shared>) {
             0
         };
         let delay = next_delay(&settings.refresh, &fetched, failures);
-        let deadline = tokio::time::sleep(delay);
-        tokio::pin!(deadline);
         // Wait for the refresh time, a file change, or a client's hint that robots.txt changed.
-        loop {
-            tokio::select! {
-                _ = &mut deadline => break,
-                _ = origin.robots.refresh_requested.notified() => {
-                    tokio::time::sleep_until(fetch_ended + MIN_EARLY_REFRESH).await;
-                    break;
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = origin.robots.refresh_requested.notified() => {
+                tokio::time::sleep_until(fetch_ended + MIN_EARLY_REFRESH).await;
+            }
+            _ = async {
+                match file_changes.as_deref() {
+                    Some(changes) => changes.next().await,
+                    None => std::future::pending().await,
                 }
-                changed = async {
-                    match file_changes.as_mut() {
-                        Some(changes) => changes.changed().await,
-                        None => std::future::pending().await,
-                    }
-                } => {
-                    if changed.is_err() {
-                        file_changes = None;
-                        continue;
-                    }
-                    // Let a burst of events (write, rename, symlink swap) settle, then re-read once.
-                    tokio::time::sleep(FILE_DEBOUNCE).await;
-                    if let Some(changes) = file_changes.as_mut() {
-                        changes.borrow_and_update();
-                    }
-                    if let RobotsSource::File { path } = &settings.source {
-                        shared.watcher.rewatch(path);
-                    }
-                    break;
+            } => {
+                if let RobotsSource::File { path } = &settings.source {
+                    shared.watcher.rewatch(path);
                 }
             }
         }
@@ -206,7 +189,7 @@ fn store(origin: &Origin, copy: RobotsCopy) -> bool {
     let previous = origin.robots.current();
     let changed = !origin.robots.is_ready()
         || previous.body != copy.body
-        || previous.policy.state_label() != copy.policy.state_label();
+        || previous.policy.state() != copy.policy.state();
     publish(origin, &copy);
     origin.robots.store(copy);
     changed
@@ -220,7 +203,12 @@ fn count(origin: &Origin, outcome: FetchOutcome) {
 }
 
 fn publish(origin: &Origin, copy: &RobotsCopy) {
-    METRICS.set_robots_state(origin.name(), copy);
+    METRICS.set_robots_state(
+        origin.name(),
+        copy.policy.state(),
+        copy.rule_count(),
+        copy.body.len(),
+    );
     if let Some(at) = copy.last_error_at {
         let seconds = at
             .duration_since(SystemTime::UNIX_EPOCH)
@@ -264,11 +252,11 @@ fn jittered(interval: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::Policy;
+    use crate::state::{CopyOutcome, Policy};
 
     fn fetched(outcome: FetchOutcome, status_503: bool, retry_after: Option<Duration>) -> Fetched {
         Fetched {
-            copy: RobotsCopy::without_rules(Policy::AllowAll, "ok", String::new()),
+            copy: RobotsCopy::without_rules(Policy::AllowAll, CopyOutcome::Ok, String::new()),
             outcome,
             retry_after,
             status_503,

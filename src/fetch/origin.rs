@@ -6,9 +6,10 @@ use std::time::{Duration, SystemTime};
 
 use pingora::connectors::http::Connector;
 
-use super::http::{get, Answer, Failure, Validators};
+use super::http::{get, Answer, Validators};
+use crate::config::normalize_host;
 use crate::config::OnUnreachable;
-use crate::state::{normalize_host, Origin, Policy, RobotsCopy};
+use crate::state::{CopyOutcome, Origin, Policy, RobotsCopy};
 
 /// Redirects followed before giving up (RFC 9309: at least five).
 pub const MAX_REDIRECTS: usize = 5;
@@ -241,9 +242,22 @@ fn max_age(cache_control: Option<&str>) -> Option<Duration> {
     })
 }
 
-/// Retry-After in seconds (the HTTP-date form is rare for robots.txt and is ignored).
-fn retry_after(value: Option<&str>) -> Option<Duration> {
-    value?.trim().parse::<u64>().ok().map(Duration::from_secs)
+/// The longest Retry-After taken from an origin (the refresh interval bounds it again): a date
+/// years ahead must not stop refreshes.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
+
+/// Retry-After (RFC 9110 §10.2.3), delta-seconds or an HTTP-date, as a wait from `now`: a date
+/// in the past is no wait, anything longer than [`MAX_RETRY_AFTER`] is cut to it.
+fn retry_after(value: Option<&str>, now: SystemTime) -> Option<Duration> {
+    let value = value?.trim();
+    let wait = if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        // Digits beyond u64 are a very long wait, not an unreadable one.
+        Duration::from_secs(value.parse::<u64>().unwrap_or(u64::MAX))
+    } else {
+        let at = httpdate::parse_http_date(value).ok()?;
+        at.duration_since(now).unwrap_or(Duration::ZERO)
+    };
+    Some(wait.min(MAX_RETRY_AFTER))
 }
 
 /// Fetches an origin's robots.txt and decides the copy per RFC 9309, with the deviations that
@@ -288,7 +302,7 @@ pub async fn fetch(connector: &Connector, origin: &Origin, url: Option<&str>) ->
             Ok(Ok(answer)) => answer,
             failed => {
                 let error = match failed {
-                    Ok(Err(Failure(error))) => error,
+                    Ok(Err(failure)) => failure.to_string(),
                     _ => format!("no answer within {:?}", settings.timeout),
                 };
                 let source = source(&target);
@@ -342,7 +356,7 @@ pub async fn fetch(connector: &Connector, origin: &Origin, url: Option<&str>) ->
                 unreachable(&previous, settings.on_unreachable, error, Some(429), source);
             fetched.outcome = FetchOutcome::RateLimited;
             fetched.status_503 = true;
-            fetched.retry_after = retry_after(answer.retry_after.as_deref());
+            fetched.retry_after = retry_after(answer.retry_after.as_deref(), SystemTime::now());
             fetched
         }
         400..=499 => {
@@ -360,7 +374,7 @@ pub async fn fetch(connector: &Connector, origin: &Origin, url: Option<&str>) ->
             );
             if status == 503 {
                 fetched.status_503 = true;
-                fetched.retry_after = retry_after(answer.retry_after.as_deref());
+                fetched.retry_after = retry_after(answer.retry_after.as_deref(), SystemTime::now());
             }
             fetched
         }
@@ -450,7 +464,8 @@ fn ok(answer: Answer, max_size: usize, source: String, previous: &RobotsCopy) ->
     } else {
         format!("fetched (HTTP {})", answer.status)
     };
-    let mut copy = RobotsCopy::from_body_or_previous(answer.body, max_size, "ok", reason, previous);
+    let mut copy =
+        RobotsCopy::from_body_or_previous(answer.body, max_size, CopyOutcome::Ok, reason, previous);
     copy.http_status = Some(answer.status);
     copy.etag = answer.etag;
     copy.last_modified = answer.last_modified;
@@ -463,7 +478,7 @@ fn ok(answer: Answer, max_size: usize, source: String, previous: &RobotsCopy) ->
 /// fetch everything (RFC 9309 §2.3.1.3).
 fn unavailable(outcome: FetchOutcome, status: u16, error: String, source: String) -> Fetched {
     let reason = format!("robots.txt unavailable: {error}");
-    let mut copy = RobotsCopy::without_rules(Policy::AllowAll, "unavailable", reason);
+    let mut copy = RobotsCopy::without_rules(Policy::AllowAll, CopyOutcome::Unavailable, reason);
     copy.http_status = Some(status);
     copy.source = source;
     Fetched::new(copy, outcome)
@@ -491,10 +506,10 @@ pub fn unreachable(
             .is_ok_and(|elapsed| elapsed > UNREACHABLE_ALLOW_AFTER);
         let mut copy = if long_gone {
             let reason = format!("robots.txt unreachable for more than 30 days ({error})");
-            RobotsCopy::without_rules(Policy::AllowAll, "unreachable", reason)
+            RobotsCopy::without_rules(Policy::AllowAll, CopyOutcome::Unreachable, reason)
         } else {
             let reason = format!("robots.txt unreachable ({error}) and no earlier copy");
-            RobotsCopy::unreachable(on_unreachable, reason, "unreachable")
+            RobotsCopy::unreachable(on_unreachable, reason, CopyOutcome::Unreachable)
         };
         copy.last_error = Some(error);
         copy.last_error_at = Some(now);
@@ -520,6 +535,43 @@ mod tests {
         assert_eq!(max_age(Some("no-cache")), None);
         assert_eq!(max_age(Some("max-age=abc")), None);
         assert_eq!(max_age(None), None);
+    }
+
+    #[test]
+    fn retry_after_in_seconds_or_as_an_http_date() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let at = |seconds: u64| httpdate::fmt_http_date(now + Duration::from_secs(seconds));
+        assert_eq!(
+            retry_after(Some(" 120 "), now),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(
+            retry_after(Some(&at(90)), now),
+            Some(Duration::from_secs(90))
+        );
+        // The obsolete RFC 850 form is an HTTP-date too.
+        let rfc850 = "Tuesday, 14-Nov-23 22:13:27 GMT";
+        assert_eq!(retry_after(Some(rfc850), now), Some(Duration::from_secs(7)));
+        assert_eq!(
+            retry_after(
+                Some(&httpdate::fmt_http_date(now - Duration::from_secs(60))),
+                now
+            ),
+            Some(Duration::ZERO),
+            "a date in the past is no wait"
+        );
+        assert_eq!(
+            retry_after(Some(&at(10 * 86_400)), now),
+            Some(MAX_RETRY_AFTER)
+        );
+        assert_eq!(
+            retry_after(Some("99999999999999999999999"), now),
+            Some(MAX_RETRY_AFTER)
+        );
+        for unreadable in ["", "soon", "-5", "1.5", "Mon, 99 Foo 2023 00:00:00 GMT"] {
+            assert_eq!(retry_after(Some(unreadable), now), None, "{unreadable}");
+        }
+        assert_eq!(retry_after(None, now), None);
     }
 
     #[test]

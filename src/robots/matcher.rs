@@ -294,14 +294,6 @@ impl Robots {
         self.agents.iter().map(|(name, _)| &**name)
     }
 
-    pub fn has_group_for(&self, token: &str) -> bool {
-        self.find_agent(token).is_some()
-    }
-
-    pub fn has_global_group(&self) -> bool {
-        self.global.is_some()
-    }
-
     /// Heap bytes held by the compiled form (the measure behind the "≤ 3× the file" budget).
     pub fn heap_size(&self) -> usize {
         use std::mem::size_of;

@@ -21,8 +21,8 @@ mod url;
 pub use canonical::canonicalize;
 pub use matcher::{DecidingRule, GlobalFallback, GroupMatch, MatchMode, Robots, Verdict};
 pub use parse::{
-    reduce_agent_name, Agent, Diagnostic, DiagnosticKind, Directive, Group, RobotsTxt, Rule,
-    Sitemap, DEFAULT_MAX_SIZE, MAX_LINE_BYTES,
+    is_product_token_byte, product_token, reduce_agent_name, Agent, Diagnostic, DiagnosticKind,
+    Directive, Group, RobotsTxt, Rule, Sitemap, DEFAULT_MAX_SIZE, MAX_LINE_BYTES,
 };
 pub use pattern::{escape_pattern, pattern_matches};
 pub use url::path_params_query;

@@ -70,6 +70,7 @@ pub struct Group {
 }
 
 impl Group {
+    /// Whether one of this group's `User-agent` lines is `*`.
     pub fn is_global(&self) -> bool {
         self.agents.iter().any(|agent| agent.global)
     }
@@ -223,17 +224,6 @@ impl RobotsTxt {
 
     pub fn rule_count(&self) -> usize {
         self.groups.iter().map(|group| group.rules.len()).sum()
-    }
-
-    /// The crawl delay that applies to the first token with a group of its own, else the global one.
-    pub fn crawl_delay(&self, tokens: &[&str]) -> Option<f64> {
-        let named = tokens.iter().find_map(|token| {
-            let groups: Vec<&Group> = self.groups.iter().filter(|g| g.names(token)).collect();
-            (!groups.is_empty()).then_some(groups)
-        });
-        let groups: Vec<&Group> =
-            named.unwrap_or_else(|| self.groups.iter().filter(|g| g.is_global()).collect());
-        groups.iter().find_map(|group| group.crawl_delay)
     }
 }
 
@@ -394,13 +384,29 @@ fn split_key_value(line: &[u8]) -> Split<'_> {
     Split::KeyValue(key, trim(value))
 }
 
-/// The leading `[A-Za-z_-]` run of a User-agent value: the only part Google compares.
+/// Whether `b` may be part of a product token: `[A-Za-z_-]` (RFC 9309 §2.2.1).
+#[inline]
+pub fn is_product_token_byte(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'-' || b == b'_'
+}
+
+/// The leading `[A-Za-z_-]` run of a User-agent value: the only part Google compares
+/// (`FooBot/1.0` is `FooBot`, `MJ12bot` is `MJ`, `360Spider` is nothing).
+#[inline]
 pub fn reduce_agent_name(value: &[u8]) -> &[u8] {
     let end = value
         .iter()
-        .position(|&b| !(b.is_ascii_alphabetic() || b == b'-' || b == b'_'))
+        .position(|&b| !is_product_token_byte(b))
         .unwrap_or(value.len());
     &value[..end]
+}
+
+/// [`reduce_agent_name`] for text, after trimming surrounding whitespace.
+#[inline]
+pub fn product_token(name: &str) -> &str {
+    let name = name.trim();
+    // The run is ASCII, so its length is a char boundary.
+    &name[..reduce_agent_name(name.as_bytes()).len()]
 }
 
 /// `*`, alone or followed by whitespace, names the global group; `*bot` does not.
@@ -625,6 +631,13 @@ mod tests {
         assert_eq!(reduce_agent_name(b"Foo Bar"), b"Foo");
         assert_eq!(reduce_agent_name(b"foo_bar-baz9x"), b"foo_bar-baz");
         assert_eq!(reduce_agent_name(b"9foo"), b"");
+        assert_eq!(product_token("  FooBot/1.0 "), "FooBot");
+        assert_eq!(product_token("archive.org_bot"), "archive");
+        assert_eq!(product_token("MJ12bot"), "MJ");
+        assert_eq!(product_token("Screaming Frog"), "Screaming");
+        assert_eq!(product_token("*"), "");
+        assert_eq!(product_token("360Spider"), "");
+        assert_eq!(product_token("Ünïcode"), "");
         assert!(is_global_agent(b"*"));
         assert!(is_global_agent(b"* ignored text"));
         assert!(!is_global_agent(b"*bot"));
@@ -669,8 +682,6 @@ mod tests {
         );
         assert_eq!(robots.groups[0].crawl_delay, Some(2.5));
         assert_eq!(robots.groups[1].crawl_delay, None);
-        assert_eq!(robots.crawl_delay(&["A"]), Some(2.5));
-        assert_eq!(robots.crawl_delay(&["other"]), None);
         assert!(robots
             .diagnostics
             .iter()
