@@ -34,12 +34,14 @@
 //! 1. [`robots`]: the robots.txt engine. Pure: bytes in, verdicts out.
 //! 2. [`crawlers`]: the crawler catalogue and User-Agent identification. Pure.
 //! 3. [`config`]: the YAML config, checked, with `file:line:column` errors.
-//! 4. [`metrics`] and [`logs`]: the process-wide metrics and rate-limited log lines.
+//! 4. [`metrics`]: the Prometheus metrics, registered once, in a registry of your choice.
 //! 5. [`state`]: the snapshot requests read (origins, robots.txt copies, the identifier), with
-//!    the client-address and upstream types it holds; [`enforce`]: the one decision function.
-//! 6. Background work that replaces what the snapshot holds: robots.txt fetching and file
+//!    the client-address and upstream types it holds.
+//! 6. [`enforce`]: the one decision function, over a snapshot.
+//! 7. [`logs`]: the rate-limited log lines and the access log, which describe decisions.
+//! 8. Background work that replaces what the snapshot holds: robots.txt fetching and file
 //!    watching, upstream health and DNS, and [`reload`] (the config file).
-//! 7. [`guard`] and [`admin`]: the pingora-facing shell (per-request hooks, services, the admin
+//! 9. [`guard`] and [`admin`]: the pingora-facing shell (per-request hooks, services, the admin
 //!    endpoint).
 //!
 //! The binary adds the command line, the demo, the server assembly and the connection layer

@@ -1,6 +1,7 @@
-//! Attacks that still work against the hardened proxy (a security review of 86f2752).
+//! Attacks a security review of the hardened proxy (86f2752) found, all fixed since.
 //!
-//! Each test asserts the SAFE behaviour, so it FAILS while the weakness is there. They run the
+//! Each test asserts the SAFE behaviour, so it fails if the weakness comes back. The doc comment
+//! of each test describes the attack as it worked at the time of the review. They run the
 //! real `robotsguard` binary against real origins on loopback: the harness origin (which records
 //! the exact target it was sent), the harness's WHATWG (`new URL`) origin, Python's `wsgiref`
 //! WSGI server, and small scripted origins where a particular answer is needed.
@@ -25,7 +26,7 @@
 //!    `forward: original`, `//robots.txt` is "robots.txt" to robotsguard and `/` to a WHATWG app.
 //!
 //! Every loop is bounded in iterations and time; the slowest test (a WAF block that outlasts the
-//! one-minute 4xx confirmation) takes about 80 s. Two tests need `prlimit` and `openssl`, one
+//! one-minute 4xx confirmation) takes about half a minute. Two tests need `prlimit` and `openssl`, one
 //! needs `python3`.
 
 mod support;
@@ -445,9 +446,10 @@ fn a_waf_block_longer_than_a_minute_does_not_lift_robots_txt() {
 #[test]
 fn a_200_challenge_page_does_not_lift_robots_txt() {
     let origin = Switchable::start(200, "text/plain", ROBOTS_WITH_RULES);
-    // Default refresh (5 min): only the client's hint brings the next fetch forward.
+    // A client-seen page that is not plain text no longer hints an early refresh, so the
+    // scheduled refresh (5 s here) brings the challenge to the fetch.
     let config = format!(
-        "origins:\n  - name: shop\n    hosts: [\"{HOST}\"]\n    upstream: \"{}\"\n",
+        "origins:\n  - name: shop\n    hosts: [\"{HOST}\"]\n    upstream: \"{}\"\n    robots: {{source: origin, refresh: 5s}}\n",
         origin.addr
     );
     let proxy = Proxy::start(&config);
@@ -464,8 +466,11 @@ fn a_200_challenge_page_does_not_lift_robots_txt() {
     assert_eq!(proxy.get(HOST, "/robots.txt", BROWSER).status, 200);
     assert!(
         wait_until(15, || fetches(&proxy, "ok") > before),
-        "no early refresh"
+        "no refresh"
     );
+    let (_, explain) = proxy.explain(HOST, GPTBOT, "/private/report.html");
+    let described = explain["robots"]["description"].as_str().unwrap_or("");
+    assert!(described.contains("not a robots.txt"), "{explain}");
     let answer = proxy.get(HOST, "/private/report.html", GPTBOT);
     assert_eq!(
         answer.status,

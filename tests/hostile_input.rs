@@ -406,17 +406,28 @@ fn an_idle_kept_alive_connection_is_closed_at_the_idle_timeout() {
 
 #[test]
 fn connections_beyond_max_connections_are_refused_and_others_served() {
-    let (_origin, proxy) = limited("max_connections: 4, header_timeout: 30s");
-    let held: Vec<TcpStream> = (0..4)
-        .map(|_| TcpStream::connect(proxy.addr).expect("connect"))
+    let (_origin, proxy) = limited("max_connections: 4, header_timeout: 30s, body_timeout: 30s");
+    // Four requests in progress: heads sent, bodies announced and never sent.
+    let busy: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let mut stream = TcpStream::connect(proxy.addr).expect("connect");
+            let head = format!(
+                "POST /public HTTP/1.1\r\nHost: {HOST}\r\nUser-Agent: {BROWSER}\r\n\
+                 Content-Length: 10\r\n\r\n"
+            );
+            stream.write_all(head.as_bytes()).expect("head written");
+            stream
+        })
         .collect();
-    thread::sleep(Duration::from_millis(300));
+    thread::sleep(Duration::from_millis(500));
+    // Nothing to evict (each connection has a request in progress): the fifth is closed.
     let mut extra = TcpStream::connect(proxy.addr).expect("the kernel accepts");
     let _ = extra.write_all(b"GET /public HTTP/1.1\r\nHost: shop.example\r\n\r\n");
     let (answer, closed) = read_until_closed(&mut extra, Duration::from_secs(5));
     assert!(
         closed && answer.is_empty(),
-        "the fifth connection was served"
+        "the fifth connection was served: {:?}",
+        String::from_utf8_lossy(&answer)
     );
     let refused = support::metric(
         &proxy.metrics(),
@@ -428,7 +439,7 @@ fn connections_beyond_max_connections_are_refused_and_others_served() {
         support::metric(&proxy.metrics(), "robotsguard_downstream_connections", &[]),
         4.0
     );
-    drop(held);
+    drop(busy);
     let served = (0..100).any(|_| {
         thread::sleep(Duration::from_millis(50));
         proxy
@@ -442,6 +453,36 @@ fn connections_beyond_max_connections_are_refused_and_others_served() {
         served,
         "connections were not admitted again once others closed"
     );
+}
+
+#[test]
+fn at_the_cap_a_new_connection_evicts_the_one_idle_longest() {
+    let (_origin, proxy) = limited("max_connections: 4, header_timeout: 30s");
+    // Four connections that never send a request head, opened a little apart.
+    let mut idle: Vec<TcpStream> = Vec::new();
+    for _ in 0..4 {
+        idle.push(TcpStream::connect(proxy.addr).expect("connect"));
+        thread::sleep(Duration::from_millis(150));
+    }
+    thread::sleep(Duration::from_millis(300));
+    let answer = proxy
+        .raw(
+            format!("GET /public HTTP/1.1\r\nHost: {HOST}\r\nUser-Agent: {BROWSER}\r\n\r\n")
+                .as_bytes(),
+        )
+        .expect("the newcomer is answered");
+    assert_eq!(answer.status, 200);
+    let evicted = support::metric(
+        &proxy.metrics(),
+        "robotsguard_downstream_connections_evicted_total",
+        &[],
+    );
+    assert_eq!(evicted, 1.0);
+    // The oldest idle connection is the one closed; the newest is still open.
+    let (_, oldest_closed) = read_until_closed(&mut idle[0], Duration::from_secs(2));
+    assert!(oldest_closed, "the connection idle longest was not closed");
+    let (_, newest_closed) = read_until_closed(&mut idle[3], Duration::from_millis(500));
+    assert!(!newest_closed, "the newest idle connection was closed");
 }
 
 #[test]

@@ -74,7 +74,8 @@ pub struct Limits {
     pub header_timeout: Duration,
     /// Total bytes of a request line and headers. Answered with 431.
     pub max_header_bytes: usize,
-    /// How long a kept-alive connection may wait for its next request.
+    /// How long a kept-alive connection may wait for its next request, and how long a write to
+    /// a client may make no progress (a client that stops reading).
     pub idle_timeout: Duration,
     /// From the end of a request's headers to the end of its body.
     pub body_timeout: Duration,

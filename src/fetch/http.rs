@@ -43,6 +43,7 @@ pub struct Answer {
     pub last_modified: Option<String>,
     pub cache_control: Option<String>,
     pub retry_after: Option<String>,
+    pub content_type: Option<String>,
     /// The decoded body, at most `max_size` bytes.
     pub body: Bytes,
     /// The body had more than `max_size` bytes; the rest was not read.
@@ -180,6 +181,7 @@ pub async fn get(
         last_modified: header("last-modified"),
         cache_control: header("cache-control"),
         retry_after: header("retry-after"),
+        content_type: header("content-type"),
         ..Answer::default()
     };
     let encoding = header("content-encoding")

@@ -123,14 +123,19 @@ async fn keep_fresh(origin: Arc<Origin>, shared: Arc<Shared>) {
         let fetch_ended = tokio::time::Instant::now();
         let Some(fetched) = fetched else { return };
         count(&origin, fetched.outcome);
+        let had_rules = origin.robots.current().rule_count() > 0;
         let changed = store(&origin, fetched.copy.clone());
         if changed || fetched.copy.last_error.is_some() {
             log_outcome(&origin, &fetched.copy);
         }
+        // Rules just lifted by a 4xx are re-checked on the failure backoff, not the refresh
+        // interval: if the 4xx was provoked after all, they come back soon.
+        let lifted = had_rules && !fetched.copy.has_rules();
         let failed = matches!(
             fetched.outcome,
             FetchOutcome::Unreachable | FetchOutcome::RateLimited
-        ) || fetched.kept.is_some();
+        ) || fetched.kept.is_some()
+            || (fetched.outcome == FetchOutcome::Unavailable && (lifted || failures > 0));
         failures = if failed {
             failures.saturating_add(1)
         } else {
@@ -166,9 +171,14 @@ fn next_delay(refresh: &Duration, fetched: &Fetched, failures: u32) -> Duration 
         let backoff = FIRST_RETRY
             .saturating_mul(1u32 << (failures - 1).min(16))
             .min(*refresh);
-        if fetched.kept == Some(Kept::Unconfirmed4xx) {
+        match fetched.kept {
             // The confirming fetch must come at least this late to count.
-            return backoff.max(CONFIRM_UNAVAILABLE_AFTER + Duration::from_secs(1));
+            Some(Kept::Unconfirmed4xx) => {
+                return backoff.max(CONFIRM_UNAVAILABLE_AFTER + Duration::from_secs(1))
+            }
+            // Refetching into a WAF block or a challenge faster than this only prolongs it.
+            Some(Kept::Refused4xx | Kept::NotRobotsTxt) => return backoff.max(FIRST_RETRY),
+            _ => {}
         }
         if fetched.status_503 {
             return fetched.retry_after.map_or(backoff / 2, |after| {

@@ -21,9 +21,12 @@ pub const UNREACHABLE_ALLOW_AFTER: Duration = Duration::from_secs(30 * 24 * 3600
 /// says 4xx again: one 4xx may be a WAF challenge or a rate limit an attacker provoked.
 pub const CONFIRM_UNAVAILABLE_AFTER: Duration = Duration::from_secs(60);
 
-/// A good copy younger than this outlives redirect failures (loops, refused or too many
-/// redirects): RFC 9309 lets crawlers cache robots.txt for 24 hours.
-pub const KEEP_THROUGH_REDIRECT_FAILURES: Duration = Duration::from_secs(24 * 3600);
+/// A good copy younger than this outlives answers an attacker or a misconfiguration can
+/// provoke: redirect failures (loops, refused or too many redirects), 4xx answers other than
+/// 404 and 410 (a WAF or rate limit blocking robotsguard's address, for as long as a flood
+/// lasts), and 2xx pages that are not a robots.txt (challenge pages). RFC 9309 lets crawlers
+/// cache robots.txt for 24 hours.
+pub const KEEP_THROUGH_PROVOKED_FAILURES: Duration = Duration::from_secs(24 * 3600);
 
 /// The label of `robotsguard_robots_fetches_total{outcome}` for one fetch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,8 +75,13 @@ pub struct Fetched {
 /// Why a failed fetch left the copy in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kept {
-    /// A first 4xx, to be confirmed.
+    /// A first 404 or 410, to be confirmed.
     Unconfirmed4xx,
+    /// A 4xx other than 404 and 410 (401, 403, 429-like WAF answers...): access refused to
+    /// robotsguard rather than a robots.txt that is gone.
+    Refused4xx,
+    /// A 2xx page that is not a robots.txt (an HTML challenge or error page) and has no rules.
+    NotRobotsTxt,
     /// A redirect loop, a refused redirect or too many redirects.
     RedirectFailure,
 }
@@ -359,9 +367,20 @@ pub async fn fetch(connector: &Connector, origin: &Origin, url: Option<&str>) ->
             fetched.retry_after = retry_after(answer.retry_after.as_deref(), SystemTime::now());
             fetched
         }
-        400..=499 => {
+        404 | 410 => {
             let error = format!("the origin answered HTTP {}", answer.status);
             client_error(&previous, answer.status, error, source)
+        }
+        400..=499 => {
+            let error = format!("the origin answered HTTP {}", answer.status);
+            keep_if_young(
+                &previous,
+                Kept::Refused4xx,
+                FetchOutcome::Unavailable,
+                answer.status,
+                error,
+                source,
+            )
         }
         status => {
             let error = format!("the origin answered HTTP {status}");
@@ -394,10 +413,9 @@ fn keep(previous: &RobotsCopy, error: String, status: Option<u16>, note: &str) -
     kept
 }
 
-/// A 4xx. RFC 9309 says robots.txt is then unavailable and everything allowed; but a 4xx can
-/// be provoked (a WAF challenging the fetch, a rate limit answered with 403), so while a copy
-/// with rules is in force it stays until a second fetch at least
-/// [`CONFIRM_UNAVAILABLE_AFTER`] later gets a 4xx too.
+/// A 404 or 410. RFC 9309 says robots.txt is then unavailable and everything allowed; but one
+/// such answer may be a passing misconfiguration, so while a copy with rules is in force it
+/// stays until a second fetch at least [`CONFIRM_UNAVAILABLE_AFTER`] later gets a 4xx too.
 fn client_error(previous: &RobotsCopy, status: u16, error: String, source: String) -> Fetched {
     let now = SystemTime::now();
     if previous.has_rules() {
@@ -422,8 +440,8 @@ fn client_error(previous: &RobotsCopy, status: u16, error: String, source: Strin
 }
 
 /// A redirect loop, a refused redirect or too many redirects: unavailable per RFC 9309, but a
-/// good copy younger than [`KEEP_THROUGH_REDIRECT_FAILURES`] stays (an origin that redirects
-/// plain requests to https, or a misconfigured rewrite, must not lift the rules at once).
+/// young good copy stays (an origin that redirects plain requests to https, or a misconfigured
+/// rewrite, must not lift the rules at once).
 fn redirect_failure(
     previous: &RobotsCopy,
     outcome: FetchOutcome,
@@ -431,25 +449,70 @@ fn redirect_failure(
     error: String,
     source: String,
 ) -> Fetched {
-    let young = previous.fetched_at.is_some_and(|at| {
+    keep_if_young(
+        previous,
+        Kept::RedirectFailure,
+        outcome,
+        status,
+        error,
+        source,
+    )
+}
+
+/// Whether the copy in force was fetched less than [`KEEP_THROUGH_PROVOKED_FAILURES`] ago.
+fn is_young(previous: &RobotsCopy) -> bool {
+    previous.fetched_at.is_some_and(|at| {
         SystemTime::now()
             .duration_since(at)
-            .is_ok_and(|age| age < KEEP_THROUGH_REDIRECT_FAILURES)
-    });
-    if previous.has_rules() && young {
-        let copy = keep(
-            previous,
-            error,
-            Some(status),
-            " (kept: the latest fetch failed on a redirect)",
-        );
+            .is_ok_and(|age| age < KEEP_THROUGH_PROVOKED_FAILURES)
+    })
+}
+
+/// An answer that would make robots.txt unavailable but that an attacker can provoke (see
+/// [`KEEP_THROUGH_PROVOKED_FAILURES`]): a copy with rules younger than that stays in force;
+/// an older one, or none, gives way to "unavailable" as RFC 9309 says.
+fn keep_if_young(
+    previous: &RobotsCopy,
+    why: Kept,
+    outcome: FetchOutcome,
+    status: u16,
+    error: String,
+    source: String,
+) -> Fetched {
+    if previous.has_rules() && is_young(previous) {
+        let note = match why {
+            Kept::RedirectFailure => " (kept: the latest fetch failed on a redirect)",
+            _ => {
+                " (kept: the latest fetch was refused, as a WAF or rate limit may refuse it; \
+                 a good copy stays up to 24 h unless a fetch confirms a change)"
+            }
+        };
+        let copy = keep(previous, error, Some(status), note);
         let mut fetched = Fetched::new(copy, outcome);
-        fetched.kept = Some(Kept::RedirectFailure);
+        fetched.kept = Some(why);
         return fetched;
     }
     unavailable(outcome, status, error, source)
 }
 
+/// A 2xx answer that is not a robots.txt: an HTML page (a JavaScript challenge, a "please wait"
+/// page, an app's error page rendered with 200) or a body of another declared type. Only
+/// consulted when the answer has no rules: a robots.txt served with a wrong type still counts.
+fn looks_like_a_page(content_type: Option<&str>, body: &[u8]) -> bool {
+    let declared_other = content_type.is_some_and(|value| {
+        let essence = value.split(';').next().unwrap_or("").trim();
+        !essence.is_empty() && !essence.eq_ignore_ascii_case("text/plain")
+    });
+    let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
+    let starts_with_markup = body
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&first| first == b'<');
+    declared_other || starts_with_markup
+}
+
+/// A 2xx: the body is robots.txt — unless it is a page that is not one while a young copy
+/// with rules is in force (see [`looks_like_a_page`]).
 fn ok(answer: Answer, max_size: usize, source: String, previous: &RobotsCopy) -> Fetched {
     let outcome = if answer.over_limit {
         FetchOutcome::TooLarge
@@ -464,8 +527,27 @@ fn ok(answer: Answer, max_size: usize, source: String, previous: &RobotsCopy) ->
     } else {
         format!("fetched (HTTP {})", answer.status)
     };
+    let page = looks_like_a_page(answer.content_type.as_deref(), &answer.body);
     let mut copy =
         RobotsCopy::from_body_or_previous(answer.body, max_size, CopyOutcome::Ok, reason, previous);
+    if page && copy.rule_count() == 0 && previous.rule_count() > 0 && is_young(previous) {
+        // A challenge page answered with 200 must not lift rules any more than a 403 does.
+        let error = format!(
+            "HTTP {} with a page that is not a robots.txt (content type {})",
+            answer.status,
+            answer.content_type.as_deref().unwrap_or("none")
+        );
+        let kept = keep(
+            previous,
+            error,
+            Some(answer.status),
+            " (kept: the latest fetch got a page that is not a robots.txt, such as a \
+             challenge; a good copy stays up to 24 h unless a fetch confirms a change)",
+        );
+        let mut fetched = Fetched::new(kept, outcome);
+        fetched.kept = Some(Kept::NotRobotsTxt);
+        return fetched;
+    }
     copy.http_status = Some(answer.status);
     copy.etag = answer.etag;
     copy.last_modified = answer.last_modified;
@@ -572,6 +654,117 @@ mod tests {
             assert_eq!(retry_after(Some(unreadable), now), None, "{unreadable}");
         }
         assert_eq!(retry_after(None, now), None);
+    }
+
+    #[test]
+    fn pages_that_are_not_a_robots_txt() {
+        let html = "text/html; charset=utf-8";
+        assert!(looks_like_a_page(Some(html), b"Just a moment..."));
+        assert!(looks_like_a_page(Some("application/json"), b"{}"));
+        assert!(looks_like_a_page(
+            None,
+            b"\xEF\xBB\xBF \n<!DOCTYPE html><html>"
+        ));
+        assert!(looks_like_a_page(
+            Some("text/plain"),
+            b"<html><body>x</body>"
+        ));
+        assert!(!looks_like_a_page(
+            Some("text/plain; charset=utf-8"),
+            b"# no rules\n"
+        ));
+        assert!(!looks_like_a_page(Some("TEXT/PLAIN"), b""));
+        assert!(!looks_like_a_page(None, b"User-agent: *\nDisallow:\n"));
+    }
+
+    fn copy_with_rules(fetched_ago: Duration) -> RobotsCopy {
+        let body = bytes::Bytes::from_static(b"User-agent: GPTBot\nDisallow: /private\n");
+        let mut copy = RobotsCopy::from_body(body, 1 << 16, CopyOutcome::Ok, "fetched".into());
+        copy.fetched_at = Some(SystemTime::now() - fetched_ago);
+        copy
+    }
+
+    fn answer(status: u16, content_type: &str, body: &'static [u8]) -> Answer {
+        Answer {
+            status,
+            content_type: Some(content_type.to_string()),
+            body: bytes::Bytes::from_static(body),
+            ..Answer::default()
+        }
+    }
+
+    #[test]
+    fn a_refusal_keeps_a_young_copy_and_lifts_an_old_one() {
+        let young = copy_with_rules(Duration::from_secs(3600));
+        let fetched = keep_if_young(
+            &young,
+            Kept::Refused4xx,
+            FetchOutcome::Unavailable,
+            403,
+            "the origin answered HTTP 403".into(),
+            "src".into(),
+        );
+        assert_eq!(fetched.kept, Some(Kept::Refused4xx));
+        assert_eq!(fetched.copy.rule_count(), 1);
+        assert_eq!(fetched.copy.http_status, Some(403));
+        let old = copy_with_rules(KEEP_THROUGH_PROVOKED_FAILURES + Duration::from_secs(1));
+        let fetched = keep_if_young(
+            &old,
+            Kept::Refused4xx,
+            FetchOutcome::Unavailable,
+            403,
+            "the origin answered HTTP 403".into(),
+            "src".into(),
+        );
+        assert_eq!(fetched.kept, None);
+        assert!(matches!(fetched.copy.policy, Policy::AllowAll));
+    }
+
+    #[test]
+    fn a_challenge_page_keeps_a_young_copy_but_a_plain_empty_file_replaces_it() {
+        let young = copy_with_rules(Duration::from_secs(60));
+        let challenge = answer(
+            200,
+            "text/html",
+            b"<!DOCTYPE html><title>Just a moment</title>",
+        );
+        let fetched = ok(challenge, 1 << 16, "src".into(), &young);
+        assert_eq!(fetched.kept, Some(Kept::NotRobotsTxt));
+        assert_eq!(fetched.outcome, FetchOutcome::Ok);
+        assert_eq!(fetched.copy.rule_count(), 1);
+        // The site really emptied its robots.txt: believed at once.
+        let emptied = ok(
+            answer(200, "text/plain", b"# open\n"),
+            1 << 16,
+            "src".into(),
+            &young,
+        );
+        assert_eq!(emptied.kept, None);
+        assert_eq!(emptied.copy.rule_count(), 0);
+        // An HTML page with rules in it is parsed like any robots.txt (Google does so too).
+        let with_rules = answer(200, "text/html", b"<p>\nUser-agent: *\nDisallow: /a\n");
+        let parsed = ok(with_rules, 1 << 16, "src".into(), &young);
+        assert_eq!(parsed.kept, None);
+        assert_eq!(parsed.copy.rule_count(), 1);
+        // With no copy that has rules, a page is what it is: no rules.
+        let none = RobotsCopy::from_body(bytes::Bytes::new(), 1 << 16, CopyOutcome::Ok, "x".into());
+        let first = ok(
+            answer(200, "text/html", b"<html></html>"),
+            1 << 16,
+            "src".into(),
+            &none,
+        );
+        assert_eq!(first.kept, None);
+        // Nor is a day-old copy kept.
+        let old = copy_with_rules(KEEP_THROUGH_PROVOKED_FAILURES + Duration::from_secs(1));
+        let late = ok(
+            answer(200, "text/html", b"<html></html>"),
+            1 << 16,
+            "src".into(),
+            &old,
+        );
+        assert_eq!(late.kept, None);
+        assert_eq!(late.copy.rule_count(), 0);
     }
 
     #[test]

@@ -350,6 +350,10 @@ impl Guard {
         let limits = snapshot.config.limits;
         session.set_read_timeout(Some(limits.body_timeout));
         session.set_total_drain_timeout(Some(limits.body_timeout));
+        // A client that stops reading must not hold its connection (and a slot under
+        // limits.max_connections) for ever: a write that makes no progress for
+        // limits.idle_timeout ends it.
+        session.set_write_timeout(Some(limits.idle_timeout));
         let request = session.req_header();
         let mut user_agents = request.headers.get_all(http::header::USER_AGENT).iter();
         let user_agent = user_agents.next().map_or(&[][..], HeaderValue::as_bytes);
@@ -590,8 +594,9 @@ impl Guard {
         if ctx.robots_seen.is_none() {
             return;
         }
-        // Only a plain-text 200 body can be compared with the copy in force: a challenge page
-        // or an error page must not make robotsguard refetch at a moment a client chose.
+        // Only a plain-text 200 body (or one of no declared type) can be compared with the
+        // copy in force: a challenge page or an error page must not make robotsguard refetch
+        // at a moment a client chose.
         let identity = response
             .headers
             .get("content-encoding")
@@ -599,7 +604,7 @@ impl Guard {
         let plain_text = response
             .headers
             .get(http::header::CONTENT_TYPE)
-            .is_some_and(|value| {
+            .is_none_or(|value| {
                 let value = value.as_bytes();
                 value.len() >= 10 && value[..10].eq_ignore_ascii_case(b"text/plain")
             });
@@ -628,7 +633,9 @@ impl Guard {
             seen.extend_from_slice(chunk);
         }
         if end_of_stream {
-            if seen[..] != decision.robots.body[..] {
+            // A body of no declared type that is markup is a page, not a robots.txt.
+            let markup = seen.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'<');
+            if !markup && seen[..] != decision.robots.body[..] {
                 tracing::info!(
                     origin = decision.origin.name(),
                     "a client received a robots.txt that differs from the copy in force; refreshing early"
