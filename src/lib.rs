@@ -47,6 +47,8 @@
 //! The binary adds the command line, the demo, the server assembly and the connection layer
 //! (connection cap, request-head deadline, PROXY protocol) on top of [`guard`].
 
+#![deny(missing_docs)]
+
 pub mod admin;
 mod client;
 pub mod config;

@@ -3,7 +3,7 @@
 //! or would-block request.
 //!
 //! Under a flood of disallowed requests a line per request would cost more than the requests
-//! themselves and bury everything else, so at most [`REQUEST_LINES_PER_SECOND`] such lines are
+//! themselves and bury everything else, so at most 100 such lines are
 //! written per second; the rest are counted and reported once a second in one line
 //! (`suppressed=N`). Every request is still counted in `robotsguard_requests_total`.
 
@@ -21,7 +21,7 @@ use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use crate::enforce::{Decision, Outcome};
 
 /// Blocked and would-block request lines written per second at most; the rest are counted.
-pub const REQUEST_LINES_PER_SECOND: u32 = 100;
+pub(crate) const REQUEST_LINES_PER_SECOND: u32 = 100;
 
 /// Bytes of a request path written to a log line; longer paths are cut (a path is client input
 /// and may be tens of kilobytes).
@@ -160,7 +160,7 @@ fn report_dropped() {
 
 /// Admits at most `limit` events per one-second window and counts the rest. Lock-free: a flood
 /// of blocked requests on every worker costs a clock read and two atomic adds each.
-pub struct RateLimiter {
+pub(crate) struct RateLimiter {
     limit: u32,
     started: Instant,
     /// The second (since `started`) the current window belongs to.
@@ -217,7 +217,7 @@ static REQUEST_LINES: LazyLock<RateLimiter> =
 
 /// Logs a blocked or would-block request (other outcomes are not logged): origin, crawler,
 /// category, client address, method, path and the deciding robots.txt line. Rate-limited.
-pub fn disallowed_request(
+pub(crate) fn disallowed_request(
     decision: &Decision,
     client: impl FnOnce() -> String,
     method: &http::Method,
@@ -247,7 +247,7 @@ pub fn disallowed_request(
 }
 
 /// Bytes of client-supplied text (a request target, an error quoting one) kept in a log line.
-pub const MAX_CLIENT_TEXT: usize = 256;
+pub(crate) const MAX_CLIENT_TEXT: usize = 256;
 
 /// Lines about failures a client can cause (bad requests, upstream errors) per second at most.
 const FAILURE_LINES_PER_SECOND: u32 = 20;
@@ -257,7 +257,7 @@ static FAILURE_LINES: LazyLock<RateLimiter> =
 
 /// `text` made safe for one log line: at most [`MAX_CLIENT_TEXT`] bytes of it, control and
 /// non-ASCII bytes as `\xNN`, backslashes doubled, and a note of how much was cut.
-pub fn escape_client_text(text: &[u8]) -> String {
+pub(crate) fn escape_client_text(text: &[u8]) -> String {
     let mut out = String::with_capacity(text.len().min(MAX_CLIENT_TEXT) + 16);
     for &byte in text.iter().take(MAX_CLIENT_TEXT) {
         match byte {
@@ -278,7 +278,7 @@ pub fn escape_client_text(text: &[u8]) -> String {
 
 /// Logs a request that could not be proxied (upstream failure, bad request body, ...) at WARN,
 /// rate-limited with the rest counted; the error text may quote the client and is escaped.
-pub fn proxy_failure(origin: Option<&str>, status: u16, error: &str) {
+pub(crate) fn proxy_failure(origin: Option<&str>, status: u16, error: &str) {
     if !FAILURE_LINES.admit() {
         return;
     }
@@ -294,7 +294,7 @@ pub fn proxy_failure(origin: Option<&str>, status: u16, error: &str) {
 /// and cut. Its warnings and errors are about connections and requests a client can cause, so
 /// they are rate-limited with the failure lines; its INFO lines are about the server's own life
 /// (start, shutdown) and pass.
-pub fn library_line(target: &str, level: log::Level, text: &str) {
+pub(crate) fn library_line(target: &str, level: log::Level, text: &str) {
     let client_caused = matches!(level, log::Level::Error | log::Level::Warn);
     if client_caused && !FAILURE_LINES.admit() {
         return;
@@ -312,7 +312,7 @@ pub fn library_line(target: &str, level: log::Level, text: &str) {
 
 /// Logs that an upstream address is skipped for its cool-off (failures in a row). Rate-limited
 /// with the failure lines: a dead upstream under load fails many requests.
-pub fn upstream_skipped(origin: &str, address: std::net::SocketAddr) {
+pub(crate) fn upstream_skipped(origin: &str, address: std::net::SocketAddr) {
     if FAILURE_LINES.admit() {
         tracing::warn!(
             origin,
@@ -323,7 +323,7 @@ pub fn upstream_skipped(origin: &str, address: std::net::SocketAddr) {
 }
 
 /// Logs that an upstream name did not resolve (rate-limited with the failure lines).
-pub fn upstream_unresolved(origin: &str, upstream: &str, error: &str, kept_addresses: bool) {
+pub(crate) fn upstream_unresolved(origin: &str, upstream: &str, error: &str, kept_addresses: bool) {
     if FAILURE_LINES.admit() {
         tracing::warn!(
             origin,
@@ -340,7 +340,7 @@ pub fn upstream_unresolved(origin: &str, upstream: &str, error: &str, kept_addre
 }
 
 /// Logs that an active health check failed for an upstream that was up.
-pub fn upstream_check_failed(origin: &str, address: std::net::SocketAddr, why: &str) {
+pub(crate) fn upstream_check_failed(origin: &str, address: std::net::SocketAddr, why: &str) {
     if FAILURE_LINES.admit() {
         tracing::warn!(
             origin,
@@ -353,7 +353,7 @@ pub fn upstream_check_failed(origin: &str, address: std::net::SocketAddr, why: &
 
 /// A request id: a per-process random prefix and a counter, unique without coordination and
 /// cheap to make.
-pub fn new_request_id() -> http::HeaderValue {
+pub(crate) fn new_request_id() -> http::HeaderValue {
     static PREFIX: LazyLock<u64> = LazyLock::new(|| {
         use std::hash::{BuildHasher, Hasher};
         let mut hasher = foldhash::fast::RandomState::default().build_hasher();
@@ -371,7 +371,7 @@ const MAX_LOGGED_USER_AGENT: usize = 256;
 
 /// What the access log says of one request.
 #[derive(Debug)]
-pub struct AccessRecord<'a> {
+pub(crate) struct AccessRecord<'a> {
     pub client: Option<std::net::IpAddr>,
     pub host: &'a [u8],
     pub method: &'a str,
@@ -396,7 +396,7 @@ fn lossy_cut(bytes: &[u8], max: usize) -> String {
 
 /// Writes one access log line, off the request path (through the log writer thread, dropped and
 /// counted if it falls behind). Not rate-limited: it is the record of every request, asked for.
-pub fn access(format: crate::config::AccessLogFormat, record: &AccessRecord<'_>) {
+pub(crate) fn access(format: crate::config::AccessLogFormat, record: &AccessRecord<'_>) {
     let time = humantime_now();
     let client = record.client.map(|c| c.to_string());
     let upstream = record.upstream.map(|u| u.to_string());
@@ -497,7 +497,7 @@ fn cut(text: &str, max: usize) -> &str {
 
 /// Writes the count of suppressed request lines once a second (and once more at shutdown), so a
 /// flood that stops is still reported.
-pub struct SuppressedLinesReporter;
+pub(crate) struct SuppressedLinesReporter;
 
 fn report_suppressed() {
     report_dropped();

@@ -40,19 +40,31 @@ impl RobotsState {
 /// The registry served on `/metrics`.
 pub struct Metrics {
     registry: Registry,
+    /// `robotsguard_requests_total{origin, crawler, category, decision}`: every decided request.
     pub requests: IntCounterVec,
+    /// `robotsguard_decision_duration_seconds`: time spent deciding one request.
     pub decision_duration: Histogram,
+    /// `robotsguard_request_duration_seconds{origin}`: from a request's head to its answer.
     pub request_duration: HistogramVec,
+    /// `robotsguard_upstream_errors_total{origin, kind}`: requests the upstream failed.
     pub upstream_errors: IntCounterVec,
+    /// `robotsguard_robots_fetches_total{origin, outcome}`: robots.txt fetches and reads.
     pub robots_fetches: IntCounterVec,
+    /// `robotsguard_robots_state{origin, state}`: 1 for the state of the copy in force.
     pub robots_state: IntGaugeVec,
+    /// `robotsguard_robots_rules{origin}`: rules in the copy in force.
     pub robots_rules: IntGaugeVec,
+    /// `robotsguard_robots_bytes{origin}`: bytes of the copy in force.
     pub robots_bytes: IntGaugeVec,
+    /// `robotsguard_robots_age_seconds{origin}`: since the copy was fetched or confirmed.
     pub robots_age: GaugeVec,
+    /// `robotsguard_robots_last_error_timestamp_seconds{origin}`: the latest failed fetch.
     pub robots_last_error_timestamp: GaugeVec,
+    /// `robotsguard_build_info{version}`: always 1.
     pub build_info: IntGaugeVec,
     /// Config reloads by `result` (`success`, `failure`); both series exist from start-up.
     pub config_reloads: IntCounterVec,
+    /// 1 when the latest config load succeeded.
     pub config_last_reload_successful: IntGauge,
     /// Unix time of the latest successful load (start-up counts).
     pub config_last_reload_timestamp: Gauge,
@@ -447,6 +459,7 @@ impl Metrics {
 }
 
 /// The process-wide metrics.
+/// The process-wide metrics; [`register_into`] adds them to another registry.
 pub static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
 
 /// One origin's per-request series, looked up by label once (on the origin's first request)
@@ -456,6 +469,7 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
 #[derive(Debug, Default)]
 pub struct OriginRequestSeries(OnceLock<RequestSeries>);
 
+/// The series of [`OriginRequestSeries`].
 #[derive(Debug)]
 pub struct RequestSeries {
     /// `robotsguard_request_duration_seconds{origin}`.
@@ -478,6 +492,7 @@ impl RequestSeries {
 }
 
 impl OriginRequestSeries {
+    /// The series of `origin`, created on first use.
     pub fn get(&self, origin: &str) -> &RequestSeries {
         self.0.get_or_init(|| RequestSeries {
             duration: METRICS.request_duration.with_label_values(&[origin]),

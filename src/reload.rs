@@ -43,6 +43,7 @@ pub enum Trigger {
 }
 
 impl Trigger {
+    /// How log lines name it.
     pub fn as_str(self) -> &'static str {
         match self {
             Trigger::FileChange => "file change",
@@ -67,13 +68,19 @@ pub struct Timings {
 /// What a reload did.
 #[derive(Debug)]
 pub enum ReloadOutcome {
+    /// A new snapshot is in force.
     Applied {
+        /// Origins in the new config.
         origins: usize,
+        /// Origins the file added, removed, or changed, by name.
         added: Vec<String>,
+        /// See `added`.
         removed: Vec<String>,
+        /// See `added`.
         changed: Vec<String>,
         /// Settings the file changed that only a restart applies (their running values stay).
         restart_required: Vec<&'static str>,
+        /// How long each stage took.
         timings: Timings,
     },
     /// The file reads as the config in force; nothing was rebuilt.
@@ -119,6 +126,7 @@ impl Reloader {
         }
     }
 
+    /// The config file this reloader reads.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -76,6 +76,7 @@ impl CopyOutcome {
 /// One robots.txt copy and how it was obtained.
 #[derive(Debug, Clone)]
 pub struct RobotsCopy {
+    /// What it says: parsed rules, or allow/disallow everything.
     pub policy: Policy,
     /// Product tokens the file names, to recognise crawlers missing from the catalogue.
     pub scanner: RobotsTokenScanner,
@@ -85,12 +86,17 @@ pub struct RobotsCopy {
     pub outcome: CopyOutcome,
     /// Why this policy applies, for `/explain` and logs.
     pub reason: String,
+    /// When it was fetched (or read), or confirmed by a 304.
     pub fetched_at: Option<SystemTime>,
+    /// The status of the latest answer, when it came over HTTP.
     pub http_status: Option<u16>,
+    /// What went wrong with the latest fetch, when it failed and this copy was kept.
     pub last_error: Option<String>,
+    /// When that fetch failed.
     pub last_error_at: Option<SystemTime>,
     /// Validators for conditional refreshes.
     pub etag: Option<String>,
+    /// See `etag`.
     pub last_modified: Option<String>,
     /// `Cache-Control: max-age` of the answer: refresh no later than this.
     pub max_age: Option<std::time::Duration>,
@@ -112,6 +118,7 @@ pub struct RobotsCopy {
 /// text that says the same, and a strong validator of them.
 #[derive(Debug, Clone)]
 pub struct ServedRobots {
+    /// The bytes served.
     pub body: bytes::Bytes,
     /// A quoted entity tag, the same in every replica for the same bytes.
     pub etag: String,
@@ -157,6 +164,7 @@ impl RobotsCopy {
         }
     }
 
+    /// A copy with no file behind it: `policy` is allow or disallow everything.
     pub fn without_rules(policy: Policy, outcome: CopyOutcome, reason: String) -> RobotsCopy {
         RobotsCopy {
             policy,
@@ -215,10 +223,12 @@ impl RobotsCopy {
         self.has_rules() || self.outcome == CopyOutcome::Unavailable
     }
 
+    /// Whether it is a parsed file (which may hold no rule at all).
     pub fn has_rules(&self) -> bool {
         matches!(self.policy, Policy::Rules(_))
     }
 
+    /// `Allow` and `Disallow` lines of the parsed file; 0 without one.
     pub fn rule_count(&self) -> usize {
         match &self.policy {
             Policy::Rules(robots) => robots.rule_count(),
@@ -268,6 +278,7 @@ impl RobotsSlot {
         }
     }
 
+    /// The copy in force.
     pub fn current(&self) -> Arc<RobotsCopy> {
         self.current.load_full()
     }
@@ -278,6 +289,7 @@ impl RobotsSlot {
         self.ready.store(true, Ordering::Release);
     }
 
+    /// Whether a first outcome has been stored.
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
     }
@@ -286,17 +298,20 @@ impl RobotsSlot {
 /// A configured origin with everything the hot path needs precomputed.
 #[derive(Debug)]
 pub struct Origin {
+    /// Its settings, with `defaults` merged in.
     pub config: OriginConfig,
     /// Its upstreams' addresses and health.
     pub upstreams: Arc<Upstreams>,
     /// `policy.allow_clients`, built for lookups.
     pub allow_clients: AddressSet,
+    /// Its robots.txt copy, shared across snapshots while its robots settings stay.
     pub robots: Arc<RobotsSlot>,
     /// This origin's per-request metric series.
     pub request_series: OriginRequestSeries,
 }
 
 impl Origin {
+    /// Its name, as metrics and logs label it.
     pub fn name(&self) -> &str {
         &self.config.name
     }
@@ -310,6 +325,7 @@ impl Origin {
 /// Why a snapshot could not be built from a valid config.
 #[derive(Debug)]
 pub enum BuildError {
+    /// The crawler catalogue (built in plus `crawlers.extra`) is not usable.
     Catalogue(CatalogueError),
 }
 
@@ -332,8 +348,11 @@ impl std::error::Error for BuildError {
 /// Everything a request needs, immutable once built.
 #[derive(Debug)]
 pub struct Snapshot {
+    /// The config it was built from.
     pub config: Arc<Config>,
+    /// The crawler identifier the config asks for.
     pub identifier: Identifier,
+    /// The origins, in config order.
     pub origins: Vec<Arc<Origin>>,
     by_host: HashMap<String, usize>,
     by_name: HashMap<String, usize>,
@@ -413,6 +432,7 @@ impl Snapshot {
         self.by_host.get(host).map(|&index| &self.origins[index])
     }
 
+    /// The origin called `name`.
     pub fn origin_named(&self, name: &str) -> Option<&Arc<Origin>> {
         self.by_name.get(name).map(|&index| &self.origins[index])
     }
@@ -446,6 +466,7 @@ pub struct Live {
 }
 
 impl Live {
+    /// Puts `snapshot` in force.
     pub fn new(snapshot: Snapshot) -> Live {
         Live {
             snapshot: ArcSwap::from_pointee(snapshot),

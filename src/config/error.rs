@@ -29,10 +29,15 @@ impl fmt::Display for Pos {
 /// position (the file could not be read, for instance).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
+    /// The file as named on the command line (or the builder's name for a built config).
     pub file: String,
+    /// 1-based; 0 when the problem has no position.
     pub line: usize,
+    /// 1-based; 0 when the problem has no position.
     pub column: usize,
+    /// What is wrong.
     pub message: String,
+    /// How to fix it, when there is an obvious way (a close key name, the allowed range).
     pub hint: Option<String>,
 }
 

@@ -50,6 +50,7 @@ pub struct Config {
     pub threads: Option<usize>,
     /// How long in-flight requests may take to finish on SIGTERM.
     pub shutdown_grace: Duration,
+    /// Which crawlers are recognised: the built-in catalogue, generic bots, the operator's own.
     pub crawlers: CrawlersConfig,
     /// Never empty; names and hosts are unique across all origins.
     pub origins: Vec<OriginConfig>,
@@ -60,6 +61,7 @@ pub struct Config {
 /// The admin listener: where it listens and who may use it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct AdminConfig {
+    /// Where the admin listener listens.
     pub address: SocketAddr,
     /// A file holding the bearer token every admin request but `/healthz` and `/readyz` must
     /// carry (absolute path; read when serving, so a rotated secret applies without restart).
@@ -107,6 +109,7 @@ pub enum Action {
 }
 
 impl Action {
+    /// The spelling used in the config, logs and metrics.
     pub fn as_str(self) -> &'static str {
         match self {
             Action::Enforce => "enforce",
@@ -146,6 +149,7 @@ impl Default for PolicyConfig {
 }
 
 impl PolicyConfig {
+    /// The action for a category.
     pub fn category(&self, category: Category) -> Action {
         self.categories[category.index()]
     }
@@ -162,7 +166,9 @@ impl PolicyConfig {
 /// How request paths are read for the decision and what the origin is sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PathsConfig {
+    /// What `%2F` and `%5C` mean (`paths.escaped_slashes`).
     pub escaped_slashes: EscapedSlashes,
+    /// Which target the origin receives (`paths.forward`).
     pub forward: Forward,
 }
 
@@ -188,6 +194,7 @@ pub enum EscapedSlashes {
 }
 
 impl EscapedSlashes {
+    /// The spelling used in the config.
     pub fn as_str(self) -> &'static str {
         match self {
             EscapedSlashes::Decode => "decode",
@@ -208,6 +215,7 @@ pub enum Forward {
 }
 
 impl Forward {
+    /// The spelling used in the config.
     pub fn as_str(self) -> &'static str {
         match self {
             Forward::Canonical => "canonical",
@@ -219,6 +227,7 @@ impl Forward {
 /// A socket the proxy accepts connections on.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Listener {
+    /// Where it listens.
     pub address: SocketAddr,
     /// Set when this listener terminates TLS.
     pub tls: Option<ListenerTls>,
@@ -289,6 +298,7 @@ impl Default for UpstreamHealth {
 pub struct HealthCheck {
     /// Path requested; any 2xx or 3xx answer is healthy.
     pub path: String,
+    /// Time between two checks of one upstream.
     pub interval: Duration,
 }
 
@@ -296,7 +306,9 @@ pub struct HealthCheck {
 /// Absolute paths; the files are not opened at load time.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ListenerTls {
+    /// The certificate chain.
     pub cert: PathBuf,
+    /// The private key.
     pub key: PathBuf,
 }
 
@@ -315,6 +327,7 @@ pub struct CrawlersConfig {
 /// An operator-defined crawler.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExtraCrawler {
+    /// The name logs, metrics and `policy.crawlers` use.
     pub name: String,
     /// The robots.txt product tokens (`User-agent:` values) this crawler
     /// obeys, lower-cased; never empty. Defaults to the name, lower-cased.
@@ -324,6 +337,7 @@ pub struct ExtraCrawler {
     pub pattern: String,
     /// Defaults to `other`.
     pub category: Category,
+    /// Who runs it, for `/explain` and logs.
     pub operator: Option<String>,
     /// The crawler does not obey the `*` group, only groups naming it.
     pub ignores_global: bool,
@@ -370,6 +384,7 @@ pub struct BlockConfig {
 /// How an origin's robots.txt is obtained and kept fresh.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RobotsConfig {
+    /// Where robots.txt comes from.
     pub source: RobotsSource,
     /// How often to fetch or re-read it.
     pub refresh: Duration,
@@ -388,12 +403,21 @@ pub struct RobotsConfig {
 pub enum RobotsSource {
     /// Fetched from the origin's upstream. `url` overrides the location: a
     /// path (`/robots.txt` is the default) or an absolute http(s) URL.
-    Origin { url: Option<String> },
+    Origin {
+        /// `robots.url`, when set.
+        url: Option<String>,
+    },
     /// Read from a local file (absolute path; existence is checked when it
     /// is read, not at load).
-    File { path: PathBuf },
+    File {
+        /// The file.
+        path: PathBuf,
+    },
     /// Written in the config.
-    Inline { text: String },
+    Inline {
+        /// The robots.txt text.
+        text: String,
+    },
 }
 
 /// What to assume when robots.txt cannot be obtained (network error,
@@ -401,7 +425,9 @@ pub enum RobotsSource {
 /// disallow; `allow` is the fail-open choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OnUnreachable {
+    /// Crawlers may fetch nothing (RFC 9309's default).
     Disallow,
+    /// Crawlers may fetch everything (fail open).
     Allow,
 }
 
@@ -433,12 +459,19 @@ pub struct OriginConfig {
     pub upstreams: Vec<Upstream>,
     /// Set when the upstream is reached over TLS.
     pub upstream_tls: Option<UpstreamTls>,
+    /// Whether disallowed crawler requests are blocked, reported or not looked at.
     pub mode: Mode,
+    /// The answer to a blocked request.
     pub block: BlockConfig,
+    /// How robots.txt is obtained and kept fresh.
     pub robots: RobotsConfig,
+    /// How request paths are read and forwarded.
     pub paths: PathsConfig,
+    /// Connect, read, write and idle limits towards the upstream.
     pub upstream_timeouts: UpstreamTimeouts,
+    /// Passive and active health checks, and DNS refresh.
     pub upstream_health: UpstreamHealth,
+    /// Who is bound by robots.txt, and who is passed or blocked regardless.
     pub policy: PolicyConfig,
 }
 
@@ -447,6 +480,7 @@ pub struct OriginConfig {
 pub struct Upstream {
     /// An IP address (IPv6 without brackets) or a lower-case DNS name.
     pub host: String,
+    /// The TCP port.
     pub port: u16,
     /// As written in the config, for logs.
     pub raw: String,

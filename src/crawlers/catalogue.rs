@@ -30,7 +30,9 @@ pub struct CrawlerDef {
     pub tokens: Vec<String>,
     /// Literal User-Agent substring, matched ASCII case-insensitively as a whole word.
     pub pattern: String,
+    /// What the crawler fetches for (search, AI training, ...).
     pub category: Category,
+    /// Who runs it.
     #[serde(default)]
     pub operator: String,
     /// The crawler skips the `User-agent: *` group; only a group naming it applies.
@@ -43,9 +45,11 @@ pub struct CrawlerDef {
 /// fresh copies of its strings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CrawlerInfo {
+    /// The crawler's name.
     pub name: String,
     /// Bounded metric label: the catalogue name, else `other`.
     pub label: String,
+    /// Its category.
     pub category: Category,
     /// robots.txt tokens, most specific first.
     pub tokens: Vec<String>,
@@ -70,20 +74,29 @@ pub enum CatalogueError {
     Parse(Box<serde_saphyr::Error>),
     /// Entry `index` (0-based) breaks a rule.
     Invalid {
+        /// The entry's position.
         index: usize,
+        /// The entry's name.
         name: String,
+        /// The rule it breaks.
         reason: String,
     },
     /// Two entries share a name (compared case-insensitively).
     DuplicateName {
+        /// The shared name.
         name: String,
+        /// Index of the first entry with it.
         first: usize,
+        /// Index of the second.
         second: usize,
     },
     /// Two entries share a pattern (compared case-insensitively); the later could never win.
     DuplicatePattern {
+        /// The shared pattern.
         pattern: String,
+        /// Name of the first entry with it.
         first: String,
+        /// Name of the second.
         second: String,
     },
     /// The matching automaton could not be built (size limits).
@@ -228,10 +241,12 @@ impl Catalogue {
         &self.defs
     }
 
+    /// How many entries.
     pub fn len(&self) -> usize {
         self.defs.len()
     }
 
+    /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.defs.is_empty()
     }
@@ -330,6 +345,7 @@ pub struct NamedEntry {
     pub index: usize,
     /// `user_agent[start..end]` is the match.
     pub start: usize,
+    /// See `start`.
     pub end: usize,
 }
 

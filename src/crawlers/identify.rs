@@ -70,6 +70,7 @@ pub enum IdentitySource {
 }
 
 impl IdentitySource {
+    /// The spelling `/explain` and logs use.
     pub fn as_str(self) -> &'static str {
         match self {
             IdentitySource::Catalogue => "catalogue",
@@ -98,6 +99,7 @@ pub enum GenericRule {
 }
 
 impl GenericRule {
+    /// The spelling `/explain` and logs use.
     pub fn as_str(self) -> &'static str {
         match self {
             GenericRule::EmptyUserAgent => "empty-user-agent",
@@ -150,14 +152,17 @@ impl<'a> TokenList<'a> {
         }
     }
 
+    /// How many tokens.
     pub fn len(&self) -> usize {
         self.many.len() + usize::from(self.one.is_some())
     }
 
+    /// Whether there are none (only the `*` group applies).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// The token at `index`, most specific first.
     pub fn get(&self, index: usize) -> Option<&'a str> {
         match self.one {
             Some(t) if index == 0 => Some(t),
@@ -171,6 +176,7 @@ impl<'a> TokenList<'a> {
         self.get(0)
     }
 
+    /// The tokens, most specific first.
     pub fn iter(&self) -> TokenIter<'a> {
         TokenIter {
             many: self.many.iter(),
@@ -223,11 +229,13 @@ pub struct Identity<'a> {
     pub name: &'a str,
     /// robots.txt tokens, most specific first; empty = only the `*` group applies.
     pub tokens: TokenList<'a>,
+    /// What it fetches for.
     pub category: Category,
     /// Empty outside the catalogue.
     pub operator: &'a str,
     /// Skips the `*` group (catalogue entries only).
     pub ignores_global: bool,
+    /// Which stage identified it.
     pub source: IdentitySource,
     /// Set when `source` is [`IdentitySource::Generic`].
     pub generic_rule: Option<GenericRule>,
@@ -305,14 +313,17 @@ impl<'a> Named<'a> {
         self.first.as_ref()
     }
 
+    /// [`Named::primary`], by value.
     pub fn into_primary(self) -> Option<Identity<'a>> {
         self.first
     }
 
+    /// How many crawlers the User-Agent names.
     pub fn len(&self) -> usize {
         usize::from(self.first.is_some()) + self.rest.len()
     }
 
+    /// Whether it names none (the sender is not a crawler).
     pub fn is_empty(&self) -> bool {
         self.first.is_none()
     }
@@ -453,10 +464,12 @@ impl Identifier {
         Identifier::new(Catalogue::builtin()?, generic)
     }
 
+    /// The catalogue it matches against.
     pub fn catalogue(&self) -> &Catalogue {
         &self.catalogue
     }
 
+    /// Whether the generic rules apply (`crawlers.generic`).
     pub fn generic(&self) -> bool {
         self.generic
     }

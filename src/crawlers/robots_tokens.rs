@@ -146,6 +146,7 @@ impl RobotsTokenScanner {
         &self.tokens
     }
 
+    /// Whether the robots.txt names no product token at all.
     pub fn is_empty(&self) -> bool {
         self.tokens.is_empty()
     }

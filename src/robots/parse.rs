@@ -17,11 +17,14 @@ const UTF8_BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 /// Whether a rule allows or disallows the paths its pattern matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Directive {
+    /// `Allow`: the paths may be fetched.
     Allow,
+    /// `Disallow`: they may not.
     Disallow,
 }
 
 impl Directive {
+    /// The directive as robots.txt spells it.
     pub fn as_str(self) -> &'static str {
         match self {
             Directive::Allow => "Allow",
@@ -39,6 +42,7 @@ impl std::fmt::Display for Directive {
 /// One `Allow` or `Disallow` line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
+    /// Allow or disallow.
     pub directive: Directive,
     /// The value as the matcher sees it: non-ASCII bytes percent-escaped, `%xx` upper-cased.
     /// Always ASCII, hence a `String`.
@@ -57,13 +61,16 @@ pub struct Agent {
     pub global: bool,
     /// The value as written (lossily decoded), for display.
     pub raw: String,
+    /// 1-based line number in the file.
     pub line: u32,
 }
 
 /// A run of `User-agent` lines and the rules that follow them.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Group {
+    /// Its `User-agent` lines, in file order.
     pub agents: Vec<Agent>,
+    /// Its `Allow` and `Disallow` lines, in file order.
     pub rules: Vec<Rule>,
     /// The non-standard `Crawl-delay`, in seconds, when the group states a valid one.
     pub crawl_delay: Option<f64>,
@@ -84,9 +91,12 @@ impl Group {
     }
 }
 
+/// One `Sitemap` line (it belongs to no group).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sitemap {
+    /// The value as written (lossily decoded).
     pub url: String,
+    /// 1-based line number in the file.
     pub line: u32,
 }
 
@@ -101,27 +111,42 @@ pub enum DiagnosticKind {
     UnknownKey(String),
     /// An accepted misspelling, such as `dissallow`.
     MisspelledKey {
+        /// The key as written.
         written: String,
+        /// The key it is read as.
         read_as: &'static str,
     },
     /// `Allow`/`Disallow` before any `User-agent` line: it belongs to no group.
     RuleOutsideGroup,
     /// The line was longer than [`MAX_LINE_BYTES`] and was cut there.
-    LineTooLong { length: usize },
+    LineTooLong {
+        /// The line's length in bytes.
+        length: usize,
+    },
     /// `User-agent` whose value reduces to an empty name: it matches no crawler.
     EmptyUserAgent,
     /// A `User-agent` value that is cut to its leading `[A-Za-z_-]` run (`FooBot/1.0` → `FooBot`).
-    UserAgentTruncated { name: String },
+    UserAgentTruncated {
+        /// The name the matcher compares with.
+        name: String,
+    },
     /// `Crawl-delay` whose value is not a non-negative number, or that appears outside a group.
     InvalidCrawlDelay,
     /// Bytes past the size limit were ignored.
-    TruncatedAtSizeLimit { limit: usize, size: usize },
+    TruncatedAtSizeLimit {
+        /// The bytes parsed.
+        limit: usize,
+        /// The file's size.
+        size: usize,
+    },
 }
 
+/// A remark of the parser about one line, or about the whole file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
     /// 1-based line; 0 for diagnostics about the whole file.
     pub line: u32,
+    /// What the remark is.
     pub kind: DiagnosticKind,
 }
 
@@ -164,8 +189,11 @@ impl std::fmt::Display for Diagnostic {
 /// A parsed robots.txt.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RobotsTxt {
+    /// Its groups, in file order (groups naming the same agent are not merged here).
     pub groups: Vec<Group>,
+    /// Its `Sitemap` lines.
     pub sitemaps: Vec<Sitemap>,
+    /// Lines ignored or read differently from how they look.
     pub diagnostics: Vec<Diagnostic>,
     /// Number of lines the parser saw (the last, possibly empty, line included).
     pub lines: u32,
@@ -222,6 +250,7 @@ impl RobotsTxt {
         names
     }
 
+    /// `Allow` and `Disallow` lines in all groups.
     pub fn rule_count(&self) -> usize {
         self.groups.iter().map(|group| group.rules.len()).sum()
     }
