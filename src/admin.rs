@@ -347,19 +347,22 @@ impl ServeHttp for AdminApp {
             return answer;
         }
         let open = matches!(path.as_str(), "/healthz" | "/readyz");
-        if let (false, Some(token)) = (open, &self.token) {
-            let authorization = request
-                .headers
-                .get(http::header::AUTHORIZATION)
-                .map(http::HeaderValue::as_bytes);
-            if !token.admits(authorization) {
-                let mut answer = text(401, "a bearer token is required\n");
-                answer.headers_mut().insert(
-                    "www-authenticate",
-                    http::HeaderValue::from_static("Bearer realm=\"robotsguard admin\""),
-                );
-                return answer;
-            }
+        let authorized = || {
+            self.token.as_ref().is_none_or(|token| {
+                let authorization = request
+                    .headers
+                    .get(http::header::AUTHORIZATION)
+                    .map(http::HeaderValue::as_bytes);
+                token.admits(authorization)
+            })
+        };
+        if !open && !authorized() {
+            let mut answer = text(401, "a bearer token is required\n");
+            answer.headers_mut().insert(
+                "www-authenticate",
+                http::HeaderValue::from_static("Bearer realm=\"robotsguard admin\""),
+            );
+            return answer;
         }
         let snapshot = self.snapshot.load();
         match path.as_str() {
@@ -367,6 +370,9 @@ impl ServeHttp for AdminApp {
             "/readyz" => {
                 if snapshot.is_ready() {
                     text(200, "ready\n")
+                } else if !authorized() {
+                    // Origin names are for those who hold the token.
+                    text(503, "waiting for robots.txt\n")
                 } else {
                     let pending: Vec<&str> = snapshot
                         .origins

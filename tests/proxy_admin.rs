@@ -61,6 +61,28 @@ fn readyz_waits_for_the_first_robots_txt_outcome() {
 }
 
 #[test]
+fn readyz_names_pending_origins_only_to_token_holders() {
+    let origin = Origin::start();
+    origin.route_delayed(
+        "/robots.txt",
+        200,
+        "User-agent: *\nDisallow: /\n",
+        Duration::from_secs(3),
+    );
+    let proxy = Proxy::start_unready_with_admin_token(&site(&origin, SHOP, ""), "s3cret\n");
+    let anonymous = Conn::open(proxy.admin).send(&Request::get("/readyz").host("admin"));
+    assert_eq!(anonymous.status, 503, "{}", anonymous.text());
+    assert!(!anonymous.text().contains("shop"), "{}", anonymous.text());
+    let holder = Conn::open(proxy.admin).send(
+        &Request::get("/readyz")
+            .host("admin")
+            .header("Authorization", "Bearer s3cret"),
+    );
+    assert_eq!(holder.status, 503, "{}", holder.text());
+    assert!(holder.text().contains("shop"), "{}", holder.text());
+}
+
+#[test]
 fn requests_are_counted_by_origin_crawler_category_and_decision() {
     let (_origin, proxy) = shop();
     assert_eq!(proxy.get(SHOP, "/a", GPTBOT).status, 403);

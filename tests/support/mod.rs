@@ -768,6 +768,11 @@ impl Proxy {
         Proxy::launch(body, &[], false, "")
     }
 
+    /// [`Proxy::start_unready`] with an admin token, as [`Proxy::start_with_admin_token`].
+    pub fn start_unready_with_admin_token(body: &str, token: &str) -> Proxy {
+        Proxy::launch(body, &[(ADMIN_TOKEN_FILE, token)], false, "")
+    }
+
     fn launch(body: &str, files: &[(&str, &str)], wait_ready: bool, listener_extra: &str) -> Proxy {
         let mut last_error = String::new();
         for _ in 0..3 {
