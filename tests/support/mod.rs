@@ -713,10 +713,24 @@ const ADMIN_TOKEN_FILE: &str = "admin-token";
 /// A free port on 127.0.0.1 (bound and released; another process could take it, so
 /// [`Proxy::start`] retries on a bind failure).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    // The kernel may hand the same free port to two binds in a row once the first listener is
+    // closed; a port this process handed out recently is never handed out again.
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    for _ in 0..64 {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+        if !handed_out.contains(&port) {
+            if handed_out.len() >= 4096 {
+                handed_out.remove(0);
+            }
+            handed_out.push(port);
+            return port;
+        }
+    }
+    panic!("no free port that was not handed out already");
 }
 
 /// YAML text for one origin serving `host` through `origin`, with `extra` origin keys (each line
