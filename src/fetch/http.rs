@@ -125,31 +125,50 @@ pub async fn get(
             why.as_deref().unwrap_or("none configured")
         )));
     };
-    let address = upstream.address;
-    let peer = http_peer(origin, address);
+    let peer = http_peer(origin, upstream.address);
+    let headers = [
+        ("accept", "text/plain, */*;q=0.5"),
+        ("x-forwarded-proto", scheme),
+        ("x-forwarded-host", host),
+    ];
+    exchange(connector, &peer, host, path, &headers, validators, max_size).await
+}
+
+/// One GET over a connection from `connector` to `peer`: the request with `Host: host`,
+/// robotsguard's User-Agent, `Accept-Encoding: gzip`, the conditional headers of `validators` and
+/// `extra` headers; the answer with at most `max_size` decoded body bytes.
+pub(super) async fn exchange(
+    connector: &Connector,
+    peer: &HttpPeer,
+    host: &str,
+    path: &str,
+    extra: &[(&str, &str)],
+    validators: &Validators,
+    max_size: usize,
+) -> Result<Answer, Failure> {
+    let address = &peer._address;
     let (mut session, _reused) = connector
-        .get_http_session(&peer)
+        .get_http_session(peer)
         .await
         .map_err(|e| Failure::caused(format!("cannot connect to {address}"), e))?;
     let mut request = RequestHeader::build("GET", path.as_bytes(), None)
-        .map_err(|e| Failure::caused(format!("bad robots.txt path `{path}`"), e))?;
-    let mut headers = vec![
-        ("host", host.to_string()),
-        ("user-agent", user_agent()),
-        ("accept", "text/plain, */*;q=0.5".to_string()),
-        ("accept-encoding", "gzip".to_string()),
-        ("x-forwarded-proto", scheme.to_string()),
-        ("x-forwarded-host", host.to_string()),
+        .map_err(|e| Failure::caused(format!("bad path `{path}`"), e))?;
+    let user_agent = user_agent();
+    let mut headers: Vec<(&str, &str)> = vec![
+        ("host", host),
+        ("user-agent", &user_agent),
+        ("accept-encoding", "gzip"),
     ];
+    headers.extend_from_slice(extra);
     if let Some(etag) = &validators.etag {
-        headers.push(("if-none-match", etag.clone()));
+        headers.push(("if-none-match", etag));
     }
     if let Some(modified) = &validators.last_modified {
-        headers.push(("if-modified-since", modified.clone()));
+        headers.push(("if-modified-since", modified));
     }
     for (name, value) in headers {
         request
-            .insert_header(name, value)
+            .insert_header(name.to_string(), value)
             .map_err(|e| Failure::caused("cannot build the request", e))?;
     }
     session

@@ -5,6 +5,7 @@
 mod file;
 mod http;
 mod origin;
+pub mod url;
 pub mod watch;
 
 use std::collections::{HashMap, HashSet};
