@@ -18,6 +18,7 @@ mod size;
 mod template;
 mod tree;
 mod validate;
+mod verify;
 
 #[cfg(test)]
 mod tests;
@@ -28,7 +29,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::crawlers::{builtin_defs, CatalogueError, Category, CrawlerDef};
+use crate::crawlers::{builtin_defs, CatalogueError, Category, CrawlerDef, VerifyData};
 
 pub use error::{ConfigError, ConfigErrors};
 pub use template::{render_body, BODY_PLACEHOLDERS};
@@ -54,8 +55,113 @@ pub struct Config {
     pub crawlers: CrawlersConfig,
     /// Never empty; names and hosts are unique across all origins.
     pub origins: Vec<OriginConfig>,
+    /// How crawlers' claims are checked: IP range lists, reverse DNS, Web Bot Auth.
+    pub verify: VerifyConfig,
     /// The absolute path the config was loaded from (`None` from `load_str`).
     pub source_path: Option<PathBuf>,
+}
+
+/// `verify`: the settings of crawler verification shared by every crawler and origin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyConfig {
+    /// How often IP range lists are fetched or re-read.
+    pub refresh: Duration,
+    /// Reverse DNS lookups.
+    pub dns: DnsConfig,
+    /// HTTP Message Signatures of bots.
+    pub web_bot_auth: WebBotAuthConfig,
+}
+
+impl Default for VerifyConfig {
+    fn default() -> Self {
+        VerifyConfig {
+            refresh: Duration::from_secs(24 * 3600),
+            dns: DnsConfig::default(),
+            web_bot_auth: WebBotAuthConfig::default(),
+        }
+    }
+}
+
+/// `verify.dns`: where and how long forward-confirmed reverse DNS lookups go and are kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DnsConfig {
+    /// Name servers to ask; empty: the system's resolver configuration.
+    pub servers: Vec<SocketAddr>,
+    /// The longest a request waits for a lookup (the lookup itself goes on and is cached).
+    pub timeout: Duration,
+    /// How long a confirmed name is kept.
+    pub positive_ttl: Duration,
+    /// How long "no name" is kept.
+    pub negative_ttl: Duration,
+    /// Addresses kept at most.
+    pub max_entries: usize,
+}
+
+impl Default for DnsConfig {
+    fn default() -> Self {
+        DnsConfig {
+            servers: Vec::new(),
+            timeout: Duration::from_secs(2),
+            positive_ttl: Duration::from_secs(24 * 3600),
+            negative_ttl: Duration::from_secs(3600),
+            max_entries: 100_000,
+        }
+    }
+}
+
+/// `verify.web_bot_auth`: which signing agents are believed, and for which crawler.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebBotAuthConfig {
+    /// Whether signatures are checked at all.
+    pub enabled: bool,
+    /// Clock difference tolerated on `created` and `expires`.
+    pub max_skew: Duration,
+    /// The agents whose signatures identify a crawler.
+    pub agents: Vec<SignatureAgent>,
+}
+
+impl Default for WebBotAuthConfig {
+    fn default() -> Self {
+        WebBotAuthConfig {
+            enabled: true,
+            max_skew: Duration::from_secs(60),
+            agents: Vec::new(),
+        }
+    }
+}
+
+/// One `verify.web_bot_auth.agents` entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignatureAgent {
+    /// The `Signature-Agent` value: an https origin (`https://chatgpt.com`).
+    pub agent: String,
+    /// The crawler (catalogue name) a valid signature of this agent identifies.
+    pub crawler: String,
+    /// A JWKS file with the agent's keys (absolute); none: the agent's key directory.
+    pub keys: Option<PathBuf>,
+}
+
+/// What is done with a request from an impostor: one that claims a crawler whose operator
+/// publishes who it is, from an address that is definitely not among it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Impostors {
+    /// Refuse it (every path but `/robots.txt`).
+    Block,
+    /// Pass it as robots.txt decides, but count and log it as `would_block`.
+    Report,
+    /// Treat it as the crawler it claims to be.
+    Ignore,
+}
+
+impl Impostors {
+    /// The spelling used in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Impostors::Block => "block",
+            Impostors::Report => "report",
+            Impostors::Ignore => "ignore",
+        }
+    }
 }
 
 /// The admin listener: where it listens and who may use it.
@@ -341,6 +447,8 @@ pub struct ExtraCrawler {
     pub operator: Option<String>,
     /// The crawler does not obey the `*` group, only groups naming it.
     pub ignores_global: bool,
+    /// Where its operator publishes who it is (`file:` paths made absolute).
+    pub verify: Option<VerifyData>,
 }
 
 /// What happens to a crawler request that robots.txt disallows.
@@ -473,6 +581,8 @@ pub struct OriginConfig {
     pub upstream_health: UpstreamHealth,
     /// Who is bound by robots.txt, and who is passed or blocked regardless.
     pub policy: PolicyConfig,
+    /// What is done with impostors of verifiable crawlers.
+    pub impostors: Impostors,
 }
 
 /// An upstream server address.
@@ -523,6 +633,7 @@ impl ExtraCrawler {
             category: self.category,
             operator: self.operator.clone().unwrap_or_default(),
             ignores_global: self.ignores_global,
+            verify: self.verify.clone(),
         }
     }
 }
@@ -605,6 +716,11 @@ const RESTART_ONLY: &[RestartOnly] = &[
         name: "shutdown.grace",
         differs: |old, new| old.shutdown_grace != new.shutdown_grace,
         keep: |new, running| new.shutdown_grace = running.shutdown_grace,
+    },
+    RestartOnly {
+        name: "verify",
+        differs: |old, new| old.verify != new.verify,
+        keep: |new, running| new.verify.clone_from(&running.verify),
     },
 ];
 

@@ -54,6 +54,7 @@ pub(crate) struct Defaults {
     pub upstream_timeouts: UpstreamTimeouts,
     pub upstream_health: UpstreamHealth,
     pub policy: PolicyConfig,
+    pub impostors: super::Impostors,
 }
 
 /// An origin plus what the cross-origin checks need: where its name and
@@ -141,6 +142,10 @@ pub(crate) fn parse_origin(
     );
     let health = upstream_health(sink, &table, &defaults.upstream_health);
     let policy = policy(sink, table.get("policy"), &defaults.policy, known);
+    let impostors = table
+        .get("impostors")
+        .and_then(|n| reader::choice(sink, n, "impostors", &super::verify::IMPOSTORS))
+        .unwrap_or(defaults.impostors);
 
     let config = OriginConfig {
         name: name.as_ref().map(|(n, _)| n.clone()).unwrap_or_default(),
@@ -154,6 +159,7 @@ pub(crate) fn parse_origin(
         upstream_timeouts: timeouts,
         upstream_health: health,
         policy,
+        impostors,
     };
     Some(Parsed {
         config,
@@ -331,7 +337,7 @@ pub(crate) struct KnownCrawlers {
 impl KnownCrawlers {
     /// "; did you mean `X`?" for a misspelt crawler name, or nothing. Names are compared as the
     /// config keys are (lower case, `-` as `_`), and suggested as the catalogue spells them.
-    fn suggest(&self, word: &str) -> String {
+    pub(crate) fn suggest(&self, word: &str) -> String {
         let folded: Vec<String> = self
             .names
             .iter()
@@ -346,7 +352,7 @@ impl KnownCrawlers {
     }
 
     /// The catalogue spelling of `name` (compared case-insensitively).
-    fn find(&self, name: &str) -> Option<&str> {
+    pub(crate) fn find(&self, name: &str) -> Option<&str> {
         self.names
             .iter()
             .find(|known| known.eq_ignore_ascii_case(name))

@@ -27,7 +27,39 @@ pub(crate) const TOP: Section = Section {
         "defaults",
         "crawlers",
         "origins",
+        "verify",
     ],
+};
+
+pub(crate) const VERIFY: Section = Section {
+    place: "in `verify`",
+    keys: &["refresh", "dns", "web_bot_auth"],
+};
+
+pub(crate) const VERIFY_DNS: Section = Section {
+    place: "in `verify.dns`",
+    keys: &[
+        "servers",
+        "timeout",
+        "positive_ttl",
+        "negative_ttl",
+        "max_entries",
+    ],
+};
+
+pub(crate) const WEB_BOT_AUTH: Section = Section {
+    place: "in `verify.web_bot_auth`",
+    keys: &["enabled", "max_skew", "agents"],
+};
+
+pub(crate) const SIGNATURE_AGENT: Section = Section {
+    place: "in a `web_bot_auth` agent",
+    keys: &["agent", "crawler", "keys"],
+};
+
+pub(crate) const CRAWLER_VERIFY: Section = Section {
+    place: "in crawler `verify`",
+    keys: &["ips", "rdns"],
 };
 
 pub(crate) const ADMIN: Section = Section {
@@ -103,6 +135,7 @@ pub(crate) const DEFAULTS: Section = Section {
         "health_check",
         "dns_refresh",
         "policy",
+        "impostors",
     ],
 };
 
@@ -147,6 +180,7 @@ pub(crate) const EXTRA_CRAWLER: Section = Section {
         "category",
         "operator",
         "ignores_global",
+        "verify",
     ],
 };
 
@@ -166,6 +200,7 @@ pub(crate) const ORIGIN: Section = Section {
         "health_check",
         "dns_refresh",
         "policy",
+        "impostors",
     ],
 };
 

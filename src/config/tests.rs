@@ -123,6 +123,7 @@ fn minimal_config_gets_every_default() {
                 dns_refresh: Duration::from_secs(30),
             },
             policy: PolicyConfig::default(),
+            impostors: crate::config::Impostors::Block,
         }]
     );
 }
@@ -335,6 +336,7 @@ fn extra_crawlers_and_their_defaults() {
                 category: crate::crawlers::Category::AiTraining,
                 operator: Some("Example Inc".into()),
                 ignores_global: true,
+                verify: None,
             },
             ExtraCrawler {
                 name: "Other_Bot".into(),
@@ -343,6 +345,7 @@ fn extra_crawlers_and_their_defaults() {
                 category: crate::crawlers::Category::Other,
                 operator: None,
                 ignores_global: false,
+                verify: None,
             },
         ]
     );
@@ -411,7 +414,7 @@ fn unknown_key_in_origin_suggests_the_closest() {
     assert_eq!(
         e.to_string(),
         "t.yaml:5:5: unknown key `upstreams` in origin; did you mean `upstream`? \
-         (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy)"
+         (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors)"
     );
 }
 
@@ -438,7 +441,7 @@ origins:
         [
             "t.yaml:1:33: unknown key `tsl` in listener; did you mean `tls`? (expected one of: address, tls, proxy_protocol)",
             "t.yaml:2:12: unknown key `grase` in `shutdown`; did you mean `grace`? (expected one of: grace)",
-            "t.yaml:4:3: unknown key `moed` in `defaults`; did you mean `mode`? (expected one of: mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy)",
+            "t.yaml:4:3: unknown key `moed` in `defaults`; did you mean `mode`? (expected one of: mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors)",
             "t.yaml:5:11: unknown key `staus` in `block`; did you mean `status`? (expected one of: status, body)",
             "t.yaml:6:12: unknown key `refesh` in `defaults.robots`; did you mean `refresh`? (expected one of: refresh, timeout, on_unreachable, max_size)",
             "t.yaml:7:12: unknown key `extras` in `crawlers`; did you mean `extra`? (expected one of: builtin, generic, extra)",
@@ -521,7 +524,7 @@ fn origin_required_keys() {
             "t.yaml:3:5: origin is missing `upstream` (e.g. upstream: 127.0.0.1:8081)",
             "t.yaml:4:5: origin is missing `name` (e.g. name: shop)",
             "t.yaml:4:5: origin is missing `hosts` (list the Host names it serves, e.g. hosts: [shop.example])",
-            "t.yaml:5:5: each origin must be a mapping, not a string (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy)",
+            "t.yaml:5:5: each origin must be a mapping, not a string (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors)",
         ]
     );
 }
@@ -994,7 +997,7 @@ fn error_output_is_capped() {
     let yaml: String = (0..1_000).map(|i| format!("k{i}: 1\n")).collect();
     let errs = errors(&yaml);
     assert_eq!(errs.len(), 201);
-    assert_eq!(errs[0], "t.yaml:1:1: unknown key `k0` at the top level (expected one of: listen, admin, threads, shutdown, limits, trusted_proxies, access_log, defaults, crawlers, origins)");
+    assert_eq!(errs[0], "t.yaml:1:1: unknown key `k0` at the top level (expected one of: listen, admin, threads, shutdown, limits, trusted_proxies, access_log, defaults, crawlers, origins, verify)");
     assert_eq!(errs[200], "t.yaml: 801 more errors not shown");
 }
 
@@ -1329,4 +1332,126 @@ fn robots_serve_defaults_by_source() {
 ";
     let serve: Vec<bool> = ok(yaml).origins.iter().map(|o| o.robots.serve).collect();
     assert_eq!(serve, [false, true, true, true, false]);
+}
+
+// ---------------------------------------------------------------- verification
+
+#[test]
+fn verification_settings() {
+    let c = ok(&format!(
+        "verify:
+  refresh: 12h
+  dns: {{servers: [\"127.0.0.1:5353\", \"10.0.0.2\"], timeout: 1s, positive_ttl: 1h, negative_ttl: 5m, max_entries: 1000}}
+  web_bot_auth:
+    enabled: true
+    max_skew: 30s
+    agents:
+      - {{agent: \"https://ChatGPT.com/\", crawler: chatgpt-user}}
+      - {{agent: \"https://bot.example\", crawler: ExampleBot, keys: \"file:keys/example.json\"}}
+crawlers:
+  extra:
+    - name: ExampleBot
+      verify:
+        ips: [\"https://bot.example/ips.json\", \"file:ranges/extra.json\"]
+        rdns: [Crawl.Bot.Example.]
+defaults:
+  impostors: report
+{ORIGIN}    impostors: ignore
+  - name: blog
+    hosts: [blog.example]
+    upstream: \"127.0.0.1:8082\"
+"
+    ));
+    assert_eq!(c.verify.refresh, Duration::from_secs(12 * 3600));
+    assert_eq!(
+        c.verify.dns,
+        DnsConfig {
+            servers: vec![
+                "127.0.0.1:5353".parse().unwrap_or_else(|_| unreachable!()),
+                "10.0.0.2:53".parse().unwrap_or_else(|_| unreachable!()),
+            ],
+            timeout: Duration::from_secs(1),
+            positive_ttl: Duration::from_secs(3600),
+            negative_ttl: Duration::from_secs(300),
+            max_entries: 1000,
+        }
+    );
+    assert_eq!(c.verify.web_bot_auth.max_skew, Duration::from_secs(30));
+    assert_eq!(
+        c.verify.web_bot_auth.agents,
+        [
+            SignatureAgent {
+                agent: "https://chatgpt.com".into(),
+                crawler: "ChatGPT-User".into(),
+                keys: None,
+            },
+            SignatureAgent {
+                agent: "https://bot.example".into(),
+                crawler: "ExampleBot".into(),
+                keys: Some(PathBuf::from("/etc/robotsguard/keys/example.json")),
+            },
+        ]
+    );
+    assert_eq!(
+        c.crawlers.extra[0].verify,
+        Some(VerifyData {
+            ips: vec![
+                "https://bot.example/ips.json".into(),
+                "file:/etc/robotsguard/ranges/extra.json".into()
+            ],
+            rdns: vec!["crawl.bot.example".into()],
+        })
+    );
+    assert_eq!(c.origins[0].impostors, Impostors::Ignore);
+    assert_eq!(c.origins[1].impostors, Impostors::Report);
+    // Built-in values.
+    let plain = ok(ORIGIN);
+    assert_eq!(plain.verify, VerifyConfig::default());
+    assert_eq!(plain.origins[0].impostors, Impostors::Block);
+}
+
+#[test]
+fn bad_verification_settings() {
+    let all = errors(&format!(
+        "verify:
+  refresh: 10s
+  dns: {{servers: [dns.example], timeout: 0s, max_entries: 0}}
+  web_bot_auth:
+    max_skew: 2h
+    agents:
+      - {{agent: \"http://chatgpt.com\", crawler: ChatGPT-User}}
+      - {{agent: \"https://a.example\", crawler: NoSuchBot}}
+      - {{agent: \"https://b.example\", crawler: GPTBot, keys: keys.json}}
+      - {{crawler: GPTBot}}
+crawlers:
+  extra:
+    - name: ExampleBot
+      verify: {{ips: [\"ftp://x.example/l\", ranges.json], rdns: [\"*.example.com\", com]}}
+    - name: EmptyBot
+      verify: {{}}
+defaults:
+  impostors: deny
+{ORIGIN}"
+    ));
+    let expected = [
+        "t.yaml:2:12: `verify.refresh` must be at least 1m",
+        "t.yaml:3:19: `dns.example` is not a name server address",
+        "t.yaml:3:42: `timeout` must be longer than 0s",
+        "t.yaml:3:59: `max_entries` must be between 1 and 10000000",
+        "t.yaml:5:15: `max_skew` must be at most 1h",
+        "t.yaml:7:17: agent `http://chatgpt.com` is not an https origin",
+        "t.yaml:8:47: no crawler is named `NoSuchBot`",
+        "t.yaml:9:61: keys `keys.json` is not a `file:` path",
+        "t.yaml:10:9: agent is missing `agent`",
+        "t.yaml:14:22: `ftp://x.example/l` is not an http(s) URL",
+        "t.yaml:14:43: `ranges.json` is neither a URL nor a file: path",
+        "t.yaml:14:64: `*.example.com` is not a DNS name suffix",
+        "t.yaml:14:81: `com` is not a DNS name suffix",
+        "t.yaml:16:15: `verify` names no `ips` and no `rdns`",
+        "t.yaml:18:14: unknown `impostors` `deny`",
+    ];
+    assert_eq!(all.len(), expected.len(), "{all:#?}");
+    for (got, want) in all.iter().zip(expected) {
+        assert!(got.starts_with(want), "`{want}` not at the start of: {got}");
+    }
 }

@@ -53,6 +53,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
             extra: Vec::new(),
         },
         origins: Vec::new(),
+        verify: super::VerifyConfig::default(),
         source_path: None,
     };
     let Some(top) = Table::read(sink, root, &TOP, "the config") else {
@@ -108,11 +109,13 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
     }
 
     let errors_before = sink.count();
-    let (crawlers_config, extra_positions) = crawlers(sink, top.get("crawlers"), config.crawlers);
+    let (crawlers_config, extra_positions) =
+        crawlers(sink, top.get("crawlers"), config.crawlers, base_dir);
     config.crawlers = crawlers_config;
     // Entries already reported would only be reported again by the catalogue.
     let check = sink.count() == errors_before;
     let known = check_catalogue(sink, &config.crawlers, &extra_positions, check);
+    config.verify = super::verify::verify(sink, top.get("verify"), base_dir, &known);
     let defaults = defaults(sink, top.get("defaults"), &known);
     config.origins = origins(sink, &top, &defaults, base_dir, &known);
     config
@@ -389,6 +392,7 @@ fn defaults(sink: &mut Sink, node: Option<&Node>, known: &KnownCrawlers) -> Defa
         upstream_timeouts: UpstreamTimeouts::default(),
         upstream_health: UpstreamHealth::default(),
         policy: PolicyConfig::default(),
+        impostors: super::Impostors::Block,
     };
     let Some(table) = node.and_then(|n| Table::read(sink, n, &DEFAULTS, "`defaults`")) else {
         return out;
@@ -398,6 +402,12 @@ fn defaults(sink: &mut Sink, node: Option<&Node>, known: &KnownCrawlers) -> Defa
         .and_then(|n| reader::choice(sink, n, "mode", &MODES))
     {
         out.mode = mode;
+    }
+    if let Some(impostors) = table
+        .get("impostors")
+        .and_then(|n| reader::choice(sink, n, "impostors", &super::verify::IMPOSTORS))
+    {
+        out.impostors = impostors;
     }
     out.block = origin::block(sink, table.get("block"), &out.block);
     out.paths = origin::paths(sink, table.get("paths"), &out.paths);
@@ -504,6 +514,7 @@ fn crawlers(
     sink: &mut Sink,
     node: Option<&Node>,
     mut out: CrawlersConfig,
+    base_dir: &Path,
 ) -> (CrawlersConfig, Vec<ExtraPositions>) {
     let mut positions = Vec::new();
     let Some(table) = node.and_then(|n| Table::read(sink, n, &CRAWLERS, "`crawlers`")) else {
@@ -529,7 +540,7 @@ fn crawlers(
     // would be confusing in logs and metrics.
     let mut seen: HashMap<String, Pos> = HashMap::new();
     for item in items {
-        let Some((crawler, name_pos)) = extra_crawler(sink, item) else {
+        let Some((crawler, name_pos)) = extra_crawler(sink, item, base_dir) else {
             continue;
         };
         let pattern_pos = Table::read(&mut Sink::new(""), item, &EXTRA_CRAWLER, "")
@@ -558,7 +569,7 @@ fn crawlers(
 }
 
 /// One `crawlers.extra` entry and the position of its name.
-fn extra_crawler(sink: &mut Sink, node: &Node) -> Option<(ExtraCrawler, Pos)> {
+fn extra_crawler(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<(ExtraCrawler, Pos)> {
     let table = Table::read(sink, node, &EXTRA_CRAWLER, "each `extra` crawler")?;
     let name_node = table.get("name");
     let name = match name_node {
@@ -642,6 +653,10 @@ fn extra_crawler(sink: &mut Sink, node: &Node) -> Option<(ExtraCrawler, Pos)> {
         .get("ignores_global")
         .and_then(|n| reader::boolean(sink, n, "ignores_global"))
         .unwrap_or(false);
+    let verify = match table.get("verify") {
+        Some(n) => Some(super::verify::crawler_verify(sink, n, base_dir)?),
+        None => None,
+    };
 
     let crawler = ExtraCrawler {
         name: name?.to_owned(),
@@ -650,6 +665,7 @@ fn extra_crawler(sink: &mut Sink, node: &Node) -> Option<(ExtraCrawler, Pos)> {
         category,
         operator,
         ignores_global,
+        verify,
     };
     Some((crawler, name_node.map_or(table.pos, |n| n.pos)))
 }

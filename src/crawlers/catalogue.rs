@@ -38,6 +38,22 @@ pub struct CrawlerDef {
     /// The crawler skips the `User-agent: *` group; only a group naming it applies.
     #[serde(default, skip_serializing_if = "is_false")]
     pub ignores_global: bool,
+    /// How a request claiming to be this crawler is checked; none: it cannot be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifyData>,
+}
+
+/// Where a crawler's operator publishes who its crawler is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyData {
+    /// IP range lists: `http(s)://` URLs, or `file:` followed by an absolute path.
+    #[serde(default)]
+    pub ips: Vec<String>,
+    /// Reverse DNS suffixes (lower case, no leading dot): a forward-confirmed name of the
+    /// client's address must end in one of them on a label boundary.
+    #[serde(default)]
+    pub rdns: Vec<String>,
 }
 
 /// What a decision reports of a crawler (its name, metric label, category and tokens), made
@@ -424,6 +440,7 @@ mod tests {
             category,
             operator: String::new(),
             ignores_global: false,
+            verify: None,
         }
     }
 

@@ -39,7 +39,7 @@ mod words;
 
 pub use catalogue::{
     builtin_defs, parse_catalogue_yaml, Catalogue, CatalogueError, CrawlerDef, CrawlerInfo,
-    NamedEntry, BUILTIN_YAML, MIN_PATTERN_LEN, OTHER_LABEL,
+    NamedEntry, VerifyData, BUILTIN_YAML, MIN_PATTERN_LEN, OTHER_LABEL,
 };
 pub use category::Category;
 pub use describe::{describe, report, IdentityReport, OwnedIdentity};

@@ -1,0 +1,412 @@
+//! The config of crawler verification: the top-level `verify` section, a crawler's own
+//! `verify` data (`crawlers.extra[].verify`), and the `impostors` action.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use super::error::{quote, Sink};
+use super::origin::KnownCrawlers;
+use super::reader::{self, Table};
+use super::schema::{CRAWLER_VERIFY, SIGNATURE_AGENT, VERIFY, VERIFY_DNS, WEB_BOT_AUTH};
+use super::tree::Node;
+use super::{DnsConfig, Impostors, SignatureAgent, VerifyConfig, WebBotAuthConfig};
+use crate::crawlers::VerifyData;
+
+pub(crate) const IMPOSTORS: [(&str, Impostors); 3] = [
+    ("block", Impostors::Block),
+    ("report", Impostors::Report),
+    ("ignore", Impostors::Ignore),
+];
+
+/// The most addresses a DNS cache may be told to hold: enough for any site, small enough that
+/// a typo cannot let clients grow memory without bound.
+const MAX_DNS_ENTRIES: i128 = 10_000_000;
+
+/// Range lists are never refreshed more often than this: operators publish them daily.
+const MIN_LIST_REFRESH: Duration = Duration::from_secs(60);
+
+/// The most clock skew accepted on signatures: the draft's lifetimes are minutes to hours.
+const MAX_SKEW: Duration = Duration::from_secs(3600);
+
+/// `verify`, over the built-in values. Agents must name crawlers in `known`.
+pub(crate) fn verify(
+    sink: &mut Sink,
+    node: Option<&Node>,
+    base_dir: &Path,
+    known: &KnownCrawlers,
+) -> VerifyConfig {
+    let mut out = VerifyConfig::default();
+    let Some(table) = node.and_then(|n| Table::read(sink, n, &VERIFY, "`verify`")) else {
+        return out;
+    };
+    if let Some(n) = table.get("refresh") {
+        if let Some(d) = reader::duration(sink, n, "refresh") {
+            if d < MIN_LIST_REFRESH {
+                sink.error_hint(
+                    n.pos,
+                    "`verify.refresh` must be at least 1m",
+                    "operators update their lists about daily; 24h is the default",
+                );
+            } else {
+                out.refresh = d;
+            }
+        }
+    }
+    if let Some(n) = table.get("dns") {
+        out.dns = dns(sink, n);
+    }
+    if let Some(n) = table.get("web_bot_auth") {
+        out.web_bot_auth = web_bot_auth(sink, n, base_dir, known);
+    }
+    out
+}
+
+fn positive(sink: &mut Sink, table: &Table<'_>, key: &str) -> Option<Duration> {
+    let n = table.get(key)?;
+    let d = reader::duration(sink, n, key)?;
+    if d.is_zero() {
+        sink.error(n.pos, format!("`{key}` must be longer than 0s"));
+        return None;
+    }
+    Some(d)
+}
+
+fn dns(sink: &mut Sink, node: &Node) -> DnsConfig {
+    let mut out = DnsConfig::default();
+    let Some(table) = Table::read(sink, node, &VERIFY_DNS, "`verify.dns`") else {
+        return out;
+    };
+    if let Some(n) = table.get("servers") {
+        let mut servers = Vec::new();
+        for item in reader::one_or_many(n) {
+            let Some(text) = reader::nonempty_string(sink, item, "servers") else {
+                continue;
+            };
+            match name_server(text) {
+                Some(address) => servers.push(address),
+                None => sink.error_hint(
+                    item.pos,
+                    format!("{} is not a name server address", quote(text)),
+                    "write an IP address, optionally with a port: 10.0.0.2, 10.0.0.2:5353, [2001:db8::53]:53",
+                ),
+            }
+        }
+        out.servers = servers;
+    }
+    if let Some(d) = positive(sink, &table, "timeout") {
+        out.timeout = d;
+    }
+    if let Some(d) = positive(sink, &table, "positive_ttl") {
+        out.positive_ttl = d;
+    }
+    if let Some(d) = positive(sink, &table, "negative_ttl") {
+        out.negative_ttl = d;
+    }
+    if let Some(n) = table
+        .get("max_entries")
+        .and_then(|n| reader::integer(sink, n, "max_entries", 1, MAX_DNS_ENTRIES))
+    {
+        out.max_entries = usize::try_from(n).unwrap_or(out.max_entries);
+    }
+    out
+}
+
+/// `10.0.0.2`, `10.0.0.2:5353`, `2001:db8::53`, `[2001:db8::53]:53`; port 53 by default.
+fn name_server(text: &str) -> Option<SocketAddr> {
+    if let Ok(address) = text.parse::<SocketAddr>() {
+        return Some(address);
+    }
+    let bare = text.trim_start_matches('[').trim_end_matches(']');
+    bare.parse::<std::net::IpAddr>()
+        .ok()
+        .map(|ip| SocketAddr::new(ip, 53))
+}
+
+fn web_bot_auth(
+    sink: &mut Sink,
+    node: &Node,
+    base_dir: &Path,
+    known: &KnownCrawlers,
+) -> WebBotAuthConfig {
+    let mut out = WebBotAuthConfig::default();
+    let Some(table) = Table::read(sink, node, &WEB_BOT_AUTH, "`verify.web_bot_auth`") else {
+        return out;
+    };
+    if let Some(enabled) = table
+        .get("enabled")
+        .and_then(|n| reader::boolean(sink, n, "enabled"))
+    {
+        out.enabled = enabled;
+    }
+    if let Some(n) = table.get("max_skew") {
+        if let Some(d) = reader::duration(sink, n, "max_skew") {
+            if d > MAX_SKEW {
+                sink.error(n.pos, "`max_skew` must be at most 1h");
+            } else {
+                out.max_skew = d;
+            }
+        }
+    }
+    let items = table
+        .get("agents")
+        .and_then(|n| reader::list(sink, n, "agents"))
+        .unwrap_or_default();
+    for item in items {
+        let Some(agent_table) = Table::read(sink, item, &SIGNATURE_AGENT, "each agent") else {
+            continue;
+        };
+        let agent = match agent_table.get("agent") {
+            Some(n) => reader::nonempty_string(sink, n, "agent").and_then(|text| {
+                let origin = https_origin(text);
+                if origin.is_none() {
+                    sink.error_hint(
+                        n.pos,
+                        format!("agent {} is not an https origin", quote(text)),
+                        "write the Signature-Agent value the bot sends, e.g. https://chatgpt.com",
+                    );
+                }
+                origin
+            }),
+            None => {
+                sink.error_hint(
+                    agent_table.pos,
+                    "agent is missing `agent`",
+                    "e.g. agent: \"https://chatgpt.com\"",
+                );
+                None
+            }
+        };
+        let repeated = agent
+            .as_ref()
+            .and_then(|agent| out.agents.iter().find(|a| a.agent == *agent));
+        if let (Some(agent), Some(first)) = (&agent, repeated) {
+            let at = agent_table.key_pos("agent").unwrap_or(agent_table.pos);
+            sink.error(
+                at,
+                format!(
+                    "agent {} is listed twice (for {})",
+                    quote(agent),
+                    first.crawler
+                ),
+            );
+            continue;
+        }
+        let crawler = match agent_table.get("crawler") {
+            Some(n) => reader::nonempty_string(sink, n, "crawler").and_then(|name| {
+                let found = known.find(name).map(str::to_owned);
+                if found.is_none() {
+                    sink.error(
+                        n.pos,
+                        format!("no crawler is named {}{}", quote(name), known.suggest(name)),
+                    );
+                }
+                found
+            }),
+            None => {
+                sink.error_hint(
+                    agent_table.pos,
+                    "agent is missing `crawler`",
+                    "the crawler a valid signature identifies, e.g. crawler: ChatGPT-Agent",
+                );
+                None
+            }
+        };
+        let keys = match agent_table.get("keys") {
+            Some(n) => match reader::nonempty_string(sink, n, "keys") {
+                Some(text) => match text.strip_prefix("file:") {
+                    Some(path) if !path.is_empty() => Some(Some(base_dir.join(path))),
+                    _ => {
+                        sink.error_hint(
+                            n.pos,
+                            format!("keys {} is not a `file:` path", quote(text)),
+                            "e.g. keys: \"file:keys/example.json\" (a JWKS file); leave it out to use the agent's key directory",
+                        );
+                        None
+                    }
+                },
+                None => None,
+            },
+            None => Some(None),
+        };
+        if let (Some(agent), Some(crawler), Some(keys)) = (agent, crawler, keys) {
+            out.agents.push(SignatureAgent {
+                agent,
+                crawler,
+                keys,
+            });
+        }
+    }
+    out
+}
+
+/// `https://host[:port]` with nothing after it (a trailing `/` is dropped), lower-cased: the
+/// form `Signature-Agent` values are compared in.
+pub(crate) fn https_origin(text: &str) -> Option<String> {
+    let url = url::Url::parse(text).ok()?;
+    let bare = url.path() == "/" && url.query().is_none() && url.fragment().is_none();
+    if url.scheme() != "https" || !bare || !url.username().is_empty() || url.password().is_some() {
+        return None;
+    }
+    let host = url.host_str()?;
+    Some(match url.port() {
+        Some(port) => format!("https://{host}:{port}"),
+        None => format!("https://{host}"),
+    })
+}
+
+/// A crawler's `verify` mapping: `ips` (URLs or `file:` paths relative to the config) and
+/// `rdns` suffixes.
+pub(crate) fn crawler_verify(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<VerifyData> {
+    let table = Table::read(sink, node, &CRAWLER_VERIFY, "crawler `verify`")?;
+    let mut out = VerifyData::default();
+    let mut ok = true;
+    if let Some(n) = table.get("ips") {
+        for item in reader::one_or_many(n) {
+            let Some(text) = reader::nonempty_string(sink, item, "ips") else {
+                ok = false;
+                continue;
+            };
+            match list_source(text, base_dir) {
+                Ok(source) => out.ips.push(source),
+                Err(why) => {
+                    ok = false;
+                    sink.error_hint(
+                        item.pos,
+                        format!("{} {why}", quote(text)),
+                        "write an http(s) URL or file:path/to/list.json (relative to this file)",
+                    );
+                }
+            }
+        }
+    }
+    if let Some(n) = table.get("rdns") {
+        for item in reader::one_or_many(n) {
+            let Some(text) = reader::nonempty_string(sink, item, "rdns") else {
+                ok = false;
+                continue;
+            };
+            match dns_suffix(text) {
+                Some(suffix) => out.rdns.push(suffix),
+                None => {
+                    ok = false;
+                    sink.error_hint(
+                        item.pos,
+                        format!("{} is not a DNS name suffix", quote(text)),
+                        "write the domain the crawler's reverse DNS names end in, e.g. googlebot.com",
+                    );
+                }
+            }
+        }
+    }
+    if out.ips.is_empty() && out.rdns.is_empty() && ok {
+        sink.error_hint(
+            table.pos,
+            "`verify` names no `ips` and no `rdns`",
+            "leave `verify` out for a crawler that cannot be verified",
+        );
+        return None;
+    }
+    ok.then_some(out)
+}
+
+/// An `ips` entry as stored: the URL as written, or `file:` and the absolute path.
+fn list_source(text: &str, base_dir: &Path) -> Result<String, &'static str> {
+    if let Some(path) = text.strip_prefix("file:") {
+        if path.is_empty() {
+            return Err("names no file");
+        }
+        return Ok(format!("file:{}", base_dir.join(path).display()));
+    }
+    let url = url::Url::parse(text).map_err(|_| "is neither a URL nor a file: path")?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err("is not an http(s) URL");
+    }
+    Ok(text.to_owned())
+}
+
+/// A reverse DNS suffix, lower-cased, without a trailing dot: labels of letters, digits and
+/// `-`, at least two labels (a bare `com` would admit any `.com` name).
+fn dns_suffix(text: &str) -> Option<String> {
+    let lower = text.trim_end_matches('.').to_ascii_lowercase();
+    let labels: Vec<&str> = lower.split('.').collect();
+    let good = labels.len() >= 2
+        && lower.len() <= 253
+        && labels.iter().all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        });
+    good.then_some(lower)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_servers() {
+        assert_eq!(name_server("10.0.0.2"), "10.0.0.2:53".parse().ok());
+        assert_eq!(name_server("10.0.0.2:5353"), "10.0.0.2:5353".parse().ok());
+        assert_eq!(
+            name_server("2001:db8::53"),
+            "[2001:db8::53]:53".parse().ok()
+        );
+        assert_eq!(
+            name_server("[2001:db8::53]:54"),
+            "[2001:db8::53]:54".parse().ok()
+        );
+        assert_eq!(name_server("dns.example"), None);
+    }
+
+    #[test]
+    fn https_origins() {
+        assert_eq!(
+            https_origin("https://ChatGPT.com/"),
+            Some("https://chatgpt.com".into())
+        );
+        assert_eq!(
+            https_origin("https://bot.example:8443"),
+            Some("https://bot.example:8443".into())
+        );
+        assert_eq!(https_origin("http://chatgpt.com"), None);
+        assert_eq!(https_origin("https://chatgpt.com/keys"), None);
+        assert_eq!(https_origin("chatgpt.com"), None);
+    }
+
+    #[test]
+    fn dns_suffixes() {
+        assert_eq!(dns_suffix("GoogleBot.com."), Some("googlebot.com".into()));
+        assert_eq!(dns_suffix("crawl.baidu.jp"), Some("crawl.baidu.jp".into()));
+        for bad in [
+            "com",
+            ".googlebot.com",
+            "*.google.com",
+            "goo gle.com",
+            "-x.com",
+            "a..b",
+        ] {
+            assert_eq!(dns_suffix(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn list_sources() {
+        let base = Path::new("/etc/robotsguard");
+        assert_eq!(
+            list_source("file:ranges/google.json", base),
+            Ok("file:/etc/robotsguard/ranges/google.json".into())
+        );
+        assert_eq!(
+            list_source("https://openai.com/gptbot.json", base),
+            Ok("https://openai.com/gptbot.json".into())
+        );
+        assert!(list_source("ftp://x.example/list", base).is_err());
+        assert!(list_source("file:", base).is_err());
+        assert!(list_source("ranges.json", base).is_err());
+    }
+}
