@@ -88,10 +88,13 @@ pub struct Metrics {
     pub upstream_unresolved: IntGaugeVec,
     /// Connections closed because their PROXY protocol header was missing or invalid.
     pub proxy_protocol_refused: IntCounter,
+    /// `robotsguard_crawler_verifications_total{crawler, result}`: requests whose crawler claim
+    /// was checked, by verdict (`verified`, `impostor`, `unverified`).
+    pub crawler_verifications: IntCounterVec,
 }
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 24] = [
+pub const METRIC_NAMES: [&str; 25] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -116,6 +119,7 @@ pub const METRIC_NAMES: [&str; 24] = [
     "robotsguard_upstream_request_duration_seconds",
     "robotsguard_upstream_unresolved",
     "robotsguard_proxy_protocol_refused_total",
+    "robotsguard_crawler_verifications_total",
 ];
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -315,6 +319,12 @@ impl Metrics {
         )
         .unwrap_or_else(|e| panic!("proxy protocol counter is malformed: {e}"));
         register(&registry, Box::new(proxy_protocol_refused.clone()));
+        let crawler_verifications = counter(
+            &registry,
+            "robotsguard_crawler_verifications_total",
+            "Requests whose crawler claim was checked, by crawler and verdict (verified, impostor, unverified).",
+            &["crawler", "result"],
+        );
         // process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... (Linux).
         register(
             &registry,
@@ -346,6 +356,7 @@ impl Metrics {
             upstream_duration,
             upstream_unresolved,
             proxy_protocol_refused,
+            crawler_verifications,
         }
     }
 
@@ -454,11 +465,11 @@ impl Metrics {
             Box::new(self.upstream_duration.clone()),
             Box::new(self.upstream_unresolved.clone()),
             Box::new(self.proxy_protocol_refused.clone()),
+            Box::new(self.crawler_verifications.clone()),
         ]
     }
 }
 
-/// The process-wide metrics.
 /// The process-wide metrics; [`register_into`] adds them to another registry.
 pub static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
 

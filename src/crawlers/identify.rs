@@ -328,6 +328,21 @@ impl<'a> Named<'a> {
         self.first.is_none()
     }
 
+    /// Puts `identity` first (a crawler identified by a signature rather than by the
+    /// User-Agent), dropping a claim of the same crawler the User-Agent made.
+    pub fn with_primary(self, identity: Identity<'a>) -> Named<'a> {
+        let mut named = Named {
+            first: Some(identity),
+            rest: Vec::with_capacity(self.len()),
+        };
+        for other in self.first.into_iter().chain(self.rest) {
+            if !other.name.eq_ignore_ascii_case(identity.name) {
+                named.rest.push(other);
+            }
+        }
+        named
+    }
+
     /// Every crawler named, the primary first.
     pub fn iter(&self) -> impl Iterator<Item = &Identity<'a>> + '_ {
         self.first.iter().chain(self.rest.iter())
@@ -467,6 +482,18 @@ impl Identifier {
     /// The catalogue it matches against.
     pub fn catalogue(&self) -> &Catalogue {
         &self.catalogue
+    }
+
+    /// The catalogue entry called `name` (case-insensitive) as an identity, as if a User-Agent
+    /// had named it.
+    pub fn entry_named(&self, name: &str) -> Option<Identity<'_>> {
+        let index = self
+            .catalogue
+            .defs()
+            .iter()
+            .position(|def| def.name.eq_ignore_ascii_case(name))?;
+        let def = self.catalogue.defs().get(index)?;
+        Some(Identity::from_entry(def, self.catalogue.info(index)))
     }
 
     /// Whether the generic rules apply (`crawlers.generic`).

@@ -21,6 +21,10 @@ use crate::robots::canonical::{
 use crate::robots::{canonicalize, GlobalFallback, GroupMatch, Verdict};
 use crate::state::{Origin, Policy, RobotsCopy, Snapshot};
 
+mod verification;
+
+pub use verification::{Verification, VerificationResult};
+
 /// What happens to the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -153,6 +157,9 @@ pub struct Decision {
     /// The path and query the origin is sent instead of the client's (`forward: canonical`,
     /// when they differ).
     pub rewritten_target: Option<Vec<u8>>,
+    /// What checking the crawler's claim found, when it was checked
+    /// ([`Decision::apply_verification`]).
+    pub verification: Option<Verification>,
 }
 
 /// Why a decision came out as it did.
@@ -183,6 +190,8 @@ pub enum Why {
     Rule,
     /// The crawler's group has no rule matching the path: allowed.
     NoRuleMatched,
+    /// The request claims a crawler it is not ([`Decision::verification`]).
+    Impostor,
 }
 
 /// Which `policy` entry decided.
@@ -214,6 +223,14 @@ impl Decision {
                     None => format!("group `{group}`: no rule matches"),
                 }
             }
+            Why::Impostor => {
+                let crawler = self
+                    .verification
+                    .as_ref()
+                    .map_or("a crawler", |v| v.crawler.as_str());
+                let how = self.verification.as_ref().map_or("", |v| v.how.as_str());
+                format!("the request claims to be {crawler} and is not ({how})")
+            }
         }
     }
 
@@ -243,6 +260,7 @@ impl Decision {
             Why::RobotsTxtPath => "robots.txt path".to_string(),
             Why::NotCrawler => "not a crawler".to_string(),
             Why::ModeOff => "mode off".to_string(),
+            Why::Impostor => "impostors".to_string(),
             Why::AllowAll | Why::DisallowAll | Why::NoGroup | Why::Rule | Why::NoRuleMatched => {
                 "robots.txt".to_string()
             }
@@ -259,6 +277,13 @@ impl Decision {
                     .to_string()
             }
             Why::PolicyBlock(_) => "this site does not admit this crawler".to_string(),
+            Why::Impostor => {
+                let crawler = self
+                    .verification
+                    .as_ref()
+                    .map_or("a crawler", |v| v.crawler.as_str());
+                format!("the request claims to be {crawler} and could not be verified")
+            }
             _ => self.reason(),
         }
     }
@@ -399,11 +424,51 @@ pub fn decide_for_method(
     client: Option<IpAddr>,
     method: &http::Method,
 ) -> Result<Decision, Refused> {
-    let host = normalize_host(host).ok_or(Refused::UnknownHost)?;
+    let request = Request {
+        host,
+        user_agent,
+        path,
+        client,
+        method,
+        signed_by: None,
+    };
+    decide_request(snapshot, &request)
+}
+
+/// Everything a decision is made on.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// The Host (or `:authority`) as sent.
+    pub host: &'a [u8],
+    /// The User-Agent as sent (empty when there is none).
+    pub user_agent: &'a [u8],
+    /// The request target's path and query as sent.
+    pub path: &'a [u8],
+    /// The client's address, when known.
+    pub client: Option<IpAddr>,
+    /// The method: only GET and HEAD read `/robots.txt` and exempt paths as such.
+    pub method: &'a http::Method,
+    /// A crawler (catalogue name) a valid signature identified, whatever the User-Agent says.
+    pub signed_by: Option<&'a str>,
+}
+
+/// Decides `request`: routes it, reads its target, and decides under every crawler it claims
+/// (the one a signature identified first).
+pub fn decide_request(snapshot: &Snapshot, request: &Request<'_>) -> Result<Decision, Refused> {
+    let host = normalize_host(request.host).ok_or(Refused::UnknownHost)?;
     let origin = snapshot.origin_for(&host).ok_or(Refused::UnknownHost)?;
+    let path = request.path;
     let mut readings = read_target(path, origin.config.paths)?;
-    readings.reads = *method == http::Method::GET || *method == http::Method::HEAD;
-    let mut decision = decide_for_origin(snapshot, origin, user_agent, &readings, client);
+    readings.reads =
+        *request.method == http::Method::GET || *request.method == http::Method::HEAD;
+    let mut decision = decide_named(
+        snapshot,
+        origin,
+        request.user_agent,
+        &readings,
+        request.client,
+        request.signed_by,
+    );
     if origin.config.paths.forward == Forward::Canonical && readings.canonical[..] != *path {
         decision.rewritten_target = Some(readings.canonical.into_owned());
     }
@@ -419,10 +484,24 @@ pub fn decide_for_origin(
     readings: &Readings<'_>,
     client: Option<IpAddr>,
 ) -> Decision {
+    decide_named(snapshot, origin, user_agent, readings, client, None)
+}
+
+fn decide_named(
+    snapshot: &Snapshot,
+    origin: &Arc<Origin>,
+    user_agent: &[u8],
+    readings: &Readings<'_>,
+    client: Option<IpAddr>,
+    signed_by: Option<&str>,
+) -> Decision {
     let robots = origin.robots.current();
-    let named = snapshot
+    let mut named = snapshot
         .identifier
         .identify_all(user_agent, Some(&robots.scanner));
+    if let Some(signed) = signed_by.and_then(|name| snapshot.identifier.entry_named(name)) {
+        named = named.with_primary(signed);
+    }
     let mut decision = Decision {
         origin: origin.clone(),
         outcome: Outcome::Pass,
@@ -437,6 +516,7 @@ pub fn decide_for_origin(
         why: Why::NotCrawler,
         robots: robots.clone(),
         rewritten_target: None,
+        verification: None,
     };
     if named.is_empty() {
         return decision;

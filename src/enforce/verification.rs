@@ -1,0 +1,100 @@
+//! What checking a crawler's claim found, and what it does to a decision: an impostor of a
+//! verifiable crawler is refused (`impostors: block`), reported, or ignored. How the claim is
+//! checked (range lists, reverse DNS, signatures) is the `verify` module's job; this is the
+//! outcome the decision, logs, metrics and `/explain` share.
+
+use serde::Serialize;
+
+use super::{Decision, Outcome, Why};
+use crate::config::{Impostors, Mode};
+
+/// The verdict on one claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerificationResult {
+    /// The address is in the operator's published ranges, its reverse DNS name is the
+    /// operator's and confirms forward, or the request carries a valid signature of the agent.
+    Verified,
+    /// The crawler's operator publishes who it is, every source answered, and the address is
+    /// none of it.
+    Impostor,
+    /// Nothing definite: no published data for this crawler, data not loaded yet, a DNS lookup
+    /// that failed or timed out, or an address that is not public. Never treated as an impostor.
+    Unverified,
+}
+
+impl VerificationResult {
+    /// The `result` label of `robotsguard_crawler_verifications_total`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerificationResult::Verified => "verified",
+            VerificationResult::Impostor => "impostor",
+            VerificationResult::Unverified => "unverified",
+        }
+    }
+}
+
+/// A checked claim: which crawler, the verdict, and how it was reached.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verification {
+    /// The crawler the request claims to be (catalogue name).
+    pub crawler: String,
+    /// The verdict.
+    pub result: VerificationResult,
+    /// How, in words for logs and `/explain` (`address in https://openai.com/gptbot.json`,
+    /// `reverse DNS crawl-66-249-66-1.googlebot.com, confirmed`, `DNS lookup timed out`).
+    pub how: String,
+}
+
+impl Verification {
+    /// An unverified claim, for `how`.
+    pub fn unverified(crawler: &str, how: impl Into<String>) -> Verification {
+        Verification {
+            crawler: crawler.to_owned(),
+            result: VerificationResult::Unverified,
+            how: how.into(),
+        }
+    }
+}
+
+impl Decision {
+    /// Whether a verification could change this decision: a crawler whose request robots.txt
+    /// or the policy would let through. Requests already refused, exempt paths, allowed clients,
+    /// `/robots.txt` and origins in mode `off` are not checked (nothing would change), and
+    /// neither are crawlers of origins that ignore impostors.
+    pub fn wants_verification(&self) -> bool {
+        let open = matches!(self.outcome, Outcome::Pass | Outcome::Allowed);
+        let checkable = !matches!(
+            self.why,
+            Why::NotCrawler | Why::ModeOff | Why::RobotsTxtPath | Why::ExemptPath | Why::AllowedClient
+        );
+        open && checkable && self.origin.config.impostors != Impostors::Ignore
+    }
+
+    /// The crawler names the request claims: the deciding crawler first, then the others its
+    /// User-Agent names.
+    pub fn claimed(&self) -> impl Iterator<Item = &str> {
+        self.crawler
+            .as_ref()
+            .map(|crawler| crawler.name())
+            .into_iter()
+            .chain(self.also_named.iter().map(String::as_str))
+    }
+
+    /// Records `verification`; for an impostor, applies the origin's `impostors` action:
+    /// `block` refuses the request (`report` mode reports it instead), `report` reports it.
+    pub fn apply_verification(&mut self, verification: Verification) {
+        if verification.result == VerificationResult::Impostor && self.wants_verification() {
+            let refuse = self.origin.config.impostors == Impostors::Block
+                && self.origin.config.mode != Mode::Report;
+            self.outcome = if refuse {
+                Outcome::Blocked
+            } else {
+                Outcome::WouldBlock
+            };
+            self.why = Why::Impostor;
+            self.rule = None;
+        }
+        self.verification = Some(verification);
+    }
+}
