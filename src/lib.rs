@@ -63,3 +63,4 @@ pub mod robots;
 pub mod state;
 mod upstream;
 mod upstream_keeper;
+pub mod verify;

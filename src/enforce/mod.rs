@@ -459,8 +459,7 @@ pub fn decide_request(snapshot: &Snapshot, request: &Request<'_>) -> Result<Deci
     let origin = snapshot.origin_for(&host).ok_or(Refused::UnknownHost)?;
     let path = request.path;
     let mut readings = read_target(path, origin.config.paths)?;
-    readings.reads =
-        *request.method == http::Method::GET || *request.method == http::Method::HEAD;
+    readings.reads = *request.method == http::Method::GET || *request.method == http::Method::HEAD;
     let mut decision = decide_named(
         snapshot,
         origin,

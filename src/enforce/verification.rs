@@ -66,7 +66,11 @@ impl Decision {
         let open = matches!(self.outcome, Outcome::Pass | Outcome::Allowed);
         let checkable = !matches!(
             self.why,
-            Why::NotCrawler | Why::ModeOff | Why::RobotsTxtPath | Why::ExemptPath | Why::AllowedClient
+            Why::NotCrawler
+                | Why::ModeOff
+                | Why::RobotsTxtPath
+                | Why::ExemptPath
+                | Why::AllowedClient
         );
         open && checkable && self.origin.config.impostors != Impostors::Ignore
     }

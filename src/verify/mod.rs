@@ -1,0 +1,202 @@
+//! Crawler verification: whether a request that claims a crawler comes from it, by the
+//! operator's published IP ranges, forward-confirmed reverse DNS, or a Web Bot Auth signature.
+//!
+//! The sources keep their own data fresh in the background; [`verdict`] combines what they say
+//! for one claim into the [`Verification`] a decision carries.
+
+use std::net::IpAddr;
+
+use crate::crawlers::VerifyData;
+use crate::enforce::{Verification, VerificationResult};
+
+/// What a crawler's range lists say of an address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListAnswer {
+    /// The crawler has no lists.
+    NoLists,
+    /// The address is in this list.
+    In(String),
+    /// Every list of the crawler is loaded, and the address is in none.
+    NotIn,
+    /// Some list is not loaded (yet, or ever): nothing definite.
+    NotLoaded,
+}
+
+/// What reverse DNS says of an address, for one crawler's suffixes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DnsAnswer {
+    /// The crawler has no reverse DNS suffixes, or the address is not looked up.
+    NotAsked,
+    /// A name with one of the suffixes resolves back to the address.
+    Confirmed(String),
+    /// A definite answer without such a name (no PTR, or names of others, or no forward match).
+    NotConfirmed(Option<String>),
+    /// The lookup failed or timed out.
+    Failed(String),
+}
+
+/// Whether an address can be a crawler's own: loopback, private, link-local, unique-local and
+/// unspecified addresses are a load balancer's or the local network's, never an operator's.
+pub fn is_public(ip: IpAddr) -> bool {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    match ip {
+        IpAddr::V4(v4) => {
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || (v4.octets()[0] == 100 && (v4.octets()[1] & 0xC0) == 64))
+        }
+        IpAddr::V6(v6) => {
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || (v6.segments()[0] & 0xFE00) == 0xFC00
+                || (v6.segments()[0] & 0xFFC0) == 0xFE80)
+        }
+    }
+}
+
+/// The verdict on `crawler`'s claim from what its sources say. An impostor needs every source
+/// the crawler has to have answered definitely, and a public address.
+pub fn verdict(
+    crawler: &str,
+    data: &VerifyData,
+    public: bool,
+    lists: &ListAnswer,
+    dns: &DnsAnswer,
+) -> Verification {
+    let verified = |how: String| Verification {
+        crawler: crawler.to_owned(),
+        result: VerificationResult::Verified,
+        how,
+    };
+    if let ListAnswer::In(list) = lists {
+        return verified(format!("address in {list}"));
+    }
+    if let DnsAnswer::Confirmed(name) = dns {
+        return verified(format!("reverse DNS {name}, confirmed"));
+    }
+    if !public {
+        return Verification::unverified(crawler, "the address is not public");
+    }
+    let lists_definite = match lists {
+        ListAnswer::NoLists | ListAnswer::NotIn => true,
+        ListAnswer::NotLoaded => {
+            return Verification::unverified(crawler, "its IP range lists are not loaded");
+        }
+        ListAnswer::In(_) => false,
+    };
+    let dns_definite = match dns {
+        DnsAnswer::NotAsked => data.rdns.is_empty(),
+        DnsAnswer::NotConfirmed(_) => true,
+        DnsAnswer::Failed(why) => {
+            return Verification::unverified(crawler, format!("reverse DNS failed: {why}"));
+        }
+        DnsAnswer::Confirmed(_) => false,
+    };
+    if !(lists_definite && dns_definite) || (data.ips.is_empty() && data.rdns.is_empty()) {
+        return Verification::unverified(crawler, "no published data to check against");
+    }
+    let mut how = Vec::new();
+    if !data.ips.is_empty() {
+        how.push("the address is in none of its IP range lists".to_string());
+    }
+    if !data.rdns.is_empty() {
+        let name = match dns {
+            DnsAnswer::NotConfirmed(Some(name)) => format!("reverse DNS {name}"),
+            _ => "no reverse DNS name".to_string(),
+        };
+        how.push(format!("{name} is not under {}", data.rdns.join(", ")));
+    }
+    Verification {
+        crawler: crawler.to_owned(),
+        result: VerificationResult::Impostor,
+        how: how.join("; "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(ips: &[&str], rdns: &[&str]) -> VerifyData {
+        VerifyData {
+            ips: ips.iter().map(|s| s.to_string()).collect(),
+            rdns: rdns.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn verdicts() {
+        use DnsAnswer as D;
+        use ListAnswer as L;
+        use VerificationResult::{Impostor, Unverified, Verified};
+        let both = data(&["https://g.example/l.json"], &["googlebot.com"]);
+        let lists_only = data(&["https://o.example/l.json"], &[]);
+        let dns_only = data(&[], &["yandex.ru"]);
+        let in_list = L::In("https://g.example/l.json".into());
+        let confirmed = D::Confirmed("crawl-1.googlebot.com".into());
+        let other_name = D::NotConfirmed(Some("host.evil.example".into()));
+        let failed = D::Failed("timed out".into());
+        let cases: [(
+            &VerifyData,
+            bool,
+            &ListAnswer,
+            &DnsAnswer,
+            VerificationResult,
+        ); 14] = [
+            (&both, true, &in_list, &D::NotAsked, Verified),
+            (&both, true, &L::NotIn, &confirmed, Verified),
+            (&both, false, &in_list, &D::NotAsked, Verified),
+            (&both, true, &L::NotIn, &other_name, Impostor),
+            (&both, true, &L::NotIn, &D::NotConfirmed(None), Impostor),
+            (&both, true, &L::NotIn, &failed, Unverified),
+            (&both, true, &L::NotLoaded, &other_name, Unverified),
+            (&both, false, &L::NotIn, &D::NotAsked, Unverified),
+            (&lists_only, true, &L::NotIn, &D::NotAsked, Impostor),
+            (&lists_only, true, &L::NotLoaded, &D::NotAsked, Unverified),
+            (&dns_only, true, &L::NoLists, &other_name, Impostor),
+            (&dns_only, true, &L::NoLists, &failed, Unverified),
+            (&dns_only, true, &L::NoLists, &D::NotAsked, Unverified),
+            (&data(&[], &[]), true, &L::NoLists, &D::NotAsked, Unverified),
+        ];
+        for (i, (data, public, lists, dns, want)) in cases.into_iter().enumerate() {
+            let got = verdict("Bot", data, public, lists, dns);
+            assert_eq!(got.result, want, "case {i}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn public_addresses() {
+        for private in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "192.168.1.1",
+            "172.16.0.1",
+            "169.254.1.1",
+            "100.64.0.1",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:10.0.0.1",
+            "0.0.0.0",
+        ] {
+            let ip: IpAddr = private.parse().unwrap_or_else(|_| unreachable!());
+            assert!(!is_public(ip), "{private}");
+        }
+        for public in [
+            "66.249.66.1",
+            "198.51.100.7",
+            "2001:db8::1",
+            "2001:4860::1",
+            "::ffff:66.249.66.1",
+        ] {
+            let ip: IpAddr = public.parse().unwrap_or_else(|_| unreachable!());
+            assert!(is_public(ip), "{public}");
+        }
+    }
+}
