@@ -241,6 +241,7 @@ pub(crate) fn disallowed_request(
         path = cut(path, MAX_LOGGED_PATH),
         line = decision.rule.as_ref().map(|r| r.line),
         rule = decision.rule.as_ref().map(|r| r.text()),
+        verification = decision.verification.as_ref().map(|v| v.result.as_str()),
         "{verb}: {}",
         decision.reason()
     );

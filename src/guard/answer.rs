@@ -87,6 +87,19 @@ pub fn block_body(decision: &Decision, path: &str, robots_url: &str, client: &st
             "client" => Some(client),
             _ => None,
         }),
+        None if decision.why == Why::Impostor => {
+            let claimed = decision
+                .verification
+                .as_ref()
+                .map_or(crawler, |v| v.crawler.as_str());
+            format!(
+                "403 Forbidden: this request claims to be {claimed} and could not be verified.\n\
+                 {claimed}'s operator publishes how to recognise its requests, and this one is \
+                 not among them.\n\
+                 Your address: {client}\n\
+                 Enforced by robotsguard.\n"
+            )
+        }
         None if matches!(decision.why, Why::PolicyBlock(_)) => format!(
             "{}: this site does not admit {crawler}.\n\
              This site's robots.txt: {robots_url}\n\

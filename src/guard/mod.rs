@@ -33,7 +33,7 @@ pub use answer::block_body;
 pub use builder::{GuardBuilder, OriginSpec};
 
 use crate::config::{AccessLogFormat, Config, ConfigErrors, RobotsSource};
-use crate::enforce::{decide_for_client, decide_for_method, Decision, Outcome, Refused};
+use crate::enforce::{decide_for_client, decide_for_method, Decision, Outcome, Refused, Why};
 use crate::fetch::http_peer;
 use crate::metrics::METRICS;
 use crate::state::{BuildError, Live, Snapshot};
@@ -410,7 +410,12 @@ impl Guard {
             let path = request_path(request);
             let robots_url = robots_url(session, ctx.peer_trusted);
             let body = block_body(&decision, path, &robots_url, &client_text(ctx.client));
-            let status = decision.origin.config.block.status;
+            // An impostor is refused for who it is, not for a robots.txt rule: always 403.
+            let status = if decision.why == Why::Impostor {
+                403
+            } else {
+                decision.origin.config.block.status
+            };
             crate::logs::disallowed_request(
                 &decision,
                 || client_text(ctx.client),
