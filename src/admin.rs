@@ -20,15 +20,21 @@ use crate::state::{Live, Snapshot};
 pub(crate) struct AdminApp {
     snapshot: Arc<Live>,
     token: Option<TokenFile>,
+    verifier: Arc<crate::verify::Verifier>,
 }
 
 impl AdminApp {
     /// `token_file`: when set, every endpoint but `/healthz` and `/readyz` needs
     /// `Authorization: Bearer <the file's content>`.
-    pub(crate) fn new(snapshot: Arc<Live>, token_file: Option<PathBuf>) -> AdminApp {
+    pub(crate) fn new(
+        snapshot: Arc<Live>,
+        token_file: Option<PathBuf>,
+        verifier: Arc<crate::verify::Verifier>,
+    ) -> AdminApp {
         AdminApp {
             snapshot,
             token: token_file.map(TokenFile::new),
+            verifier,
         }
     }
 }
@@ -176,6 +182,8 @@ struct Explanation<'a> {
     /// force) or `origin` (proxied).
     robots_served_by: &'a str,
     crawler: Option<&'a crate::enforce::Crawler>,
+    /// What checking the crawler's claim found (with `client=` only).
+    verification: Option<&'a crate::enforce::Verification>,
     group: Option<&'a str>,
     rule: Option<&'a crate::enforce::MatchedRule>,
     reason: String,
@@ -198,7 +206,11 @@ struct RobotsInfo<'a> {
     bytes: usize,
 }
 
-fn explain(snapshot: &Snapshot, query: &str) -> Response<Vec<u8>> {
+async fn explain(
+    snapshot: &Snapshot,
+    verifier: &crate::verify::Verifier,
+    query: &str,
+) -> Response<Vec<u8>> {
     let params = query_params(query);
     let get = |name: &str| {
         params
@@ -236,10 +248,19 @@ fn explain(snapshot: &Snapshot, query: &str) -> Response<Vec<u8>> {
         path.as_bytes(),
         client,
     ) {
-        Ok(decision) => json(
-            200,
-            &explanation(host, &path, user_agent, client, &decision),
-        ),
+        Ok(mut decision) => {
+            // The proxy verifies only what verification could change; /explain shows the
+            // verdict whenever a client is given.
+            if let Some(address) = client {
+                if let Some(verification) = verifier.verify(snapshot, &decision, address).await {
+                    decision.apply_verification(verification);
+                }
+            }
+            json(
+                200,
+                &explanation(host, &path, user_agent, client, &decision),
+            )
+        }
         Err(Refused::UnknownHost) => json(
             404,
             &serde_json::json!({"error": format!("no origin serves host `{host}`"), "decision": "unknown_host"}),
@@ -279,6 +300,7 @@ fn explanation<'a>(
             "origin"
         },
         crawler: decision.crawler.as_ref(),
+        verification: decision.verification.as_deref(),
         group: decision.group.as_deref(),
         rule: decision.rule.as_ref(),
         reason: decision.reason(),
@@ -387,7 +409,7 @@ impl ServeHttp for AdminApp {
                 publish_ages(&snapshot);
                 reply(200, "text/plain; version=0.0.4", METRICS.render())
             }
-            "/explain" => explain(&snapshot, &query),
+            "/explain" => explain(&snapshot, &self.verifier, &query).await,
             "/robots" => robots_copy(&snapshot, &query),
             _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin=\n"),
         }

@@ -91,10 +91,23 @@ pub struct Metrics {
     /// `robotsguard_crawler_verifications_total{crawler, result}`: requests whose crawler claim
     /// was checked, by verdict (`verified`, `impostor`, `unverified`).
     pub crawler_verifications: IntCounterVec,
+    /// `robotsguard_verify_list_fetches_total{list, outcome}`: fetches and reads of crawler IP
+    /// range lists.
+    pub verify_list_fetches: IntCounterVec,
+    /// `robotsguard_verify_list_prefixes{list}`: prefixes in the list in force.
+    pub verify_list_prefixes: IntGaugeVec,
+    /// `robotsguard_verify_list_last_success_timestamp_seconds{list}`: when the list in force
+    /// was fetched or confirmed.
+    pub verify_list_last_success: GaugeVec,
+    /// `robotsguard_verify_dns_lookups_total{result}`: reverse DNS lookups sent (not cache
+    /// hits), by answer: `confirmed`, `no_name`, `failed`.
+    pub verify_dns_lookups: IntCounterVec,
+    /// `robotsguard_verify_dns_cache_entries`: addresses in the reverse DNS cache.
+    pub verify_dns_cache_entries: IntGauge,
 }
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 25] = [
+pub const METRIC_NAMES: [&str; 30] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -120,6 +133,11 @@ pub const METRIC_NAMES: [&str; 25] = [
     "robotsguard_upstream_unresolved",
     "robotsguard_proxy_protocol_refused_total",
     "robotsguard_crawler_verifications_total",
+    "robotsguard_verify_list_fetches_total",
+    "robotsguard_verify_list_prefixes",
+    "robotsguard_verify_list_last_success_timestamp_seconds",
+    "robotsguard_verify_dns_lookups_total",
+    "robotsguard_verify_dns_cache_entries",
 ];
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -325,6 +343,36 @@ impl Metrics {
             "Requests whose crawler claim was checked, by crawler and verdict (verified, impostor, unverified).",
             &["crawler", "result"],
         );
+        let verify_list_fetches = counter(
+            &registry,
+            "robotsguard_verify_list_fetches_total",
+            "Fetches and reads of crawler IP range lists, by list and outcome (ok, not_modified, malformed, http_error, unreachable).",
+            &["list", "outcome"],
+        );
+        let verify_list_prefixes = gauge(
+            &registry,
+            "robotsguard_verify_list_prefixes",
+            "Prefixes in the crawler IP range list in force.",
+            &["list"],
+        );
+        let verify_list_last_success = float_gauge(
+            &registry,
+            "robotsguard_verify_list_last_success_timestamp_seconds",
+            "Unix time the crawler IP range list in force was fetched, read or confirmed.",
+            &["list"],
+        );
+        let verify_dns_lookups = counter(
+            &registry,
+            "robotsguard_verify_dns_lookups_total",
+            "Reverse DNS lookups for crawler verification (not cache hits), by answer: confirmed, no_name, failed.",
+            &["result"],
+        );
+        let verify_dns_cache_entries = IntGauge::new(
+            "robotsguard_verify_dns_cache_entries",
+            "Addresses in the reverse DNS cache of crawler verification.",
+        )
+        .unwrap_or_else(|e| panic!("DNS cache gauge is malformed: {e}"));
+        register(&registry, Box::new(verify_dns_cache_entries.clone()));
         // process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... (Linux).
         register(
             &registry,
@@ -357,7 +405,18 @@ impl Metrics {
             upstream_unresolved,
             proxy_protocol_refused,
             crawler_verifications,
+            verify_list_fetches,
+            verify_list_prefixes,
+            verify_list_last_success,
+            verify_dns_lookups,
+            verify_dns_cache_entries,
         }
+    }
+
+    /// Drops the series of a range list no crawler names any more.
+    pub fn forget_list(&self, list: &str) {
+        let _ = self.verify_list_prefixes.remove_label_values(&[list]);
+        let _ = self.verify_list_last_success.remove_label_values(&[list]);
     }
 
     /// Counts an answer by status class; `origin` is `None` before routing (`unrouted`).
@@ -466,6 +525,11 @@ impl Metrics {
             Box::new(self.upstream_unresolved.clone()),
             Box::new(self.proxy_protocol_refused.clone()),
             Box::new(self.crawler_verifications.clone()),
+            Box::new(self.verify_list_fetches.clone()),
+            Box::new(self.verify_list_prefixes.clone()),
+            Box::new(self.verify_list_last_success.clone()),
+            Box::new(self.verify_dns_lookups.clone()),
+            Box::new(self.verify_dns_cache_entries.clone()),
         ]
     }
 }

@@ -88,14 +88,33 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
     shop.robots(200, "User-agent: GPTBot\nDisallow: /private\n");
     // An upstream nobody listens on: its robots.txt fetch and its requests fail.
     let dead = std::net::SocketAddr::from(([127, 0, 0, 1], support::free_port()));
+    // Crawler verification: a range list file, reverse DNS on a loopback server, a client
+    // address forwarded by a trusted proxy.
+    let dns = support::dns::DnsServer::start();
     let body = format!(
-        "origins:\n\
+        "trusted_proxies: [\"127.0.0.1/32\"]\n\
+         verify: {{dns: {{servers: [\"{}\"], timeout: 1s}}}}\n\
+         crawlers:\n  extra:\n    - name: ExampleBot\n      \
+         verify: {{ips: [\"file:ranges.json\"], rdns: [crawl.example.com]}}\n\
+         origins:\n\
          \x20 - name: shop\n    hosts: [\"shop.example\"]\n    upstream: \"{}\"\n\
          \x20 - name: dead\n    hosts: [\"dead.example\"]\n    upstream: \"{dead}\"\n",
+        dns.addr,
         shop.addr()
     );
-    let proxy = Proxy::start(&body);
+    let proxy = Proxy::start_with(&body, &[("ranges.json", "[\"192.0.2.0/24\"]")]);
     assert_eq!(proxy.get("shop.example", "/page", BROWSER).status, 200);
+    let impostor = support::Request::get("/page")
+        .host("shop.example")
+        .ua("ExampleBot/1.0")
+        .header("X-Forwarded-For", "203.0.113.5");
+    // The range list loads in the background; until it has, the claim is only unverified.
+    let refused = (0..200).any(|_| {
+        let status = proxy.send(&impostor).status;
+        std::thread::sleep(Duration::from_millis(25));
+        status == 403
+    });
+    assert!(refused, "the impostor was never refused");
     assert_eq!(proxy.get("shop.example", "/private", GPTBOT).status, 403);
     assert_eq!(proxy.get("dead.example", "/page", BROWSER).status, 502);
     assert!(proxy.wait_log("config reload: watching", 1, Duration::from_secs(10)));
@@ -141,7 +160,8 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
         )
     };
     assert_eq!(requests("pass"), 1.0);
-    assert_eq!(requests("blocked"), 1.0);
+    // GPTBot on /private, and the impostor.
+    assert_eq!(requests("blocked"), 2.0);
     assert!(
         support::metric(
             &text,

@@ -1414,7 +1414,7 @@ defaults:
 fn bad_verification_settings() {
     let all = errors(&format!(
         "verify:
-  refresh: 10s
+  refresh: 500ms
   dns: {{servers: [dns.example], timeout: 0s, max_entries: 0}}
   web_bot_auth:
     max_skew: 2h
@@ -1434,7 +1434,7 @@ defaults:
 {ORIGIN}"
     ));
     let expected = [
-        "t.yaml:2:12: `verify.refresh` must be at least 1m",
+        "t.yaml:2:12: `verify.refresh` must be at least 1s",
         "t.yaml:3:19: `dns.example` is not a name server address",
         "t.yaml:3:42: `timeout` must be longer than 0s",
         "t.yaml:3:59: `max_entries` must be between 1 and 10000000",

@@ -23,8 +23,9 @@ pub(crate) const IMPOSTORS: [(&str, Impostors); 3] = [
 /// a typo cannot let clients grow memory without bound.
 const MAX_DNS_ENTRIES: i128 = 10_000_000;
 
-/// Range lists are never refreshed more often than this: operators publish them daily.
-const MIN_LIST_REFRESH: Duration = Duration::from_secs(60);
+/// Range lists are refreshed at most this often (as robots.txt): operators publish them daily,
+/// and a conditional refresh costs them a 304.
+const MIN_LIST_REFRESH: Duration = Duration::from_secs(1);
 
 /// The most clock skew accepted on signatures: the draft's lifetimes are minutes to hours.
 const MAX_SKEW: Duration = Duration::from_secs(3600);
@@ -45,7 +46,7 @@ pub(crate) fn verify(
             if d < MIN_LIST_REFRESH {
                 sink.error_hint(
                     n.pos,
-                    "`verify.refresh` must be at least 1m",
+                    "`verify.refresh` must be at least 1s",
                     "operators update their lists about daily; 24h is the default",
                 );
             } else {

@@ -69,6 +69,9 @@ pub struct CrawlerInfo {
     pub category: Category,
     /// robots.txt tokens, most specific first.
     pub tokens: Vec<String>,
+    /// How its claims are checked, when its operator publishes that.
+    #[serde(skip)]
+    pub verify: Option<VerifyData>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -237,6 +240,7 @@ impl Catalogue {
                     label: def.name.clone(),
                     category: def.category,
                     tokens: def.tokens.clone(),
+                    verify: def.verify.clone(),
                 })
             })
             .collect();

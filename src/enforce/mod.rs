@@ -73,6 +73,7 @@ impl Crawler {
                 label: identity.metric_label().to_string(),
                 category: identity.category,
                 tokens: identity.tokens.to_vec(),
+                verify: None,
             }),
         };
         Crawler {
@@ -100,6 +101,11 @@ impl Crawler {
     /// robots.txt tokens, most specific first.
     pub fn tokens(&self) -> &[String] {
         &self.info.tokens
+    }
+
+    /// How a claim to be this crawler is checked, when its operator publishes that.
+    pub fn verify_data(&self) -> Option<&crate::crawlers::VerifyData> {
+        self.info.verify.as_ref()
     }
 }
 
@@ -159,7 +165,7 @@ pub struct Decision {
     pub rewritten_target: Option<Vec<u8>>,
     /// What checking the crawler's claim found, when it was checked
     /// ([`Decision::apply_verification`]).
-    pub verification: Option<Verification>,
+    pub verification: Option<Arc<Verification>>,
 }
 
 /// Why a decision came out as it did.

@@ -3,6 +3,8 @@
 //! checked (range lists, reverse DNS, signatures) is the `verify` module's job; this is the
 //! outcome the decision, logs, metrics and `/explain` share.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use super::{Decision, Outcome, Why};
@@ -87,7 +89,7 @@ impl Decision {
 
     /// Records `verification`; for an impostor, applies the origin's `impostors` action:
     /// `block` refuses the request (`report` mode reports it instead), `report` reports it.
-    pub fn apply_verification(&mut self, verification: Verification) {
+    pub fn apply_verification(&mut self, verification: Arc<Verification>) {
         if verification.result == VerificationResult::Impostor && self.wants_verification() {
             let refuse = self.origin.config.impostors == Impostors::Block
                 && self.origin.config.mode != Mode::Report;

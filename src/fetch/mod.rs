@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 use pingora::connectors::http::Connector;
 
 pub use file::FileWatcher;
-pub use http::{health_check, http_peer};
+pub use http::{health_check, http_peer, Validators};
 pub use origin::{FetchOutcome, Fetched, Kept, CONFIRM_UNAVAILABLE_AFTER};
 
 use crate::config::RobotsSource;

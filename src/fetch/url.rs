@@ -3,9 +3,6 @@
 //! fetches; the host is resolved here, and redirects are returned, never followed (each caller
 //! has its own rule: range lists follow a few, key directories none).
 
-// Its callers (range lists, key directories) come with crawler verification.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 

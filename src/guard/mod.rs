@@ -73,6 +73,8 @@ pub struct Guard {
     /// The file the config came from, watched for changes when set.
     config_path: Option<PathBuf>,
     unknown_hosts: UnknownHosts,
+    /// Checks crawlers' claims (range lists, reverse DNS, signatures).
+    verifier: Arc<crate::verify::Verifier>,
 }
 
 /// What [`Guard::request_filter`] does with a request for a host the config does not name.
@@ -225,10 +227,12 @@ impl Guard {
             Snapshot::build(Arc::new(config), None).map_err(|e| GuardError(ErrorKind::Build(e)))?;
         crate::metrics::register_into(registry.unwrap_or(prometheus::default_registry()))
             .map_err(|e| GuardError(ErrorKind::Metrics(e)))?;
+        let verifier = Arc::new(crate::verify::Verifier::new(&snapshot.config.verify));
         Ok(Guard {
             live: Arc::new(Live::new(snapshot)),
             config_path: None,
             unknown_hosts,
+            verifier,
         })
     }
 
@@ -284,6 +288,7 @@ impl Guard {
                 crate::logs::SuppressedLinesReporter,
             )),
         ];
+        services.extend(self.verifier.services(self.live.clone()));
         if let Some(path) = &self.config_path {
             // Built here, not when the service starts, so SIGHUP is handled from now on.
             let reloader =
@@ -303,6 +308,7 @@ impl Guard {
             crate::admin::BoundedAdmin::new(crate::admin::AdminApp::new(
                 self.live.clone(),
                 config.admin.token_file.clone(),
+                self.verifier.clone(),
             )),
         );
         admin.add_tcp(&config.admin.address.to_string());
@@ -384,7 +390,7 @@ impl Guard {
         METRICS
             .decision_duration
             .observe(decision_started.elapsed().as_secs_f64());
-        let decision = match decision {
+        let mut decision = match decision {
             Ok(decision) => decision,
             Err(Refused::UnknownHost) if self.unknown_hosts == UnknownHosts::Pass => {
                 return Ok(false);
@@ -404,6 +410,14 @@ impl Guard {
             ctx.decision = Some(decision);
             serve_robots(session, &copy, refresh).await?;
             return Ok(true);
+        }
+        if decision.wants_verification() {
+            if let Some(client) = ctx.client {
+                if let Some(verification) = self.verifier.verify(&snapshot, &decision, client).await
+                {
+                    decision.apply_verification(verification);
+                }
+            }
         }
         if decision.outcome == Outcome::Blocked {
             let request = session.req_header();

@@ -5,9 +5,142 @@
 //! for one claim into the [`Verification`] a decision carries.
 
 use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use pingora::services::background::background_service;
+use pingora::services::ServiceWithDependents;
+
+mod cache;
+pub mod dns;
+pub mod ranges;
+pub mod refresh;
+
+use crate::config::VerifyConfig;
 use crate::crawlers::VerifyData;
-use crate::enforce::{Verification, VerificationResult};
+use crate::enforce::{Decision, Verification, VerificationResult};
+use crate::metrics::METRICS;
+use crate::state::{Live, Snapshot};
+
+/// How long a verdict per (crawler, address) is reused before its sources are asked again
+/// (they keep their own, longer-lived data).
+const VERDICT_TTL: Duration = Duration::from_secs(60);
+
+/// Checks crawlers' claims: the range lists, the reverse DNS cache and the verdicts per
+/// (crawler, address). One per process, shared by every snapshot.
+pub struct Verifier {
+    settings: VerifyConfig,
+    lists: Arc<ranges::RangeLists>,
+    dns: dns::ReverseDns,
+    verdicts: cache::VerdictCache,
+}
+
+impl std::fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Verifier")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Verifier {
+    /// A verifier with `settings` (`verify`); lists load once its services run.
+    pub fn new(settings: &VerifyConfig) -> Verifier {
+        Verifier {
+            settings: settings.clone(),
+            lists: Arc::default(),
+            dns: dns::ReverseDns::new(settings.dns.clone()),
+            verdicts: cache::VerdictCache::new(settings.dns.max_entries, VERDICT_TTL),
+        }
+    }
+
+    /// The range lists and their copies.
+    pub fn lists(&self) -> &Arc<ranges::RangeLists> {
+        &self.lists
+    }
+
+    /// The background services: the range list refresher (lists named by `live`'s catalogue).
+    pub fn services(&self, live: Arc<Live>) -> Vec<Box<dyn ServiceWithDependents>> {
+        vec![Box::new(background_service(
+            "crawler range lists",
+            refresh::ListRefresher {
+                live,
+                lists: self.lists.clone(),
+                refresh: self.settings.refresh,
+            },
+        ))]
+    }
+
+    /// Checks every claim of `decision` from `client`: an impostor claim wins, else the
+    /// deciding crawler's verdict. `None` when no crawler claimed has verification data. Waits
+    /// for reverse DNS at most `verify.dns.timeout`.
+    pub async fn verify(
+        &self,
+        snapshot: &Snapshot,
+        decision: &Decision,
+        client: IpAddr,
+    ) -> Option<Arc<Verification>> {
+        let mut found: Option<Arc<Verification>> = None;
+        let primary = decision
+            .crawler
+            .as_ref()
+            .and_then(|crawler| Some((crawler.name(), crawler.verify_data()?)));
+        let catalogue = snapshot.identifier.catalogue();
+        let others = decision.also_named.iter().filter_map(|name| {
+            let def = catalogue.get(name)?;
+            Some((def.name.as_str(), def.verify.as_ref()?))
+        });
+        for (name, data) in primary.into_iter().chain(others) {
+            let verification = self.verify_one(name, data, client).await;
+            METRICS
+                .crawler_verifications
+                .with_label_values(&[name, verification.result.as_str()])
+                .inc();
+            if verification.result == VerificationResult::Impostor {
+                return Some(verification);
+            }
+            found.get_or_insert(verification);
+        }
+        found
+    }
+
+    /// The verdict on `crawler` (catalogue name, with its `data`) from `ip`.
+    pub async fn verify_one(
+        &self,
+        crawler: &str,
+        data: &VerifyData,
+        ip: IpAddr,
+    ) -> Arc<Verification> {
+        let now = Instant::now();
+        if let Some(cached) = self.verdicts.get(crawler, ip, now) {
+            return cached;
+        }
+        let public = is_public(ip);
+        let lists = self.lists.answer(&data.ips, ip);
+        let dns = if matches!(lists, ListAnswer::In(_)) || data.rdns.is_empty() || !public {
+            DnsAnswer::NotAsked
+        } else {
+            match self.dns.resolve(ip).await {
+                dns::Fcrdns::Confirmed(names) => {
+                    let answer = dns::Fcrdns::Confirmed(names.clone());
+                    match answer.name_under(&data.rdns) {
+                        Some(name) => DnsAnswer::Confirmed(name.to_string()),
+                        None => DnsAnswer::NotConfirmed(names.first().map(|n| n.to_string())),
+                    }
+                }
+                dns::Fcrdns::NoName(name) => DnsAnswer::NotConfirmed(name.map(String::from)),
+                dns::Fcrdns::Failed(why) => DnsAnswer::Failed(why.into()),
+            }
+        };
+        let verification = Arc::new(verdict(crawler, data, public, &lists, &dns));
+        // An unverified verdict is not kept: its cause (a list not loaded, DNS down) heals on
+        // its own, and asking the sources again is cheap (the DNS failure is cached there).
+        if verification.result != VerificationResult::Unverified {
+            self.verdicts.put(ip, verification.clone(), now);
+        }
+        verification
+    }
+}
 
 /// What a crawler's range lists say of an address.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -951,6 +951,28 @@ impl Proxy {
     }
 
     /// `/explain?host=&ua=&path=` as JSON.
+    /// `/explain` for a request from `client`.
+    pub fn explain_from(
+        &self,
+        host: &str,
+        user_agent: &str,
+        path: &str,
+        client: &str,
+    ) -> (u16, serde_json::Value) {
+        let query: String = [
+            ("host", host),
+            ("ua", user_agent),
+            ("path", path),
+            ("client", client),
+        ]
+        .iter()
+        .map(|(k, v)| format!("{k}={}", percent_encode(v)))
+        .collect::<Vec<_>>()
+        .join("&");
+        let response = self.admin_get(&format!("/explain?{query}"));
+        (response.status, response.json())
+    }
+
     pub fn explain(&self, host: &str, user_agent: &str, path: &str) -> (u16, serde_json::Value) {
         let query: String = [("host", host), ("ua", user_agent), ("path", path)]
             .iter()
@@ -986,6 +1008,7 @@ pub fn percent_encode(text: &str) -> String {
 }
 
 // Live-operations helpers (reload, signals, custom launches), kept apart from the core harness.
+pub mod dns;
 pub mod live;
 // Real origins that read a request target as a server or app would: stock nginx, and an app
 // resolving it with WHATWG URL parsing.

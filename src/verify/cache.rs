@@ -1,0 +1,138 @@
+//! Verdicts per (crawler, address), kept a short while so a crawler's requests cost one lookup,
+//! not a range search and a DNS cache probe each. Bounded: a client cannot grow it by coming
+//! from many addresses.
+//!
+//! Hand-written rather than a caching crate: a lookup must cost well under 100 ns on the request
+//! path, and the general-purpose concurrent caches spend more than that on bookkeeping (access
+//! order, expiry wheels) this cache does not need — entries expire by time and a full shard is
+//! simply emptied.
+
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::net::IpAddr;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use crate::enforce::Verification;
+
+const SHARDS: usize = 16;
+
+struct Entry {
+    crawler: Arc<str>,
+    verification: Arc<Verification>,
+    until: Instant,
+}
+
+/// Verdicts by address, each address holding the crawlers it claimed.
+pub(crate) struct VerdictCache {
+    shards: [RwLock<HashMap<IpAddr, Vec<Entry>>>; SHARDS],
+    hasher: std::collections::hash_map::RandomState,
+    per_shard: usize,
+    ttl: Duration,
+}
+
+impl VerdictCache {
+    /// At most about `max_entries` addresses, each verdict kept `ttl`.
+    pub(crate) fn new(max_entries: usize, ttl: Duration) -> VerdictCache {
+        VerdictCache {
+            shards: std::array::from_fn(|_| RwLock::new(HashMap::new())),
+            hasher: std::collections::hash_map::RandomState::new(),
+            per_shard: (max_entries / SHARDS).max(1),
+            ttl,
+        }
+    }
+
+    fn shard(&self, ip: &IpAddr) -> &RwLock<HashMap<IpAddr, Vec<Entry>>> {
+        // The modulo keeps the index in bounds whatever the hash.
+        &self.shards[(self.hasher.hash_one(ip) as usize) % SHARDS]
+    }
+
+    /// The unexpired verdict on `crawler` (exact catalogue name) from `ip`.
+    pub(crate) fn get(&self, crawler: &str, ip: IpAddr, now: Instant) -> Option<Arc<Verification>> {
+        let shard = self.shard(&ip).read().unwrap_or_else(|e| e.into_inner());
+        shard
+            .get(&ip)?
+            .iter()
+            .find(|entry| &*entry.crawler == crawler && entry.until > now)
+            .map(|entry| entry.verification.clone())
+    }
+
+    /// Keeps `verification` for `ttl` from `now`.
+    pub(crate) fn put(&self, ip: IpAddr, verification: Arc<Verification>, now: Instant) {
+        let mut shard = self.shard(&ip).write().unwrap_or_else(|e| e.into_inner());
+        if shard.len() >= self.per_shard && !shard.contains_key(&ip) {
+            // Expired entries first; a shard still full of live ones is emptied (cheap, bounded,
+            // and the verdicts come back from the sources' own caches).
+            shard.retain(|_, entries| {
+                entries.retain(|entry| entry.until > now);
+                !entries.is_empty()
+            });
+            if shard.len() >= self.per_shard {
+                shard.clear();
+            }
+        }
+        let entries = shard.entry(ip).or_default();
+        entries.retain(|entry| entry.until > now && *entry.crawler != *verification.crawler);
+        // A User-Agent names few crawlers; a client naming ever more must not grow one entry.
+        entries.truncate(7);
+        entries.push(Entry {
+            crawler: Arc::from(verification.crawler.as_str()),
+            verification,
+            until: now + self.ttl,
+        });
+    }
+
+    /// Addresses held.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| shard.read().map_or(0, |s| s.len()))
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::enforce::VerificationResult;
+
+    fn verdict(crawler: &str, result: VerificationResult) -> Arc<Verification> {
+        Arc::new(Verification {
+            crawler: crawler.into(),
+            result,
+            how: String::new(),
+        })
+    }
+
+    #[test]
+    fn verdicts_are_kept_per_crawler_and_address_until_they_expire() {
+        let cache = VerdictCache::new(1000, Duration::from_secs(60));
+        let now = Instant::now();
+        let ip: IpAddr = "198.51.100.7".parse().unwrap_or_else(|_| unreachable!());
+        cache.put(ip, verdict("Googlebot", VerificationResult::Impostor), now);
+        cache.put(ip, verdict("GPTBot", VerificationResult::Verified), now);
+        let got = |crawler: &str, at: Instant| cache.get(crawler, ip, at).map(|v| v.result);
+        assert_eq!(got("Googlebot", now), Some(VerificationResult::Impostor));
+        assert_eq!(got("GPTBot", now), Some(VerificationResult::Verified));
+        assert_eq!(got("bingbot", now), None);
+        assert_eq!(got("Googlebot", now + Duration::from_secs(61)), None);
+        // A newer verdict replaces the old one.
+        cache.put(ip, verdict("Googlebot", VerificationResult::Verified), now);
+        assert_eq!(got("Googlebot", now), Some(VerificationResult::Verified));
+    }
+
+    #[test]
+    fn many_addresses_stay_within_the_bound() {
+        let cache = VerdictCache::new(160, Duration::from_secs(60));
+        let now = Instant::now();
+        for n in 0..10_000u32 {
+            let ip = IpAddr::from(std::net::Ipv4Addr::from(0xC633_6400 + n));
+            cache.put(ip, verdict("Googlebot", VerificationResult::Impostor), now);
+            for _ in 0..3 {
+                cache.put(ip, verdict("Googlebot", VerificationResult::Impostor), now);
+            }
+        }
+        assert!(cache.len() <= 160, "{}", cache.len());
+    }
+}

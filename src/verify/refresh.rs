@@ -1,0 +1,304 @@
+//! Keeps every IP range list the crawlers name fresh: one task per list, fetched (or read) at
+//! start and every `verify.refresh`, conditionally; on failure retried with backoff from 10 s;
+//! a failed fetch or a malformed answer never replaces the last good copy. Lists are the
+//! catalogue's: when a reload changes which lists crawlers name, tasks start and stop.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use pingora::connectors::http::Connector;
+use pingora::server::ShutdownWatch;
+use pingora::services::background::BackgroundService;
+
+use super::ranges::{parse_list, ListCopy, ListSlot, ListSource, RangeLists, RangeSet};
+use super::ranges::{read_file, MAX_LIST_BYTES};
+use crate::fetch::url::get_url;
+use crate::fetch::{FileWatcher, Validators};
+use crate::metrics::METRICS;
+use crate::state::{Live, Snapshot};
+
+/// The first retry after a failure; it doubles up to the refresh interval.
+const FIRST_RETRY: Duration = Duration::from_secs(10);
+
+/// Redirects followed (Google's old list path redirects to the current one).
+const MAX_REDIRECTS: usize = 5;
+
+/// How long one fetch may take, redirects included.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The `ips` entries of every crawler in the snapshot's catalogue.
+pub(crate) fn list_entries(snapshot: &Snapshot) -> Vec<String> {
+    let mut entries: Vec<String> = snapshot
+        .identifier
+        .catalogue()
+        .defs()
+        .iter()
+        .filter_map(|def| def.verify.as_ref())
+        .flat_map(|verify| verify.ips.iter().cloned())
+        .collect();
+    entries.sort();
+    entries.dedup();
+    entries
+}
+
+/// The background service keeping the lists fresh.
+pub struct ListRefresher {
+    /// The snapshot whose catalogue names the lists.
+    pub live: Arc<Live>,
+    /// Where the copies go.
+    pub lists: Arc<RangeLists>,
+    /// `verify.refresh`.
+    pub refresh: Duration,
+}
+
+#[async_trait]
+impl BackgroundService for ListRefresher {
+    async fn start(&self, mut shutdown: ShutdownWatch) {
+        let shared = Arc::new(Shared {
+            connector: Connector::new(None),
+            watcher: FileWatcher::new(),
+            refresh: self.refresh,
+        });
+        let mut generations = self.live.subscribe();
+        let mut tasks: HashMap<String, tokio::task::JoinHandle<()>> = HashMap::new();
+        loop {
+            let entries = list_entries(&self.live.load());
+            self.lists.set_entries(entries.iter().map(String::as_str));
+            for slot in self.lists.slots() {
+                tasks
+                    .entry(slot.entry.clone())
+                    .or_insert_with(|| tokio::spawn(keep_fresh(slot.clone(), shared.clone())));
+            }
+            tasks.retain(|entry, task| {
+                let keep = entries.contains(entry);
+                if !keep {
+                    task.abort();
+                    METRICS.forget_list(entry);
+                }
+                keep
+            });
+            tokio::select! {
+                changed = generations.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                }
+                _ = shutdown.wait_for(|stop| *stop) => break,
+            }
+        }
+        for task in tasks.values() {
+            task.abort();
+        }
+    }
+}
+
+struct Shared {
+    connector: Connector,
+    watcher: FileWatcher,
+    refresh: Duration,
+}
+
+/// What one fetch or read came to.
+enum Got {
+    /// A new copy.
+    Fresh(ListCopy),
+    /// 304: the copy stays, confirmed now.
+    NotModified,
+    /// Nothing usable: the label and the error.
+    Failed(&'static str, String),
+}
+
+async fn keep_fresh(slot: Arc<ListSlot>, shared: Arc<Shared>) {
+    let file_changes = match &slot.source {
+        ListSource::File(path) => Some(shared.watcher.subscribe(path)),
+        ListSource::Url(_) => None,
+    };
+    let mut failures: u32 = 0;
+    loop {
+        let got = match &slot.source {
+            ListSource::Url(url) => fetch(&shared.connector, &slot, url).await,
+            ListSource::File(path) => read(path.clone()).await,
+        };
+        let outcome = match got {
+            Got::Fresh(copy) => {
+                METRICS
+                    .verify_list_prefixes
+                    .with_label_values(&[&slot.entry])
+                    .set(i64::try_from(copy.prefixes).unwrap_or(i64::MAX));
+                let unchanged = slot
+                    .copy
+                    .load()
+                    .as_ref()
+                    .is_some_and(|old| old.set == copy.set);
+                if !unchanged {
+                    tracing::info!(
+                        list = %slot.entry,
+                        prefixes = copy.prefixes,
+                        "crawler IP range list loaded"
+                    );
+                }
+                published(&slot, copy.fetched_at);
+                slot.copy.store(Some(Arc::new(copy)));
+                clear_error(&slot);
+                "ok"
+            }
+            Got::NotModified => {
+                if let Some(old) = slot.copy.load_full() {
+                    let confirmed = ListCopy {
+                        set: old.set.clone(),
+                        prefixes: old.prefixes,
+                        etag: old.etag.clone(),
+                        last_modified: old.last_modified.clone(),
+                        fetched_at: SystemTime::now(),
+                    };
+                    published(&slot, confirmed.fetched_at);
+                    slot.copy.store(Some(Arc::new(confirmed)));
+                }
+                clear_error(&slot);
+                "not_modified"
+            }
+            Got::Failed(outcome, error) => {
+                let kept = if slot.copy.load().is_some() {
+                    "the last good copy stays in force"
+                } else {
+                    "no copy yet: claims of its crawlers stay unverified"
+                };
+                tracing::warn!(list = %slot.entry, outcome, "crawler IP range list: {error} ({kept})");
+                if let Ok(mut last) = slot.last_error.lock() {
+                    *last = Some(error);
+                }
+                outcome
+            }
+        };
+        METRICS
+            .verify_list_fetches
+            .with_label_values(&[&slot.entry, outcome])
+            .inc();
+        failures = if matches!(outcome, "ok" | "not_modified") {
+            0
+        } else {
+            failures.saturating_add(1)
+        };
+        let delay = if failures == 0 {
+            jittered(shared.refresh)
+        } else {
+            FIRST_RETRY
+                .saturating_mul(1u32 << (failures - 1).min(16))
+                .min(shared.refresh)
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = async {
+                match file_changes.as_deref() {
+                    Some(changes) => changes.next().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                if let ListSource::File(path) = &slot.source {
+                    shared.watcher.rewatch(path);
+                }
+            }
+        }
+    }
+}
+
+fn published(slot: &ListSlot, at: SystemTime) {
+    let seconds = at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    METRICS
+        .verify_list_last_success
+        .with_label_values(&[&slot.entry])
+        .set(seconds);
+}
+
+fn clear_error(slot: &ListSlot) {
+    if let Ok(mut last) = slot.last_error.lock() {
+        *last = None;
+    }
+}
+
+/// The interval less up to 10 %, so replicas started together do not fetch together.
+fn jittered(interval: Duration) -> Duration {
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    interval.mul_f64(1.0 - f64::from(nanos % 1000) / 10_000.0)
+}
+
+async fn read(path: std::path::PathBuf) -> Got {
+    let body = match tokio::task::spawn_blocking(move || read_file(&path)).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(error)) => return Got::Failed("unreachable", error),
+        Err(e) => return Got::Failed("unreachable", format!("the read did not finish: {e}")),
+    };
+    parsed(&body, None, None)
+}
+
+fn parsed(body: &[u8], etag: Option<String>, last_modified: Option<String>) -> Got {
+    match parse_list(body) {
+        Ok(prefixes) => Got::Fresh(ListCopy {
+            prefixes: prefixes.len(),
+            set: RangeSet::new(prefixes),
+            etag,
+            last_modified,
+            fetched_at: SystemTime::now(),
+        }),
+        Err(error) => Got::Failed("malformed", error),
+    }
+}
+
+async fn fetch(connector: &Connector, slot: &ListSlot, url: &str) -> Got {
+    let validators = match slot.copy.load_full() {
+        Some(copy) => Validators {
+            etag: copy.etag.clone(),
+            last_modified: copy.last_modified.clone(),
+        },
+        None => Validators::default(),
+    };
+    let mut current = url.to_string();
+    for _ in 0..=MAX_REDIRECTS {
+        let answer = match get_url(
+            connector,
+            &current,
+            &validators,
+            MAX_LIST_BYTES,
+            FETCH_TIMEOUT,
+        )
+        .await
+        {
+            Ok(answer) => answer,
+            Err(e) => return Got::Failed("unreachable", e.to_string()),
+        };
+        match answer.status {
+            200 if answer.over_limit => {
+                return Got::Failed("malformed", format!("larger than {MAX_LIST_BYTES} bytes"));
+            }
+            200 => return parsed(&answer.body, answer.etag, answer.last_modified),
+            304 if slot.copy.load().is_some() => return Got::NotModified,
+            301 | 302 | 303 | 307 | 308 => {
+                let Some(location) = answer.location.as_deref() else {
+                    return Got::Failed(
+                        "http_error",
+                        format!("HTTP {} without a Location", answer.status),
+                    );
+                };
+                match url::Url::parse(&current).and_then(|base| base.join(location.trim())) {
+                    Ok(next) if matches!(next.scheme(), "http" | "https") => {
+                        current = next.to_string();
+                    }
+                    _ => {
+                        return Got::Failed(
+                            "http_error",
+                            format!("unusable redirect to `{location}`"),
+                        );
+                    }
+                }
+            }
+            status => return Got::Failed("http_error", format!("HTTP {status} from {current}")),
+        }
+    }
+    Got::Failed("http_error", format!("more than {MAX_REDIRECTS} redirects"))
+}
