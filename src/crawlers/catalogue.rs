@@ -429,12 +429,95 @@ fn validate(index: usize, def: &CrawlerDef) -> Result<(), CatalogueError> {
     if def.operator.chars().any(char::is_control) {
         return Err(invalid("operator has control characters".into()));
     }
+    if let Some(verify) = &def.verify {
+        if verify.ips.is_empty() && verify.rdns.is_empty() {
+            return Err(invalid("verify names no ips and no rdns".into()));
+        }
+        for list in &verify.ips {
+            let absolute_file = list
+                .strip_prefix("file:")
+                .is_some_and(|p| p.starts_with('/'));
+            if !(list.starts_with("https://") || list.starts_with("http://") || absolute_file) {
+                return Err(invalid(format!(
+                    "verify list {list:?} is neither an http(s) URL nor file: and an absolute path"
+                )));
+            }
+        }
+        for suffix in &verify.rdns {
+            let labels_ok = suffix.split('.').all(|label| {
+                !label.is_empty()
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            });
+            if !labels_ok || !suffix.contains('.') {
+                return Err(invalid(format!(
+                    "verify rdns {suffix:?} is not a lower-case domain of two labels or more"
+                )));
+            }
+        }
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_builtin_verification_data_is_well_formed() {
+        let defs = builtin_defs().unwrap_or_default();
+        let verifiable: Vec<&CrawlerDef> = defs.iter().filter(|d| d.verify.is_some()).collect();
+        // Every operator in the catalogue that publishes lists or reverse DNS domains.
+        for name in [
+            "Googlebot",
+            "AdsBot-Google",
+            "FeedFetcher-Google",
+            "bingbot",
+            "GPTBot",
+            "OAI-SearchBot",
+            "ChatGPT-User",
+            "ClaudeBot",
+            "PerplexityBot",
+            "Applebot",
+            "DuckDuckBot",
+            "CCBot",
+            "Amazonbot",
+            "MistralAI-User",
+            "YandexBot",
+        ] {
+            assert!(
+                verifiable.iter().any(|d| d.name == name),
+                "{name} has no verify data"
+            );
+        }
+        for def in verifiable {
+            let verify = def
+                .verify
+                .as_ref()
+                .map_or((0, 0), |v| (v.ips.len(), v.rdns.len()));
+            assert!(verify.0 + verify.1 > 0, "{}", def.name);
+            for list in &def.verify.as_ref().map_or(vec![], |v| v.ips.clone()) {
+                assert!(list.starts_with("https://"), "{}: {list}", def.name);
+            }
+        }
+        let mut bad = def("X", &["x"], "XBot", Category::Other);
+        bad.verify = Some(VerifyData {
+            ips: vec!["ftp://x".into()],
+            rdns: vec![],
+        });
+        assert!(validate(0, &bad).is_err());
+        bad.verify = Some(VerifyData {
+            ips: vec![],
+            rdns: vec!["Example.com".into()],
+        });
+        assert!(validate(0, &bad).is_err());
+        bad.verify = Some(VerifyData {
+            ips: vec!["file:/etc/l.json".into()],
+            rdns: vec!["crawl.example.com".into()],
+        });
+        assert!(validate(0, &bad).is_ok());
+    }
 
     fn def(name: &str, tokens: &[&str], pattern: &str, category: Category) -> CrawlerDef {
         CrawlerDef {
