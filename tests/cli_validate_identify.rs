@@ -266,6 +266,60 @@ fn identify_uses_extra_crawlers_from_a_config() {
 }
 
 #[test]
+fn identify_checks_a_claim_from_a_client_address() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("ranges.json"),
+        r#"{"prefixes": [{"ipv4Prefix": "198.51.100.0/24"}]}"#,
+    )
+    .expect("list written");
+    let path = dir.path().join("c.yaml");
+    std::fs::write(
+        &path,
+        "crawlers:\n  extra:\n    - name: ZorgBot\n      verify: {ips: [\"file:ranges.json\"]}\norigins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: \"127.0.0.1:1\"\n",
+    )
+    .expect("config written");
+    let config = path.to_string_lossy();
+    let ask = |client: &str| {
+        let output = robotsguard(&[
+            "identify",
+            "ZorgBot/1.0",
+            "--json",
+            "--config",
+            &config,
+            "--client",
+            client,
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let json: serde_json::Value = serde_json::from_str(stdout(&output).trim()).expect("JSON");
+        json["verification"].clone()
+    };
+    let inside = ask("198.51.100.7");
+    assert_eq!(inside["result"], "verified", "{inside}");
+    assert!(
+        inside["how"].as_str().unwrap_or("").contains("ranges.json"),
+        "{inside}"
+    );
+    assert_eq!(ask("203.0.113.7")["result"], "impostor");
+    // A private address is never an impostor.
+    assert_eq!(ask("10.0.0.7")["result"], "unverified");
+    // In words too.
+    let output = robotsguard(&[
+        "identify",
+        "ZorgBot/1.0",
+        "--config",
+        &config,
+        "--client",
+        "198.51.100.7",
+    ]);
+    assert!(
+        stdout(&output).contains("from 198.51.100.7: verified"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
 fn validate_refuses_what_the_catalogue_would_refuse_at_serve() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("robotsguard.yaml");

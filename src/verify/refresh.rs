@@ -43,6 +43,26 @@ pub(crate) fn list_entries(snapshot: &Snapshot) -> Vec<String> {
     entries
 }
 
+/// Fetches or reads each of `entries` once, now (for a one-off check such as `robotsguard
+/// identify --client`); a list that fails stays not loaded, and the error is returned with it.
+pub async fn load_once(lists: &RangeLists, entries: &[String]) -> Vec<(String, String)> {
+    lists.set_entries(entries.iter().map(String::as_str));
+    let connector = Connector::new(None);
+    let mut failures = Vec::new();
+    for slot in lists.slots() {
+        let got = match &slot.source {
+            ListSource::Url(url) => fetch(&connector, &slot, url).await,
+            ListSource::File(path) => read(path.clone()).await,
+        };
+        match got {
+            Got::Fresh(copy) => slot.copy.store(Some(Arc::new(copy))),
+            Got::NotModified => {}
+            Got::Failed(_, error) => failures.push((slot.entry.clone(), error)),
+        }
+    }
+    failures
+}
+
 /// The background service keeping the lists fresh.
 pub struct ListRefresher {
     /// The snapshot whose catalogue names the lists.

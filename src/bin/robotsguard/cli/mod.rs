@@ -61,9 +61,14 @@ pub enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
-        /// Use the crawler settings of this config (extra crawlers, generic detection).
+        /// Use the crawler settings of this config (extra crawlers, generic detection, and
+        /// `verify` for --client).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// Also check the claim for a request from this address: the crawler's published IP
+        /// ranges (fetched now) and forward-confirmed reverse DNS.
+        #[arg(long, value_name = "ADDR")]
+        client: Option<std::net::IpAddr>,
     },
 }
 
@@ -84,7 +89,8 @@ pub fn main() -> ExitCode {
             user_agent,
             json,
             config,
-        } => identify(user_agent, *json, config.as_deref()),
+            client,
+        } => identify(user_agent, *json, config.as_deref(), *client),
         Command::Serve {
             config,
             upgrade,
@@ -146,42 +152,113 @@ fn validate(path: &std::path::Path, config_only: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn identify(user_agent: &str, json: bool, config: Option<&std::path::Path>) -> ExitCode {
-    let identifier = match config {
+fn identify(
+    user_agent: &str,
+    json: bool,
+    config: Option<&std::path::Path>,
+    client: Option<std::net::IpAddr>,
+) -> ExitCode {
+    let config = match config {
         Some(path) => match robotsguard::config::load_file(path) {
-            Ok(config) => match robotsguard::state::build_identifier(&config) {
-                Ok(identifier) => identifier,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(2);
-                }
-            },
+            Ok(config) => Some(config),
             Err(errors) => {
                 eprintln!("{errors}");
                 return ExitCode::from(2);
             }
         },
-        None => match robotsguard::crawlers::Identifier::builtin(true) {
-            Ok(identifier) => identifier,
-            Err(e) => {
-                eprintln!("error: built-in crawler catalogue: {e}");
-                return ExitCode::from(2);
-            }
-        },
+        None => None,
+    };
+    let identifier = match &config {
+        Some(config) => robotsguard::state::build_identifier(config).map_err(|e| e.to_string()),
+        None => robotsguard::crawlers::Identifier::builtin(true)
+            .map_err(|e| format!("built-in crawler catalogue: {e}")),
+    };
+    let identifier = match identifier {
+        Ok(identifier) => identifier,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
     };
     let identity = identifier.identify(user_agent.as_bytes(), None);
-    if json {
-        match serde_json::to_string(&robotsguard::crawlers::report(identity.as_ref())) {
-            Ok(line) => println!("{line}"),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
+    let verification = match (client, identity.as_ref()) {
+        (Some(address), Some(identity)) => {
+            let settings = config
+                .as_ref()
+                .map(|c| c.verify.clone())
+                .unwrap_or_default();
+            let data = identifier
+                .catalogue()
+                .get(identity.name)
+                .and_then(|def| def.verify.clone());
+            Some(match data {
+                Some(data) => verify_claim(&settings, identity.name, &data, address),
+                None => robotsguard::enforce::Verification::unverified(
+                    identity.name,
+                    "its operator publishes no IP ranges or reverse DNS names",
+                ),
+            })
         }
+        _ => None,
+    };
+    if json {
+        let mut report =
+            match serde_json::to_value(robotsguard::crawlers::report(identity.as_ref())) {
+                Ok(report) => report,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+        if let (Some(verification), Some(object)) = (&verification, report.as_object_mut()) {
+            object.insert(
+                "verification".into(),
+                serde_json::to_value(verification).unwrap_or_default(),
+            );
+        }
+        println!("{report}");
     } else {
         println!("{}", robotsguard::crawlers::describe(identity.as_ref()));
+        if let Some(verification) = &verification {
+            println!(
+                "from {}: {} ({})",
+                client.map(|c| c.to_string()).unwrap_or_default(),
+                verification.result.as_str(),
+                verification.how
+            );
+        }
     }
     ExitCode::SUCCESS
+}
+
+/// Checks one claim now: the crawler's lists are fetched once, reverse DNS asked once.
+fn verify_claim(
+    settings: &robotsguard::config::VerifyConfig,
+    crawler: &str,
+    data: &robotsguard::crawlers::VerifyData,
+    address: std::net::IpAddr,
+) -> robotsguard::enforce::Verification {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            return robotsguard::enforce::Verification::unverified(
+                crawler,
+                format!("cannot start a runtime: {e}"),
+            )
+        }
+    };
+    runtime.block_on(async {
+        let verifier = robotsguard::verify::Verifier::new(settings);
+        for (list, error) in
+            robotsguard::verify::refresh::load_once(verifier.lists(), &data.ips).await
+        {
+            eprintln!("warning: {list}: {error}");
+        }
+        (*verifier.verify_one(crawler, data, address).await).clone()
+    })
 }
 
 fn serve(path: &std::path::Path, options: &crate::server::ServeOptions) -> ExitCode {
