@@ -104,10 +104,15 @@ pub struct Metrics {
     pub verify_dns_lookups: IntCounterVec,
     /// `robotsguard_verify_dns_cache_entries`: addresses in the reverse DNS cache.
     pub verify_dns_cache_entries: IntGauge,
+    /// `robotsguard_verify_signature_keys{agent}`: Web Bot Auth keys loaded per agent.
+    pub verify_signature_keys: IntGaugeVec,
+    /// `robotsguard_verify_signature_key_fetches_total{agent, outcome}`: key directory fetches
+    /// and key file reads.
+    pub verify_signature_key_fetches: IntCounterVec,
 }
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 30] = [
+pub const METRIC_NAMES: [&str; 32] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -138,6 +143,8 @@ pub const METRIC_NAMES: [&str; 30] = [
     "robotsguard_verify_list_last_success_timestamp_seconds",
     "robotsguard_verify_dns_lookups_total",
     "robotsguard_verify_dns_cache_entries",
+    "robotsguard_verify_signature_keys",
+    "robotsguard_verify_signature_key_fetches_total",
 ];
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -373,6 +380,18 @@ impl Metrics {
         )
         .unwrap_or_else(|e| panic!("DNS cache gauge is malformed: {e}"));
         register(&registry, Box::new(verify_dns_cache_entries.clone()));
+        let verify_signature_keys = gauge(
+            &registry,
+            "robotsguard_verify_signature_keys",
+            "Web Bot Auth keys loaded, by signing agent.",
+            &["agent"],
+        );
+        let verify_signature_key_fetches = counter(
+            &registry,
+            "robotsguard_verify_signature_key_fetches_total",
+            "Web Bot Auth key directory fetches and key file reads, by agent and outcome (ok, failed).",
+            &["agent", "outcome"],
+        );
         // process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... (Linux).
         register(
             &registry,
@@ -410,6 +429,8 @@ impl Metrics {
             verify_list_last_success,
             verify_dns_lookups,
             verify_dns_cache_entries,
+            verify_signature_keys,
+            verify_signature_key_fetches,
         }
     }
 
@@ -530,6 +551,8 @@ impl Metrics {
             Box::new(self.verify_list_last_success.clone()),
             Box::new(self.verify_dns_lookups.clone()),
             Box::new(self.verify_dns_cache_entries.clone()),
+            Box::new(self.verify_signature_keys.clone()),
+            Box::new(self.verify_signature_key_fetches.clone()),
         ]
     }
 }

@@ -93,7 +93,8 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
     let dns = support::dns::DnsServer::start();
     let body = format!(
         "trusted_proxies: [\"127.0.0.1/32\"]\n\
-         verify: {{dns: {{servers: [\"{}\"], timeout: 1s}}}}\n\
+         verify:\n  dns: {{servers: [\"{}\"], timeout: 1s}}\n  web_bot_auth:\n    \
+         agents: [{{agent: \"https://bot.example\", crawler: ExampleBot, keys: \"file:keys.json\"}}]\n\
          crawlers:\n  extra:\n    - name: ExampleBot\n      \
          verify: {{ips: [\"file:ranges.json\"], rdns: [crawl.example.com]}}\n\
          origins:\n\
@@ -102,7 +103,11 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
         dns.addr,
         shop.addr()
     );
-    let proxy = Proxy::start_with(&body, &[("ranges.json", "[\"192.0.2.0/24\"]")]);
+    let keys = r#"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}]}"#;
+    let proxy = Proxy::start_with(
+        &body,
+        &[("ranges.json", "[\"192.0.2.0/24\"]"), ("keys.json", keys)],
+    );
     assert_eq!(proxy.get("shop.example", "/page", BROWSER).status, 200);
     let impostor = support::Request::get("/page")
         .host("shop.example")

@@ -20,6 +20,8 @@ mod tree;
 mod validate;
 mod verify;
 
+pub(crate) use verify::https_origin;
+
 #[cfg(test)]
 mod tests;
 

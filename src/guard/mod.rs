@@ -33,11 +33,14 @@ pub use answer::block_body;
 pub use builder::{GuardBuilder, OriginSpec};
 
 use crate::config::{AccessLogFormat, Config, ConfigErrors, RobotsSource};
-use crate::enforce::{decide_for_client, decide_for_method, Decision, Outcome, Refused, Why};
+use crate::enforce::{
+    decide_for_client, decide_request, Decision, Outcome, Refused, Request as DecideRequest, Why,
+};
 use crate::fetch::http_peer;
 use crate::metrics::METRICS;
 use crate::state::{BuildError, Live, Snapshot};
 use crate::upstream::Peer;
+use crate::verify::signature::SignatureOutcome;
 use answer::{failure_body, refuse, respond, serve_robots};
 use forward::{
     forwarded_for, joined_header, request_id, robots_url, strip_client_forwarding_headers,
@@ -378,14 +381,37 @@ impl Guard {
         let Some(target) = request_target(request) else {
             return refuse(session, 400, "unsupported request target").await;
         };
+        // A Web Bot Auth signature names its crawler whatever the User-Agent says.
+        let signed = if request.headers.contains_key("signature-input") {
+            let authority = String::from_utf8_lossy(request_host(request).unwrap_or_default());
+            let forwarded_https = ctx.peer_trusted
+                && request
+                    .headers
+                    .get(X_FORWARDED_PROTO)
+                    .is_some_and(|proto| proto.as_bytes().eq_ignore_ascii_case(b"https"));
+            let scheme = if is_tls(session) || forwarded_https {
+                "https"
+            } else {
+                "http"
+            };
+            match self.verifier.signature(request, &authority, scheme) {
+                SignatureOutcome::Verified { agent, crawler } => Some((agent, crawler)),
+                _ => None,
+            }
+        } else {
+            None
+        };
         let decision_started = Instant::now();
-        let decision = decide_for_method(
+        let decision = decide_request(
             &snapshot,
-            request_host(request).unwrap_or_default(),
-            user_agent,
-            target.decided_path(),
-            ctx.client,
-            &request.method,
+            &DecideRequest {
+                host: request_host(request).unwrap_or_default(),
+                user_agent,
+                path: target.decided_path(),
+                client: ctx.client,
+                method: &request.method,
+                signed_by: signed.as_ref().map(|(_, crawler)| crawler.as_str()),
+            },
         );
         METRICS
             .decision_duration
@@ -411,7 +437,9 @@ impl Guard {
             serve_robots(session, &copy, refresh).await?;
             return Ok(true);
         }
-        if decision.wants_verification() {
+        if let Some((agent, crawler)) = &signed {
+            decision.apply_verification(crate::verify::Verifier::signed(crawler, agent));
+        } else if decision.wants_verification() {
             if let Some(client) = ctx.client {
                 if let Some(verification) = self.verifier.verify(&snapshot, &decision, client).await
                 {

@@ -15,6 +15,7 @@ mod cache;
 pub mod dns;
 pub mod ranges;
 pub mod refresh;
+pub mod signature;
 
 use crate::config::VerifyConfig;
 use crate::crawlers::VerifyData;
@@ -33,6 +34,7 @@ pub struct Verifier {
     lists: Arc<ranges::RangeLists>,
     dns: dns::ReverseDns,
     verdicts: cache::VerdictCache,
+    signatures: Arc<signature::WebBotAuth>,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -51,7 +53,36 @@ impl Verifier {
             lists: Arc::default(),
             dns: dns::ReverseDns::new(settings.dns.clone()),
             verdicts: cache::VerdictCache::new(settings.dns.max_entries, VERDICT_TTL),
+            signatures: Arc::new(signature::WebBotAuth::new(&settings.web_bot_auth)),
         }
+    }
+
+    /// The request's Web Bot Auth signature, checked (`Absent` when it has none or when no
+    /// agent is configured). `authority` and `scheme` are the request's as addressed.
+    pub fn signature(
+        &self,
+        request: &pingora::http::RequestHeader,
+        authority: &str,
+        scheme: &str,
+    ) -> signature::SignatureOutcome {
+        if !self.signatures.is_active() {
+            return signature::SignatureOutcome::Absent;
+        }
+        self.signatures
+            .verify(request, authority, scheme, std::time::SystemTime::now())
+    }
+
+    /// The verdict for a request a valid signature of `agent` identified as `crawler`.
+    pub fn signed(crawler: &str, agent: &str) -> Arc<Verification> {
+        METRICS
+            .crawler_verifications
+            .with_label_values(&[crawler, VerificationResult::Verified.as_str()])
+            .inc();
+        Arc::new(Verification {
+            crawler: crawler.to_owned(),
+            result: VerificationResult::Verified,
+            how: format!("a valid Web Bot Auth signature of {agent}"),
+        })
     }
 
     /// The range lists and their copies.
@@ -59,16 +90,24 @@ impl Verifier {
         &self.lists
     }
 
-    /// The background services: the range list refresher (lists named by `live`'s catalogue).
+    /// The background services: the range list refresher (lists named by `live`'s catalogue)
+    /// and, with signing agents configured, their keys' refresher.
     pub fn services(&self, live: Arc<Live>) -> Vec<Box<dyn ServiceWithDependents>> {
-        vec![Box::new(background_service(
+        let mut services: Vec<Box<dyn ServiceWithDependents>> = vec![Box::new(background_service(
             "crawler range lists",
             refresh::ListRefresher {
                 live,
                 lists: self.lists.clone(),
                 refresh: self.settings.refresh,
             },
-        ))]
+        ))];
+        if self.signatures.is_active() {
+            services.push(Box::new(background_service(
+                "Web Bot Auth keys",
+                self.signatures.service(),
+            )));
+        }
+        services
     }
 
     /// Checks every claim of `decision` from `client`: an impostor claim wins, else the

@@ -1,0 +1,434 @@
+//! Web Bot Auth end to end: requests signed in the test (an RFC 9421 signer written here, apart
+//! from the verifier, over keys made here) through the real proxy; keys from a JWKS file, and
+//! from an agent's key directory served over HTTPS by `openssl s_server` with a certificate of a
+//! CA made by `openssl` for this test.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
+
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::Engine;
+use ed25519_dalek::{Signer, SigningKey};
+use sha2::{Digest, Sha256};
+use support::{metric, Origin, Proxy, Request, BROWSER};
+
+const HOST: &str = "shop.example";
+const AGENT: &str = "https://bot.example";
+
+fn key(seed: u8) -> SigningKey {
+    SigningKey::from_bytes(&[seed; 32])
+}
+
+/// The RFC 7638 thumbprint of an Ed25519 public key, base64url.
+fn thumbprint(key: &SigningKey) -> String {
+    let x = URL_SAFE_NO_PAD.encode(key.verifying_key().as_bytes());
+    let canonical = format!("{{\"crv\":\"Ed25519\",\"kty\":\"OKP\",\"x\":\"{x}\"}}");
+    URL_SAFE_NO_PAD.encode(Sha256::digest(canonical.as_bytes()))
+}
+
+fn jwks(keys: &[&SigningKey]) -> String {
+    let keys: Vec<String> = keys
+        .iter()
+        .map(|key| {
+            let x = URL_SAFE_NO_PAD.encode(key.verifying_key().as_bytes());
+            format!("{{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"x\":\"{x}\",\"use\":\"sig\"}}")
+        })
+        .collect();
+    format!("{{\"keys\":[{}]}}", keys.join(","))
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// How a test request is signed.
+struct Signing<'a> {
+    key: &'a SigningKey,
+    /// The `keyid`; the key's thumbprint unless a test lies.
+    keyid: String,
+    /// The `@authority` signed (a tampered one makes the signature another request's).
+    authority: &'a str,
+    agent: &'a str,
+    /// `Signature-Agent` as a dictionary member (`sig1="…"`) or the older bare string.
+    dictionary: bool,
+    created: i64,
+    expires: i64,
+    tag: &'a str,
+    cover_agent: bool,
+}
+
+impl<'a> Signing<'a> {
+    fn new(key: &'a SigningKey) -> Signing<'a> {
+        Signing {
+            key,
+            keyid: thumbprint(key),
+            authority: HOST,
+            agent: AGENT,
+            dictionary: true,
+            created: now() - 10,
+            expires: now() + 300,
+            tag: "web-bot-auth",
+            cover_agent: true,
+        }
+    }
+
+    /// The three headers: Signature-Agent, Signature-Input, Signature (RFC 9421 §2.5 base).
+    fn headers(&self) -> [(&'static str, String); 3] {
+        let agent_header = if self.dictionary {
+            format!("sig1=\"{}\"", self.agent)
+        } else {
+            format!("\"{}\"", self.agent)
+        };
+        let agent_component = if self.dictionary {
+            "\"signature-agent\";key=\"sig1\""
+        } else {
+            "\"signature-agent\""
+        };
+        let mut components = vec!["\"@authority\"".to_string()];
+        let mut base = format!("\"@authority\": {}\n", self.authority);
+        if self.cover_agent {
+            components.push(agent_component.to_string());
+            base.push_str(&format!("{agent_component}: \"{}\"\n", self.agent));
+        }
+        let params = format!(
+            "({});created={};expires={};keyid=\"{}\";alg=\"ed25519\";tag=\"{}\"",
+            components.join(" "),
+            self.created,
+            self.expires,
+            self.keyid,
+            self.tag
+        );
+        base.push_str(&format!("\"@signature-params\": {params}"));
+        let signature = STANDARD.encode(self.key.sign(base.as_bytes()).to_bytes());
+        [
+            ("Signature-Agent", agent_header),
+            ("Signature-Input", format!("sig1={params}")),
+            ("Signature", format!("sig1=:{signature}:")),
+        ]
+    }
+}
+
+/// A browser-looking request (ChatGPT's agent sends a browser's User-Agent), signed.
+fn signed(proxy: &Proxy, path: &str, signing: &Signing<'_>) -> support::Response {
+    let mut request = Request::get(path).host(HOST).ua(BROWSER);
+    for (name, value) in signing.headers() {
+        request = request.header(name, &value);
+    }
+    proxy.send(&request)
+}
+
+/// A site whose robots.txt disallows /private to `SignedBot`, with `agent_keys` as the agent's
+/// `keys:` line (or none for its directory).
+fn setup(agent: &str, agent_keys: &str, files: &[(&str, &str)]) -> (Origin, Proxy) {
+    let origin = Origin::start();
+    let config = format!(
+        "verify:
+  web_bot_auth:
+    agents:
+      - {{agent: \"{agent}\", crawler: SignedBot{agent_keys}}}
+crawlers:
+  extra:
+    - name: SignedBot
+      category: ai-assistant
+origins:
+  - name: shop
+    hosts: [\"{HOST}\"]
+    upstream: \"{}\"
+    robots: {{source: inline, text: \"User-agent: SignedBot\\nDisallow: /private\\n\"}}
+",
+        origin.addr()
+    );
+    let proxy = Proxy::start_with(&config, files);
+    let loaded = (0..200).any(|_| {
+        let keys = metric(
+            &proxy.metrics(),
+            "robotsguard_verify_signature_keys",
+            &[("agent", agent)],
+        );
+        std::thread::sleep(Duration::from_millis(25));
+        keys >= 1.0
+    });
+    assert!(loaded, "the agent's keys did not load:\n{}", proxy.stderr());
+    (origin, proxy)
+}
+
+#[test]
+fn a_valid_signature_identifies_the_crawler_whatever_the_user_agent() {
+    let good = key(1);
+    let (origin, proxy) = setup(
+        AGENT,
+        ", keys: \"file:keys.json\"",
+        &[("keys.json", &jwks(&[&good]))],
+    );
+    // Signed: it is SignedBot, so robots.txt's group for it applies.
+    let answer = signed(&proxy, "/private/report", &Signing::new(&good));
+    assert_eq!(answer.status, 403, "{}", answer.text());
+    assert!(answer.text().contains("SignedBot"), "{}", answer.text());
+    let answer = signed(&proxy, "/public", &Signing::new(&good));
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    // The older bare-string Signature-Agent is accepted too.
+    let bare = Signing {
+        dictionary: false,
+        ..Signing::new(&good)
+    };
+    assert_eq!(signed(&proxy, "/private/report", &bare).status, 403);
+    // Unsigned, the same browser User-Agent is a browser.
+    assert_eq!(proxy.get(HOST, "/private/report", BROWSER).status, 200);
+    assert_eq!(origin.proxied_to("/private/report").len(), 1);
+    let verified = proxy.wait_metric(
+        "robotsguard_crawler_verifications_total",
+        &[("crawler", "SignedBot"), ("result", "verified")],
+        3.0,
+    );
+    assert!(verified >= 3.0, "{verified}");
+}
+
+#[test]
+fn signatures_that_do_not_hold_identify_nobody() {
+    let good = key(1);
+    let stranger = key(2);
+    let other_agents = key(3);
+    let (_origin, proxy) = setup(
+        AGENT,
+        ", keys: \"file:keys.json\"",
+        &[("keys.json", &jwks(&[&good]))],
+    );
+    let cases: Vec<(&str, Signing<'_>)> = vec![
+        (
+            "expired",
+            Signing {
+                created: now() - 3600,
+                expires: now() - 600,
+                ..Signing::new(&good)
+            },
+        ),
+        (
+            "created in the future",
+            Signing {
+                created: now() + 600,
+                expires: now() + 900,
+                ..Signing::new(&good)
+            },
+        ),
+        (
+            "a lifetime over 24 hours",
+            Signing {
+                expires: now() + 3 * 86400,
+                ..Signing::new(&good)
+            },
+        ),
+        (
+            "signed by a key the agent did not publish",
+            Signing::new(&stranger),
+        ),
+        (
+            "another key's keyid",
+            Signing {
+                keyid: thumbprint(&other_agents),
+                ..Signing::new(&good)
+            },
+        ),
+        (
+            "signed for another host",
+            Signing {
+                authority: "other.example",
+                ..Signing::new(&good)
+            },
+        ),
+        (
+            "Signature-Agent not covered",
+            Signing {
+                cover_agent: false,
+                ..Signing::new(&good)
+            },
+        ),
+        (
+            "no web-bot-auth tag",
+            Signing {
+                tag: "something-else",
+                ..Signing::new(&good)
+            },
+        ),
+        (
+            "an agent that is not configured",
+            Signing {
+                agent: "https://unknown.example",
+                ..Signing::new(&good)
+            },
+        ),
+    ];
+    for (what, signing) in &cases {
+        let answer = signed(&proxy, "/private/report", signing);
+        assert_eq!(answer.status, 200, "{what}: {}", answer.text());
+    }
+    // Malformed signature headers: never a panic, never an identification.
+    for (input, signature) in [
+        ("sig1=(", "sig1=:AAAA:"),
+        ("sig1=(\"@authority\");created=x", "nonsense"),
+        ("", ""),
+        (&"x".repeat(9000)[..], "sig1=:AAAA:"),
+    ] {
+        let request = Request::get("/private/report")
+            .host(HOST)
+            .ua(BROWSER)
+            .header("Signature-Agent", "sig1=\"https://bot.example\"")
+            .header("Signature-Input", input)
+            .header("Signature", signature);
+        assert_eq!(proxy.send(&request).status, 200, "{input}");
+    }
+    assert_eq!(
+        metric(
+            &proxy.metrics(),
+            "robotsguard_crawler_verifications_total",
+            &[("crawler", "SignedBot"), ("result", "verified")]
+        ),
+        0.0
+    );
+}
+
+/// A CA and a certificate for 127.0.0.1 it signed, made once per test binary; the proxy trusts
+/// the CA through SSL_CERT_FILE (inherited from this process).
+fn certificates() -> &'static (tempfile::TempDir, PathBuf, PathBuf) {
+    static MADE: OnceLock<(tempfile::TempDir, PathBuf, PathBuf)> = OnceLock::new();
+    MADE.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let at = |name: &str| dir.path().join(name);
+        let run = |args: &[&str]| {
+            let status = Command::new("openssl")
+                .args(args)
+                .current_dir(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .expect("openssl runs");
+            assert!(status.success(), "openssl {args:?}");
+        };
+        run(&["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "ca.key"]);
+        run(&["req", "-x509", "-new", "-key", "ca.key", "-days", "2", "-subj", "/CN=robotsguard test CA", "-out", "ca.pem"]);
+        run(&["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "key.pem"]);
+        run(&["req", "-new", "-key", "key.pem", "-subj", "/CN=127.0.0.1", "-out", "leaf.csr"]);
+        std::fs::write(
+            at("leaf.ext"),
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
+        )
+        .expect("extensions written");
+        run(&["x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-extfile", "leaf.ext", "-out", "cert.pem"]);
+        // Inherited by every robotsguard this binary starts.
+        std::env::set_var("SSL_CERT_FILE", at("ca.pem"));
+        let (cert, key) = (at("cert.pem"), at("key.pem"));
+        (dir, cert, key)
+    })
+}
+
+/// `openssl s_server -WWW` serving `root` over HTTPS on a free port; killed on drop.
+struct HttpsServer {
+    child: Child,
+    port: u16,
+}
+
+impl HttpsServer {
+    fn start(root: &Path) -> HttpsServer {
+        let (_, cert, key) = certificates();
+        let port = support::free_port();
+        let child = Command::new("openssl")
+            .args(["s_server", "-quiet", "-WWW", "-accept"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("-cert")
+            .arg(cert)
+            .arg("-key")
+            .arg(key)
+            .current_dir(root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("openssl s_server runs");
+        let up = (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(25));
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        assert!(up, "openssl s_server did not listen");
+        HttpsServer { child, port }
+    }
+}
+
+impl Drop for HttpsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn keys_come_from_the_agents_directory_over_https() {
+    let good = key(7);
+    let root = tempfile::tempdir().expect("temp dir");
+    let directory = root.path().join(".well-known");
+    std::fs::create_dir_all(&directory).expect("directory made");
+    std::fs::write(
+        directory.join("http-message-signatures-directory"),
+        jwks(&[&good]),
+    )
+    .expect("key directory written");
+    let server = HttpsServer::start(root.path());
+    let agent = format!("https://127.0.0.1:{}", server.port);
+    let (_origin, proxy) = setup(&agent, "", &[]);
+    let signing = Signing {
+        agent: &agent,
+        ..Signing::new(&good)
+    };
+    let answer = signed(&proxy, "/private/report", &signing);
+    assert_eq!(answer.status, 403, "{}", answer.text());
+    assert!(
+        metric(
+            &proxy.metrics(),
+            "robotsguard_verify_signature_key_fetches_total",
+            &[("agent", &agent), ("outcome", "ok")]
+        ) >= 1.0
+    );
+}
+
+#[test]
+fn a_missing_directory_leaves_signatures_unchecked() {
+    let good = key(8);
+    // The server has no directory (`openssl s_server -WWW` answers with an error text).
+    let root = tempfile::tempdir().expect("temp dir");
+    let server = HttpsServer::start(root.path());
+    let agent = format!("https://127.0.0.1:{}", server.port);
+    let origin = Origin::start();
+    let config = format!(
+        "verify:\n  web_bot_auth:\n    agents:\n      - {{agent: \"{agent}\", crawler: SignedBot}}\n\
+         crawlers:\n  extra:\n    - name: SignedBot\n\
+         origins:\n  - name: shop\n    hosts: [\"{HOST}\"]\n    upstream: \"{}\"\n\
+         \x20   robots: {{source: inline, text: \"User-agent: SignedBot\\nDisallow: /private\\n\"}}\n",
+        origin.addr()
+    );
+    let proxy = Proxy::start(&config);
+    let failed = (0..200).any(|_| {
+        std::thread::sleep(Duration::from_millis(25));
+        metric(
+            &proxy.metrics(),
+            "robotsguard_verify_signature_key_fetches_total",
+            &[("agent", &agent), ("outcome", "failed")],
+        ) >= 1.0
+    });
+    assert!(failed, "{}", proxy.stderr());
+    let signing = Signing {
+        agent: &agent,
+        ..Signing::new(&good)
+    };
+    assert_eq!(signed(&proxy, "/private/report", &signing).status, 200);
+    assert!(
+        proxy
+            .stderr()
+            .contains("signatures cannot be checked until they load"),
+        "{}",
+        proxy.stderr()
+    );
+}
