@@ -143,6 +143,17 @@ impl Verifier {
         found
     }
 
+    /// The verdict on `crawler` from `ip` while it is cached: what every request after a
+    /// crawler's first from an address costs.
+    pub fn cached(&self, crawler: &str, ip: IpAddr) -> Option<Arc<Verification>> {
+        self.verdicts.get(crawler, ip, Instant::now())
+    }
+
+    /// Loads every signing agent's keys once, now (the key service keeps them fresh).
+    pub async fn load_keys_once(&self) {
+        self.signatures.load_once().await;
+    }
+
     /// The verdict on `crawler` (catalogue name, with its `data`) from `ip`.
     pub async fn verify_one(
         &self,

@@ -323,6 +323,20 @@ impl WebBotAuth {
         }
     }
 
+    /// Loads every agent's keys once, now.
+    pub async fn load_once(&self) {
+        let connector = Connector::new(None);
+        for agent in &self.agents {
+            if let (Ok((keys, count)), _) = load(agent, &connector).await {
+                METRICS
+                    .verify_signature_keys
+                    .with_label_values(&[&agent.agent])
+                    .set(i64::try_from(count).unwrap_or(i64::MAX));
+                agent.keys.store(Some(Arc::new(keys)));
+            }
+        }
+    }
+
     /// The background service loading and refreshing the agents' keys.
     pub fn service(self: &Arc<Self>) -> KeyRefresher {
         KeyRefresher { auth: self.clone() }
@@ -379,17 +393,7 @@ async fn keep_keys(agent: Arc<Agent>, connector: Arc<Connector>, watcher: Arc<Fi
     };
     let mut failures: u32 = 0;
     loop {
-        let (result, ttl) = match &agent.source {
-            KeysSource::Directory(url) => fetch_directory(&connector, url).await,
-            KeysSource::File(path) => {
-                let path = path.clone();
-                let read =
-                    tokio::task::spawn_blocking(move || crate::verify::ranges::read_file(&path))
-                        .await
-                        .unwrap_or_else(|e| Err(format!("the read did not finish: {e}")));
-                (read.and_then(|body| keyring(&body)), MAX_KEYS_TTL)
-            }
-        };
+        let (result, ttl) = load(&agent, &connector).await;
         let outcome = match result {
             Ok((keys, count)) => {
                 METRICS
@@ -441,6 +445,23 @@ async fn keep_keys(agent: Arc<Agent>, connector: Arc<Connector>, watcher: Arc<Fi
                     watcher.rewatch(path);
                 }
             }
+        }
+    }
+}
+
+/// An agent's keys from its source, and how long they may be kept.
+async fn load(
+    agent: &Agent,
+    connector: &Connector,
+) -> (Result<(KeyRing, usize), String>, Duration) {
+    match &agent.source {
+        KeysSource::Directory(url) => fetch_directory(connector, url).await,
+        KeysSource::File(path) => {
+            let path = path.clone();
+            let read = tokio::task::spawn_blocking(move || crate::verify::ranges::read_file(&path))
+                .await
+                .unwrap_or_else(|e| Err(format!("the read did not finish: {e}")));
+            (read.and_then(|body| keyring(&body)), MAX_KEYS_TTL)
         }
     }
 }
