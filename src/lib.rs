@@ -40,7 +40,8 @@
 //! 6. [`enforce`]: the one decision function, over a snapshot.
 //! 7. [`logs`]: the rate-limited log lines and the access log, which describe decisions.
 //! 8. Background work that replaces what the snapshot holds: robots.txt fetching and file
-//!    watching, upstream health and DNS, and [`reload`] (the config file).
+//!    watching, upstream health and DNS, [`reload`] (the config file), and [`verify`]
+//!    (crawler verification: IP range lists, reverse DNS, Web Bot Auth keys).
 //! 9. [`guard`] and [`admin`]: the pingora-facing shell (per-request hooks, services, the admin
 //!    endpoint).
 //!

@@ -411,3 +411,43 @@ fn range_lists_refresh_conditionally_and_survive_bad_answers() {
     assert_eq!(from(&proxy, "192.0.2.7", "/public", GOOGLEBOT).status, 403);
     assert!(list.requests.load(Ordering::Relaxed) >= 4);
 }
+
+#[test]
+fn allowed_clients_and_exempt_paths_win_over_impostor_checks() {
+    let list = ListServer::start(GOOGLE_LIST);
+    let dns = DnsServer::start();
+    for client in ["203.0.113.40", "203.0.113.41"] {
+        dns.ptr(client, &["host.evil.example"]);
+    }
+    dns.addresses("host.evil.example", &["203.0.113.40", "203.0.113.41"]);
+    let policy = "    policy: {allow_clients: [\"203.0.113.40\"], exempt_paths: [/.well-known/]}\n";
+    let (origin, proxy) = setup(&list, &dns, policy, "24h");
+    // An allowed client is let through whatever it claims, and is not even checked.
+    assert_eq!(
+        from(&proxy, "203.0.113.40", "/public", GOOGLEBOT).status,
+        200
+    );
+    assert_eq!(
+        dns.queries(
+            "40.113.0.203.in-addr.arpa",
+            hickory_proto::rr::RecordType::PTR
+        ),
+        0
+    );
+    // An exempt path is readable by an impostor; anything else is not.
+    assert_eq!(
+        from(
+            &proxy,
+            "203.0.113.41",
+            "/.well-known/security.txt",
+            GOOGLEBOT
+        )
+        .status,
+        200
+    );
+    assert_eq!(
+        from(&proxy, "203.0.113.41", "/public", GOOGLEBOT).status,
+        403
+    );
+    assert_eq!(origin.proxied_to("/.well-known/security.txt").len(), 1);
+}

@@ -252,7 +252,8 @@ impl Guard {
 
     /// Decides a request without a pingora session: `host` as in the Host header, `path` the
     /// request target's path and query as the client sent them, `client` the client's address
-    /// (for `allow_clients`).
+    /// (for `allow_clients`). Crawler claims are not verified here (that may wait for DNS); see
+    /// [`Guard::verify`].
     pub fn decide(
         &self,
         host: &[u8],
@@ -263,6 +264,18 @@ impl Guard {
         decide_for_client(&self.live.load(), host, user_agent, path, client)
     }
 
+    /// Checks the crawler claims of `decision` from `client` (published IP ranges, reverse DNS)
+    /// and applies the origin's `impostors` action to it, as [`Guard::request_filter`] does.
+    /// Waits for reverse DNS at most `verify.dns.timeout`.
+    pub async fn verify(&self, decision: &mut Decision, client: IpAddr) {
+        if decision.wants_verification() {
+            let snapshot = self.live.load();
+            if let Some(verification) = self.verifier.verify(&snapshot, decision, client).await {
+                decision.apply_verification(verification);
+            }
+        }
+    }
+
     /// Whether every origin has its first robots.txt copy (what `/readyz` reports).
     pub fn is_ready(&self) -> bool {
         self.live.load().is_ready()
@@ -270,8 +283,9 @@ impl Guard {
 
     /// The background services to add to your `pingora::server::Server`
     /// (`server.add_services(guard.services())`): the robots.txt refresher, the upstream health
-    /// and DNS keeper, the report of log lines dropped by the rate limit, and, for a guard made
-    /// with [`Guard::from_file`], the config reloader (which also handles SIGHUP).
+    /// and DNS keeper, the report of log lines dropped by the rate limit, the crawler range list
+    /// refresher (and, with Web Bot Auth agents configured, their keys' refresher), and, for a
+    /// guard made with [`Guard::from_file`], the config reloader (which also handles SIGHUP).
     pub fn services(&self) -> Vec<Box<dyn ServiceWithDependents>> {
         let mut services: Vec<Box<dyn ServiceWithDependents>> = vec![
             Box::new(background_service(
@@ -318,9 +332,11 @@ impl Guard {
         Box::new(admin)
     }
 
-    /// Call from `request_filter`. Routes the request by host, identifies the crawler, decides,
-    /// and answers itself what it does not proxy: a blocked crawler (the origin's block
-    /// response), a malformed request (400/431), an unknown host (421, unless
+    /// Call from `request_filter`. Routes the request by host, identifies the crawler (by a Web
+    /// Bot Auth signature first), decides, verifies a claimed crawler that would be let through
+    /// (waiting for reverse DNS at most `verify.dns.timeout`, once per address), and answers
+    /// itself what it does not proxy: a blocked crawler (the origin's block response), an
+    /// impostor (403), a malformed request (400/431), an unknown host (421, unless
     /// [`UnknownHosts::Pass`]), and `/robots.txt` when the origin's `robots.serve` is on.
     ///
     /// Returns `Ok(true)` when the request has been answered (return `Ok(true)` from your hook
