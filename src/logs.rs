@@ -367,6 +367,17 @@ pub(crate) fn new_request_id() -> http::HeaderValue {
     http::HeaderValue::from_str(&text).unwrap_or_else(|_| http::HeaderValue::from_static("-"))
 }
 
+/// A reverse DNS lookup for crawler verification that gave no definite answer (rate-limited:
+/// clients choose the addresses looked up).
+pub(crate) fn verification_lookup_failed(address: std::net::IpAddr, why: &str) {
+    if FAILURE_LINES.admit() {
+        tracing::warn!(
+            client = %address,
+            "crawler verification: reverse DNS gave no answer ({why}); the claim stays unverified"
+        );
+    }
+}
+
 /// Longest User-Agent (in bytes) an access log line carries.
 const MAX_LOGGED_USER_AGENT: usize = 256;
 

@@ -22,6 +22,11 @@ use crate::metrics::METRICS;
 /// hundreds, each costing a lookup.
 const MAX_NAMES: usize = 4;
 
+/// Lookups in flight at most: each new address a client comes from starts one, and addresses
+/// are cheap (an IPv6 /64 holds 2^64). Beyond this a new address is not looked up now (its
+/// claim stays unverified, never an impostor) until lookups finish.
+const MAX_IN_FLIGHT: usize = 256;
+
 /// How long a failed lookup is remembered: long enough that a flood of requests from one
 /// address does not hammer the resolver, short enough that an outage heals soon.
 const FAILURE_TTL: Duration = Duration::from_secs(30);
@@ -174,6 +179,13 @@ impl ReverseDns {
                 .unwrap_or_else(|e| e.into_inner());
             match in_flight.get(&ip) {
                 Some(waiter) => waiter.clone(),
+                None if in_flight.len() >= MAX_IN_FLIGHT => {
+                    METRICS
+                        .verify_dns_lookups
+                        .with_label_values(&["failed"])
+                        .inc();
+                    return Fcrdns::Failed("too many lookups in flight".into());
+                }
                 None => {
                     let (done, waiter) = tokio::sync::watch::channel(None);
                     in_flight.insert(ip, waiter.clone());
@@ -229,6 +241,9 @@ impl Inner {
             .verify_dns_lookups
             .with_label_values(&[result])
             .inc();
+        if let Fcrdns::Failed(why) = &answer {
+            crate::logs::verification_lookup_failed(ip, why);
+        }
         let now = Instant::now();
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         if cache.len() >= self.settings.max_entries && !cache.contains_key(&ip) {
