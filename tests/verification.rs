@@ -451,3 +451,33 @@ fn allowed_clients_and_exempt_paths_win_over_impostor_checks() {
     );
     assert_eq!(origin.proxied_to("/.well-known/security.txt").len(), 1);
 }
+
+#[test]
+fn a_reload_that_adds_a_list_loads_it() {
+    let list = ListServer::start(GOOGLE_LIST);
+    let dns = DnsServer::start();
+    let (_origin, proxy) = setup(&list, &dns, "", "24h");
+    std::fs::write(proxy.dir.path().join("ranges/new.json"), "198.51.100.77\n")
+        .expect("list written");
+    let (_, before) = proxy.explain_from(HOST, GOOGLEBOT, "/public", "198.51.100.77");
+    assert_ne!(before["verification"]["result"], "verified", "{before}");
+    // The same config with one more list for Googlebot.
+    let text = std::fs::read_to_string(proxy.config_path()).expect("config read");
+    let text = text.replace(
+        "\"file:ranges/extra.json\"]",
+        "\"file:ranges/extra.json\", \"file:ranges/new.json\"]",
+    );
+    proxy.replace_config(&text);
+    assert_eq!(
+        proxy.wait_reloads("success", 1.0),
+        1.0,
+        "{}",
+        proxy.stderr()
+    );
+    let verified = (0..100).any(|_| {
+        thread::sleep(Duration::from_millis(50));
+        let (_, now) = proxy.explain_from(HOST, GOOGLEBOT, "/public", "198.51.100.77");
+        now["verification"]["result"] == "verified"
+    });
+    assert!(verified, "the new list was not loaded:\n{}", proxy.stderr());
+}

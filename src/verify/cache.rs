@@ -21,6 +21,8 @@ struct Entry {
     crawler: Arc<str>,
     verification: Arc<Verification>,
     until: Instant,
+    /// The version of the sources it was reached under.
+    version: u64,
 }
 
 /// Verdicts by address, each address holding the crawlers it claimed.
@@ -47,18 +49,33 @@ impl VerdictCache {
         &self.shards[(self.hasher.hash_one(ip) as usize) % SHARDS]
     }
 
-    /// The unexpired verdict on `crawler` (exact catalogue name) from `ip`.
-    pub(crate) fn get(&self, crawler: &str, ip: IpAddr, now: Instant) -> Option<Arc<Verification>> {
+    /// The unexpired verdict on `crawler` (exact catalogue name) from `ip`, reached under
+    /// `version` of the sources.
+    pub(crate) fn get(
+        &self,
+        crawler: &str,
+        ip: IpAddr,
+        now: Instant,
+        version: u64,
+    ) -> Option<Arc<Verification>> {
         let shard = self.shard(&ip).read().unwrap_or_else(|e| e.into_inner());
         shard
             .get(&ip)?
             .iter()
-            .find(|entry| &*entry.crawler == crawler && entry.until > now)
+            .find(|entry| {
+                &*entry.crawler == crawler && entry.until > now && entry.version == version
+            })
             .map(|entry| entry.verification.clone())
     }
 
-    /// Keeps `verification` for `ttl` from `now`.
-    pub(crate) fn put(&self, ip: IpAddr, verification: Arc<Verification>, now: Instant) {
+    /// Keeps `verification`, reached under `version` of the sources, for `ttl` from `now`.
+    pub(crate) fn put(
+        &self,
+        ip: IpAddr,
+        verification: Arc<Verification>,
+        now: Instant,
+        version: u64,
+    ) {
         let mut shard = self.shard(&ip).write().unwrap_or_else(|e| e.into_inner());
         if shard.len() >= self.per_shard && !shard.contains_key(&ip) {
             // Expired entries first; a shard still full of live ones is emptied (cheap, bounded,
@@ -79,6 +96,7 @@ impl VerdictCache {
             crawler: Arc::from(verification.crawler.as_str()),
             verification,
             until: now + self.ttl,
+            version,
         });
     }
 
@@ -110,16 +128,28 @@ mod tests {
         let cache = VerdictCache::new(1000, Duration::from_secs(60));
         let now = Instant::now();
         let ip: IpAddr = "198.51.100.7".parse().unwrap_or_else(|_| unreachable!());
-        cache.put(ip, verdict("Googlebot", VerificationResult::Impostor), now);
-        cache.put(ip, verdict("GPTBot", VerificationResult::Verified), now);
-        let got = |crawler: &str, at: Instant| cache.get(crawler, ip, at).map(|v| v.result);
+        cache.put(
+            ip,
+            verdict("Googlebot", VerificationResult::Impostor),
+            now,
+            1,
+        );
+        cache.put(ip, verdict("GPTBot", VerificationResult::Verified), now, 1);
+        let got = |crawler: &str, at: Instant| cache.get(crawler, ip, at, 1).map(|v| v.result);
         assert_eq!(got("Googlebot", now), Some(VerificationResult::Impostor));
         assert_eq!(got("GPTBot", now), Some(VerificationResult::Verified));
         assert_eq!(got("bingbot", now), None);
         assert_eq!(got("Googlebot", now + Duration::from_secs(61)), None);
         // A newer verdict replaces the old one.
-        cache.put(ip, verdict("Googlebot", VerificationResult::Verified), now);
+        cache.put(
+            ip,
+            verdict("Googlebot", VerificationResult::Verified),
+            now,
+            1,
+        );
         assert_eq!(got("Googlebot", now), Some(VerificationResult::Verified));
+        // Sources that changed since make it stale.
+        assert_eq!(cache.get("Googlebot", ip, now, 2), None);
     }
 
     #[test]
@@ -128,9 +158,19 @@ mod tests {
         let now = Instant::now();
         for n in 0..10_000u32 {
             let ip = IpAddr::from(std::net::Ipv4Addr::from(0xC633_6400 + n));
-            cache.put(ip, verdict("Googlebot", VerificationResult::Impostor), now);
+            cache.put(
+                ip,
+                verdict("Googlebot", VerificationResult::Impostor),
+                now,
+                1,
+            );
             for _ in 0..3 {
-                cache.put(ip, verdict("Googlebot", VerificationResult::Impostor), now);
+                cache.put(
+                    ip,
+                    verdict("Googlebot", VerificationResult::Impostor),
+                    now,
+                    1,
+                );
             }
         }
         assert!(cache.len() <= 160, "{}", cache.len());

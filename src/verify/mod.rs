@@ -146,7 +146,8 @@ impl Verifier {
     /// The verdict on `crawler` from `ip` while it is cached: what every request after a
     /// crawler's first from an address costs.
     pub fn cached(&self, crawler: &str, ip: IpAddr) -> Option<Arc<Verification>> {
-        self.verdicts.get(crawler, ip, Instant::now())
+        self.verdicts
+            .get(crawler, ip, Instant::now(), self.lists.version())
     }
 
     /// Loads every signing agent's keys once, now (the key service keeps them fresh).
@@ -162,7 +163,8 @@ impl Verifier {
         ip: IpAddr,
     ) -> Arc<Verification> {
         let now = Instant::now();
-        if let Some(cached) = self.verdicts.get(crawler, ip, now) {
+        let version = self.lists.version();
+        if let Some(cached) = self.verdicts.get(crawler, ip, now, version) {
             return cached;
         }
         let public = is_public(ip);
@@ -186,7 +188,7 @@ impl Verifier {
         // An unverified verdict is not kept: its cause (a list not loaded, DNS down) heals on
         // its own, and asking the sources again is cheap (the DNS failure is cached there).
         if verification.result != VerificationResult::Unverified {
-            self.verdicts.put(ip, verification.clone(), now);
+            self.verdicts.put(ip, verification.clone(), now, version);
         }
         verification
     }

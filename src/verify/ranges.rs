@@ -290,12 +290,16 @@ pub struct ListSlot {
 #[derive(Debug, Default)]
 pub struct RangeLists {
     slots: RwLock<HashMap<String, Arc<ListSlot>>>,
+    /// Bumped whenever what the lists say may have changed (a copy stored, the set of lists
+    /// changed by a reload): verdicts reached under an older version are not reused.
+    version: std::sync::atomic::AtomicU64,
 }
 
 impl RangeLists {
     /// Makes the lists exactly `entries`: new ones get an empty slot, lists no longer named are
     /// dropped.
     pub fn set_entries<'a>(&self, entries: impl IntoIterator<Item = &'a str>) {
+        self.changed();
         let wanted: Vec<&str> = entries.into_iter().collect();
         let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
         slots.retain(|entry, _| wanted.contains(&entry.as_str()));
@@ -312,6 +316,17 @@ impl RangeLists {
                 );
             }
         }
+    }
+
+    /// Says that what the lists hold changed (see `version`).
+    pub fn changed(&self) {
+        self.version
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The current version (see [`RangeLists::changed`]).
+    pub fn version(&self) -> u64 {
+        self.version.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Every slot.

@@ -55,7 +55,10 @@ pub async fn load_once(lists: &RangeLists, entries: &[String]) -> Vec<(String, S
             ListSource::File(path) => read(path.clone()).await,
         };
         match got {
-            Got::Fresh(copy) => slot.copy.store(Some(Arc::new(copy))),
+            Got::Fresh(copy) => {
+                slot.copy.store(Some(Arc::new(copy)));
+                lists.changed();
+            }
             Got::NotModified => {}
             Got::Failed(_, error) => failures.push((slot.entry.clone(), error)),
         }
@@ -87,9 +90,9 @@ impl BackgroundService for ListRefresher {
             let entries = list_entries(&self.live.load());
             self.lists.set_entries(entries.iter().map(String::as_str));
             for slot in self.lists.slots() {
-                tasks
-                    .entry(slot.entry.clone())
-                    .or_insert_with(|| tokio::spawn(keep_fresh(slot.clone(), shared.clone())));
+                tasks.entry(slot.entry.clone()).or_insert_with(|| {
+                    tokio::spawn(keep_fresh(slot.clone(), self.lists.clone(), shared.clone()))
+                });
             }
             tasks.retain(|entry, task| {
                 let keep = entries.contains(entry);
@@ -130,7 +133,7 @@ enum Got {
     Failed(&'static str, String),
 }
 
-async fn keep_fresh(slot: Arc<ListSlot>, shared: Arc<Shared>) {
+async fn keep_fresh(slot: Arc<ListSlot>, lists: Arc<RangeLists>, shared: Arc<Shared>) {
     let file_changes = match &slot.source {
         ListSource::File(path) => Some(shared.watcher.subscribe(path)),
         ListSource::Url(_) => None,
@@ -161,6 +164,9 @@ async fn keep_fresh(slot: Arc<ListSlot>, shared: Arc<Shared>) {
                 }
                 published(&slot, copy.fetched_at);
                 slot.copy.store(Some(Arc::new(copy)));
+                if !unchanged {
+                    lists.changed();
+                }
                 clear_error(&slot);
                 "ok"
             }
