@@ -64,4 +64,5 @@ pub mod robots;
 pub mod state;
 mod upstream;
 mod upstream_keeper;
+mod upstream_tls;
 pub mod verify;

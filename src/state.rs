@@ -308,6 +308,8 @@ pub struct Origin {
     pub robots: Arc<RobotsSlot>,
     /// This origin's per-request metric series.
     pub request_series: OriginRequestSeries,
+    /// The CAs and client certificate of `upstream_tls`, read when the snapshot was built.
+    pub(crate) upstream_tls: crate::upstream_tls::UpstreamTlsMaterial,
 }
 
 impl Origin {
@@ -327,12 +329,16 @@ impl Origin {
 pub enum BuildError {
     /// The crawler catalogue (built in plus `crawlers.extra`) is not usable.
     Catalogue(CatalogueError),
+    /// An origin's upstream TLS files (`tls.ca`, `tls.client_cert`, `tls.client_key`) cannot be
+    /// used.
+    UpstreamTls(String),
 }
 
 impl std::fmt::Display for BuildError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             BuildError::Catalogue(e) => write!(f, "crawler catalogue: {e}"),
+            BuildError::UpstreamTls(e) => write!(f, "upstream TLS: {e}"),
         }
     }
 }
@@ -341,6 +347,7 @@ impl std::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             BuildError::Catalogue(e) => Some(e),
+            BuildError::UpstreamTls(_) => None,
         }
     }
 }
@@ -402,6 +409,12 @@ impl Snapshot {
                     "upstream name does not resolve ({error}); the origin answers 502 until it does"
                 );
             }
+            let upstream_tls = match &origin_config.upstream_tls {
+                Some(tls) => crate::upstream_tls::load(tls).map_err(|e| {
+                    BuildError::UpstreamTls(format!("origin `{}`: {e}", origin_config.name))
+                })?,
+                None => Default::default(),
+            };
             for host in &origin_config.hosts {
                 by_host.insert(host.clone(), origins.len());
             }
@@ -411,6 +424,7 @@ impl Snapshot {
                 upstreams,
                 robots,
                 request_series: Default::default(),
+                upstream_tls,
             }));
         }
         let by_name = origins
@@ -441,6 +455,18 @@ impl Snapshot {
     pub fn is_ready(&self) -> bool {
         self.origins.iter().all(|origin| origin.robots.is_ready())
     }
+}
+
+/// Reads every origin's upstream TLS files (`tls.ca`, `tls.client_cert`, `tls.client_key`) as
+/// building a snapshot would, for `validate`.
+pub fn check_upstream_tls(config: &Config) -> Result<(), BuildError> {
+    for origin in &config.origins {
+        if let Some(tls) = &origin.upstream_tls {
+            crate::upstream_tls::load(tls)
+                .map_err(|e| BuildError::UpstreamTls(format!("origin `{}`: {e}", origin.name)))?;
+        }
+    }
+    Ok(())
 }
 
 /// The crawler identifier a config asks for: the catalogue (built in, plus `crawlers.extra`)

@@ -6,7 +6,6 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
@@ -14,6 +13,7 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine;
 use ed25519_dalek::{Signer, SigningKey};
 use sha2::{Digest, Sha256};
+use support::tls::{self, HttpsServer};
 use support::{metric, Origin, Proxy, Request, BROWSER};
 
 const HOST: &str = "shop.example";
@@ -298,71 +298,18 @@ fn certificates() -> &'static (tempfile::TempDir, PathBuf, PathBuf) {
     static MADE: OnceLock<(tempfile::TempDir, PathBuf, PathBuf)> = OnceLock::new();
     MADE.get_or_init(|| {
         let dir = tempfile::tempdir().expect("temp dir");
-        let at = |name: &str| dir.path().join(name);
-        let run = |args: &[&str]| {
-            let status = Command::new("openssl")
-                .args(args)
-                .current_dir(dir.path())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .expect("openssl runs");
-            assert!(status.success(), "openssl {args:?}");
-        };
-        run(&["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "ca.key"]);
-        run(&["req", "-x509", "-new", "-key", "ca.key", "-days", "2", "-subj", "/CN=robotsguard test CA", "-out", "ca.pem"]);
-        run(&["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "key.pem"]);
-        run(&["req", "-new", "-key", "key.pem", "-subj", "/CN=127.0.0.1", "-out", "leaf.csr"]);
-        std::fs::write(
-            at("leaf.ext"),
-            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
-        )
-        .expect("extensions written");
-        run(&["x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-extfile", "leaf.ext", "-out", "cert.pem"]);
+        let ca = tls::make_ca(dir.path(), "test-ca");
+        let (cert, key) = tls::make_leaf(dir.path(), "test-ca", "server", "IP:127.0.0.1", false);
         // Inherited by every robotsguard this binary starts.
-        std::env::set_var("SSL_CERT_FILE", at("ca.pem"));
-        let (cert, key) = (at("cert.pem"), at("key.pem"));
+        std::env::set_var("SSL_CERT_FILE", ca);
         (dir, cert, key)
     })
 }
 
-/// `openssl s_server -WWW` serving `root` over HTTPS on a free port; killed on drop.
-struct HttpsServer {
-    child: Child,
-    port: u16,
-}
-
-impl HttpsServer {
-    fn start(root: &Path) -> HttpsServer {
-        let (_, cert, key) = certificates();
-        let port = support::free_port();
-        let child = Command::new("openssl")
-            .args(["s_server", "-quiet", "-WWW", "-accept"])
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("-cert")
-            .arg(cert)
-            .arg("-key")
-            .arg(key)
-            .current_dir(root)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("openssl s_server runs");
-        let up = (0..200).any(|_| {
-            std::thread::sleep(Duration::from_millis(25));
-            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-        });
-        assert!(up, "openssl s_server did not listen");
-        HttpsServer { child, port }
-    }
-}
-
-impl Drop for HttpsServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// An HTTPS server over `root` with the test CA's certificate.
+fn https_server(root: &Path) -> HttpsServer {
+    let (_, cert, key) = certificates();
+    HttpsServer::start(root, cert, key, None)
 }
 
 #[test]
@@ -376,7 +323,7 @@ fn keys_come_from_the_agents_directory_over_https() {
         jwks(&[&good]),
     )
     .expect("key directory written");
-    let server = HttpsServer::start(root.path());
+    let server = https_server(root.path());
     let agent = format!("https://127.0.0.1:{}", server.port);
     let (_origin, proxy) = setup(&agent, "", &[]);
     let signing = Signing {
@@ -399,7 +346,7 @@ fn a_missing_directory_leaves_signatures_unchecked() {
     let good = key(8);
     // The server has no directory (`openssl s_server -WWW` answers with an error text).
     let root = tempfile::tempdir().expect("temp dir");
-    let server = HttpsServer::start(root.path());
+    let server = https_server(root.path());
     let agent = format!("https://127.0.0.1:{}", server.port);
     let origin = Origin::start();
     let config = format!(

@@ -605,6 +605,12 @@ pub struct UpstreamTls {
     pub sni: String,
     /// Verify the upstream's certificate; default true.
     pub verify: bool,
+    /// PEM certificates of the CAs the upstream's certificate is checked against, instead of
+    /// the system's roots (a private CA); absolute.
+    pub ca: Option<PathBuf>,
+    /// A PEM certificate chain and private key robotsguard presents to origins that ask for
+    /// one (mTLS); absolute, both or neither.
+    pub client_cert: Option<(PathBuf, PathBuf)>,
 }
 
 impl CrawlersConfig {

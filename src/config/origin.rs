@@ -126,7 +126,7 @@ pub(crate) fn parse_origin(
     let first_host = hosts.first().map(|(h, _)| h.clone()).unwrap_or_default();
     let upstream_tls = table
         .get("tls")
-        .and_then(|n| upstream_tls(sink, n, &first_host));
+        .and_then(|n| upstream_tls(sink, n, &first_host, base_dir));
 
     let mode = table
         .get("mode")
@@ -230,13 +230,21 @@ fn hosts(sink: &mut Sink, node: &Node) -> Vec<(String, Pos)> {
     out
 }
 
-/// `tls: false`, `tls: true` or `tls: {sni, verify}`.
-fn upstream_tls(sink: &mut Sink, node: &Node, first_host: &str) -> Option<UpstreamTls> {
+/// `tls: false`, `tls: true` or `tls: {sni, verify, ca, client_cert, client_key}` (paths
+/// relative to `base_dir`).
+fn upstream_tls(
+    sink: &mut Sink,
+    node: &Node,
+    first_host: &str,
+    base_dir: &std::path::Path,
+) -> Option<UpstreamTls> {
     match &node.value {
         Value::Bool(false) => None,
         Value::Bool(true) => Some(UpstreamTls {
             sni: first_host.to_owned(),
             verify: true,
+            ca: None,
+            client_cert: None,
         }),
         Value::Map(_) => {
             let table = Table::read(sink, node, &UPSTREAM_TLS, "`tls`")?;
@@ -255,7 +263,35 @@ fn upstream_tls(sink: &mut Sink, node: &Node, first_host: &str) -> Option<Upstre
                 Some(n) => reader::boolean(sink, n, "verify")?,
                 None => true,
             };
-            Some(UpstreamTls { sni, verify })
+            let mut path = |key: &str| -> Option<Option<std::path::PathBuf>> {
+                match table.get(key) {
+                    Some(n) => {
+                        reader::nonempty_string(sink, n, key).map(|p| Some(base_dir.join(p)))
+                    }
+                    None => Some(None),
+                }
+            };
+            let ca = path("ca")?;
+            let cert = path("client_cert")?;
+            let key = path("client_key")?;
+            let client_cert = match (cert, key) {
+                (Some(cert), Some(key)) => Some((cert, key)),
+                (None, None) => None,
+                _ => {
+                    sink.error_hint(
+                        table.pos,
+                        "`client_cert` and `client_key` go together",
+                        "give both PEM files for mTLS, or neither",
+                    );
+                    return None;
+                }
+            };
+            Some(UpstreamTls {
+                sni,
+                verify,
+                ca,
+                client_cert,
+            })
         }
         other => {
             sink.error_hint(

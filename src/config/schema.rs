@@ -206,7 +206,7 @@ pub(crate) const ORIGIN: Section = Section {
 
 pub(crate) const UPSTREAM_TLS: Section = Section {
     place: "in upstream `tls`",
-    keys: &["sni", "verify"],
+    keys: &["sni", "verify", "ca", "client_cert", "client_key"],
 };
 
 /// Keys that are valid somewhere, just not where they were written: a better

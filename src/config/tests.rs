@@ -293,7 +293,9 @@ fn upstream_lists_and_tls() {
         a.upstream_tls,
         Some(UpstreamTls {
             sni: "a.example".into(),
-            verify: true
+            verify: true,
+            ca: None,
+            client_cert: None,
         })
     );
     assert_eq!(c.origins[1].hosts, ["b.example"]);
@@ -301,14 +303,18 @@ fn upstream_lists_and_tls() {
         c.origins[1].upstream_tls,
         Some(UpstreamTls {
             sni: "b.example".into(),
-            verify: false
+            verify: false,
+            ca: None,
+            client_cert: None,
         })
     );
     assert_eq!(
         c.origins[2].upstream_tls,
         Some(UpstreamTls {
             sni: "backend.c.internal".into(),
-            verify: true
+            verify: true,
+            ca: None,
+            client_cert: None,
         })
     );
 }
@@ -1454,4 +1460,37 @@ defaults:
     for (got, want) in all.iter().zip(expected) {
         assert!(got.starts_with(want), "`{want}` not at the start of: {got}");
     }
+}
+
+#[test]
+fn upstream_tls_with_a_private_ca_and_a_client_certificate() {
+    let c = ok("origins:
+  - name: shop
+    hosts: [shop.example]
+    upstream: \"10.0.0.1:443\"
+    tls: {ca: tls/ca.pem, client_cert: tls/client.pem, client_key: /secrets/client.key}
+");
+    assert_eq!(
+        c.origins[0].upstream_tls,
+        Some(UpstreamTls {
+            sni: "shop.example".into(),
+            verify: true,
+            ca: Some(PathBuf::from("/etc/robotsguard/tls/ca.pem")),
+            client_cert: Some((
+                PathBuf::from("/etc/robotsguard/tls/client.pem"),
+                PathBuf::from("/secrets/client.key")
+            )),
+        })
+    );
+    one_error(
+        "origins:
+  - name: shop
+    hosts: [shop.example]
+    upstream: \"10.0.0.1:443\"
+    tls: {client_cert: tls/client.pem}
+",
+        5,
+        10,
+        "`client_cert` and `client_key` go together",
+    );
 }

@@ -25,6 +25,8 @@ pub fn http_peer(origin: &Origin, address: SocketAddr) -> HttpPeer {
     let mut peer = HttpPeer::new(address, tls, sni);
     peer.options.verify_cert = verify;
     peer.options.verify_hostname = verify;
+    peer.options.ca = origin.upstream_tls.ca.clone();
+    peer.client_cert_key = origin.upstream_tls.client.clone();
     let timeouts = &origin.config.upstream_timeouts;
     peer.options.connection_timeout = Some(timeouts.connect);
     peer.options.total_connection_timeout = Some(timeouts.connect);

@@ -230,6 +230,15 @@ impl Guard {
             Snapshot::build(Arc::new(config), None).map_err(|e| GuardError(ErrorKind::Build(e)))?;
         crate::metrics::register_into(registry.unwrap_or(prometheus::default_registry()))
             .map_err(|e| GuardError(ErrorKind::Metrics(e)))?;
+        for origin in &snapshot.config.origins {
+            if origin.upstream_tls.as_ref().is_some_and(|tls| !tls.verify) {
+                tracing::warn!(
+                    origin = %origin.name,
+                    "upstream TLS certificates are not verified (tls.verify: false): for tests \
+                     only; trust a private CA with tls.ca instead"
+                );
+            }
+        }
         let verifier = Arc::new(crate::verify::Verifier::new(&snapshot.config.verify));
         Ok(Guard {
             live: Arc::new(Live::new(snapshot)),

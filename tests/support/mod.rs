@@ -1013,4 +1013,5 @@ pub mod live;
 // Real origins that read a request target as a server or app would: stock nginx, and an app
 // resolving it with WHATWG URL parsing.
 pub mod nginx;
+pub mod tls;
 pub mod whatwg;

@@ -129,6 +129,10 @@ fn validate(path: &std::path::Path, config_only: bool) -> ExitCode {
         return ExitCode::from(1);
     }
     if !config_only {
+        if let Err(e) = robotsguard::state::check_upstream_tls(&config) {
+            eprintln!("{}: {e}", path.display());
+            return ExitCode::from(1);
+        }
         let checks = crate::server::Checks {
             binds: false,
             robots_files: true,

@@ -1,0 +1,146 @@
+//! Certificates made with the `openssl` command for tests (a CA, and server or client
+//! certificates it signs), and `openssl s_server -WWW` as a real HTTPS server over a directory.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let status = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("openssl runs");
+    assert!(status.success(), "openssl {args:?}");
+}
+
+/// A CA in `dir`: `<name>.pem` and `<name>.key` (EC P-256).
+pub fn make_ca(dir: &Path, name: &str) -> PathBuf {
+    let key = format!("{name}.key");
+    let pem = format!("{name}.pem");
+    openssl(
+        dir,
+        &[
+            "ecparam",
+            "-name",
+            "prime256v1",
+            "-genkey",
+            "-noout",
+            "-out",
+            &key,
+        ],
+    );
+    let subject = format!("/CN={name}");
+    openssl(
+        dir,
+        &[
+            "req", "-x509", "-new", "-key", &key, "-days", "2", "-subj", &subject, "-out", &pem,
+        ],
+    );
+    dir.join(pem)
+}
+
+/// A certificate `<name>.pem` with key `<name>.key` in `dir`, signed by CA `ca` (made by
+/// [`make_ca`] in the same directory), for `sans` (`DNS:shop.example,IP:127.0.0.1`); a client
+/// certificate when `client`.
+pub fn make_leaf(dir: &Path, ca: &str, name: &str, sans: &str, client: bool) -> (PathBuf, PathBuf) {
+    let key = format!("{name}.key");
+    let csr = format!("{name}.csr");
+    let pem = format!("{name}.pem");
+    let ext = format!("{name}.ext");
+    openssl(
+        dir,
+        &[
+            "ecparam",
+            "-name",
+            "prime256v1",
+            "-genkey",
+            "-noout",
+            "-out",
+            &key,
+        ],
+    );
+    let subject = format!("/CN={name}");
+    openssl(
+        dir,
+        &["req", "-new", "-key", &key, "-subj", &subject, "-out", &csr],
+    );
+    let usage = if client { "clientAuth" } else { "serverAuth" };
+    std::fs::write(
+        dir.join(&ext),
+        format!("subjectAltName={sans}\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage={usage}\n"),
+    )
+    .expect("extensions written");
+    let (ca_pem, ca_key) = (format!("{ca}.pem"), format!("{ca}.key"));
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            &ca_pem,
+            "-CAkey",
+            &ca_key,
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            &ext,
+            "-out",
+            &pem,
+        ],
+    );
+    (dir.join(pem), dir.join(key))
+}
+
+/// `openssl s_server -WWW` serving the files of `root` over HTTPS on a free loopback port,
+/// requiring a client certificate signed by `client_ca` when given; killed on drop.
+pub struct HttpsServer {
+    child: Child,
+    pub port: u16,
+}
+
+impl HttpsServer {
+    pub fn start(root: &Path, cert: &Path, key: &Path, client_ca: Option<&Path>) -> HttpsServer {
+        let port = super::free_port();
+        let mut command = Command::new("openssl");
+        command
+            .args(["s_server", "-quiet", "-WWW", "-accept"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("-cert")
+            .arg(cert)
+            .arg("-key")
+            .arg(key);
+        if let Some(ca) = client_ca {
+            command
+                .args(["-Verify", "1", "-verify_return_error", "-CAfile"])
+                .arg(ca);
+        }
+        let child = command
+            .current_dir(root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("openssl s_server runs");
+        let up = (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(25));
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        assert!(up, "openssl s_server did not listen");
+        HttpsServer { child, port }
+    }
+}
+
+impl Drop for HttpsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
