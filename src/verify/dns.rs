@@ -3,10 +3,16 @@
 //! crawlers' addresses. Lookups are cached (a confirmed answer for `positive_ttl`, "no name" for
 //! `negative_ttl`, a failure briefly), shared by concurrent requests from one address, bounded
 //! in number, and a request waits for one at most `timeout`.
+//!
+//! [`ReverseDns::resolve`] needs a tokio runtime (it spawns the lookup and uses tokio's timer);
+//! [`ReverseDns::new`] and [`ReverseDns::peek`] do not.
 
+use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use hickory_resolver::config::ResolveHosts;
@@ -22,29 +28,37 @@ use crate::metrics::METRICS;
 /// hundreds, each costing a lookup.
 const MAX_NAMES: usize = 4;
 
+/// The longest DNS name in text form (RFC 1035: 255 bytes on the wire).
+const MAX_NAME_LEN: usize = 253;
+
 /// Lookups in flight at most: each new address a client comes from starts one, and addresses
 /// are cheap (an IPv6 /64 holds 2^64). Beyond this a new address is not looked up now (its
 /// claim stays unverified, never an impostor) until lookups finish.
 const MAX_IN_FLIGHT: usize = 256;
 
-/// How long a failed lookup is remembered: long enough that a flood of requests from one
-/// address does not hammer the resolver, short enough that an outage heals soon.
+/// How long a failed lookup is remembered (at most; never longer than `negative_ttl`): long
+/// enough that a flood of requests from one address does not hammer the resolver, short enough
+/// that an outage heals soon.
 const FAILURE_TTL: Duration = Duration::from_secs(30);
 
-/// What reverse DNS says of an address.
+/// Cache shards: requests on many worker threads read the cache; one lock would serialise them.
+const SHARDS: usize = 16;
+
+/// What reverse DNS says of an address. Cheap to clone (shared text).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fcrdns {
     /// PTR names whose A/AAAA records contain the address (lower case, no trailing dot).
     Confirmed(Arc<[Box<str>]>),
-    /// A definite answer with no confirmed name: no PTR record, or names that do not resolve
-    /// back to the address (the first such name, when there was one).
-    NoName(Option<Box<str>>),
-    /// No definite answer: a timeout, SERVFAIL, REFUSED or a network error.
-    Failed(Box<str>),
+    /// A definite answer with no confirmed name: NXDOMAIN or no PTR record, or names that do not
+    /// resolve back to the address (the first such name, when there was one, for messages).
+    NoName(Option<Arc<str>>),
+    /// No definite answer: a timeout, SERVFAIL, REFUSED or a network error. Never evidence of
+    /// an impostor.
+    Failed(Arc<str>),
 }
 
 impl Fcrdns {
-    /// The first confirmed name under one of `suffixes`.
+    /// The first confirmed name under one of `suffixes` (see [`name_has_suffix`]).
     pub fn name_under(&self, suffixes: &[String]) -> Option<&str> {
         match self {
             Fcrdns::Confirmed(names) => names
@@ -52,6 +66,20 @@ impl Fcrdns {
                 .map(|name| &**name)
                 .find(|name| suffixes.iter().any(|suffix| name_has_suffix(name, suffix))),
             _ => None,
+        }
+    }
+
+    /// Whether a confirmed name is under one of `suffixes`.
+    pub fn matches(&self, suffixes: &[String]) -> bool {
+        self.name_under(suffixes).is_some()
+    }
+
+    /// The `result` label of `robotsguard_verify_dns_lookups_total`.
+    fn label(&self) -> &'static str {
+        match self {
+            Fcrdns::Confirmed(_) => "confirmed",
+            Fcrdns::NoName(_) => "no_name",
+            Fcrdns::Failed(_) => "failed",
         }
     }
 }
@@ -68,9 +96,100 @@ pub fn name_has_suffix(name: &str, suffix: &str) -> bool {
     name[start..].eq_ignore_ascii_case(suffix) && (start == 0 || name[start - 1] == b'.')
 }
 
-struct Cached {
+struct Entry {
     answer: Fcrdns,
     until: Instant,
+}
+
+/// Answers by address, bounded and expiring.
+///
+/// Hand-written rather than a caching crate (moka is in the dependency tree): a read here is a
+/// shard's read lock and one hash probe, tens of nanoseconds, while moka's reads also record
+/// access order and run pending maintenance; this cache needs neither — entries expire by
+/// time, and a full shard drops the expired, then the unconfirmed, then any (the answers come
+/// back by a lookup).
+struct Cache {
+    shards: Box<[RwLock<HashMap<IpAddr, Entry>>]>,
+    /// Picks the shard; independent of the maps' own hashers so a shard's keys still spread
+    /// over its buckets.
+    hasher: RandomState,
+    per_shard: usize,
+    len: AtomicUsize,
+}
+
+impl Cache {
+    /// At most `max_entries` addresses in all.
+    fn new(max_entries: usize) -> Cache {
+        Cache::with_shards(max_entries, SHARDS)
+    }
+
+    /// At most `max_entries` addresses in up to `shards` shards (fewer when `max_entries` is
+    /// smaller: each shard holds one at least, and the sum stays within the bound).
+    fn with_shards(max_entries: usize, shards: usize) -> Cache {
+        let shards = max_entries.clamp(1, shards.max(1));
+        Cache {
+            shards: (0..shards).map(|_| RwLock::default()).collect(),
+            hasher: RandomState::new(),
+            per_shard: max_entries / shards,
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    fn shard(&self, ip: &IpAddr) -> &RwLock<HashMap<IpAddr, Entry>> {
+        // The modulo keeps the index in bounds whatever the hash.
+        &self.shards[(self.hasher.hash_one(ip) as usize) % self.shards.len()]
+    }
+
+    fn get(&self, ip: &IpAddr, now: Instant) -> Option<Fcrdns> {
+        let shard = self.shard(ip).read().unwrap_or_else(|e| e.into_inner());
+        shard
+            .get(ip)
+            .filter(|entry| entry.until > now)
+            .map(|entry| entry.answer.clone())
+    }
+
+    fn put(&self, ip: IpAddr, answer: Fcrdns, until: Instant, now: Instant) {
+        if self.per_shard == 0 {
+            return;
+        }
+        let mut shard = self.shard(&ip).write().unwrap_or_else(|e| e.into_inner());
+        let before = shard.len();
+        if before >= self.per_shard && !shard.contains_key(&ip) {
+            // Free a tenth of the shard at once, so the scans this costs happen once per many
+            // new addresses, not on each.
+            let keep = (self.per_shard - self.per_shard / 10).min(self.per_shard - 1);
+            shard.retain(|_, entry| entry.until > now);
+            // Confirmed names are the crawlers' own and go last: a flood from many addresses
+            // (mostly without names) should not push them out.
+            for drop_confirmed in [false, true] {
+                let mut excess = shard.len().saturating_sub(keep);
+                if excess == 0 {
+                    break;
+                }
+                shard.retain(|_, entry| {
+                    let droppable = drop_confirmed || !matches!(entry.answer, Fcrdns::Confirmed(_));
+                    if excess > 0 && droppable {
+                        excess -= 1;
+                        false
+                    } else {
+                        true
+                    }
+                });
+            }
+        }
+        shard.insert(ip, Entry { answer, until });
+        let after = shard.len();
+        drop(shard);
+        if after >= before {
+            self.len.fetch_add(after - before, Ordering::Relaxed);
+        } else {
+            self.len.fetch_sub(before - after, Ordering::Relaxed);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
 }
 
 type Waiter = tokio::sync::watch::Receiver<Option<Fcrdns>>;
@@ -78,11 +197,11 @@ type Waiter = tokio::sync::watch::Receiver<Option<Fcrdns>>;
 struct Inner {
     resolver: Result<TokioResolver, String>,
     settings: DnsConfig,
-    cache: Mutex<HashMap<IpAddr, Cached>>,
+    cache: Cache,
     in_flight: Mutex<HashMap<IpAddr, Waiter>>,
 }
 
-/// Forward-confirmed reverse DNS with its cache.
+/// Forward-confirmed reverse DNS with its cache. Clones share the cache and the lookups.
 #[derive(Clone)]
 pub struct ReverseDns {
     inner: Arc<Inner>,
@@ -106,6 +225,7 @@ fn resolver(settings: &DnsConfig) -> Result<TokioResolver, String> {
             .servers
             .iter()
             .map(|address| {
+                // UDP, and TCP for answers too long for UDP.
                 let mut server = NameServerConfig::udp_and_tcp(address.ip());
                 for connection in &mut server.connections {
                     connection.port = address.port();
@@ -120,6 +240,8 @@ fn resolver(settings: &DnsConfig) -> Result<TokioResolver, String> {
     };
     let options: &mut ResolverOpts = builder.options_mut();
     options.timeout = settings.timeout;
+    // One try per server: the request waits `timeout` at most anyway, and a failure is retried
+    // after FAILURE_TTL.
     options.attempts = 1;
     // Answers are cached here, by the rules above; the resolver's cache would only hold them
     // past those rules.
@@ -131,9 +253,28 @@ fn resolver(settings: &DnsConfig) -> Result<TokioResolver, String> {
         .map_err(|e| format!("cannot build a DNS resolver: {e}"))
 }
 
+/// Removes an address's in-flight entry when its lookup ends, however it ends (an aborted task
+/// included), so the address is never stuck with a dead lookup.
+struct InFlight {
+    inner: Arc<Inner>,
+    ip: IpAddr,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut in_flight = self
+            .inner
+            .in_flight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        in_flight.remove(&self.ip);
+    }
+}
+
 impl ReverseDns {
-    /// A resolver with `settings` (`servers` empty: the system's configuration). If none can be
-    /// built, every lookup fails (claims stay unverified) and the reason is logged once.
+    /// A resolver with `settings` (`servers` empty: the system's configuration, read now). If
+    /// none can be built, every lookup fails (claims stay unverified) and the reason is logged
+    /// once: verification must not stop the proxy from starting. Needs no runtime.
     pub fn new(settings: DnsConfig) -> ReverseDns {
         let resolver = resolver(&settings);
         if let Err(e) = &resolver {
@@ -142,73 +283,39 @@ impl ReverseDns {
         ReverseDns {
             inner: Arc::new(Inner {
                 resolver,
+                cache: Cache::new(settings.max_entries),
                 settings,
-                cache: Mutex::default(),
                 in_flight: Mutex::default(),
             }),
         }
     }
 
-    /// The cached, unexpired answer for `ip`, without waiting.
+    /// The cached, unexpired answer for `ip`, without waiting or looking anything up: for the
+    /// request path.
     pub fn peek(&self, ip: IpAddr) -> Option<Fcrdns> {
-        let ip = canonical(ip);
-        let cache = self.inner.cache.lock().unwrap_or_else(|e| e.into_inner());
-        cache
-            .get(&ip)
-            .filter(|cached| cached.until > Instant::now())
-            .map(|cached| cached.answer.clone())
+        self.inner.cache.get(&canonical(ip), Instant::now())
     }
 
-    /// Addresses cached now.
+    /// Addresses cached now (expired ones included until they are dropped), at most
+    /// `max_entries`.
     pub fn cached(&self) -> usize {
-        self.inner.cache.lock().map_or(0, |cache| cache.len())
+        self.inner.cache.len()
     }
 
     /// The answer for `ip`: cached, or looked up (one lookup per address however many ask at
-    /// once). Waits at most `timeout`; a lookup still running then goes on and fills the cache.
+    /// once). Waits at most `timeout` in all; a lookup still running then goes on and fills the
+    /// cache for the next request, and this answers `Failed`. Needs a tokio runtime.
     pub async fn resolve(&self, ip: IpAddr) -> Fcrdns {
         let ip = canonical(ip);
         if let Some(answer) = self.peek(ip) {
             return answer;
         }
-        let mut waiter = {
-            let mut in_flight = self
-                .inner
-                .in_flight
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            match in_flight.get(&ip) {
-                Some(waiter) => waiter.clone(),
-                None if in_flight.len() >= MAX_IN_FLIGHT => {
-                    METRICS
-                        .verify_dns_lookups
-                        .with_label_values(&["failed"])
-                        .inc();
-                    return Fcrdns::Failed("too many lookups in flight".into());
-                }
-                None => {
-                    let (done, waiter) = tokio::sync::watch::channel(None);
-                    in_flight.insert(ip, waiter.clone());
-                    let inner = self.inner.clone();
-                    tokio::spawn(async move {
-                        // The resolver times out on its own; this bounds the whole chain of
-                        // lookups (PTR, then each name's forward lookup).
-                        let budget = inner.settings.timeout.saturating_mul(2 + MAX_NAMES as u32);
-                        let answer = match tokio::time::timeout(budget, lookup(&inner, ip)).await {
-                            Ok(answer) => answer,
-                            Err(_) => Fcrdns::Failed("the lookups timed out".into()),
-                        };
-                        inner.remember(ip, answer.clone());
-                        if let Ok(mut in_flight) = inner.in_flight.lock() {
-                            in_flight.remove(&ip);
-                        }
-                        let _ = done.send(Some(answer));
-                    });
-                    waiter
-                }
-            }
+        let mut waiter = match self.join_or_start(ip) {
+            Ok(waiter) => waiter,
+            Err(answer) => return answer,
         };
-        let waited = tokio::time::timeout(self.inner.settings.timeout, async {
+        let timeout = self.inner.settings.timeout;
+        let waited = tokio::time::timeout(timeout, async {
             match waiter.wait_for(Option::is_some).await {
                 Ok(answer) => answer.clone(),
                 Err(_) => None,
@@ -218,10 +325,52 @@ impl ReverseDns {
         match waited {
             Ok(Some(answer)) => answer,
             Ok(None) => Fcrdns::Failed("the lookup was abandoned".into()),
-            Err(_) => {
-                Fcrdns::Failed(format!("no answer within {:?}", self.inner.settings.timeout).into())
-            }
+            Err(_) => Fcrdns::Failed(format!("timeout: no answer within {timeout:?}").into()),
         }
+    }
+
+    /// The lookup in flight for `ip`, joined or started; or an answer without one (cached since
+    /// the caller looked, or too many lookups in flight).
+    fn join_or_start(&self, ip: IpAddr) -> Result<Waiter, Fcrdns> {
+        let mut in_flight = self
+            .inner
+            .in_flight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(waiter) = in_flight.get(&ip) {
+            return Ok(waiter.clone());
+        }
+        // A lookup that ended since the caller's peek stored its answer before leaving
+        // `in_flight`: look again under the lock rather than send a second one.
+        if let Some(answer) = self.peek(ip) {
+            return Err(answer);
+        }
+        if in_flight.len() >= MAX_IN_FLIGHT {
+            let why = "too many lookups in flight";
+            crate::logs::verification_lookup_failed(ip, why);
+            return Err(Fcrdns::Failed(why.into()));
+        }
+        let (done, waiter) = tokio::sync::watch::channel(None);
+        in_flight.insert(ip, waiter.clone());
+        let guard = InFlight {
+            inner: self.inner.clone(),
+            ip,
+        };
+        tokio::spawn(async move {
+            let inner = guard.inner.clone();
+            // The resolver times out each query on its own; this bounds the whole chain (PTR,
+            // then the forward lookups, each maybe retried over TCP) whatever happens.
+            let budget = inner.settings.timeout.saturating_mul(4);
+            let answer = match tokio::time::timeout(budget, lookup(&inner, ip)).await {
+                Ok(answer) => answer,
+                Err(_) => Fcrdns::Failed(format!("timeout: lookups ran past {budget:?}").into()),
+            };
+            inner.remember(ip, answer.clone());
+            // Cached first, then out of `in_flight`: a caller always finds one or the other.
+            drop(guard);
+            let _ = done.send(Some(answer));
+        });
+        Ok(waiter)
     }
 }
 
@@ -232,49 +381,27 @@ impl Inner {
             Fcrdns::NoName(_) => self.settings.negative_ttl,
             Fcrdns::Failed(_) => FAILURE_TTL.min(self.settings.negative_ttl),
         };
-        let result = match &answer {
-            Fcrdns::Confirmed(_) => "confirmed",
-            Fcrdns::NoName(_) => "no_name",
-            Fcrdns::Failed(_) => "failed",
-        };
         METRICS
             .verify_dns_lookups
-            .with_label_values(&[result])
+            .with_label_values(&[answer.label()])
             .inc();
         if let Fcrdns::Failed(why) = &answer {
             crate::logs::verification_lookup_failed(ip, why);
         }
         let now = Instant::now();
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if cache.len() >= self.settings.max_entries && !cache.contains_key(&ip) {
-            cache.retain(|_, cached| cached.until > now);
-            // Still full of live answers: drop a tenth (whichever come first); they are looked
-            // up again when asked.
-            if cache.len() >= self.settings.max_entries {
-                let drop: Vec<IpAddr> = cache
-                    .keys()
-                    .take((self.settings.max_entries / 10).max(1))
-                    .copied()
-                    .collect();
-                for key in drop {
-                    cache.remove(&key);
-                }
-            }
-        }
-        cache.insert(
-            ip,
-            Cached {
-                answer,
-                until: now + ttl,
-            },
-        );
+        // An absurd TTL (years) must not overflow `Instant`: cap it at a year.
+        let until = now
+            .checked_add(ttl)
+            .unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600));
+        self.cache.put(ip, answer, until, now);
         METRICS
             .verify_dns_cache_entries
-            .set(i64::try_from(cache.len()).unwrap_or(i64::MAX));
+            .set(i64::try_from(self.cache.len()).unwrap_or(i64::MAX));
     }
 }
 
-/// IPv4-mapped IPv6 addresses are their IPv4 address.
+/// IPv4-mapped IPv6 addresses are their IPv4 address (a dual-stack listener reports IPv4
+/// clients so), looked up in in-addr.arpa.
 fn canonical(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
@@ -282,16 +409,40 @@ fn canonical(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// Text of a DNS name as compared: lower case, no trailing dot; `None` when overlong.
+/// Text of a DNS name as compared: lower case, no trailing dot; `None` when empty or overlong.
 fn name_text(name: &hickory_resolver::proto::rr::Name) -> Option<Box<str>> {
     let text = name.to_ascii().to_ascii_lowercase();
     let text = text.strip_suffix('.').unwrap_or(&text);
-    (!text.is_empty() && text.len() <= 253).then(|| text.into())
+    (!text.is_empty() && text.len() <= MAX_NAME_LEN).then(|| text.into())
 }
 
-fn short(error: impl std::fmt::Display) -> Box<str> {
+/// An error's text, cut short: it may quote names from a zone a client controls.
+fn short(error: impl std::fmt::Display) -> Arc<str> {
     let text = error.to_string();
     text.chars().take(200).collect::<String>().into()
+}
+
+/// The addresses `name` has in the family of `ip`.
+async fn forward(
+    resolver: &TokioResolver,
+    name: &str,
+    ip: IpAddr,
+) -> Result<Vec<IpAddr>, hickory_resolver::net::NetError> {
+    // Fully qualified: the resolver's search domains must not be tried.
+    let fqdn = format!("{name}.");
+    let found = match ip {
+        IpAddr::V4(_) => resolver.ipv4_lookup(fqdn.as_str()).await?,
+        IpAddr::V6(_) => resolver.ipv6_lookup(fqdn.as_str()).await?,
+    };
+    Ok(found
+        .answers()
+        .iter()
+        .filter_map(|record| match &record.data {
+            RData::A(a) => Some(IpAddr::V4(a.0)),
+            RData::AAAA(aaaa) => Some(IpAddr::V6(aaaa.0)),
+            _ => None,
+        })
+        .collect())
 }
 
 async fn lookup(inner: &Inner, ip: IpAddr) -> Fcrdns {
@@ -299,7 +450,7 @@ async fn lookup(inner: &Inner, ip: IpAddr) -> Fcrdns {
         Ok(resolver) => resolver,
         Err(e) => return Fcrdns::Failed(short(e)),
     };
-    let names: Vec<Box<str>> = match resolver.reverse_lookup(ip).await {
+    let mut names: Vec<Box<str>> = match resolver.reverse_lookup(ip).await {
         Ok(found) => found
             .answers()
             .iter()
@@ -312,35 +463,17 @@ async fn lookup(inner: &Inner, ip: IpAddr) -> Fcrdns {
         Err(e) if e.is_no_records_found() => return Fcrdns::NoName(None),
         Err(e) => return Fcrdns::Failed(short(format!("PTR lookup: {e}"))),
     };
-    let Some(first) = names.first().cloned() else {
+    names.dedup();
+    let Some(first) = names.first().map(|name| Arc::<str>::from(&**name)) else {
         return Fcrdns::NoName(None);
     };
+    // The names are checked at once: a request waits for the PTR answer and the slowest
+    // forward answer, not their sum.
+    let answers =
+        futures::future::join_all(names.iter().map(|name| forward(resolver, name, ip))).await;
     let mut confirmed = Vec::new();
     let mut failed = None;
-    for name in names {
-        let fqdn = format!("{name}.");
-        let addresses: Result<Vec<IpAddr>, _> = match ip {
-            IpAddr::V4(_) => resolver.ipv4_lookup(fqdn.as_str()).await.map(|found| {
-                found
-                    .answers()
-                    .iter()
-                    .filter_map(|record| match &record.data {
-                        RData::A(a) => Some(IpAddr::V4(a.0)),
-                        _ => None,
-                    })
-                    .collect()
-            }),
-            IpAddr::V6(_) => resolver.ipv6_lookup(fqdn.as_str()).await.map(|found| {
-                found
-                    .answers()
-                    .iter()
-                    .filter_map(|record| match &record.data {
-                        RData::AAAA(aaaa) => Some(IpAddr::V6(aaaa.0)),
-                        _ => None,
-                    })
-                    .collect()
-            }),
-        };
+    for (name, addresses) in names.into_iter().zip(answers) {
         match addresses {
             Ok(addresses) if addresses.contains(&ip) => confirmed.push(name),
             Ok(_) => {}
@@ -373,6 +506,7 @@ mod tests {
             "googlebot.com"
         ));
         assert!(name_has_suffix("googlebot.com", "googlebot.com"));
+        assert!(name_has_suffix("googlebot.com.", "GOOGLEBOT.COM"));
         assert!(name_has_suffix(
             "msnbot-1.search.msn.com",
             "search.msn.com."
@@ -384,6 +518,8 @@ mod tests {
         ));
         assert!(!name_has_suffix("com", "googlebot.com"));
         assert!(!name_has_suffix("x.googlebot.com", ""));
+        assert!(!name_has_suffix("x.googlebot.com", "."));
+        assert!(!name_has_suffix("", "googlebot.com"));
     }
 
     #[test]
@@ -392,7 +528,105 @@ mod tests {
             Fcrdns::Confirmed(vec!["a.example.net".into(), "crawl.googlebot.com".into()].into());
         let google = ["googlebot.com".to_string(), "google.com".to_string()];
         assert_eq!(answer.name_under(&google), Some("crawl.googlebot.com"));
-        assert_eq!(answer.name_under(&["search.msn.com".to_string()]), None);
-        assert_eq!(Fcrdns::NoName(None).name_under(&google), None);
+        assert!(answer.matches(&google));
+        assert!(!answer.matches(&["search.msn.com".to_string()]));
+        assert!(!answer.matches(&[]));
+        assert!(!Fcrdns::NoName(Some("crawl.googlebot.com".into())).matches(&google));
+        assert!(!Fcrdns::Failed("timeout".into()).matches(&google));
+    }
+
+    #[test]
+    fn mapped_addresses_are_their_ipv4_address() {
+        let mapped: IpAddr = "::ffff:198.51.100.7"
+            .parse()
+            .unwrap_or_else(|_| unreachable!());
+        let v4: IpAddr = "198.51.100.7".parse().unwrap_or_else(|_| unreachable!());
+        let v6: IpAddr = "2001:db8::7".parse().unwrap_or_else(|_| unreachable!());
+        assert_eq!(canonical(mapped), v4);
+        assert_eq!(canonical(v4), v4);
+        assert_eq!(canonical(v6), v6);
+    }
+
+    fn address(n: u32) -> IpAddr {
+        IpAddr::from(std::net::Ipv4Addr::from(0xC633_6400 + n))
+    }
+
+    #[test]
+    fn cached_answers_expire() {
+        let cache = Cache::new(100);
+        let now = Instant::now();
+        cache.put(
+            address(1),
+            Fcrdns::NoName(None),
+            now + Duration::from_secs(10),
+            now,
+        );
+        assert_eq!(cache.get(&address(1), now), Some(Fcrdns::NoName(None)));
+        assert_eq!(cache.get(&address(1), now + Duration::from_secs(10)), None);
+        assert_eq!(cache.get(&address(2), now), None);
+    }
+
+    #[test]
+    fn many_addresses_stay_within_the_bound() {
+        for max in [1, 7, 16, 100, 1000] {
+            let cache = Cache::new(max);
+            let now = Instant::now();
+            let until = now + Duration::from_secs(60);
+            for n in 0..5_000 {
+                cache.put(address(n), Fcrdns::NoName(None), until, now);
+                assert!(cache.len() <= max, "{max}: {}", cache.len());
+            }
+            let held = cache.shards.iter().map(|s| s.read().map_or(0, |s| s.len()));
+            assert_eq!(held.sum::<usize>(), cache.len());
+        }
+        // Nothing is kept at all when nothing may be.
+        let cache = Cache::new(0);
+        let now = Instant::now();
+        cache.put(address(1), Fcrdns::NoName(None), now, now);
+        assert_eq!(cache.len(), 0);
+    }
+
+    #[test]
+    fn a_flood_without_names_does_not_push_out_confirmed_ones() {
+        let cache = Cache::new(1600);
+        let now = Instant::now();
+        let until = now + Duration::from_secs(60);
+        let crawler = Fcrdns::Confirmed(vec!["crawl-1.googlebot.com".into()].into());
+        for n in 0..100 {
+            cache.put(address(n), crawler.clone(), until, now);
+        }
+        for n in 100..50_000 {
+            cache.put(address(n), Fcrdns::NoName(None), until, now);
+        }
+        for n in 0..100 {
+            assert_eq!(cache.get(&address(n), now), Some(crawler.clone()), "{n}");
+        }
+    }
+
+    #[test]
+    fn expired_entries_go_first() {
+        let cache = Cache::with_shards(16, 1);
+        let now = Instant::now();
+        let later = now + Duration::from_secs(120);
+        for n in 0..16 {
+            cache.put(
+                address(n),
+                Fcrdns::NoName(None),
+                now + Duration::from_secs(60),
+                now,
+            );
+        }
+        let live = Fcrdns::Failed("x".into());
+        for n in 16..32 {
+            cache.put(
+                address(n),
+                live.clone(),
+                later + Duration::from_secs(1),
+                later,
+            );
+        }
+        for n in 16..32 {
+            assert_eq!(cache.get(&address(n), later), Some(live.clone()), "{n}");
+        }
     }
 }

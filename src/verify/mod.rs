@@ -172,16 +172,16 @@ impl Verifier {
         let dns = if matches!(lists, ListAnswer::In(_)) || data.rdns.is_empty() || !public {
             DnsAnswer::NotAsked
         } else {
-            match self.dns.resolve(ip).await {
-                dns::Fcrdns::Confirmed(names) => {
-                    let answer = dns::Fcrdns::Confirmed(names.clone());
-                    match answer.name_under(&data.rdns) {
-                        Some(name) => DnsAnswer::Confirmed(name.to_string()),
-                        None => DnsAnswer::NotConfirmed(names.first().map(|n| n.to_string())),
-                    }
+            let answer = self.dns.resolve(ip).await;
+            match &answer {
+                dns::Fcrdns::Confirmed(names) => match answer.name_under(&data.rdns) {
+                    Some(name) => DnsAnswer::Confirmed(name.to_string()),
+                    None => DnsAnswer::NotConfirmed(names.first().map(|n| n.to_string())),
+                },
+                dns::Fcrdns::NoName(name) => {
+                    DnsAnswer::NotConfirmed(name.as_ref().map(|n| n.to_string()))
                 }
-                dns::Fcrdns::NoName(name) => DnsAnswer::NotConfirmed(name.map(String::from)),
-                dns::Fcrdns::Failed(why) => DnsAnswer::Failed(why.into()),
+                dns::Fcrdns::Failed(why) => DnsAnswer::Failed(why.to_string()),
             }
         };
         let verification = Arc::new(verdict(crawler, data, public, &lists, &dns));
