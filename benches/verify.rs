@@ -1,7 +1,7 @@
 //! Crawler verification on the request path: a verdict already cached per (crawler, address),
 //! which is what every request after a crawler's first from an address costs, next to the
-//! decision it is added to; and one Web Bot Auth signature check (Ed25519), which a signed
-//! request costs each time. Run with `cargo bench --bench verify`.
+//! decision it is added to; one Web Bot Auth signature check (Ed25519), which a signed
+//! request costs each time; and a read of the reverse DNS cache. Run with `cargo bench --bench verify`.
 
 use std::hint::black_box;
 use std::net::IpAddr;
@@ -159,5 +159,33 @@ fn signature_check(c: &mut Criterion) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-criterion_group!(benches, cached_verdict, signature_check);
+/// A reverse DNS answer already cached, read without waiting (and a miss): what the request
+/// path pays to ask the DNS cache.
+fn dns_peek(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    let mut settings = robotsguard::config::DnsConfig {
+        servers: vec!["127.0.0.1:9".parse().unwrap_or_else(|_| unreachable!())],
+        timeout: std::time::Duration::from_millis(50),
+        ..Default::default()
+    };
+    // Nothing answers on port 9: the failure is cached (30 s, longer than the run).
+    settings.negative_ttl = std::time::Duration::from_secs(3600);
+    let dns = robotsguard::verify::dns::ReverseDns::new(settings);
+    let cached: IpAddr = "203.0.113.7".parse().unwrap_or_else(|_| unreachable!());
+    let missing: IpAddr = "203.0.113.8".parse().unwrap_or_else(|_| unreachable!());
+    runtime.block_on(dns.resolve(cached));
+    let mut group = c.benchmark_group("verify");
+    group.bench_function("reverse DNS peek (cached)", |b| {
+        b.iter(|| black_box(dns.peek(black_box(cached))))
+    });
+    group.bench_function("reverse DNS peek (miss)", |b| {
+        b.iter(|| black_box(dns.peek(black_box(missing))))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, cached_verdict, signature_check, dns_peek);
 criterion_main!(benches);
