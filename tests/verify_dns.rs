@@ -398,6 +398,24 @@ async fn only_the_first_names_are_checked() {
         .sum();
     assert!((1..=4).contains(&forward), "{forward} forward lookups");
     assert_eq!(dns.lookups("n9.googlebot.com", RecordType::A), 0);
+    // A name repeated does not take the others' places.
+    dns.ptr(
+        "198.51.100.61",
+        &[
+            "dup.example.net",
+            "dup.example.net",
+            "DUP.example.net.",
+            "dup.example.net",
+            "dup.example.net",
+            "n61.googlebot.com",
+        ],
+    )
+    .addresses("n61.googlebot.com", &["198.51.100.61"]);
+    assert_eq!(
+        rdns.resolve(ip("198.51.100.61")).await,
+        confirmed(&["n61.googlebot.com"])
+    );
+    assert_eq!(dns.lookups("dup.example.net", RecordType::A), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

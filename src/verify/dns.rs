@@ -179,7 +179,7 @@ impl Cache {
         }
         shard.insert(ip, Entry { answer, until });
         let after = shard.len();
-        drop(shard);
+        // Counted under the shard's lock, so the sum never runs below zero.
         if after >= before {
             self.len.fetch_add(after - before, Ordering::Relaxed);
         } else {
@@ -332,26 +332,30 @@ impl ReverseDns {
     /// The lookup in flight for `ip`, joined or started; or an answer without one (cached since
     /// the caller looked, or too many lookups in flight).
     fn join_or_start(&self, ip: IpAddr) -> Result<Waiter, Fcrdns> {
-        let mut in_flight = self
-            .inner
-            .in_flight
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if let Some(waiter) = in_flight.get(&ip) {
-            return Ok(waiter.clone());
-        }
-        // A lookup that ended since the caller's peek stored its answer before leaving
-        // `in_flight`: look again under the lock rather than send a second one.
-        if let Some(answer) = self.peek(ip) {
-            return Err(answer);
-        }
-        if in_flight.len() >= MAX_IN_FLIGHT {
-            let why = "too many lookups in flight";
-            crate::logs::verification_lookup_failed(ip, why);
-            return Err(Fcrdns::Failed(why.into()));
-        }
-        let (done, waiter) = tokio::sync::watch::channel(None);
-        in_flight.insert(ip, waiter.clone());
+        let (done, waiter) = {
+            let mut in_flight = self
+                .inner
+                .in_flight
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if let Some(waiter) = in_flight.get(&ip) {
+                return Ok(waiter.clone());
+            }
+            // A lookup that ended since the caller's peek stored its answer before leaving
+            // `in_flight`: look again under the lock rather than send a second one.
+            if let Some(answer) = self.peek(ip) {
+                return Err(answer);
+            }
+            if in_flight.len() >= MAX_IN_FLIGHT {
+                let why = "too many lookups in flight";
+                crate::logs::verification_lookup_failed(ip, why);
+                return Err(Fcrdns::Failed(why.into()));
+            }
+            let (done, waiter) = tokio::sync::watch::channel(None);
+            in_flight.insert(ip, waiter.clone());
+            (done, waiter)
+        };
+        // Made with the lock released: it takes the lock when dropped, even if spawning fails.
         let guard = InFlight {
             inner: self.inner.clone(),
             ip,
@@ -450,20 +454,27 @@ async fn lookup(inner: &Inner, ip: IpAddr) -> Fcrdns {
         Ok(resolver) => resolver,
         Err(e) => return Fcrdns::Failed(short(e)),
     };
-    let mut names: Vec<Box<str>> = match resolver.reverse_lookup(ip).await {
-        Ok(found) => found
-            .answers()
-            .iter()
-            .filter_map(|record| match &record.data {
-                RData::PTR(ptr) => name_text(&ptr.0),
-                _ => None,
-            })
-            .take(MAX_NAMES)
-            .collect(),
+    let found = match resolver.reverse_lookup(ip).await {
+        Ok(found) => found,
         Err(e) if e.is_no_records_found() => return Fcrdns::NoName(None),
         Err(e) => return Fcrdns::Failed(short(format!("PTR lookup: {e}"))),
     };
-    names.dedup();
+    let mut names: Vec<Box<str>> = Vec::with_capacity(MAX_NAMES);
+    let ptr_names = found
+        .answers()
+        .iter()
+        .filter_map(|record| match &record.data {
+            RData::PTR(ptr) => name_text(&ptr.0),
+            _ => None,
+        });
+    for name in ptr_names {
+        if names.len() == MAX_NAMES {
+            break;
+        }
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
     let Some(first) = names.first().map(|name| Arc::<str>::from(&**name)) else {
         return Fcrdns::NoName(None);
     };
