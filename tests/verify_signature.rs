@@ -899,3 +899,48 @@ fn a_redirecting_or_missing_directory_is_a_failure() {
     }
     let _ = stop.send(true);
 }
+
+#[test]
+fn a_key_rotated_into_the_directory_is_fetched_when_first_seen_at_most_every_five_minutes() {
+    let (old, new) = (key(31), key(32));
+    let long = "Cache-Control: max-age=86400\r\n";
+    let (root, server) = directory_server(&ok_response(&jwks(&[&old]), long));
+    let url = format!("https://127.0.0.1:{}", server.port);
+    let auth = verifier(vec![agent(&url, "SignedBot", None)]);
+    let runtime = runtime();
+    let stop = run_service(&runtime, &auth);
+    wait_for(&auth, "the first keys", |keys| keys.keys == 1);
+    let fetches = || {
+        robotsguard::metrics::METRICS
+            .verify_signature_key_fetches
+            .with_label_values(&[url.as_str(), "ok"])
+            .get()
+    };
+    assert_eq!(fetches(), 1);
+    let ours = |key: &SigningKey| verify(&auth, &Signing::for_agent(key, &url).request("/a"));
+    assert!(matches!(ours(&old), SignatureOutcome::Verified { .. }));
+
+    // The agent rotates its key; the cached set (a day) does not have the new one.
+    std::fs::write(
+        root.path()
+            .join(".well-known")
+            .join("http-message-signatures-directory"),
+        ok_response(&jwks(&[&new]), long),
+    )
+    .expect("written");
+    assert_invalid(&ours(&new), "before the refetch");
+    let refetched = (0..400).any(|_| {
+        std::thread::sleep(Duration::from_millis(25));
+        matches!(ours(&new), SignatureOutcome::Verified { .. })
+    });
+    assert!(refetched, "{:?}", auth.agent_keys());
+    assert_eq!(fetches(), 2);
+    // Unknown keys again (the old one, strangers): no more fetches for five minutes.
+    for seed in 40..50 {
+        assert_invalid(&ours(&key(seed)), "a stranger");
+    }
+    assert_invalid(&ours(&old), "rotated out");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(fetches(), 2);
+    let _ = stop.send(true);
+}

@@ -10,6 +10,7 @@
 //! request's `Signature-Agent` — is done here, as are the time window and the key directories.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -95,6 +96,33 @@ struct Agent {
     keys: ArcSwapOption<KeyRing>,
     /// What the refresher knows; never read on the request path.
     status: Mutex<KeysStatus>,
+    /// Asks the refresher for the directory now: a signature named a key the agent's set
+    /// lacks, perhaps one it rotated in since the set was fetched.
+    nudge: tokio::sync::Notify,
+    /// When (Unix seconds) the last nudge was given; one per `MIN_KEYS_TTL` at most.
+    last_nudge: AtomicU64,
+}
+
+impl Agent {
+    /// Has the directory fetched again soon, at most once per `MIN_KEYS_TTL` whatever requests
+    /// say: a flood of unknown key ids costs one fetch per five minutes. Key files need none
+    /// (they are watched).
+    fn nudge(&self, now: u64) {
+        if !matches!(self.source, KeysSource::Directory(_)) {
+            return;
+        }
+        let last = self.last_nudge.load(Ordering::Relaxed);
+        if last != 0 && now.saturating_sub(last) < MIN_KEYS_TTL.as_secs() {
+            return;
+        }
+        if self
+            .last_nudge
+            .compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            self.nudge.notify_one();
+        }
+    }
 }
 
 /// The refresher's account of one agent's keys.
@@ -227,6 +255,8 @@ impl WebBotAuth {
                     },
                     keys: ArcSwapOption::empty(),
                     status: Mutex::new(KeysStatus::default()),
+                    nudge: tokio::sync::Notify::new(),
+                    last_nudge: AtomicU64::new(0),
                 })
             })
             .collect();
@@ -328,6 +358,7 @@ impl WebBotAuth {
                 crawler: agent.crawler.clone(),
             },
             Err(web_bot_auth::ImplementationError::NoSuchKey) => {
+                agent.nudge(u64::try_from(now).unwrap_or(0));
                 SignatureOutcome::Invalid(format!("the key is not one of {}'s", agent.agent))
             }
             Err(e) => SignatureOutcome::Invalid(format!("{e:?}").chars().take(200).collect()),
@@ -464,6 +495,9 @@ async fn keep_keys(agent: Arc<Agent>, connector: Arc<Connector>, watcher: Arc<Fi
                 if let KeysSource::File(path) = &agent.source {
                     watcher.rewatch(path);
                 }
+            }
+            _ = agent.nudge.notified() => {
+                tracing::debug!(agent = %agent.agent, "Web Bot Auth keys: a signature named an unknown key; fetching the directory again");
             }
         }
     }
