@@ -8,6 +8,17 @@
 //! is Cloudflare's `web-bot-auth` crate. It accepts a valid signature under any key it is
 //! given, so binding keys to the agent that published them — a keyring per agent, picked by the
 //! request's `Signature-Agent` — is done here, as are the time window and the key directories.
+//!
+//! Why the crate: it is Cloudflare's implementation of the draft it co-authors (Apache-2.0, as
+//! this project; maintained with the draft's revisions), builds with our Rust and dependency tree
+//! (it shares `sfv`, `ed25519-dalek`, `base64` and `sha2` with it), and already refuses what the
+//! draft forbids: no `keyid`, `tag="web-bot-auth"`, `created` or `expires`, neither `@authority`
+//! nor `@target-uri` covered, a `Signature-Agent` present but not covered. Its limits, handled
+//! here: it takes any key it is handed (so each agent has its own keyring), it does not check
+//! time (done here against the caller's clock), and its `JSONWebKeySet` refuses a whole set for
+//! one member of an unknown key type (sets are read member by member here). A `Signature-Agent`
+//! dictionary covered as a whole field (without `;key=`) is refused by it; signers cover the
+//! member (`"signature-agent";key="sig1"`) or send the older bare string.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,8 +79,9 @@ pub enum SignatureOutcome {
         /// The crawler it identifies.
         crawler: String,
     },
-    /// A signature that does not hold: expired, not yet valid, a wrong key, a tampered
-    /// component, a missing tag or component, malformed headers.
+    /// A signature that does not hold: expired, not yet valid, a lifetime over 24 hours, a key
+    /// the agent did not publish, a tampered component, a missing tag or component, no
+    /// `Signature-Agent` or one the signature does not cover, malformed or oversized headers.
     Invalid(String),
     /// Signed by an agent that is not configured.
     UnknownAgent(String),
