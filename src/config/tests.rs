@@ -451,7 +451,7 @@ origins:
             "t.yaml:5:11: unknown key `staus` in `block`; did you mean `status`? (expected one of: status, body)",
             "t.yaml:6:12: unknown key `refesh` in `defaults.robots`; did you mean `refresh`? (expected one of: refresh, timeout, on_unreachable, max_size)",
             "t.yaml:7:12: unknown key `extras` in `crawlers`; did you mean `extra`? (expected one of: builtin, generic, extra)",
-            "t.yaml:12:11: unknown key `snii` in upstream `tls`; did you mean `sni`? (expected one of: sni, verify)",
+            "t.yaml:12:11: unknown key `snii` in upstream `tls`; did you mean `sni`? (expected one of: sni, verify, ca, client_cert, client_key)",
             "t.yaml:13:14: unknown key `max-size` in `robots`; did you mean `max_size`? (expected one of: source, path, text, url, refresh, timeout, on_unreachable, max_size, serve)",
         ]
     );
