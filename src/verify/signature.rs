@@ -8,8 +8,20 @@
 //! is Cloudflare's `web-bot-auth` crate. It accepts a valid signature under any key it is
 //! given, so binding keys to the agent that published them — a keyring per agent, picked by the
 //! request's `Signature-Agent` — is done here, as are the time window and the key directories.
+//!
+//! Why the crate: it is Cloudflare's implementation of the draft it co-authors (Apache-2.0, as
+//! this project; maintained with the draft's revisions), builds with our Rust and dependency tree
+//! (it shares `sfv`, `ed25519-dalek`, `base64` and `sha2` with it), and already refuses what the
+//! draft forbids: no `keyid`, `tag="web-bot-auth"`, `created` or `expires`, neither `@authority`
+//! nor `@target-uri` covered, a `Signature-Agent` present but not covered. Its limits, handled
+//! here: it takes any key it is handed (so each agent has its own keyring), it does not check
+//! time (done here against the caller's clock), and its `JSONWebKeySet` refuses a whole set for
+//! one member of an unknown key type (sets are read member by member here). A `Signature-Agent`
+//! dictionary covered as a whole field (without `;key=`) is refused by it; signers cover the
+//! member (`"signature-agent";key="sig1"`) or send the older bare string.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -23,7 +35,7 @@ use sfv::SerializeValue;
 use web_bot_auth::components::{
     CoveredComponent, DerivedComponent, HTTPField, HTTPFieldParameters,
 };
-use web_bot_auth::keyring::{JSONWebKeySet, KeyRing};
+use web_bot_auth::keyring::{KeyRing, Thumbprintable};
 use web_bot_auth::message_signatures::SignedMessage;
 use web_bot_auth::{SignatureAgentLink, WebBotAuthVerifier};
 
@@ -67,8 +79,9 @@ pub enum SignatureOutcome {
         /// The crawler it identifies.
         crawler: String,
     },
-    /// A signature that does not hold: expired, not yet valid, a wrong key, a tampered
-    /// component, a missing tag or component, malformed headers.
+    /// A signature that does not hold: expired, not yet valid, a lifetime over 24 hours, a key
+    /// the agent did not publish, a tampered component, a missing tag or component, no
+    /// `Signature-Agent` or one the signature does not cover, malformed or oversized headers.
     Invalid(String),
     /// Signed by an agent that is not configured.
     UnknownAgent(String),
@@ -91,8 +104,61 @@ struct Agent {
     agent: String,
     crawler: String,
     source: KeysSource,
+    /// Read by every signed request (lock-free); replaced by the refresher.
     keys: ArcSwapOption<KeyRing>,
-    last_error: Mutex<Option<String>>,
+    /// What the refresher knows; never read on the request path.
+    status: Mutex<KeysStatus>,
+    /// Asks the refresher for the directory now: a signature named a key the agent's set
+    /// lacks, perhaps one it rotated in since the set was fetched.
+    nudge: tokio::sync::Notify,
+    /// When (Unix seconds) the last nudge was given; one per `MIN_KEYS_TTL` at most.
+    last_nudge: AtomicU64,
+}
+
+impl Agent {
+    /// Has the directory fetched again soon, at most once per `MIN_KEYS_TTL` whatever requests
+    /// say: a flood of unknown key ids costs one fetch per five minutes. Key files need none
+    /// (they are watched).
+    fn nudge(&self, now: u64) {
+        if !matches!(self.source, KeysSource::Directory(_)) {
+            return;
+        }
+        let last = self.last_nudge.load(Ordering::Relaxed);
+        if last != 0 && now.saturating_sub(last) < MIN_KEYS_TTL.as_secs() {
+            return;
+        }
+        if self
+            .last_nudge
+            .compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            self.nudge.notify_one();
+        }
+    }
+}
+
+/// The refresher's account of one agent's keys.
+#[derive(Debug, Default)]
+struct KeysStatus {
+    keys: usize,
+    last_error: Option<String>,
+    next_load: Option<SystemTime>,
+}
+
+/// What is known of one configured agent's keys: for `/explain`, logs and tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentKeys {
+    /// The agent (`https://chatgpt.com`).
+    pub agent: String,
+    /// The crawler its signatures identify.
+    pub crawler: String,
+    /// Usable (Ed25519) keys in force; 0 until the first load succeeds.
+    pub keys: usize,
+    /// Why the latest load failed (the keys in force, if any, are the last good ones).
+    pub last_error: Option<String>,
+    /// When the refresher loads the keys again (a directory's `max-age`, clamped, less a
+    /// tenth; or the retry after a failure).
+    pub next_load: Option<SystemTime>,
 }
 
 /// The Web Bot Auth verifier: the configured agents and their keys.
@@ -200,7 +266,9 @@ impl WebBotAuth {
                         None => KeysSource::Directory(format!("{}{DIRECTORY_PATH}", agent.agent)),
                     },
                     keys: ArcSwapOption::empty(),
-                    last_error: Mutex::new(None),
+                    status: Mutex::new(KeysStatus::default()),
+                    nudge: tokio::sync::Notify::new(),
+                    last_nudge: AtomicU64::new(0),
                 })
             })
             .collect();
@@ -259,33 +327,18 @@ impl WebBotAuth {
             })
             .collect();
         let details = &verifier.get_parsed_label().base.parameters.details;
-        let agent = if named.is_empty() {
-            // No Signature-Agent: the key itself must be one of a configured agent's.
-            let keyid = details.keyid.clone().unwrap_or_default();
-            let found = self.agents.iter().find(|agent| {
-                agent
-                    .keys
-                    .load()
-                    .as_ref()
-                    .is_some_and(|keys| keys.get(&keyid).is_some())
-            });
-            match found {
-                Some(agent) => agent,
-                None => {
-                    return SignatureOutcome::UnknownAgent(
-                        "no Signature-Agent, and the key is no configured agent's".into(),
-                    )
-                }
-            }
-        } else {
-            let found = named.iter().find_map(|name| {
-                let origin = crate::config::https_origin(name)?;
-                self.agents.iter().find(|agent| agent.agent == origin)
-            });
-            match found {
-                Some(agent) => agent,
-                None => return SignatureOutcome::UnknownAgent(named.join(", ")),
-            }
+        // The draft: `Signature-Agent` names where the signer's keys are, and is covered (the
+        // crate refuses a signature that leaves a present `Signature-Agent` uncovered). Without
+        // it nothing binds the key to an agent.
+        if named.is_empty() {
+            return SignatureOutcome::Invalid("no usable Signature-Agent".into());
+        }
+        let found = named.iter().find_map(|name| {
+            let origin = crate::config::https_origin(name)?;
+            self.agents.iter().find(|agent| agent.agent == origin)
+        });
+        let Some(agent) = found else {
+            return SignatureOutcome::UnknownAgent(named.join(", ").chars().take(200).collect());
         };
         let seconds = |at: SystemTime| {
             at.duration_since(SystemTime::UNIX_EPOCH)
@@ -317,24 +370,38 @@ impl WebBotAuth {
                 crawler: agent.crawler.clone(),
             },
             Err(web_bot_auth::ImplementationError::NoSuchKey) => {
+                agent.nudge(u64::try_from(now).unwrap_or(0));
                 SignatureOutcome::Invalid(format!("the key is not one of {}'s", agent.agent))
             }
             Err(e) => SignatureOutcome::Invalid(format!("{e:?}").chars().take(200).collect()),
         }
     }
 
-    /// Loads every agent's keys once, now.
+    /// Loads every agent's keys once, now (the command line and benchmarks; a server runs
+    /// [`WebBotAuth::service`] instead).
     pub async fn load_once(&self) {
         let connector = Connector::new(None);
         for agent in &self.agents {
-            if let (Ok((keys, count)), _) = load(agent, &connector).await {
-                METRICS
-                    .verify_signature_keys
-                    .with_label_values(&[&agent.agent])
-                    .set(i64::try_from(count).unwrap_or(i64::MAX));
-                agent.keys.store(Some(Arc::new(keys)));
-            }
+            let (result, _) = load(agent, &connector).await;
+            record(agent, result);
         }
+    }
+
+    /// Each configured agent's keys as the refresher last left them.
+    pub fn agent_keys(&self) -> Vec<AgentKeys> {
+        self.agents
+            .iter()
+            .map(|agent| {
+                let status = agent.status.lock().unwrap_or_else(|e| e.into_inner());
+                AgentKeys {
+                    agent: agent.agent.clone(),
+                    crawler: agent.crawler.clone(),
+                    keys: status.keys,
+                    last_error: status.last_error.clone(),
+                    next_load: status.next_load,
+                }
+            })
+            .collect()
     }
 
     /// The background service loading and refreshing the agents' keys.
@@ -370,16 +437,33 @@ impl BackgroundService for KeyRefresher {
     }
 }
 
-/// A JWKS as a keyring of its usable (Ed25519) keys, by thumbprint.
+/// The most keys of one set imported; a directory lists a few (the current key and the next).
+const MAX_KEYS: usize = 64;
+
+/// A JWKS as a keyring of its usable (Ed25519) keys, each under its RFC 7638 thumbprint
+/// (computed here from the key, never taken from its `kid`). Keys that cannot be used — other
+/// key types (RSA, EC, post-quantum), other curves, malformed members — are skipped one by one:
+/// a directory that adds a key of a newer kind must not lose its Ed25519 keys. The crate's own
+/// `JSONWebKeySet` would refuse the whole set for one member of an unknown `kty`.
 fn keyring(body: &[u8]) -> Result<(KeyRing, usize), String> {
-    let set: JSONWebKeySet =
+    #[derive(serde::Deserialize)]
+    struct Set {
+        keys: Vec<serde_json::Value>,
+    }
+    let set: Set =
         serde_json::from_slice(body).map_err(|e| format!("not a JSON Web Key Set: {e}"))?;
     let mut keys = KeyRing::default();
-    let usable = keys
-        .import_jwks(set)
-        .iter()
-        .filter(|error| error.is_none())
-        .count();
+    let mut usable = 0;
+    for member in set.keys.into_iter().take(MAX_KEYS) {
+        let Ok(jwk) = serde_json::from_value::<Thumbprintable>(member) else {
+            continue;
+        };
+        if matches!(&jwk, Thumbprintable::OKP { crv, .. } if crv == "Ed25519")
+            && keys.try_import_jwk(&jwk).is_ok()
+        {
+            usable += 1;
+        }
+    }
     if usable == 0 {
         return Err("no Ed25519 key in the set".into());
     }
@@ -394,37 +478,13 @@ async fn keep_keys(agent: Arc<Agent>, connector: Arc<Connector>, watcher: Arc<Fi
     let mut failures: u32 = 0;
     loop {
         let (result, ttl) = load(&agent, &connector).await;
-        let outcome = match result {
-            Ok((keys, count)) => {
-                METRICS
-                    .verify_signature_keys
-                    .with_label_values(&[&agent.agent])
-                    .set(i64::try_from(count).unwrap_or(i64::MAX));
-                agent.keys.store(Some(Arc::new(keys)));
-                if let Ok(mut last) = agent.last_error.lock() {
-                    *last = None;
-                }
-                failures = 0;
-                "ok"
-            }
-            Err(error) => {
-                let kept = if agent.keys.load().is_some() {
-                    "the last good keys stay in force"
-                } else {
-                    "its signatures cannot be checked until they load"
-                };
-                tracing::warn!(agent = %agent.agent, "Web Bot Auth keys: {error} ({kept})");
-                if let Ok(mut last) = agent.last_error.lock() {
-                    *last = Some(error);
-                }
-                failures = failures.saturating_add(1);
-                "failed"
-            }
+        let failed = result.is_err();
+        record(&agent, result);
+        failures = if failed {
+            failures.saturating_add(1)
+        } else {
+            0
         };
-        METRICS
-            .verify_signature_key_fetches
-            .with_label_values(&[&agent.agent, outcome])
-            .inc();
         let delay = if failures == 0 {
             // Fetched again a little before the directory says it expires.
             ttl.mul_f64(0.9)
@@ -433,6 +493,9 @@ async fn keep_keys(agent: Arc<Agent>, connector: Arc<Connector>, watcher: Arc<Fi
                 .saturating_mul(1u32 << (failures - 1).min(16))
                 .min(MAX_RETRY)
         };
+        if let Ok(mut status) = agent.status.lock() {
+            status.next_load = SystemTime::now().checked_add(delay);
+        }
         tokio::select! {
             _ = tokio::time::sleep(delay) => {}
             _ = async {
@@ -445,8 +508,46 @@ async fn keep_keys(agent: Arc<Agent>, connector: Arc<Connector>, watcher: Arc<Fi
                     watcher.rewatch(path);
                 }
             }
+            _ = agent.nudge.notified() => {
+                tracing::debug!(agent = %agent.agent, "Web Bot Auth keys: a signature named an unknown key; fetching the directory again");
+            }
         }
     }
+}
+
+/// Puts a load's keys in force (or keeps the last good ones), and counts and logs it. Failures
+/// are logged once per attempt, and attempts back off from 10 s to an hour.
+fn record(agent: &Agent, result: Result<(KeyRing, usize), String>) {
+    let outcome = match result {
+        Ok((keys, count)) => {
+            METRICS
+                .verify_signature_keys
+                .with_label_values(&[&agent.agent])
+                .set(i64::try_from(count).unwrap_or(i64::MAX));
+            agent.keys.store(Some(Arc::new(keys)));
+            let mut status = agent.status.lock().unwrap_or_else(|e| e.into_inner());
+            if status.last_error.take().is_some() {
+                tracing::info!(agent = %agent.agent, keys = count, "Web Bot Auth keys loaded again");
+            }
+            status.keys = count;
+            "ok"
+        }
+        Err(error) => {
+            let kept = if agent.keys.load().is_some() {
+                "the last good keys stay in force"
+            } else {
+                "its signatures cannot be checked until they load"
+            };
+            tracing::warn!(agent = %agent.agent, "Web Bot Auth keys: {error} ({kept})");
+            let mut status = agent.status.lock().unwrap_or_else(|e| e.into_inner());
+            status.last_error = Some(error);
+            "failed"
+        }
+    };
+    METRICS
+        .verify_signature_key_fetches
+        .with_label_values(&[&agent.agent, outcome])
+        .inc();
 }
 
 /// An agent's keys from its source, and how long they may be kept.
@@ -540,7 +641,16 @@ mod tests {
         assert!(keys
             .get(&"poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U".to_string())
             .is_some());
+        // Keys it cannot use are skipped one by one, not the set.
+        let mixed = br#"{"keys":[{"kty":"AKP","alg":"ML-DSA-44","pub":"AAAA"},{"kty":"OKP","crv":"X25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"},{"kty":"OKP","crv":"Ed25519","x":"short"},"junk",{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs","kid":"other"}]}"#;
+        let (keys, count) = keyring(mixed).unwrap_or_default();
+        assert_eq!(count, 1);
+        assert!(keys
+            .get(&"poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U".to_string())
+            .is_some());
+        assert!(keys.get(&"other".to_string()).is_none());
         assert!(keyring(br#"{"keys":[]}"#).is_err());
+        assert!(keyring(br#"{"keys":{}}"#).is_err());
         assert!(keyring(b"<html>").is_err());
     }
 }

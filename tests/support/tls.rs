@@ -108,10 +108,27 @@ pub struct HttpsServer {
 
 impl HttpsServer {
     pub fn start(root: &Path, cert: &Path, key: &Path, client_ca: Option<&Path>) -> HttpsServer {
+        HttpsServer::run("-WWW", root, cert, key, client_ca)
+    }
+
+    /// `openssl s_server -HTTP`: each file of `root` is a whole HTTP response (status line,
+    /// header fields, blank line, body), sent as it is, so a test can answer with any status or
+    /// header (a redirect, `Cache-Control`).
+    pub fn start_raw(root: &Path, cert: &Path, key: &Path) -> HttpsServer {
+        HttpsServer::run("-HTTP", root, cert, key, None)
+    }
+
+    fn run(
+        mode: &str,
+        root: &Path,
+        cert: &Path,
+        key: &Path,
+        client_ca: Option<&Path>,
+    ) -> HttpsServer {
         let port = super::free_port();
         let mut command = Command::new("openssl");
         command
-            .args(["s_server", "-quiet", "-WWW", "-accept"])
+            .args(["s_server", "-quiet", mode, "-accept"])
             .arg(format!("127.0.0.1:{port}"))
             .arg("-cert")
             .arg(cert)
