@@ -315,10 +315,13 @@ def check_config_against_pod(config_file, container, pod_spec):
         address = entry["address"] if isinstance(entry, dict) else entry
         listen_ports.add(port_of(address))
         if isinstance(entry, dict) and "tls" in entry:
-            for key in ("cert", "key"):
-                path = os.path.join(base, entry["tls"][key])
-                if not os.path.exists(path):
-                    problem(f"listener {address}: {key} {entry['tls'][key]} is not in the config volume")
+            tls = entry["tls"]
+            pairs = tls["certs"] if "certs" in tls else [tls]
+            for pair in pairs:
+                for key in ("cert", "key"):
+                    path = os.path.join(base, pair[key])
+                    if not os.path.exists(path):
+                        problem(f"listener {address}: {key} {pair[key]} is not in the config volume")
     for name in ("http", "https"):
         if name in ports and ports[name] not in listen_ports:
             problem(f"container port {name} ({ports[name]}) has no listener in the config")

@@ -123,6 +123,9 @@ refuse "additionalRules.0.for" \
     --set-json 'prometheusRule.additionalRules=[{"alert":"X","expr":"1","for":"5 minutes"}]'
 refuse "no listener on ports.proxy" --set 'config.listen[0]=0.0.0.0:8000'
 refuse "no listener on ports.https" --set tls.secretName=cert --set 'config.listen[0]=0.0.0.0:8080'
+refuse "tls.extraSecrets needs tls.secretName" --set 'tls.extraSecrets[0]=blog-tls'
+refuse "lists tls.secretName (cert) again" --set tls.secretName=cert --set 'tls.extraSecrets[0]=cert'
+refuse "tls.extraSecrets" --set tls.secretName=cert --set 'tls.extraSecrets[0]=Not_A_Name'
 refuse "must exceed" --set terminationGracePeriodSeconds=15
 refuse "config.shutdown.grace" --set-string config.shutdown.grace=10
 refuse "pullPolicy" --set image.pullPolicy=Sometimes

@@ -41,7 +41,8 @@
 //! 7. [`logs`]: the rate-limited log lines and the access log, which describe decisions.
 //! 8. Background work that replaces what the snapshot holds: robots.txt fetching and file
 //!    watching, upstream health and DNS, [`reload`] (the config file), and [`verify`]
-//!    (crawler verification: IP range lists, reverse DNS, Web Bot Auth keys).
+//!    (crawler verification: IP range lists, reverse DNS, Web Bot Auth keys), and
+//!    [`listener_tls`] (TLS listeners' certificates, chosen by SNI and re-read on change).
 //! 9. [`guard`] and [`admin`]: the pingora-facing shell (per-request hooks, services, the admin
 //!    endpoint).
 //!
@@ -57,6 +58,7 @@ pub mod crawlers;
 pub mod enforce;
 mod fetch;
 pub mod guard;
+pub mod listener_tls;
 pub mod logs;
 pub mod metrics;
 pub mod reload;

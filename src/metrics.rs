@@ -109,10 +109,16 @@ pub struct Metrics {
     /// `robotsguard_verify_signature_key_fetches_total{agent, outcome}`: key directory fetches
     /// and key file reads.
     pub verify_signature_key_fetches: IntCounterVec,
+    /// `robotsguard_tls_certificate_expiry_timestamp_seconds{listener, name}`: when each served
+    /// certificate expires.
+    pub tls_certificate_expiry: GaugeVec,
+    /// `robotsguard_tls_certificate_reloads_total{listener, result}`: certificate files re-read
+    /// after a change (`loaded`, `failed`: the previous certificate is still served).
+    pub tls_certificate_reloads: IntCounterVec,
 }
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 32] = [
+pub const METRIC_NAMES: [&str; 34] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -145,6 +151,8 @@ pub const METRIC_NAMES: [&str; 32] = [
     "robotsguard_verify_dns_cache_entries",
     "robotsguard_verify_signature_keys",
     "robotsguard_verify_signature_key_fetches_total",
+    "robotsguard_tls_certificate_expiry_timestamp_seconds",
+    "robotsguard_tls_certificate_reloads_total",
 ];
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -392,6 +400,18 @@ impl Metrics {
             "Web Bot Auth key directory fetches and key file reads, by agent and outcome (ok, failed).",
             &["agent", "outcome"],
         );
+        let tls_certificate_expiry = float_gauge(
+            &registry,
+            "robotsguard_tls_certificate_expiry_timestamp_seconds",
+            "When each certificate a TLS listener serves expires (Unix time), by listener and certificate name.",
+            &["listener", "name"],
+        );
+        let tls_certificate_reloads = counter(
+            &registry,
+            "robotsguard_tls_certificate_reloads_total",
+            "Listener certificate files re-read after a change, by result (loaded; failed: the previous certificate is still served).",
+            &["listener", "result"],
+        );
         // process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... (Linux).
         register(
             &registry,
@@ -431,6 +451,8 @@ impl Metrics {
             verify_dns_cache_entries,
             verify_signature_keys,
             verify_signature_key_fetches,
+            tls_certificate_expiry,
+            tls_certificate_reloads,
         }
     }
 
@@ -553,6 +575,8 @@ impl Metrics {
             Box::new(self.verify_dns_cache_entries.clone()),
             Box::new(self.verify_signature_keys.clone()),
             Box::new(self.verify_signature_key_fetches.clone()),
+            Box::new(self.tls_certificate_expiry.clone()),
+            Box::new(self.tls_certificate_reloads.clone()),
         ]
     }
 }

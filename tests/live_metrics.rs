@@ -104,9 +104,26 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
         shop.addr()
     );
     let keys = r#"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}]}"#;
-    let proxy = Proxy::start_with(
+    // A TLS listener beside the plain one, for the certificate metrics.
+    let certs = tempfile::tempdir().expect("temp dir");
+    support::tls::make_ca(certs.path(), "ca");
+    let (cert, key) =
+        support::tls::make_leaf(certs.path(), "ca", "shop", "DNS:shop.example", false);
+    let cert = std::fs::read_to_string(cert).expect("certificate readable");
+    let key = std::fs::read_to_string(key).expect("key readable");
+    let tls_listener = format!(
+        "{{address: \"127.0.0.1:{}\", tls: {{cert: tls.pem, key: tls.key}}}}",
+        support::free_port()
+    );
+    let proxy = Proxy::start_with_second_listener(
         &body,
-        &[("ranges.json", "[\"192.0.2.0/24\"]"), ("keys.json", keys)],
+        &tls_listener,
+        &[
+            ("ranges.json", "[\"192.0.2.0/24\"]"),
+            ("keys.json", keys),
+            ("tls.pem", &cert),
+            ("tls.key", &key),
+        ],
     );
     assert_eq!(proxy.get("shop.example", "/page", BROWSER).status, 200);
     let impostor = support::Request::get("/page")

@@ -341,6 +341,9 @@ pub struct Listener {
     pub tls: Option<ListenerTls>,
     /// Every connection starts with a PROXY protocol (v1 or v2) header naming the client.
     pub proxy_protocol: bool,
+    /// HTTP/2: offered by ALPN beside HTTP/1.1 on a TLS listener (`tls.http2`, default on);
+    /// accepted with prior knowledge (h2c) beside HTTP/1.1 on a plain one (`http2`, default off).
+    pub http2: bool,
 }
 
 /// How access log lines are written.
@@ -410,11 +413,18 @@ pub struct HealthCheck {
     pub interval: Duration,
 }
 
-/// A TLS listener's certificate chain and private key (PEM files).
-/// Absolute paths; the files are not opened at load time.
+/// A TLS listener's certificates: `tls: {cert, key}` or `tls: {certs: [{cert, key}, ...]}`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ListenerTls {
-    /// The certificate chain.
+    /// The certificates, picked by the name a client asks for (SNI); the first is the default.
+    pub certs: Vec<CertificatePair>,
+}
+
+/// A certificate chain and its private key (PEM files). Absolute paths; the files are not opened
+/// at load time.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CertificatePair {
+    /// The certificate chain, leaf first.
     pub cert: PathBuf,
     /// The private key.
     pub key: PathBuf,

@@ -115,11 +115,16 @@ pub(crate) const SHUTDOWN: Section = Section {
 
 pub(crate) const LISTENER: Section = Section {
     place: "in listener",
-    keys: &["address", "tls", "proxy_protocol"],
+    keys: &["address", "tls", "proxy_protocol", "http2"],
 };
 
 pub(crate) const LISTENER_TLS: Section = Section {
     place: "in listener `tls`",
+    keys: &["cert", "key", "certs", "http2"],
+};
+
+pub(crate) const LISTENER_CERT: Section = Section {
+    place: "in a `tls.certs` entry",
     keys: &["cert", "key"],
 };
 
@@ -328,6 +333,7 @@ mod tests {
             &SHUTDOWN,
             &LISTENER,
             &LISTENER_TLS,
+            &LISTENER_CERT,
             &DEFAULTS,
             &BLOCK,
             &DEFAULT_ROBOTS,

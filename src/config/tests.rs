@@ -63,6 +63,7 @@ fn minimal_config_gets_every_default() {
             address: "127.0.0.1:8080".parse().unwrap_or_else(|_| unreachable!()),
             tls: None,
             proxy_protocol: false,
+            http2: false,
         }]
     );
     assert_eq!(
@@ -149,10 +150,14 @@ shutdown: {{grace: 1m30s}}
     assert_eq!(
         c.listen[2].tls,
         Some(ListenerTls {
-            cert: PathBuf::from(BASE).join("c.pem"),
-            key: PathBuf::from("/k.pem")
+            certs: vec![CertificatePair {
+                cert: PathBuf::from(BASE).join("c.pem"),
+                key: PathBuf::from("/k.pem")
+            }]
         })
     );
+    assert!(c.listen[2].http2, "TLS listeners offer HTTP/2 by default");
+    assert!(!c.listen[0].http2, "plain listeners take no h2c by default");
     assert_eq!(c.admin.address.to_string(), "[::1]:9999");
     assert_eq!(c.threads, Some(4));
     assert_eq!(c.shutdown_grace, Duration::from_secs(90));
@@ -445,7 +450,7 @@ origins:
     assert_eq!(
         errs,
         [
-            "t.yaml:1:33: unknown key `tsl` in listener; did you mean `tls`? (expected one of: address, tls, proxy_protocol)",
+            "t.yaml:1:33: unknown key `tsl` in listener; did you mean `tls`? (expected one of: address, tls, proxy_protocol, http2)",
             "t.yaml:2:12: unknown key `grase` in `shutdown`; did you mean `grace`? (expected one of: grace)",
             "t.yaml:4:3: unknown key `moed` in `defaults`; did you mean `mode`? (expected one of: mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors)",
             "t.yaml:5:11: unknown key `staus` in `block`; did you mean `status`? (expected one of: status, body)",
@@ -894,12 +899,75 @@ fn tls_listener_needs_cert_and_key() {
     assert_eq!(
         errs,
         [
-            "t.yaml:3:10: listener `tls` is missing `key` (TLS listeners need both `cert` and `key` (PEM files))",
-            "t.yaml:5:10: listener `tls` is missing `cert` (TLS listeners need both `cert` and `key` (PEM files))",
-            "t.yaml:5:10: listener `tls` is missing `key` (TLS listeners need both `cert` and `key` (PEM files))",
-            "t.yaml:7:10: listener `tls` must be a mapping, not a boolean (expected one of: cert, key)",
+            "t.yaml:3:10: listener `tls` is missing `key` (TLS listeners need both `cert` and `key` (PEM files), or a `certs` list of them)",
+            "t.yaml:5:10: listener `tls` is missing `cert` (TLS listeners need both `cert` and `key` (PEM files), or a `certs` list of them)",
+            "t.yaml:5:10: listener `tls` is missing `key` (TLS listeners need both `cert` and `key` (PEM files), or a `certs` list of them)",
+            "t.yaml:7:10: listener `tls` must be a mapping, not a boolean (expected one of: cert, key, certs, http2)",
             "t.yaml:8:5: listener is missing `address` (e.g. address: \"0.0.0.0:8443\")",
             "t.yaml:9:5: a `listen` entry must be an address or a mapping, not an integer (e.g. \"127.0.0.1:8080\" or {address: \"0.0.0.0:8443\", tls: {cert: cert.pem, key: key.pem}})",
+        ]
+    );
+}
+
+#[test]
+fn tls_listeners_with_several_certificates_and_http2() {
+    let c = ok(&format!(
+        "listen:
+  - address: \"0.0.0.0:8443\"
+    tls:
+      certs:
+        - {{cert: tls/shop.pem, key: tls/shop.key}}
+        - {{cert: /etc/tls/blog.pem, key: /etc/tls/blog.key}}
+      http2: false
+  - {{address: \"0.0.0.0:8444\", tls: {{cert: c.pem, key: k.pem}}, http2: false}}
+  - {{address: \"0.0.0.0:8080\", http2: true}}
+{ORIGIN}"
+    ));
+    let tls = c.listen[0].tls.clone().unwrap_or_else(|| panic!("no tls"));
+    assert_eq!(
+        tls.certs,
+        [
+            CertificatePair {
+                cert: PathBuf::from(BASE).join("tls/shop.pem"),
+                key: PathBuf::from(BASE).join("tls/shop.key"),
+            },
+            CertificatePair {
+                cert: PathBuf::from("/etc/tls/blog.pem"),
+                key: PathBuf::from("/etc/tls/blog.key"),
+            },
+        ]
+    );
+    assert!(!c.listen[0].http2);
+    assert!(
+        !c.listen[1].http2,
+        "listener-level http2 applies to TLS too"
+    );
+    assert!(c.listen[2].http2 && c.listen[2].tls.is_none(), "h2c");
+
+    let errs = errors(&format!(
+        "listen:
+  - address: \"0.0.0.0:443\"
+    tls: {{cert: a.pem, key: a.key, certs: [{{cert: b.pem, key: b.key}}]}}
+  - address: \"0.0.0.0:444\"
+    tls: {{certs: []}}
+  - address: \"0.0.0.0:445\"
+    tls: {{certs: [{{cert: b.pem}}, {{cret: c.pem, key: c.key}}]}}
+  - address: \"0.0.0.0:446\"
+    tls: {{cert: a.pem, key: a.key, http2: true}}
+    http2: false
+  - {{address: \"0.0.0.0:447\", http2: maybe}}
+{ORIGIN}"
+    ));
+    assert_eq!(
+        errs,
+        [
+            "t.yaml:3:43: listener `tls` has both `certs` and `cert`/`key` (list every certificate under `certs`, the default first)",
+            "t.yaml:5:18: listener `tls.certs` is empty (e.g. certs: [{cert: tls/shop.pem, key: tls/shop.key}])",
+            "t.yaml:7:19: a `tls.certs` entry is missing `key` (TLS listeners need both `cert` and `key` (PEM files), or a `certs` list of them)",
+            "t.yaml:7:34: a `tls.certs` entry is missing `cert` (TLS listeners need both `cert` and `key` (PEM files), or a `certs` list of them)",
+            "t.yaml:7:35: unknown key `cret` in a `tls.certs` entry; did you mean `cert`? (expected one of: cert, key)",
+            "t.yaml:10:12: `http2` and `tls.http2` disagree (set it in one place (`tls.http2` on a TLS listener))",
+            "t.yaml:11:37: `http2` must be true or false, not `maybe` (write true or false)",
         ]
     );
 }
@@ -1156,7 +1224,7 @@ fn tls_example_does_not_need_the_certificate_files() {
     let c = load_file(&manifest_path("config/examples/tls-termination.yaml"))
         .unwrap_or_else(|e| panic!("{e}"));
     let tls = c.listen[1].tls.as_ref().unwrap_or_else(|| panic!("no tls"));
-    assert!(!tls.cert.exists());
+    assert!(!tls.certs[0].cert.exists());
 }
 
 /// A scratch directory under the target dir, unique per test.
@@ -1207,8 +1275,8 @@ fn load_file_resolves_relative_paths_against_its_directory() {
     .unwrap_or_else(|e| panic!("{e}"));
     let c = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
     let tls = c.listen[0].tls.clone().unwrap_or_else(|| panic!("no tls"));
-    assert_eq!(tls.cert, dir.join("tls/c.pem"));
-    assert_eq!(tls.key, dir.join("../k.pem"));
+    assert_eq!(tls.certs[0].cert, dir.join("tls/c.pem"));
+    assert_eq!(tls.certs[0].key, dir.join("../k.pem"));
     assert_eq!(
         c.origins[0].robots.source,
         RobotsSource::File {

@@ -17,14 +17,14 @@ use super::schema::ACCESS_LOG;
 use super::schema::{
     ADMIN, CRAWLERS, DEFAULTS, DEFAULT_ADMIN, DEFAULT_BLOCK_STATUS, DEFAULT_GRACE, DEFAULT_LISTEN,
     DEFAULT_REFRESH, DEFAULT_ROBOTS, DEFAULT_ROBOTS_MAX_SIZE, DEFAULT_TIMEOUT, EXTRA_CRAWLER,
-    LIMITS, LISTENER, LISTENER_TLS, MAX_MAX_CONNECTIONS, MAX_MAX_HEADER_BYTES, MAX_NAME_LEN,
-    MAX_THREADS, MIN_MAX_HEADER_BYTES, SHUTDOWN, TOP,
+    LIMITS, LISTENER, LISTENER_CERT, LISTENER_TLS, MAX_MAX_CONNECTIONS, MAX_MAX_HEADER_BYTES,
+    MAX_NAME_LEN, MAX_THREADS, MIN_MAX_HEADER_BYTES, SHUTDOWN, TOP,
 };
 use super::tree::{Node, Value};
 use super::{AccessLogFormat, PolicyConfig, UpstreamHealth, UpstreamTimeouts};
 use super::{
-    AdminConfig, BlockConfig, Config, CrawlersConfig, ExtraCrawler, Limits, Listener, ListenerTls,
-    Mode, OnUnreachable, OriginConfig, PathsConfig,
+    AdminConfig, BlockConfig, CertificatePair, Config, CrawlersConfig, ExtraCrawler, Limits,
+    Listener, ListenerTls, Mode, OnUnreachable, OriginConfig, PathsConfig,
 };
 use crate::crawlers::CatalogueError;
 
@@ -37,6 +37,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
             address: DEFAULT_LISTEN,
             tls: None,
             proxy_protocol: false,
+            http2: false,
         }],
         admin: AdminConfig {
             address: DEFAULT_ADMIN,
@@ -135,6 +136,7 @@ fn listeners(sink: &mut Sink, node: Option<&Node>, base_dir: &Path) -> Vec<(List
                 address: DEFAULT_LISTEN,
                 tls: None,
                 proxy_protocol: false,
+                http2: false,
             },
             Pos::UNKNOWN,
         )];
@@ -178,7 +180,7 @@ fn listeners(sink: &mut Sink, node: Option<&Node>, base_dir: &Path) -> Vec<(List
     out
 }
 
-/// One `listen` entry: `"ip:port"` or `{address, tls: {cert, key}}`.
+/// One `listen` entry: `"ip:port"` or `{address, tls, proxy_protocol, http2}`.
 fn listener(sink: &mut Sink, item: &Node, base_dir: &Path) -> Option<Listener> {
     match &item.value {
         Value::Str(text) => parse_bind(text)
@@ -186,6 +188,7 @@ fn listener(sink: &mut Sink, item: &Node, base_dir: &Path) -> Option<Listener> {
                 address,
                 tls: None,
                 proxy_protocol: false,
+                http2: false,
             })
             .map_err(|p| sink.problem(item.pos, p))
             .ok(),
@@ -205,18 +208,40 @@ fn listener(sink: &mut Sink, item: &Node, base_dir: &Path) -> Option<Listener> {
                     None
                 }
             };
-            let tls = match table.get("tls") {
-                Some(n) => Some(listener_tls(sink, n, base_dir)?),
-                None => None,
+            let (tls, tls_http2) = match table.get("tls") {
+                Some(n) => {
+                    let (tls, http2) = listener_tls(sink, n, base_dir)?;
+                    (Some(tls), http2)
+                }
+                None => (None, None),
             };
             let proxy_protocol = table
                 .get("proxy_protocol")
                 .and_then(|n| reader::boolean(sink, n, "proxy_protocol"))
                 .unwrap_or(false);
+            let http2_node = table.get("http2");
+            let listener_http2 = http2_node.and_then(|n| reader::boolean(sink, n, "http2"));
+            let http2 = match (tls_http2, listener_http2) {
+                (Some(a), Some(b)) if a != b => {
+                    if let Some(n) = http2_node {
+                        sink.error_hint(
+                            n.pos,
+                            "`http2` and `tls.http2` disagree",
+                            "set it in one place (`tls.http2` on a TLS listener)",
+                        );
+                    }
+                    return None;
+                }
+                (Some(on), _) | (None, Some(on)) => on,
+                // ALPN lets every client choose, so TLS offers HTTP/2 unless told not to; h2c
+                // with prior knowledge is opt-in.
+                (None, None) => tls.is_some(),
+            };
             Some(Listener {
                 address: address?,
                 tls,
                 proxy_protocol,
+                http2,
             })
         }
         other => {
@@ -230,23 +255,81 @@ fn listener(sink: &mut Sink, item: &Node, base_dir: &Path) -> Option<Listener> {
     }
 }
 
-/// A listener's `tls: {cert, key}`. The files are not opened here.
-fn listener_tls(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<ListenerTls> {
+/// A listener's `tls`: `{cert, key}` or `{certs: [{cert, key}, ...]}`, and `http2` when given.
+/// The files are not opened here.
+fn listener_tls(
+    sink: &mut Sink,
+    node: &Node,
+    base_dir: &Path,
+) -> Option<(ListenerTls, Option<bool>)> {
     let table = Table::read(sink, node, &LISTENER_TLS, "listener `tls`")?;
+    let http2 = table
+        .get("http2")
+        .and_then(|n| reader::boolean(sink, n, "http2"));
+    let single = table.get("cert").is_some() || table.get("key").is_some();
+    let certs = match (table.get("certs"), single) {
+        (Some(list), true) => {
+            sink.error_hint(
+                list.pos,
+                "listener `tls` has both `certs` and `cert`/`key`",
+                "list every certificate under `certs`, the default first",
+            );
+            return None;
+        }
+        (Some(list), false) => {
+            let items = reader::list(sink, list, "certs")?;
+            if items.is_empty() {
+                sink.error_hint(
+                    list.pos,
+                    "listener `tls.certs` is empty",
+                    "e.g. certs: [{cert: tls/shop.pem, key: tls/shop.key}]",
+                );
+                return None;
+            }
+            let mut pairs = Vec::with_capacity(items.len());
+            let mut complete = true;
+            for item in items {
+                let Some(entry) = Table::read(sink, item, &LISTENER_CERT, "each `tls.certs` entry")
+                else {
+                    complete = false;
+                    continue;
+                };
+                match certificate_pair(sink, &entry, base_dir, "a `tls.certs` entry") {
+                    Some(pair) => pairs.push(pair),
+                    None => complete = false,
+                }
+            }
+            if !complete {
+                return None;
+            }
+            pairs
+        }
+        (None, _) => vec![certificate_pair(sink, &table, base_dir, "listener `tls`")?],
+    };
+    Some((ListenerTls { certs }, http2))
+}
+
+/// `cert` and `key` of `table`, both required.
+fn certificate_pair(
+    sink: &mut Sink,
+    table: &Table<'_>,
+    base_dir: &Path,
+    what: &str,
+) -> Option<CertificatePair> {
     let mut path = |key: &str| match table.get(key) {
         Some(n) => reader::nonempty_string(sink, n, key).map(|p| base_dir.join(p)),
         None => {
             sink.error_hint(
                 table.pos,
-                format!("listener `tls` is missing `{key}`"),
-                "TLS listeners need both `cert` and `key` (PEM files)",
+                format!("{what} is missing `{key}`"),
+                "TLS listeners need both `cert` and `key` (PEM files), or a `certs` list of them",
             );
             None
         }
     };
     let cert = path("cert");
     let key = path("key");
-    Some(ListenerTls {
+    Some(CertificatePair {
         cert: cert?,
         key: key?,
     })

@@ -770,6 +770,21 @@ impl Proxy {
         Proxy::launch(body, &[], true, listener_extra)
     }
 
+    /// [`Proxy::start_with_listener`], first writing `files` as [`Proxy::start_with`] does.
+    pub fn start_with_listener_and_files(
+        body: &str,
+        listener_extra: &str,
+        files: &[(&str, &str)],
+    ) -> Proxy {
+        Proxy::launch(body, files, true, listener_extra)
+    }
+
+    /// [`Proxy::start_with`] with `second` (a `listen` entry, e.g. a TLS listener) after the
+    /// proxy listener the harness makes.
+    pub fn start_with_second_listener(body: &str, second: &str, files: &[(&str, &str)]) -> Proxy {
+        Proxy::launch_with(body, files, true, "", second)
+    }
+
     /// [`Proxy::start`] with an admin listener that wants `Authorization: Bearer <token>`
     /// (written to `admin-token` in the temp dir).
     pub fn start_with_admin_token(body: &str, token: &str) -> Proxy {
@@ -788,9 +803,20 @@ impl Proxy {
     }
 
     fn launch(body: &str, files: &[(&str, &str)], wait_ready: bool, listener_extra: &str) -> Proxy {
+        Proxy::launch_with(body, files, wait_ready, listener_extra, "")
+    }
+
+    /// `second`: another `listen` entry after the proxy listener, or empty.
+    fn launch_with(
+        body: &str,
+        files: &[(&str, &str)],
+        wait_ready: bool,
+        listener_extra: &str,
+        second: &str,
+    ) -> Proxy {
         let mut last_error = String::new();
         for _ in 0..3 {
-            match Proxy::try_start(body, files, wait_ready, listener_extra) {
+            match Proxy::try_start(body, files, wait_ready, listener_extra, second) {
                 Ok(proxy) => return proxy,
                 // Another process may have taken a port between picking and binding it.
                 Err((stderr, true)) => last_error = stderr,
@@ -806,8 +832,14 @@ impl Proxy {
         files: &[(&str, &str)],
         wait_ready: bool,
         listener_extra: &str,
+        second: &str,
     ) -> Result<Proxy, (String, bool)> {
         let dir = tempfile::tempdir().expect("temp dir");
+        let second = if second.is_empty() {
+            String::new()
+        } else {
+            format!(", {second}")
+        };
         for (name, content) in files {
             let path = dir.path().join(name);
             if let Some(parent) = path.parent() {
@@ -829,7 +861,7 @@ impl Proxy {
             format!("{{address: \"{listen}\", {listener_extra}}}")
         };
         let config = format!(
-            "listen: [{listen_line}]\nadmin: {admin_line}\nthreads: 1\nshutdown: {{grace: 1s}}\n{body}"
+            "listen: [{listen_line}{second}]\nadmin: {admin_line}\nthreads: 1\nshutdown: {{grace: 1s}}\n{body}"
         );
         let config_path = dir.path().join("robotsguard.yaml");
         std::fs::write(&config_path, &config).expect("config written");

@@ -128,6 +128,12 @@ against the ports the pod exposes when present. With adminToken.secretName,
 admin becomes a mapping whose token_file is the projected Secret key.
 */}}
 {{- define "robotsguard.config" -}}
+{{- if and .Values.tls.extraSecrets (not .Values.tls.secretName) -}}
+{{- fail "robotsguard chart: tls.extraSecrets needs tls.secretName (its certificate is the listener's default)" -}}
+{{- end -}}
+{{- if has .Values.tls.secretName (.Values.tls.extraSecrets | default list) -}}
+{{- fail (printf "robotsguard chart: tls.extraSecrets lists tls.secretName (%s) again" .Values.tls.secretName) -}}
+{{- end -}}
 {{- $config := deepCopy (.Values.config | default dict) -}}
 {{- $bind := .Values.bindAddress -}}
 {{- $proxyPort := int .Values.ports.proxy -}}
@@ -136,7 +142,11 @@ admin becomes a mapping whose token_file is the projected Secret key.
 {{- if not (hasKey $config "listen") -}}
 {{- $listen := list (printf "%s:%d" $bind $proxyPort) -}}
 {{- if .Values.tls.secretName -}}
-{{- $tls := dict "cert" "tls/tls.crt" "key" "tls/tls.key" -}}
+{{- $certs := list (dict "cert" "tls/tls.crt" "key" "tls/tls.key") -}}
+{{- range .Values.tls.extraSecrets -}}
+{{- $certs = append $certs (dict "cert" (printf "tls/%s/tls.crt" .) "key" (printf "tls/%s/tls.key" .)) -}}
+{{- end -}}
+{{- $tls := dict "certs" $certs "http2" .Values.tls.http2 -}}
 {{- $listen = append $listen (dict "address" (printf "%s:%d" $bind $httpsPort) "tls" $tls) -}}
 {{- end -}}
 {{- $_ := set $config "listen" $listen -}}

@@ -35,6 +35,10 @@ use robotsguard::metrics::METRICS;
 /// Headers httparse is asked to parse at once; pingora refuses more than this with 400 too.
 const MAX_HEADERS: usize = 256;
 
+/// How every HTTP/2 connection starts (RFC 9113, section 3.4): as far as the blank line, which is
+/// where a request head read ends; `SM\r\n\r\n` follows.
+const H2_PREFACE_HEAD: &[u8] = b"PRI * HTTP/2.0\r\n\r\n";
+
 /// How long writing a refusal (408, 431) may take before the connection is dropped.
 const REFUSAL_WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -49,22 +53,24 @@ pub struct EdgeApp {
     guard: Guard,
     slots: Arc<Slots>,
     /// Plain listeners whose connections start with a PROXY protocol header.
-    proxy_protocol: ProxyProtocolListeners,
+    proxy_protocol: ListenerAddresses,
+    /// Plain listeners that take HTTP/2 with prior knowledge (h2c) beside HTTP/1.1.
+    h2c: ListenerAddresses,
 }
 
-/// The listen addresses whose connections start with a PROXY protocol header, matched against a
-/// connection's local address.
+/// Some of the listen addresses (those with a PROXY protocol header, those that take h2c),
+/// matched against a connection's local address.
 #[derive(Debug, Clone, Default)]
-pub struct ProxyProtocolListeners(Vec<std::net::SocketAddr>);
+pub struct ListenerAddresses(Vec<std::net::SocketAddr>);
 
-impl ProxyProtocolListeners {
+impl ListenerAddresses {
     pub fn new(addresses: Vec<std::net::SocketAddr>) -> Self {
-        ProxyProtocolListeners(addresses)
+        ListenerAddresses(addresses)
     }
 
-    /// Whether a connection accepted on `local` must start with a PROXY header. A listener on
-    /// the unspecified address accepts on every local address with its port.
-    pub fn expects(&self, local: Option<std::net::SocketAddr>) -> bool {
+    /// Whether a connection accepted on `local` came through one of these listeners. A listener
+    /// on the unspecified address accepts on every local address with its port.
+    pub fn contains(&self, local: Option<std::net::SocketAddr>) -> bool {
         let Some(local) = local else {
             return false;
         };
@@ -235,7 +241,7 @@ impl Drop for HeadWait {
 /// `limits.header_timeout`, so a silent connection is closed then instead of after pingora's
 /// minute-long handshake timeout.
 pub struct PreTls {
-    pub proxy_protocol: ProxyProtocolListeners,
+    pub proxy_protocol: ListenerAddresses,
     pub guard: Guard,
     pub slots: Arc<Slots>,
 }
@@ -255,7 +261,7 @@ impl PreTlsProcess for PreTls {
             .get_socket_digest()
             .and_then(|digest| digest.local_addr().and_then(|a| a.as_inet().copied()));
         let mut start = BytesMut::new();
-        if self.proxy_protocol.expects(local) {
+        if self.proxy_protocol.contains(local) {
             match crate::proxy_protocol::read(stream, deadline).await {
                 crate::proxy_protocol::Read::Header { source, rest } => {
                     if let Some(source) = source {
@@ -324,17 +330,20 @@ impl EdgeApp {
         proxy: HttpProxy<RobotsGuardProxy>,
         guard: Guard,
         slots: Arc<Slots>,
-        proxy_protocol: ProxyProtocolListeners,
+        proxy_protocol: ListenerAddresses,
+        h2c: ListenerAddresses,
     ) -> EdgeApp {
         EdgeApp {
             proxy: Arc::new(proxy),
             guard,
             slots,
             proxy_protocol,
+            h2c,
         }
     }
 
     async fn serve_http1(&self, mut stream: Stream, start: BytesMut, shutdown: &ShutdownWatch) {
+        let h2c = self.h2c.contains(local_address(&stream));
         let mut persistent: Option<HttpPersistentSettings> = None;
         let mut first = true;
         let mut start = Some(start);
@@ -361,6 +370,19 @@ impl EdgeApp {
                     return;
                 }
             };
+            if first && h2c && prefix.starts_with(H2_PREFACE_HEAD) {
+                // The preface reads as a complete HTTP/1 head (`PRI * HTTP/2.0`): give it back to
+                // the stream and let pingora's HTTP/2 server take the connection.
+                let plain = stream.into_any().downcast::<L4Stream>().ok();
+                match plain {
+                    Some(mut plain) => {
+                        plain.rewind(&prefix);
+                        let _ = ServerApp::process_new(&self.proxy, plain, shutdown).await;
+                    }
+                    None => tracing::debug!("h2c preface on a stream that cannot be rewound"),
+                }
+                return;
+            }
             let mut session = ServerSession::new_http1(stream);
             match persistent.take() {
                 Some(settings) => settings.apply_to_session(&mut session),
@@ -404,7 +426,7 @@ impl ServerApp for EdgeApp {
         let mut stream = stream;
         let mut start = BytesMut::new();
         // TLS listeners read their PROXY header before the handshake (PreTlsProxyProtocol).
-        if stream.get_ssl_digest().is_none() && self.proxy_protocol.expects(local_address(&stream))
+        if stream.get_ssl_digest().is_none() && self.proxy_protocol.contains(local_address(&stream))
         {
             let deadline = Instant::now() + self.guard.config().limits.header_timeout;
             match crate::proxy_protocol::read(&mut stream, deadline).await {

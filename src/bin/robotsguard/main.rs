@@ -17,7 +17,6 @@ mod edge;
 mod proxy;
 mod proxy_protocol;
 mod server;
-mod tls;
 
 fn main() -> std::process::ExitCode {
     cli::main()

@@ -10,20 +10,24 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::FutureExt;
+use pingora::apps::HttpServerOptions;
 use pingora::listeners::tls::TlsSettings;
 use pingora::listeners::{L4BufferSettings, ListenerConfig};
+use pingora::protocols::http::v2::server::H2Options;
 use pingora::server::configuration::{Opt, ServerConf};
 #[cfg(unix)]
 use pingora::server::ListenFds;
 use pingora::server::{RuntimeOpts, Server, ShutdownWatch};
+use pingora::services::background::GenBackgroundService;
 use pingora::services::listening::Service as ListeningService;
 use pingora::services::{ServiceReadyNotifier, ServiceWithDependents};
 
 use robotsguard::config::{Config, RobotsSource};
 use robotsguard::guard::Guard;
+use robotsguard::listener_tls::{CertificateError, ListenerCertificates};
 use robotsguard::metrics::METRICS;
 
-use crate::edge::{EdgeApp, PreTls, ProxyProtocolListeners, Slots};
+use crate::edge::{EdgeApp, ListenerAddresses, PreTls, Slots};
 use crate::proxy::RobotsGuardProxy;
 
 /// Options of `serve` that are not part of the config file.
@@ -40,10 +44,10 @@ pub struct ServeOptions {
 pub enum StartError {
     /// What the machine lacks for the config, one problem per entry.
     Preflight(Vec<String>),
-    /// A listener's TLS certificate or key could not be loaded.
+    /// A listener's TLS certificates could not be loaded.
     Tls {
         listener: String,
-        source: Box<pingora::Error>,
+        source: CertificateError,
     },
 }
 
@@ -54,7 +58,7 @@ impl std::fmt::Display for StartError {
             StartError::Tls { listener, source } => {
                 write!(
                     f,
-                    "listener {listener}: cannot load its TLS certificate and key: {source}"
+                    "listener {listener}: cannot load its TLS certificates: {source}"
                 )
             }
         }
@@ -65,10 +69,22 @@ impl std::error::Error for StartError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             StartError::Preflight(_) => None,
-            StartError::Tls { source, .. } => Some(source.as_ref()),
+            StartError::Tls { source, .. } => Some(source),
         }
     }
 }
+
+/// HTTP/2 limits for client connections: as many streams at once as a browser opens, and a
+/// header list no larger than an HTTP/1.1 head may be (`limits.max_header_bytes`).
+fn h2_options(limits: &robotsguard::config::Limits) -> H2Options {
+    let mut options = H2Options::default();
+    options.max_concurrent_streams(H2_MAX_CONCURRENT_STREAMS);
+    options.max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
+    options
+}
+
+/// Streams one HTTP/2 connection may have open at once (nginx's default too).
+const H2_MAX_CONCURRENT_STREAMS: u32 = 128;
 
 /// File descriptors kept out of the downstream connection cap: robots.txt fetches, the config
 /// watcher, the admin listener, log output and upstream connections pooled between requests.
@@ -100,7 +116,7 @@ pub fn preflight(config: &Config, checks: Checks) -> Result<(), StartError> {
     let mut problems = Vec::new();
     for listener in &config.listen {
         if let Some(tls) = &listener.tls {
-            if let Err(e) = crate::tls::check_pair(&tls.cert, &tls.key) {
+            if let Err(e) = ListenerCertificates::check(tls) {
                 problems.push(format!("listener {}: {e}", listener.address));
             }
         }
@@ -331,22 +347,39 @@ pub fn build_after(
     METRICS
         .max_connections
         .set(i64::try_from(max_connections).unwrap_or(i64::MAX));
-    let proxy = pingora::proxy::http_proxy(
+    let mut proxy = pingora::proxy::http_proxy(
         &server.configuration,
         RobotsGuardProxy {
             guard: guard.clone(),
         },
     );
-    let proxy_protocol = ProxyProtocolListeners::new(
-        config
-            .listen
-            .iter()
-            .filter(|l| l.proxy_protocol)
-            .map(|l| l.address)
-            .collect(),
-    );
+    proxy.h2_options = Some(h2_options(&config.limits));
+    let mut server_options = HttpServerOptions::default();
+    // Only connections that EdgeApp has seen open with the HTTP/2 preface, on listeners with
+    // `http2: true`, reach pingora's own plain-text handling.
+    server_options.h2c = true;
+    server_options.h2_idle_timeout = Some(config.limits.idle_timeout);
+    proxy.server_options = Some(server_options);
+    let listeners_where = |wanted: fn(&robotsguard::config::Listener) -> bool| {
+        ListenerAddresses::new(
+            config
+                .listen
+                .iter()
+                .filter(|l| wanted(l))
+                .map(|l| l.address)
+                .collect(),
+        )
+    };
+    let proxy_protocol = listeners_where(|l| l.proxy_protocol);
+    let h2c = listeners_where(|l| l.http2 && l.tls.is_none());
     let slots = Slots::new(max_connections);
-    let edge = EdgeApp::new(proxy, guard.clone(), slots.clone(), proxy_protocol.clone());
+    let edge = EdgeApp::new(
+        proxy,
+        guard.clone(),
+        slots.clone(),
+        proxy_protocol.clone(),
+        h2c,
+    );
     let mut proxy_service = ListeningService::new("robotsguard proxy".to_string(), edge);
     // Runs for TLS listeners only: their connections take a slot and show a ClientHello before
     // the handshake.
@@ -357,6 +390,7 @@ pub fn build_after(
             guard: guard.clone(),
             slots,
         }));
+    let mut certificate_services = Vec::new();
     for listener in &config.listen {
         let address = listener.address.to_string();
         // A smaller read buffer than pingora's 64 KiB: each open connection holds one, and a
@@ -364,14 +398,23 @@ pub fn build_after(
         let mut endpoint = ListenerConfig::tcp(address.clone())
             .l4_buffer(L4BufferSettings::default().read(DOWNSTREAM_READ_BUFFER));
         if let Some(tls) = &listener.tls {
-            let cert = tls.cert.to_string_lossy();
-            let key = tls.key.to_string_lossy();
-            let settings =
-                TlsSettings::intermediate(&cert, &key).map_err(|source| StartError::Tls {
+            let certificates =
+                ListenerCertificates::load(&address, tls).map_err(|source| StartError::Tls {
                     listener: address.clone(),
                     source,
                 })?;
+            // No paths: the resolver picks the certificate.
+            let mut settings = TlsSettings::intermediate("", "")
+                .map_err(|e| StartError::Preflight(vec![format!("listener {address}: {e}")]))?;
+            settings.set_cert_resolver(certificates.clone());
+            if listener.http2 {
+                settings.enable_h2();
+            }
             endpoint = endpoint.tls(settings);
+            certificate_services.push(GenBackgroundService::new(
+                format!("TLS certificates of {address}"),
+                certificates,
+            ));
         }
         proxy_service.add_listener(endpoint);
     }
@@ -383,7 +426,12 @@ pub fn build_after(
         guard.admin_service(),
     ]
     .into_iter()
-    .chain(guard.services());
+    .chain(guard.services())
+    .chain(
+        certificate_services
+            .into_iter()
+            .map(|service| Box::new(service) as Box<dyn ServiceWithDependents>),
+    );
     for service in services {
         let handle = server.add_service(critical(service));
         if let Some(first) = &first {

@@ -1,0 +1,375 @@
+//! TLS listeners with several sites' certificates (chosen by SNI, renewed live) and HTTP/2 to
+//! clients: over TLS by ALPN and in clear text with prior knowledge (h2c). The real proxy,
+//! certificates made by `openssl`, `openssl s_client` to see which certificate is served, and
+//! curl (HTTP/1.1 and HTTP/2) as the client.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::tls::{make_ca, make_leaf};
+use support::{inline_robots, metric, site, Origin, Proxy, BROWSER, GPTBOT};
+
+/// The subject line of the certificate the listener on `port` serves for `server_name` (no SNI
+/// when `None`).
+fn served_subject(port: u16, server_name: Option<&str>) -> String {
+    let mut command = Command::new("timeout");
+    command
+        .args(["10", "openssl", "s_client", "-connect"])
+        .arg(format!("127.0.0.1:{port}"));
+    match server_name {
+        Some(name) => command.args(["-servername", name]),
+        None => command.arg("-noservername"),
+    };
+    let output = command
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .expect("openssl s_client runs");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find(|line| line.starts_with("subject="))
+        .unwrap_or("")
+        .replace(' ', "")
+}
+
+/// Waits (at most 15 s) until the certificate served for `server_name` has `subject`.
+fn wait_for_subject(port: u16, server_name: &str, subject: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut seen = String::new();
+    for _ in 0..300 {
+        seen = served_subject(port, Some(server_name));
+        if seen == subject || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    seen
+}
+
+/// Waits (at most 15 s) until `condition` holds on the proxy's metrics text.
+fn wait_for_metrics(proxy: &Proxy, condition: impl Fn(&str) -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    for _ in 0..300 {
+        if condition(&proxy.metrics()) {
+            return true;
+        }
+        if Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// `status`, `http_version` and body of a curl request with `args` (`--http2`, `-k`, ...).
+fn curl(args: &[&str], url: &str, user_agent: &str) -> (u16, String, String) {
+    let output = Command::new("curl")
+        .args(["-s", "--max-time", "10", "-A", user_agent])
+        .args(["-w", "\n%{http_code} %{http_version}"])
+        .args(args)
+        .arg(url)
+        .output()
+        .expect("curl runs");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let (body, tail) = text.rsplit_once('\n').unwrap_or(("", "0 0"));
+    let (status, version) = tail.split_once(' ').unwrap_or(("0", "0"));
+    (
+        status.trim().parse().unwrap_or(0),
+        version.trim().to_string(),
+        body.to_string(),
+    )
+}
+
+fn pem(path: &Path) -> String {
+    std::fs::read_to_string(path).expect("PEM readable")
+}
+
+/// Replaces `path` whole with `content`, as editors and cert-manager's tools do (a rename onto it).
+fn replace_file(path: &Path, content: &str) {
+    let temporary = path.with_extension("new");
+    std::fs::write(&temporary, content).expect("new file written");
+    std::fs::rename(&temporary, path).expect("new file renamed over the old");
+}
+
+/// A Secret in a projected volume as the chart mounts it (`tls/tls.crt`, `tls/tls.key`): the
+/// kubelet writes each version to a timestamped directory, links `tls -> ..data/tls`, and on an
+/// update renames a new `..data` link over the old one and deletes the old directory. The watched
+/// directory (`tls`, through the link) is a different one after every update.
+fn secret_volume(dir: &Path, version: u32, cert: &str, key: &str) {
+    let timestamped = format!("..v{version}");
+    let files = dir.join(&timestamped).join("tls");
+    std::fs::create_dir_all(&files).expect("secret version directory");
+    std::fs::write(files.join("tls.crt"), cert).expect("tls.crt written");
+    std::fs::write(files.join("tls.key"), key).expect("tls.key written");
+    let staged = dir.join("..data_tmp");
+    std::os::unix::fs::symlink(&timestamped, &staged).expect("..data_tmp linked");
+    std::fs::rename(&staged, dir.join("..data")).expect("..data swapped");
+    if std::fs::symlink_metadata(dir.join("tls")).is_err() {
+        std::os::unix::fs::symlink("..data/tls", dir.join("tls")).expect("tls linked");
+    }
+    if version > 1 {
+        std::fs::remove_dir_all(dir.join(format!("..v{}", version - 1)))
+            .expect("old version removed");
+    }
+}
+
+#[test]
+fn sni_picks_each_sites_certificate_and_renewals_are_served_without_a_restart() {
+    let certs = tempfile::tempdir().expect("temp dir");
+    make_ca(certs.path(), "ca");
+    let (shop_cert, shop_key) = make_leaf(certs.path(), "ca", "shop", "DNS:shop.example", false);
+    let (blog_cert, blog_key) = make_leaf(
+        certs.path(),
+        "ca",
+        "blog",
+        "DNS:*.blog.example,DNS:blog.example",
+        false,
+    );
+    let (renewed_cert, renewed_key) = make_leaf(
+        certs.path(),
+        "ca",
+        "shop-renewed",
+        "DNS:shop.example",
+        false,
+    );
+    let (blog2_cert, blog2_key) = make_leaf(
+        certs.path(),
+        "ca",
+        "blog-renewed",
+        "DNS:*.blog.example",
+        false,
+    );
+    let (blog3_cert, blog3_key) = make_leaf(
+        certs.path(),
+        "ca",
+        "blog-third",
+        "DNS:*.blog.example",
+        false,
+    );
+
+    let origin = Origin::start();
+    let body = site(
+        &origin,
+        "shop.example",
+        &inline_robots("User-agent: GPTBot\nDisallow: /private\n"),
+    );
+    let files = [
+        ("certs/shop.pem", pem(&shop_cert)),
+        ("certs/shop.key", pem(&shop_key)),
+    ];
+    let files: Vec<(&str, &str)> = files.iter().map(|(n, c)| (*n, c.as_str())).collect();
+    // The second certificate comes from a Secret volume, made before the proxy starts.
+    let secret = tempfile::tempdir().expect("temp dir");
+    secret_volume(secret.path(), 1, &pem(&blog_cert), &pem(&blog_key));
+    let listener = format!(
+        "tls: {{certs: [{{cert: certs/shop.pem, key: certs/shop.key}}, {{cert: \"{0}/tls/tls.crt\", key: \"{0}/tls/tls.key\"}}]}}",
+        secret.path().display()
+    );
+    let proxy = Proxy::start_with_listener_and_files(&body, &listener, &files);
+    let port = proxy.addr.port();
+
+    // Each name gets its certificate; a wildcard covers one label; the first is the default.
+    assert_eq!(
+        served_subject(port, Some("shop.example")),
+        "subject=CN=shop"
+    );
+    assert_eq!(
+        served_subject(port, Some("www.blog.example")),
+        "subject=CN=blog"
+    );
+    assert_eq!(
+        served_subject(port, Some("blog.example")),
+        "subject=CN=blog"
+    );
+    assert_eq!(
+        served_subject(port, Some("a.b.blog.example")),
+        "subject=CN=shop"
+    );
+    assert_eq!(
+        served_subject(port, Some("other.example")),
+        "subject=CN=shop"
+    );
+    assert_eq!(served_subject(port, None), "subject=CN=shop");
+    // curl checks the served certificate against the name it asked for.
+    let ca = certs.path().join("ca.pem");
+    let resolve = format!("shop.example:{port}:127.0.0.1");
+    let url = format!("https://shop.example:{port}/private");
+    let ca_arg = ca.to_string_lossy().into_owned();
+    let tls_args = ["--cacert", ca_arg.as_str(), "--resolve", resolve.as_str()];
+    assert_eq!(curl(&tls_args, &url, GPTBOT).0, 403);
+    assert_eq!(curl(&tls_args, &url, BROWSER).0, 200);
+
+    // Expiry, by listener and certificate name: within the two days the certificates last.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs_f64();
+    let metrics = proxy.metrics();
+    let listener_label = proxy.addr.to_string();
+    for name in ["shop.example", "*.blog.example"] {
+        let expiry = metric(
+            &metrics,
+            "robotsguard_tls_certificate_expiry_timestamp_seconds",
+            &[("listener", &listener_label), ("name", name)],
+        );
+        assert!(
+            expiry > now + 86_400.0 && expiry < now + 3.0 * 86_400.0,
+            "{name}: {expiry}\n{metrics}"
+        );
+    }
+
+    // A renewal renamed over the files is served without a restart.
+    replace_file(&proxy.dir.path().join("certs/shop.key"), &pem(&renewed_key));
+    replace_file(
+        &proxy.dir.path().join("certs/shop.pem"),
+        &pem(&renewed_cert),
+    );
+    assert_eq!(
+        wait_for_subject(port, "shop.example", "subject=CN=shop-renewed"),
+        "subject=CN=shop-renewed"
+    );
+    // So is each Secret update (a new `..data`), the second one too.
+    secret_volume(secret.path(), 2, &pem(&blog2_cert), &pem(&blog2_key));
+    assert_eq!(
+        wait_for_subject(port, "www.blog.example", "subject=CN=blog-renewed"),
+        "subject=CN=blog-renewed"
+    );
+    secret_volume(secret.path(), 3, &pem(&blog3_cert), &pem(&blog3_key));
+    assert_eq!(
+        wait_for_subject(port, "www.blog.example", "subject=CN=blog-third"),
+        "subject=CN=blog-third"
+    );
+    let loaded = |text: &str| {
+        metric(
+            text,
+            "robotsguard_tls_certificate_reloads_total",
+            &[("listener", &listener_label), ("result", "loaded")],
+        )
+    };
+    assert!(wait_for_metrics(&proxy, |text| loaded(text) >= 3.0));
+
+    // A broken new pair keeps the previous one, and says so.
+    let failed = |text: &str| {
+        metric(
+            text,
+            "robotsguard_tls_certificate_reloads_total",
+            &[("listener", &listener_label), ("result", "failed")],
+        )
+    };
+    let failed_before = failed(&proxy.metrics());
+    std::fs::write(
+        proxy.dir.path().join("certs/shop.pem"),
+        "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n",
+    )
+    .expect("broken certificate written");
+    assert!(
+        wait_for_metrics(&proxy, |text| failed(text) > failed_before),
+        "{}",
+        proxy.metrics()
+    );
+    assert_eq!(
+        served_subject(port, Some("shop.example")),
+        "subject=CN=shop-renewed"
+    );
+    assert_eq!(curl(&tls_args, &url, BROWSER).0, 200);
+    assert!(proxy
+        .stderr()
+        .contains("TLS certificate not reloaded, the previous one is still served"));
+}
+
+/// Requests on the proxy decided over HTTP/1.1, HTTP/2 over TLS and h2c, all alike.
+#[test]
+fn http2_over_tls_and_h2c_are_decided_like_http1() {
+    let certs = tempfile::tempdir().expect("temp dir");
+    make_ca(certs.path(), "ca");
+    let (cert, key) = make_leaf(certs.path(), "ca", "shop", "DNS:shop.example", false);
+    let origin = Origin::start();
+    let robots = "User-agent: GPTBot\nDisallow: /private\n";
+    let body = site(&origin, "shop.example", &inline_robots(robots));
+    let files = [("shop.pem", pem(&cert)), ("shop.key", pem(&key))];
+    let files: Vec<(&str, &str)> = files.iter().map(|(n, c)| (*n, c.as_str())).collect();
+    let tls_proxy =
+        Proxy::start_with_listener_and_files(&body, "tls: {cert: shop.pem, key: shop.key}", &files);
+    let h2c_proxy = Proxy::start_with_listener(&body, "http2: true");
+    let plain_proxy = Proxy::start(&body);
+
+    let ca = certs.path().join("ca.pem").to_string_lossy().into_owned();
+    let tls_port = tls_proxy.addr.port();
+    let resolve = format!("shop.example:{tls_port}:127.0.0.1");
+    let https = |path: &str| format!("https://shop.example:{tls_port}{path}");
+    let h2c_port = h2c_proxy.addr.port();
+    let h2c_resolve = format!("shop.example:{h2c_port}:127.0.0.1");
+    let h2c = |path: &str| format!("http://shop.example:{h2c_port}{path}");
+
+    // curl's arguments, how to make a URL of a path, and the HTTP version expected.
+    type Case<'a> = (&'a [&'a str], &'a dyn Fn(&str) -> String, &'a str);
+    let cases: [Case; 4] = [
+        (
+            &["--cacert", &ca, "--resolve", &resolve, "--http2"],
+            &https,
+            "2",
+        ),
+        (
+            &["--cacert", &ca, "--resolve", &resolve, "--http1.1"],
+            &https,
+            "1.1",
+        ),
+        (
+            &["--resolve", &h2c_resolve, "--http2-prior-knowledge"],
+            &h2c,
+            "2",
+        ),
+        (&["--resolve", &h2c_resolve, "--http1.1"], &h2c, "1.1"),
+    ];
+    for (args, url, version) in cases {
+        let (status, seen_version, text) = curl(args, &url("/private/page"), GPTBOT);
+        assert_eq!(
+            (status, seen_version.as_str()),
+            (403, version),
+            "{args:?}: {text}"
+        );
+        assert!(text.contains("robots.txt"), "{args:?}: {text}");
+        let (status, seen_version, _) = curl(args, &url("/private/page"), BROWSER);
+        assert_eq!((status, seen_version.as_str()), (200, version), "{args:?}");
+        let (status, seen_version, text) = curl(args, &url("/robots.txt"), GPTBOT);
+        assert_eq!((status, seen_version.as_str()), (200, version), "{args:?}");
+        assert!(text.contains("Disallow: /private"), "{args:?}: {text}");
+        // Routing by :authority over HTTP/2 (curl makes it of Host), by Host over HTTP/1.1: an
+        // unknown site is refused.
+        let other: Vec<&str> = args
+            .iter()
+            .copied()
+            .chain(["-H", "Host: other.example"])
+            .collect();
+        let (status, seen_version, _) = curl(&other, &url("/"), BROWSER);
+        assert_eq!((status, seen_version.as_str()), (421, version), "{args:?}");
+    }
+    // Only the browsers' requests reached the origin (robots.txt is answered by the proxy).
+    assert_eq!(origin.proxied_to("/private/page").len(), 4);
+    for proxy in [&tls_proxy, &h2c_proxy] {
+        let blocked = metric(
+            &proxy.metrics(),
+            "robotsguard_requests_total",
+            &[("origin", "shop"), ("decision", "blocked")],
+        );
+        assert_eq!(blocked, 2.0, "one per protocol");
+    }
+
+    // A plain listener without `http2: true` does not take h2c.
+    let plain_port = plain_proxy.addr.port();
+    let (status, _, _) = curl(
+        &["--http2-prior-knowledge"],
+        &format!("http://127.0.0.1:{plain_port}/private/page"),
+        BROWSER,
+    );
+    assert_ne!(status, 200);
+    let (status, version, _) = curl(
+        &["--http1.1"],
+        &format!("http://127.0.0.1:{plain_port}/"),
+        BROWSER,
+    );
+    assert_eq!((status, version.as_str()), (421, "1.1"));
+}
