@@ -3,8 +3,10 @@
 //!
 //! ```sh
 //! cargo run --release --example passthrough -- 127.0.0.1:18081 127.0.0.1:18080 2
+//! cargo run --release --example passthrough -- 127.0.0.1:18443 127.0.0.1:18080 2 cert.pem key.pem
 //! ```
-//! (listen address, upstream address, worker threads)
+//! (listen address, upstream address, worker threads; with a certificate and key, the listener
+//! is TLS with HTTP/2 offered by ALPN, as robotsguard's TLS listeners are by default)
 
 use async_trait::async_trait;
 use pingora::prelude::*;
@@ -35,7 +37,7 @@ impl ProxyHttp for PassThrough {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(listen), Some(upstream)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: passthrough LISTEN_ADDR UPSTREAM_ADDR [THREADS]");
+        eprintln!("usage: passthrough LISTEN_ADDR UPSTREAM_ADDR [THREADS [CERT KEY]]");
         std::process::exit(2);
     };
     let Ok(upstream) = upstream.parse() else {
@@ -52,7 +54,20 @@ fn main() {
     let mut server = Server::new_with_opt_and_conf(Opt::default(), conf);
     server.bootstrap();
     let mut service = http_proxy_service(&server.configuration, PassThrough { upstream });
-    service.add_tcp(listen);
+    match (args.get(4), args.get(5)) {
+        (Some(cert), Some(key)) => {
+            let mut tls = match pingora::listeners::tls::TlsSettings::intermediate(cert, key) {
+                Ok(tls) => tls,
+                Err(e) => {
+                    eprintln!("cannot use {cert} and {key}: {e}");
+                    std::process::exit(2);
+                }
+            };
+            tls.enable_h2();
+            service.add_tls_with_settings(listen, None, tls);
+        }
+        _ => service.add_tcp(listen),
+    }
     server.add_service(service);
     server.run_forever();
 }

@@ -32,9 +32,6 @@ use robotsguard::config::Limits;
 use robotsguard::guard::Guard;
 use robotsguard::metrics::METRICS;
 
-/// Headers httparse is asked to parse at once; pingora refuses more than this with 400 too.
-const MAX_HEADERS: usize = 256;
-
 /// How every HTTP/2 connection starts (RFC 9113, section 3.4): as far as the blank line, which is
 /// where a request head read ends; `SM\r\n\r\n` follows.
 const H2_PREFACE_HEAD: &[u8] = b"PRI * HTTP/2.0\r\n\r\n";
@@ -544,17 +541,11 @@ enum HeadState {
     TooLarge,
 }
 
-/// Whether `buf` holds a whole request head within `max_bytes`. A head httparse refuses is
-/// handed to pingora (which answers 400) once its blank line has arrived.
+/// Whether `buf` holds a whole request head within `max_bytes`. Only the end of the head is
+/// looked for (pingora parses it next, and answers 400 to one it refuses): a full parse here
+/// would cost as much as pingora's own for every request.
 fn head_state(buf: &[u8], max_bytes: usize) -> HeadState {
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut request = httparse::Request::new(&mut headers);
-    let end = match request.parse(buf) {
-        Ok(httparse::Status::Complete(end)) => Some(end),
-        Ok(httparse::Status::Partial) => None,
-        Err(_) => blank_line_end(buf),
-    };
-    match end {
+    match head_end(buf) {
         Some(end) if end <= max_bytes => HeadState::Complete,
         Some(_) => HeadState::TooLarge,
         None if buf.len() > max_bytes => HeadState::TooLarge,
@@ -562,14 +553,22 @@ fn head_state(buf: &[u8], max_bytes: usize) -> HeadState {
     }
 }
 
-/// The end of the first blank line (`\r\n\r\n` or `\n\n`), if any.
-fn blank_line_end(buf: &[u8]) -> Option<usize> {
-    let crlf = memchr::memmem::find(buf, b"\r\n\r\n").map(|at| at + 4);
-    let lf = memchr::memmem::find(buf, b"\n\n").map(|at| at + 2);
-    match (crlf, lf) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
+/// Where the head ends: after the first empty line (CRLF or bare LF line endings, as httparse and
+/// pingora read them) that follows the request line. Empty lines before the request line (RFC
+/// 9112 section 2.2 lets a server ignore them) are not its end, so a client cannot hand pingora a
+/// few line breaks and then trickle the real head past the deadline.
+fn head_end(buf: &[u8]) -> Option<usize> {
+    let mut from = buf.iter().position(|b| *b != b'\r' && *b != b'\n')?;
+    while let Some(offset) = memchr::memchr(b'\n', &buf[from..]) {
+        let newline = from + offset;
+        match (buf.get(newline + 1), buf.get(newline + 2)) {
+            (Some(b'\n'), _) => return Some(newline + 2),
+            (Some(b'\r'), Some(b'\n')) => return Some(newline + 3),
+            (None, _) | (Some(b'\r'), None) => return None,
+            _ => from = newline + 1,
+        }
     }
+    None
 }
 
 /// Answers a head robotsguard will not read further, then closes. Counted before routing.
@@ -632,5 +631,31 @@ mod tests {
             head_state(b"GET /a b HTTP/1.1\r\n", max),
             HeadState::Partial
         );
+        // Mixed line endings end a head as they do for httparse.
+        assert_eq!(
+            head_state(b"GET / HTTP/1.1\r\nHost: a\n\r\n", max),
+            HeadState::Complete
+        );
+        assert_eq!(
+            head_state(b"GET / HTTP/1.1\nHost: a\r\n\n", max),
+            HeadState::Complete
+        );
+        assert_eq!(
+            head_state(b"GET / HTTP/1.1\r\nHost: a\n\r", max),
+            HeadState::Partial
+        );
+        // Empty lines before the request line are not a head.
+        assert_eq!(head_state(b"\r\n\r\n", max), HeadState::Partial);
+        assert_eq!(
+            head_state(b"\r\n\r\nGET / HTTP/1.1\r\n", max),
+            HeadState::Partial
+        );
+        assert_eq!(
+            head_state(b"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", max),
+            HeadState::Complete
+        );
+        let leading = format!("{}GET / HTTP/1.1\r\n", "\r\n".repeat(40));
+        assert_eq!(head_state(leading.as_bytes(), max), HeadState::TooLarge);
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: a\r\n\r\nbody"), Some(27));
     }
 }
