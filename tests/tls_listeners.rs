@@ -373,3 +373,69 @@ fn http2_over_tls_and_h2c_are_decided_like_http1() {
     );
     assert_eq!((status, version.as_str()), (421, "1.1"));
 }
+
+/// `validate` and `serve` refuse a certificate list with a pair that cannot be served, naming
+/// its files; a good list validates.
+#[test]
+fn a_pair_that_cannot_be_served_is_refused_at_start_with_its_files_named() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    make_ca(dir.path(), "ca");
+    make_leaf(dir.path(), "ca", "shop", "DNS:shop.example", false);
+    make_leaf(dir.path(), "ca", "blog", "DNS:blog.example", false);
+    let config = |second_key: &str| {
+        format!(
+            "listen:\n  - address: \"127.0.0.1:{}\"\n    tls:\n      certs:\n        \
+             - {{cert: shop.pem, key: shop.key}}\n        - {{cert: blog.pem, key: {second_key}}}\n\
+             origins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: \"127.0.0.1:9\"\n",
+            support::free_port()
+        )
+    };
+    let run = |command: &str, text: &str| {
+        let path = dir.path().join("robotsguard.yaml");
+        std::fs::write(&path, text).expect("config written");
+        let mut robotsguard = Command::new(env!("CARGO_BIN_EXE_robotsguard"));
+        robotsguard.args([command, "--config"]).arg(&path);
+        if command == "serve" {
+            robotsguard
+                .arg("--upgrade-socket")
+                .arg(dir.path().join("upgrade.sock"));
+        }
+        let mut child = robotsguard
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("robotsguard runs");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                break Some(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let output = child.wait_with_output().expect("output collected");
+        (
+            status.and_then(|s| s.code()),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    // The blog certificate with the shop key: the key does not fit.
+    for command in ["validate", "serve"] {
+        let (code, stderr) = run(command, &config("shop.key"));
+        assert_eq!(code, Some(1), "{command}: {stderr}");
+        assert!(
+            stderr.contains("shop.key")
+                && stderr.contains("blog.pem")
+                && stderr.contains("does not fit"),
+            "{command}: {stderr}"
+        );
+    }
+    let (code, stderr) = run("validate", &config("missing.key"));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("missing.key"), "{stderr}");
+    let (code, stderr) = run("validate", &config("blog.key"));
+    assert_eq!(code, Some(0), "{stderr}");
+}
