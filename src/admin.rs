@@ -21,6 +21,7 @@ pub(crate) struct AdminApp {
     snapshot: Arc<Live>,
     token: Option<TokenFile>,
     verifier: Arc<crate::verify::Verifier>,
+    crawl_delays: Arc<crate::crawl_delay::CrawlDelays>,
 }
 
 impl AdminApp {
@@ -30,11 +31,13 @@ impl AdminApp {
         snapshot: Arc<Live>,
         token_file: Option<PathBuf>,
         verifier: Arc<crate::verify::Verifier>,
+        crawl_delays: Arc<crate::crawl_delay::CrawlDelays>,
     ) -> AdminApp {
         AdminApp {
             snapshot,
             token: token_file.map(TokenFile::new),
             verifier,
+            crawl_delays,
         }
     }
 }
@@ -187,7 +190,48 @@ struct Explanation<'a> {
     group: Option<&'a str>,
     rule: Option<&'a crate::enforce::MatchedRule>,
     reason: String,
+    /// The crawler's `Crawl-delay` as enforced, when its group states one.
+    crawl_delay: Option<CrawlDelayInfo>,
     robots: RobotsInfo<'a>,
+}
+
+#[derive(Serialize)]
+struct CrawlDelayInfo {
+    /// The delay applied: the group's, capped by `crawl_delay.max`.
+    seconds: f64,
+    /// `crawl_delay.action`.
+    action: &'static str,
+    /// Per-origin for a verified crawler, per client address otherwise.
+    budget: &'static str,
+    /// How long the next request of this crawler (from `client`, when not verified) would
+    /// have to wait now; 0 when it would be admitted.
+    wait_seconds: f64,
+}
+
+/// The `crawl_delay` part of `/explain`.
+fn crawl_delay_info(
+    decision: &Decision,
+    client: Option<std::net::IpAddr>,
+    crawl_delays: &crate::crawl_delay::CrawlDelays,
+) -> Option<CrawlDelayInfo> {
+    let settings = decision.origin.config.crawl_delay;
+    let delay = decision.crawl_delay?.min(settings.max);
+    let crawler = decision.crawler.as_ref()?;
+    let verified = decision.is_verified();
+    let key = crate::crawl_delay::BudgetKey {
+        origin: decision.origin.name(),
+        crawler: crawler.name(),
+        client: if verified { None } else { client },
+    };
+    let wait = crawl_delays
+        .next_admission(key, std::time::Instant::now())
+        .unwrap_or_default();
+    Some(CrawlDelayInfo {
+        seconds: delay.as_secs_f64(),
+        action: settings.action.as_str(),
+        budget: if verified { "crawler" } else { "client" },
+        wait_seconds: wait.as_secs_f64(),
+    })
 }
 
 #[derive(Serialize)]
@@ -209,6 +253,7 @@ struct RobotsInfo<'a> {
 async fn explain(
     snapshot: &Snapshot,
     verifier: &crate::verify::Verifier,
+    crawl_delays: &crate::crawl_delay::CrawlDelays,
     query: &str,
 ) -> Response<Vec<u8>> {
     let params = query_params(query);
@@ -256,10 +301,9 @@ async fn explain(
                     decision.apply_verification(verification);
                 }
             }
-            json(
-                200,
-                &explanation(host, &path, user_agent, client, &decision),
-            )
+            let mut explained = explanation(host, &path, user_agent, client, &decision);
+            explained.crawl_delay = crawl_delay_info(&decision, client, crawl_delays);
+            json(200, &explained)
         }
         Err(Refused::UnknownHost) => json(
             404,
@@ -304,6 +348,7 @@ fn explanation<'a>(
         group: decision.group.as_deref(),
         rule: decision.rule.as_ref(),
         reason: decision.reason(),
+        crawl_delay: None,
         robots: RobotsInfo {
             state: copy.policy.state_label(),
             outcome: copy.outcome.as_str(),
@@ -409,7 +454,7 @@ impl ServeHttp for AdminApp {
                 publish_ages(&snapshot);
                 reply(200, "text/plain; version=0.0.4", METRICS.render())
             }
-            "/explain" => explain(&snapshot, &self.verifier, &query).await,
+            "/explain" => explain(&snapshot, &self.verifier, &self.crawl_delays, &query).await,
             "/robots" => robots_copy(&snapshot, &query),
             _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin=\n"),
         }

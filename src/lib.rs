@@ -41,7 +41,8 @@
 //! 7. [`logs`]: the rate-limited log lines and the access log, which describe decisions.
 //! 8. Background work that replaces what the snapshot holds: robots.txt fetching and file
 //!    watching, upstream health and DNS, [`reload`] (the config file), and [`verify`]
-//!    (crawler verification: IP range lists, reverse DNS, Web Bot Auth keys), and
+//!    (crawler verification: IP range lists, reverse DNS, Web Bot Auth keys), [`crawl_delay`]
+//!    (when each crawler may next be admitted under robots.txt's `Crawl-delay`), and
 //!    [`listener_tls`] (TLS listeners' certificates, chosen by SNI and re-read on change).
 //! 9. [`guard`] and [`admin`]: the pingora-facing shell (per-request hooks, services, the admin
 //!    endpoint).
@@ -54,6 +55,7 @@
 pub mod admin;
 mod client;
 pub mod config;
+pub mod crawl_delay;
 pub mod crawlers;
 pub mod enforce;
 mod fetch;

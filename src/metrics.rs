@@ -115,10 +115,13 @@ pub struct Metrics {
     /// `robotsguard_tls_certificate_reloads_total{listener, result}`: certificate files re-read
     /// after a change (`loaded`, `failed`: the previous certificate is still served).
     pub tls_certificate_reloads: IntCounterVec,
+    /// `robotsguard_rate_limited_total{origin, crawler}`: requests answered 429 under robots.txt's
+    /// `Crawl-delay`.
+    pub rate_limited: IntCounterVec,
 }
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 34] = [
+pub const METRIC_NAMES: [&str; 35] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -153,6 +156,7 @@ pub const METRIC_NAMES: [&str; 34] = [
     "robotsguard_verify_signature_key_fetches_total",
     "robotsguard_tls_certificate_expiry_timestamp_seconds",
     "robotsguard_tls_certificate_reloads_total",
+    "robotsguard_rate_limited_total",
 ];
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -412,6 +416,12 @@ impl Metrics {
             "Listener certificate files re-read after a change, by result (loaded; failed: the previous certificate is still served).",
             &["listener", "result"],
         );
+        let rate_limited = counter(
+            &registry,
+            "robotsguard_rate_limited_total",
+            "Crawler requests answered 429 because they came sooner than robots.txt's Crawl-delay, by origin and crawler.",
+            &["origin", "crawler"],
+        );
         // process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... (Linux).
         register(
             &registry,
@@ -453,6 +463,7 @@ impl Metrics {
             verify_signature_key_fetches,
             tls_certificate_expiry,
             tls_certificate_reloads,
+            rate_limited,
         }
     }
 
@@ -577,6 +588,7 @@ impl Metrics {
             Box::new(self.verify_signature_key_fetches.clone()),
             Box::new(self.tls_certificate_expiry.clone()),
             Box::new(self.tls_certificate_reloads.clone()),
+            Box::new(self.rate_limited.clone()),
         ]
     }
 }

@@ -143,6 +143,46 @@ pub struct SignatureAgent {
     pub keys: Option<PathBuf>,
 }
 
+/// `crawl_delay`: robots.txt's `Crawl-delay` as a rate limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CrawlDelayConfig {
+    /// What is done with a request that comes sooner than its crawler's delay.
+    pub action: CrawlDelayAction,
+    /// Longer delays are taken as this long.
+    pub max: Duration,
+}
+
+impl Default for CrawlDelayConfig {
+    fn default() -> Self {
+        CrawlDelayConfig {
+            action: CrawlDelayAction::Enforce,
+            max: Duration::from_secs(60),
+        }
+    }
+}
+
+/// `crawl_delay.action`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CrawlDelayAction {
+    /// Answer 429 with `Retry-After`.
+    Enforce,
+    /// Proxy it, counted as `would_limit`.
+    Report,
+    /// `Crawl-delay` lines are not read.
+    Ignore,
+}
+
+impl CrawlDelayAction {
+    /// The spelling used in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CrawlDelayAction::Enforce => "enforce",
+            CrawlDelayAction::Report => "report",
+            CrawlDelayAction::Ignore => "ignore",
+        }
+    }
+}
+
 /// What is done with a request from an impostor: one that claims a crawler whose operator
 /// publishes who it is, from an address that is definitely not among it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -595,6 +635,8 @@ pub struct OriginConfig {
     pub policy: PolicyConfig,
     /// What is done with impostors of verifiable crawlers.
     pub impostors: Impostors,
+    /// Whether robots.txt's `Crawl-delay` is enforced as a rate limit, and its cap.
+    pub crawl_delay: CrawlDelayConfig,
 }
 
 /// An upstream server address.

@@ -14,7 +14,7 @@ use super::schema::{
     BLOCK, MAX_NAME_LEN, MAX_ROBOTS_MAX_SIZE, MIN_ROBOTS_MAX_SIZE, ORIGIN, PATHS, ROBOTS,
     UPSTREAM_TLS,
 };
-use super::schema::{HEALTH_CHECK, PASSIVE_HEALTH, POLICY, UPSTREAM_TIMEOUTS};
+use super::schema::{CRAWL_DELAY, HEALTH_CHECK, PASSIVE_HEALTH, POLICY, UPSTREAM_TIMEOUTS};
 use super::template::check_body;
 use super::tree::{Node, Value};
 use super::{Action, HealthCheck, PolicyConfig, UpstreamHealth, UpstreamTimeouts};
@@ -55,6 +55,7 @@ pub(crate) struct Defaults {
     pub upstream_health: UpstreamHealth,
     pub policy: PolicyConfig,
     pub impostors: super::Impostors,
+    pub crawl_delay: super::CrawlDelayConfig,
 }
 
 /// An origin plus what the cross-origin checks need: where its name and
@@ -146,6 +147,7 @@ pub(crate) fn parse_origin(
         .get("impostors")
         .and_then(|n| reader::choice(sink, n, "impostors", &super::verify::IMPOSTORS))
         .unwrap_or(defaults.impostors);
+    let crawl_delay = crawl_delay(sink, table.get("crawl_delay"), &defaults.crawl_delay);
 
     let config = OriginConfig {
         name: name.as_ref().map(|(n, _)| n.clone()).unwrap_or_default(),
@@ -160,6 +162,7 @@ pub(crate) fn parse_origin(
         upstream_health: health,
         policy,
         impostors,
+        crawl_delay,
     };
     Some(Parsed {
         config,
@@ -512,6 +515,38 @@ fn positive_duration(sink: &mut Sink, node: &Node, what: &str) -> Option<Duratio
         return None;
     }
     Some(d)
+}
+
+/// The spellings of `crawl_delay.action`.
+const CRAWL_DELAY_ACTIONS: [(&str, super::CrawlDelayAction); 3] = [
+    ("enforce", super::CrawlDelayAction::Enforce),
+    ("report", super::CrawlDelayAction::Report),
+    ("ignore", super::CrawlDelayAction::Ignore),
+];
+
+/// Reads a `crawl_delay` section over `base`, key by key.
+pub(crate) fn crawl_delay(
+    sink: &mut Sink,
+    node: Option<&Node>,
+    base: &super::CrawlDelayConfig,
+) -> super::CrawlDelayConfig {
+    let mut out = *base;
+    let Some(table) = node.and_then(|n| Table::read(sink, n, &CRAWL_DELAY, "`crawl_delay`")) else {
+        return out;
+    };
+    if let Some(action) = table
+        .get("action")
+        .and_then(|n| reader::choice(sink, n, "action", &CRAWL_DELAY_ACTIONS))
+    {
+        out.action = action;
+    }
+    if let Some(max) = table
+        .get("max")
+        .and_then(|n| positive_duration(sink, n, "max"))
+    {
+        out.max = max;
+    }
+    out
 }
 
 /// Reads an `upstream_timeouts` section over `base`, key by key.

@@ -141,7 +141,13 @@ pub(crate) const DEFAULTS: Section = Section {
         "dns_refresh",
         "policy",
         "impostors",
+        "crawl_delay",
     ],
+};
+
+pub(crate) const CRAWL_DELAY: Section = Section {
+    place: "in `crawl_delay`",
+    keys: &["action", "max"],
 };
 
 pub(crate) const BLOCK: Section = Section {
@@ -206,6 +212,7 @@ pub(crate) const ORIGIN: Section = Section {
         "dns_refresh",
         "policy",
         "impostors",
+        "crawl_delay",
     ],
 };
 
@@ -348,6 +355,7 @@ mod tests {
             &ACCESS_LOG,
             &POLICY,
             &UPSTREAM_TIMEOUTS,
+            &CRAWL_DELAY,
             &PASSIVE_HEALTH,
             &HEALTH_CHECK,
         ];

@@ -476,6 +476,7 @@ fn defaults(sink: &mut Sink, node: Option<&Node>, known: &KnownCrawlers) -> Defa
         upstream_health: UpstreamHealth::default(),
         policy: PolicyConfig::default(),
         impostors: super::Impostors::Block,
+        crawl_delay: super::CrawlDelayConfig::default(),
     };
     let Some(table) = node.and_then(|n| Table::read(sink, n, &DEFAULTS, "`defaults`")) else {
         return out;
@@ -496,6 +497,7 @@ fn defaults(sink: &mut Sink, node: Option<&Node>, known: &KnownCrawlers) -> Defa
     out.paths = origin::paths(sink, table.get("paths"), &out.paths);
     out.upstream_timeouts =
         origin::upstream_timeouts(sink, table.get("upstream_timeouts"), &out.upstream_timeouts);
+    out.crawl_delay = origin::crawl_delay(sink, table.get("crawl_delay"), &out.crawl_delay);
     out.upstream_health = origin::upstream_health(sink, &table, &out.upstream_health);
     out.policy = origin::policy(sink, table.get("policy"), &out.policy, known);
     if let Some(robots) = table

@@ -38,6 +38,12 @@ pub enum Outcome {
     Blocked,
     /// As `Blocked`, but the origin is in `report` mode: proxied, counted and logged.
     WouldBlock,
+    /// Allowed by robots.txt, but sooner than its `Crawl-delay` after the crawler's previous
+    /// request: answered 429 with `Retry-After`.
+    Limited,
+    /// As `Limited`, but `crawl_delay.action` is `report` or the origin is in `report` mode:
+    /// proxied and counted.
+    WouldLimit,
 }
 
 impl Outcome {
@@ -48,6 +54,8 @@ impl Outcome {
             Outcome::Allowed => "allowed",
             Outcome::Blocked => "blocked",
             Outcome::WouldBlock => "would_block",
+            Outcome::Limited => "limited",
+            Outcome::WouldLimit => "would_limit",
         }
     }
 }
@@ -166,6 +174,9 @@ pub struct Decision {
     /// What checking the crawler's claim found, when it was checked
     /// ([`Decision::apply_verification`]).
     pub verification: Option<Arc<Verification>>,
+    /// The `Crawl-delay` of the group that decided, when it states one (before the origin's
+    /// `crawl_delay.max`).
+    pub crawl_delay: Option<std::time::Duration>,
 }
 
 /// Why a decision came out as it did.
@@ -210,6 +221,13 @@ pub enum PolicyBy {
 }
 
 impl Decision {
+    /// Whether the crawler's identity was verified (range lists, reverse DNS or a signature).
+    pub fn is_verified(&self) -> bool {
+        self.verification
+            .as_ref()
+            .is_some_and(|v| v.result == VerificationResult::Verified)
+    }
+
     /// The reason in words, for logs, `/explain` and the block response.
     pub fn reason(&self) -> String {
         match self.why {
@@ -522,6 +540,7 @@ fn decide_named(
         robots: robots.clone(),
         rewritten_target: None,
         verification: None,
+        crawl_delay: None,
     };
     if named.is_empty() {
         return decision;
@@ -698,6 +717,7 @@ fn record_verdict(decision: &mut Decision, verdict: &Verdict<'_>) {
         directive: rule.directive.as_str(),
         pattern: rule.pattern.to_string(),
     });
+    decision.crawl_delay = verdict.crawl_delay;
     decision.why = match (&decision.group, &decision.rule) {
         (None, _) => Why::NoGroup,
         (Some(_), Some(_)) => Why::Rule,

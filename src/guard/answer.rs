@@ -42,6 +42,55 @@ pub(super) async fn respond(session: &mut Session, status: u16, body: String) ->
     Ok(())
 }
 
+/// Sends 429 for a crawler that came sooner than its `Crawl-delay`, with `Retry-After`.
+pub(super) async fn respond_limited(
+    session: &mut Session,
+    retry_after: u64,
+    body: String,
+) -> Result<()> {
+    let body = Bytes::from(body);
+    let mut header = ResponseHeader::build(429, Some(5))?;
+    header.insert_header("content-type", "text/plain; charset=utf-8")?;
+    header.insert_header("cache-control", "no-store")?;
+    header.insert_header("retry-after", retry_after.to_string())?;
+    header.insert_header("content-length", body.len().to_string())?;
+    keep_connection_if_possible(session);
+    session
+        .write_response_header(Box::new(header), false)
+        .await?;
+    session.write_response_body(Some(body), true).await?;
+    Ok(())
+}
+
+/// The body of a 429 for `decision`: which crawler, the delay robots.txt asks for, and when to
+/// come back. Only names from the catalogue and numbers: nothing the client wrote.
+pub(super) fn limited_body(decision: &Decision, wait: std::time::Duration) -> String {
+    let crawler = decision
+        .crawler
+        .as_ref()
+        .map_or("this crawler", |c| c.name());
+    let delay = decision
+        .crawl_delay
+        .map(|delay| delay.min(decision.origin.config.crawl_delay.max))
+        .unwrap_or_default();
+    format!(
+        "429 Too Many Requests: robots.txt asks {crawler} to wait {} s between requests \
+         (Crawl-delay); retry after {} s.\n",
+        seconds_text(delay),
+        crate::crawl_delay::retry_after_seconds(wait)
+    )
+}
+
+/// `2`, `0.5`: a delay as robots.txt would write it.
+fn seconds_text(delay: std::time::Duration) -> String {
+    let seconds = delay.as_secs_f64();
+    if seconds.fract() == 0.0 {
+        format!("{seconds:.0}")
+    } else {
+        format!("{seconds}")
+    }
+}
+
 /// Answers a request robotsguard will not proxy with `status` and a one-line reason (written by
 /// us, never client text), and ends the request.
 pub(super) async fn refuse(session: &mut Session, status: u16, why: &str) -> Result<bool> {

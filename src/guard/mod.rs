@@ -18,7 +18,7 @@ mod request;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use http::HeaderValue;
@@ -32,7 +32,8 @@ use pingora::services::ServiceWithDependents;
 pub use answer::block_body;
 pub use builder::{GuardBuilder, OriginSpec};
 
-use crate::config::{AccessLogFormat, Config, ConfigErrors, RobotsSource};
+use crate::config::{AccessLogFormat, Config, ConfigErrors, CrawlDelayAction, Mode, RobotsSource};
+use crate::crawl_delay::{retry_after_seconds, Admission, BudgetKey, CrawlDelays};
 use crate::enforce::{
     decide_for_client, decide_request, Decision, Outcome, Refused, Request as DecideRequest, Why,
 };
@@ -41,7 +42,7 @@ use crate::metrics::METRICS;
 use crate::state::{BuildError, Live, Snapshot};
 use crate::upstream::Peer;
 use crate::verify::signature::SignatureOutcome;
-use answer::{failure_body, refuse, respond, serve_robots};
+use answer::{failure_body, limited_body, refuse, respond, respond_limited, serve_robots};
 use forward::{
     forwarded_for, joined_header, request_id, robots_url, strip_client_forwarding_headers,
     X_FORWARDED_FOR, X_FORWARDED_HOST, X_FORWARDED_PROTO, X_REQUEST_ID,
@@ -78,6 +79,8 @@ pub struct Guard {
     unknown_hosts: UnknownHosts,
     /// Checks crawlers' claims (range lists, reverse DNS, signatures).
     verifier: Arc<crate::verify::Verifier>,
+    /// When each crawler may next be admitted under robots.txt's `Crawl-delay`.
+    crawl_delays: Arc<CrawlDelays>,
 }
 
 /// What [`Guard::request_filter`] does with a request for a host the config does not name.
@@ -245,6 +248,7 @@ impl Guard {
             config_path: None,
             unknown_hosts,
             verifier,
+            crawl_delays: Arc::default(),
         })
     }
 
@@ -335,6 +339,7 @@ impl Guard {
                 self.live.clone(),
                 config.admin.token_file.clone(),
                 self.verifier.clone(),
+                self.crawl_delays.clone(),
             )),
         );
         admin.add_tcp(&config.admin.address.to_string());
@@ -472,6 +477,25 @@ impl Guard {
                 }
             }
         }
+        if decision.outcome == Outcome::Allowed {
+            if let Some(wait) = self.crawl_delay_wait(&decision, ctx.client) {
+                let settings = decision.origin.config.crawl_delay;
+                if settings.action == CrawlDelayAction::Enforce
+                    && decision.origin.config.mode == Mode::Enforce
+                {
+                    decision.outcome = Outcome::Limited;
+                    METRICS
+                        .rate_limited
+                        .with_label_values(&[decision.origin.name(), decision.crawler_label()])
+                        .inc();
+                    let body = limited_body(&decision, wait);
+                    ctx.decision = Some(decision);
+                    respond_limited(session, retry_after_seconds(wait), body).await?;
+                    return Ok(true);
+                }
+                decision.outcome = Outcome::WouldLimit;
+            }
+        }
         if decision.outcome == Outcome::Blocked {
             let request = session.req_header();
             let path = request_path(request);
@@ -514,6 +538,27 @@ impl Guard {
         ctx.body_deadline = Some(Instant::now() + limits.body_timeout);
         ctx.decision = Some(decision);
         Ok(false)
+    }
+
+    /// How long a crawler robots.txt allows must still wait under its group's `Crawl-delay`
+    /// (capped by `crawl_delay.max`); `None` when it is admitted now, or nothing limits it. A
+    /// verified crawler has one budget per origin, any other one per client address.
+    fn crawl_delay_wait(&self, decision: &Decision, client: Option<IpAddr>) -> Option<Duration> {
+        let settings = decision.origin.config.crawl_delay;
+        if settings.action == CrawlDelayAction::Ignore {
+            return None;
+        }
+        let delay = decision.crawl_delay?.min(settings.max);
+        let crawler = decision.crawler.as_ref()?;
+        let key = BudgetKey {
+            origin: decision.origin.name(),
+            crawler: crawler.name(),
+            client: if decision.is_verified() { None } else { client },
+        };
+        match self.crawl_delays.admit(key, delay, Instant::now()) {
+            Admission::Admitted => None,
+            Admission::TooSoon(wait) => Some(wait),
+        }
     }
 
     /// Call from `request_body_filter`: ends a request whose body has not arrived within

@@ -3,6 +3,7 @@
 //! plus the few rules whose literal prefix the path starts with.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use super::canonical::canonicalize;
 use super::parse::{Directive, Group, RobotsTxt};
@@ -65,6 +66,9 @@ pub struct Verdict<'a> {
     /// The highest-priority matching rule; can be an empty `Disallow:` on an allowed verdict, as in
     /// Google's library. `None` when no rule matched.
     pub rule: Option<DecidingRule<'a>>,
+    /// The `Crawl-delay` of the group that decided (the longest, when several groups name the
+    /// agent), if it states one.
+    pub crawl_delay: Option<Duration>,
 }
 
 impl Verdict<'_> {
@@ -146,6 +150,8 @@ struct RuleIndex {
     nodes: Vec<Node>,
     /// Rule ids, contiguous per node, each node's run sorted by priority (highest first), then line.
     rule_ids: Vec<u32>,
+    /// The longest valid `Crawl-delay` among the set's groups.
+    crawl_delay: Option<Duration>,
 }
 
 impl RuleIndex {
@@ -269,6 +275,16 @@ impl Robots {
             .into_iter()
             .map(|ids| robots.build_index(ids))
             .collect();
+        for (index, groups) in robots.indexes.iter_mut().zip(&sets) {
+            index.crawl_delay = groups
+                .iter()
+                .filter_map(|&group| parsed.groups[group as usize].crawl_delay)
+                .map(|seconds| {
+                    // A year is longer than any cap; it also keeps absurd values representable.
+                    Duration::from_secs_f64(seconds.clamp(0.0, 365.0 * 86_400.0))
+                })
+                .max();
+        }
         robots.agents = agents
             .into_iter()
             .zip(agent_indexes)
@@ -371,6 +387,7 @@ impl Robots {
                     allowed: true,
                     group: GroupMatch::None,
                     rule: None,
+                    crawl_delay: None,
                 }
             }
         };
@@ -378,7 +395,8 @@ impl Robots {
             MatchMode::Canonical if !already_canonical => canonicalize(path),
             MatchMode::Exact | MatchMode::Canonical => std::borrow::Cow::Borrowed(path),
         };
-        let (allow, disallow) = self.best_matches(&self.indexes[index as usize], &path);
+        let rule_index = &self.indexes[index as usize];
+        let (allow, disallow) = self.best_matches(rule_index, &path);
         // Google's rule: only a non-empty pattern decides; Allow wins ties.
         let disallowed =
             (allow.priority > 0 || disallow.priority > 0) && disallow.priority > allow.priority;
@@ -391,6 +409,7 @@ impl Robots {
             allowed: !disallowed,
             group,
             rule: (deciding.rule != u32::MAX).then(|| self.deciding_rule(deciding.rule)),
+            crawl_delay: rule_index.crawl_delay,
         }
     }
 
@@ -557,7 +576,11 @@ impl Robots {
         nodes.shrink_to_fit();
         let mut rule_ids = rule_ids;
         rule_ids.shrink_to_fit();
-        RuleIndex { nodes, rule_ids }
+        RuleIndex {
+            nodes,
+            rule_ids,
+            crawl_delay: None,
+        }
     }
 
     /// The highest-priority matching Allow and Disallow (earliest line on ties).
@@ -653,4 +676,32 @@ fn index_html_directory(pattern: &str) -> Option<&str> {
     pattern[slash..]
         .starts_with("/index.htm")
         .then(|| &pattern[..=slash])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_deciding_group_gives_the_crawl_delay() {
+        let robots = Robots::parse(
+            b"User-agent: a\nCrawl-delay: 2\nDisallow: /x\n\n\
+              User-agent: a\nUser-agent: b\nCrawl-delay: 5.5\nDisallow: /y\n\n\
+              User-agent: c\nDisallow: /\n\n\
+              User-agent: *\nCrawl-delay: 1\n",
+        );
+        let delay = |agent: &str| robots.verdict(&[agent], b"/page").crawl_delay;
+        // Groups naming the same agent merge; the longest delay stands. (A `Crawl-delay` line
+        // does not end a group's agent list, as a rule does: hence the `Disallow: /y`.)
+        assert_eq!(delay("a"), Some(Duration::from_millis(5500)));
+        assert_eq!(delay("b"), Some(Duration::from_millis(5500)));
+        assert_eq!(delay("c"), None);
+        assert_eq!(delay("other"), Some(Duration::from_secs(1)));
+        assert_eq!(
+            robots.verdict(&["a"], b"/x").crawl_delay,
+            Some(Duration::from_millis(5500))
+        );
+        let none = Robots::parse(b"User-agent: a\nDisallow: /x\n");
+        assert_eq!(none.verdict(&["other"], b"/").crawl_delay, None);
+    }
 }

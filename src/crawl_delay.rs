@@ -1,0 +1,256 @@
+//! robots.txt's `Crawl-delay` as a rate limit: when each crawler may next be admitted.
+//!
+//! A crawler's requests are admitted at most one per delay. The key is the origin and the crawler
+//! for a crawler whose identity was verified (its requests come from many addresses and share one
+//! budget), and the origin, the crawler and the client address otherwise, so that an impostor
+//! cannot spend a real crawler's budget and one scraper's speed does not slow another down.
+//!
+//! The state is per process and bounded: keys are 64-bit digests under a per-process random key
+//! (collisions cannot be aimed at), kept in shards of at most [`MAX_ENTRIES`] in all. An entry is
+//! worth keeping only until its next admission time, so a full shard first drops the entries
+//! whose time has come; if none has, a new key goes untracked (its request is admitted, as its
+//! first request would have been) and the entry count stays put.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The most keys remembered at once (all shards): about 48 bytes each.
+pub const MAX_ENTRIES: usize = 1 << 20;
+
+const SHARDS: usize = 64;
+
+/// What the limiter says about one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Admitted; the key's next request is admitted no sooner than one delay from now.
+    Admitted,
+    /// Sooner than the delay after the previous admitted request: wait this long.
+    TooSoon(Duration),
+}
+
+/// Who a budget belongs to.
+#[derive(Debug, Clone, Copy)]
+pub struct BudgetKey<'a> {
+    /// The origin's name.
+    pub origin: &'a str,
+    /// The crawler's catalogue name.
+    pub crawler: &'a str,
+    /// The client address, for a crawler whose identity was not verified.
+    pub client: Option<IpAddr>,
+}
+
+/// When each key may next be admitted.
+pub struct CrawlDelays {
+    hasher: RandomState,
+    shards: Vec<Mutex<HashMap<u64, Instant>>>,
+    per_shard: usize,
+}
+
+impl std::fmt::Debug for CrawlDelays {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CrawlDelays")
+            .field("entries", &self.len())
+            .finish()
+    }
+}
+
+impl Default for CrawlDelays {
+    fn default() -> Self {
+        CrawlDelays::with_capacity(MAX_ENTRIES)
+    }
+}
+
+impl CrawlDelays {
+    /// A limiter that remembers at most about `entries` keys ([`MAX_ENTRIES`] by default).
+    pub fn with_capacity(entries: usize) -> CrawlDelays {
+        CrawlDelays {
+            hasher: RandomState::new(),
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            per_shard: (entries / SHARDS).max(1),
+        }
+    }
+
+    /// Admits a request for `key` at `now` if at least `delay` has passed since the key's
+    /// previous admitted request. A request that is not admitted does not move the key's time.
+    pub fn admit(&self, key: BudgetKey<'_>, delay: Duration, now: Instant) -> Admission {
+        if delay.is_zero() {
+            return Admission::Admitted;
+        }
+        let digest = self.digest(&key);
+        let shard = &self.shards[(digest as usize) % SHARDS];
+        let Ok(mut entries) = shard.lock() else {
+            // A panic while holding the lock cannot leave an entry half-written; but rather than
+            // rely on it, a poisoned shard admits (and tracks nothing).
+            return Admission::Admitted;
+        };
+        if let Some(next) = entries.get(&digest) {
+            if *next > now {
+                return Admission::TooSoon(*next - now);
+            }
+        }
+        let capacity = self.per_shard;
+        if entries.len() >= capacity && !entries.contains_key(&digest) {
+            entries.retain(|_, next| *next > now);
+            if entries.len() >= capacity {
+                return Admission::Admitted;
+            }
+        }
+        entries.insert(digest, now + delay);
+        Admission::Admitted
+    }
+
+    /// Keys remembered now (including those whose time has come and that are not yet dropped).
+    pub fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| shard.lock().map_or(0, |entries| entries.len()))
+            .sum()
+    }
+
+    /// Whether nothing is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// When `key` may next be admitted, if later than `now` (for `/explain`).
+    pub fn next_admission(&self, key: BudgetKey<'_>, now: Instant) -> Option<Duration> {
+        let digest = self.digest(&key);
+        let shard = self.shards[(digest as usize) % SHARDS].lock().ok()?;
+        shard
+            .get(&digest)
+            .and_then(|next| next.checked_duration_since(now))
+            .filter(|wait| !wait.is_zero())
+    }
+
+    fn digest(&self, key: &BudgetKey<'_>) -> u64 {
+        let mut hasher = self.hasher.build_hasher();
+        key.origin.hash(&mut hasher);
+        key.crawler.hash(&mut hasher);
+        key.client.hash(&mut hasher);
+        hasher.finish()
+    }
+}
+
+/// Whole seconds to wait, rounded up (`Retry-After` takes seconds; a client that retries after
+/// the rounded-down value would be refused again).
+pub fn retry_after_seconds(wait: Duration) -> u64 {
+    let seconds = wait.as_secs();
+    if wait.subsec_nanos() > 0 {
+        seconds + 1
+    } else {
+        seconds.max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key<'a>(crawler: &'a str, client: Option<IpAddr>) -> BudgetKey<'a> {
+        BudgetKey {
+            origin: "shop",
+            crawler,
+            client,
+        }
+    }
+
+    #[test]
+    fn one_request_per_delay_and_refusals_do_not_move_the_time() {
+        let limits = CrawlDelays::default();
+        let start = Instant::now();
+        let delay = Duration::from_secs(2);
+        let bot = key("GPTBot", None);
+        assert_eq!(limits.admit(bot, delay, start), Admission::Admitted);
+        assert_eq!(
+            limits.admit(bot, delay, start + Duration::from_millis(500)),
+            Admission::TooSoon(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            limits.admit(bot, delay, start + Duration::from_millis(1999)),
+            Admission::TooSoon(Duration::from_millis(1))
+        );
+        assert_eq!(limits.admit(bot, delay, start + delay), Admission::Admitted);
+        assert_eq!(
+            limits.next_admission(bot, start + delay),
+            Some(Duration::from_secs(2))
+        );
+    }
+
+    #[test]
+    fn budgets_are_per_crawler_address_and_origin() {
+        let limits = CrawlDelays::default();
+        let now = Instant::now();
+        let delay = Duration::from_secs(5);
+        let a: IpAddr = [192, 0, 2, 1].into();
+        let b: IpAddr = [192, 0, 2, 2].into();
+        assert_eq!(
+            limits.admit(key("GPTBot", Some(a)), delay, now),
+            Admission::Admitted
+        );
+        assert_eq!(
+            limits.admit(key("GPTBot", Some(b)), delay, now),
+            Admission::Admitted
+        );
+        assert_eq!(
+            limits.admit(key("CCBot", Some(a)), delay, now),
+            Admission::Admitted
+        );
+        assert_eq!(
+            limits.admit(key("GPTBot", None), delay, now),
+            Admission::Admitted
+        );
+        let other_origin = BudgetKey {
+            origin: "blog",
+            crawler: "GPTBot",
+            client: Some(a),
+        };
+        assert_eq!(limits.admit(other_origin, delay, now), Admission::Admitted);
+        assert!(matches!(
+            limits.admit(key("GPTBot", Some(a)), delay, now),
+            Admission::TooSoon(_)
+        ));
+        assert_eq!(
+            limits.admit(key("GPTBot", Some(a)), Duration::ZERO, now),
+            Admission::Admitted
+        );
+    }
+
+    #[test]
+    fn the_table_stays_bounded_and_drops_what_has_expired_first() {
+        let capacity = 64 * 32;
+        let limits = CrawlDelays::with_capacity(capacity);
+        let now = Instant::now();
+        let delay = Duration::from_secs(1);
+        let total = capacity * 4;
+        for n in 0..total {
+            let address = IpAddr::from((n as u128 + 1).to_be_bytes());
+            assert_eq!(
+                limits.admit(key("GPTBot", Some(address)), delay, now),
+                Admission::Admitted
+            );
+        }
+        assert!(limits.len() <= capacity, "{}", limits.len());
+        // Once their time has come, old entries make room again.
+        let later = now + delay;
+        let fresh: IpAddr = [198, 51, 100, 7].into();
+        assert_eq!(
+            limits.admit(key("GPTBot", Some(fresh)), delay, later),
+            Admission::Admitted
+        );
+        assert!(matches!(
+            limits.admit(key("GPTBot", Some(fresh)), delay, later),
+            Admission::TooSoon(_)
+        ));
+    }
+
+    #[test]
+    fn retry_after_rounds_up() {
+        assert_eq!(retry_after_seconds(Duration::from_millis(1)), 1);
+        assert_eq!(retry_after_seconds(Duration::from_millis(1500)), 2);
+        assert_eq!(retry_after_seconds(Duration::from_secs(2)), 2);
+        assert_eq!(retry_after_seconds(Duration::ZERO), 1);
+    }
+}

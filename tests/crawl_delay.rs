@@ -1,0 +1,234 @@
+//! robots.txt's `Crawl-delay` as a rate limit, through the real proxy: one request per delay per
+//! budget (a verified crawler's budget is shared by its addresses, anyone else's is per address),
+//! 429 with `Retry-After`, `/robots.txt` never limited, `report`, `ignore` and `max`.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::{metric, Origin, Proxy, Request, BROWSER};
+
+/// A crawler without published verification data, so its budget is per address.
+const EXAMPLEBOT: &str = "Mozilla/5.0 (compatible; ExampleBot/1.0)";
+/// A crawler verified by a range list file (203.0.113.0/24).
+const LISTEDBOT: &str = "ListedBot/2.0";
+
+fn origin_entry(name: &str, origin: &Origin, robots: &str, extra: &str) -> String {
+    format!(
+        "  - name: {name}\n    hosts: [\"{name}.example\"]\n    upstream: \"{}\"\n    \
+         robots: {{source: inline, text: {}}}\n{extra}",
+        origin.addr(),
+        serde_json::to_string(robots).expect("a string serialises")
+    )
+}
+
+fn start(origin: &Origin) -> Proxy {
+    let body = format!(
+        "trusted_proxies: [\"127.0.0.1/32\"]\n\
+         defaults:\n  crawl_delay: {{action: enforce, max: 60s}}\n\
+         crawlers:\n  extra:\n    - {{name: ExampleBot, tokens: [examplebot], pattern: ExampleBot, category: ai-training}}\n    \
+         - {{name: ListedBot, tokens: [listedbot], pattern: ListedBot, category: ai-training, verify: {{ips: [\"file:ranges.json\"]}}}}\n\
+         origins:\n{}{}{}{}",
+        origin_entry(
+            "shop",
+            origin,
+            "User-agent: *\nCrawl-delay: 2\nDisallow: /private\n",
+            ""
+        ),
+        origin_entry(
+            "report",
+            origin,
+            "User-agent: *\nCrawl-delay: 2\n",
+            "    crawl_delay: {action: report}\n"
+        ),
+        origin_entry(
+            "capped",
+            origin,
+            "User-agent: *\nCrawl-delay: 30\n",
+            "    crawl_delay: {max: 1s}\n"
+        ),
+        origin_entry(
+            "ignored",
+            origin,
+            "User-agent: *\nCrawl-delay: 30\n",
+            "    crawl_delay: {action: ignore}\n"
+        ),
+    );
+    Proxy::start_with(&body, &[("ranges.json", "[\"203.0.113.0/24\"]")])
+}
+
+fn from(
+    proxy: &Proxy,
+    client: &str,
+    host: &str,
+    path: &str,
+    user_agent: &str,
+) -> support::Response {
+    proxy.send(
+        &Request::get(path)
+            .host(host)
+            .ua(user_agent)
+            .header("X-Forwarded-For", client),
+    )
+}
+
+#[test]
+fn crawl_delay_admits_one_request_per_delay_per_budget() {
+    let origin = Origin::start();
+    let proxy = start(&origin);
+    let host = "shop.example";
+
+    let first = from(&proxy, "203.0.113.10", host, "/a", EXAMPLEBOT);
+    assert_eq!(first.status, 200, "{}", first.text());
+    let started = Instant::now();
+    let second = from(&proxy, "203.0.113.10", host, "/b", EXAMPLEBOT);
+    assert_eq!(second.status, 429, "{}", second.text());
+    let retry_after: u64 = second
+        .header("retry-after")
+        .and_then(|value| value.parse().ok())
+        .expect("a Retry-After in whole seconds");
+    assert!((1..=2).contains(&retry_after), "{retry_after}");
+    assert!(
+        second.text().contains("ExampleBot") && second.text().contains("Crawl-delay"),
+        "{}",
+        second.text()
+    );
+    assert!(
+        origin.proxied_to("/b").is_empty(),
+        "a limited request is not proxied"
+    );
+    // robots.txt decides first; robots.txt itself is never limited; browsers are not crawlers.
+    assert_eq!(
+        from(&proxy, "203.0.113.10", host, "/private/x", EXAMPLEBOT).status,
+        403
+    );
+    assert_eq!(
+        from(&proxy, "203.0.113.10", host, "/robots.txt", EXAMPLEBOT).status,
+        200
+    );
+    for _ in 0..3 {
+        assert_eq!(
+            from(&proxy, "203.0.113.10", host, "/a", BROWSER).status,
+            200
+        );
+    }
+    // Another address has a budget of its own.
+    assert_eq!(
+        from(&proxy, "203.0.113.11", host, "/a", EXAMPLEBOT).status,
+        200
+    );
+    let (_, explain) = proxy.explain_from(host, EXAMPLEBOT, "/a", "203.0.113.10");
+    assert_eq!(explain["crawl_delay"]["seconds"], 2.0, "{explain}");
+    assert_eq!(explain["crawl_delay"]["budget"], "client", "{explain}");
+    assert!(
+        explain["crawl_delay"]["wait_seconds"]
+            .as_f64()
+            .unwrap_or(0.0)
+            > 0.0,
+        "{explain}"
+    );
+
+    // Once Retry-After has passed, the next request is admitted.
+    let wait = Duration::from_secs(retry_after).saturating_sub(started.elapsed());
+    std::thread::sleep(wait + Duration::from_millis(50));
+    assert_eq!(
+        from(&proxy, "203.0.113.10", host, "/c", EXAMPLEBOT).status,
+        200
+    );
+
+    let metrics = proxy.metrics();
+    let labels = [("origin", "shop"), ("crawler", "ExampleBot")];
+    assert_eq!(
+        metric(&metrics, "robotsguard_rate_limited_total", &labels),
+        1.0
+    );
+    assert_eq!(
+        metric(
+            &metrics,
+            "robotsguard_requests_total",
+            &[("origin", "shop"), ("decision", "limited")]
+        ),
+        1.0
+    );
+}
+
+#[test]
+fn a_verified_crawler_has_one_budget_for_all_its_addresses() {
+    let origin = Origin::start();
+    let proxy = start(&origin);
+    let host = "shop.example";
+    // The range list loads in the background.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, explain) = proxy.explain_from(host, LISTEDBOT, "/a", "203.0.113.20");
+        if explain["verification"]["result"] == "verified" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never verified: {explain}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        from(&proxy, "203.0.113.20", host, "/a", LISTEDBOT).status,
+        200
+    );
+    let other = from(&proxy, "203.0.113.21", host, "/b", LISTEDBOT);
+    assert_eq!(other.status, 429, "{}", other.text());
+    let (_, explain) = proxy.explain_from(host, LISTEDBOT, "/a", "203.0.113.99");
+    assert_eq!(explain["crawl_delay"]["budget"], "crawler", "{explain}");
+}
+
+#[test]
+fn report_ignore_and_max() {
+    let origin = Origin::start();
+    let proxy = start(&origin);
+    let client = "203.0.113.30";
+
+    // report: proxied, counted as would_limit.
+    for path in ["/a", "/b"] {
+        assert_eq!(
+            from(&proxy, client, "report.example", path, EXAMPLEBOT).status,
+            200
+        );
+    }
+    // ignore: Crawl-delay is not read.
+    for path in ["/a", "/b", "/c"] {
+        assert_eq!(
+            from(&proxy, client, "ignored.example", path, EXAMPLEBOT).status,
+            200
+        );
+    }
+    // max: a 30 s delay is taken as 1 s.
+    assert_eq!(
+        from(&proxy, client, "capped.example", "/a", EXAMPLEBOT).status,
+        200
+    );
+    let limited = from(&proxy, client, "capped.example", "/b", EXAMPLEBOT);
+    assert_eq!(limited.status, 429);
+    assert_eq!(limited.header("retry-after"), Some("1"));
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(
+        from(&proxy, client, "capped.example", "/c", EXAMPLEBOT).status,
+        200
+    );
+
+    let metrics = proxy.metrics();
+    let decisions = |origin: &str, decision: &str| {
+        metric(
+            &metrics,
+            "robotsguard_requests_total",
+            &[("origin", origin), ("decision", decision)],
+        )
+    };
+    assert_eq!(decisions("report", "would_limit"), 1.0);
+    assert_eq!(decisions("report", "allowed"), 1.0);
+    assert_eq!(decisions("ignored", "allowed"), 3.0);
+    assert_eq!(decisions("capped", "limited"), 1.0);
+    assert_eq!(
+        metric(
+            &metrics,
+            "robotsguard_rate_limited_total",
+            &[("origin", "report")]
+        ),
+        0.0
+    );
+}
