@@ -154,5 +154,43 @@ fn decide_by_origin_count(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, decide_mix, decide_by_origin_count);
+/// What `Crawl-delay` adds to a crawler's request: one admission check against the per-process
+/// budgets, for a key that is admitted (a new client each time, as a crawl from many addresses)
+/// and for one that is refused (the same client again within the delay).
+fn crawl_delay_admission(c: &mut Criterion) {
+    use robotsguard::crawl_delay::{BudgetKey, CrawlDelays};
+    use std::time::{Duration, Instant};
+    let limits = CrawlDelays::default();
+    let delay = Duration::from_secs(10);
+    let mut group = c.benchmark_group("crawl_delay");
+    let mut n: u32 = 0;
+    group.bench_function("admit_new_client", |b| {
+        b.iter(|| {
+            n = n.wrapping_add(1);
+            let key = BudgetKey {
+                origin: "shop",
+                crawler: "GPTBot",
+                client: Some(std::net::IpAddr::from(n.to_be_bytes())),
+            };
+            black_box(limits.admit(key, delay, Instant::now()))
+        })
+    });
+    let repeat = BudgetKey {
+        origin: "shop",
+        crawler: "GPTBot",
+        client: Some(std::net::IpAddr::from([203, 0, 113, 9])),
+    };
+    limits.admit(repeat, delay, Instant::now());
+    group.bench_function("refuse_same_client", |b| {
+        b.iter(|| black_box(limits.admit(black_box(repeat), delay, Instant::now())))
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    decide_mix,
+    decide_by_origin_count,
+    crawl_delay_admission
+);
 criterion_main!(benches);

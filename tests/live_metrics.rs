@@ -85,7 +85,10 @@ fn the_readme_documents_exactly_the_metrics_the_code_names() {
 #[test]
 fn every_documented_metric_is_served_with_its_type_and_labels() {
     let shop = Origin::start();
-    shop.robots(200, "User-agent: GPTBot\nCrawl-delay: 60\nDisallow: /private\n");
+    shop.robots(
+        200,
+        "User-agent: GPTBot\nCrawl-delay: 60\nDisallow: /private\n",
+    );
     // An upstream nobody listens on: its robots.txt fetch and its requests fail.
     let dead = std::net::SocketAddr::from(([127, 0, 0, 1], support::free_port()));
     // Crawler verification: a range list file, reverse DNS on a loopback server, a client
