@@ -5,26 +5,17 @@
 //! budget), and the origin, the crawler and the client address otherwise, so that an impostor
 //! cannot spend a real crawler's budget and one scraper's speed does not slow another down.
 //!
-//! The state is per process and bounded: keys are 64-bit digests under a per-process random seed
-//! (foldhash: collisions cannot be aimed at without the seed, and one would only merge two budgets), kept in shards of at most [`MAX_ENTRIES`] in all. An entry is
-//! worth keeping only until its next admission time: each shard keeps its entries' times in a
-//! heap too and drops those that have come on every insertion, so the cost of an admission stays
-//! logarithmic however many clients there are. A shard full of entries whose time has not come
-//! leaves a new key untracked (its request is admitted, as its first request would have been).
+//! The state is per process and bounded ([`crate::expiring`]): a budget is kept only until its
+//! next admission time, and a client beyond [`MAX_ENTRIES`] budgets whose time has not come is
+//! admitted untracked, as its first request would have been.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
-use std::hash::{BuildHasher, Hash, Hasher};
-
-use foldhash::fast::RandomState;
 use std::net::IpAddr;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use crate::expiring::{Claim, ExpiringKeys};
 
 /// The most keys remembered at once (all shards): about 80 bytes each with the heap.
 pub const MAX_ENTRIES: usize = 1 << 20;
-
-const SHARDS: usize = 64;
 
 /// What the limiter says about one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,32 +39,7 @@ pub struct BudgetKey<'a> {
 
 /// When each key may next be admitted.
 pub struct CrawlDelays {
-    hasher: RandomState,
-    shards: Vec<Mutex<Shard>>,
-    per_shard: usize,
-}
-
-/// One shard: each key's next admission time, and the same times ordered, soonest first.
-#[derive(Default)]
-struct Shard {
-    next: HashMap<u64, Instant, RandomState>,
-    expiries: BinaryHeap<Reverse<(Instant, u64)>>,
-}
-
-impl Shard {
-    /// Drops the entries whose time has come. A key is re-admitted only once its time has come,
-    /// so the heap holds exactly one item per entry.
-    fn expire(&mut self, now: Instant) {
-        while let Some(Reverse((at, key))) = self.expiries.peek().copied() {
-            if at > now {
-                break;
-            }
-            self.expiries.pop();
-            if self.next.get(&key) == Some(&at) {
-                self.next.remove(&key);
-            }
-        }
-    }
+    next: ExpiringKeys,
 }
 
 impl std::fmt::Debug for CrawlDelays {
@@ -94,9 +60,7 @@ impl CrawlDelays {
     /// A limiter that remembers at most about `entries` keys ([`MAX_ENTRIES`] by default).
     pub fn with_capacity(entries: usize) -> CrawlDelays {
         CrawlDelays {
-            hasher: RandomState::default(),
-            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
-            per_shard: (entries / SHARDS).max(1),
+            next: ExpiringKeys::with_capacity(entries),
         }
     }
 
@@ -106,34 +70,15 @@ impl CrawlDelays {
         if delay.is_zero() {
             return Admission::Admitted;
         }
-        let digest = self.digest(&key);
-        let shard = &self.shards[(digest as usize) % SHARDS];
-        let Ok(mut shard) = shard.lock() else {
-            // A panic while holding the lock cannot leave an entry half-written; but rather than
-            // rely on it, a poisoned shard admits (and tracks nothing).
-            return Admission::Admitted;
-        };
-        if let Some(next) = shard.next.get(&digest) {
-            if *next > now {
-                return Admission::TooSoon(*next - now);
-            }
+        match self.next.claim(self.digest(&key), now + delay, now) {
+            Claim::Claimed => Admission::Admitted,
+            Claim::Held(next) => Admission::TooSoon(next - now),
         }
-        shard.expire(now);
-        if shard.next.len() >= self.per_shard {
-            return Admission::Admitted;
-        }
-        let next = now + delay;
-        shard.next.insert(digest, next);
-        shard.expiries.push(Reverse((next, digest)));
-        Admission::Admitted
     }
 
     /// Keys remembered now (including those whose time has come and that are not yet dropped).
     pub fn len(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|shard| shard.lock().map_or(0, |shard| shard.next.len()))
-            .sum()
+        self.next.len()
     }
 
     /// Whether nothing is remembered.
@@ -143,21 +88,13 @@ impl CrawlDelays {
 
     /// When `key` may next be admitted, if later than `now` (for `/explain`).
     pub fn next_admission(&self, key: BudgetKey<'_>, now: Instant) -> Option<Duration> {
-        let digest = self.digest(&key);
-        let shard = self.shards[(digest as usize) % SHARDS].lock().ok()?;
-        shard
-            .next
-            .get(&digest)
-            .and_then(|next| next.checked_duration_since(now))
-            .filter(|wait| !wait.is_zero())
+        self.next
+            .holds_until(self.digest(&key), now)
+            .map(|next| next - now)
     }
 
     fn digest(&self, key: &BudgetKey<'_>) -> u64 {
-        let mut hasher = self.hasher.build_hasher();
-        key.origin.hash(&mut hasher);
-        key.crawler.hash(&mut hasher);
-        key.client.hash(&mut hasher);
-        hasher.finish()
+        self.next.digest((key.origin, key.crawler, key.client))
     }
 }
 

@@ -42,7 +42,8 @@
 //! 8. Background work that replaces what the snapshot holds: robots.txt fetching and file
 //!    watching, upstream health and DNS, [`reload`] (the config file), and [`verify`]
 //!    (crawler verification: IP range lists, reverse DNS, Web Bot Auth keys), [`crawl_delay`]
-//!    (when each crawler may next be admitted under robots.txt's `Crawl-delay`), and
+//!    (when each crawler may next be admitted under robots.txt's `Crawl-delay`), [`compliance`]
+//!    (who read robots.txt), and
 //!    [`listener_tls`] (TLS listeners' certificates, chosen by SNI and re-read on change).
 //! 9. [`guard`] and [`admin`]: the pingora-facing shell (per-request hooks, services, the admin
 //!    endpoint).
@@ -54,10 +55,12 @@
 
 pub mod admin;
 mod client;
+pub mod compliance;
 pub mod config;
 pub mod crawl_delay;
 pub mod crawlers;
 pub mod enforce;
+mod expiring;
 mod fetch;
 pub mod guard;
 pub mod listener_tls;

@@ -118,10 +118,13 @@ pub struct Metrics {
     /// `robotsguard_rate_limited_total{origin, crawler}`: requests answered 429 under robots.txt's
     /// `Crawl-delay`.
     pub rate_limited: IntCounterVec,
+    /// `robotsguard_violations_total{origin, crawler, read_robots}`: crawler requests robots.txt
+    /// disallows, by whether the client fetched robots.txt within the last 24 hours.
+    pub violations: IntCounterVec,
 }
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 35] = [
+pub const METRIC_NAMES: [&str; 36] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -157,6 +160,7 @@ pub const METRIC_NAMES: [&str; 35] = [
     "robotsguard_tls_certificate_expiry_timestamp_seconds",
     "robotsguard_tls_certificate_reloads_total",
     "robotsguard_rate_limited_total",
+    "robotsguard_violations_total",
 ];
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -422,6 +426,12 @@ impl Metrics {
             "Crawler requests answered 429 because they came sooner than robots.txt's Crawl-delay, by origin and crawler.",
             &["origin", "crawler"],
         );
+        let violations = counter(
+            &registry,
+            "robotsguard_violations_total",
+            "Crawler requests robots.txt disallows (blocked or would_block), by origin, crawler and whether the client fetched robots.txt within the last 24 hours (read_robots: yes, no).",
+            &["origin", "crawler", "read_robots"],
+        );
         // process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... (Linux).
         register(
             &registry,
@@ -464,6 +474,7 @@ impl Metrics {
             tls_certificate_expiry,
             tls_certificate_reloads,
             rate_limited,
+            violations,
         }
     }
 
@@ -589,6 +600,7 @@ impl Metrics {
             Box::new(self.tls_certificate_expiry.clone()),
             Box::new(self.tls_certificate_reloads.clone()),
             Box::new(self.rate_limited.clone()),
+            Box::new(self.violations.clone()),
         ]
     }
 }

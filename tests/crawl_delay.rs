@@ -1,6 +1,7 @@
 //! robots.txt's `Crawl-delay` as a rate limit, through the real proxy: one request per delay per
 //! budget (a verified crawler's budget is shared by its addresses, anyone else's is per address),
-//! 429 with `Retry-After`, `/robots.txt` never limited, `report`, `ignore` and `max`.
+//! 429 with `Retry-After`, `/robots.txt` never limited, `report`, `ignore` and `max`; and the
+//! compliance signal (violations by whether the client read robots.txt).
 
 mod support;
 
@@ -231,4 +232,59 @@ fn report_ignore_and_max() {
         ),
         0.0
     );
+}
+
+/// `robotsguard_violations_total{read_robots}`: whether the client fetched robots.txt (within
+/// 24 hours) before fetching what it disallows.
+#[test]
+fn violations_say_whether_the_client_read_robots_txt() {
+    let origin = Origin::start();
+    let proxy = start(&origin);
+    let host = "shop.example";
+    // Never read robots.txt.
+    assert_eq!(
+        from(&proxy, "203.0.113.40", host, "/private/a", EXAMPLEBOT).status,
+        403
+    );
+    // Read it, then ignored it, twice.
+    assert_eq!(
+        from(&proxy, "203.0.113.41", host, "/robots.txt", EXAMPLEBOT).status,
+        200
+    );
+    for path in ["/private/a", "/private/b"] {
+        assert_eq!(
+            from(&proxy, "203.0.113.41", host, path, EXAMPLEBOT).status,
+            403
+        );
+    }
+    // Another origin's robots.txt does not count for this one.
+    assert_eq!(
+        from(
+            &proxy,
+            "203.0.113.40",
+            "report.example",
+            "/robots.txt",
+            EXAMPLEBOT
+        )
+        .status,
+        200
+    );
+    assert_eq!(
+        from(&proxy, "203.0.113.40", host, "/private/c", EXAMPLEBOT).status,
+        403
+    );
+    let metrics = proxy.metrics();
+    let violations = |read: &str| {
+        metric(
+            &metrics,
+            "robotsguard_violations_total",
+            &[
+                ("origin", "shop"),
+                ("crawler", "ExampleBot"),
+                ("read_robots", read),
+            ],
+        )
+    };
+    assert_eq!(violations("no"), 2.0, "{metrics}");
+    assert_eq!(violations("yes"), 2.0, "{metrics}");
 }

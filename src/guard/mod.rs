@@ -32,6 +32,7 @@ use pingora::services::ServiceWithDependents;
 pub use answer::block_body;
 pub use builder::{GuardBuilder, OriginSpec};
 
+use crate::compliance::RobotsReads;
 use crate::config::{AccessLogFormat, Config, ConfigErrors, CrawlDelayAction, Mode, RobotsSource};
 use crate::crawl_delay::{retry_after_seconds, Admission, BudgetKey, CrawlDelays};
 use crate::enforce::{
@@ -81,6 +82,8 @@ pub struct Guard {
     verifier: Arc<crate::verify::Verifier>,
     /// When each crawler may next be admitted under robots.txt's `Crawl-delay`.
     crawl_delays: Arc<CrawlDelays>,
+    /// Who read each origin's robots.txt in the last 24 hours.
+    robots_reads: Arc<RobotsReads>,
 }
 
 /// What [`Guard::request_filter`] does with a request for a host the config does not name.
@@ -249,6 +252,7 @@ impl Guard {
             unknown_hosts,
             verifier,
             crawl_delays: Arc::default(),
+            robots_reads: Arc::default(),
         })
     }
 
@@ -459,7 +463,12 @@ impl Guard {
             }
         };
         ctx.absolute_form = matches!(target, Target::Absolute(_));
-        if decision.origin.robots.settings.serve && asks_for_robots_txt(request, &target) {
+        let reads_robots = asks_for_robots_txt(request, &target);
+        if let (true, Some(client)) = (reads_robots, ctx.client) {
+            self.robots_reads
+                .record(decision.origin.name(), client, Instant::now());
+        }
+        if decision.origin.robots.settings.serve && reads_robots {
             // The copy robotsguard enforces is the one crawlers read, never the origin's.
             let copy = decision.robots.clone();
             let refresh = decision.origin.robots.settings.refresh;
@@ -495,6 +504,24 @@ impl Guard {
                 }
                 decision.outcome = Outcome::WouldLimit;
             }
+        }
+        // A violation is a rule of the robots.txt in force disallowing the request (not a
+        // policy block, an impostor, or the disallow-all of an unreachable robots.txt).
+        if matches!(decision.outcome, Outcome::Blocked | Outcome::WouldBlock)
+            && decision.why == Why::Rule
+        {
+            let read = ctx.client.is_some_and(|client| {
+                self.robots_reads
+                    .read_recently(decision.origin.name(), client, Instant::now())
+            });
+            METRICS
+                .violations
+                .with_label_values(&[
+                    decision.origin.name(),
+                    decision.crawler_label(),
+                    if read { "yes" } else { "no" },
+                ])
+                .inc();
         }
         if decision.outcome == Outcome::Blocked {
             let request = session.req_header();

@@ -1,0 +1,198 @@
+//! A bounded table of keys that each hold until an instant: the per-process state behind
+//! Crawl-delay budgets and the record of who read robots.txt.
+//!
+//! Keys are 64-bit digests under a per-process random seed (foldhash: collisions cannot be aimed
+//! at without the seed, and one would only merge two keys). The table is sharded, each shard
+//! behind its own mutex, with at most `capacity / 64` keys. Each shard keeps one heap item per
+//! key, soonest first, and drops the keys whose time has come on every insertion, so an
+//! operation stays logarithmic however many clients there are. A shard full of keys whose time
+//! has not come refuses a new key (the caller decides what an untracked key means).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::hash::{BuildHasher, Hash};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use foldhash::fast::RandomState;
+
+const SHARDS: usize = 64;
+
+/// Keys that each hold until an instant. See the module documentation.
+pub(crate) struct ExpiringKeys {
+    hasher: RandomState,
+    shards: Vec<Mutex<Shard>>,
+    per_shard: usize,
+}
+
+#[derive(Default)]
+struct Shard {
+    until: HashMap<u64, Instant, RandomState>,
+    /// One item per key, at or before the key's time (a key whose time moved later is
+    /// rescheduled when its item comes up).
+    heap: BinaryHeap<Reverse<(Instant, u64)>>,
+}
+
+impl Shard {
+    fn expire(&mut self, now: Instant) {
+        while let Some(Reverse((at, key))) = self.heap.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.heap.pop();
+            match self.until.get(&key).copied() {
+                Some(until) if until > now => self.heap.push(Reverse((until, key))),
+                Some(_) => {
+                    self.until.remove(&key);
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// Sets `key` to hold until `until`; false when the shard is full of live keys.
+    fn set(&mut self, key: u64, until: Instant, now: Instant, capacity: usize) -> bool {
+        if let Some(slot) = self.until.get_mut(&key) {
+            // Its heap item is at or before the old time, so it comes up and is rescheduled.
+            *slot = until;
+            return true;
+        }
+        self.expire(now);
+        if self.until.len() >= capacity {
+            return false;
+        }
+        self.until.insert(key, until);
+        self.heap.push(Reverse((until, key)));
+        true
+    }
+}
+
+/// What [`ExpiringKeys::claim`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// The key was free (or untracked: the table is full); it now holds until the given time.
+    Claimed,
+    /// The key holds until this instant, later than now; nothing changed.
+    Held(Instant),
+}
+
+impl ExpiringKeys {
+    /// A table of at most about `capacity` keys.
+    pub(crate) fn with_capacity(capacity: usize) -> ExpiringKeys {
+        ExpiringKeys {
+            hasher: RandomState::default(),
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            per_shard: (capacity / SHARDS).max(1),
+        }
+    }
+
+    /// The digest that stands for `key`.
+    pub(crate) fn digest(&self, key: impl Hash) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    fn shard(&self, digest: u64) -> Option<std::sync::MutexGuard<'_, Shard>> {
+        // A panic while holding a shard's lock cannot leave an entry half-written, but a
+        // poisoned shard is left alone rather than trusted.
+        self.shards[(digest as usize) % SHARDS].lock().ok()
+    }
+
+    /// If `key` does not hold past `now`, makes it hold until `until`; else says until when it
+    /// holds. One lock, so two requests cannot both claim the same key.
+    pub(crate) fn claim(&self, key: u64, until: Instant, now: Instant) -> Claim {
+        let Some(mut shard) = self.shard(key) else {
+            return Claim::Claimed;
+        };
+        if let Some(held) = shard.until.get(&key).copied() {
+            if held > now {
+                return Claim::Held(held);
+            }
+        }
+        let capacity = self.per_shard;
+        shard.set(key, until, now, capacity);
+        Claim::Claimed
+    }
+
+    /// Makes `key` hold until `until`, or later if it already does.
+    pub(crate) fn extend(&self, key: u64, until: Instant, now: Instant) {
+        let Some(mut shard) = self.shard(key) else {
+            return;
+        };
+        let until = match shard.until.get(&key) {
+            Some(held) if *held > until => return,
+            _ => until,
+        };
+        let capacity = self.per_shard;
+        shard.set(key, until, now, capacity);
+    }
+
+    /// Until when `key` holds, if past `now`.
+    pub(crate) fn holds_until(&self, key: u64, now: Instant) -> Option<Instant> {
+        let shard = self.shard(key)?;
+        shard.until.get(&key).copied().filter(|until| *until > now)
+    }
+
+    /// Keys kept now (some may have expired and not been dropped yet).
+    pub(crate) fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| shard.lock().map_or(0, |shard| shard.until.len()))
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn claims_hold_until_their_time_and_extensions_only_move_later() {
+        let keys = ExpiringKeys::with_capacity(1024);
+        let now = Instant::now();
+        let key = keys.digest(("shop", "GPTBot"));
+        let later = now + Duration::from_secs(2);
+        assert_eq!(keys.claim(key, later, now), Claim::Claimed);
+        assert_eq!(
+            keys.claim(key, now + Duration::from_secs(9), now),
+            Claim::Held(later)
+        );
+        assert_eq!(keys.holds_until(key, now), Some(later));
+        assert_eq!(keys.holds_until(key, later), None);
+        keys.extend(key, now + Duration::from_secs(1), now);
+        assert_eq!(keys.holds_until(key, now), Some(later), "never earlier");
+        let much_later = now + Duration::from_secs(60);
+        keys.extend(key, much_later, now);
+        assert_eq!(keys.holds_until(key, later), Some(much_later));
+    }
+
+    #[test]
+    fn the_table_is_bounded_and_expired_keys_make_room() {
+        let capacity = 64 * 16;
+        let keys = ExpiringKeys::with_capacity(capacity);
+        let now = Instant::now();
+        let until = now + Duration::from_secs(1);
+        for n in 0..capacity * 4 {
+            keys.claim(keys.digest(n), until, now);
+        }
+        assert!(keys.len() <= capacity, "{}", keys.len());
+        // An extended key is rescheduled, not dropped, when its first time comes.
+        let kept = keys.digest("kept");
+        let later = now + Duration::from_secs(10);
+        // Room for it once the first keys' time has come.
+        assert_eq!(keys.claim(kept, until, until), Claim::Claimed);
+        keys.extend(kept, later, until);
+        for n in 0..capacity {
+            keys.claim(
+                keys.digest(("again", n)),
+                later,
+                until + Duration::from_secs(1),
+            );
+        }
+        assert_eq!(
+            keys.holds_until(kept, until + Duration::from_secs(2)),
+            Some(later)
+        );
+        assert!(keys.len() <= capacity, "{}", keys.len());
+    }
+}
