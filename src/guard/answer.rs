@@ -29,17 +29,7 @@ fn keep_connection_if_possible(session: &mut Session) {
 
 /// Sends an answer robotsguard makes itself (block, refusal, failure).
 pub(super) async fn respond(session: &mut Session, status: u16, body: String) -> Result<()> {
-    let body = Bytes::from(body);
-    let mut header = ResponseHeader::build(status, Some(4))?;
-    header.insert_header("content-type", "text/plain; charset=utf-8")?;
-    header.insert_header("cache-control", "no-store")?;
-    header.insert_header("content-length", body.len().to_string())?;
-    keep_connection_if_possible(session);
-    session
-        .write_response_header(Box::new(header), false)
-        .await?;
-    session.write_response_body(Some(body), true).await?;
-    Ok(())
+    respond_with(session, status, body, None).await
 }
 
 /// Sends 429 for a crawler that came sooner than its `Crawl-delay`, with `Retry-After`.
@@ -48,11 +38,29 @@ pub(super) async fn respond_limited(
     retry_after: u64,
     body: String,
 ) -> Result<()> {
+    respond_with(
+        session,
+        429,
+        body,
+        Some(("retry-after", retry_after.to_string())),
+    )
+    .await
+}
+
+/// A plain-text answer of ours, with one more header when given.
+async fn respond_with(
+    session: &mut Session,
+    status: u16,
+    body: String,
+    extra: Option<(&'static str, String)>,
+) -> Result<()> {
     let body = Bytes::from(body);
-    let mut header = ResponseHeader::build(429, Some(5))?;
+    let mut header = ResponseHeader::build(status, Some(5))?;
     header.insert_header("content-type", "text/plain; charset=utf-8")?;
     header.insert_header("cache-control", "no-store")?;
-    header.insert_header("retry-after", retry_after.to_string())?;
+    if let Some((name, value)) = extra {
+        header.insert_header(name, value)?;
+    }
     header.insert_header("content-length", body.len().to_string())?;
     keep_connection_if_possible(session);
     session
