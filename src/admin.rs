@@ -22,6 +22,7 @@ pub(crate) struct AdminApp {
     token: Option<TokenFile>,
     verifier: Arc<crate::verify::Verifier>,
     crawl_delays: Arc<crate::crawl_delay::CrawlDelays>,
+    offenders: Arc<crate::offenders::Offenders>,
 }
 
 impl AdminApp {
@@ -32,12 +33,14 @@ impl AdminApp {
         token_file: Option<PathBuf>,
         verifier: Arc<crate::verify::Verifier>,
         crawl_delays: Arc<crate::crawl_delay::CrawlDelays>,
+        offenders: Arc<crate::offenders::Offenders>,
     ) -> AdminApp {
         AdminApp {
             snapshot,
             token: token_file.map(TokenFile::new),
             verifier,
             crawl_delays,
+            offenders,
         }
     }
 }
@@ -192,6 +195,8 @@ struct Explanation<'a> {
     reason: String,
     /// The crawler's `Crawl-delay` as enforced, when its group states one.
     crawl_delay: Option<CrawlDelayInfo>,
+    /// The ban in force for `client=` on this origin (repeat offenders), if any.
+    ban: Option<serde_json::Value>,
     robots: RobotsInfo<'a>,
 }
 
@@ -250,10 +255,16 @@ struct RobotsInfo<'a> {
     bytes: usize,
 }
 
+/// The per-client state `/explain` reports on.
+struct ClientState<'a> {
+    crawl_delays: &'a crate::crawl_delay::CrawlDelays,
+    offenders: &'a crate::offenders::Offenders,
+}
+
 async fn explain(
     snapshot: &Snapshot,
     verifier: &crate::verify::Verifier,
-    crawl_delays: &crate::crawl_delay::CrawlDelays,
+    state: ClientState<'_>,
     query: &str,
 ) -> Response<Vec<u8>> {
     let params = query_params(query);
@@ -302,7 +313,13 @@ async fn explain(
                 }
             }
             let mut explained = explanation(host, &path, user_agent, client, &decision);
-            explained.crawl_delay = crawl_delay_info(&decision, client, crawl_delays);
+            explained.crawl_delay = crawl_delay_info(&decision, client, state.crawl_delays);
+            explained.ban = client.and_then(|address| {
+                state
+                    .offenders
+                    .banned(decision.origin.name(), address, std::time::Instant::now())
+                    .map(|ban| ban_json(&ban))
+            });
             json(200, &explained)
         }
         Err(Refused::UnknownHost) => json(
@@ -349,6 +366,7 @@ fn explanation<'a>(
         rule: decision.rule.as_ref(),
         reason: decision.reason(),
         crawl_delay: None,
+        ban: None,
         robots: RobotsInfo {
             state: copy.policy.state_label(),
             outcome: copy.outcome.as_str(),
@@ -363,6 +381,76 @@ fn explanation<'a>(
             rules: copy.rule_count(),
             bytes: copy.body.len(),
         },
+    }
+}
+
+/// A ban as the admin endpoint shows it.
+fn ban_json(ban: &crate::offenders::Ban) -> serde_json::Value {
+    serde_json::json!({
+        "origin": &*ban.origin,
+        "client": ban.client.to_string(),
+        "since": unix_seconds(ban.since),
+        "until": unix_seconds(ban.until),
+        "strikes": ban.strikes,
+    })
+}
+
+/// `GET /bans?origin=`: the bans in force (on one origin, or all).
+fn list_bans(offenders: &crate::offenders::Offenders, query: &str) -> Response<Vec<u8>> {
+    let params = query_params(query);
+    let origin = params
+        .iter()
+        .find(|(k, _)| k == "origin")
+        .map(|(_, v)| v.as_str());
+    let bans: Vec<serde_json::Value> = offenders
+        .list(origin, std::time::Instant::now())
+        .iter()
+        .map(ban_json)
+        .collect();
+    json(200, &serde_json::json!({ "bans": bans }))
+}
+
+/// `DELETE /bans?origin=&client=`: lifts a ban.
+fn lift_ban(
+    snapshot: &Snapshot,
+    offenders: &crate::offenders::Offenders,
+    query: &str,
+) -> Response<Vec<u8>> {
+    let params = query_params(query);
+    let get = |name: &str| {
+        params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let (Some(origin), Some(client)) = (get("origin"), get("client")) else {
+        return json(
+            400,
+            &serde_json::json!({"error": "give ?origin=NAME&client=ADDRESS"}),
+        );
+    };
+    if !snapshot.origins.iter().any(|o| o.name() == origin) {
+        return json(
+            404,
+            &serde_json::json!({"error": format!("no origin `{origin}`")}),
+        );
+    }
+    let Ok(client) = client.parse::<std::net::IpAddr>() else {
+        return json(
+            400,
+            &serde_json::json!({"error": "`client` must be an IP address"}),
+        );
+    };
+    if offenders.lift(origin, client, std::time::Instant::now()) {
+        json(
+            200,
+            &serde_json::json!({"lifted": {"origin": origin, "client": client.to_string()}}),
+        )
+    } else {
+        json(
+            404,
+            &serde_json::json!({"error": format!("{client} is not banned on `{origin}`")}),
+        )
     }
 }
 
@@ -406,11 +494,17 @@ impl ServeHttp for AdminApp {
         let request = session.req_header();
         let path = request.uri.path().to_string();
         let query = request.uri.query().unwrap_or("").to_string();
-        if request.method != http::Method::GET && request.method != http::Method::HEAD {
-            let mut answer = text(405, "only GET and HEAD are allowed\n");
+        let lifting = request.method == http::Method::DELETE && path == "/bans";
+        if request.method != http::Method::GET && request.method != http::Method::HEAD && !lifting {
+            let mut answer = text(405, "only GET and HEAD are allowed (and DELETE on /bans)\n");
+            let allow = if path == "/bans" {
+                "GET, HEAD, DELETE"
+            } else {
+                "GET, HEAD"
+            };
             answer
                 .headers_mut()
-                .insert("allow", http::HeaderValue::from_static("GET, HEAD"));
+                .insert("allow", http::HeaderValue::from_static(allow));
             return answer;
         }
         let open = matches!(path.as_str(), "/healthz" | "/readyz");
@@ -454,9 +548,17 @@ impl ServeHttp for AdminApp {
                 publish_ages(&snapshot);
                 reply(200, "text/plain; version=0.0.4", METRICS.render())
             }
-            "/explain" => explain(&snapshot, &self.verifier, &self.crawl_delays, &query).await,
+            "/explain" => {
+                let state = ClientState {
+                    crawl_delays: &self.crawl_delays,
+                    offenders: &self.offenders,
+                };
+                explain(&snapshot, &self.verifier, state, &query).await
+            }
+            "/bans" if lifting => lift_ban(&snapshot, &self.offenders, &query),
+            "/bans" => list_bans(&self.offenders, &query),
             "/robots" => robots_copy(&snapshot, &query),
-            _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin=\n"),
+            _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin=\n"),
         }
     }
 }

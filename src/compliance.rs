@@ -3,8 +3,9 @@
 //! read robots.txt and then fetched what it disallows ignored it knowingly: the evidence behind
 //! `robotsguard_violations_total{read_robots="yes"}`.
 //!
-//! Per process and bounded ([`crate::expiring`]): at most [`MAX_CLIENTS`] readers at once; a
-//! reader beyond that is not remembered (its violations count as `read_robots="no"`).
+//! Per process and bounded (the expiring table of `src/expiring.rs`): at most [`MAX_CLIENTS`]
+//! readers at once; a reader beyond that is not remembered (its violations count as
+//! `read_robots="no"`).
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};

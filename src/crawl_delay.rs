@@ -5,9 +5,9 @@
 //! budget), and the origin, the crawler and the client address otherwise, so that an impostor
 //! cannot spend a real crawler's budget and one scraper's speed does not slow another down.
 //!
-//! The state is per process and bounded ([`crate::expiring`]): a budget is kept only until its
-//! next admission time, and a client beyond [`MAX_ENTRIES`] budgets whose time has not come is
-//! admitted untracked, as its first request would have been.
+//! The state is per process and bounded (the expiring table of `src/expiring.rs`): a budget is
+//! kept only until its next admission time, and a client beyond [`MAX_ENTRIES`] budgets whose
+//! time has not come is admitted untracked, as its first request would have been.
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};

@@ -19,28 +19,39 @@ use foldhash::fast::RandomState;
 const SHARDS: usize = 64;
 
 /// Keys that each hold until an instant. See the module documentation.
-pub(crate) struct ExpiringKeys {
+pub(crate) type ExpiringKeys = ExpiringMap<()>;
+
+/// Keys that each hold a value until an instant. See the module documentation.
+pub(crate) struct ExpiringMap<V> {
     hasher: RandomState,
-    shards: Vec<Mutex<Shard>>,
+    shards: Vec<Mutex<Shard<V>>>,
     per_shard: usize,
 }
 
-#[derive(Default)]
-struct Shard {
-    until: HashMap<u64, Instant, RandomState>,
+struct Shard<V> {
+    until: HashMap<u64, (Instant, V), RandomState>,
     /// One item per key, at or before the key's time (a key whose time moved later is
     /// rescheduled when its item comes up).
     heap: BinaryHeap<Reverse<(Instant, u64)>>,
 }
 
-impl Shard {
+impl<V> Default for Shard<V> {
+    fn default() -> Self {
+        Shard {
+            until: HashMap::default(),
+            heap: BinaryHeap::new(),
+        }
+    }
+}
+
+impl<V: Copy> Shard<V> {
     fn expire(&mut self, now: Instant) {
         while let Some(Reverse((at, key))) = self.heap.peek().copied() {
             if at > now {
                 break;
             }
             self.heap.pop();
-            match self.until.get(&key).copied() {
+            match self.until.get(&key).map(|(until, _)| *until) {
                 Some(until) if until > now => self.heap.push(Reverse((until, key))),
                 Some(_) => {
                     self.until.remove(&key);
@@ -50,18 +61,31 @@ impl Shard {
         }
     }
 
-    /// Sets `key` to hold until `until`; false when the shard is full of live keys.
-    fn set(&mut self, key: u64, until: Instant, now: Instant, capacity: usize) -> bool {
+    /// The key's time and value, if it holds past `now`.
+    fn live(&self, key: u64, now: Instant) -> Option<(Instant, V)> {
+        self.until
+            .get(&key)
+            .copied()
+            .filter(|(until, _)| *until > now)
+    }
+
+    /// Sets `key` to hold `value` until `until`; false when the shard is full of live keys.
+    fn set(&mut self, key: u64, until: Instant, value: V, now: Instant, capacity: usize) -> bool {
         if let Some(slot) = self.until.get_mut(&key) {
-            // Its heap item is at or before the old time, so it comes up and is rescheduled.
-            *slot = until;
+            // A later time keeps the heap item, which comes up at or before it and is
+            // rescheduled; an earlier one needs an item of its own.
+            let earlier = until < slot.0;
+            *slot = (until, value);
+            if earlier {
+                self.heap.push(Reverse((until, key)));
+            }
             return true;
         }
         self.expire(now);
         if self.until.len() >= capacity {
             return false;
         }
-        self.until.insert(key, until);
+        self.until.insert(key, (until, value));
         self.heap.push(Reverse((until, key)));
         true
     }
@@ -76,10 +100,10 @@ pub(crate) enum Claim {
     Held(Instant),
 }
 
-impl ExpiringKeys {
+impl<V: Copy> ExpiringMap<V> {
     /// A table of at most about `capacity` keys.
-    pub(crate) fn with_capacity(capacity: usize) -> ExpiringKeys {
-        ExpiringKeys {
+    pub(crate) fn with_capacity(capacity: usize) -> ExpiringMap<V> {
+        ExpiringMap {
             hasher: RandomState::default(),
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
             per_shard: (capacity / SHARDS).max(1),
@@ -91,45 +115,46 @@ impl ExpiringKeys {
         self.hasher.hash_one(key)
     }
 
-    fn shard(&self, digest: u64) -> Option<std::sync::MutexGuard<'_, Shard>> {
+    fn shard(&self, digest: u64) -> Option<std::sync::MutexGuard<'_, Shard<V>>> {
         // A panic while holding a shard's lock cannot leave an entry half-written, but a
         // poisoned shard is left alone rather than trusted.
         self.shards[(digest as usize) % SHARDS].lock().ok()
     }
 
-    /// If `key` does not hold past `now`, makes it hold until `until`; else says until when it
-    /// holds. One lock, so two requests cannot both claim the same key.
-    pub(crate) fn claim(&self, key: u64, until: Instant, now: Instant) -> Claim {
-        let Some(mut shard) = self.shard(key) else {
-            return Claim::Claimed;
-        };
-        if let Some(held) = shard.until.get(&key).copied() {
-            if held > now {
-                return Claim::Held(held);
-            }
-        }
-        let capacity = self.per_shard;
-        shard.set(key, until, now, capacity);
-        Claim::Claimed
-    }
-
-    /// Makes `key` hold until `until`, or later if it already does.
-    pub(crate) fn extend(&self, key: u64, until: Instant, now: Instant) {
-        let Some(mut shard) = self.shard(key) else {
-            return;
-        };
-        let until = match shard.until.get(&key) {
-            Some(held) if *held > until => return,
-            _ => until,
-        };
-        let capacity = self.per_shard;
-        shard.set(key, until, now, capacity);
-    }
-
     /// Until when `key` holds, if past `now`.
     pub(crate) fn holds_until(&self, key: u64, now: Instant) -> Option<Instant> {
-        let shard = self.shard(key)?;
-        shard.until.get(&key).copied().filter(|until| *until > now)
+        self.get(key, now).map(|(until, _)| until)
+    }
+
+    /// `key`'s time and value, if it holds past `now`.
+    pub(crate) fn get(&self, key: u64, now: Instant) -> Option<(Instant, V)> {
+        self.shard(key)?.live(key, now)
+    }
+
+    /// Reads and replaces `key`'s entry under one lock: `change` gets the live entry (if any)
+    /// and returns the new one (`None` leaves the entry as it is). Returns what `change`
+    /// returned; a full shard leaves a new key untracked.
+    pub(crate) fn update(
+        &self,
+        key: u64,
+        now: Instant,
+        change: impl FnOnce(Option<(Instant, V)>) -> Option<(Instant, V)>,
+    ) -> Option<(Instant, V)> {
+        let Some(mut shard) = self.shard(key) else {
+            return change(None);
+        };
+        let live = shard.live(key, now);
+        let new = change(live)?;
+        let capacity = self.per_shard;
+        shard.set(key, new.0, new.1, now, capacity);
+        Some(new)
+    }
+
+    /// Removes `key`.
+    pub(crate) fn remove(&self, key: u64) {
+        if let Some(mut shard) = self.shard(key) {
+            shard.until.remove(&key);
+        }
     }
 
     /// Keys kept now (some may have expired and not been dropped yet).
@@ -138,6 +163,33 @@ impl ExpiringKeys {
             .iter()
             .map(|shard| shard.lock().map_or(0, |shard| shard.until.len()))
             .sum()
+    }
+}
+
+impl ExpiringKeys {
+    /// If `key` does not hold past `now`, makes it hold until `until`; else says until when it
+    /// holds. One lock, so two requests cannot both claim the same key.
+    pub(crate) fn claim(&self, key: u64, until: Instant, now: Instant) -> Claim {
+        let mut held = None;
+        self.update(key, now, |live| match live {
+            Some((at, ())) => {
+                held = Some(at);
+                None
+            }
+            None => Some((until, ())),
+        });
+        match held {
+            Some(at) => Claim::Held(at),
+            None => Claim::Claimed,
+        }
+    }
+
+    /// Makes `key` hold until `until`, or later if it already does.
+    pub(crate) fn extend(&self, key: u64, until: Instant, now: Instant) {
+        self.update(key, now, |live| match live {
+            Some((held, ())) if held >= until => None,
+            _ => Some((until, ())),
+        });
     }
 }
 

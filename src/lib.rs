@@ -43,7 +43,7 @@
 //!    watching, upstream health and DNS, [`reload`] (the config file), and [`verify`]
 //!    (crawler verification: IP range lists, reverse DNS, Web Bot Auth keys), [`crawl_delay`]
 //!    (when each crawler may next be admitted under robots.txt's `Crawl-delay`), [`compliance`]
-//!    (who read robots.txt), and
+//!    (who read robots.txt), [`offenders`] (strikes and bans), and
 //!    [`listener_tls`] (TLS listeners' certificates, chosen by SNI and re-read on change).
 //! 9. [`guard`] and [`admin`]: the pingora-facing shell (per-request hooks, services, the admin
 //!    endpoint).
@@ -66,6 +66,7 @@ pub mod guard;
 pub mod listener_tls;
 pub mod logs;
 pub mod metrics;
+pub mod offenders;
 pub mod reload;
 pub mod robots;
 pub mod state;

@@ -311,6 +311,40 @@ pub(crate) fn library_line(target: &str, level: log::Level, text: &str) {
     }
 }
 
+/// Lines about repeat offenders per second: many addresses can offend at once.
+const OFFENDER_LINES_PER_SECOND: u32 = 10;
+
+static OFFENDER_LINES: LazyLock<RateLimiter> =
+    LazyLock::new(|| RateLimiter::new(OFFENDER_LINES_PER_SECOND));
+
+/// Logs a repeat offender banned, or one that would be (report). Rate-limited on its own, so
+/// that it neither crowds out nor is crowded out by the blocked-request lines.
+pub(crate) fn offender(
+    origin: &str,
+    client: std::net::IpAddr,
+    strikes: u32,
+    ban: Option<&crate::offenders::Ban>,
+) {
+    if !OFFENDER_LINES.admit() {
+        return;
+    }
+    match ban {
+        Some(ban) => tracing::warn!(
+            origin,
+            client = %client,
+            strikes,
+            until = %httpdate::fmt_http_date(ban.until),
+            "client banned: it kept fetching what robots.txt disallows"
+        ),
+        None => tracing::info!(
+            origin,
+            client = %client,
+            strikes,
+            "client would be banned (offenders: report): it keeps fetching what robots.txt disallows"
+        ),
+    }
+}
+
 /// Logs that an upstream address is skipped for its cool-off (failures in a row). Rate-limited
 /// with the failure lines: a dead upstream under load fails many requests.
 pub(crate) fn upstream_skipped(origin: &str, address: std::net::SocketAddr) {
@@ -519,6 +553,14 @@ fn report_suppressed() {
             suppressed = failures,
             limit_per_second = FAILURE_LINES_PER_SECOND,
             "failure lines suppressed by the log rate limit"
+        );
+    }
+    let offenders = OFFENDER_LINES.take_suppressed();
+    if offenders > 0 {
+        tracing::warn!(
+            suppressed = offenders,
+            limit_per_second = OFFENDER_LINES_PER_SECOND,
+            "repeat-offender lines suppressed by the log rate limit (bans are counted in robotsguard_bans_total)"
         );
     }
     let suppressed = REQUEST_LINES.take_suppressed();

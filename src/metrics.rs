@@ -121,10 +121,14 @@ pub struct Metrics {
     /// `robotsguard_violations_total{origin, crawler, read_robots}`: crawler requests robots.txt
     /// disallows, by whether the client fetched robots.txt within the last 24 hours.
     pub violations: IntCounterVec,
+    /// `robotsguard_bans_total{origin}`: client addresses banned for repeated violations.
+    pub bans: IntCounterVec,
+    /// `robotsguard_banned_clients{origin}`: bans in force.
+    pub banned_clients: IntGaugeVec,
 }
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 36] = [
+pub const METRIC_NAMES: [&str; 38] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -161,6 +165,8 @@ pub const METRIC_NAMES: [&str; 36] = [
     "robotsguard_tls_certificate_reloads_total",
     "robotsguard_rate_limited_total",
     "robotsguard_violations_total",
+    "robotsguard_bans_total",
+    "robotsguard_banned_clients",
 ];
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -432,6 +438,18 @@ impl Metrics {
             "Crawler requests robots.txt disallows (blocked or would_block), by origin, crawler and whether the client fetched robots.txt within the last 24 hours (read_robots: yes, no).",
             &["origin", "crawler", "read_robots"],
         );
+        let bans = counter(
+            &registry,
+            "robotsguard_bans_total",
+            "Client addresses banned from an origin for repeatedly fetching what robots.txt disallows (offenders.action: ban).",
+            &["origin"],
+        );
+        let banned_clients = gauge(
+            &registry,
+            "robotsguard_banned_clients",
+            "Bans in force, by origin (updated when a ban is added, lifted or found ended).",
+            &["origin"],
+        );
         // process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... (Linux).
         register(
             &registry,
@@ -475,6 +493,8 @@ impl Metrics {
             tls_certificate_reloads,
             rate_limited,
             violations,
+            bans,
+            banned_clients,
         }
     }
 
@@ -530,6 +550,8 @@ impl Metrics {
         let _ = self
             .robots_last_error_timestamp
             .remove_label_values(&[origin]);
+        let _ = self.bans.remove_label_values(&[origin]);
+        let _ = self.banned_clients.remove_label_values(&[origin]);
     }
 }
 
@@ -601,6 +623,8 @@ impl Metrics {
             Box::new(self.tls_certificate_reloads.clone()),
             Box::new(self.rate_limited.clone()),
             Box::new(self.violations.clone()),
+            Box::new(self.bans.clone()),
+            Box::new(self.banned_clients.clone()),
         ]
     }
 }

@@ -248,6 +248,25 @@ pub struct RobotsSlot {
     ready: AtomicBool,
     /// The settings the copy was obtained with: a reload with other settings gets a new slot.
     pub settings: RobotsConfig,
+    /// The copies in force before the current one within [`HISTORY`], for "disallowed by every
+    /// robots.txt in force over the last 24 hours".
+    history: std::sync::Mutex<History>,
+}
+
+/// How far back earlier robots.txt copies are kept: RFC 9309 lets crawlers cache robots.txt for
+/// up to 24 hours, so a rule younger than that may not have reached a crawler yet.
+pub const HISTORY: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+
+/// Earlier copies kept at most (a robots.txt that changes more often than this in a day is not
+/// treated as settled: see [`RobotsSlot::throughout_history`]).
+const HISTORY_COPIES: usize = 64;
+
+#[derive(Debug)]
+struct History {
+    /// Earlier copies with when each stopped being in force, oldest first.
+    earlier: std::collections::VecDeque<(Arc<RobotsCopy>, std::time::Instant)>,
+    /// The latest time a copy was dropped for [`HISTORY_COPIES`]: nothing before it is known.
+    forgotten_until: Option<std::time::Instant>,
 }
 
 impl RobotsSlot {
@@ -275,6 +294,10 @@ impl RobotsSlot {
             refresh_requested: tokio::sync::Notify::new(),
             ready: AtomicBool::new(ready),
             settings,
+            history: std::sync::Mutex::new(History {
+                earlier: std::collections::VecDeque::new(),
+                forgotten_until: None,
+            }),
         }
     }
 
@@ -285,14 +308,68 @@ impl RobotsSlot {
 
     /// Stores a new outcome and marks the slot ready.
     pub fn store(&self, copy: RobotsCopy) {
-        self.current.store(Arc::new(copy));
+        let new = Arc::new(copy);
+        let old = self.current.swap(new.clone());
         self.ready.store(true, Ordering::Release);
+        // A re-fetch of the same robots.txt is not a change of what is in force; nor is the
+        // start-up placeholder a robots.txt anyone read.
+        if old.outcome == CopyOutcome::Pending || same_rules(&old, &new) {
+            return;
+        }
+        let now = std::time::Instant::now();
+        if let Ok(mut history) = self.history.lock() {
+            history.earlier.push_back((old, now));
+            while let Some((_, until)) = history.earlier.front() {
+                let expired = now.saturating_duration_since(*until) > HISTORY;
+                if !expired && history.earlier.len() <= HISTORY_COPIES {
+                    break;
+                }
+                if !expired {
+                    history.forgotten_until = Some(*until);
+                }
+                history.earlier.pop_front();
+            }
+        }
+    }
+
+    /// Whether every copy in force over the last [`HISTORY`] before `now`, the current one
+    /// included, satisfies `check`, with none of those hours forgotten. The history starts
+    /// when the slot is made: a process younger than a day (or a reload that changed the
+    /// origin's robots.txt settings) looks back to then.
+    pub fn throughout_history(
+        &self,
+        now: std::time::Instant,
+        check: impl Fn(&RobotsCopy) -> bool,
+    ) -> bool {
+        if !check(&self.current()) {
+            return false;
+        }
+        let Ok(history) = self.history.lock() else {
+            return false;
+        };
+        if history
+            .forgotten_until
+            .is_some_and(|until| now.saturating_duration_since(until) <= HISTORY)
+        {
+            return false;
+        }
+        history
+            .earlier
+            .iter()
+            .filter(|(_, until)| now.saturating_duration_since(*until) <= HISTORY)
+            .all(|(copy, _)| check(copy))
     }
 
     /// Whether a first outcome has been stored.
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
     }
+}
+
+/// Whether two copies say the same: the same body with the same outcome, or the same
+/// rule-less policy.
+fn same_rules(a: &RobotsCopy, b: &RobotsCopy) -> bool {
+    a.policy.state_label() == b.policy.state_label() && a.body == b.body
 }
 
 /// A configured origin with everything the hot path needs precomputed.
@@ -377,6 +454,16 @@ impl Snapshot {
             .map(|snapshot| snapshot.origins.iter().map(|o| (o.name(), o)).collect())
             .unwrap_or_default();
         for origin_config in &config.origins {
+            // Both ban series exist from the start (a rate or an alert over them never sees a
+            // missing series); the gauge keeps its value across a reload.
+            let name = origin_config.name.as_str();
+            crate::metrics::METRICS
+                .bans
+                .with_label_values(&[name])
+                .inc_by(0);
+            let _ = crate::metrics::METRICS
+                .banned_clients
+                .with_label_values(&[name]);
             let previous = previous_by_name.get(origin_config.name.as_str());
             let robots = previous
                 .filter(|old| {

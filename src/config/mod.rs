@@ -143,6 +143,52 @@ pub struct SignatureAgent {
     pub keys: Option<PathBuf>,
 }
 
+/// `offenders`: clients that keep fetching what robots.txt disallows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct OffendersConfig {
+    /// What is done when a client reaches `strikes` within `window`.
+    pub action: OffendersAction,
+    /// Strikes within `window` that ban.
+    pub strikes: u32,
+    /// The window strikes are counted in (from the first).
+    pub window: Duration,
+    /// How long a ban lasts.
+    pub ban: Duration,
+}
+
+impl Default for OffendersConfig {
+    fn default() -> Self {
+        OffendersConfig {
+            action: OffendersAction::Report,
+            strikes: 20,
+            window: Duration::from_secs(600),
+            ban: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// `offenders.action`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OffendersAction {
+    /// Ban the client's address on the origin: 403 on every path but `/robots.txt`.
+    Ban,
+    /// Log that it would be banned; ban nothing.
+    Report,
+    /// Count no strikes.
+    Off,
+}
+
+impl OffendersAction {
+    /// The spelling used in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OffendersAction::Ban => "ban",
+            OffendersAction::Report => "report",
+            OffendersAction::Off => "off",
+        }
+    }
+}
+
 /// `crawl_delay`: robots.txt's `Crawl-delay` as a rate limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CrawlDelayConfig {
@@ -637,6 +683,8 @@ pub struct OriginConfig {
     pub impostors: Impostors,
     /// Whether robots.txt's `Crawl-delay` is enforced as a rate limit, and its cap.
     pub crawl_delay: CrawlDelayConfig,
+    /// Bans for clients that keep fetching what robots.txt disallows.
+    pub offenders: OffendersConfig,
 }
 
 /// An upstream server address.

@@ -14,7 +14,9 @@ use super::schema::{
     BLOCK, MAX_NAME_LEN, MAX_ROBOTS_MAX_SIZE, MIN_ROBOTS_MAX_SIZE, ORIGIN, PATHS, ROBOTS,
     UPSTREAM_TLS,
 };
-use super::schema::{CRAWL_DELAY, HEALTH_CHECK, PASSIVE_HEALTH, POLICY, UPSTREAM_TIMEOUTS};
+use super::schema::{
+    CRAWL_DELAY, HEALTH_CHECK, OFFENDERS, PASSIVE_HEALTH, POLICY, UPSTREAM_TIMEOUTS,
+};
 use super::template::check_body;
 use super::tree::{Node, Value};
 use super::{Action, HealthCheck, PolicyConfig, UpstreamHealth, UpstreamTimeouts};
@@ -56,6 +58,7 @@ pub(crate) struct Defaults {
     pub policy: PolicyConfig,
     pub impostors: super::Impostors,
     pub crawl_delay: super::CrawlDelayConfig,
+    pub offenders: super::OffendersConfig,
 }
 
 /// An origin plus what the cross-origin checks need: where its name and
@@ -148,6 +151,7 @@ pub(crate) fn parse_origin(
         .and_then(|n| reader::choice(sink, n, "impostors", &super::verify::IMPOSTORS))
         .unwrap_or(defaults.impostors);
     let crawl_delay = crawl_delay(sink, table.get("crawl_delay"), &defaults.crawl_delay);
+    let offenders = offenders(sink, table.get("offenders"), &defaults.offenders);
 
     let config = OriginConfig {
         name: name.as_ref().map(|(n, _)| n.clone()).unwrap_or_default(),
@@ -163,6 +167,7 @@ pub(crate) fn parse_origin(
         policy,
         impostors,
         crawl_delay,
+        offenders,
     };
     Some(Parsed {
         config,
@@ -545,6 +550,43 @@ pub(crate) fn crawl_delay(
         .and_then(|n| positive_duration(sink, n, "max"))
     {
         out.max = max;
+    }
+    out
+}
+
+/// The spellings of `offenders.action`.
+const OFFENDERS_ACTIONS: [(&str, super::OffendersAction); 3] = [
+    ("ban", super::OffendersAction::Ban),
+    ("report", super::OffendersAction::Report),
+    ("off", super::OffendersAction::Off),
+];
+
+/// Reads an `offenders` section over `base`, key by key.
+pub(crate) fn offenders(
+    sink: &mut Sink,
+    node: Option<&Node>,
+    base: &super::OffendersConfig,
+) -> super::OffendersConfig {
+    let mut out = *base;
+    let Some(table) = node.and_then(|n| Table::read(sink, n, &OFFENDERS, "`offenders`")) else {
+        return out;
+    };
+    if let Some(action) = table
+        .get("action")
+        .and_then(|n| reader::choice(sink, n, "action", &OFFENDERS_ACTIONS))
+    {
+        out.action = action;
+    }
+    if let Some(strikes) = table
+        .get("strikes")
+        .and_then(|n| reader::integer(sink, n, "strikes", 1, 1_000_000))
+    {
+        out.strikes = u32::try_from(strikes).unwrap_or(u32::MAX);
+    }
+    for (key, slot) in [("window", &mut out.window), ("ban", &mut out.ban)] {
+        if let Some(d) = table.get(key).and_then(|n| positive_duration(sink, n, key)) {
+            *slot = d;
+        }
     }
     out
 }

@@ -142,12 +142,18 @@ pub(crate) const DEFAULTS: Section = Section {
         "policy",
         "impostors",
         "crawl_delay",
+        "offenders",
     ],
 };
 
 pub(crate) const CRAWL_DELAY: Section = Section {
     place: "in `crawl_delay`",
     keys: &["action", "max"],
+};
+
+pub(crate) const OFFENDERS: Section = Section {
+    place: "in `offenders`",
+    keys: &["action", "strikes", "window", "ban"],
 };
 
 pub(crate) const BLOCK: Section = Section {
@@ -213,6 +219,7 @@ pub(crate) const ORIGIN: Section = Section {
         "policy",
         "impostors",
         "crawl_delay",
+        "offenders",
     ],
 };
 
@@ -356,6 +363,7 @@ mod tests {
             &POLICY,
             &UPSTREAM_TIMEOUTS,
             &CRAWL_DELAY,
+            &OFFENDERS,
             &PASSIVE_HEALTH,
             &HEALTH_CHECK,
         ];

@@ -44,6 +44,8 @@ pub enum Outcome {
     /// As `Limited`, but `crawl_delay.action` is `report` or the origin is in `report` mode:
     /// proxied and counted.
     WouldLimit,
+    /// The client address is banned from the origin for repeated violations: answered 403.
+    Banned,
 }
 
 impl Outcome {
@@ -56,6 +58,7 @@ impl Outcome {
             Outcome::WouldBlock => "would_block",
             Outcome::Limited => "limited",
             Outcome::WouldLimit => "would_limit",
+            Outcome::Banned => "banned",
         }
     }
 }
@@ -673,6 +676,43 @@ fn decide_named(
         (true, _) => Outcome::Blocked,
     };
     decision
+}
+
+/// Whether `copy` (an earlier robots.txt of the decision's origin) also disallows what
+/// `decision` was blocked for: the same crawler, the same path (`path`: the request's target, read
+/// as [`decide_request`] reads it). A copy with no rules disallows only when it disallows all.
+pub fn copy_disallows(copy: &RobotsCopy, decision: &Decision, path: &[u8]) -> bool {
+    let Some(crawler) = &decision.crawler else {
+        return false;
+    };
+    let rules = match &copy.policy {
+        Policy::AllowAll => return false,
+        Policy::DisallowAll => return true,
+        Policy::Rules(rules) => rules,
+    };
+    let Ok(readings) = read_target(path, decision.origin.config.paths) else {
+        return true;
+    };
+    let mut tokens: [&str; MAX_TOKENS] = [""; MAX_TOKENS];
+    let mut count = 0;
+    for token in crawler.tokens() {
+        let reduced = crate::robots::reduce_agent_name(token.as_bytes());
+        if count < MAX_TOKENS && !reduced.is_empty() {
+            tokens[count] = &token[..reduced.len()];
+            count += 1;
+        }
+    }
+    let fallback = if crawler.ignores_global {
+        GlobalFallback::Ignore
+    } else {
+        GlobalFallback::Use
+    };
+    let disallowed = readings.all().any(|reading| {
+        !rules
+            .verdict_with_canonical_path(&tokens[..count], reading, fallback)
+            .allowed
+    });
+    disallowed
 }
 
 /// What `policy` says for one crawler named: its own entry, else its category's.

@@ -70,6 +70,28 @@ async fn respond_with(
     Ok(())
 }
 
+/// Sends 403 to a banned address, with `Retry-After` at the ban's end.
+pub(super) async fn respond_banned(
+    session: &mut Session,
+    ban: &crate::offenders::Ban,
+    body: String,
+) -> Result<()> {
+    let retry_after = crate::offenders::seconds_left(ban).to_string();
+    respond_with(session, 403, body, Some(("retry-after", retry_after))).await
+}
+
+/// The body of a ban's 403: that the address is banned, why, and until when. Nothing the client
+/// wrote.
+pub(super) fn banned_body(ban: &crate::offenders::Ban) -> String {
+    format!(
+        "403 Forbidden: {} is banned from this site until {} after {} requests for paths \
+         robots.txt disallows; robots.txt stays readable.\n",
+        ban.client,
+        httpdate::fmt_http_date(ban.until),
+        ban.strikes
+    )
+}
+
 /// The body of a 429 for `decision`: which crawler, the delay robots.txt asks for, and when to
 /// come back. Only names from the catalogue and numbers: nothing the client wrote.
 pub(super) fn limited_body(decision: &Decision, wait: std::time::Duration) -> String {

@@ -33,17 +33,23 @@ pub use answer::block_body;
 pub use builder::{GuardBuilder, OriginSpec};
 
 use crate::compliance::RobotsReads;
-use crate::config::{AccessLogFormat, Config, ConfigErrors, CrawlDelayAction, Mode, RobotsSource};
+use crate::config::{
+    AccessLogFormat, Config, ConfigErrors, CrawlDelayAction, Mode, OffendersAction, RobotsSource,
+};
 use crate::crawl_delay::{retry_after_seconds, Admission, BudgetKey, CrawlDelays};
 use crate::enforce::{
     decide_for_client, decide_request, Decision, Outcome, Refused, Request as DecideRequest, Why,
 };
 use crate::fetch::http_peer;
 use crate::metrics::METRICS;
+use crate::offenders::{Offenders, Strike};
 use crate::state::{BuildError, Live, Snapshot};
 use crate::upstream::Peer;
 use crate::verify::signature::SignatureOutcome;
-use answer::{failure_body, limited_body, refuse, respond, respond_limited, serve_robots};
+use answer::{
+    banned_body, failure_body, limited_body, refuse, respond, respond_banned, respond_limited,
+    serve_robots,
+};
 use forward::{
     forwarded_for, joined_header, request_id, robots_url, strip_client_forwarding_headers,
     X_FORWARDED_FOR, X_FORWARDED_HOST, X_FORWARDED_PROTO, X_REQUEST_ID,
@@ -84,6 +90,8 @@ pub struct Guard {
     crawl_delays: Arc<CrawlDelays>,
     /// Who read each origin's robots.txt in the last 24 hours.
     robots_reads: Arc<RobotsReads>,
+    /// Strike counts and bans of repeat offenders.
+    offenders: Arc<Offenders>,
 }
 
 /// What [`Guard::request_filter`] does with a request for a host the config does not name.
@@ -253,6 +261,7 @@ impl Guard {
             verifier,
             crawl_delays: Arc::default(),
             robots_reads: Arc::default(),
+            offenders: Arc::default(),
         })
     }
 
@@ -344,6 +353,7 @@ impl Guard {
                 config.admin.token_file.clone(),
                 self.verifier.clone(),
                 self.crawl_delays.clone(),
+                self.offenders.clone(),
             )),
         );
         admin.add_tcp(&config.admin.address.to_string());
@@ -468,6 +478,21 @@ impl Guard {
             self.robots_reads
                 .record(decision.origin.name(), client, Instant::now());
         }
+        // A banned address gets nothing but robots.txt from the origin, whoever it claims to be.
+        if let (false, Some(client)) = (reads_robots, ctx.client) {
+            if decision.why != Why::AllowedClient {
+                if let Some(ban) =
+                    self.offenders
+                        .banned(decision.origin.name(), client, Instant::now())
+                {
+                    decision.outcome = Outcome::Banned;
+                    let body = banned_body(&ban);
+                    ctx.decision = Some(decision);
+                    respond_banned(session, &ban, body).await?;
+                    return Ok(true);
+                }
+            }
+        }
         if decision.origin.robots.settings.serve && reads_robots {
             // The copy robotsguard enforces is the one crawlers read, never the origin's.
             let copy = decision.robots.clone();
@@ -522,6 +547,14 @@ impl Guard {
                     if read { "yes" } else { "no" },
                 ])
                 .inc();
+        }
+        if matches!(decision.outcome, Outcome::Blocked | Outcome::WouldBlock)
+            && decision.why == Why::Rule
+            && decision.origin.config.offenders.action != OffendersAction::Off
+        {
+            if let Some(client) = ctx.client {
+                self.count_strike(session, &decision, client);
+            }
         }
         if decision.outcome == Outcome::Blocked {
             let request = session.req_header();
@@ -586,6 +619,41 @@ impl Guard {
             Admission::Admitted => None,
             Admission::TooSoon(wait) => Some(wait),
         }
+    }
+
+    /// A request a robots.txt rule blocked: a strike when every robots.txt in force over the
+    /// last 24 hours disallowed it too; enough strikes ban the address (`offenders`).
+    fn count_strike(&self, session: &Session, decision: &Decision, client: IpAddr) {
+        let Some(target) = request_target(session.req_header()) else {
+            return;
+        };
+        let path = target.decided_path();
+        let now = Instant::now();
+        let settled = decision.origin.robots.throughout_history(now, |copy| {
+            crate::enforce::copy_disallows(copy, decision, path)
+        });
+        if !settled {
+            return;
+        }
+        let settings = decision.origin.config.offenders;
+        let enforce = decision.origin.config.mode == Mode::Enforce;
+        match self
+            .offenders
+            .strike(decision.origin.name(), client, settings, enforce, now)
+        {
+            Strike::Banned(ban) => {
+                crate::logs::offender(decision.origin.name(), client, ban.strikes, Some(&ban))
+            }
+            Strike::WouldBan(strikes) if strikes == settings.strikes => {
+                crate::logs::offender(decision.origin.name(), client, strikes, None)
+            }
+            Strike::WouldBan(_) | Strike::Counted(_) => {}
+        }
+    }
+
+    /// The strikes and bans of repeat offenders (for the admin endpoint and embedders).
+    pub fn offenders(&self) -> Arc<Offenders> {
+        self.offenders.clone()
     }
 
     /// Call from `request_body_filter`: ends a request whose body has not arrived within

@@ -1,0 +1,331 @@
+//! Repeat offenders: a client address that keeps fetching what robots.txt disallows is banned
+//! from the origin for a while.
+//!
+//! A strike is a request blocked by a robots.txt rule that every copy of robots.txt in force over
+//! the previous 24 hours also disallowed (the caller checks that: a crawler may keep a robots.txt
+//! for a day, so a younger rule is not yet a violation). `strikes` within `window` (counted from
+//! the first) ban the address on that origin for `ban`.
+//!
+//! Per process: strike counts in the bounded expiring table of `src/expiring.rs`; bans in a map
+//! that requests read without a lock (replaced whole when a ban is added, lifted or expires —
+//! rare next to the reads every request makes), at most [`MAX_BANS`].
+
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use arc_swap::ArcSwap;
+use foldhash::fast::RandomState;
+
+use crate::config::{OffendersAction, OffendersConfig};
+use crate::expiring::ExpiringMap;
+use crate::metrics::METRICS;
+
+/// The most bans in force at once; an address beyond that is not banned (and it is logged).
+pub const MAX_BANS: usize = 100_000;
+
+/// The most (origin, address) strike counts kept at once.
+pub const MAX_STRIKE_COUNTS: usize = 1 << 20;
+
+/// A ban in force.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ban {
+    /// The origin it applies to.
+    pub origin: Arc<str>,
+    /// The banned client address.
+    pub client: IpAddr,
+    /// When it was imposed.
+    pub since: SystemTime,
+    /// When it ends.
+    pub until: SystemTime,
+    /// The same end, on the monotonic clock requests are checked against.
+    ends: Instant,
+    /// The strikes that led to it.
+    pub strikes: u32,
+}
+
+/// What a strike led to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Strike {
+    /// Counted: this many within the window so far.
+    Counted(u32),
+    /// The address is now banned.
+    Banned(Ban),
+    /// The address reached the strikes, but `offenders.action` is `report` (or the origin only
+    /// reports): nothing is banned.
+    WouldBan(u32),
+}
+
+/// Strike counts and bans, per origin and client address.
+pub struct Offenders {
+    strikes: ExpiringMap<u32>,
+    hasher: RandomState,
+    /// Serialises changes to `bans`.
+    changing: Mutex<()>,
+    bans: ArcSwap<HashMap<u64, Ban>>,
+}
+
+impl std::fmt::Debug for Offenders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Offenders")
+            .field("bans", &self.bans.load().len())
+            .finish()
+    }
+}
+
+impl Default for Offenders {
+    fn default() -> Self {
+        Offenders {
+            strikes: ExpiringMap::with_capacity(MAX_STRIKE_COUNTS),
+            hasher: RandomState::default(),
+            changing: Mutex::new(()),
+            bans: ArcSwap::from_pointee(HashMap::new()),
+        }
+    }
+}
+
+impl Offenders {
+    fn key(&self, origin: &str, client: IpAddr) -> u64 {
+        self.hasher.hash_one((origin, client))
+    }
+
+    /// The ban in force for `client` on `origin`, if any.
+    pub fn banned(&self, origin: &str, client: IpAddr, now: Instant) -> Option<Ban> {
+        let bans = self.bans.load();
+        if bans.is_empty() {
+            return None;
+        }
+        let ban = bans.get(&self.key(origin, client))?;
+        if ban.ends > now {
+            return Some(ban.clone());
+        }
+        drop(bans);
+        self.prune(now);
+        None
+    }
+
+    /// Counts a strike for `client` on `origin`; `enforce` is whether the origin blocks (not
+    /// report mode).
+    pub fn strike(
+        &self,
+        origin: &str,
+        client: IpAddr,
+        settings: OffendersConfig,
+        enforce: bool,
+        now: Instant,
+    ) -> Strike {
+        if settings.action == OffendersAction::Off {
+            return Strike::Counted(0);
+        }
+        let key = self.key(origin, client);
+        let counted = self
+            .strikes
+            .update(key, now, |live| match live {
+                Some((until, count)) => Some((until, count.saturating_add(1))),
+                None => Some((now + settings.window, 1)),
+            })
+            .map_or(1, |(_, count)| count);
+        if counted < settings.strikes {
+            return Strike::Counted(counted);
+        }
+        if settings.action != OffendersAction::Ban || !enforce {
+            return Strike::WouldBan(counted);
+        }
+        // The count starts again after the ban.
+        self.strikes.remove(key);
+        let since = SystemTime::now();
+        let ban = Ban {
+            origin: Arc::from(origin),
+            client,
+            since,
+            until: since + settings.ban,
+            ends: now + settings.ban,
+            strikes: counted,
+        };
+        if self.add(key, ban.clone(), now) {
+            METRICS.bans.with_label_values(&[origin]).inc();
+            Strike::Banned(ban)
+        } else {
+            Strike::WouldBan(counted)
+        }
+    }
+
+    /// Adds a ban; false when [`MAX_BANS`] are in force.
+    fn add(&self, key: u64, ban: Ban, now: Instant) -> bool {
+        let Ok(_changing) = self.changing.lock() else {
+            return false;
+        };
+        let mut bans: HashMap<u64, Ban> = (**self.bans.load()).clone();
+        bans.retain(|_, ban| ban.ends > now);
+        if bans.len() >= MAX_BANS && !bans.contains_key(&key) {
+            self.publish(bans);
+            return false;
+        }
+        bans.insert(key, ban);
+        self.publish(bans);
+        true
+    }
+
+    /// Lifts the ban of `client` on `origin`; false when there was none.
+    pub fn lift(&self, origin: &str, client: IpAddr, now: Instant) -> bool {
+        let Ok(_changing) = self.changing.lock() else {
+            return false;
+        };
+        let mut bans: HashMap<u64, Ban> = (**self.bans.load()).clone();
+        bans.retain(|_, ban| ban.ends > now);
+        let lifted = bans.remove(&self.key(origin, client)).is_some();
+        self.publish(bans);
+        lifted
+    }
+
+    /// The bans in force, on `origin` or all, soonest to end first.
+    pub fn list(&self, origin: Option<&str>, now: Instant) -> Vec<Ban> {
+        let mut bans: Vec<Ban> = self
+            .bans
+            .load()
+            .values()
+            .filter(|ban| ban.ends > now && origin.is_none_or(|name| *ban.origin == *name))
+            .cloned()
+            .collect();
+        bans.sort_by_key(|ban| ban.ends);
+        bans
+    }
+
+    /// Drops the bans that have ended.
+    fn prune(&self, now: Instant) {
+        let Ok(_changing) = self.changing.lock() else {
+            return;
+        };
+        let current = self.bans.load();
+        if current.values().all(|ban| ban.ends > now) {
+            return;
+        }
+        let mut bans: HashMap<u64, Ban> = (**current).clone();
+        drop(current);
+        bans.retain(|_, ban| ban.ends > now);
+        self.publish(bans);
+    }
+
+    /// Installs `bans` and sets `robotsguard_banned_clients` from them.
+    fn publish(&self, bans: HashMap<u64, Ban>) {
+        let mut per_origin: HashMap<&str, i64> = HashMap::new();
+        for ban in bans.values() {
+            *per_origin.entry(&ban.origin).or_default() += 1;
+        }
+        for (origin, count) in &per_origin {
+            METRICS
+                .banned_clients
+                .with_label_values(&[origin])
+                .set(*count);
+        }
+        for ban in self.bans.load().values() {
+            if !per_origin.contains_key(&*ban.origin) {
+                METRICS
+                    .banned_clients
+                    .with_label_values(&[&ban.origin])
+                    .set(0);
+            }
+        }
+        self.bans.store(Arc::new(bans));
+    }
+}
+
+/// Whole seconds until `ban` ends, at least 1 (for `Retry-After`).
+pub fn seconds_left(ban: &Ban) -> u64 {
+    ban.until
+        .duration_since(SystemTime::now())
+        .unwrap_or(Duration::ZERO)
+        .as_secs()
+        .max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(action: OffendersAction) -> OffendersConfig {
+        OffendersConfig {
+            action,
+            strikes: 3,
+            window: Duration::from_secs(60),
+            ban: Duration::from_secs(10),
+        }
+    }
+
+    #[test]
+    fn strikes_within_the_window_ban_and_the_ban_ends() {
+        let offenders = Offenders::default();
+        let now = Instant::now();
+        let client: IpAddr = [203, 0, 113, 5].into();
+        let ban = settings(OffendersAction::Ban);
+        assert_eq!(
+            offenders.strike("shop", client, ban, true, now),
+            Strike::Counted(1)
+        );
+        assert_eq!(
+            offenders.strike("shop", client, ban, true, now),
+            Strike::Counted(2)
+        );
+        // Another origin counts apart.
+        assert_eq!(
+            offenders.strike("blog", client, ban, true, now),
+            Strike::Counted(1)
+        );
+        assert!(offenders.banned("shop", client, now).is_none());
+        let Strike::Banned(imposed) = offenders.strike("shop", client, ban, true, now) else {
+            panic!("the third strike bans");
+        };
+        assert_eq!(imposed.strikes, 3);
+        assert!(offenders.banned("shop", client, now).is_some());
+        assert!(offenders.banned("blog", client, now).is_none());
+        assert_eq!(offenders.list(Some("shop"), now).len(), 1);
+        assert_eq!(offenders.list(Some("blog"), now).len(), 0);
+        let after = now + Duration::from_secs(11);
+        assert!(offenders.banned("shop", client, after).is_none());
+        assert!(offenders.list(None, after).is_empty());
+    }
+
+    #[test]
+    fn the_window_restarts_and_report_off_and_lifting() {
+        let offenders = Offenders::default();
+        let now = Instant::now();
+        let client: IpAddr = [203, 0, 113, 6].into();
+        let ban = settings(OffendersAction::Ban);
+        offenders.strike("shop", client, ban, true, now);
+        offenders.strike("shop", client, ban, true, now);
+        // The window (from the first strike) has passed: counting starts again.
+        let later = now + Duration::from_secs(61);
+        assert_eq!(
+            offenders.strike("shop", client, ban, true, later),
+            Strike::Counted(1)
+        );
+        let report = settings(OffendersAction::Report);
+        for _ in 0..2 {
+            offenders.strike("shop", client, report, true, later);
+        }
+        assert_eq!(
+            offenders.strike("shop", client, report, true, later),
+            Strike::WouldBan(4)
+        );
+        assert!(offenders.banned("shop", client, later).is_none());
+        // Report mode of the origin never bans either.
+        assert!(matches!(
+            offenders.strike("shop", client, ban, false, later),
+            Strike::WouldBan(_)
+        ));
+        let off = settings(OffendersAction::Off);
+        assert_eq!(
+            offenders.strike("shop", client, off, true, later),
+            Strike::Counted(0)
+        );
+        assert!(matches!(
+            offenders.strike("shop", client, ban, true, later),
+            Strike::Banned(_)
+        ));
+        assert!(offenders.lift("shop", client, later));
+        assert!(!offenders.lift("shop", client, later));
+        assert!(offenders.banned("shop", client, later).is_none());
+    }
+}

@@ -1,0 +1,200 @@
+//! Repeat offenders, through the real proxy (memory state): strikes within the window ban the
+//! address on the origin (403 everywhere but /robots.txt, `Retry-After`), the ban ends or is
+//! lifted through the admin endpoint, a rule younger than 24 hours does not strike, and `report`
+//! bans nothing.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::{metric, Origin, Proxy, Request, BROWSER};
+
+const EXAMPLEBOT: &str = "Mozilla/5.0 (compatible; ExampleBot/1.0)";
+
+fn start(origin: &Origin, robots: &str, offenders: &str) -> Proxy {
+    let body = format!(
+        "trusted_proxies: [\"127.0.0.1/32\"]\n\
+         crawlers:\n  extra:\n    - {{name: ExampleBot, tokens: [examplebot], pattern: ExampleBot, category: ai-training}}\n\
+         origins:\n  - name: shop\n    hosts: [\"shop.example\"]\n    upstream: \"{}\"\n    \
+         robots: {robots}\n    offenders: {offenders}\n",
+        origin.addr()
+    );
+    Proxy::start_with(
+        &body,
+        &[("robots.txt", "User-agent: *\nDisallow: /other\n")],
+    )
+}
+
+fn from(proxy: &Proxy, client: &str, path: &str, user_agent: &str) -> support::Response {
+    proxy.send(
+        &Request::get(path)
+            .host("shop.example")
+            .ua(user_agent)
+            .header("X-Forwarded-For", client),
+    )
+}
+
+const INLINE: &str = "{source: inline, text: \"User-agent: *\\nDisallow: /private\\n\"}";
+
+#[test]
+fn strikes_ban_the_address_until_the_ban_ends() {
+    let origin = Origin::start();
+    let proxy = start(
+        &origin,
+        INLINE,
+        "{action: ban, strikes: 3, window: 1m, ban: 2s}",
+    );
+    let client = "203.0.113.50";
+    for n in 0..3 {
+        assert_eq!(
+            from(&proxy, client, &format!("/private/{n}"), EXAMPLEBOT).status,
+            403
+        );
+    }
+    let banned_at = Instant::now();
+    let refused = from(&proxy, client, "/public", EXAMPLEBOT);
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    assert!(refused.text().contains("banned"), "{}", refused.text());
+    assert!(refused.header("retry-after").is_some());
+    // Whatever it claims to be; robots.txt stays readable; other addresses are not affected.
+    assert_eq!(from(&proxy, client, "/public", BROWSER).status, 403);
+    assert_eq!(from(&proxy, client, "/robots.txt", EXAMPLEBOT).status, 200);
+    assert_eq!(
+        from(&proxy, "203.0.113.51", "/public", EXAMPLEBOT).status,
+        200
+    );
+    assert!(
+        origin.proxied_to("/public").len() == 1,
+        "only the other address's request"
+    );
+
+    let bans = proxy.admin_get("/bans?origin=shop").json();
+    assert_eq!(bans["bans"][0]["client"], client, "{bans}");
+    assert_eq!(bans["bans"][0]["strikes"], 3, "{bans}");
+    let (_, explain) = proxy.explain_from("shop.example", EXAMPLEBOT, "/public", client);
+    assert_eq!(explain["ban"]["client"], client, "{explain}");
+    let metrics = proxy.metrics();
+    assert_eq!(
+        metric(&metrics, "robotsguard_bans_total", &[("origin", "shop")]),
+        1.0
+    );
+    assert_eq!(
+        metric(
+            &metrics,
+            "robotsguard_banned_clients",
+            &[("origin", "shop")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        metric(
+            &metrics,
+            "robotsguard_requests_total",
+            &[("origin", "shop"), ("decision", "banned")]
+        ),
+        2.0
+    );
+
+    // The ban ends by itself.
+    std::thread::sleep(
+        Duration::from_secs(2).saturating_sub(banned_at.elapsed()) + Duration::from_millis(100),
+    );
+    assert_eq!(from(&proxy, client, "/public", EXAMPLEBOT).status, 200);
+    assert_eq!(
+        proxy.admin_get("/bans?origin=shop").json()["bans"],
+        serde_json::json!([])
+    );
+}
+
+#[test]
+fn a_ban_can_be_lifted_and_report_bans_nothing() {
+    let origin = Origin::start();
+    let proxy = start(
+        &origin,
+        INLINE,
+        "{action: ban, strikes: 2, window: 1m, ban: 1h}",
+    );
+    let client = "203.0.113.60";
+    for path in ["/private/a", "/private/b"] {
+        assert_eq!(from(&proxy, client, path, EXAMPLEBOT).status, 403);
+    }
+    assert_eq!(from(&proxy, client, "/public", EXAMPLEBOT).status, 403);
+    let lift = |client: &str| {
+        let request = Request::new("DELETE", &format!("/bans?origin=shop&client={client}"))
+            .host(&proxy.admin.to_string());
+        support::Conn::open(proxy.admin).send(&request)
+    };
+    assert_eq!(lift(client).status, 200);
+    assert_eq!(lift(client).status, 404);
+    assert_eq!(from(&proxy, client, "/public", EXAMPLEBOT).status, 200);
+    drop(proxy);
+
+    let proxy = start(
+        &origin,
+        INLINE,
+        "{action: report, strikes: 2, window: 1m, ban: 1h}",
+    );
+    for n in 0..4 {
+        assert_eq!(
+            from(&proxy, client, &format!("/private/{n}"), EXAMPLEBOT).status,
+            403
+        );
+    }
+    assert_eq!(from(&proxy, client, "/public", EXAMPLEBOT).status, 200);
+    assert!(proxy.wait_log("client would be banned", 1, Duration::from_secs(5)));
+    assert_eq!(
+        metric(
+            &proxy.metrics(),
+            "robotsguard_bans_total",
+            &[("origin", "shop")]
+        ),
+        0.0
+    );
+}
+
+/// A rule added less than 24 hours ago is not yet a violation: crawlers may still hold the
+/// robots.txt from before it.
+#[test]
+fn a_rule_younger_than_a_day_does_not_strike() {
+    let origin = Origin::start();
+    let proxy = start(
+        &origin,
+        "{source: file, path: robots.txt}",
+        "{action: ban, strikes: 2, window: 1m, ban: 1h}",
+    );
+    let client = "203.0.113.70";
+    // Allowed under the robots.txt in force at start.
+    assert_eq!(from(&proxy, client, "/private/a", EXAMPLEBOT).status, 200);
+    let path = proxy.dir.path().join("robots.txt");
+    let staged = proxy.dir.path().join("robots.txt.new");
+    std::fs::write(&staged, "User-agent: *\nDisallow: /private\n").expect("robots.txt written");
+    std::fs::rename(&staged, &path).expect("robots.txt replaced");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, explain) = proxy.explain("shop.example", EXAMPLEBOT, "/private/a");
+        if explain["decision"] == "blocked" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the new robots.txt never applied: {explain}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for n in 0..5 {
+        assert_eq!(
+            from(&proxy, client, &format!("/private/{n}"), EXAMPLEBOT).status,
+            403
+        );
+    }
+    // Blocked, but no strikes: the address is not banned.
+    assert_eq!(from(&proxy, client, "/public", EXAMPLEBOT).status, 200);
+    assert_eq!(
+        metric(
+            &proxy.metrics(),
+            "robotsguard_bans_total",
+            &[("origin", "shop")]
+        ),
+        0.0
+    );
+}
