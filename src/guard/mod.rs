@@ -480,7 +480,7 @@ impl Guard {
         }
         // A banned address gets nothing but robots.txt from the origin, whoever it claims to be.
         if let (false, Some(client)) = (reads_robots, ctx.client) {
-            if decision.why != Why::AllowedClient {
+            if !decision.origin.allow_clients.contains(client) {
                 if let Some(ban) =
                     self.offenders
                         .banned(decision.origin.name(), client, Instant::now())
