@@ -1,8 +1,24 @@
-# Shared set-up of the proxy benchmarks (bench/proxy-compare.sh, bench/proxy-instructions.sh);
-# sourced, not run. Everything listens on 127.0.0.1 only.
+# Shared set-up of the proxy benchmarks (bench/proxy-compare.sh, bench/proxy-instructions.sh,
+# bench/proxy-tls-h2.sh); sourced, not run. Everything listens on 127.0.0.1 only.
 
 # need COMMAND PACKAGE: installs the Debian package when the command is missing.
 need() { command -v "$1" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null; }; }
+
+# pin_cpus: the proxy under test on PROXY_CPUS (default CPU 0), the load generator and the origin
+# on LOAD_CPUS (default the rest); sets pin_proxy and pin_load (taskset prefixes). On a 1-CPU
+# machine nothing is pinned and both are "all".
+pin_cpus() {
+  local cpus
+  cpus=$(nproc)
+  if [ "$cpus" -ge 2 ]; then
+    PROXY_CPUS=${PROXY_CPUS:-0}
+    LOAD_CPUS=${LOAD_CPUS:-1-$((cpus - 1))}
+    pin_proxy=(taskset -c "$PROXY_CPUS")
+    pin_load=(taskset -c "$LOAD_CPUS")
+  else
+    PROXY_CPUS=all LOAD_CPUS=all pin_proxy=() pin_load=()
+  fi
+}
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 

@@ -23,12 +23,11 @@ ROUNDS=${ROUNDS:-9}
 DURATION=${DURATION:-5}
 CONNECTIONS=${CONNECTIONS:-64}
 WRK_THREADS=${WRK_THREADS:-1}
-cpus=$(nproc)
-if [ "$cpus" -ge 2 ]; then
-  PROXY_CPUS=${PROXY_CPUS:-0}
-  LOAD_CPUS=${LOAD_CPUS:-1-$((cpus - 1))}
-  pin_proxy=(taskset -c "$PROXY_CPUS")
-  pin_load=(taskset -c "$LOAD_CPUS")
+
+. bench/common.sh
+pin_cpus
+default_threads=1
+if [ "$PROXY_CPUS" != all ]; then
   # One worker per proxy CPU ("0", "0-3", "0,2" forms).
   default_threads=$(python3 -c 'import sys
 n = 0
@@ -36,12 +35,8 @@ for part in sys.argv[1].split(","):
     a, _, b = part.partition("-")
     n += int(b or a) - int(a) + 1
 print(n)' "$PROXY_CPUS")
-else
-  PROXY_CPUS=all LOAD_CPUS=all pin_proxy=() pin_load=() default_threads=1
 fi
 PROXY_THREADS=${PROXY_THREADS:-$default_threads}
-
-. bench/common.sh
 need wrk wrk
 need nginx nginx
 

@@ -20,17 +20,9 @@ ROUNDS=${ROUNDS:-9}
 DURATION=${DURATION:-5}
 CLIENTS=${CLIENTS:-32}
 STREAMS=${STREAMS:-8}
-cpus=$(nproc)
-if [ "$cpus" -ge 2 ]; then
-  PROXY_CPUS=${PROXY_CPUS:-0}
-  LOAD_CPUS=${LOAD_CPUS:-1-$((cpus - 1))}
-  pin_proxy=(taskset -c "$PROXY_CPUS")
-  pin_load=(taskset -c "$LOAD_CPUS")
-else
-  pin_proxy=() pin_load=()
-fi
 
 . bench/common.sh
+pin_cpus
 need h2load nghttp2-client
 need nginx nginx
 need openssl openssl
@@ -101,7 +93,7 @@ print(f"{label}\t{rps:.0f}\t{mean_ms:.3f}\t{cpu_us:.2f}\t{done - ok}")
 PY
 }
 
-echo "# rounds=$ROUNDS duration=${DURATION}s clients=$CLIENTS streams=$STREAMS proxy_cpus=${PROXY_CPUS:-all}"
+echo "# rounds=$ROUNDS duration=${DURATION}s clients=$CLIENTS streams=$STREAMS proxy_cpus=$PROXY_CPUS"
 echo -e "run\treq/s\tmean_ms\tcpu_us/req\tnon2xx"
 results="$work/results.tsv"
 for protocol in h2 h1; do

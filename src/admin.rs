@@ -161,6 +161,14 @@ fn text(status: u16, body: &str) -> Response<Vec<u8>> {
     )
 }
 
+/// The value of the first `name` in decoded query parameters.
+fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    params
+        .iter()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.as_str())
+}
+
 /// `key=value&...` with `+` and `%xx` decoded.
 fn query_params(query: &str) -> Vec<(String, String)> {
     form_urlencoded::parse(query.as_bytes())
@@ -219,22 +227,18 @@ fn crawl_delay_info(
     client: Option<std::net::IpAddr>,
     crawl_delays: &crate::crawl_delay::CrawlDelays,
 ) -> Option<CrawlDelayInfo> {
-    let settings = decision.origin.config.crawl_delay;
-    let delay = decision.crawl_delay?.min(settings.max);
-    let crawler = decision.crawler.as_ref()?;
-    let verified = decision.is_verified();
-    let key = crate::crawl_delay::BudgetKey {
-        origin: decision.origin.name(),
-        crawler: crawler.name(),
-        client: if verified { None } else { client },
-    };
+    let (key, delay) = crate::crawl_delay::BudgetKey::for_decision(decision, client)?;
     let wait = crawl_delays
         .next_admission(key, std::time::Instant::now())
         .unwrap_or_default();
     Some(CrawlDelayInfo {
         seconds: delay.as_secs_f64(),
-        action: settings.action.as_str(),
-        budget: if verified { "crawler" } else { "client" },
+        action: decision.origin.config.crawl_delay.action.as_str(),
+        budget: if decision.is_verified() {
+            "crawler"
+        } else {
+            "client"
+        },
         wait_seconds: wait.as_secs_f64(),
     })
 }
@@ -268,12 +272,7 @@ async fn explain(
     query: &str,
 ) -> Response<Vec<u8>> {
     let params = query_params(query);
-    let get = |name: &str| {
-        params
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    };
+    let get = |name: &str| param(&params, name);
     let Some(host) = get("host") else {
         return json(
             400,
@@ -398,10 +397,7 @@ fn ban_json(ban: &crate::offenders::Ban) -> serde_json::Value {
 /// `GET /bans?origin=`: the bans in force (on one origin, or all).
 fn list_bans(offenders: &crate::offenders::Offenders, query: &str) -> Response<Vec<u8>> {
     let params = query_params(query);
-    let origin = params
-        .iter()
-        .find(|(k, _)| k == "origin")
-        .map(|(_, v)| v.as_str());
+    let origin = param(&params, "origin");
     let bans: Vec<serde_json::Value> = offenders
         .list(origin, std::time::Instant::now())
         .iter()
@@ -417,12 +413,7 @@ fn lift_ban(
     query: &str,
 ) -> Response<Vec<u8>> {
     let params = query_params(query);
-    let get = |name: &str| {
-        params
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    };
+    let get = |name: &str| param(&params, name);
     let (Some(origin), Some(client)) = (get("origin"), get("client")) else {
         return json(
             400,
@@ -462,7 +453,7 @@ fn unix_seconds(at: std::time::SystemTime) -> Option<u64> {
 
 fn robots_copy(snapshot: &Snapshot, query: &str) -> Response<Vec<u8>> {
     let params = query_params(query);
-    let Some(name) = params.iter().find(|(k, _)| k == "origin").map(|(_, v)| v) else {
+    let Some(name) = param(&params, "origin") else {
         return text(400, "give ?origin=NAME\n");
     };
     match snapshot.origin_named(name) {

@@ -37,6 +37,28 @@ pub struct BudgetKey<'a> {
     pub client: Option<IpAddr>,
 }
 
+impl<'a> BudgetKey<'a> {
+    /// The budget `decision` spends, with the delay that applies to it (its group's
+    /// `Crawl-delay`, capped by the origin's `crawl_delay.max`); `None` when its group states
+    /// none or it is not a crawler. A verified crawler has one budget per origin, any other
+    /// claim one per client address.
+    pub fn for_decision(
+        decision: &'a crate::enforce::Decision,
+        client: Option<IpAddr>,
+    ) -> Option<(BudgetKey<'a>, Duration)> {
+        let delay = decision
+            .crawl_delay?
+            .min(decision.origin.config.crawl_delay.max);
+        let crawler = decision.crawler.as_ref()?;
+        let key = BudgetKey {
+            origin: decision.origin.name(),
+            crawler: crawler.name(),
+            client: if decision.is_verified() { None } else { client },
+        };
+        Some((key, delay))
+    }
+}
+
 /// When each key may next be admitted.
 pub struct CrawlDelays {
     next: ExpiringKeys,

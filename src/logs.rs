@@ -547,29 +547,28 @@ pub(crate) struct SuppressedLinesReporter;
 
 fn report_suppressed() {
     report_dropped();
-    let failures = FAILURE_LINES.take_suppressed();
-    if failures > 0 {
-        tracing::warn!(
-            suppressed = failures,
-            limit_per_second = FAILURE_LINES_PER_SECOND,
-            "failure lines suppressed by the log rate limit"
-        );
-    }
-    let offenders = OFFENDER_LINES.take_suppressed();
-    if offenders > 0 {
-        tracing::warn!(
-            suppressed = offenders,
-            limit_per_second = OFFENDER_LINES_PER_SECOND,
-            "repeat-offender lines suppressed by the log rate limit (bans are counted in robotsguard_bans_total)"
-        );
-    }
-    let suppressed = REQUEST_LINES.take_suppressed();
-    if suppressed > 0 {
-        tracing::warn!(
-            suppressed,
-            limit_per_second = REQUEST_LINES_PER_SECOND,
-            "blocked/would-block request lines suppressed by the log rate limit (all are counted in robotsguard_requests_total)"
-        );
+    let limiters: [(&RateLimiter, u32, &str); 3] = [
+        (
+            &FAILURE_LINES,
+            FAILURE_LINES_PER_SECOND,
+            "failure lines suppressed by the log rate limit",
+        ),
+        (
+            &OFFENDER_LINES,
+            OFFENDER_LINES_PER_SECOND,
+            "repeat-offender lines suppressed by the log rate limit (bans are counted in robotsguard_bans_total)",
+        ),
+        (
+            &REQUEST_LINES,
+            REQUEST_LINES_PER_SECOND,
+            "blocked/would-block request lines suppressed by the log rate limit (all are counted in robotsguard_requests_total)",
+        ),
+    ];
+    for (limiter, limit_per_second, what) in limiters {
+        let suppressed = limiter.take_suppressed();
+        if suppressed > 0 {
+            tracing::warn!(suppressed, limit_per_second, "{what}");
+        }
     }
 }
 

@@ -296,6 +296,44 @@ fn limited(limits: &str) -> (Origin, Proxy) {
     (origin, proxy)
 }
 
+/// Empty lines before the request line are not a head: a client cannot send them to have the
+/// head handed over (to pingora's per-read timeouts) and then trickle the real one.
+#[test]
+fn leading_empty_lines_do_not_end_the_head_deadline() {
+    let (origin, proxy) = limited("header_timeout: 2s");
+    let mut stream = TcpStream::connect(proxy.addr).expect("connect");
+    stream
+        .write_all(b"\r\n\r\n\n\nGET /public HTTP/1.1\r\nHost: shop.example\r\nX-Slow: ")
+        .expect("head start");
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    let mut closed = false;
+    for _ in 0..40 {
+        if stream.write_all(b"a").is_err() {
+            closed = true;
+            break;
+        }
+        let (got, gone) = read_until_closed(&mut stream, Duration::from_millis(300));
+        answer.extend(got);
+        if gone {
+            closed = true;
+            break;
+        }
+    }
+    let elapsed = started.elapsed();
+    assert!(closed, "the trickling connection was never closed");
+    assert!(
+        elapsed < Duration::from_secs(6),
+        "closed after {elapsed:?}, not at the 2 s deadline"
+    );
+    assert!(
+        String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 408"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    assert!(origin.proxied().is_empty());
+}
+
 #[test]
 fn a_trickled_head_gets_408_at_the_header_deadline() {
     let (origin, proxy) = limited("header_timeout: 2s");

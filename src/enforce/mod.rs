@@ -625,22 +625,8 @@ fn decide_named(
                 enforced == named.len() || action_for(policy, identity).0 == Action::Enforce
             });
             'crawlers: for identity in enforced_identities {
-                let mut tokens: [&str; MAX_TOKENS] = [""; MAX_TOKENS];
-                let mut count = 0;
-                for token in identity.tokens.iter() {
-                    // robots.txt names are their leading [A-Za-z_-] run (`MJ12bot` is `mj`); the
-                    // crawler's tokens are compared the same way so the owner's line applies.
-                    let reduced = crate::robots::reduce_agent_name(token.as_bytes());
-                    if count < MAX_TOKENS && !reduced.is_empty() {
-                        tokens[count] = &token[..reduced.len()];
-                        count += 1;
-                    }
-                }
-                let fallback = if identity.ignores_global {
-                    GlobalFallback::Ignore
-                } else {
-                    GlobalFallback::Use
-                };
+                let (tokens, count) = robots_tokens(identity.tokens.iter());
+                let fallback = global_fallback(identity.ignores_global);
                 let paths = std::iter::once(&readings.canonical[..])
                     .chain(readings.others.iter().map(Vec::as_slice));
                 for path in paths {
@@ -678,6 +664,30 @@ fn decide_named(
     decision
 }
 
+/// A crawler's tokens as robots.txt names are compared (at most [`MAX_TOKENS`]): robots.txt
+/// names are their leading [A-Za-z_-] run (`MJ12bot` is `mj`), so the owner's line applies.
+fn robots_tokens<'a>(tokens: impl Iterator<Item = &'a str>) -> ([&'a str; MAX_TOKENS], usize) {
+    let mut reduced_tokens: [&str; MAX_TOKENS] = [""; MAX_TOKENS];
+    let mut count = 0;
+    for token in tokens {
+        let reduced = crate::robots::reduce_agent_name(token.as_bytes());
+        if count < MAX_TOKENS && !reduced.is_empty() {
+            reduced_tokens[count] = &token[..reduced.len()];
+            count += 1;
+        }
+    }
+    (reduced_tokens, count)
+}
+
+/// Whether the `*` group applies to a crawler without a group of its own.
+fn global_fallback(ignores_global: bool) -> GlobalFallback {
+    if ignores_global {
+        GlobalFallback::Ignore
+    } else {
+        GlobalFallback::Use
+    }
+}
+
 /// Whether `copy` (an earlier robots.txt of the decision's origin) also disallows what
 /// `decision` was blocked for: the same crawler, the same path (`path`: the request's target, read
 /// as [`decide_request`] reads it). A copy with no rules disallows only when it disallows all.
@@ -693,20 +703,8 @@ pub fn copy_disallows(copy: &RobotsCopy, decision: &Decision, path: &[u8]) -> bo
     let Ok(readings) = read_target(path, decision.origin.config.paths) else {
         return true;
     };
-    let mut tokens: [&str; MAX_TOKENS] = [""; MAX_TOKENS];
-    let mut count = 0;
-    for token in crawler.tokens() {
-        let reduced = crate::robots::reduce_agent_name(token.as_bytes());
-        if count < MAX_TOKENS && !reduced.is_empty() {
-            tokens[count] = &token[..reduced.len()];
-            count += 1;
-        }
-    }
-    let fallback = if crawler.ignores_global {
-        GlobalFallback::Ignore
-    } else {
-        GlobalFallback::Use
-    };
+    let (tokens, count) = robots_tokens(crawler.tokens().iter().map(String::as_str));
+    let fallback = global_fallback(crawler.ignores_global);
     let disallowed = readings.all().any(|reading| {
         !rules
             .verdict_with_canonical_path(&tokens[..count], reading, fallback)

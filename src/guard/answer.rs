@@ -92,17 +92,17 @@ pub(super) fn banned_body(ban: &crate::offenders::Ban) -> String {
     )
 }
 
-/// The body of a 429 for `decision`: which crawler, the delay robots.txt asks for, and when to
-/// come back. Only names from the catalogue and numbers: nothing the client wrote.
-pub(super) fn limited_body(decision: &Decision, wait: std::time::Duration) -> String {
+/// The body of a 429 for `decision`: which crawler, the delay applied (robots.txt's, capped), and
+/// when to come back. Only names from the catalogue and numbers: nothing the client wrote.
+pub(super) fn limited_body(
+    decision: &Decision,
+    delay: std::time::Duration,
+    wait: std::time::Duration,
+) -> String {
     let crawler = decision
         .crawler
         .as_ref()
         .map_or("this crawler", |c| c.name());
-    let delay = decision
-        .crawl_delay
-        .map(|delay| delay.min(decision.origin.config.crawl_delay.max))
-        .unwrap_or_default();
     format!(
         "429 Too Many Requests: robots.txt asks {crawler} to wait {} s between requests \
          (Crawl-delay); retry after {} s.\n",

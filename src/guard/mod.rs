@@ -512,7 +512,7 @@ impl Guard {
             }
         }
         if decision.outcome == Outcome::Allowed {
-            if let Some(wait) = self.crawl_delay_wait(&decision, ctx.client) {
+            if let Some((delay, wait)) = self.crawl_delay_wait(&decision, ctx.client) {
                 let settings = decision.origin.config.crawl_delay;
                 if settings.action == CrawlDelayAction::Enforce
                     && decision.origin.config.mode == Mode::Enforce
@@ -522,7 +522,7 @@ impl Guard {
                         .rate_limited
                         .with_label_values(&[decision.origin.name(), decision.crawler_label()])
                         .inc();
-                    let body = limited_body(&decision, wait);
+                    let body = limited_body(&decision, delay, wait);
                     ctx.decision = Some(decision);
                     respond_limited(session, retry_after_seconds(wait), body).await?;
                     return Ok(true);
@@ -547,12 +547,10 @@ impl Guard {
                     if read { "yes" } else { "no" },
                 ])
                 .inc();
-        }
-        if matches!(decision.outcome, Outcome::Blocked | Outcome::WouldBlock)
-            && decision.why == Why::Rule
-            && decision.origin.config.offenders.action != OffendersAction::Off
-        {
-            if let Some(client) = ctx.client {
+            if let (Some(client), true) = (
+                ctx.client,
+                decision.origin.config.offenders.action != OffendersAction::Off,
+            ) {
                 self.count_strike(session, &decision, client);
             }
         }
@@ -600,24 +598,21 @@ impl Guard {
         Ok(false)
     }
 
-    /// How long a crawler robots.txt allows must still wait under its group's `Crawl-delay`
-    /// (capped by `crawl_delay.max`); `None` when it is admitted now, or nothing limits it. A
-    /// verified crawler has one budget per origin, any other one per client address.
-    fn crawl_delay_wait(&self, decision: &Decision, client: Option<IpAddr>) -> Option<Duration> {
-        let settings = decision.origin.config.crawl_delay;
-        if settings.action == CrawlDelayAction::Ignore {
+    /// The delay that applies to a crawler robots.txt allows and how long it must still wait
+    /// under it ([`BudgetKey::for_decision`]); `None` when it is admitted now, or nothing limits
+    /// it.
+    fn crawl_delay_wait(
+        &self,
+        decision: &Decision,
+        client: Option<IpAddr>,
+    ) -> Option<(Duration, Duration)> {
+        if decision.origin.config.crawl_delay.action == CrawlDelayAction::Ignore {
             return None;
         }
-        let delay = decision.crawl_delay?.min(settings.max);
-        let crawler = decision.crawler.as_ref()?;
-        let key = BudgetKey {
-            origin: decision.origin.name(),
-            crawler: crawler.name(),
-            client: if decision.is_verified() { None } else { client },
-        };
+        let (key, delay) = BudgetKey::for_decision(decision, client)?;
         match self.crawl_delays.admit(key, delay, Instant::now()) {
             Admission::Admitted => None,
-            Admission::TooSoon(wait) => Some(wait),
+            Admission::TooSoon(wait) => Some((delay, wait)),
         }
     }
 
