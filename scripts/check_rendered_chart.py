@@ -235,6 +235,10 @@ def check_dashboard(docs):
                     problem(f"dashboard ConfigMap {cm['metadata']['name']} lacks the sidecar label")
 
 
+# What a Secret's stand-in holds where an empty file would not pass `robotsguard validate`.
+SECRET_STAND_INS = {"state/redis-url": "redis://stand-in.invalid:6379/0\n"}
+
+
 def project_config_volume(docs, pod_spec, container, out_dir, secrets):
     """Writes the projected volume mounted at the config path into out_dir and
     returns the path of the config file inside it. Fills `secrets` with the
@@ -271,7 +275,8 @@ def project_config_volume(docs, pod_spec, container, out_dir, secrets):
                 secrets[os.path.normpath(item["path"])] = (source["secret"]["name"], item["key"])
                 target = os.path.join(out_dir, item["path"])
                 os.makedirs(os.path.dirname(target), exist_ok=True)
-                open(target, "w").close()
+                with open(target, "w") as f:
+                    f.write(SECRET_STAND_INS.get(os.path.normpath(item["path"]), ""))
     inside = os.path.join(out_dir, os.path.relpath(config_path, mount_path))
     if not os.path.exists(inside):
         problem(f"the config volume holds no {os.path.basename(config_path)}")
@@ -330,6 +335,10 @@ def check_config_against_pod(config_file, container, pod_spec):
         problem(f"config admin {admin} is not the container's admin port")
     if re.match(r"^(127\.|\[::1\]|localhost)", str(admin)):
         problem("the admin listener is on loopback; probes cannot reach it")
+
+    redis = (config.get("state") or {}).get("redis") or {}
+    if "url_file" in redis and not os.path.exists(os.path.join(base, redis["url_file"])):
+        problem(f"state.redis.url_file {redis['url_file']} is not in the config volume")
 
     for origin in config["origins"]:
         robots = origin.get("robots") or {}

@@ -126,6 +126,10 @@ refuse "no listener on ports.https" --set tls.secretName=cert --set 'config.list
 refuse "tls.extraSecrets needs tls.secretName" --set 'tls.extraSecrets[0]=blog-tls'
 refuse "lists tls.secretName (cert) again" --set tls.secretName=cert --set 'tls.extraSecrets[0]=cert'
 refuse "tls.extraSecrets" --set tls.secretName=cert --set 'tls.extraSecrets[0]=Not_A_Name'
+# Two sources for the shared state store.
+refuse "set sharedState.redisSecretName or config.state, not both" \
+    --set sharedState.redisSecretName=redis --set config.state.backend=memory
+refuse "sharedState.timeout" --set sharedState.redisSecretName=redis --set sharedState.timeout=fast
 refuse "must exceed" --set terminationGracePeriodSeconds=15
 refuse "config.shutdown.grace" --set-string config.shutdown.grace=10
 refuse "pullPolicy" --set image.pullPolicy=Sometimes

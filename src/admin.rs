@@ -21,8 +21,7 @@ pub(crate) struct AdminApp {
     snapshot: Arc<Live>,
     token: Option<TokenFile>,
     verifier: Arc<crate::verify::Verifier>,
-    crawl_delays: Arc<crate::crawl_delay::CrawlDelays>,
-    offenders: Arc<crate::offenders::Offenders>,
+    store: Arc<crate::store::Store>,
 }
 
 impl AdminApp {
@@ -32,15 +31,13 @@ impl AdminApp {
         snapshot: Arc<Live>,
         token_file: Option<PathBuf>,
         verifier: Arc<crate::verify::Verifier>,
-        crawl_delays: Arc<crate::crawl_delay::CrawlDelays>,
-        offenders: Arc<crate::offenders::Offenders>,
+        store: Arc<crate::store::Store>,
     ) -> AdminApp {
         AdminApp {
             snapshot,
             token: token_file.map(TokenFile::new),
             verifier,
-            crawl_delays,
-            offenders,
+            store,
         }
     }
 }
@@ -222,15 +219,13 @@ struct CrawlDelayInfo {
 }
 
 /// The `crawl_delay` part of `/explain`.
-fn crawl_delay_info(
+async fn crawl_delay_info(
     decision: &Decision,
     client: Option<std::net::IpAddr>,
-    crawl_delays: &crate::crawl_delay::CrawlDelays,
+    store: &crate::store::Store,
 ) -> Option<CrawlDelayInfo> {
     let (key, delay) = crate::crawl_delay::BudgetKey::for_decision(decision, client)?;
-    let wait = crawl_delays
-        .next_admission(key, std::time::Instant::now())
-        .unwrap_or_default();
+    let wait = store.next_admission(key).await.unwrap_or_default();
     Some(CrawlDelayInfo {
         seconds: delay.as_secs_f64(),
         action: decision.origin.config.crawl_delay.action.as_str(),
@@ -259,16 +254,10 @@ struct RobotsInfo<'a> {
     bytes: usize,
 }
 
-/// The per-client state `/explain` reports on.
-struct ClientState<'a> {
-    crawl_delays: &'a crate::crawl_delay::CrawlDelays,
-    offenders: &'a crate::offenders::Offenders,
-}
-
 async fn explain(
     snapshot: &Snapshot,
     verifier: &crate::verify::Verifier,
-    state: ClientState<'_>,
+    store: &crate::store::Store,
     query: &str,
 ) -> Response<Vec<u8>> {
     let params = query_params(query);
@@ -312,11 +301,10 @@ async fn explain(
                 }
             }
             let mut explained = explanation(host, &path, user_agent, client, &decision);
-            explained.crawl_delay = crawl_delay_info(&decision, client, state.crawl_delays);
+            explained.crawl_delay = crawl_delay_info(&decision, client, store).await;
             explained.ban = client.and_then(|address| {
-                state
-                    .offenders
-                    .banned(decision.origin.name(), address, std::time::Instant::now())
+                store
+                    .banned(decision.origin.name(), address)
                     .map(|ban| ban_json(&ban))
             });
             json(200, &explained)
@@ -395,21 +383,17 @@ fn ban_json(ban: &crate::offenders::Ban) -> serde_json::Value {
 }
 
 /// `GET /bans?origin=`: the bans in force (on one origin, or all).
-fn list_bans(offenders: &crate::offenders::Offenders, query: &str) -> Response<Vec<u8>> {
+fn list_bans(store: &crate::store::Store, query: &str) -> Response<Vec<u8>> {
     let params = query_params(query);
     let origin = param(&params, "origin");
-    let bans: Vec<serde_json::Value> = offenders
-        .list(origin, std::time::Instant::now())
-        .iter()
-        .map(ban_json)
-        .collect();
+    let bans: Vec<serde_json::Value> = store.bans(origin).iter().map(ban_json).collect();
     json(200, &serde_json::json!({ "bans": bans }))
 }
 
 /// `DELETE /bans?origin=&client=`: lifts a ban.
-fn lift_ban(
+async fn lift_ban(
     snapshot: &Snapshot,
-    offenders: &crate::offenders::Offenders,
+    store: &crate::store::Store,
     query: &str,
 ) -> Response<Vec<u8>> {
     let params = query_params(query);
@@ -432,16 +416,22 @@ fn lift_ban(
             &serde_json::json!({"error": "`client` must be an IP address"}),
         );
     };
-    if offenders.lift(origin, client, std::time::Instant::now()) {
-        json(
+    match store.lift(origin, client).await {
+        crate::store::Lifted::Yes => json(
             200,
             &serde_json::json!({"lifted": {"origin": origin, "client": client.to_string()}}),
-        )
-    } else {
-        json(
+        ),
+        crate::store::Lifted::NotBanned => json(
             404,
             &serde_json::json!({"error": format!("{client} is not banned on `{origin}`")}),
-        )
+        ),
+        crate::store::Lifted::HereOnly => json(
+            503,
+            &serde_json::json!({
+                "error": "the shared state store is unreachable: the ban is lifted in this process only, and comes back from the store when it is reachable; try again",
+                "lifted_here": {"origin": origin, "client": client.to_string()},
+            }),
+        ),
     }
 }
 
@@ -539,15 +529,9 @@ impl ServeHttp for AdminApp {
                 publish_ages(&snapshot);
                 reply(200, "text/plain; version=0.0.4", METRICS.render())
             }
-            "/explain" => {
-                let state = ClientState {
-                    crawl_delays: &self.crawl_delays,
-                    offenders: &self.offenders,
-                };
-                explain(&snapshot, &self.verifier, state, &query).await
-            }
-            "/bans" if lifting => lift_ban(&snapshot, &self.offenders, &query),
-            "/bans" => list_bans(&self.offenders, &query),
+            "/explain" => explain(&snapshot, &self.verifier, &self.store, &query).await,
+            "/bans" if lifting => lift_ban(&snapshot, &self.store, &query).await,
+            "/bans" => list_bans(&self.store, &query),
             "/robots" => robots_copy(&snapshot, &query),
             _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin=\n"),
         }

@@ -70,6 +70,7 @@ pub mod offenders;
 pub mod reload;
 pub mod robots;
 pub mod state;
+pub mod store;
 mod upstream;
 mod upstream_keeper;
 mod upstream_tls;

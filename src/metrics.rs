@@ -125,10 +125,16 @@ pub struct Metrics {
     pub bans: IntCounterVec,
     /// `robotsguard_banned_clients{origin}`: bans in force.
     pub banned_clients: IntGaugeVec,
+    /// `robotsguard_state_backend_up`: 1 while the state store answers (always with `memory`),
+    /// 0 while decisions fall back to this process's memory.
+    pub state_backend_up: IntGauge,
+    /// `robotsguard_state_backend_errors_total{operation}`: store commands that failed or took
+    /// longer than `state.redis.timeout`.
+    pub state_backend_errors: IntCounterVec,
 }
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 38] = [
+pub const METRIC_NAMES: [&str; 40] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -167,6 +173,8 @@ pub const METRIC_NAMES: [&str; 38] = [
     "robotsguard_violations_total",
     "robotsguard_bans_total",
     "robotsguard_banned_clients",
+    "robotsguard_state_backend_up",
+    "robotsguard_state_backend_errors_total",
 ];
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -450,6 +458,18 @@ impl Metrics {
             "Bans in force, by origin (updated when a ban is added, lifted or found ended).",
             &["origin"],
         );
+        let state_backend_up = IntGauge::new(
+            "robotsguard_state_backend_up",
+            "1 while the state store (state.backend) answers within its timeout; 0 while Crawl-delay, strikes and robots.txt reads are decided from this process's memory alone.",
+        )
+        .unwrap_or_else(|e| panic!("state gauge is malformed: {e}"));
+        register(&registry, Box::new(state_backend_up.clone()));
+        let state_backend_errors = counter(
+            &registry,
+            "robotsguard_state_backend_errors_total",
+            "Commands to the shared state store that failed or took longer than state.redis.timeout, by operation (crawl_delay, robots_read, violation, lift_ban, check).",
+            &["operation"],
+        );
         // process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... (Linux).
         register(
             &registry,
@@ -495,6 +515,8 @@ impl Metrics {
             violations,
             bans,
             banned_clients,
+            state_backend_up,
+            state_backend_errors,
         }
     }
 
@@ -625,6 +647,8 @@ impl Metrics {
             Box::new(self.violations.clone()),
             Box::new(self.bans.clone()),
             Box::new(self.banned_clients.clone()),
+            Box::new(self.state_backend_up.clone()),
+            Box::new(self.state_backend_errors.clone()),
         ]
     }
 }

@@ -44,6 +44,35 @@ pub struct Ban {
     ends: Instant,
     /// The strikes that led to it.
     pub strikes: u32,
+    /// Whether the shared store holds it (a ban imposed while the store was unreachable is
+    /// this process's own until the store is back).
+    pub(crate) shared: bool,
+}
+
+impl Ban {
+    /// A ban from `since` to `until` (wall clock), ending on the monotonic clock at the same
+    /// distance from `now`.
+    pub(crate) fn new(
+        origin: &str,
+        client: IpAddr,
+        since: SystemTime,
+        until: SystemTime,
+        strikes: u32,
+        now: Instant,
+    ) -> Ban {
+        let left = until
+            .duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO);
+        Ban {
+            origin: Arc::from(origin),
+            client,
+            since,
+            until,
+            ends: now + left,
+            strikes,
+            shared: false,
+        }
+    }
 }
 
 /// What a strike led to.
@@ -143,13 +172,78 @@ impl Offenders {
             until: since + settings.ban,
             ends: now + settings.ban,
             strikes: counted,
+            shared: false,
         };
-        if self.add(key, ban.clone(), now) {
-            METRICS.bans.with_label_values(&[origin]).inc();
-            Strike::Banned(ban)
-        } else {
-            Strike::WouldBan(counted)
+        match self.impose(ban, now) {
+            Some(ban) => Strike::Banned(ban),
+            None => Strike::WouldBan(counted),
         }
+    }
+
+    /// Puts `ban` in force (imposed by this process: counted in `robotsguard_bans_total`);
+    /// `None` when [`MAX_BANS`] are in force.
+    pub(crate) fn impose(&self, ban: Ban, now: Instant) -> Option<Ban> {
+        let key = self.key(&ban.origin, ban.client);
+        if self.add(key, ban.clone(), now) {
+            METRICS.bans.with_label_values(&[&ban.origin]).inc();
+            Some(ban)
+        } else {
+            None
+        }
+    }
+
+    /// Makes the bans in force those of the shared store, `shared`, plus this process's own
+    /// that the store does not hold yet: those imposed while it was unreachable, and those
+    /// imposed since `fresh_since` (the store's list may have been read before they were
+    /// written).
+    pub(crate) fn mirror(&self, shared: Vec<Ban>, fresh_since: Instant, now: Instant) {
+        let Ok(_changing) = self.changing.lock() else {
+            return;
+        };
+        let mut bans: HashMap<u64, Ban> = HashMap::with_capacity(shared.len());
+        for ban in (**self.bans.load()).values() {
+            let imposed = ban
+                .ends
+                .checked_sub(ban.until.duration_since(ban.since).unwrap_or_default());
+            let recent = imposed.is_some_and(|at| at >= fresh_since);
+            if ban.ends > now && (!ban.shared || recent) {
+                bans.insert(self.key(&ban.origin, ban.client), ban.clone());
+            }
+        }
+        for mut ban in shared {
+            if bans.len() >= MAX_BANS {
+                break;
+            }
+            if ban.ends > now {
+                ban.shared = true;
+                bans.insert(self.key(&ban.origin, ban.client), ban);
+            }
+        }
+        self.publish(bans);
+    }
+
+    /// The bans in force that the shared store does not hold.
+    pub(crate) fn unshared(&self, now: Instant) -> Vec<Ban> {
+        self.bans
+            .load()
+            .values()
+            .filter(|ban| !ban.shared && ban.ends > now)
+            .cloned()
+            .collect()
+    }
+
+    /// Marks `bans` as held by the shared store.
+    pub(crate) fn mark_shared(&self, bans: &[Ban]) {
+        let Ok(_changing) = self.changing.lock() else {
+            return;
+        };
+        let mut all: HashMap<u64, Ban> = (**self.bans.load()).clone();
+        for ban in bans {
+            if let Some(held) = all.get_mut(&self.key(&ban.origin, ban.client)) {
+                held.shared = true;
+            }
+        }
+        self.bans.store(Arc::new(all));
     }
 
     /// Adds a ban; false when [`MAX_BANS`] are in force.

@@ -259,7 +259,7 @@ pub const HISTORY: std::time::Duration = std::time::Duration::from_secs(24 * 60 
 
 /// Earlier copies kept at most (a robots.txt that changes more often than this in a day is not
 /// treated as settled: see [`RobotsSlot::throughout_history`]).
-const HISTORY_COPIES: usize = 64;
+pub const HISTORY_COPIES: usize = 64;
 
 #[derive(Debug)]
 struct History {
@@ -267,7 +267,16 @@ struct History {
     earlier: std::collections::VecDeque<(Arc<RobotsCopy>, std::time::Instant)>,
     /// The latest time a copy was dropped for [`HISTORY_COPIES`]: nothing before it is known.
     forgotten_until: Option<std::time::Instant>,
+    /// Copies other replicas (and this one) had in force, from the shared state store, with
+    /// when each stopped being in force.
+    shared: Vec<(Arc<RobotsCopy>, SystemTime)>,
+    /// Copies that stopped being in force here and are not yet in the shared store (at most
+    /// [`HISTORY_COPIES`], the newest).
+    unpublished: std::collections::VecDeque<(Arc<RobotsCopy>, SystemTime)>,
 }
+
+/// A robots.txt copy that stopped being in force, and when.
+pub type EndedCopy = (Arc<RobotsCopy>, SystemTime);
 
 impl RobotsSlot {
     fn new(settings: RobotsConfig) -> RobotsSlot {
@@ -297,6 +306,8 @@ impl RobotsSlot {
             history: std::sync::Mutex::new(History {
                 earlier: std::collections::VecDeque::new(),
                 forgotten_until: None,
+                shared: Vec::new(),
+                unpublished: std::collections::VecDeque::new(),
             }),
         }
     }
@@ -318,6 +329,12 @@ impl RobotsSlot {
         }
         let now = std::time::Instant::now();
         if let Ok(mut history) = self.history.lock() {
+            history
+                .unpublished
+                .push_back((old.clone(), SystemTime::now()));
+            if history.unpublished.len() > HISTORY_COPIES {
+                history.unpublished.pop_front();
+            }
             history.earlier.push_back((old, now));
             while let Some((_, until)) = history.earlier.front() {
                 let expired = now.saturating_duration_since(*until) > HISTORY;
@@ -353,11 +370,53 @@ impl RobotsSlot {
         {
             return false;
         }
+        let wall = SystemTime::now();
         history
             .earlier
             .iter()
             .filter(|(_, until)| now.saturating_duration_since(*until) <= HISTORY)
             .all(|(copy, _)| check(copy))
+            && history
+                .shared
+                .iter()
+                .filter(|(_, until)| wall.duration_since(*until).unwrap_or_default() <= HISTORY)
+                .all(|(copy, _)| check(copy))
+    }
+
+    /// The copies that stopped being in force here since the last call, for the shared store.
+    pub fn take_unpublished(&self) -> Vec<EndedCopy> {
+        self.history
+            .lock()
+            .map(|mut history| history.unpublished.drain(..).collect())
+            .unwrap_or_default()
+    }
+
+    /// Puts back copies [`RobotsSlot::take_unpublished`] gave that could not be published.
+    pub fn keep_unpublished(&self, copies: Vec<EndedCopy>) {
+        if let Ok(mut history) = self.history.lock() {
+            for copy in copies.into_iter().rev() {
+                if history.unpublished.len() >= HISTORY_COPIES {
+                    break;
+                }
+                history.unpublished.push_front(copy);
+            }
+        }
+    }
+
+    /// The copies the shared store holds for this origin over the last [`HISTORY`] (all
+    /// replicas'), which [`RobotsSlot::throughout_history`] checks too.
+    pub fn set_shared_history(&self, copies: Vec<EndedCopy>) {
+        if let Ok(mut history) = self.history.lock() {
+            history.shared = copies;
+        }
+    }
+
+    /// The shared history in force (to reuse copies already parsed).
+    pub fn shared_history(&self) -> Vec<EndedCopy> {
+        self.history
+            .lock()
+            .map(|history| history.shared.clone())
+            .unwrap_or_default()
     }
 
     /// Whether a first outcome has been stored.

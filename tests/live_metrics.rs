@@ -94,8 +94,11 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
     // Crawler verification: a range list file, reverse DNS on a loopback server, a client
     // address forwarded by a trusted proxy.
     let dns = support::dns::DnsServer::start();
+    // A shared state store nobody listens on: its checks fail, decisions fall back to memory.
+    let no_store = support::free_port();
     let body = format!(
         "trusted_proxies: [\"127.0.0.1/32\"]\n\
+         state: {{backend: redis, redis: {{url: \"redis://127.0.0.1:{no_store}/0\"}}}}\n\
          verify:\n  dns: {{servers: [\"{}\"], timeout: 1s}}\n  web_bot_auth:\n    \
          agents: [{{agent: \"https://bot.example\", crawler: ExampleBot, keys: \"file:keys.json\"}}]\n\
          crawlers:\n  extra:\n    - name: ExampleBot\n      \

@@ -371,10 +371,13 @@ fn a_missing_directory_leaves_signatures_unchecked() {
         ..Signing::new(&good)
     };
     assert_eq!(signed(&proxy, "/private/report", &signing).status, 200);
+    // Log lines reach stderr through a queue, a moment after the metric is counted.
     assert!(
-        proxy
-            .stderr()
-            .contains("signatures cannot be checked until they load"),
+        proxy.wait_log(
+            "signatures cannot be checked until they load",
+            1,
+            Duration::from_secs(5)
+        ),
         "{}",
         proxy.stderr()
     );

@@ -15,6 +15,7 @@ mod origin;
 mod reader;
 mod schema;
 mod size;
+mod state;
 mod template;
 mod tree;
 mod validate;
@@ -59,8 +60,59 @@ pub struct Config {
     pub origins: Vec<OriginConfig>,
     /// How crawlers' claims are checked: IP range lists, reverse DNS, Web Bot Auth.
     pub verify: VerifyConfig,
+    /// Where Crawl-delay budgets, strike counts, bans and robots.txt reads are kept.
+    pub state: StateConfig,
     /// The absolute path the config was loaded from (`None` from `load_str`).
     pub source_path: Option<PathBuf>,
+}
+
+/// `state`: where Crawl-delay budgets, strike counts, bans and robots.txt reads are kept.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum StateConfig {
+    /// In this process only (`backend: memory`, the default).
+    #[default]
+    Memory,
+    /// In a Redis or Valkey server shared by every replica (`backend: redis`).
+    Redis(RedisConfig),
+}
+
+/// `state.redis`: the shared store.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RedisConfig {
+    /// `redis://[user:password@]host:port/db` (or `unix:///path`), from `url` or `url_file`.
+    pub url: String,
+    /// The file the URL was read from, when it came from `url_file`.
+    pub url_file: Option<PathBuf>,
+    /// Put before every key, so that several deployments can share one server.
+    pub prefix: String,
+    /// The longest a request waits for the store before deciding from local memory.
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for RedisConfig {
+    // The URL may hold a password: show where it points, not how to log in.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisConfig")
+            .field("url", &redacted_url(&self.url))
+            .field("url_file", &self.url_file)
+            .field("prefix", &self.prefix)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// `url` without the password, for logs and messages.
+pub fn redacted_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let credentials = &url[scheme_end + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
+                None => format!("{}***{}", &url[..scheme_end + 3], &url[at..]),
+            }
+        }
+        _ => url.to_owned(),
+    }
 }
 
 /// `verify`: the settings of crawler verification shared by every crawler and origin.
@@ -829,6 +881,11 @@ const RESTART_ONLY: &[RestartOnly] = &[
         name: "verify",
         differs: |old, new| old.verify != new.verify,
         keep: |new, running| new.verify.clone_from(&running.verify),
+    },
+    RestartOnly {
+        name: "state",
+        differs: |old, new| old.state != new.state,
+        keep: |new, running| new.state.clone_from(&running.state),
     },
 ];
 

@@ -28,7 +28,18 @@ pub(crate) const TOP: Section = Section {
         "crawlers",
         "origins",
         "verify",
+        "state",
     ],
+};
+
+pub(crate) const STATE: Section = Section {
+    place: "in `state`",
+    keys: &["backend", "redis"],
+};
+
+pub(crate) const STATE_REDIS: Section = Section {
+    place: "in `state.redis`",
+    keys: &["url", "url_file", "prefix", "timeout"],
 };
 
 pub(crate) const VERIFY: Section = Section {

@@ -1073,7 +1073,7 @@ fn error_output_is_capped() {
     let yaml: String = (0..1_000).map(|i| format!("k{i}: 1\n")).collect();
     let errs = errors(&yaml);
     assert_eq!(errs.len(), 201);
-    assert_eq!(errs[0], "t.yaml:1:1: unknown key `k0` at the top level (expected one of: listen, admin, threads, shutdown, limits, trusted_proxies, access_log, defaults, crawlers, origins, verify)");
+    assert_eq!(errs[0], "t.yaml:1:1: unknown key `k0` at the top level (expected one of: listen, admin, threads, shutdown, limits, trusted_proxies, access_log, defaults, crawlers, origins, verify, state)");
     assert_eq!(errs[200], "t.yaml: 801 more errors not shown");
 }
 
@@ -1563,4 +1563,122 @@ fn upstream_tls_with_a_private_ca_and_a_client_certificate() {
         10,
         "`client_cert` and `client_key` go together",
     );
+}
+
+#[test]
+fn state_defaults_to_memory_and_reads_the_shared_store() {
+    assert_eq!(ok(ORIGIN).state, StateConfig::Memory);
+    assert_eq!(
+        ok(&format!("state: {{backend: memory}}\n{ORIGIN}")).state,
+        StateConfig::Memory
+    );
+    let c = ok(&format!(
+        "state:\n  backend: redis\n  redis: {{url: \"redis://:s3cret@10.0.0.5:6380/2\"}}\n{ORIGIN}"
+    ));
+    let StateConfig::Redis(redis) = &c.state else {
+        panic!("redis backend expected: {:?}", c.state);
+    };
+    assert_eq!(redis.url, "redis://:s3cret@10.0.0.5:6380/2");
+    assert_eq!(redis.prefix, "robotsguard:");
+    assert_eq!(redis.timeout, Duration::from_millis(50));
+    assert!(
+        !format!("{c:?}").contains("s3cret"),
+        "the password never reaches a debug print"
+    );
+    let c = ok(&format!(
+        "state:\n  backend: redis\n  redis: {{url: \"unix:///run/valkey.sock\", prefix: \"shop-rg:\", timeout: 200ms}}\n{ORIGIN}"
+    ));
+    let StateConfig::Redis(redis) = &c.state else {
+        panic!("redis backend expected");
+    };
+    assert_eq!(redis.prefix, "shop-rg:");
+    assert_eq!(redis.timeout, Duration::from_millis(200));
+}
+
+#[test]
+fn state_url_file_is_read_relative_to_the_config() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("redis-url"), "redis://10.1.2.3:6379/0\n").expect("written");
+    let yaml = format!("state:\n  backend: redis\n  redis: {{url_file: redis-url}}\n{ORIGIN}");
+    let c = load_str(&yaml, "t.yaml", dir.path()).expect("accepted");
+    let StateConfig::Redis(redis) = &c.state else {
+        panic!("redis backend expected");
+    };
+    assert_eq!(redis.url, "redis://10.1.2.3:6379/0");
+    assert_eq!(redis.url_file, Some(dir.path().join("redis-url")));
+    std::fs::write(dir.path().join("redis-url"), "  \n").expect("written");
+    let Err(errors) = load_str(&yaml, "t.yaml", dir.path()) else {
+        panic!("an empty URL file is refused");
+    };
+    assert!(errors.to_string().contains("is empty"), "{errors}");
+}
+
+#[test]
+fn state_errors_point_at_the_key() {
+    one_error(
+        &format!("state: {{backend: redsi}}\n{ORIGIN}"),
+        1,
+        18,
+        "did you mean `redis`",
+    );
+    one_error(
+        &format!("state:\n  backend: redis\n{ORIGIN}"),
+        2,
+        3,
+        "`state.backend: redis` needs `state.redis`",
+    );
+    one_error(
+        &format!("state:\n  redis: {{url: \"redis://127.0.0.1/0\"}}\n{ORIGIN}"),
+        2,
+        10,
+        "`state.backend` is `memory`",
+    );
+    one_error(
+        &format!("state:\n  backend: redis\n  redis: {{prefix: x}}\n{ORIGIN}"),
+        3,
+        10,
+        "missing `url`",
+    );
+    one_error(
+        &format!("state:\n  backend: redis\n  redis: {{url: \"http://127.0.0.1/\"}}\n{ORIGIN}"),
+        3,
+        16,
+        "not a Redis URL",
+    );
+    one_error(
+        &format!("state:\n  backend: redis\n  redis: {{url: \"redis://127.0.0.1/\", url_file: f}}\n{ORIGIN}"),
+        3,
+        48,
+        "not both",
+    );
+    one_error(
+        &format!("state:\n  backend: redis\n  redis: {{url: \"redis://127.0.0.1/\", timeout: 0s}}\n{ORIGIN}"),
+        3,
+        47,
+        "must be longer than 0s",
+    );
+    one_error(
+        &format!("state:\n  backend: redis\n  redis: {{url: \"redis://127.0.0.1/\", prefix: \"a b\"}}\n{ORIGIN}"),
+        3,
+        46,
+        "without spaces",
+    );
+    one_error(
+        &format!("state:\n  backend: redis\n  redis: {{url_file: /nonexistent/robotsguard-redis-url}}\n{ORIGIN}"),
+        3,
+        21,
+        "cannot read",
+    );
+}
+
+#[test]
+fn state_is_restart_only() {
+    let old = ok(ORIGIN);
+    let new = ok(&format!(
+        "state:\n  backend: redis\n  redis: {{url: \"redis://127.0.0.1:6379/0\"}}\n{ORIGIN}"
+    ));
+    assert_eq!(restart_required(&old, &new), vec!["state"]);
+    let mut kept = new.clone();
+    keep_restart_only(&mut kept, &old);
+    assert_eq!(kept.state, StateConfig::Memory);
 }

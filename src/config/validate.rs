@@ -55,6 +55,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
         },
         origins: Vec::new(),
         verify: super::VerifyConfig::default(),
+        state: super::StateConfig::default(),
         source_path: None,
     };
     let Some(top) = Table::read(sink, root, &TOP, "the config") else {
@@ -117,6 +118,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
     let check = sink.count() == errors_before;
     let known = check_catalogue(sink, &config.crawlers, &extra_positions, check);
     config.verify = super::verify::verify(sink, top.get("verify"), base_dir, &known);
+    config.state = super::state::state(sink, top.get("state"), base_dir);
     let defaults = defaults(sink, top.get("defaults"), &known);
     config.origins = origins(sink, &top, &defaults, base_dir, &known);
     config

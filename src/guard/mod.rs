@@ -32,11 +32,10 @@ use pingora::services::ServiceWithDependents;
 pub use answer::block_body;
 pub use builder::{GuardBuilder, OriginSpec};
 
-use crate::compliance::RobotsReads;
 use crate::config::{
     AccessLogFormat, Config, ConfigErrors, CrawlDelayAction, Mode, OffendersAction, RobotsSource,
 };
-use crate::crawl_delay::{retry_after_seconds, Admission, BudgetKey, CrawlDelays};
+use crate::crawl_delay::{retry_after_seconds, Admission, BudgetKey};
 use crate::enforce::{
     decide_for_client, decide_request, Decision, Outcome, Refused, Request as DecideRequest, Why,
 };
@@ -44,6 +43,7 @@ use crate::fetch::http_peer;
 use crate::metrics::METRICS;
 use crate::offenders::{Offenders, Strike};
 use crate::state::{BuildError, Live, Snapshot};
+use crate::store::{Store, StrikeRequest};
 use crate::upstream::Peer;
 use crate::verify::signature::SignatureOutcome;
 use answer::{
@@ -86,12 +86,8 @@ pub struct Guard {
     unknown_hosts: UnknownHosts,
     /// Checks crawlers' claims (range lists, reverse DNS, signatures).
     verifier: Arc<crate::verify::Verifier>,
-    /// When each crawler may next be admitted under robots.txt's `Crawl-delay`.
-    crawl_delays: Arc<CrawlDelays>,
-    /// Who read each origin's robots.txt in the last 24 hours.
-    robots_reads: Arc<RobotsReads>,
-    /// Strike counts and bans of repeat offenders.
-    offenders: Arc<Offenders>,
+    /// Crawl-delay budgets, who read robots.txt, strikes and bans (`state`).
+    store: Arc<Store>,
 }
 
 /// What [`Guard::request_filter`] does with a request for a host the config does not name.
@@ -254,14 +250,13 @@ impl Guard {
             }
         }
         let verifier = Arc::new(crate::verify::Verifier::new(&snapshot.config.verify));
+        let snapshot_state = snapshot.config.state.clone();
         Ok(Guard {
             live: Arc::new(Live::new(snapshot)),
             config_path: None,
             unknown_hosts,
             verifier,
-            crawl_delays: Arc::default(),
-            robots_reads: Arc::default(),
-            offenders: Arc::default(),
+            store: Arc::new(Store::new(&snapshot_state)),
         })
     }
 
@@ -332,6 +327,9 @@ impl Guard {
             )),
         ];
         services.extend(self.verifier.services(self.live.clone()));
+        if let Some(store) = self.store.service(self.live.clone()) {
+            services.push(Box::new(background_service("shared state store", store)));
+        }
         if let Some(path) = &self.config_path {
             // Built here, not when the service starts, so SIGHUP is handled from now on.
             let reloader =
@@ -352,8 +350,7 @@ impl Guard {
                 self.live.clone(),
                 config.admin.token_file.clone(),
                 self.verifier.clone(),
-                self.crawl_delays.clone(),
-                self.offenders.clone(),
+                self.store.clone(),
             )),
         );
         admin.add_tcp(&config.admin.address.to_string());
@@ -475,16 +472,14 @@ impl Guard {
         ctx.absolute_form = matches!(target, Target::Absolute(_));
         let reads_robots = asks_for_robots_txt(request, &target);
         if let (true, Some(client)) = (reads_robots, ctx.client) {
-            self.robots_reads
-                .record(decision.origin.name(), client, Instant::now());
+            self.store
+                .record_robots_read(decision.origin.name(), client)
+                .await;
         }
         // A banned address gets nothing but robots.txt from the origin, whoever it claims to be.
         if let (false, Some(client)) = (reads_robots, ctx.client) {
             if !decision.origin.allow_clients.contains(client) {
-                if let Some(ban) =
-                    self.offenders
-                        .banned(decision.origin.name(), client, Instant::now())
-                {
+                if let Some(ban) = self.store.banned(decision.origin.name(), client) {
                     decision.outcome = Outcome::Banned;
                     let body = banned_body(&ban);
                     ctx.decision = Some(decision);
@@ -512,7 +507,7 @@ impl Guard {
             }
         }
         if decision.outcome == Outcome::Allowed {
-            if let Some((delay, wait)) = self.crawl_delay_wait(&decision, ctx.client) {
+            if let Some((delay, wait)) = self.crawl_delay_wait(&decision, ctx.client).await {
                 let settings = decision.origin.config.crawl_delay;
                 if settings.action == CrawlDelayAction::Enforce
                     && decision.origin.config.mode == Mode::Enforce
@@ -535,10 +530,10 @@ impl Guard {
         if matches!(decision.outcome, Outcome::Blocked | Outcome::WouldBlock)
             && decision.why == Why::Rule
         {
-            let read = ctx.client.is_some_and(|client| {
-                self.robots_reads
-                    .read_recently(decision.origin.name(), client, Instant::now())
-            });
+            let read = match ctx.client {
+                Some(client) => self.violation(session, &decision, client).await,
+                None => false,
+            };
             METRICS
                 .violations
                 .with_label_values(&[
@@ -547,12 +542,6 @@ impl Guard {
                     if read { "yes" } else { "no" },
                 ])
                 .inc();
-            if let (Some(client), true) = (
-                ctx.client,
-                decision.origin.config.offenders.action != OffendersAction::Off,
-            ) {
-                self.count_strike(session, &decision, client);
-            }
         }
         if decision.outcome == Outcome::Blocked {
             let request = session.req_header();
@@ -601,7 +590,7 @@ impl Guard {
     /// The delay that applies to a crawler robots.txt allows and how long it must still wait
     /// under it ([`BudgetKey::for_decision`]); `None` when it is admitted now, or nothing limits
     /// it.
-    fn crawl_delay_wait(
+    async fn crawl_delay_wait(
         &self,
         decision: &Decision,
         client: Option<IpAddr>,
@@ -610,45 +599,55 @@ impl Guard {
             return None;
         }
         let (key, delay) = BudgetKey::for_decision(decision, client)?;
-        match self.crawl_delays.admit(key, delay, Instant::now()) {
+        match self.store.admit(key, delay).await {
             Admission::Admitted => None,
             Admission::TooSoon(wait) => Some((delay, wait)),
         }
     }
 
-    /// A request a robots.txt rule blocked: a strike when every robots.txt in force over the
-    /// last 24 hours disallowed it too; enough strikes ban the address (`offenders`).
-    fn count_strike(&self, session: &Session, decision: &Decision, client: IpAddr) {
-        let Some(target) = request_target(session.req_header()) else {
-            return;
-        };
-        let path = target.decided_path();
-        let now = Instant::now();
-        let settled = decision.origin.robots.throughout_history(now, |copy| {
-            crate::enforce::copy_disallows(copy, decision, path)
-        });
-        if !settled {
-            return;
-        }
+    /// A request a robots.txt rule blocked: whether the client read robots.txt within the last
+    /// 24 hours (returned), and a strike when every robots.txt in force over those hours
+    /// disallowed it too; enough strikes ban the address (`offenders`). One round trip at most
+    /// with the shared store.
+    async fn violation(&self, session: &Session, decision: &Decision, client: IpAddr) -> bool {
         let settings = decision.origin.config.offenders;
-        let enforce = decision.origin.config.mode == Mode::Enforce;
-        match self
-            .offenders
-            .strike(decision.origin.name(), client, settings, enforce, now)
-        {
-            Strike::Banned(ban) => {
-                crate::logs::offender(decision.origin.name(), client, ban.strikes, Some(&ban))
+        let strike = (settings.action != OffendersAction::Off
+            && request_target(session.req_header()).is_some_and(|target| {
+                let path = target.decided_path();
+                decision
+                    .origin
+                    .robots
+                    .throughout_history(Instant::now(), |copy| {
+                        crate::enforce::copy_disallows(copy, decision, path)
+                    })
+            }))
+        .then_some(StrikeRequest {
+            settings,
+            enforce: decision.origin.config.mode == Mode::Enforce,
+        });
+        let origin = decision.origin.name();
+        let violation = self.store.violation(origin, client, strike).await;
+        match violation.strike {
+            Some(Strike::Banned(ban)) => {
+                crate::logs::offender(origin, client, ban.strikes, Some(&ban))
             }
-            Strike::WouldBan(strikes) if strikes == settings.strikes => {
-                crate::logs::offender(decision.origin.name(), client, strikes, None)
+            Some(Strike::WouldBan(strikes)) if strikes == settings.strikes => {
+                crate::logs::offender(origin, client, strikes, None)
             }
-            Strike::WouldBan(_) | Strike::Counted(_) => {}
+            _ => {}
         }
+        violation.read_robots
     }
 
-    /// The strikes and bans of repeat offenders (for the admin endpoint and embedders).
+    /// The strikes and bans of repeat offenders (for the admin endpoint and embedders): with the
+    /// shared store, this process's mirror of its bans.
     pub fn offenders(&self) -> Arc<Offenders> {
-        self.offenders.clone()
+        self.store.offenders()
+    }
+
+    /// Crawl-delay budgets, robots.txt reads, strikes and bans, in memory or shared (`state`).
+    pub fn store(&self) -> Arc<Store> {
+        self.store.clone()
     }
 
     /// Call from `request_body_filter`: ends a request whose body has not arrived within

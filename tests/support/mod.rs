@@ -16,6 +16,7 @@
 //! - [`Conn`]: a tiny HTTP/1.1 client over `std::net::TcpStream`, with a raw mode for requests a
 //!   client library would refuse or normalise.
 //! - [`metric`] / [`samples`]: reading the Prometheus text of `/metrics`.
+//! - [`redis::RedisServer`]: a real Redis/Valkey server for the shared state store.
 //! - [`nginx::Nginx`] / [`whatwg::WhatwgOrigin`]: origins that resolve targets as stock nginx
 //!   and as a Node app (`new URL`) do, to show what a path-confusion bypass would reach.
 //!
@@ -1045,5 +1046,6 @@ pub mod live;
 // Real origins that read a request target as a server or app would: stock nginx, and an app
 // resolving it with WHATWG URL parsing.
 pub mod nginx;
+pub mod redis;
 pub mod tls;
 pub mod whatwg;

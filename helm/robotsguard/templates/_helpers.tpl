@@ -135,6 +135,13 @@ admin becomes a mapping whose token_file is the projected Secret key.
 {{- fail (printf "robotsguard chart: tls.extraSecrets lists tls.secretName (%s) again" .Values.tls.secretName) -}}
 {{- end -}}
 {{- $config := deepCopy (.Values.config | default dict) -}}
+{{- with .Values.sharedState.redisSecretName -}}
+{{- if hasKey $config "state" -}}
+{{- fail "robotsguard chart: set sharedState.redisSecretName or config.state, not both; with sharedState the chart mounts the Secret and writes state itself" -}}
+{{- end -}}
+{{- $redis := dict "url_file" "state/redis-url" "prefix" $.Values.sharedState.prefix "timeout" $.Values.sharedState.timeout -}}
+{{- $_ := set $config "state" (dict "backend" "redis" "redis" $redis) -}}
+{{- end -}}
 {{- $bind := .Values.bindAddress -}}
 {{- $proxyPort := int .Values.ports.proxy -}}
 {{- $httpsPort := int .Values.ports.https -}}

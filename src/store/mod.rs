@@ -1,0 +1,243 @@
+//! Where the state behind Crawl-delay, the compliance signal and repeat offenders is kept: this
+//! process's memory (`state.backend: memory`), or a Redis/Valkey server shared by every replica
+//! (`state.backend: redis`), with this process's memory as the fallback.
+//!
+//! With the shared store, a decision that needs state makes at most one round trip, bounded by
+//! `state.redis.timeout`; when the store fails or is slow, that decision and the following ones
+//! are made from local memory at once until the store answers again (the background loop of
+//! [`StoreService`] checks it every second and reconnects). Bans are checked on every request, so
+//! each process mirrors the store's bans in memory ([`Offenders`]) and never asks the store for
+//! them on a request.
+
+mod shared;
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::compliance::RobotsReads;
+use crate::config::{OffendersAction, OffendersConfig, StateConfig};
+use crate::crawl_delay::{Admission, BudgetKey, CrawlDelays};
+use crate::metrics::METRICS;
+use crate::offenders::{Ban, Offenders, Strike};
+
+pub use self::shared::StoreService;
+
+/// How a strike is to be counted for a violation.
+#[derive(Debug, Clone, Copy)]
+pub struct StrikeRequest {
+    /// The origin's `offenders` settings.
+    pub settings: OffendersConfig,
+    /// Whether the origin enforces (not `mode: report`): only then does a strike ban.
+    pub enforce: bool,
+}
+
+/// What the state says about a request a robots.txt rule disallowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// Whether the client fetched the origin's robots.txt within the last 24 hours.
+    pub read_robots: bool,
+    /// What the strike led to, when one was counted.
+    pub strike: Option<Strike>,
+}
+
+/// What lifting a ban did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifted {
+    /// Lifted everywhere.
+    Yes,
+    /// There was no such ban.
+    NotBanned,
+    /// Lifted in this process, but the shared store could not be reached: other replicas keep
+    /// it, and this one gets it back from the store once it is reachable.
+    HereOnly,
+}
+
+/// The state of Crawl-delay budgets, robots.txt reads, strikes and bans.
+pub struct Store {
+    delays: CrawlDelays,
+    reads: RobotsReads,
+    offenders: Arc<Offenders>,
+    shared: Option<Arc<shared::Shared>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("backend", &self.backend())
+            .field("delays", &self.delays)
+            .field("reads", &self.reads)
+            .field("offenders", &self.offenders)
+            .finish()
+    }
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store::new(&StateConfig::Memory)
+    }
+}
+
+impl Store {
+    /// A store as `state` says. With Redis nothing is connected here: [`Store::service`] connects
+    /// (and reconnects) in the background, and decisions use local memory until it has.
+    pub fn new(state: &StateConfig) -> Store {
+        let offenders = Arc::new(Offenders::default());
+        let shared = match state {
+            StateConfig::Memory => {
+                METRICS.state_backend_up.set(1);
+                None
+            }
+            StateConfig::Redis(settings) => {
+                METRICS.state_backend_up.set(0);
+                shared::Shared::new(settings).map(Arc::new)
+            }
+        };
+        Store {
+            delays: CrawlDelays::default(),
+            reads: RobotsReads::default(),
+            offenders,
+            shared,
+        }
+    }
+
+    /// `memory` or `redis`.
+    pub fn backend(&self) -> &'static str {
+        if self.shared.is_some() {
+            "redis"
+        } else {
+            "memory"
+        }
+    }
+
+    /// The background loop that keeps the shared store connected, its bans mirrored and the
+    /// robots.txt histories of `live`'s origins shared; `None` with the memory backend.
+    pub fn service(&self, live: Arc<crate::state::Live>) -> Option<StoreService> {
+        self.shared
+            .as_ref()
+            .map(|shared| StoreService::new(shared.clone(), self.offenders.clone(), live))
+    }
+
+    /// The shared store, when there is one and it is answering.
+    fn shared(&self) -> Option<&shared::Shared> {
+        self.shared.as_deref().filter(|shared| shared.is_up())
+    }
+
+    /// Admits a request of `key`'s budget if at least `delay` has passed since the budget's
+    /// previous admitted request (a refused request does not move it).
+    pub async fn admit(&self, key: BudgetKey<'_>, delay: Duration) -> Admission {
+        if delay.is_zero() {
+            return Admission::Admitted;
+        }
+        if let Some(shared) = self.shared() {
+            if let Some(admission) = shared.admit(&key, delay).await {
+                return admission;
+            }
+        }
+        self.delays.admit(key, delay, Instant::now())
+    }
+
+    /// How long `key`'s budget must still wait, if at all (for `/explain`).
+    pub async fn next_admission(&self, key: BudgetKey<'_>) -> Option<Duration> {
+        if let Some(shared) = self.shared() {
+            if let Some(wait) = shared.next_admission(&key).await {
+                return wait;
+            }
+        }
+        self.delays.next_admission(key, Instant::now())
+    }
+
+    /// Records that `client` fetched `origin`'s robots.txt.
+    pub async fn record_robots_read(&self, origin: &str, client: IpAddr) {
+        // Kept here too, so that the compliance signal survives the store being unreachable.
+        self.reads.record(origin, client, Instant::now());
+        if let Some(shared) = self.shared() {
+            shared.record_read(origin, client).await;
+        }
+    }
+
+    /// A request from `client` that a robots.txt rule of `origin` disallowed: whether the client
+    /// read robots.txt, and, with `strike`, what counting a strike led to.
+    pub async fn violation(
+        &self,
+        origin: &str,
+        client: IpAddr,
+        strike: Option<StrikeRequest>,
+    ) -> Violation {
+        let strike = strike.filter(|s| s.settings.action != OffendersAction::Off);
+        if let Some(shared) = self.shared() {
+            if let Some(outcome) = shared.violation(origin, client, strike).await {
+                let strike = match outcome.strike {
+                    Some(shared::SharedStrike::Banned {
+                        since,
+                        until,
+                        strikes,
+                    }) => {
+                        let mut ban =
+                            Ban::new(origin, client, since, until, strikes, Instant::now());
+                        ban.shared = true;
+                        Some(match self.offenders.impose(ban, Instant::now()) {
+                            Some(ban) => Strike::Banned(ban),
+                            None => Strike::WouldBan(strikes),
+                        })
+                    }
+                    Some(shared::SharedStrike::Counted(count)) => Some(Strike::Counted(count)),
+                    Some(shared::SharedStrike::WouldBan(count)) => Some(Strike::WouldBan(count)),
+                    None => None,
+                };
+                return Violation {
+                    read_robots: outcome.read_robots,
+                    strike,
+                };
+            }
+        }
+        let now = Instant::now();
+        Violation {
+            read_robots: self.reads.read_recently(origin, client, now),
+            strike: strike.map(|s| {
+                self.offenders
+                    .strike(origin, client, s.settings, s.enforce, now)
+            }),
+        }
+    }
+
+    /// The ban in force for `client` on `origin`, if any: from memory, never a round trip.
+    pub fn banned(&self, origin: &str, client: IpAddr) -> Option<Ban> {
+        self.offenders.banned(origin, client, Instant::now())
+    }
+
+    /// The bans in force, on `origin` or all, soonest to end first.
+    pub fn bans(&self, origin: Option<&str>) -> Vec<Ban> {
+        self.offenders.list(origin, Instant::now())
+    }
+
+    /// Lifts the ban of `client` on `origin`, here and in the shared store.
+    pub async fn lift(&self, origin: &str, client: IpAddr) -> Lifted {
+        let here = self.offenders.lift(origin, client, Instant::now());
+        let Some(shared) = &self.shared else {
+            return if here { Lifted::Yes } else { Lifted::NotBanned };
+        };
+        match shared.lift(origin, client).await {
+            Some(there) if here || there => Lifted::Yes,
+            Some(_) => Lifted::NotBanned,
+            None => Lifted::HereOnly,
+        }
+    }
+
+    /// The strikes and bans of this process (the mirror of the store's, with the shared
+    /// backend).
+    pub fn offenders(&self) -> Arc<Offenders> {
+        self.offenders.clone()
+    }
+}
+
+/// Milliseconds since the Unix epoch (how the store writes times).
+fn unix_millis(at: SystemTime) -> u64 {
+    at.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The time `millis` after the Unix epoch.
+fn from_unix_millis(millis: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_millis(millis)
+}

@@ -1,0 +1,174 @@
+//! A real Redis (or Valkey) server from the system packages on a free loopback port, started
+//! and killed by the tests, and a minimal RESP client to look at what the proxies stored.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use super::*;
+
+/// A running `redis-server` (or `valkey-server`) without persistence, killed on drop.
+pub struct RedisServer {
+    child: Option<Child>,
+    pub port: u16,
+    dir: tempfile::TempDir,
+}
+
+fn binary() -> PathBuf {
+    for name in ["redis-server", "valkey-server"] {
+        for dir in ["/usr/bin", "/usr/local/bin", "/usr/sbin"] {
+            let path = Path::new(dir).join(name);
+            if path.exists() {
+                return path;
+            }
+        }
+    }
+    panic!("redis-server (or valkey-server) is not installed: `.ci/run` installs it (apt-get install redis-server)");
+}
+
+impl RedisServer {
+    /// Starts a server on a free port and returns once it answers PING.
+    pub fn start() -> RedisServer {
+        let mut server = RedisServer {
+            child: None,
+            port: free_port(),
+            dir: tempfile::tempdir().expect("temp dir for redis"),
+        };
+        server.run();
+        server
+    }
+
+    /// `redis://127.0.0.1:PORT/0`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    fn run(&mut self) {
+        let log = std::fs::File::create(self.dir.path().join("redis.log")).expect("log file");
+        let child = Command::new(binary())
+            .args(["--bind", "127.0.0.1", "--port"])
+            .arg(self.port.to_string())
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log handle"))
+            .stderr(log)
+            .spawn()
+            .expect("redis-server starts");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if self.try_command(&["PING"]).as_deref() == Ok("PONG") {
+                return;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        let log = std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default();
+        panic!("redis-server did not answer PING within 10 s:\n{log}");
+    }
+
+    /// Kills the server (its data is gone: it keeps none on disk).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.run();
+    }
+
+    /// Freezes the server (SIGSTOP): connections stay open, nothing is answered.
+    pub fn pause(&self) {
+        self.signal("STOP");
+    }
+
+    /// Lets a paused server go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("CONT");
+    }
+
+    fn signal(&self, name: &str) {
+        let pid = self.child.as_ref().expect("redis-server is running").id();
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(pid.to_string())
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -{name} {pid}");
+    }
+
+    /// Sends one command and returns its reply as text: a status or bulk string, an integer,
+    /// `(nil)`, or an array's items joined by newlines.
+    pub fn command(&self, args: &[&str]) -> String {
+        self.try_command(args)
+            .unwrap_or_else(|e| panic!("redis command {args:?} failed: {e}"))
+    }
+
+    fn try_command(&self, args: &[&str]) -> Result<String, String> {
+        let stream = TcpStream::connect_timeout(
+            &SocketAddr::from(([127, 0, 0, 1], self.port)),
+            Duration::from_millis(500),
+        )
+        .map_err(|e| e.to_string())?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .map_err(|e| e.to_string())?;
+        let mut request = format!("*{}\r\n", args.len());
+        for arg in args {
+            request.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+        }
+        (&stream)
+            .write_all(request.as_bytes())
+            .map_err(|e| e.to_string())?;
+        let mut reader = BufReader::new(stream);
+        read_reply(&mut reader)
+    }
+}
+
+fn read_line(reader: &mut impl BufRead) -> Result<String, String> {
+    let mut line = String::new();
+    reader.read_line(&mut line).map_err(|e| e.to_string())?;
+    if line.is_empty() {
+        return Err("connection closed".into());
+    }
+    Ok(line.trim_end_matches("\r\n").to_string())
+}
+
+fn read_reply(reader: &mut impl BufRead) -> Result<String, String> {
+    let line = read_line(reader)?;
+    let (kind, rest) = line.split_at(1);
+    match kind {
+        "+" | ":" => Ok(rest.to_string()),
+        "-" => Err(format!("error reply: {rest}")),
+        "$" => {
+            let len: i64 = rest.parse().map_err(|_| format!("bad length {rest}"))?;
+            if len < 0 {
+                return Ok("(nil)".into());
+            }
+            let mut body = vec![0; usize::try_from(len).unwrap_or(0) + 2];
+            std::io::Read::read_exact(reader, &mut body).map_err(|e| e.to_string())?;
+            body.truncate(body.len() - 2);
+            Ok(String::from_utf8_lossy(&body).into_owned())
+        }
+        "*" => {
+            let count: i64 = rest.parse().map_err(|_| format!("bad count {rest}"))?;
+            let mut items = Vec::new();
+            for _ in 0..count.max(0) {
+                items.push(read_reply(reader)?);
+            }
+            Ok(items.join("\n"))
+        }
+        _ => Err(format!("unexpected reply {line:?}")),
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        // SIGKILL ends a paused server too.
+        self.kill();
+    }
+}
