@@ -151,3 +151,28 @@ fn builder_policy_modes_and_extra_crawlers_apply() {
         Some(Refused::UnknownHost)
     );
 }
+
+#[test]
+fn redis_state_is_checked_as_serve_checks_it_and_adds_the_store_loop() {
+    let origin = || OriginSpec::new("shop", ["shop.example"], "127.0.0.1:8081").robots_inline("");
+    let memory = Guard::builder().origin(origin()).build().expect("a guard");
+    assert_eq!(memory.store().backend(), "memory");
+    let shared = Guard::builder()
+        .origin(origin())
+        .redis_state("redis://127.0.0.1:6379/0")
+        .build()
+        .expect("a guard with a shared store");
+    assert_eq!(shared.store().backend(), "redis");
+    assert_eq!(
+        shared.services().len(),
+        memory.services().len() + 1,
+        "the store's loop is one more background service"
+    );
+    let error = Guard::builder()
+        .origin(origin())
+        .redis_state("http://127.0.0.1:6379/")
+        .build()
+        .err()
+        .expect("a URL that is not Redis's is refused");
+    assert!(error.to_string().contains("not a Redis URL"), "{error}");
+}

@@ -49,6 +49,7 @@ pub struct GuardBuilder {
     policy: Map<String, Value>,
     extra_crawlers: Vec<Value>,
     trusted_proxies: Vec<String>,
+    state: Option<Value>,
     base_dir: Option<PathBuf>,
     unknown_hosts: UnknownHosts,
     registry: Option<prometheus::Registry>,
@@ -195,6 +196,16 @@ impl GuardBuilder {
         self
     }
 
+    /// Keeps Crawl-delay budgets, robots.txt reads, strikes and bans in the Redis or Valkey
+    /// server at `url`, shared by every proxy that names it (`state: {backend: redis}`, with the
+    /// default prefix and timeout). [`Guard::services`] then includes the loop that connects,
+    /// reconnects and mirrors the bans; until it has connected, and whenever the server fails,
+    /// decisions use this process's memory.
+    pub fn redis_state(mut self, url: &str) -> GuardBuilder {
+        self.state = Some(json!({"backend": "redis", "redis": {"url": url}}));
+        self
+    }
+
     /// The directory relative robots.txt file paths are resolved against (default: the working
     /// directory).
     pub fn base_dir(mut self, dir: impl Into<PathBuf>) -> GuardBuilder {
@@ -222,7 +233,8 @@ impl GuardBuilder {
             || !self.defaults.is_empty()
             || !self.policy.is_empty()
             || !self.extra_crawlers.is_empty()
-            || !self.trusted_proxies.is_empty();
+            || !self.trusted_proxies.is_empty()
+            || self.state.is_some();
         let (config, config_path) =
             match &self.config_file {
                 Some(_) if in_code => return Err(builder_error(
@@ -258,6 +270,9 @@ impl GuardBuilder {
         let mut root = Map::new();
         if !self.trusted_proxies.is_empty() {
             root.insert("trusted_proxies".into(), json!(self.trusted_proxies));
+        }
+        if let Some(state) = &self.state {
+            root.insert("state".into(), state.clone());
         }
         let mut defaults = self.defaults.clone();
         if !self.policy.is_empty() {
