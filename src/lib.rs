@@ -55,6 +55,7 @@
 
 pub mod admin;
 mod client;
+pub mod clock;
 pub mod compliance;
 pub mod config;
 pub mod crawl_delay;

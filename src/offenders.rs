@@ -122,11 +122,22 @@ impl Offenders {
 
     /// The ban in force for `client` on `origin`, if any.
     pub fn banned(&self, origin: &str, client: IpAddr, now: Instant) -> Option<Ban> {
+        self.banned_at(origin, client, || now)
+    }
+
+    /// [`Offenders::banned`], reading the clock only when the address has a ban.
+    pub(crate) fn banned_at(
+        &self,
+        origin: &str,
+        client: IpAddr,
+        clock: impl FnOnce() -> Instant,
+    ) -> Option<Ban> {
         let bans = self.bans.load();
         if bans.is_empty() {
             return None;
         }
         let ban = bans.get(&self.key(origin, client))?;
+        let now = clock();
         if ban.ends > now {
             return Some(ban.clone());
         }

@@ -15,6 +15,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::clock::coarse_now;
 use crate::compliance::RobotsReads;
 use crate::config::{OffendersAction, OffendersConfig, StateConfig};
 use crate::crawl_delay::{Admission, BudgetKey, CrawlDelays};
@@ -134,7 +135,7 @@ impl Store {
                 return admission;
             }
         }
-        self.delays.admit(key, delay, Instant::now())
+        self.delays.admit(key, delay, coarse_now())
     }
 
     /// How long `key`'s budget must still wait, if at all (for `/explain`).
@@ -144,13 +145,13 @@ impl Store {
                 return wait;
             }
         }
-        self.delays.next_admission(key, Instant::now())
+        self.delays.next_admission(key, coarse_now())
     }
 
     /// Records that `client` fetched `origin`'s robots.txt.
     pub async fn record_robots_read(&self, origin: &str, client: IpAddr) {
         // Kept here too, so that the compliance signal survives the store being unreachable.
-        self.reads.record(origin, client, Instant::now());
+        self.reads.record(origin, client, coarse_now());
         if let Some(shared) = self.shared() {
             shared.record_read(origin, client).await;
         }
@@ -191,7 +192,7 @@ impl Store {
                 };
             }
         }
-        let now = Instant::now();
+        let now = coarse_now();
         Violation {
             read_robots: self.reads.read_recently(origin, client, now),
             strike: strike.map(|s| {
@@ -201,9 +202,10 @@ impl Store {
         }
     }
 
-    /// The ban in force for `client` on `origin`, if any: from memory, never a round trip.
+    /// The ban in force for `client` on `origin`, if any: from memory, never a round trip, and
+    /// without reading the clock unless the address has a ban (every request asks).
     pub fn banned(&self, origin: &str, client: IpAddr) -> Option<Ban> {
-        self.offenders.banned(origin, client, Instant::now())
+        self.offenders.banned_at(origin, client, coarse_now)
     }
 
     /// The bans in force, on `origin` or all, soonest to end first.
