@@ -4,8 +4,8 @@
 //! Keys are 64-bit digests under a per-process random seed (foldhash: collisions cannot be aimed
 //! at without the seed, and one would only merge two keys). The table is sharded, each shard
 //! behind its own mutex, with at most `capacity / 64` keys. Each shard keeps one heap item per
-//! key, soonest first, and drops the keys whose time has come on every insertion, so an
-//! operation stays logarithmic however many clients there are. A shard full of keys whose time
+//! key, soonest first, and drops the keys whose time has come when a new key goes into a shard at
+//! least a quarter full, so an operation stays logarithmic however many clients there are. A shard full of keys whose time
 //! has not come refuses a new key (the caller decides what an untracked key means).
 
 use std::cmp::Reverse;
@@ -81,7 +81,12 @@ impl<V: Copy> Shard<V> {
             }
             return true;
         }
-        self.expire(now);
+        // Keys whose time has come are dropped once the shard is a quarter full: below that they
+        // cost only memory, and a key that comes back (a crawler keeping its delay) finds its
+        // entry and reuses it instead of being dropped and inserted again.
+        if self.until.len() >= capacity / 4 {
+            self.expire(now);
+        }
         if self.until.len() >= capacity {
             return false;
         }
