@@ -5,8 +5,9 @@
 //! at without the seed, and one would only merge two keys). The table is sharded, each shard
 //! behind its own mutex, with at most `capacity / 64` keys. Each shard keeps one heap item per
 //! key, soonest first, and drops the keys whose time has come when a new key goes into a shard at
-//! least a quarter full, so an operation stays logarithmic however many clients there are. A shard full of keys whose time
-//! has not come refuses a new key (the caller decides what an untracked key means).
+//! least a quarter full, so an operation stays logarithmic however many clients there are. A
+//! shard full of keys whose time has not come refuses a new key (the caller decides what an
+//! untracked key means).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
