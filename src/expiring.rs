@@ -85,7 +85,9 @@ impl<V: Copy> Shard<V> {
         // Keys whose time has come are dropped once the shard is a quarter full: below that they
         // cost only memory, and a key that comes back (a crawler keeping its delay) finds its
         // entry and reuses it instead of being dropped and inserted again.
-        if self.until.len() >= capacity / 4 {
+        // Also when the heap holds many items of keys removed or moved later, so that it stays
+        // within a small multiple of the keys.
+        if self.until.len() >= capacity / 4 || self.heap.len() > 2 * self.until.len() + 64 {
             self.expire(now);
         }
         if self.until.len() >= capacity {

@@ -345,6 +345,26 @@ pub(crate) fn offender(
     }
 }
 
+/// Lines about the shared state store failing per second: every request could fail.
+const STATE_LINES_PER_SECOND: u32 = 1;
+
+static STATE_LINES: LazyLock<RateLimiter> =
+    LazyLock::new(|| RateLimiter::new(STATE_LINES_PER_SECOND));
+
+/// Logs that the shared state store failed (`operation`: a request's command, the background
+/// check, or background work) at WARN, rate-limited on its own.
+pub(crate) fn state_store_failed(url: &str, operation: &str, error: &str) {
+    if !STATE_LINES.admit() {
+        return;
+    }
+    tracing::warn!(
+        url,
+        operation,
+        error = %escape_client_text(error.as_bytes()),
+        "the shared state store failed; deciding from this process's memory until it answers again"
+    );
+}
+
 /// Logs that an upstream address is skipped for its cool-off (failures in a row). Rate-limited
 /// with the failure lines: a dead upstream under load fails many requests.
 pub(crate) fn upstream_skipped(origin: &str, address: std::net::SocketAddr) {
@@ -547,7 +567,7 @@ pub(crate) struct SuppressedLinesReporter;
 
 fn report_suppressed() {
     report_dropped();
-    let limiters: [(&RateLimiter, u32, &str); 3] = [
+    let limiters: [(&RateLimiter, u32, &str); 4] = [
         (
             &FAILURE_LINES,
             FAILURE_LINES_PER_SECOND,
@@ -557,6 +577,11 @@ fn report_suppressed() {
             &OFFENDER_LINES,
             OFFENDER_LINES_PER_SECOND,
             "repeat-offender lines suppressed by the log rate limit (bans are counted in robotsguard_bans_total)",
+        ),
+        (
+            &STATE_LINES,
+            STATE_LINES_PER_SECOND,
+            "shared state store lines suppressed by the log rate limit (failures are counted in robotsguard_state_backend_errors_total)",
         ),
         (
             &REQUEST_LINES,

@@ -270,6 +270,8 @@ struct History {
     /// Copies other replicas (and this one) had in force, from the shared state store, with
     /// when each stopped being in force.
     shared: Vec<(Arc<RobotsCopy>, SystemTime)>,
+    /// Until when the shared store dropped copies for [`HISTORY_COPIES`].
+    shared_forgotten_until: Option<SystemTime>,
     /// Copies that stopped being in force here and are not yet in the shared store (at most
     /// [`HISTORY_COPIES`], the newest).
     unpublished: std::collections::VecDeque<(Arc<RobotsCopy>, SystemTime)>,
@@ -307,6 +309,7 @@ impl RobotsSlot {
                 earlier: std::collections::VecDeque::new(),
                 forgotten_until: None,
                 shared: Vec::new(),
+                shared_forgotten_until: None,
                 unpublished: std::collections::VecDeque::new(),
             }),
         }
@@ -361,26 +364,38 @@ impl RobotsSlot {
         if !check(&self.current()) {
             return false;
         }
-        let Ok(history) = self.history.lock() else {
-            return false;
-        };
-        if history
-            .forgotten_until
-            .is_some_and(|until| now.saturating_duration_since(until) <= HISTORY)
-        {
-            return false;
-        }
         let wall = SystemTime::now();
-        history
-            .earlier
-            .iter()
-            .filter(|(_, until)| now.saturating_duration_since(*until) <= HISTORY)
-            .all(|(copy, _)| check(copy))
-            && history
-                .shared
+        let recent = |until: SystemTime| wall.duration_since(until).unwrap_or_default() <= HISTORY;
+        // The copies are gathered under the lock and checked after it: a check matches rules.
+        let copies: Vec<Arc<RobotsCopy>> = {
+            let Ok(history) = self.history.lock() else {
+                return false;
+            };
+            let forgotten_here = history
+                .forgotten_until
+                .is_some_and(|until| now.saturating_duration_since(until) <= HISTORY);
+            let forgotten_there = history.shared_forgotten_until.is_some_and(recent);
+            if forgotten_here || forgotten_there {
+                return false;
+            }
+            let mut copies: Vec<Arc<RobotsCopy>> = history
+                .earlier
                 .iter()
-                .filter(|(_, until)| wall.duration_since(*until).unwrap_or_default() <= HISTORY)
-                .all(|(copy, _)| check(copy))
+                .filter(|(_, until)| now.saturating_duration_since(*until) <= HISTORY)
+                .map(|(copy, _)| copy.clone())
+                .collect();
+            // This process's own copies come back from the store too: checked twice, which is
+            // cheaper than comparing bodies to skip them.
+            copies.extend(
+                history
+                    .shared
+                    .iter()
+                    .filter(|(_, until)| recent(*until))
+                    .map(|(copy, _)| copy.clone()),
+            );
+            copies
+        };
+        copies.iter().all(|copy| check(copy))
     }
 
     /// The copies that stopped being in force here since the last call, for the shared store.
@@ -405,9 +420,10 @@ impl RobotsSlot {
 
     /// The copies the shared store holds for this origin over the last [`HISTORY`] (all
     /// replicas'), which [`RobotsSlot::throughout_history`] checks too.
-    pub fn set_shared_history(&self, copies: Vec<EndedCopy>) {
+    pub fn set_shared_history(&self, copies: Vec<EndedCopy>, forgotten_until: Option<SystemTime>) {
         if let Ok(mut history) = self.history.lock() {
             history.shared = copies;
+            history.shared_forgotten_until = forgotten_until;
         }
     }
 

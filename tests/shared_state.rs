@@ -444,3 +444,64 @@ fn browsers_never_reach_the_store_and_a_crawler_decision_sends_one_batch() {
         "{after_violation:?}"
     );
 }
+
+/// The server's clock in milliseconds (`TIME`).
+fn server_millis(redis: &RedisServer) -> u64 {
+    let time = redis.command(&["TIME"]);
+    let mut parts = time
+        .lines()
+        .map(|part| part.parse::<u64>().expect("a number"));
+    let seconds = parts.next().expect("seconds");
+    let micros = parts.next().expect("microseconds");
+    seconds * 1000 + micros / 1000
+}
+
+#[test]
+fn bans_follow_the_store_clock_and_ended_or_foreign_entries_are_dropped() {
+    let redis = RedisServer::start();
+    let origin = Origin::start();
+    let proxy = start(&origin, &redis, "1s");
+    let bans = format!("{PREFIX}bans");
+    let now = server_millis(&redis);
+    // Written as another replica would: one live for a minute, one ended, one not robotsguard's.
+    let live = format!("{} {} 3", now + 60_000, now - 1_000);
+    let ended = format!("{} {} 3", now - 1_000, now - 61_000);
+    redis.command(&["HSET", &bans, "198.51.100.60 shop", &live]);
+    redis.command(&["HSET", &bans, "198.51.100.61 shop", &ended]);
+    redis.command(&["HSET", &bans, "not a ban", "x"]);
+    redis.command(&["INCR", &format!("{PREFIX}bans:version")]);
+    assert!(
+        wait_for(Duration::from_secs(5), || redis.command(&["HLEN", &bans])
+            == "1"),
+        "ended and foreign entries are deleted: {}",
+        redis.command(&["HGETALL", &bans])
+    );
+    assert_eq!(redis.command(&["HGET", &bans, "198.51.100.60 shop"]), live);
+    assert_eq!(from(&proxy, "198.51.100.60", "/allowed").status, 403);
+    assert_eq!(from(&proxy, "198.51.100.61", "/allowed").status, 200);
+    let listed = proxy.admin_get("/bans?origin=shop").json();
+    let until = listed["bans"][0]["until"].as_u64().expect("until");
+    let expected = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after the epoch")
+        .as_secs()
+        + 60;
+    assert!(until.abs_diff(expected) <= 3, "{listed}");
+
+    // A ban this process imposes is written in the store's milliseconds: its length is `ban`.
+    for n in 0..3 {
+        from(&proxy, "198.51.100.62", &format!("/private/{n}"));
+    }
+    let value = redis.command(&["HGET", &bans, "198.51.100.62 shop"]);
+    let numbers: Vec<u64> = value
+        .split(' ')
+        .map(|n| n.parse().expect("a number"))
+        .collect();
+    assert_eq!(numbers.len(), 3, "{value}");
+    assert_eq!(numbers[0] - numbers[1], 4_000, "{value}");
+    assert!(
+        numbers[1].abs_diff(server_millis(&redis)) < 5_000,
+        "{value}"
+    );
+    assert_eq!(numbers[2], 3);
+}

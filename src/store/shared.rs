@@ -7,14 +7,16 @@
 //! `CLIENT ORIGIN`, value `UNTIL_MS SINCE_MS STRIKES`) and `bans:version`, which every change to
 //! the bans increments so that the processes' mirrors reload only when something changed, and
 //! per origin `robots-history:ORIGIN`, the robots.txt copies any replica had in force over the
-//! last 24 hours (a sorted set by when each stopped being in force; `robots-history-version`
-//! counts changes), so that a young replica does not take a rule it never saw change for a
-//! settled one. Times in the store are the Unix epoch in milliseconds; TTLs are the server's own.
+//! last 24 hours (a sorted set, one member per content, scored by when it last stopped being in
+//! force; `robots-history-forgotten:ORIGIN` says until when copies were dropped for the most kept;
+//! `robots-history-version` counts changes), so that a young replica does not take a rule it
+//! never saw change for a settled one. Ban times are the server's clock (`TIME` in the scripts),
+//! in milliseconds since the Unix epoch; TTLs are the server's own.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwapOption;
@@ -27,7 +29,6 @@ use super::{from_unix_millis, unix_millis, StrikeRequest};
 use crate::compliance::REMEMBERED;
 use crate::config::{redacted_url, OffendersAction, RedisConfig};
 use crate::crawl_delay::{Admission, BudgetKey};
-use crate::logs::RateLimiter;
 use crate::metrics::METRICS;
 use crate::offenders::{Ban, Offenders, MAX_BANS};
 use crate::state::{CopyOutcome, EndedCopy, Live, Policy, RobotsCopy, HISTORY, HISTORY_COPIES};
@@ -45,6 +46,9 @@ const MAX_IN_FLIGHT: usize = 4096;
 /// The key of an origin's robots.txt history (a sorted set by end time), before the origin.
 const ROBOTS_HISTORY: &str = "robots-history";
 
+/// The key holding, per origin, until when history copies were dropped for the most copies.
+const ROBOTS_FORGOTTEN: &str = "robots-history-forgotten";
+
 /// The key every change to a robots.txt history increments.
 const ROBOTS_VERSION: &str = "robots-history-version";
 
@@ -54,17 +58,12 @@ const RELOAD_ROBOTS_HISTORY_EVERY: Duration = Duration::from_secs(30);
 /// Origins whose histories are read in one round trip.
 const HISTORY_ORIGINS_PER_ROUND_TRIP: usize = 256;
 
-/// Lines about the store failing, per second at most (every request could fail).
-const FAILURE_LINES_PER_SECOND: u32 = 1;
-
-static FAILURE_LINES: LazyLock<RateLimiter> =
-    LazyLock::new(|| RateLimiter::new(FAILURE_LINES_PER_SECOND));
-
 /// Counts a strike and, at `strikes`, bans; reports whether the client read robots.txt.
 /// KEYS: read, strikes, bans, bans:version. ARGV: count a strike (1/0), strikes, window (ms),
-/// ban (1/0: action ban on an enforcing origin), the ban's field, its value without the count
-/// (`UNTIL SINCE`), the most bans. Returns {read, count, 0 counted | 1 banned | 2 would ban}.
-const STRIKE_SCRIPT: &str = r"
+/// ban (1/0: action ban on an enforcing origin), the ban's field, the ban's length (ms), the
+/// most bans. Returns {read, count, 0 counted | 1 banned | 2 would ban}. A ban is written as
+/// `UNTIL SINCE STRIKES` in the server's milliseconds.
+const STRIKE_SCRIPT: &str = "
 local read = redis.call('EXISTS', KEYS[1])
 if ARGV[1] ~= '1' then return {read, 0, 0} end
 local count = redis.call('INCR', KEYS[2])
@@ -74,17 +73,77 @@ if ARGV[4] ~= '1' then return {read, count, 2} end
 if redis.call('HEXISTS', KEYS[3], ARGV[5]) == 0 and redis.call('HLEN', KEYS[3]) >= tonumber(ARGV[7]) then
   return {read, count, 2}
 end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[3], ARGV[5], ARGV[6] .. ' ' .. count)
+redis.call('HSET', KEYS[3], ARGV[5], string.format('%d %d %d', now + tonumber(ARGV[6]), now, count))
 redis.call('INCR', KEYS[4])
 return {read, count, 1}
 ";
 
 /// Lifts a ban. KEYS: bans, bans:version. ARGV: the ban's field. Returns 1 when there was one.
-const LIFT_SCRIPT: &str = r"
+const LIFT_SCRIPT: &str = "
 local lifted = redis.call('HDEL', KEYS[1], ARGV[1])
 if lifted == 1 then redis.call('INCR', KEYS[2]) end
 return lifted
+";
+
+/// Deletes the given fields of the bans hash whose ban has ended by the server's clock (or that
+/// robotsguard did not write); a field imposed again since it was read is left alone.
+/// KEYS: bans. ARGV: fields.
+const PRUNE_SCRIPT: &str = "
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local removed = 0
+for i = 1, #ARGV do
+  local value = redis.call('HGET', KEYS[1], ARGV[i])
+  if value then
+    local ends = tonumber(string.match(value, '^(%d+) '))
+    if ends == nil or ends <= now then
+      redis.call('HDEL', KEYS[1], ARGV[i])
+      removed = removed + 1
+    end
+  end
+end
+return removed
+";
+
+/// Writes bans imposed while the store was unreachable. KEYS: bans, bans:version. ARGV: per
+/// ban, its field, milliseconds left, milliseconds since it was imposed, strikes.
+const SHARE_SCRIPT: &str = "
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+for i = 1, #ARGV, 4 do
+  redis.call('HSET', KEYS[1], ARGV[i], string.format('%d %d %d',
+    now + tonumber(ARGV[i + 1]), now - tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])))
+end
+redis.call('INCR', KEYS[2])
+return #ARGV / 4
+";
+
+/// Adds ended robots.txt copies to an origin's history: one member per content (`KIND\nBODY`),
+/// scored by the latest time any replica saw it end; drops what ended more than 24 hours ago,
+/// and beyond the most copies the oldest, remembering until when copies were forgotten.
+/// KEYS: history, forgotten, robots-history-version. ARGV: the cutoff (ms), the most copies, the
+/// keys' lifetime (ms), then per copy its end (ms) and member.
+const PUBLISH_HISTORY_SCRIPT: &str = "
+for i = 4, #ARGV, 2 do
+  redis.call('ZADD', KEYS[1], 'GT', ARGV[i], ARGV[i + 1])
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])
+local extra = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[2])
+if extra > 0 then
+  local dropped = redis.call('ZRANGE', KEYS[1], 0, extra - 1, 'WITHSCORES')
+  local latest = tonumber(dropped[#dropped])
+  local known = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
+  if latest > known then
+    redis.call('SET', KEYS[2], string.format('%d', latest), 'PX', ARGV[3])
+  end
+  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, extra - 1)
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('INCR', KEYS[3])
+return 1
 ";
 
 /// What the store said about a strike.
@@ -119,6 +178,9 @@ pub(super) struct Shared {
     shown_url: String,
     strike: redis::Script,
     lift: redis::Script,
+    prune: redis::Script,
+    share: redis::Script,
+    publish_history: redis::Script,
 }
 
 impl Shared {
@@ -140,6 +202,9 @@ impl Shared {
             shown_url: redacted_url(&settings.url),
             strike: redis::Script::new(STRIKE_SCRIPT),
             lift: redis::Script::new(LIFT_SCRIPT),
+            prune: redis::Script::new(PRUNE_SCRIPT),
+            share: redis::Script::new(SHARE_SCRIPT),
+            publish_history: redis::Script::new(PUBLISH_HISTORY_SCRIPT),
         })
     }
 
@@ -211,14 +276,7 @@ impl Shared {
         if was_up {
             METRICS.state_backend_up.set(0);
         }
-        if FAILURE_LINES.admit() {
-            tracing::warn!(
-                url = %self.shown_url,
-                operation,
-                error = %why,
-                "the shared state store failed; deciding from this process's memory until it answers again"
-            );
-        }
+        crate::logs::state_store_failed(&self.shown_url, operation, why);
     }
 
     pub(super) async fn admit(&self, budget: &BudgetKey<'_>, delay: Duration) -> Option<Admission> {
@@ -237,12 +295,10 @@ impl Shared {
         let (set, wait): (Option<String>, i64) = self
             .run("crawl_delay", pipe.query_async(&mut connection))
             .await?;
-        Some(if set.is_some() {
-            Admission::Admitted
-        } else {
-            // The key may have expired between the two commands: the wait is then over.
-            let wait = u64::try_from(wait).unwrap_or(1).max(1);
-            Admission::TooSoon(Duration::from_millis(wait))
+        Some(match (set, u64::try_from(wait)) {
+            (None, Ok(wait)) if wait > 0 => Admission::TooSoon(Duration::from_millis(wait)),
+            // Set now, or the budget ran out between the two commands (PTTL -2): admitted.
+            _ => Admission::Admitted,
         })
     }
 
@@ -283,7 +339,6 @@ impl Shared {
         strike: Option<StrikeRequest>,
     ) -> Option<SharedViolation> {
         let address = client.to_string();
-        let since = SystemTime::now();
         let (count_strike, strikes, window, ban, ban_length) = match strike {
             Some(s) => (
                 true,
@@ -294,7 +349,6 @@ impl Shared {
             ),
             None => (false, 0, Duration::ZERO, false, Duration::ZERO),
         };
-        let until = since + ban_length;
         let mut invocation = self.strike.prepare_invoke();
         invocation
             .key(self.key(&["read", origin, &address]))
@@ -306,17 +360,18 @@ impl Shared {
             .arg(u64::try_from(window.as_millis()).unwrap_or(u64::MAX).max(1))
             .arg(if ban { "1" } else { "0" })
             .arg(Shared::ban_field(origin, client))
-            .arg(format!("{} {}", unix_millis(until), unix_millis(since)))
+            .arg(u64::try_from(ban_length.as_millis()).unwrap_or(u64::MAX))
             .arg(MAX_BANS);
         let mut connection = self.live_connection()?;
         let (read, count, state): (i64, i64, i64) = self
             .run("violation", invocation.invoke_async(&mut connection))
             .await?;
         let count = u32::try_from(count).unwrap_or(u32::MAX);
+        let since = SystemTime::now();
         let strike = count_strike.then_some(match state {
             1 => SharedStrike::Banned {
                 since,
-                until,
+                until: since + ban_length,
                 strikes: count,
             },
             2 => SharedStrike::WouldBan(count),
@@ -389,8 +444,10 @@ impl StoreService {
     }
 
     /// One check: connect if needed, read the versions of the bans and of the robots.txt
-    /// histories within the request timeout (the store is up when it answers in time), publish
-    /// this process's ended robots.txt copies, and reload what changed.
+    /// histories within the request timeout (the store is up when it answers in time), write the
+    /// bans imposed while it was not and this process's ended robots.txt copies, and reload what
+    /// changed. A failed reload or write is tried again at the next check; only the version read
+    /// decides whether requests use the store.
     async fn check(&self, seen: &mut Seen) {
         let shared = &self.shared;
         let connection = match shared.connection.load_full() {
@@ -398,6 +455,9 @@ impl StoreService {
             None => match self.connect().await {
                 Ok(connection) => {
                     shared.connection.store(Some(Arc::new(connection.clone())));
+                    // A new connection may be to a server that lost its data (a restart without
+                    // persistence): read everything again.
+                    *seen = Seen::default();
                     connection
                 }
                 Err(why) => {
@@ -424,24 +484,21 @@ impl StoreService {
                 self.down(&e.to_string());
                 return;
             }
+            // Slow, not broken: the same connection is asked again at the next check.
             Err(_) => {
-                shared.connection.store(None);
                 self.down("no answer within state.redis.timeout");
                 return;
             }
         };
-        if !shared.up.load(Ordering::Acquire) {
-            // Back: what was banned meanwhile goes to the store, then everything is reloaded.
-            self.share_local_bans(connection.clone()).await;
-            *seen = Seen::default();
+        if !shared.up.swap(true, Ordering::AcqRel) {
+            METRICS.state_backend_up.set(1);
+            tracing::info!(url = %shared.shown_url, "the shared state store is reachable: state is shared");
         }
+        self.share_local_bans(connection.clone()).await;
         if seen.bans_version != Some(bans_version) {
             match self.reload_bans(connection.clone()).await {
                 Ok(()) => seen.bans_version = Some(bans_version),
-                Err(why) => {
-                    self.down(&why);
-                    return;
-                }
+                Err(why) => self.background_failed("reload_bans", &why),
             }
         }
         self.publish_robots_history(connection.clone()).await;
@@ -454,20 +511,12 @@ impl StoreService {
                     seen.robots_version = Some(robots_version);
                     seen.robots_loaded = Some(Instant::now());
                 }
-                Err(why) => {
-                    self.down(&why);
-                    return;
-                }
+                Err(why) => self.background_failed("robots_history", &why),
             }
-        }
-        if !shared.up.swap(true, Ordering::AcqRel) {
-            METRICS.state_backend_up.set(1);
-            tracing::info!(url = %shared.shown_url, "the shared state store is reachable: state is shared");
         }
     }
 
-    /// Writes the robots.txt copies that stopped being in force here to the origin's history in
-    /// the store (trimmed to the last 24 hours and [`HISTORY_COPIES`] copies).
+    /// Writes this process's ended robots.txt copies to the origins' histories in the store.
     async fn publish_robots_history(&self, mut connection: MultiplexedConnection) {
         let snapshot = self.live.load();
         let shared = &self.shared;
@@ -476,44 +525,38 @@ impl StoreService {
                 .checked_sub(HISTORY)
                 .unwrap_or(SystemTime::UNIX_EPOCH),
         );
-        let history_ms = u64::try_from(HISTORY.as_millis()).unwrap_or(u64::MAX);
+        let lifetime = u64::try_from(HISTORY.as_millis()).unwrap_or(u64::MAX);
         for origin in &snapshot.origins {
             let ended = origin.robots.take_unpublished();
             if ended.is_empty() {
                 continue;
             }
-            let key = shared.key(&[ROBOTS_HISTORY, origin.name()]);
-            let mut pipe = redis::pipe();
-            pipe.atomic();
+            let mut invocation = shared.publish_history.prepare_invoke();
+            invocation
+                .key(shared.key(&[ROBOTS_HISTORY, origin.name()]))
+                .key(shared.key(&[ROBOTS_FORGOTTEN, origin.name()]))
+                .key(shared.key(&[ROBOTS_VERSION]))
+                .arg(cutoff)
+                .arg(HISTORY_COPIES)
+                .arg(lifetime);
             for (copy, until) in &ended {
-                pipe.cmd("ZADD")
-                    .arg(&key)
+                invocation
                     .arg(unix_millis(*until))
-                    .arg(history_entry(copy, *until))
-                    .ignore();
+                    .arg(history_member(copy));
             }
-            pipe.cmd("ZREMRANGEBYSCORE")
-                .arg(&key)
-                .arg("-inf")
-                .arg(format!("({cutoff}"))
-                .ignore();
-            pipe.cmd("ZREMRANGEBYRANK")
-                .arg(&key)
-                .arg(0)
-                .arg(-1 - i64::try_from(HISTORY_COPIES).unwrap_or(i64::MAX))
-                .ignore();
-            pipe.cmd("PEXPIRE").arg(&key).arg(history_ms).ignore();
-            pipe.cmd("INCR").arg(shared.key(&[ROBOTS_VERSION])).ignore();
-            match tokio::time::timeout(BACKGROUND_TIMEOUT, pipe.query_async::<()>(&mut connection))
-                .await
+            match tokio::time::timeout(
+                BACKGROUND_TIMEOUT,
+                invocation.invoke_async::<i64>(&mut connection),
+            )
+            .await
             {
-                Ok(Ok(())) => {}
+                Ok(Ok(_)) => {}
                 failed => {
                     let why = match failed {
                         Ok(Err(e)) => e.to_string(),
                         _ => "no answer".to_owned(),
                     };
-                    tracing::warn!(origin = origin.name(), error = %why, "could not write an ended robots.txt copy to the shared store; trying again");
+                    self.background_failed("robots_history", &why);
                     origin.robots.keep_unpublished(ended);
                     return;
                 }
@@ -522,7 +565,7 @@ impl StoreService {
     }
 
     /// Reads every origin's robots.txt history from the store into its slot: the copies any
-    /// replica had in force over the last 24 hours.
+    /// replica had in force over the last 24 hours, and until when copies were forgotten.
     async fn load_robots_history(
         &self,
         mut connection: MultiplexedConnection,
@@ -540,27 +583,39 @@ impl StoreService {
                 pipe.cmd("ZRANGEBYSCORE")
                     .arg(shared.key(&[ROBOTS_HISTORY, origin.name()]))
                     .arg(cutoff)
-                    .arg("+inf");
+                    .arg("+inf")
+                    .arg("WITHSCORES")
+                    .cmd("GET")
+                    .arg(shared.key(&[ROBOTS_FORGOTTEN, origin.name()]));
             }
-            let entries: Vec<Vec<Vec<u8>>> =
+            let replies: Vec<redis::Value> =
                 match tokio::time::timeout(BACKGROUND_TIMEOUT, pipe.query_async(&mut connection))
                     .await
                 {
-                    Ok(Ok(entries)) => entries,
+                    Ok(Ok(replies)) => replies,
                     Ok(Err(e)) => return Err(e.to_string()),
                     Err(_) => {
                         return Err("reading the robots.txt histories took too long".to_owned())
                     }
                 };
-            for (origin, entries) in origins.iter().zip(entries) {
+            let mut replies = replies.into_iter();
+            for origin in origins {
+                let (Some(entries), Some(forgotten)) = (replies.next(), replies.next()) else {
+                    return Err("a short answer to the robots.txt history read".to_owned());
+                };
+                let entries: Vec<Vec<u8>> =
+                    redis::from_redis_value(entries).map_err(|e| e.to_string())?;
+                let forgotten: Option<u64> =
+                    redis::from_redis_value(forgotten).map_err(|e| e.to_string())?;
                 let known = origin.robots.shared_history();
+                let max_size = origin.robots.settings.max_size;
                 let copies = entries
-                    .iter()
-                    .filter_map(|entry| {
-                        parse_history_entry(entry, origin.robots.settings.max_size, &known)
-                    })
+                    .chunks_exact(2)
+                    .filter_map(|pair| parse_history_entry(&pair[0], &pair[1], max_size, &known))
                     .collect();
-                origin.robots.set_shared_history(copies);
+                origin
+                    .robots
+                    .set_shared_history(copies, forgotten.map(from_unix_millis));
             }
         }
         Ok(())
@@ -585,6 +640,7 @@ impl StoreService {
         }
     }
 
+    /// The check failed: requests decide from memory until one succeeds.
     fn down(&self, why: &str) {
         let shared = &self.shared;
         METRICS
@@ -594,16 +650,21 @@ impl StoreService {
         if shared.up.swap(false, Ordering::AcqRel) {
             METRICS.state_backend_up.set(0);
         }
-        if FAILURE_LINES.admit() {
-            tracing::warn!(
-                url = %shared.shown_url,
-                error = %why,
-                "the shared state store is unreachable; deciding from this process's memory and retrying every second"
-            );
-        }
+        crate::logs::state_store_failed(&shared.shown_url, "check", why);
     }
 
-    /// Writes the bans this process imposed while the store was unreachable.
+    /// Background work that failed with the store answering its checks: counted and logged, and
+    /// tried again at the next check; requests keep using the store.
+    fn background_failed(&self, operation: &'static str, why: &str) {
+        METRICS
+            .state_backend_errors
+            .with_label_values(&[operation])
+            .inc();
+        crate::logs::state_store_failed(&self.shared.shown_url, operation, why);
+    }
+
+    /// Writes the bans this process imposed while the store was unreachable (at every check
+    /// until that succeeds).
     async fn share_local_bans(&self, mut connection: MultiplexedConnection) {
         let now = Instant::now();
         let local = self.offenders.unshared(now);
@@ -611,73 +672,68 @@ impl StoreService {
             return;
         }
         let shared = &self.shared;
-        let bans_key = shared.key(&["bans"]);
-        let mut pipe = redis::pipe();
-        pipe.atomic();
+        let wall = SystemTime::now();
+        let mut invocation = shared.share.prepare_invoke();
+        invocation
+            .key(shared.key(&["bans"]))
+            .key(shared.key(&["bans", "version"]));
         for ban in &local {
-            pipe.cmd("HSET")
-                .arg(&bans_key)
+            let left = ban.until.duration_since(wall).unwrap_or(Duration::ZERO);
+            let age = wall.duration_since(ban.since).unwrap_or(Duration::ZERO);
+            invocation
                 .arg(Shared::ban_field(&ban.origin, ban.client))
-                .arg(format!(
-                    "{} {} {}",
-                    unix_millis(ban.until),
-                    unix_millis(ban.since),
-                    ban.strikes
-                ))
-                .ignore();
+                .arg(u64::try_from(left.as_millis()).unwrap_or(u64::MAX))
+                .arg(u64::try_from(age.as_millis()).unwrap_or(u64::MAX))
+                .arg(ban.strikes);
         }
-        pipe.cmd("INCR")
-            .arg(shared.key(&["bans", "version"]))
-            .ignore();
-        match tokio::time::timeout(BACKGROUND_TIMEOUT, pipe.query_async::<()>(&mut connection))
-            .await
-        {
-            Ok(Ok(())) => self.offenders.mark_shared(&local),
-            Ok(Err(e)) => {
-                tracing::warn!(error = %e, "could not write this process's bans to the shared store")
-            }
-            Err(_) => {
-                tracing::warn!("could not write this process's bans to the shared store in time")
-            }
-        }
-    }
-
-    /// Reads every ban in the store into the mirror, and deletes those that have ended.
-    async fn reload_bans(&self, mut connection: MultiplexedConnection) -> Result<(), String> {
-        let started = Instant::now();
-        let bans_key = self.shared.key(&["bans"]);
-        let all: HashMap<String, String> = match tokio::time::timeout(
+        match tokio::time::timeout(
             BACKGROUND_TIMEOUT,
-            redis::cmd("HGETALL")
-                .arg(&bans_key)
-                .query_async(&mut connection),
+            invocation.invoke_async::<i64>(&mut connection),
         )
         .await
         {
-            Ok(Ok(all)) => all,
-            Ok(Err(e)) => return Err(e.to_string()),
-            Err(_) => return Err("reading the bans took too long".to_owned()),
-        };
-        let wall = SystemTime::now();
+            Ok(Ok(_)) => self.offenders.mark_shared(&local),
+            Ok(Err(e)) => self.background_failed("share_bans", &e.to_string()),
+            Err(_) => self.background_failed("share_bans", "no answer"),
+        }
+    }
+
+    /// Reads every ban in the store into the mirror (times relative to the server's clock), and
+    /// deletes those that have ended.
+    async fn reload_bans(&self, mut connection: MultiplexedConnection) -> Result<(), String> {
+        let started = Instant::now();
+        let bans_key = self.shared.key(&["bans"]);
+        let mut pipe = redis::pipe();
+        pipe.cmd("TIME").cmd("HGETALL").arg(&bans_key);
+        let ((seconds, micros), all): ((u64, u64), HashMap<Vec<u8>, Vec<u8>>) =
+            match tokio::time::timeout(BACKGROUND_TIMEOUT, pipe.query_async(&mut connection)).await
+            {
+                Ok(Ok(answer)) => answer,
+                Ok(Err(e)) => return Err(e.to_string()),
+                Err(_) => return Err("reading the bans took too long".to_owned()),
+            };
+        let server_now = seconds.saturating_mul(1000).saturating_add(micros / 1000);
         let now = Instant::now();
         let mut bans = Vec::with_capacity(all.len().min(MAX_BANS));
         let mut ended = Vec::new();
         for (field, value) in &all {
-            match parse_ban(field, value, now) {
-                Some(ban) if ban.until > wall => bans.push(ban),
+            match parse_ban(field, value, server_now, now) {
+                Some(ban) => bans.push(ban),
                 // Ended, or not written by robotsguard: nothing a request should be refused for.
-                _ => ended.push(field.as_str()),
+                None => ended.push(field.as_slice()),
             }
         }
         if !ended.is_empty() {
-            // Only fields that still hold what was read: a ban imposed again since stays.
-            let mut pipe = redis::pipe();
+            let mut invocation = self.shared.prune.prepare_invoke();
+            invocation.key(&bans_key);
             for field in &ended {
-                pipe.cmd("HDEL").arg(&bans_key).arg(*field).ignore();
+                invocation.arg(*field);
             }
-            if let Ok(Err(e)) =
-                tokio::time::timeout(BACKGROUND_TIMEOUT, pipe.query_async::<()>(&mut connection))
-                    .await
+            if let Ok(Err(e)) = tokio::time::timeout(
+                BACKGROUND_TIMEOUT,
+                invocation.invoke_async::<i64>(&mut connection),
+            )
+            .await
             {
                 tracing::debug!(error = %e, "could not delete ended bans from the shared store");
             }
@@ -687,61 +743,87 @@ impl StoreService {
     }
 }
 
-/// A history entry: `UNTIL_MS KIND\nBODY`, KIND `rules` (BODY the robots.txt), `allow` or
-/// `disallow` (everything, no body).
-fn history_entry(copy: &RobotsCopy, until: SystemTime) -> Vec<u8> {
-    let kind = match copy.policy {
-        Policy::Rules(_) => "rules",
-        Policy::AllowAll => "allow",
-        Policy::DisallowAll => "disallow",
+/// A copy as a member of a history: `KIND\nBODY`, KIND `rules` (BODY the robots.txt), `allow` or
+/// `disallow` (everything, no body). The same content is one member whichever replica writes it.
+fn history_member(copy: &RobotsCopy) -> Vec<u8> {
+    let kind: &[u8] = match copy.policy {
+        Policy::Rules(_) => b"rules\n",
+        Policy::AllowAll => b"allow\n",
+        Policy::DisallowAll => b"disallow\n",
     };
-    let mut entry = format!("{} {kind}\n", unix_millis(until)).into_bytes();
+    let mut member = kind.to_vec();
     if matches!(copy.policy, Policy::Rules(_)) {
-        entry.extend_from_slice(&copy.body);
+        member.extend_from_slice(&copy.body);
     }
-    entry
+    member
 }
 
-/// A history entry read back, reusing the parsed copy of an entry already `known`; `None` for
-/// anything robotsguard did not write.
-fn parse_history_entry(entry: &[u8], max_size: usize, known: &[EndedCopy]) -> Option<EndedCopy> {
-    let newline = entry.iter().position(|&b| b == b'\n')?;
-    let head = std::str::from_utf8(&entry[..newline]).ok()?;
-    let body = &entry[newline + 1..];
-    let (until, kind) = head.split_once(' ')?;
-    let until = from_unix_millis(until.parse().ok()?);
+/// A history member and its score read back, reusing the parsed copy of an entry already
+/// `known`; `None` for anything robotsguard did not write.
+fn parse_history_entry(
+    member: &[u8],
+    score: &[u8],
+    max_size: usize,
+    known: &[EndedCopy],
+) -> Option<EndedCopy> {
+    let until: f64 = std::str::from_utf8(score).ok()?.parse().ok()?;
+    if !until.is_finite() || until < 0.0 {
+        return None;
+    }
+    // Scores are whole milliseconds well below 2^53: the conversion is exact.
+    let until = from_unix_millis(until as u64);
+    let newline = member.iter().position(|&b| b == b'\n')?;
+    let (kind, body) = (&member[..newline], &member[newline + 1..]);
     let same = |copy: &RobotsCopy| match (&copy.policy, kind) {
-        (Policy::Rules(_), "rules") => copy.body.as_ref() == body,
-        (Policy::AllowAll, "allow") | (Policy::DisallowAll, "disallow") => true,
+        (Policy::Rules(_), b"rules") => copy.body.as_ref() == body,
+        (Policy::AllowAll, b"allow") | (Policy::DisallowAll, b"disallow") => true,
         _ => false,
     };
-    if let Some((copy, _)) = known.iter().find(|(copy, at)| *at == until && same(copy)) {
+    if let Some((copy, _)) = known.iter().find(|(copy, _)| same(copy)) {
         return Some((copy.clone(), until));
     }
     let reason = "an earlier robots.txt (shared state store)".to_owned();
     let copy = match kind {
-        "rules" => RobotsCopy::from_body(
+        b"rules" => RobotsCopy::from_body(
             bytes::Bytes::copy_from_slice(body),
             max_size,
             CopyOutcome::Ok,
             reason,
         ),
-        "allow" => RobotsCopy::without_rules(Policy::AllowAll, CopyOutcome::Ok, reason),
-        "disallow" => RobotsCopy::without_rules(Policy::DisallowAll, CopyOutcome::Ok, reason),
+        b"allow" => RobotsCopy::without_rules(Policy::AllowAll, CopyOutcome::Ok, reason),
+        b"disallow" => RobotsCopy::without_rules(Policy::DisallowAll, CopyOutcome::Ok, reason),
         _ => return None,
     };
     Some((Arc::new(copy), until))
 }
 
-/// A ban as the store writes it; `None` for anything else.
-fn parse_ban(field: &str, value: &str, now: Instant) -> Option<Ban> {
-    let (client, origin) = field.split_once(' ')?;
+/// A ban as the store writes it (`UNTIL SINCE STRIKES` in the server's milliseconds), placed on
+/// this process's clocks by its distance from `server_now`; `None` when it has ended or is not a
+/// ban robotsguard wrote.
+fn parse_ban(field: &[u8], value: &[u8], server_now: u64, now: Instant) -> Option<Ban> {
+    let (client, origin) = std::str::from_utf8(field).ok()?.split_once(' ')?;
     let client: IpAddr = client.parse().ok()?;
-    let mut numbers = value.split(' ').map(str::parse::<u64>);
-    let until = from_unix_millis(numbers.next()?.ok()?);
-    let since = from_unix_millis(numbers.next()?.ok()?);
+    let mut numbers = std::str::from_utf8(value)
+        .ok()?
+        .split(' ')
+        .map(str::parse::<u64>);
+    let until = numbers.next()?.ok()?;
+    let since = numbers.next()?.ok()?;
     let strikes = u32::try_from(numbers.next()?.ok()?).ok()?;
-    Some(Ban::new(origin, client, since, until, strikes, now))
+    if until <= server_now {
+        return None;
+    }
+    let wall = SystemTime::now();
+    let left = Duration::from_millis(until - server_now);
+    let age = Duration::from_millis(server_now.saturating_sub(since));
+    Some(Ban::new(
+        origin,
+        client,
+        wall.checked_sub(age).unwrap_or(wall),
+        wall + left,
+        strikes,
+        now,
+    ))
 }
 
 #[async_trait]
@@ -768,30 +850,73 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bans_are_read_back_as_written_and_anything_else_is_refused() {
+    fn bans_are_placed_by_their_distance_from_the_server_clock_and_anything_else_is_refused() {
         let now = Instant::now();
-        let since = SystemTime::now();
-        let until = since + Duration::from_secs(3600);
+        // The server's clock is an hour behind this process's: the ban still has 30 minutes.
+        let server_now: u64 = 1_700_000_000_000;
         let field = Shared::ban_field("shop", [203, 0, 113, 9].into());
-        let value = format!("{} {} 20", unix_millis(until), unix_millis(since));
-        let ban = parse_ban(&field, &value, now).expect("a ban as written");
+        let value = format!("{} {} 20", server_now + 1_800_000, server_now - 60_000);
+        let ban = parse_ban(field.as_bytes(), value.as_bytes(), server_now, now)
+            .expect("a ban as written");
         assert_eq!(&*ban.origin, "shop");
         assert_eq!(ban.client, IpAddr::from([203, 0, 113, 9]));
         assert_eq!(ban.strikes, 20);
-        assert_eq!(unix_millis(ban.until), unix_millis(until));
+        let left = ban
+            .until
+            .duration_since(SystemTime::now())
+            .expect("ends later");
+        assert!(
+            left > Duration::from_secs(1790) && left <= Duration::from_secs(1800),
+            "{left:?}"
+        );
         let v6 = Shared::ban_field("blog.v2", "2001:db8::1".parse().expect("an address"));
-        assert!(parse_ban(&v6, &value, now).is_some());
+        assert!(parse_ban(v6.as_bytes(), value.as_bytes(), server_now, now).is_some());
+        let ended = format!("{} {} 20", server_now - 1, server_now - 60_000);
         for (field, value) in [
-            ("shop", value.as_str()),
-            ("not-an-address shop", value.as_str()),
-            (field.as_str(), "12 34"),
-            (field.as_str(), "x 34 5"),
-            (field.as_str(), ""),
+            (field.as_bytes(), ended.as_bytes()),
+            (b"shop".as_slice(), value.as_bytes()),
+            (b"not-an-address shop".as_slice(), value.as_bytes()),
+            (b"\xff\xfe shop".as_slice(), value.as_bytes()),
+            (field.as_bytes(), b"12 34".as_slice()),
+            (field.as_bytes(), b"x 34 5".as_slice()),
+            (field.as_bytes(), b"".as_slice()),
         ] {
             assert!(
-                parse_ban(field, value, now).is_none(),
+                parse_ban(field, value, server_now, now).is_none(),
                 "{field:?} {value:?}"
             );
+        }
+    }
+
+    #[test]
+    fn history_members_are_one_per_content_and_read_back() {
+        let rules = RobotsCopy::from_body(
+            bytes::Bytes::from_static(b"User-agent: *\nDisallow: /x\n"),
+            1 << 20,
+            CopyOutcome::Ok,
+            String::new(),
+        );
+        let member = history_member(&rules);
+        assert_eq!(member, b"rules\nUser-agent: *\nDisallow: /x\n");
+        let (copy, until) =
+            parse_history_entry(&member, b"1700000000000", 1 << 20, &[]).expect("read back");
+        assert_eq!(copy.body, rules.body);
+        assert_eq!(unix_millis(until), 1_700_000_000_000);
+        // An entry already parsed is reused.
+        let known = vec![(copy.clone(), until)];
+        let (again, _) =
+            parse_history_entry(&member, b"1700000000500", 1 << 20, &known).expect("read back");
+        assert!(Arc::ptr_eq(&again, &copy));
+        let disallow =
+            RobotsCopy::without_rules(Policy::DisallowAll, CopyOutcome::Ok, String::new());
+        assert_eq!(history_member(&disallow), b"disallow\n");
+        for (member, score) in [
+            (b"other\nx".as_slice(), b"1".as_slice()),
+            (b"rules".as_slice(), b"1".as_slice()),
+            (member.as_slice(), b"soon".as_slice()),
+            (member.as_slice(), b"-5".as_slice()),
+        ] {
+            assert!(parse_history_entry(member, score, 1 << 20, &[]).is_none());
         }
     }
 }
