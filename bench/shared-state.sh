@@ -67,6 +67,8 @@ CONF
 }
 read -r MEMORY_PORT memory_pid < <(start_guard memory "{backend: memory}")
 read -r REDIS_GUARD_PORT redis_pid < <(start_guard redis "{backend: redis, redis: {url: \"redis://127.0.0.1:$REDIS_PORT/0\", timeout: 50ms}}")
+# Started in a subshell: their pids reach the clean-up only through here.
+pids+=("$memory_pid" "$redis_pid")
 
 commands() { redis-cli -p "$REDIS_PORT" INFO commandstats | awk -F'[:,=]' '/^cmdstat_(set|pttl|evalsha|eval|exists|incr|hset)/ {sum += $3} END {print sum + 0}'; }
 
