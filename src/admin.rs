@@ -1,7 +1,6 @@
 //! The admin listener: `/healthz`, `/readyz`, `/metrics`, `/explain` and `/robots`. Separate from
 //! the proxy listeners and meant to stay private.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -48,23 +47,7 @@ const MAX_TOKEN_BYTES: u64 = 4096;
 /// Reads an admin token file: its content without surrounding whitespace, which must not be
 /// empty.
 pub fn read_token(path: &Path) -> Result<String, String> {
-    let file =
-        std::fs::File::open(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-    let mut text = String::new();
-    file.take(MAX_TOKEN_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-    if text.len() as u64 > MAX_TOKEN_BYTES {
-        return Err(format!(
-            "`{}` is larger than {MAX_TOKEN_BYTES} bytes",
-            path.display()
-        ));
-    }
-    let token = text.trim();
-    if token.is_empty() {
-        return Err(format!("`{}` is empty", path.display()));
-    }
-    Ok(token.to_string())
+    crate::config::read_secret_file(path, MAX_TOKEN_BYTES)
 }
 
 /// The admin token, re-read when its file changes (a Kubernetes Secret rotates in place).

@@ -274,17 +274,7 @@ fn violations_say_whether_the_client_read_robots_txt() {
         403
     );
     let metrics = proxy.metrics();
-    let violations = |read: &str| {
-        metric(
-            &metrics,
-            "robotsguard_violations_total",
-            &[
-                ("origin", "shop"),
-                ("crawler", "ExampleBot"),
-                ("read_robots", read),
-            ],
-        )
-    };
+    let violations = |read: &str| support::shop_violations(&metrics, "ExampleBot", read);
     assert_eq!(violations("no"), 2.0, "{metrics}");
     assert_eq!(violations("yes"), 2.0, "{metrics}");
 }

@@ -133,17 +133,7 @@ fn two_processes_share_one_budget_one_strike_count_one_ban_and_robots_reads() {
     assert_eq!(from(&a, reader, "/robots.txt").status, 200);
     assert_eq!(from(&b, reader, "/private/x").status, 403);
     let metrics = b.metrics();
-    let violations = |read: &str| {
-        metric(
-            &metrics,
-            "robotsguard_violations_total",
-            &[
-                ("origin", "shop"),
-                ("crawler", "ExampleBot"),
-                ("read_robots", read),
-            ],
-        )
-    };
+    let violations = |read: &str| support::shop_violations(&metrics, "ExampleBot", read);
     assert_eq!(violations("yes"), 1.0, "{metrics}");
     assert_eq!(violations("no"), 0.0);
 

@@ -908,6 +908,28 @@ pub fn keep_restart_only(new: &mut Config, running: &Config) -> Vec<&'static str
     changed
 }
 
+/// Reads a file that holds one secret (a token, a URL with a password): its content without
+/// surrounding whitespace, which must not be empty, reading at most `max_bytes`.
+pub fn read_secret_file(path: &Path, max_bytes: u64) -> Result<String, String> {
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let mut text = String::new();
+    file.take(max_bytes + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    if text.len() as u64 > max_bytes {
+        return Err(format!(
+            "`{}` is larger than {max_bytes} bytes",
+            path.display()
+        ));
+    }
+    let secret = text.trim();
+    if secret.is_empty() {
+        return Err(format!("`{}` is empty", path.display()));
+    }
+    Ok(secret.to_owned())
+}
+
 /// Reads the file as UTF-8, refusing files over the size limit without
 /// reading them whole.
 fn read_text(path: &Path) -> Result<String, (error::Pos, String)> {

@@ -1,7 +1,6 @@
 //! The `state` section: where Crawl-delay budgets, strike counts, bans and robots.txt reads are
 //! kept (this process's memory, or a Redis/Valkey server shared by every replica).
 
-use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
@@ -122,7 +121,7 @@ fn redis(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<RedisConfig> {
         ),
         (None, Some(n)) => {
             let path = base_dir.join(reader::nonempty_string(sink, n, "url_file")?);
-            match read_url_file(&path) {
+            match super::read_secret_file(&path, MAX_URL_FILE_BYTES) {
                 Ok(url) => (url, Some(path), n.pos),
                 Err(message) => {
                     sink.error(n.pos, message);
@@ -151,28 +150,4 @@ fn redis(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<RedisConfig> {
         prefix,
         timeout,
     })
-}
-
-/// The URL in `path`, without surrounding whitespace.
-fn read_url_file(path: &Path) -> Result<String, String> {
-    let file =
-        std::fs::File::open(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-    let mut text = String::new();
-    file.take(MAX_URL_FILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-    if text.len() as u64 > MAX_URL_FILE_BYTES {
-        return Err(format!(
-            "`{}` is larger than {MAX_URL_FILE_BYTES} bytes: it should hold one URL",
-            path.display()
-        ));
-    }
-    let url = text.trim();
-    if url.is_empty() {
-        return Err(format!(
-            "`{}` is empty: it should hold one URL",
-            path.display()
-        ));
-    }
-    Ok(url.to_owned())
 }

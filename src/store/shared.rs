@@ -253,14 +253,24 @@ impl Shared {
         operation: &'static str,
         command: impl std::future::Future<Output = redis::RedisResult<T>>,
     ) -> Option<T> {
-        match tokio::time::timeout(self.timeout, command).await {
+        self.run_within(operation, self.timeout, command).await
+    }
+
+    /// [`Shared::run`] with another time limit.
+    async fn run_within<T>(
+        &self,
+        operation: &'static str,
+        limit: Duration,
+        command: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> Option<T> {
+        match tokio::time::timeout(limit, command).await {
             Ok(Ok(value)) => Some(value),
             Ok(Err(e)) => {
                 self.failed(operation, &e.to_string());
                 None
             }
             Err(_) => {
-                self.failed(operation, "no answer within state.redis.timeout");
+                self.failed(operation, "no answer within the time limit");
                 None
             }
         }
@@ -386,29 +396,20 @@ impl Shared {
     /// `Some(true)` lifted, `Some(false)` no such ban, `None` the store did not answer. Lifting
     /// is an operator's action, so it waits up to the background timeout, not the request one.
     pub(super) async fn lift(&self, origin: &str, client: IpAddr) -> Option<bool> {
-        let connection = self.connection.load_full()?;
-        let mut connection = (*connection).clone();
+        let mut connection = self.live_connection()?;
         let mut invocation = self.lift.prepare_invoke();
         invocation
             .key(self.key(&["bans"]))
             .key(self.key(&["bans", "version"]))
             .arg(Shared::ban_field(origin, client));
-        match tokio::time::timeout(
-            BACKGROUND_TIMEOUT,
-            invocation.invoke_async::<i64>(&mut connection),
-        )
-        .await
-        {
-            Ok(Ok(lifted)) => Some(lifted == 1),
-            Ok(Err(e)) => {
-                self.failed("lift_ban", &e.to_string());
-                None
-            }
-            Err(_) => {
-                self.failed("lift_ban", "no answer");
-                None
-            }
-        }
+        let lifted: i64 = self
+            .run_within(
+                "lift_ban",
+                BACKGROUND_TIMEOUT,
+                invocation.invoke_async(&mut connection),
+            )
+            .await?;
+        Some(lifted == 1)
     }
 }
 
@@ -520,11 +521,7 @@ impl StoreService {
     async fn publish_robots_history(&self, mut connection: MultiplexedConnection) {
         let snapshot = self.live.load();
         let shared = &self.shared;
-        let cutoff = unix_millis(
-            SystemTime::now()
-                .checked_sub(HISTORY)
-                .unwrap_or(SystemTime::UNIX_EPOCH),
-        );
+        let cutoff = history_cutoff();
         let lifetime = u64::try_from(HISTORY.as_millis()).unwrap_or(u64::MAX);
         for origin in &snapshot.origins {
             let ended = origin.robots.take_unpublished();
@@ -572,11 +569,7 @@ impl StoreService {
     ) -> Result<(), String> {
         let snapshot = self.live.load();
         let shared = &self.shared;
-        let cutoff = unix_millis(
-            SystemTime::now()
-                .checked_sub(HISTORY)
-                .unwrap_or(SystemTime::UNIX_EPOCH),
-        );
+        let cutoff = history_cutoff();
         for origins in snapshot.origins.chunks(HISTORY_ORIGINS_PER_ROUND_TRIP) {
             let mut pipe = redis::pipe();
             for origin in origins {
@@ -642,15 +635,7 @@ impl StoreService {
 
     /// The check failed: requests decide from memory until one succeeds.
     fn down(&self, why: &str) {
-        let shared = &self.shared;
-        METRICS
-            .state_backend_errors
-            .with_label_values(&["check"])
-            .inc();
-        if shared.up.swap(false, Ordering::AcqRel) {
-            METRICS.state_backend_up.set(0);
-        }
-        crate::logs::state_store_failed(&shared.shown_url, "check", why);
+        self.shared.failed("check", why);
     }
 
     /// Background work that failed with the store answering its checks: counted and logged, and
@@ -741,6 +726,15 @@ impl StoreService {
         self.offenders.mirror(bans, started, now);
         Ok(())
     }
+}
+
+/// The oldest end time a history keeps: [`HISTORY`] ago, in milliseconds.
+fn history_cutoff() -> u64 {
+    unix_millis(
+        SystemTime::now()
+            .checked_sub(HISTORY)
+            .unwrap_or(SystemTime::UNIX_EPOCH),
+    )
 }
 
 /// A copy as a member of a history: `KIND\nBODY`, KIND `rules` (BODY the robots.txt), `allow` or

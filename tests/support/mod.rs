@@ -711,6 +711,20 @@ pub struct Proxy {
 /// The admin token file [`Proxy::start_with_admin_token`] writes.
 const ADMIN_TOKEN_FILE: &str = "admin-token";
 
+/// `robotsguard_violations_total` of `crawler` on the origin `shop`, by whether the client read
+/// robots.txt (`read`: `yes` or `no`), in the metrics page `text`.
+pub fn shop_violations(text: &str, crawler: &str, read: &str) -> f64 {
+    metric(
+        text,
+        "robotsguard_violations_total",
+        &[
+            ("origin", "shop"),
+            ("crawler", crawler),
+            ("read_robots", read),
+        ],
+    )
+}
+
 /// A free port on 127.0.0.1 (bound and released; another process could take it, so
 /// [`Proxy::start`] retries on a bind failure).
 pub fn free_port() -> u16 {
