@@ -8,6 +8,7 @@
 
 use std::time::{Duration, Instant};
 
+use robotsguard::clock::Millis;
 use robotsguard::crawl_delay::{BudgetKey, CrawlDelays};
 
 /// Resident set size in bytes (Linux `/proc/self/statm`, second field, in pages).
@@ -29,7 +30,7 @@ fn main() {
     let limits = CrawlDelays::default();
     let before = resident_bytes();
     let started = Instant::now();
-    let now = Instant::now();
+    let now = Millis::coarse_now();
     for n in 0..count {
         let key = BudgetKey {
             origin: "shop",

@@ -208,7 +208,7 @@ async fn crawl_delay_info(
     store: &crate::store::Store,
 ) -> Option<CrawlDelayInfo> {
     let (key, delay) = crate::crawl_delay::BudgetKey::for_decision(decision, client)?;
-    let wait = store.next_admission(key).await.unwrap_or_default();
+    let wait = store.next_admission(key, delay).await.unwrap_or_default();
     Some(CrawlDelayInfo {
         seconds: delay.as_secs_f64(),
         action: decision.origin.config.crawl_delay.action.as_str(),

@@ -5,16 +5,23 @@
 //! budget), and the origin, the crawler and the client address otherwise, so that an impostor
 //! cannot spend a real crawler's budget and one scraper's speed does not slow another down.
 //!
-//! The state is per process and bounded (the expiring table of `src/expiring.rs`): a budget is
-//! kept only until its next admission time, and a client beyond [`MAX_ENTRIES`] budgets whose
-//! time has not come is admitted untracked, as its first request would have been.
+//! The state is per process and fixed in size (the table of `src/deadline_table.rs`): a budget
+//! holds a slot only until its next admission time, and a client whose slots are all held by
+//! other budgets is admitted untracked, as its first request would have been. A delay counts for
+//! at most a day.
 
+use std::hash::{BuildHasher, Hasher};
 use std::net::IpAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::expiring::{Claim, ExpiringKeys};
+use foldhash::fast::RandomState;
 
-/// The most keys remembered at once (all shards): about 80 bytes each with the heap.
+use crate::clock::Millis;
+use crate::deadline_table::{Claim, DeadlineTable};
+
+pub use crate::deadline_table::MAX_DELAY;
+
+/// The most budgets remembered at once: 8 bytes each, plus a lock per seven.
 pub const MAX_ENTRIES: usize = 1 << 20;
 
 /// What the limiter says about one request.
@@ -48,7 +55,8 @@ impl<'a> BudgetKey<'a> {
     ) -> Option<(BudgetKey<'a>, Duration)> {
         let delay = decision
             .crawl_delay?
-            .min(decision.origin.config.crawl_delay.max);
+            .min(decision.origin.config.crawl_delay.max)
+            .min(MAX_DELAY);
         let crawler = decision.crawler.as_ref()?;
         let key = BudgetKey {
             origin: decision.origin.name(),
@@ -61,7 +69,10 @@ impl<'a> BudgetKey<'a> {
 
 /// When each key may next be admitted.
 pub struct CrawlDelays {
-    next: ExpiringKeys,
+    /// Digests keys under a per-process random seed, so that collisions (two budgets merged)
+    /// cannot be aimed at.
+    hasher: RandomState,
+    next: DeadlineTable,
 }
 
 impl std::fmt::Debug for CrawlDelays {
@@ -82,23 +93,24 @@ impl CrawlDelays {
     /// A limiter that remembers at most about `entries` keys ([`MAX_ENTRIES`] by default).
     pub fn with_capacity(entries: usize) -> CrawlDelays {
         CrawlDelays {
-            next: ExpiringKeys::with_capacity(entries),
+            hasher: RandomState::default(),
+            next: DeadlineTable::with_capacity(entries),
         }
     }
 
     /// Admits a request for `key` at `now` if at least `delay` has passed since the key's
     /// previous admitted request. A request that is not admitted does not move the key's time.
-    pub fn admit(&self, key: BudgetKey<'_>, delay: Duration, now: Instant) -> Admission {
+    pub fn admit(&self, key: BudgetKey<'_>, delay: Duration, now: Millis) -> Admission {
         if delay.is_zero() {
             return Admission::Admitted;
         }
-        match self.next.claim(self.digest(&key), now + delay, now) {
+        match self.next.claim(self.digest(&key), delay, now) {
             Claim::Claimed => Admission::Admitted,
-            Claim::Held(next) => Admission::TooSoon(next - now),
+            Claim::Held(wait) => Admission::TooSoon(wait),
         }
     }
 
-    /// Keys remembered now (including those whose time has come and that are not yet dropped).
+    /// Budgets whose next admission time has not come (counted slot by slot: for diagnostics).
     pub fn len(&self) -> usize {
         self.next.len()
     }
@@ -108,15 +120,31 @@ impl CrawlDelays {
         self.len() == 0
     }
 
-    /// When `key` may next be admitted, if later than `now` (for `/explain`).
-    pub fn next_admission(&self, key: BudgetKey<'_>, now: Instant) -> Option<Duration> {
-        self.next
-            .holds_until(self.digest(&key), now)
-            .map(|next| next - now)
+    /// How long `key`, under `delay`, must wait at `now` before its next admission, if at all
+    /// (for `/explain`).
+    pub fn next_admission(
+        &self,
+        key: BudgetKey<'_>,
+        delay: Duration,
+        now: Millis,
+    ) -> Option<Duration> {
+        self.next.remaining(self.digest(&key), delay, now)
     }
 
     fn digest(&self, key: &BudgetKey<'_>) -> u64 {
-        self.next.digest((key.origin, key.crawler, key.client))
+        // Written field by field, not as a tuple: the derived `Hash` of `Option<IpAddr>` feeds
+        // the hasher a length and two discriminants besides the address. An IPv4 address and
+        // its IPv6-mapped form are one client.
+        let mut hasher = self.hasher.build_hasher();
+        hasher.write(key.origin.as_bytes());
+        hasher.write(key.crawler.as_bytes());
+        if let Some(client) = key.client {
+            hasher.write_u128(match client {
+                IpAddr::V4(address) => address.to_ipv6_mapped().to_bits(),
+                IpAddr::V6(address) => address.to_bits(),
+            });
+        }
+        hasher.finish()
     }
 }
 
@@ -146,21 +174,24 @@ mod tests {
     #[test]
     fn one_request_per_delay_and_refusals_do_not_move_the_time() {
         let limits = CrawlDelays::default();
-        let start = Instant::now();
+        let start = Millis::coarse_now();
         let delay = Duration::from_secs(2);
         let bot = key("GPTBot", None);
         assert_eq!(limits.admit(bot, delay, start), Admission::Admitted);
         assert_eq!(
-            limits.admit(bot, delay, start + Duration::from_millis(500)),
+            limits.admit(bot, delay, start.after(Duration::from_millis(500))),
             Admission::TooSoon(Duration::from_millis(1500))
         );
         assert_eq!(
-            limits.admit(bot, delay, start + Duration::from_millis(1999)),
+            limits.admit(bot, delay, start.after(Duration::from_millis(1999))),
             Admission::TooSoon(Duration::from_millis(1))
         );
-        assert_eq!(limits.admit(bot, delay, start + delay), Admission::Admitted);
         assert_eq!(
-            limits.next_admission(bot, start + delay),
+            limits.admit(bot, delay, start.after(delay)),
+            Admission::Admitted
+        );
+        assert_eq!(
+            limits.next_admission(bot, delay, start.after(delay)),
             Some(Duration::from_secs(2))
         );
     }
@@ -168,7 +199,7 @@ mod tests {
     #[test]
     fn budgets_are_per_crawler_address_and_origin() {
         let limits = CrawlDelays::default();
-        let now = Instant::now();
+        let now = Millis::coarse_now();
         let delay = Duration::from_secs(5);
         let a: IpAddr = [192, 0, 2, 1].into();
         let b: IpAddr = [192, 0, 2, 2].into();
@@ -208,7 +239,7 @@ mod tests {
     fn the_table_stays_bounded_and_drops_what_has_expired_first() {
         let capacity = 64 * 32;
         let limits = CrawlDelays::with_capacity(capacity);
-        let now = Instant::now();
+        let now = Millis::coarse_now();
         let delay = Duration::from_secs(1);
         let total = capacity * 4;
         for n in 0..total {
@@ -220,7 +251,7 @@ mod tests {
         }
         assert!(limits.len() <= capacity, "{}", limits.len());
         // Once their time has come, old entries make room again.
-        let later = now + delay;
+        let later = now.after(delay);
         let fresh: IpAddr = [198, 51, 100, 7].into();
         assert_eq!(
             limits.admit(key("GPTBot", Some(fresh)), delay, later),

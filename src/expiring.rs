@@ -1,5 +1,5 @@
-//! A bounded table of keys that each hold until an instant: the per-process state behind
-//! Crawl-delay budgets and the record of who read robots.txt.
+//! A bounded table of keys that each hold a value until an instant: the per-process record of
+//! who read robots.txt and of strike counts.
 //!
 //! Keys are 64-bit digests under a per-process random seed (foldhash: collisions cannot be aimed
 //! at without the seed, and one would only merge two keys). The table is sharded, each shard
@@ -99,15 +99,6 @@ impl<V: Copy> Shard<V> {
     }
 }
 
-/// What [`ExpiringKeys::claim`] found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Claim {
-    /// The key was free (or untracked: the table is full); it now holds until the given time.
-    Claimed,
-    /// The key holds until this instant, later than now; nothing changed.
-    Held(Instant),
-}
-
 impl<V: Copy> ExpiringMap<V> {
     /// A table of at most about `capacity` keys.
     pub(crate) fn with_capacity(capacity: usize) -> ExpiringMap<V> {
@@ -175,23 +166,6 @@ impl<V: Copy> ExpiringMap<V> {
 }
 
 impl ExpiringKeys {
-    /// If `key` does not hold past `now`, makes it hold until `until`; else says until when it
-    /// holds. One lock, so two requests cannot both claim the same key.
-    pub(crate) fn claim(&self, key: u64, until: Instant, now: Instant) -> Claim {
-        let mut held = None;
-        self.update(key, now, |live| match live {
-            Some((at, ())) => {
-                held = Some(at);
-                None
-            }
-            None => Some((until, ())),
-        });
-        match held {
-            Some(at) => Claim::Held(at),
-            None => Claim::Claimed,
-        }
-    }
-
     /// Makes `key` hold until `until`, or later if it already does.
     pub(crate) fn extend(&self, key: u64, until: Instant, now: Instant) {
         self.update(key, now, |live| match live {
@@ -207,16 +181,12 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn claims_hold_until_their_time_and_extensions_only_move_later() {
+    fn keys_hold_until_their_time_and_extensions_only_move_later() {
         let keys = ExpiringKeys::with_capacity(1024);
         let now = Instant::now();
-        let key = keys.digest(("shop", "GPTBot"));
+        let key = keys.digest(("shop", "192.0.2.1"));
         let later = now + Duration::from_secs(2);
-        assert_eq!(keys.claim(key, later, now), Claim::Claimed);
-        assert_eq!(
-            keys.claim(key, now + Duration::from_secs(9), now),
-            Claim::Held(later)
-        );
+        keys.extend(key, later, now);
         assert_eq!(keys.holds_until(key, now), Some(later));
         assert_eq!(keys.holds_until(key, later), None);
         keys.extend(key, now + Duration::from_secs(1), now);
@@ -233,24 +203,25 @@ mod tests {
         let now = Instant::now();
         let until = now + Duration::from_secs(1);
         for n in 0..capacity * 4 {
-            keys.claim(keys.digest(n), until, now);
+            keys.extend(keys.digest(n), until, now);
         }
         assert!(keys.len() <= capacity, "{}", keys.len());
-        // An extended key is rescheduled, not dropped, when its first time comes.
+        // Room for a new key once the first keys' time has come; an extended key is
+        // rescheduled, not dropped, when its first time comes.
         let kept = keys.digest("kept");
         let later = now + Duration::from_secs(10);
-        // Room for it once the first keys' time has come.
-        assert_eq!(keys.claim(kept, until, until), Claim::Claimed);
+        keys.extend(kept, until + Duration::from_secs(1), until);
+        assert!(keys.holds_until(kept, until).is_some());
         keys.extend(kept, later, until);
         for n in 0..capacity {
-            keys.claim(
+            keys.extend(
                 keys.digest(("again", n)),
                 later,
-                until + Duration::from_secs(1),
+                until + Duration::from_secs(2),
             );
         }
         assert_eq!(
-            keys.holds_until(kept, until + Duration::from_secs(2)),
+            keys.holds_until(kept, until + Duration::from_secs(3)),
             Some(later)
         );
         assert!(keys.len() <= capacity, "{}", keys.len());

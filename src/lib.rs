@@ -60,6 +60,7 @@ pub mod compliance;
 pub mod config;
 pub mod crawl_delay;
 pub mod crawlers;
+mod deadline_table;
 pub mod enforce;
 mod expiring;
 mod fetch;

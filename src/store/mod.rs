@@ -15,7 +15,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::clock::coarse_now;
+use crate::clock::{coarse_now, Millis};
 use crate::compliance::RobotsReads;
 use crate::config::{OffendersAction, OffendersConfig, StateConfig};
 use crate::crawl_delay::{Admission, BudgetKey, CrawlDelays};
@@ -135,17 +135,17 @@ impl Store {
                 return admission;
             }
         }
-        self.delays.admit(key, delay, coarse_now())
+        self.delays.admit(key, delay, Millis::coarse_now())
     }
 
-    /// How long `key`'s budget must still wait, if at all (for `/explain`).
-    pub async fn next_admission(&self, key: BudgetKey<'_>) -> Option<Duration> {
+    /// How long `key`'s budget, under `delay`, must still wait, if at all (for `/explain`).
+    pub async fn next_admission(&self, key: BudgetKey<'_>, delay: Duration) -> Option<Duration> {
         if let Some(shared) = self.shared() {
             if let Some(wait) = shared.next_admission(&key).await {
                 return wait;
             }
         }
-        self.delays.next_admission(key, coarse_now())
+        self.delays.next_admission(key, delay, Millis::coarse_now())
     }
 
     /// Records that `client` fetched `origin`'s robots.txt.
