@@ -5,24 +5,42 @@
 //! budget), and the origin, the crawler and the client address otherwise, so that an impostor
 //! cannot spend a real crawler's budget and one scraper's speed does not slow another down.
 //!
-//! The state is per process and fixed in size (the table of `src/deadline_table.rs`): a budget
-//! holds a slot only until its next admission time, and a client whose slots are all held by
-//! other budgets is admitted untracked, as its first request would have been. A delay counts for
-//! at most a day.
+//! The state is per process and bounded (the tables of `src/deadline_table.rs`): a budget holds
+//! a slot only until its next admission time, and a client whose slots are all held by other
+//! budgets is admitted untracked, as its first request would have been. A delay counts for at
+//! most a day.
+//!
+//! The table starts small and grows fourfold, up to [`MAX_ENTRIES`] (or the capacity it was made
+//! with), when a key finds its bucket
+//! full and a sample of buckets is half full: a check costs a memory access to the key's slot,
+//! which stays in the CPU's caches only while the table is about as small as the budgets it
+//! holds. After a growth the keys of the
+//! smaller table are still honoured (a key that holds there is refused) until its longest delay
+//! has passed, and a key moves to the new table when it is next admitted; the table does not
+//! grow again before then. A request racing a
+//! growth on another thread may, once, be admitted alongside its key's admission in the other
+//! table.
 
 use std::hash::{BuildHasher, Hasher};
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use foldhash::fast::RandomState;
+
+use arc_swap::ArcSwap;
 
 use crate::clock::Millis;
 use crate::deadline_table::{Claim, DeadlineTable};
 
 pub use crate::deadline_table::MAX_DELAY;
 
-/// The most budgets remembered at once: 8 bytes each, plus a lock per seven.
+/// The most budgets the table grows to, 8 bytes each (for a while after its last growth, the
+/// quarter-size table it replaced is kept too).
 pub const MAX_ENTRIES: usize = 1 << 20;
+
+/// The budgets a table starts with (512 KiB).
+const FIRST_ENTRIES: usize = 1 << 16;
 
 /// What the limiter says about one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,13 +90,43 @@ pub struct CrawlDelays {
     /// Digests keys under a per-process random seed, so that collisions (two budgets merged)
     /// cannot be aimed at.
     hasher: RandomState,
-    next: DeadlineTable,
+    tables: ArcSwap<Tables>,
+    max_entries: usize,
+    /// Held while a larger table is made, so that one thread makes it.
+    growing: parking_lot::Mutex<()>,
+}
+
+/// The table keys go into, and the smaller one it replaced while that one's keys may still hold.
+struct Tables {
+    current: Arc<DeadlineTable>,
+    previous: Option<Previous>,
+}
+
+struct Previous {
+    table: Arc<DeadlineTable>,
+    /// When it was replaced: it matters until its longest delay after that.
+    replaced: Millis,
+}
+
+impl Previous {
+    /// Whether every key it holds has run out at `now`.
+    fn done(&self, now: Millis) -> bool {
+        let over = self
+            .replaced
+            .after(self.table.longest_delay())
+            .after(Duration::from_secs(2));
+        // Wrapping differences: `now` is past `over`, or so far before the replacement that the
+        // clock can only have wrapped since (a process idle for weeks).
+        (now.0.wrapping_sub(over.0) as i32) > 0
+            || (now.0.wrapping_sub(self.replaced.0) as i32) < -60_000
+    }
 }
 
 impl std::fmt::Debug for CrawlDelays {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CrawlDelays")
             .field("entries", &self.len())
+            .field("capacity", &self.tables.load().current.capacity())
             .finish()
     }
 }
@@ -92,9 +140,19 @@ impl Default for CrawlDelays {
 impl CrawlDelays {
     /// A limiter that remembers at most about `entries` keys ([`MAX_ENTRIES`] by default).
     pub fn with_capacity(entries: usize) -> CrawlDelays {
+        CrawlDelays::growing(FIRST_ENTRIES.min(entries), entries)
+    }
+
+    /// A limiter whose table starts with room for `first` keys and grows up to `max`.
+    fn growing(first: usize, max: usize) -> CrawlDelays {
         CrawlDelays {
             hasher: RandomState::default(),
-            next: DeadlineTable::with_capacity(entries),
+            tables: ArcSwap::from_pointee(Tables {
+                current: Arc::new(DeadlineTable::with_capacity(first)),
+                previous: None,
+            }),
+            max_entries: max,
+            growing: parking_lot::Mutex::new(()),
         }
     }
 
@@ -104,15 +162,78 @@ impl CrawlDelays {
         if delay.is_zero() {
             return Admission::Admitted;
         }
-        match self.next.claim(self.digest(&key), delay, now) {
+        let digest = self.digest(&key);
+        let tables = self.tables.load();
+        let previous = tables.previous.as_ref();
+        let claimed = tables
+            .current
+            .claim(digest, delay, now, previous.map(|p| &*p.table));
+        let previous_done = previous.is_none_or(|previous| previous.done(now));
+        if previous_done && previous.is_some() {
+            self.forget_previous(&tables.current);
+        } else if claimed.full
+            && previous_done
+            && tables.current.capacity() < DeadlineTable::capacity_for(self.max_entries)
+            && tables.current.half_full(digest, now)
+        {
+            // Not while the table it replaced still matters: growing again would drop that one
+            // with keys that still hold.
+            self.grow(&tables.current, now);
+        }
+        match claimed.claim {
             Claim::Claimed => Admission::Admitted,
             Claim::Held(wait) => Admission::TooSoon(wait),
         }
     }
 
-    /// Budgets whose next admission time has not come (counted slot by slot: for diagnostics).
+    /// Replaces `full` by a table four times larger (when it is still the current one and below
+    /// the cap); `full` is kept as the previous table.
+    fn grow(&self, full: &Arc<DeadlineTable>, now: Millis) {
+        let larger = DeadlineTable::capacity_for((full.capacity() * 4).min(self.max_entries));
+        if larger <= full.capacity() {
+            return;
+        }
+        let Some(_growing) = self.growing.try_lock() else {
+            return;
+        };
+        let tables = self.tables.load();
+        if !Arc::ptr_eq(&tables.current, full) || tables.previous.is_some() {
+            return;
+        }
+        let larger = DeadlineTable::with_capacity(larger);
+        self.tables.store(Arc::new(Tables {
+            current: Arc::new(larger),
+            previous: Some(Previous {
+                table: full.clone(),
+                replaced: now,
+            }),
+        }));
+    }
+
+    /// Drops the previous table once none of its keys can hold any more.
+    fn forget_previous(&self, current: &Arc<DeadlineTable>) {
+        let Some(_growing) = self.growing.try_lock() else {
+            return;
+        };
+        let tables = self.tables.load();
+        if Arc::ptr_eq(&tables.current, current) && tables.previous.is_some() {
+            self.tables.store(Arc::new(Tables {
+                current: current.clone(),
+                previous: None,
+            }));
+        }
+    }
+
+    /// Budgets whose next admission time has not come, in the current table and the one it
+    /// replaced (counted slot by slot: for diagnostics).
     pub fn len(&self) -> usize {
-        self.next.len()
+        let tables = self.tables.load();
+        tables.current.len() + tables.previous.as_ref().map_or(0, |p| p.table.len())
+    }
+
+    /// How many budgets the current table has room for.
+    pub fn capacity(&self) -> usize {
+        self.tables.load().current.capacity()
     }
 
     /// Whether nothing is remembered.
@@ -128,7 +249,12 @@ impl CrawlDelays {
         delay: Duration,
         now: Millis,
     ) -> Option<Duration> {
-        self.next.remaining(self.digest(&key), delay, now)
+        let digest = self.digest(&key);
+        let tables = self.tables.load();
+        tables.current.remaining(digest, delay, now).or_else(|| {
+            let previous = tables.previous.as_ref()?;
+            previous.table.remaining(digest, delay, now)
+        })
     }
 
     fn digest(&self, key: &BudgetKey<'_>) -> u64 {
@@ -261,6 +387,60 @@ mod tests {
             limits.admit(key("GPTBot", Some(fresh)), delay, later),
             Admission::TooSoon(_)
         ));
+    }
+
+    #[test]
+    fn the_table_grows_when_crowded_and_honours_the_smaller_one_until_it_runs_out() {
+        let limits = CrawlDelays::growing(64, 256);
+        let now = Millis::coarse_now();
+        let delay = Duration::from_secs(10);
+        let first = key("GPTBot", Some([192, 0, 2, 1].into()));
+        assert_eq!(limits.admit(first, delay, now), Admission::Admitted);
+        for n in 0..1_000u32 {
+            let client = IpAddr::from((n + 1_000).to_be_bytes());
+            limits.admit(key("GPTBot", Some(client)), delay, now);
+        }
+        assert_eq!(limits.capacity(), 256, "grown once, to the cap");
+        assert!(limits.len() <= 64 + 256, "{}", limits.len());
+        // The key admitted into the first table still waits out its delay.
+        let later = now.after(Duration::from_secs(4));
+        assert_eq!(
+            limits.admit(first, delay, later),
+            Admission::TooSoon(Duration::from_secs(6))
+        );
+        assert_eq!(
+            limits.next_admission(first, delay, later),
+            Some(Duration::from_secs(6))
+        );
+        // Then it is admitted (into the new table), once.
+        let after = now.after(delay);
+        assert_eq!(limits.admit(first, delay, after), Admission::Admitted);
+        assert!(matches!(
+            limits.admit(first, delay, after),
+            Admission::TooSoon(_)
+        ));
+        // Once every key of the first table has run out, it is let go.
+        assert!(limits.tables.load().previous.is_some());
+        limits.admit(first, delay, now.after(Duration::from_secs(13)));
+        assert!(limits.tables.load().previous.is_none());
+        assert_eq!(limits.capacity(), 256);
+    }
+
+    #[test]
+    fn the_table_does_not_grow_again_while_the_one_it_replaced_matters() {
+        let limits = CrawlDelays::growing(64, 4096);
+        let now = Millis::coarse_now();
+        let delay = Duration::from_secs(10);
+        let admit_many = |crawler, at| {
+            for n in 0..5_000u32 {
+                let client = IpAddr::from((n + 1).to_be_bytes());
+                limits.admit(key(crawler, Some(client)), delay, at);
+            }
+        };
+        admit_many("GPTBot", now);
+        assert_eq!(limits.capacity(), 256);
+        admit_many("CCBot", now.after(Duration::from_secs(13)));
+        assert_eq!(limits.capacity(), 1024);
     }
 
     #[test]

@@ -9,15 +9,20 @@
 //! buckets) to put one in, so that two requests cannot give one key two slots. Nothing is
 //! allocated per check and nothing is swept: a slot whose deadline has passed is free. (A
 //! general map with an expiry heap, as `src/expiring.rs`, costs more per check.) The table is
-//! allocated zeroed, so the system gives it memory page by page as keys first reach them.
+//! allocated zeroed, which the system allocator serves with pages it fills in as they are
+//! first touched.
 //!
-//! A slot packs 32 bits of the key's 64-bit digest (the other bits chose the bucket) and its
-//! deadline on the [`Millis`] clock, which wraps every 49 days. A deadline is in force while it
-//! is ahead of now by no more than the delay being checked (at most [`MAX_DELAY`]), so a slot
-//! left untouched for 49 days does not come back to life, except for the key that wrote it and
-//! for at most one delay.
+//! A slot packs 32 bits of the key's 64-bit digest (the tag: the low bits chose the bucket) and
+//! its deadline on the [`Millis`] clock, which wraps every 49 days. Two keys with one tag in one
+//! bucket share a budget: about one check in 2^29 meets another key's slot of its tag while the
+//! table is full, and the seed is random, so this cannot be aimed at. A slot holds its key while
+//! its deadline is ahead of now by no more than the key's delay (with a second to spare, because
+//! two requests read the clock at slightly different moments), and blocks other keys while it
+//! is ahead by no more than [`MAX_DELAY`]. So a slot left untouched for 49 days comes back for
+//! at most one delay for its own key, and for at most a day as an occupied slot for others
+//! (a new key meeting a bucket full of such slots is admitted untracked).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -31,6 +36,12 @@ const SLOTS: usize = 8;
 /// Locks for putting new keys in, shared by the buckets (a lock is held for eight loads and a
 /// compare-and-swap).
 const LOCKS: usize = 64;
+/// How much later than now plus its delay a key's own slot may end and still hold it: requests
+/// read the coarse clock a tick or a preemption apart, and the later one must not let the earlier
+/// one claim the key again.
+const SKEW: u32 = 1_000;
+/// The most keys a table takes (the bucket index is computed in 64 bits).
+const MAX_CAPACITY: usize = u32::MAX as usize;
 
 /// One bucket: eight slots, one 64-byte cache line. Slots change only by compare-and-swap.
 struct Bucket<'a> {
@@ -57,7 +68,7 @@ impl Bucket<'_> {
             let ahead = ahead(slot, now);
             if (slot >> 32) as u32 == tag {
                 return match ahead {
-                    Some(ahead) if ahead <= delay => Found::Held(ahead),
+                    Some(ahead) if ahead <= delay.saturating_add(SKEW) => Found::Held(ahead),
                     _ => Found::RunOut(index, slot),
                 };
             }
@@ -76,9 +87,9 @@ impl Bucket<'_> {
     }
 }
 
-/// How many times a claim looks again when a slot changed under it: each retry means another
-/// claim in the bucket succeeded, so this is reached only under a storm of claims in one bucket,
-/// and then the request is admitted untracked.
+/// How many times a claim looks again when a slot changed under it, without the lock and then
+/// with it. Each retry means another claim in the bucket succeeded, so the last one is reached
+/// only under a storm of claims in one bucket, and then the request is admitted untracked.
 const RETRIES: usize = 8;
 
 /// What [`DeadlineTable::claim`] found.
@@ -92,19 +103,32 @@ pub(crate) enum Claim {
 
 /// Keys that each hold until a deadline. See the module documentation.
 pub(crate) struct DeadlineTable {
-    /// The buckets' slots, from `first` on, with a bucket's worth to spare: the allocator
-    /// aligns a large zeroed block (which it leaves to the system to fill with zeroed pages) to
-    /// 16 bytes, and the buckets start at the first cache-line boundary in it.
+    /// The buckets' slots, from `first` on, with a bucket's worth to spare: a block of atomics
+    /// is aligned to 8 bytes only, and the buckets start at its first cache-line boundary.
     slots: Box<[AtomicU64]>,
     first: usize,
     buckets: usize,
     locks: Box<[Mutex<()>]>,
+    /// The longest delay a key was put in with, in milliseconds: how long after this table
+    /// stops taking new keys its slots still matter.
+    longest: AtomicU32,
+}
+
+/// What a claim did, besides its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Claimed {
+    /// The answer.
+    pub(crate) claim: Claim,
+    /// The key's bucket is full or took its last free slot (see [`DeadlineTable::half_full`]
+    /// for whether the table is).
+    pub(crate) full: bool,
 }
 
 impl DeadlineTable {
-    /// A table of at most `capacity` keys (rounded down to whole buckets, at least one).
+    /// A table of at most `capacity` keys (rounded down to whole buckets, at least one; below
+    /// 2^32).
     pub(crate) fn with_capacity(capacity: usize) -> DeadlineTable {
-        let buckets = (capacity / SLOTS).max(1);
+        let buckets = DeadlineTable::capacity_for(capacity) / SLOTS;
         let slots: Box<[AtomicU64]> = bytemuck::zeroed_slice_box((buckets + 1) * SLOTS);
         let misalignment = slots.as_ptr() as usize % 64;
         let first = (64 - misalignment) % 64 / std::mem::size_of::<AtomicU64>();
@@ -113,45 +137,111 @@ impl DeadlineTable {
             first,
             buckets,
             locks: (0..LOCKS).map(|_| Mutex::new(())).collect(),
+            longest: AtomicU32::new(0),
         }
     }
 
+    /// How many keys it can hold.
+    pub(crate) fn capacity(&self) -> usize {
+        self.buckets * SLOTS
+    }
+
+    /// Raises the longest delay a key was put in with to `delay`.
+    fn lengthen(&self, delay: u32) {
+        if self.longest.load(Ordering::Relaxed) < delay {
+            self.longest.fetch_max(delay, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether at least half the slots of a sample of buckets spread over the table, after
+    /// `key`'s, hold keys at `now` (a full bucket alone says little: with keys placed at
+    /// random, some bucket fills while most are nearly empty). Sixteen cache lines: for when a
+    /// bucket is full and the table could grow.
+    pub(crate) fn half_full(&self, key: u64, now: Millis) -> bool {
+        const SAMPLE: usize = 16;
+        let (index, now) = (self.bucket(key).0, now.0);
+        let stride = (self.buckets / SAMPLE).max(1);
+        let taken: usize = (1..=SAMPLE)
+            .map(|step| {
+                let start = self.first + (index + step * stride) % self.buckets * SLOTS;
+                self.slots[start..start + SLOTS]
+                    .iter()
+                    .filter(|slot| ahead(slot.load(Ordering::Relaxed), now).is_some())
+                    .count()
+            })
+            .sum();
+        taken * 2 >= SAMPLE * SLOTS
+    }
+
+    /// How many keys a table made for `capacity` can hold.
+    pub(crate) fn capacity_for(capacity: usize) -> usize {
+        (capacity.min(MAX_CAPACITY) / SLOTS).max(1) * SLOTS
+    }
+
+    /// The longest delay a key was put in with.
+    pub(crate) fn longest_delay(&self) -> Duration {
+        Duration::from_millis(u64::from(self.longest.load(Ordering::Relaxed)))
+    }
+
     /// If `key` does not hold at `now`, makes it hold for `delay` (at most [`MAX_DELAY`]);
-    /// otherwise says for how much longer it holds. Two requests cannot both claim one key. A
-    /// key whose bucket is full of keys that hold is left untracked and claimed.
-    pub(crate) fn claim(&self, key: u64, delay: Duration, now: Millis) -> Claim {
+    /// otherwise says for how much longer it holds. A key with no slot here that holds in
+    /// `previous` (the smaller table this one replaced) holds. Two requests cannot both claim
+    /// one key (unless slots keep changing under every retry; see [`RETRIES`]). A key whose
+    /// bucket is full of keys that hold is left untracked and claimed.
+    pub(crate) fn claim(
+        &self,
+        key: u64,
+        delay: Duration,
+        now: Millis,
+        previous: Option<&DeadlineTable>,
+    ) -> Claimed {
         let delay = delay_millis(delay);
         let now = now.0;
         let tag = tag(key);
         let claimed = u64::from(tag) << 32 | u64::from(now.wrapping_add(delay));
         let (index, bucket) = self.bucket(key);
+        let answer = |claim, full| Claimed { claim, full };
         for _ in 0..RETRIES {
             match bucket.find(tag, delay, now) {
-                Found::Held(ahead) => return held(ahead),
-                Found::Full => return Claim::Claimed,
+                Found::Held(ahead) => return answer(held(ahead), false),
                 // Its only slot: whoever swaps it first has claimed the key.
                 Found::RunOut(index, old) => {
                     if bucket.replace(index, old, claimed) {
-                        return Claim::Claimed;
+                        self.lengthen(delay);
+                        return answer(Claim::Claimed, false);
                     }
                 }
-                Found::Free(..) => {
-                    // A new slot, under the lock: another request for the key may be putting
-                    // one in too.
-                    let _locked = self.locks[index % LOCKS].lock();
-                    match bucket.find(tag, delay, now) {
-                        Found::Held(ahead) => return held(ahead),
-                        Found::Full => return Claim::Claimed,
-                        Found::RunOut(index, old) | Found::Free(index, old) => {
-                            if bucket.replace(index, old, claimed) {
-                                return Claim::Claimed;
-                            }
+                found @ (Found::Free(..) | Found::Full) => {
+                    // A key with no slot here may hold in the table this one replaced.
+                    if let Some(previous) = previous {
+                        let (_, old_bucket) = previous.bucket(key);
+                        if let Found::Held(ahead) = old_bucket.find(tag, delay, now) {
+                            return answer(held(ahead), false);
                         }
+                    }
+                    if let Found::Full = found {
+                        return answer(Claim::Claimed, true);
+                    }
+                    break;
+                }
+            }
+        }
+        // A new slot, under the lock: another request for the key may be putting one in too.
+        let _locked = self.locks[index % LOCKS].lock();
+        for _ in 0..RETRIES {
+            match bucket.find(tag, delay, now) {
+                Found::Held(ahead) => return answer(held(ahead), false),
+                Found::Full => return answer(Claim::Claimed, true),
+                Found::RunOut(index, old) | Found::Free(index, old) => {
+                    if bucket.replace(index, old, claimed) {
+                        self.lengthen(delay);
+                        // The last slot of the bucket taken.
+                        return answer(Claim::Claimed, index + 1 == SLOTS);
                     }
                 }
             }
         }
-        Claim::Claimed
+        answer(Claim::Claimed, false)
     }
 
     /// For how much longer `key` holds at `now`, if it was claimed with a delay of at most
@@ -167,7 +257,8 @@ impl DeadlineTable {
         }
     }
 
-    /// Keys in force now (an O(size) count, for diagnostics and tests).
+    /// Slots in use now: keys that hold, and slots left untouched for a wrap of the clock that
+    /// look as if they did (an O(size) count, for diagnostics and tests).
     pub(crate) fn len(&self) -> usize {
         let now = Millis::coarse_now().0;
         self.slots[self.first..self.first + self.buckets * SLOTS]
@@ -218,6 +309,10 @@ mod tests {
         n << 32 | n
     }
 
+    fn claim(table: &DeadlineTable, key: u64, delay: Duration, now: Millis) -> Claim {
+        table.claim(key, delay, now, None).claim
+    }
+
     fn ms(n: u32) -> Duration {
         Duration::from_millis(u64::from(n))
     }
@@ -227,16 +322,40 @@ mod tests {
         let table = DeadlineTable::with_capacity(1024);
         let start = Millis::coarse_now();
         let delay = Duration::from_secs(30);
-        assert_eq!(table.claim(key(42), delay, start), Claim::Claimed);
+        assert_eq!(claim(&table, key(42), delay, start), Claim::Claimed);
         let later = start.after(ms(500));
-        assert_eq!(table.claim(key(42), delay, later), Claim::Held(ms(29_500)));
+        assert_eq!(
+            claim(&table, key(42), delay, later),
+            Claim::Held(ms(29_500))
+        );
         assert_eq!(table.remaining(key(42), delay, later), Some(ms(29_500)));
         assert_eq!(table.remaining(key(43), delay, later), None);
         assert_eq!(
-            table.claim(key(42), delay, start.after(delay)),
+            claim(&table, key(42), delay, start.after(delay)),
             Claim::Claimed
         );
         assert_eq!(table.len(), 1, "one slot per key");
+    }
+
+    #[test]
+    fn a_request_that_read_the_clock_a_little_earlier_does_not_claim_again() {
+        let table = DeadlineTable::with_capacity(1024);
+        let delay = Duration::from_secs(10);
+        let now = Millis::coarse_now();
+        assert_eq!(
+            claim(&table, key(9), delay, now.after(ms(4))),
+            Claim::Claimed
+        );
+        assert_eq!(claim(&table, key(9), delay, now), Claim::Held(ms(10_004)));
+        // The deadline did not move earlier.
+        assert_eq!(
+            claim(&table, key(9), delay, now.after(ms(10_001))),
+            Claim::Held(ms(3))
+        );
+        assert_eq!(
+            claim(&table, key(9), delay, now.after(ms(10_004))),
+            Claim::Claimed
+        );
     }
 
     #[test]
@@ -246,19 +365,22 @@ mod tests {
         let now = Millis::coarse_now();
         let long = Duration::from_secs(60);
         for n in 1..=SLOTS as u64 {
-            assert_eq!(table.claim(key(n), long, now), Claim::Claimed);
+            assert_eq!(claim(&table, key(n), long, now), Claim::Claimed);
         }
         let newcomer = key(99);
-        assert_eq!(table.claim(newcomer, long, now), Claim::Claimed);
+        assert_eq!(claim(&table, newcomer, long, now), Claim::Claimed);
         assert_eq!(
-            table.claim(newcomer, long, now),
+            claim(&table, newcomer, long, now),
             Claim::Claimed,
             "untracked"
         );
         assert_eq!(table.len(), SLOTS);
         let later = now.after(long);
-        assert_eq!(table.claim(newcomer, long, later), Claim::Claimed);
-        assert!(matches!(table.claim(newcomer, long, later), Claim::Held(_)));
+        assert_eq!(claim(&table, newcomer, long, later), Claim::Claimed);
+        assert!(matches!(
+            claim(&table, newcomer, long, later),
+            Claim::Held(_)
+        ));
     }
 
     #[test]
@@ -268,17 +390,72 @@ mod tests {
         // Claimed just before the millisecond count wraps (an empty slot, 0, is not a deadline
         // just ahead of it): held across the wrap.
         let before = Millis(u32::MAX - 2_999);
-        assert_eq!(table.claim(key(7), delay, before), Claim::Claimed);
+        assert_eq!(claim(&table, key(7), delay, before), Claim::Claimed);
         assert_eq!(
-            table.claim(key(7), delay, Millis(1_000)),
+            claim(&table, key(7), delay, Millis(1_000)),
             Claim::Held(ms(6_000))
         );
         // A slot claimed once and left alone for most of a wrap does not hold its key again
         // (beyond the key's delay).
-        assert_eq!(table.claim(key(8), delay, Millis(0)), Claim::Claimed);
+        assert_eq!(claim(&table, key(8), delay, Millis(0)), Claim::Claimed);
         let next_cycle = Millis(0u32.wrapping_sub(3_600_000));
         assert_eq!(table.remaining(key(8), delay, next_cycle), None);
-        assert_eq!(table.claim(key(8), delay, next_cycle), Claim::Claimed);
+        assert_eq!(claim(&table, key(8), delay, next_cycle), Claim::Claimed);
+    }
+
+    #[test]
+    fn a_key_that_holds_in_the_previous_table_holds_until_it_runs_out() {
+        let small = DeadlineTable::with_capacity(64);
+        let large = DeadlineTable::with_capacity(1024);
+        let now = Millis::coarse_now();
+        let delay = Duration::from_secs(10);
+        assert_eq!(claim(&small, key(1), delay, now), Claim::Claimed);
+        assert_eq!(small.longest_delay(), delay);
+        let later = now.after(ms(1_000));
+        let claimed = large.claim(key(1), delay, later, Some(&small));
+        assert_eq!(claimed.claim, Claim::Held(ms(9_000)));
+        assert_eq!(large.len(), 0, "nothing is put in while the key holds");
+        let after = now.after(delay);
+        assert_eq!(
+            large.claim(key(1), delay, after, Some(&small)).claim,
+            Claim::Claimed
+        );
+        assert_eq!(
+            large.claim(key(1), delay, after, Some(&small)).claim,
+            Claim::Held(delay)
+        );
+        assert_eq!(large.len(), 1);
+    }
+
+    #[test]
+    fn a_bucket_says_when_it_is_full() {
+        let table = DeadlineTable::with_capacity(SLOTS);
+        let now = Millis::coarse_now();
+        let long = Duration::from_secs(60);
+        for n in 1..SLOTS as u64 {
+            assert!(!table.claim(key(n), long, now, None).full, "{n}");
+        }
+        let last = table.claim(key(SLOTS as u64), long, now, None);
+        assert_eq!((last.claim, last.full), (Claim::Claimed, true));
+        let untracked = table.claim(key(99), long, now, None);
+        assert_eq!((untracked.claim, untracked.full), (Claim::Claimed, true));
+        assert_eq!(table.capacity(), SLOTS);
+        assert!(table.half_full(key(1), now));
+
+        // In a table of 64 buckets, one full bucket is not the table half full.
+        let table = DeadlineTable::with_capacity(64 * SLOTS);
+        for n in 1..=SLOTS as u64 {
+            // Small keys all fall in the first bucket.
+            table.claim(key(n), long, now, None);
+        }
+        assert!(table.claim(key(99), long, now, None).full);
+        assert!(!table.half_full(key(99), now));
+        let spread = (1..10_000u64).map(|n| n.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        for digest in spread.take(64 * SLOTS * 3 / 4) {
+            table.claim(digest, long, now, None);
+        }
+        assert!(table.half_full(key(99), now));
+        assert!(!table.half_full(key(99), now.after(long)), "run out");
     }
 
     #[test]
@@ -298,10 +475,10 @@ mod tests {
         let table = DeadlineTable::with_capacity(1024);
         let now = Millis::coarse_now();
         let week = Duration::from_secs(7 * 24 * 3600);
-        assert_eq!(table.claim(key(5), week, now), Claim::Claimed);
-        assert_eq!(table.claim(key(5), week, now), Claim::Held(MAX_DELAY));
+        assert_eq!(claim(&table, key(5), week, now), Claim::Claimed);
+        assert_eq!(claim(&table, key(5), week, now), Claim::Held(MAX_DELAY));
         assert_eq!(
-            table.claim(key(5), week, now.after(MAX_DELAY)),
+            claim(&table, key(5), week, now.after(MAX_DELAY)),
             Claim::Claimed
         );
     }
@@ -321,13 +498,13 @@ mod tests {
                 scope.spawn(move || {
                     for round in 0..2_000u64 {
                         for n in 1..=4 {
-                            if table.claim(key(n), delay, now) == Claim::Claimed {
+                            if claim(table, key(n), delay, now) == Claim::Claimed {
                                 claimed.fetch_add(1, Ordering::Relaxed);
                             }
                         }
                         let churn = key(1_000 + thread * 10_000 + round);
                         let earlier = start.after(Duration::from_millis(round));
-                        table.claim(churn, Duration::from_millis(1), earlier);
+                        claim(table, churn, Duration::from_millis(1), earlier);
                     }
                 });
             }
