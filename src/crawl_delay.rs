@@ -11,24 +11,21 @@
 //! most a day.
 //!
 //! The table starts small and grows fourfold, up to [`MAX_ENTRIES`] (or the capacity it was made
-//! with), when a key finds its bucket
-//! full and a sample of buckets is half full: a check costs a memory access to the key's slot,
-//! which stays in the CPU's caches only while the table is about as small as the budgets it
-//! holds. After a growth the keys of the
-//! smaller table are still honoured (a key that holds there is refused) until its longest delay
-//! has passed, and a key moves to the new table when it is next admitted; the table does not
-//! grow again before then. A request racing a
-//! growth on another thread may, once, be admitted alongside its key's admission in the other
-//! table.
+//! with), when a key finds its bucket full and a sample of buckets is half full: a check costs a
+//! memory access to the key's slot, which stays in the CPU's caches only while the table is about
+//! as small as the budgets it holds. After a growth, the keys of the smaller table are still
+//! honoured (a key that holds there is refused) until its longest delay has passed, and a key
+//! moves to the new table when it is next admitted; the table does not grow again before then. A
+//! request racing a growth on another thread may, once, be admitted alongside its key's
+//! admission in the other table.
 
 use std::hash::{BuildHasher, Hasher};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use foldhash::fast::RandomState;
-
 use arc_swap::ArcSwap;
+use foldhash::fast::RandomState;
 
 use crate::clock::Millis;
 use crate::deadline_table::{Claim, DeadlineTable};
