@@ -158,6 +158,15 @@ fn decide_by_origin_count(c: &mut Criterion) {
     group.finish();
 }
 
+/// GPTBot's budget on `shop` from the IPv4 address `n`.
+fn gptbot_at(n: u32) -> robotsguard::crawl_delay::BudgetKey<'static> {
+    robotsguard::crawl_delay::BudgetKey {
+        origin: "shop",
+        crawler: "GPTBot",
+        client: Some(std::net::IpAddr::from(n.to_be_bytes())),
+    }
+}
+
 /// What `Crawl-delay` adds to a crawler's request: one admission check against the per-process
 /// budgets (with the clock read it takes), for a key that is admitted (a new client each time,
 /// as a crawl from many addresses: the table fills up, so most checks miss the CPU caches and
@@ -166,7 +175,7 @@ fn decide_by_origin_count(c: &mut Criterion) {
 /// delay (10,000 clients in turn, each back after its budget has run out).
 fn crawl_delay_admission(c: &mut Criterion) {
     use robotsguard::clock::Millis;
-    use robotsguard::crawl_delay::{BudgetKey, CrawlDelays};
+    use robotsguard::crawl_delay::CrawlDelays;
     use std::time::Duration;
     let limits = CrawlDelays::default();
     let delay = Duration::from_secs(10);
@@ -175,19 +184,11 @@ fn crawl_delay_admission(c: &mut Criterion) {
     group.bench_function("admit_new_client", |b| {
         b.iter(|| {
             n = n.wrapping_add(1);
-            let key = BudgetKey {
-                origin: "shop",
-                crawler: "GPTBot",
-                client: Some(std::net::IpAddr::from(n.to_be_bytes())),
-            };
+            let key = gptbot_at(n);
             black_box(limits.admit(black_box(key), delay, Millis::coarse_now()))
         })
     });
-    let repeat = BudgetKey {
-        origin: "shop",
-        crawler: "GPTBot",
-        client: Some(std::net::IpAddr::from([203, 0, 113, 9])),
-    };
+    let repeat = gptbot_at(u32::from_be_bytes([203, 0, 113, 9]));
     // A table of its own: in the one above, filled by new clients, the key's bucket would be
     // full and the key untracked (admitted), not refused.
     let refusing = CrawlDelays::default();
@@ -211,11 +212,7 @@ fn crawl_delay_admission(c: &mut Criterion) {
                 clock = clock.after(Duration::from_millis(1));
             }
             black_box(Millis::coarse_now());
-            let key = BudgetKey {
-                origin: "shop",
-                crawler: "GPTBot",
-                client: Some(std::net::IpAddr::from(fresh.to_be_bytes())),
-            };
+            let key = gptbot_at(fresh);
             black_box(with_room.admit(black_box(key), Duration::from_millis(500), clock))
         })
     });
@@ -230,11 +227,7 @@ fn crawl_delay_admission(c: &mut Criterion) {
             client = (client + 1) % 10_000;
             at = at.after(Duration::from_millis(1));
             black_box(Millis::coarse_now());
-            let key = BudgetKey {
-                origin: "shop",
-                crawler: "GPTBot",
-                client: Some(std::net::IpAddr::from(client.to_be_bytes())),
-            };
+            let key = gptbot_at(client);
             black_box(returning.admit(black_box(key), short, at))
         })
     });

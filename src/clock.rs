@@ -35,15 +35,18 @@ fn coarse_since_boot() -> Option<Duration> {
     Some(Duration::new(seconds, nanos))
 }
 
+/// Time since the anchor on the coarse clock; `None` where there is none.
+fn coarse_since_anchor() -> Option<Duration> {
+    #[cfg(target_os = "linux")]
+    if let (Some(at), Some(now)) = (anchor().coarse, coarse_since_boot()) {
+        return Some(now.saturating_sub(at));
+    }
+    None
+}
+
 /// Now, to within the kernel's tick.
 pub fn coarse_now() -> Instant {
-    let anchor = anchor();
-    #[cfg(target_os = "linux")]
-    if let (Some(at), Some(now)) = (anchor.coarse, coarse_since_boot()) {
-        return anchor.instant + now.saturating_sub(at);
-    }
-    let _ = anchor;
-    Instant::now()
+    coarse_since_anchor().map_or_else(Instant::now, |since| anchor().instant + since)
 }
 
 /// A moment as whole milliseconds since this process first read the clock, in 32 bits that
@@ -55,11 +58,7 @@ pub struct Millis(pub u32);
 impl Millis {
     /// Now, to within the kernel's tick (as [`coarse_now`]).
     pub fn coarse_now() -> Millis {
-        #[cfg(target_os = "linux")]
-        if let (Some(at), Some(now)) = (anchor().coarse, coarse_since_boot()) {
-            return Millis::of_duration(now.saturating_sub(at));
-        }
-        Millis::of(Instant::now())
+        coarse_since_anchor().map_or_else(|| Millis::of(Instant::now()), Millis::of_duration)
     }
 
     /// `instant` on this clock (one before the first reading counts back from it).

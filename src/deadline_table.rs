@@ -79,6 +79,14 @@ impl Bucket<'_> {
         free.map_or(Found::Full, |(index, slot)| Found::Free(index, slot))
     }
 
+    /// How many slots hold keys at `now`.
+    fn taken(&self, now: u32) -> usize {
+        self.slots
+            .iter()
+            .filter(|slot| ahead(slot.load(Ordering::Relaxed), now).is_some())
+            .count()
+    }
+
     /// Replaces the slot's `old` value; false when it changed meanwhile.
     fn replace(&self, index: usize, old: u64, new: u64) -> bool {
         self.slots[index]
@@ -163,11 +171,8 @@ impl DeadlineTable {
         let stride = (self.buckets / SAMPLE).max(1);
         let taken: usize = (1..=SAMPLE)
             .map(|step| {
-                let start = self.first + (index + step * stride) % self.buckets * SLOTS;
-                self.slots[start..start + SLOTS]
-                    .iter()
-                    .filter(|slot| ahead(slot.load(Ordering::Relaxed), now).is_some())
-                    .count()
+                self.bucket_at((index + step * stride) % self.buckets)
+                    .taken(now)
             })
             .sum();
         taken * 2 >= SAMPLE * SLOTS
@@ -213,11 +218,8 @@ impl DeadlineTable {
                 }
                 found @ (Found::Free(..) | Found::Full) => {
                     // A key with no slot here may hold in the table this one replaced.
-                    if let Some(previous) = previous {
-                        let (_, old_bucket) = previous.bucket(key);
-                        if let Found::Held(ahead) = old_bucket.find(tag, delay, now) {
-                            return answer(held(ahead), false);
-                        }
+                    if let Some(ahead) = previous.and_then(|p| p.holds(key, delay, now)) {
+                        return answer(held(ahead), false);
                     }
                     if let Found::Full = found {
                         return answer(Claim::Claimed, true);
@@ -247,12 +249,14 @@ impl DeadlineTable {
     /// For how much longer `key` holds at `now`, if it was claimed with a delay of at most
     /// `delay`.
     pub(crate) fn remaining(&self, key: u64, delay: Duration, now: Millis) -> Option<Duration> {
-        match self
-            .bucket(key)
-            .1
-            .find(tag(key), delay_millis(delay), now.0)
-        {
-            Found::Held(ahead) => Some(Duration::from_millis(u64::from(ahead))),
+        self.holds(key, delay_millis(delay), now.0)
+            .map(|ahead| Duration::from_millis(u64::from(ahead)))
+    }
+
+    /// For how many more milliseconds `key`, under a delay of `delay` milliseconds, holds.
+    fn holds(&self, key: u64, delay: u32, now: u32) -> Option<u32> {
+        match self.bucket(key).1.find(tag(key), delay, now) {
+            Found::Held(ahead) => Some(ahead),
             _ => None,
         }
     }
@@ -261,10 +265,9 @@ impl DeadlineTable {
     /// look as if they did (an O(size) count, for diagnostics and tests).
     pub(crate) fn len(&self) -> usize {
         let now = Millis::coarse_now().0;
-        self.slots[self.first..self.first + self.buckets * SLOTS]
-            .iter()
-            .filter(|slot| ahead(slot.load(Ordering::Relaxed), now).is_some())
-            .count()
+        (0..self.buckets)
+            .map(|index| self.bucket_at(index).taken(now))
+            .sum()
     }
 
     /// The bucket of `key`, and its index.
@@ -272,9 +275,14 @@ impl DeadlineTable {
         // The low half of the digest picks the bucket (scaled, not taken modulo, so any number
         // of buckets is uniform); the high half is the tag kept in the slot.
         let index = (((key & 0xffff_ffff) * self.buckets as u64) >> 32) as usize;
+        (index, self.bucket_at(index))
+    }
+
+    fn bucket_at(&self, index: usize) -> Bucket<'_> {
         let start = self.first + index * SLOTS;
-        let slots = &self.slots[start..start + SLOTS];
-        (index, Bucket { slots })
+        Bucket {
+            slots: &self.slots[start..start + SLOTS],
+        }
     }
 }
 
