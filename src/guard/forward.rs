@@ -4,18 +4,19 @@
 use std::net::{IpAddr, Ipv4Addr};
 
 use bytes::Bytes;
-use http::HeaderValue;
+use http::{HeaderMap, HeaderName, HeaderValue};
 use pingora::http::RequestHeader;
 use pingora::proxy::Session;
+use pingora::{Error, ErrorType, Result};
 
 use super::request::{is_tls, request_host, UNKNOWN_CLIENT};
 
-// Names as text, as they go on the wire: pingora keeps a text name as it is, but copies the name
-// of a non-standard `HeaderName` into a new buffer on every insert.
-pub(super) const X_FORWARDED_FOR: &str = "X-Forwarded-For";
-pub(super) const X_FORWARDED_PROTO: &str = "X-Forwarded-Proto";
-pub(super) const X_FORWARDED_HOST: &str = "X-Forwarded-Host";
-pub(super) const X_REQUEST_ID: &str = "X-Request-Id";
+pub(super) const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+pub(super) const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+pub(super) const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+pub(super) const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+/// At most the four headers [`forward`] sets.
+const FORWARDING_HEADERS: usize = 4;
 
 /// Headers through which a client could claim another address or re-route the request after
 /// the decision. The `X-Forwarded-*` trio is replaced separately.
@@ -34,9 +35,9 @@ const REROUTING_HEADERS: [&str; 2] = ["x-original-url", "x-rewrite-url"];
 /// spellings of any of these or of the headers robotsguard sets (always: CGI-style servers such
 /// as gunicorn and wsgiref read `X_Forwarded_For` as `X-Forwarded-For`). One pass over the header
 /// names, since most requests carry none of them.
-pub(super) fn strip_client_forwarding_headers(request: &mut RequestHeader, peer_trusted: bool) {
-    let mut found: Vec<http::HeaderName> = Vec::new();
-    for name in request.headers.keys() {
+fn strip_client_forwarding_headers(headers: &mut HeaderMap, peer_trusted: bool) {
+    let mut found: Vec<HeaderName> = Vec::new();
+    for name in headers.keys() {
         let name_text = name.as_str();
         let remove = if name_text.contains('_') {
             let dashed = name_text.replace('_', "-");
@@ -49,7 +50,7 @@ pub(super) fn strip_client_forwarding_headers(request: &mut RequestHeader, peer_
                     X_REQUEST_ID,
                 ]
                 .iter()
-                .any(|ours| ours.eq_ignore_ascii_case(&dashed))
+                .any(|ours| ours.as_str().eq_ignore_ascii_case(&dashed))
         } else {
             (!peer_trusted && CLIENT_ADDRESS_HEADERS.contains(&name_text))
                 || REROUTING_HEADERS.contains(&name_text)
@@ -59,13 +60,13 @@ pub(super) fn strip_client_forwarding_headers(request: &mut RequestHeader, peer_
         }
     }
     for name in found {
-        request.remove_header(&name);
+        headers.remove(&name);
     }
 }
 
 /// All values of a header, joined with `, ` as one (a proxy chain may send several lines).
-pub(super) fn joined_header(request: &RequestHeader, name: &str) -> Option<Vec<u8>> {
-    let mut values = request.headers.get_all(name).iter();
+fn joined_header(headers: &HeaderMap, name: &HeaderName) -> Option<Vec<u8>> {
+    let mut values = headers.get_all(name).iter();
     let first = values.next()?;
     let mut joined = first.as_bytes().to_vec();
     for value in values {
@@ -75,11 +76,106 @@ pub(super) fn joined_header(request: &RequestHeader, name: &str) -> Option<Vec<u
     Some(joined)
 }
 
+/// What the origin is told about where a request came from.
+pub(super) struct Forwarding<'a> {
+    /// The peer is a trusted proxy: its `X-Forwarded-*` headers are kept and extended.
+    pub peer_trusted: bool,
+    /// The address appended to `X-Forwarded-For`: the peer for a trusted proxy, else the client.
+    pub from: Option<IpAddr>,
+    pub tls: bool,
+    /// The Host the request was routed by.
+    pub host: &'a [u8],
+    pub request_id: Option<&'a HeaderValue>,
+}
+
+/// Makes the request what the origin should act on: `target` (when set) as its request target,
+/// no header through which the client could claim another address or re-route it, and the
+/// `X-Forwarded-*` and `X-Request-Id` headers of `facts`.
+///
+/// The header map is edited directly rather than through `RequestHeader::insert_header`, which
+/// on every call parses the name into a new `HeaderName` and inserts into a second map of
+/// original-case names, and which cannot reserve room: a request that arrived with few headers
+/// grew both maps on each insert, the largest per-request cost robotsguard added to pingora.
+/// Header names therefore reach the origin lower-cased (pingora title-cases a dozen standard ones
+/// such as `Host`), as they already do for every HTTP/2 client; field names are case-insensitive
+/// (RFC 9110, section 5.1).
+pub(super) fn forward(
+    request: &mut RequestHeader,
+    target: Option<&[u8]>,
+    facts: &Forwarding<'_>,
+) -> Result<()> {
+    let taken = std::mem::replace(
+        request,
+        RequestHeader::from(http::Request::new(()).into_parts().0),
+    );
+    // A target the URI does not reproduce byte for byte (not UTF-8, say) is set again below.
+    let received_target = (target.is_none() && taken.raw_path() != uri_target(&taken.uri))
+        .then(|| taken.raw_path().to_vec());
+    let end_stream = taken.send_end_stream();
+    let mut parts = http::request::Parts::from(taken);
+    let headers = &mut parts.headers;
+    headers.try_reserve(FORWARDING_HEADERS).map_err(too_many)?;
+    strip_client_forwarding_headers(headers, facts.peer_trusted);
+    // From a trusted proxy, its X-Forwarded-For chain grows by the peer, and the scheme and host
+    // it saw are kept; from anyone else, all three are ours alone.
+    let existing = facts
+        .peer_trusted
+        .then(|| joined_header(headers, &X_FORWARDED_FOR))
+        .flatten();
+    let forwarded_for = forwarded_for(existing.as_deref(), facts.from)
+        .map_err(|e| Error::because(ErrorType::InvalidHTTPHeader, "X-Forwarded-For", e))?;
+    headers
+        .try_insert(X_FORWARDED_FOR, forwarded_for)
+        .map_err(too_many)?;
+    if !(facts.peer_trusted && headers.contains_key(X_FORWARDED_PROTO)) {
+        let proto = HeaderValue::from_static(if facts.tls { "https" } else { "http" });
+        headers
+            .try_insert(X_FORWARDED_PROTO, proto)
+            .map_err(too_many)?;
+    }
+    if !(facts.peer_trusted && headers.contains_key(X_FORWARDED_HOST)) {
+        let host = HeaderValue::from_bytes(facts.host)
+            .map_err(|e| Error::because(ErrorType::InvalidHTTPHeader, "X-Forwarded-Host", e))?;
+        headers
+            .try_insert(X_FORWARDED_HOST, host)
+            .map_err(too_many)?;
+    }
+    if let Some(id) = facts.request_id {
+        headers
+            .try_insert(X_REQUEST_ID, id.clone())
+            .map_err(too_many)?;
+    }
+    *request = RequestHeader::from(parts);
+    if let Some(target) = target.or(received_target.as_deref()) {
+        request.set_raw_path(target)?;
+    }
+    if let Some(end_stream) = end_stream {
+        request.set_send_end_stream(end_stream);
+    }
+    Ok(())
+}
+
+/// The request target as the URI alone reproduces it (what `RequestHeader::raw_path` falls back
+/// to).
+fn uri_target(uri: &http::Uri) -> &[u8] {
+    uri.path_and_query()
+        .map(|path| path.as_str().as_bytes())
+        .or_else(|| {
+            uri.authority()
+                .map(|authority| authority.as_str().as_bytes())
+        })
+        .unwrap_or_default()
+}
+
+fn too_many(_: http::header::MaxSizeReached) -> Box<Error> {
+    Error::explain(ErrorType::InvalidHTTPHeader, "too many request headers")
+}
+
 /// The robots.txt URL a client should read: the scheme and host it used (as a trusted proxy
 /// forwarded them, else as this connection shows them).
 pub(super) fn robots_url(session: &Session, peer_trusted: bool) -> String {
     let request = session.req_header();
-    let forwarded = |name: &str| {
+    let forwarded = |name: HeaderName| {
         peer_trusted
             .then(|| request.headers.get(name))
             .flatten()
@@ -178,6 +274,113 @@ mod tests {
                 assert_eq!(text, ip.to_string().into_bytes(), "{ip}");
             }
         }
+    }
+
+    /// The request as pingora writes it to an HTTP/1.1 origin.
+    fn wire(request: &RequestHeader) -> String {
+        let mut out = bytes::BytesMut::new();
+        request.header_to_h1_wire(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    fn facts(peer_trusted: bool) -> Forwarding<'static> {
+        Forwarding {
+            peer_trusted,
+            from: Some(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7))),
+            tls: true,
+            host: b"shop.example",
+            request_id: None,
+        }
+    }
+
+    fn request(target: &[u8], headers: &[(&str, &str)]) -> RequestHeader {
+        let mut request = RequestHeader::build("GET", target, None).expect("a valid request");
+        for (name, value) in headers {
+            request
+                .append_header(name.to_string(), *value)
+                .expect("a valid header");
+        }
+        request
+    }
+
+    #[test]
+    fn forwarding_sets_ours_and_keeps_every_other_header_and_value() {
+        let mut upstream = request(
+            b"/cart?id=7",
+            &[
+                ("Host", "shop.example"),
+                ("Accept", "text/html"),
+                ("X-Custom-Thing", "one"),
+                ("x-custom-thing", "two"),
+                ("X-Forwarded-For", "203.0.113.9"),
+                ("X-Real-IP", "203.0.113.9"),
+                ("X_Forwarded_Host", "evil.example"),
+                ("X-Original-URL", "/admin"),
+            ],
+        );
+        forward(&mut upstream, None, &facts(false)).expect("forwarded");
+        assert_eq!(upstream.raw_path(), b"/cart?id=7");
+        assert_eq!(
+            wire(&upstream),
+            "Host: shop.example\r\n\
+             accept: text/html\r\n\
+             x-custom-thing: one\r\n\
+             x-custom-thing: two\r\n\
+             x-forwarded-for: 192.0.2.7\r\n\
+             x-forwarded-proto: https\r\n\
+             x-forwarded-host: shop.example\r\n"
+        );
+    }
+
+    #[test]
+    fn a_trusted_proxys_chain_grows_and_its_scheme_and_host_are_kept() {
+        let mut upstream = request(
+            b"/",
+            &[
+                ("X-Forwarded-For", "203.0.113.9"),
+                ("X-Forwarded-For", "198.51.100.1"),
+                ("X-Forwarded-Proto", "http"),
+                ("X-Forwarded-Host", "www.shop.example"),
+                ("X-Real-IP", "203.0.113.9"),
+                ("X_Forwarded_For", "10.0.0.1"),
+            ],
+        );
+        let id = HeaderValue::from_static("abc");
+        let trusted = Forwarding {
+            request_id: Some(&id),
+            ..facts(true)
+        };
+        forward(&mut upstream, None, &trusted).expect("forwarded");
+        let text = wire(&upstream);
+        assert!(
+            text.contains("x-forwarded-for: 203.0.113.9, 198.51.100.1, 192.0.2.7\r\n"),
+            "{text}"
+        );
+        assert!(text.contains("x-forwarded-proto: http\r\n"), "{text}");
+        assert!(
+            text.contains("x-forwarded-host: www.shop.example\r\n"),
+            "{text}"
+        );
+        assert!(text.contains("x-real-ip: 203.0.113.9\r\n"), "{text}");
+        assert!(text.contains("x-request-id: abc\r\n"), "{text}");
+        assert!(!text.contains("10.0.0.1"), "{text}");
+    }
+
+    #[test]
+    fn the_target_goes_upstream_byte_for_byte_or_as_decided() {
+        for target in [&b"/caf\xe9/menu?q=\xff"[..], b"/a%2Fb?x=%FF"] {
+            let mut upstream = request(target, &[("Host", "shop.example")]);
+            forward(&mut upstream, None, &facts(false)).expect("forwarded");
+            assert_eq!(
+                upstream.raw_path(),
+                target,
+                "{}",
+                String::from_utf8_lossy(target)
+            );
+        }
+        let mut upstream = request(b"http://shop.example/a/../b", &[("Host", "shop.example")]);
+        forward(&mut upstream, Some(b"/b"), &facts(false)).expect("forwarded");
+        assert_eq!(upstream.raw_path(), b"/b");
     }
 
     #[test]

@@ -50,10 +50,7 @@ use answer::{
     banned_body, failure_body, limited_body, refuse, respond, respond_banned, respond_limited,
     serve_robots,
 };
-use forward::{
-    forwarded_for, joined_header, request_id, robots_url, strip_client_forwarding_headers,
-    X_FORWARDED_FOR, X_FORWARDED_HOST, X_FORWARDED_PROTO, X_REQUEST_ID,
-};
+use forward::{forward, request_id, robots_url, Forwarding, X_FORWARDED_FOR, X_FORWARDED_PROTO};
 use request::{
     asks_for_robots_txt, client_text, is_tls, peer_ip, request_host, request_path, request_target,
     Target, MAX_USER_AGENT,
@@ -736,43 +733,34 @@ impl Guard {
             // Not ours (an unknown host under UnknownHosts::Pass).
             return Ok(());
         };
-        if let Some(target) = decision.rewritten_target.take() {
+        let target = if let Some(target) = decision.rewritten_target.take() {
             // `paths.forward: canonical`: the origin gets exactly the path it was decided on.
-            upstream_request.set_raw_path(&target)?;
+            Some(target)
         } else if ctx.absolute_form {
             // An absolute-form target (`GET http://host/path`) is forwarded in origin-form.
             // pingora has already checked that its authority agrees with Host; the parsed URI
             // holds the path and query.
-            let path = upstream_request
-                .uri
-                .path_and_query()
-                .map_or("/", |p| p.as_str())
-                .to_string();
-            upstream_request.set_raw_path(path.as_bytes())?;
-        }
-        strip_client_forwarding_headers(upstream_request, ctx.peer_trusted);
-        // From a trusted proxy, its X-Forwarded-For chain grows by the peer, and the scheme and
-        // host it saw are kept; from anyone else, all three are ours alone.
-        let forwarded_for = if ctx.peer_trusted {
-            let existing = joined_header(upstream_request, X_FORWARDED_FOR);
-            forwarded_for(existing.as_deref(), peer_ip(session))
+            let path = upstream_request.uri.path_and_query();
+            Some(path.map_or("/", |p| p.as_str()).as_bytes().to_vec())
         } else {
-            forwarded_for(None, ctx.client)
-        }
-        .map_err(|e| Error::because(ErrorType::InvalidHTTPHeader, "X-Forwarded-For", e))?;
-        upstream_request.insert_header(X_FORWARDED_FOR, forwarded_for)?;
-        if !(ctx.peer_trusted && upstream_request.headers.contains_key(X_FORWARDED_PROTO)) {
-            let proto = if is_tls(session) { "https" } else { "http" };
-            upstream_request.insert_header(X_FORWARDED_PROTO, HeaderValue::from_static(proto))?;
-        }
-        if !(ctx.peer_trusted && upstream_request.headers.contains_key(X_FORWARDED_HOST)) {
-            // request_filter routed this request by this host, so it is there and valid.
-            let host = request_host(session.req_header()).unwrap_or_default();
-            upstream_request.insert_header(X_FORWARDED_HOST, host)?;
-        }
-        if let Some(id) = &ctx.request_id {
-            upstream_request.insert_header(X_REQUEST_ID, id.clone())?;
-        }
+            None
+        };
+        forward(
+            upstream_request,
+            target.as_deref(),
+            &Forwarding {
+                peer_trusted: ctx.peer_trusted,
+                from: if ctx.peer_trusted {
+                    peer_ip(session)
+                } else {
+                    ctx.client
+                },
+                tls: is_tls(session),
+                // request_filter routed this request by this host, so it is there and valid.
+                host: request_host(session.req_header()).unwrap_or_default(),
+                request_id: ctx.request_id.as_ref(),
+            },
+        )?;
         ctx.upstream_sent = Some(Instant::now());
         Ok(())
     }
