@@ -168,9 +168,9 @@ impl Slots {
     }
 
     /// Marks the calling connection as waiting for a request head until the returned guard is
-    /// dropped; `notified()` on it completes when the connection is to be closed for a newer one.
-    fn wait_for_head(self: &Arc<Self>) -> HeadWait {
-        let close = Arc::new(Notify::new());
+    /// dropped; `notified()` on `close` (the connection's own, reused for each of its requests)
+    /// completes when the connection is to be closed for a newer one.
+    fn wait_for_head(self: &Arc<Self>, close: &Arc<Notify>) -> HeadWait {
         let number = match self.waiting.lock() {
             Ok(mut waiting) => {
                 let number = waiting.next;
@@ -183,7 +183,7 @@ impl Slots {
         HeadWait {
             slots: self.clone(),
             number,
-            close,
+            close: close.clone(),
         }
     }
 
@@ -226,7 +226,8 @@ impl HeadWait {
 impl Drop for HeadWait {
     fn drop(&mut self) {
         if let Ok(mut waiting) = self.slots.waiting.lock() {
-            if let Some(position) = waiting.list.iter().position(|(n, _)| *n == self.number) {
+            // Numbers are handed out in order and the list keeps it.
+            if let Ok(position) = waiting.list.binary_search_by_key(&self.number, |(n, _)| *n) {
                 waiting.list.remove(position);
             }
         }
@@ -252,7 +253,7 @@ impl PreTlsProcess for PreTls {
                 "limits.max_connections reached",
             );
         };
-        let wait = self.slots.wait_for_head();
+        let wait = self.slots.wait_for_head(&Arc::new(Notify::new()));
         let deadline = Instant::now() + self.guard.config().limits.header_timeout;
         let local = stream
             .get_socket_digest()
@@ -344,14 +345,18 @@ impl EdgeApp {
         let mut persistent: Option<HttpPersistentSettings> = None;
         let mut first = true;
         let mut start = Some(start);
+        // Made once per connection rather than once per request: each request waits on them.
+        let close = Arc::new(Notify::new());
+        let mut shutting_down = std::pin::pin!(wait_for_shutdown(shutdown.clone()));
         loop {
             // Limits are read per request, so a reload applies to open connections too.
             let limits = self.guard.config().limits;
             let already = start.take().unwrap_or_default();
-            let wait = self.slots.wait_for_head();
+            let wait = self.slots.wait_for_head(&close);
             let head = tokio::select! {
                 head = read_head(&mut stream, already, &limits, first) => head,
-                _ = wait_for_shutdown(shutdown.clone()), if !first => Head::Closed,
+                // Completed, it ends the connection: it is never polled again.
+                () = &mut shutting_down, if !first => Head::Closed,
                 () = wait.evicted() => Head::Closed,
             };
             drop(wait);
