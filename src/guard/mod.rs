@@ -152,7 +152,8 @@ pub struct GuardContext {
     /// The upstream this attempt goes to, and those tried before (a connect failure is retried
     /// once on another).
     upstream: Option<Arc<Peer>>,
-    tried: Vec<SocketAddr>,
+    /// Inline: almost every request tries one upstream, and a retry one more.
+    tried: smallvec::SmallVec<[SocketAddr; 2]>,
     /// When the request was sent upstream.
     upstream_sent: Option<Instant>,
     /// The request failed upstream (counted as `decision="error"`).
@@ -183,7 +184,7 @@ impl GuardContext {
             client: None,
             peer_trusted: false,
             upstream: None,
-            tried: Vec::new(),
+            tried: smallvec::SmallVec::new(),
             upstream_sent: None,
             failed: false,
             request_id: None,
