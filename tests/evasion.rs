@@ -336,3 +336,82 @@ fn client_forwarding_and_rerouting_headers_never_reach_the_origin() {
     assert_eq!(headers.header("x-kept"), Some("yes"));
     assert_eq!(headers.header("x-forwarded-for"), Some("127.0.0.1"));
 }
+
+/// An origin that closes each kept-alive connection on its second request, unanswered (as one
+/// whose keep-alive timeout fires just then would), and answers everything else with the target
+/// it was sent. Returns its address and the targets it received, in order.
+fn origin_dropping_second_requests() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds 127.0.0.1:0");
+    let addr = listener.local_addr().expect("has an address");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(64) {
+            let Ok(mut stream) = stream else { continue };
+            let record = record.clone();
+            std::thread::spawn(move || {
+                let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+                let mut buf = Vec::new();
+                for request in 1..=16 {
+                    let end = loop {
+                        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break end + 4;
+                        }
+                        let mut chunk = [0u8; 4096];
+                        match stream.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+                    buf.drain(..end);
+                    let target = head.split(' ').nth(1).unwrap_or("").to_string();
+                    record.lock().expect("not poisoned").push(target.clone());
+                    if request == 2 {
+                        return;
+                    }
+                    let body = format!("origin: {target}");
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if stream.write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, seen)
+}
+
+/// pingora retries a request whose reused upstream connection closed before answering (an
+/// origin's keep-alive timeout racing the request) and calls `upstream_peer` and
+/// `upstream_request_filter` again. The retry may go to the same upstream, even the only one (it
+/// was reachable: this is not a connect failure), and must carry the target that was decided, not
+/// the client's spelling of it.
+#[test]
+fn a_retried_request_still_carries_the_decided_target() {
+    let (addr, seen) = origin_dropping_second_requests();
+    let config = format!(
+        "origins:\n  - name: shop\n    hosts: [\"{HOST}\"]\n    upstream: \"{addr}\"\n{}",
+        support::inline_robots(ROBOTS)
+    );
+    let proxy = Proxy::start(&config);
+    // The first request leaves a kept-alive upstream connection for the second to reuse.
+    let first = proxy.get(HOST, "/first", BROWSER);
+    assert_eq!(first.text(), "origin: /first");
+    let second = proxy.get(HOST, "/public/./index.html", GPTBOT);
+    assert_eq!(second.status, 200, "{}", second.text());
+    assert_eq!(second.text(), "origin: /public/index.html");
+    let seen = seen.lock().expect("not poisoned").clone();
+    assert_eq!(
+        seen,
+        ["/first", "/public/index.html", "/public/index.html"],
+        "the dropped attempt and its retry"
+    );
+}

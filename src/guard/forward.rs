@@ -113,7 +113,19 @@ pub(super) fn forward(
         .then(|| taken.raw_path().to_vec());
     let end_stream = taken.send_end_stream();
     let mut parts = http::request::Parts::from(taken);
-    let headers = &mut parts.headers;
+    // Whatever happens, the request is put back whole; an error then fails it.
+    let edited = set_forwarding_headers(&mut parts.headers, facts);
+    *request = RequestHeader::from(parts);
+    if let Some(target) = target.or(received_target.as_deref()) {
+        request.set_raw_path(target)?;
+    }
+    if let Some(end_stream) = end_stream {
+        request.set_send_end_stream(end_stream);
+    }
+    edited
+}
+
+fn set_forwarding_headers(headers: &mut HeaderMap, facts: &Forwarding<'_>) -> Result<()> {
     headers.try_reserve(FORWARDING_HEADERS).map_err(too_many)?;
     strip_client_forwarding_headers(headers, facts.peer_trusted);
     // From a trusted proxy, its X-Forwarded-For chain grows by the peer, and the scheme and host
@@ -144,13 +156,6 @@ pub(super) fn forward(
         headers
             .try_insert(X_REQUEST_ID, id.clone())
             .map_err(too_many)?;
-    }
-    *request = RequestHeader::from(parts);
-    if let Some(target) = target.or(received_target.as_deref()) {
-        request.set_raw_path(target)?;
-    }
-    if let Some(end_stream) = end_stream {
-        request.set_send_end_stream(end_stream);
     }
     Ok(())
 }

@@ -149,11 +149,12 @@ pub struct GuardContext {
     client: Option<IpAddr>,
     /// The peer is a trusted proxy: its `X-Forwarded-*` headers are kept.
     peer_trusted: bool,
-    /// The upstream this attempt goes to, and those tried before (a connect failure is retried
-    /// once on another).
+    /// The upstream this attempt goes to.
     upstream: Option<Arc<Peer>>,
-    /// Inline: almost every request tries one upstream, and a retry one more.
-    tried: smallvec::SmallVec<[SocketAddr; 2]>,
+    /// Upstreams this request could not connect to: a retry goes elsewhere (once). A retry after
+    /// a reused connection failed (pingora's own) may go to the same upstream. Inline: almost
+    /// no request has any.
+    connect_failed: smallvec::SmallVec<[SocketAddr; 2]>,
     /// When the request was sent upstream.
     upstream_sent: Option<Instant>,
     /// The request failed upstream (counted as `decision="error"`).
@@ -184,7 +185,7 @@ impl GuardContext {
             client: None,
             peer_trusted: false,
             upstream: None,
-            tried: smallvec::SmallVec::new(),
+            connect_failed: smallvec::SmallVec::new(),
             upstream_sent: None,
             failed: false,
             request_id: None,
@@ -677,8 +678,8 @@ impl Guard {
     }
 
     /// Call from `upstream_peer` to send the request to the origin's configured upstreams
-    /// (round robin over healthy addresses, skipping one just tried). Your proxy may choose its
-    /// own peer instead.
+    /// (round robin over healthy addresses, skipping one this request could not connect to). Your
+    /// proxy may choose its own peer instead.
     pub fn upstream_peer(&self, ctx: &mut GuardContext) -> Result<Box<HttpPeer>> {
         let Some(decision) = &ctx.decision else {
             return Error::e_explain(
@@ -687,7 +688,7 @@ impl Guard {
             );
         };
         let origin = &decision.origin;
-        let Some(upstream) = origin.upstreams.pick(&ctx.tried) else {
+        let Some(upstream) = origin.upstreams.pick(&ctx.connect_failed) else {
             let why = origin.upstreams.resolution_error.load();
             return Error::e_explain(
                 ErrorType::HTTPStatus(502),
@@ -699,7 +700,6 @@ impl Guard {
             );
         };
         let peer = http_peer(origin, upstream.address);
-        ctx.tried.push(upstream.address);
         ctx.upstream = Some(upstream);
         Ok(Box::new(peer))
     }
@@ -712,7 +712,8 @@ impl Guard {
             if upstreams.record_failure(upstream) {
                 crate::logs::upstream_skipped(decision.origin.name(), upstream.address);
             }
-            if ctx.tried.len() < 2 && upstreams.has_other(&ctx.tried) {
+            ctx.connect_failed.push(upstream.address);
+            if ctx.connect_failed.len() < 2 && upstreams.has_other(&ctx.connect_failed) {
                 e.set_retry(true);
             }
         }
@@ -734,9 +735,11 @@ impl Guard {
             // Not ours (an unknown host under UnknownHosts::Pass).
             return Ok(());
         };
-        let target = if let Some(target) = decision.rewritten_target.take() {
+        // Not taken: pingora calls this again for a retry (after a reused upstream connection
+        // failed), which must carry the same target.
+        let target = if let Some(target) = &decision.rewritten_target {
             // `paths.forward: canonical`: the origin gets exactly the path it was decided on.
-            Some(target)
+            Some(target.clone())
         } else if ctx.absolute_form {
             // An absolute-form target (`GET http://host/path`) is forwarded in origin-form.
             // pingora has already checked that its authority agrees with Host; the parsed URI

@@ -168,9 +168,11 @@ impl Slots {
     }
 
     /// Marks the calling connection as waiting for a request head until the returned guard is
-    /// dropped; `notified()` on `close` (the connection's own, reused for each of its requests)
-    /// completes when the connection is to be closed for a newer one.
-    fn wait_for_head(self: &Arc<Self>, close: &Arc<Notify>) -> HeadWait {
+    /// dropped; `notified()` on it completes when the connection is to be closed for a newer one.
+    /// Each wait has a `Notify` of its own: a notification that arrives as the wait ends (the
+    /// head came in) stays with it, rather than closing the connection at its next wait.
+    fn wait_for_head(self: &Arc<Self>) -> HeadWait {
+        let close = Arc::new(Notify::new());
         let number = match self.waiting.lock() {
             Ok(mut waiting) => {
                 let number = waiting.next;
@@ -183,7 +185,7 @@ impl Slots {
         HeadWait {
             slots: self.clone(),
             number,
-            close: close.clone(),
+            close,
         }
     }
 
@@ -253,7 +255,7 @@ impl PreTlsProcess for PreTls {
                 "limits.max_connections reached",
             );
         };
-        let wait = self.slots.wait_for_head(&Arc::new(Notify::new()));
+        let wait = self.slots.wait_for_head();
         let deadline = Instant::now() + self.guard.config().limits.header_timeout;
         let local = stream
             .get_socket_digest()
@@ -345,14 +347,13 @@ impl EdgeApp {
         let mut persistent: Option<HttpPersistentSettings> = None;
         let mut first = true;
         let mut start = Some(start);
-        // Made once per connection rather than once per request: each request waits on them.
-        let close = Arc::new(Notify::new());
+        // Made once per connection rather than once per request: each request waits on it.
         let mut shutting_down = std::pin::pin!(wait_for_shutdown(shutdown.clone()));
         loop {
             // Limits are read per request, so a reload applies to open connections too.
             let limits = self.guard.config().limits;
             let already = start.take().unwrap_or_default();
-            let wait = self.slots.wait_for_head(&close);
+            let wait = self.slots.wait_for_head();
             let head = tokio::select! {
                 head = read_head(&mut stream, already, &limits, first) => head,
                 // Completed, it ends the connection: it is never polled again.
