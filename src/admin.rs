@@ -260,7 +260,7 @@ async fn explain(
     };
     let client = match get("client").map(str::parse::<std::net::IpAddr>) {
         None => None,
-        Some(Ok(address)) => Some(address),
+        Some(Ok(address)) => Some(address.to_canonical()),
         Some(Err(_)) => {
             return json(
                 400,
@@ -399,6 +399,8 @@ async fn lift_ban(
             &serde_json::json!({"error": "`client` must be an IP address"}),
         );
     };
+    // As the proxy keys it: an IPv4-mapped address is the IPv4 client.
+    let client = client.to_canonical();
     match store.lift(origin, client).await {
         crate::store::Lifted::Yes => json(
             200,
@@ -510,6 +512,8 @@ impl ServeHttp for AdminApp {
             }
             "/metrics" => {
                 publish_ages(&snapshot);
+                // A ban that ended without its address coming back must not be counted.
+                self.store.prune_ended_bans();
                 reply(200, "text/plain; version=0.0.4", METRICS.render())
             }
             "/explain" => explain(&snapshot, &self.verifier, &self.store, &query).await,

@@ -298,8 +298,9 @@ impl Offenders {
         bans
     }
 
-    /// Drops the bans that have ended.
-    fn prune(&self, now: Instant) {
+    /// Drops the bans that have ended, so `robotsguard_banned_clients` counts only those in
+    /// force (the admin endpoint calls this before each scrape of `/metrics`).
+    pub fn prune(&self, now: Instant) {
         let Ok(_changing) = self.changing.lock() else {
             return;
         };
@@ -337,13 +338,14 @@ impl Offenders {
     }
 }
 
-/// Whole seconds until `ban` ends, at least 1 (for `Retry-After`).
+/// Whole seconds until `ban` ends, rounded up and at least 1 (for `Retry-After`: a client that
+/// comes back then finds the ban over).
 pub fn seconds_left(ban: &Ban) -> u64 {
-    ban.until
+    let left = ban
+        .until
         .duration_since(SystemTime::now())
-        .unwrap_or(Duration::ZERO)
-        .as_secs()
-        .max(1)
+        .unwrap_or(Duration::ZERO);
+    (left.as_secs() + u64::from(left.subsec_nanos() > 0)).max(1)
 }
 
 #[cfg(test)]

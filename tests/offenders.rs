@@ -55,7 +55,8 @@ fn strikes_ban_the_address_until_the_ban_ends() {
     let refused = from(&proxy, client, "/public", EXAMPLEBOT);
     assert_eq!(refused.status, 403, "{}", refused.text());
     assert!(refused.text().contains("banned"), "{}", refused.text());
-    assert!(refused.header("retry-after").is_some());
+    // Rounded up: a client that comes back after it finds the ban over.
+    assert_eq!(refused.header("retry-after"), Some("2"));
     // Whatever it claims to be; robots.txt stays readable; other addresses are not affected.
     assert_eq!(from(&proxy, client, "/public", BROWSER).status, 403);
     assert_eq!(from(&proxy, client, "/robots.txt", EXAMPLEBOT).status, 200);
@@ -95,9 +96,17 @@ fn strikes_ban_the_address_until_the_ban_ends() {
         2.0
     );
 
-    // The ban ends by itself.
+    // The ban ends by itself, and stops being counted though the address has not come back.
     std::thread::sleep(
         Duration::from_secs(2).saturating_sub(banned_at.elapsed()) + Duration::from_millis(100),
+    );
+    assert_eq!(
+        metric(
+            &proxy.metrics(),
+            "robotsguard_banned_clients",
+            &[("origin", "shop")]
+        ),
+        0.0
     );
     assert_eq!(from(&proxy, client, "/public", EXAMPLEBOT).status, 200);
     assert_eq!(
@@ -115,16 +124,18 @@ fn a_ban_can_be_lifted_and_report_bans_nothing() {
         "{action: ban, strikes: 2, window: 1m, ban: 1h}",
     );
     let client = "203.0.113.60";
-    for path in ["/private/a", "/private/b"] {
-        assert_eq!(from(&proxy, client, path, EXAMPLEBOT).status, 403);
-    }
+    // One strike from each form of the address: an IPv4 client and its IPv4-mapped IPv6 form
+    // (as a dual-stack listener sees it) are one client.
+    assert_eq!(from(&proxy, client, "/private/a", EXAMPLEBOT).status, 403);
+    let mapped = "::ffff:203.0.113.60";
+    assert_eq!(from(&proxy, mapped, "/private/b", EXAMPLEBOT).status, 403);
     assert_eq!(from(&proxy, client, "/public", EXAMPLEBOT).status, 403);
     let lift = |client: &str| {
         let request = Request::new("DELETE", &format!("/bans?origin=shop&client={client}"))
             .host(&proxy.admin.to_string());
         support::Conn::open(proxy.admin).send(&request)
     };
-    assert_eq!(lift(client).status, 200);
+    assert_eq!(lift(mapped).status, 200, "lifted by its other form");
     assert_eq!(lift(client).status, 404);
     assert_eq!(from(&proxy, client, "/public", EXAMPLEBOT).status, 200);
     drop(proxy);
@@ -149,6 +160,48 @@ fn a_ban_can_be_lifted_and_report_bans_nothing() {
             &[("origin", "shop")]
         ),
         0.0
+    );
+}
+
+/// With robots.txt proxied to the origin (`serve: false`), a banned address reaches it with
+/// `/robots.txt` exactly, and with nothing that only looks like it: `/robots.txt?rest_route=...`
+/// is WordPress's REST API.
+#[test]
+fn a_banned_address_reaches_only_robots_txt_itself() {
+    let origin = Origin::start();
+    let proxy = start(
+        &origin,
+        "{source: inline, serve: false, text: \"User-agent: *\\nDisallow: /private\\n\"}",
+        "{action: ban, strikes: 2, window: 1m, ban: 1h}",
+    );
+    let client = "203.0.113.70";
+    for path in ["/private/a", "/private/b"] {
+        assert_eq!(from(&proxy, client, path, EXAMPLEBOT).status, 403);
+    }
+    for path in [
+        "/robots.txt?rest_route=/wp/v2/users",
+        "/robots.txt/",
+        "/robots.txt/..",
+    ] {
+        let response = from(&proxy, client, path, BROWSER);
+        assert_eq!(response.status, 403, "{path}: {}", response.text());
+        assert!(response.text().contains("banned"), "{path}");
+    }
+    let robots = from(&proxy, client, "/robots.txt", BROWSER);
+    assert_eq!(robots.status, 200, "{}", robots.text());
+    let reached: Vec<String> = origin
+        .proxied()
+        .into_iter()
+        .filter(|r| {
+            r.header("x-forwarded-for")
+                .is_some_and(|chain| chain.contains(client))
+        })
+        .map(|r| r.target)
+        .collect();
+    assert_eq!(
+        reached,
+        ["/robots.txt"],
+        "all the banned address got from the origin"
     );
 }
 

@@ -346,6 +346,26 @@ fn http2_over_tls_and_h2c_are_decided_like_http1() {
             .collect();
         let (status, seen_version, _) = curl(&other, &url("/"), BROWSER);
         assert_eq!((status, seen_version.as_str()), (421, version), "{args:?}");
+        // HEAD: the same answers, without a body (over HTTP/2, a body on a HEAD answer is a
+        // protocol error the client fails on).
+        for (args, path, user_agent, expected) in [
+            (args.to_vec(), "/private/page", GPTBOT, 403),
+            (other.clone(), "/", BROWSER, 421),
+        ] {
+            let head = Command::new("curl")
+                .args(["-s", "-I", "--max-time", "10", "-A", user_agent])
+                .args(["-w", "%{http_code} %{http_version}"])
+                .args(&args)
+                .arg(url(path))
+                .output()
+                .expect("curl runs");
+            let text = String::from_utf8_lossy(&head.stdout);
+            assert!(head.status.success(), "HEAD {path} {args:?}: {head:?}");
+            assert!(
+                text.ends_with(&format!("{expected} {version}")),
+                "HEAD {path} {args:?}: {text}"
+            );
+        }
     }
     // Only the browsers' requests reached the origin (robots.txt is answered by the proxy).
     assert_eq!(origin.proxied_to("/private/page").len(), 4);
@@ -355,7 +375,7 @@ fn http2_over_tls_and_h2c_are_decided_like_http1() {
             "robotsguard_requests_total",
             &[("origin", "shop"), ("decision", "blocked")],
         );
-        assert_eq!(blocked, 2.0, "one per protocol");
+        assert_eq!(blocked, 4.0, "a GET and a HEAD per protocol");
     }
 
     // A plain listener without `http2: true` does not take h2c.

@@ -180,6 +180,10 @@ pub struct Decision {
     /// The `Crawl-delay` of the group that decided, when it states one (before the origin's
     /// `crawl_delay.max`).
     pub crawl_delay: Option<std::time::Duration>,
+    /// The request reads `/robots.txt` itself, whoever sends it: GET or HEAD, and every reading
+    /// of its target is exactly `/robots.txt`, without a query (`/robots.txt?rest_route=...` is
+    /// WordPress's REST API). Only such a request passes a ban.
+    pub reads_robots_txt: bool,
 }
 
 /// Why a decision came out as it did.
@@ -544,6 +548,7 @@ fn decide_named(
         rewritten_target: None,
         verification: None,
         crawl_delay: None,
+        reads_robots_txt: readings.reads && readings.all().all(|path| path == b"/robots.txt"),
     };
     if named.is_empty() {
         return decision;
@@ -555,7 +560,7 @@ fn decide_named(
     // `/robots.txt` and exempt paths are for reading, as they are: every reading of the target
     // must be one, without a query (`/robots.txt?rest_route=...` is WordPress's REST API), and
     // the method must only read.
-    if readings.reads && readings.all().all(|path| path == b"/robots.txt") {
+    if decision.reads_robots_txt {
         decision.why = Why::RobotsTxtPath;
         return decision;
     }

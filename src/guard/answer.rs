@@ -63,6 +63,11 @@ async fn respond_with(
     }
     header.insert_header("content-length", http::HeaderValue::from(body.len()))?;
     keep_connection_if_possible(session);
+    // A HEAD answer has no body. pingora drops one over HTTP/1.1 but sends it over HTTP/2, where
+    // the client takes it for a protocol error.
+    if session.req_header().method == http::Method::HEAD {
+        return session.write_response_header(Box::new(header), true).await;
+    }
     session
         .write_response_header(Box::new(header), false)
         .await?;

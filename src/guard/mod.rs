@@ -469,14 +469,17 @@ impl Guard {
             }
         };
         ctx.absolute_form = matches!(target, Target::Absolute(_));
-        let reads_robots = asks_for_robots_txt(request, &target);
-        if let (true, Some(client)) = (reads_robots, ctx.client) {
+        // The copy in force answers any spelling of a robots.txt read, when robotsguard serves
+        // it; what goes to the origin, or counts as having read robots.txt, must be exactly that.
+        let serves_robots =
+            decision.origin.robots.settings.serve && asks_for_robots_txt(request, &target);
+        if let (true, Some(client)) = (decision.reads_robots_txt, ctx.client) {
             self.store
                 .record_robots_read(decision.origin.name(), client)
                 .await;
         }
-        // A banned address gets nothing but robots.txt from the origin, whoever it claims to be.
-        if let (false, Some(client)) = (reads_robots, ctx.client) {
+        // A banned address gets nothing but robots.txt, whoever it claims to be.
+        if let (false, Some(client)) = (decision.reads_robots_txt || serves_robots, ctx.client) {
             if !decision.origin.allow_clients.contains(client) {
                 if let Some(ban) = self.store.banned(decision.origin.name(), client) {
                     decision.outcome = Outcome::Banned;
@@ -487,7 +490,7 @@ impl Guard {
                 }
             }
         }
-        if decision.origin.robots.settings.serve && reads_robots {
+        if serves_robots {
             // The copy robotsguard enforces is the one crawlers read, never the origin's.
             let copy = decision.robots.clone();
             let refresh = decision.origin.robots.settings.refresh;

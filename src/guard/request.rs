@@ -145,11 +145,14 @@ pub(super) const UNKNOWN_CLIENT: &str = "unknown";
 
 /// The connection's peer address (after a PROXY header, the client it names); `None` for a
 /// Unix-socket client.
+/// The peer's address, IPv4-mapped IPv6 (`::ffff:a.b.c.d`, as an IPv4 client reaches a
+/// dual-stack listener) as IPv4: one client must meet the same trust, bans, strikes, reads and
+/// budgets whichever listener it came through.
 pub(super) fn peer_ip(session: &Session) -> Option<IpAddr> {
     session
         .client_addr()
         .and_then(|addr| addr.as_inet())
-        .map(|addr| addr.ip())
+        .map(|addr| addr.ip().to_canonical())
 }
 
 /// A client address as text, or [`UNKNOWN_CLIENT`].

@@ -226,6 +226,11 @@ impl Store {
         }
     }
 
+    /// Forgets bans that have ended (see [`Offenders::prune`]).
+    pub fn prune_ended_bans(&self) {
+        self.offenders.prune(Instant::now());
+    }
+
     /// The strikes and bans of this process (the mirror of the store's, with the shared
     /// backend).
     pub fn offenders(&self) -> Arc<Offenders> {
