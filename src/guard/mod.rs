@@ -15,6 +15,7 @@ mod builder;
 mod forward;
 mod request;
 
+use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -734,21 +735,23 @@ impl Guard {
         upstream_request: &mut RequestHeader,
         ctx: &mut GuardContext,
     ) -> Result<()> {
-        let Some(decision) = ctx.decision.as_mut() else {
+        let Some(decision) = ctx.decision.as_ref() else {
             // Not ours (an unknown host under UnknownHosts::Pass).
             return Ok(());
         };
-        // Not taken: pingora calls this again for a retry (after a reused upstream connection
-        // failed), which must carry the same target.
-        let target = if let Some(target) = &decision.rewritten_target {
+        // Borrowed, not taken: pingora calls this again for a retry (after a reused upstream
+        // connection failed), which must carry the same target.
+        let target: Option<Cow<'_, [u8]>> = if let Some(target) = &decision.rewritten_target {
             // `paths.forward: canonical`: the origin gets exactly the path it was decided on.
-            Some(target.clone())
+            Some(Cow::Borrowed(target))
         } else if ctx.absolute_form {
             // An absolute-form target (`GET http://host/path`) is forwarded in origin-form.
             // pingora has already checked that its authority agrees with Host; the parsed URI
             // holds the path and query.
             let path = upstream_request.uri.path_and_query();
-            Some(path.map_or("/", |p| p.as_str()).as_bytes().to_vec())
+            Some(Cow::Owned(
+                path.map_or("/", |p| p.as_str()).as_bytes().to_vec(),
+            ))
         } else {
             None
         };
