@@ -207,12 +207,12 @@ async fn crawl_delay_info(
     client: Option<std::net::IpAddr>,
     store: &crate::store::Store,
 ) -> Option<CrawlDelayInfo> {
-    let (key, delay) = crate::crawl_delay::BudgetKey::for_decision(decision, client)?;
+    let (key, delay) = decision.budget(client)?;
     let wait = store.next_admission(key, delay).await.unwrap_or_default();
     Some(CrawlDelayInfo {
         seconds: delay.as_secs_f64(),
         action: decision.origin.config.crawl_delay.action.as_str(),
-        budget: if decision.is_verified() {
+        budget: if decision.is_verified_as_deciding_crawler() {
             "crawler"
         } else {
             "client"
@@ -285,7 +285,12 @@ async fn explain(
             }
             let mut explained = explanation(host, &path, user_agent, client, &decision);
             explained.crawl_delay = crawl_delay_info(&decision, client, store).await;
+            // As the proxy: an allowed client is never refused for a ban (one imposed before
+            // it was allowed, or by a replica configured otherwise).
             explained.ban = client.and_then(|address| {
+                if decision.origin.allow_clients.contains(address) {
+                    return None;
+                }
                 store
                     .banned(decision.origin.name(), address)
                     .map(|ban| ban_json(&ban))

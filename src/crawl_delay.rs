@@ -59,29 +59,6 @@ pub struct BudgetKey<'a> {
     pub client: Option<IpAddr>,
 }
 
-impl<'a> BudgetKey<'a> {
-    /// The budget `decision` spends, with the delay that applies to it (its group's
-    /// `Crawl-delay`, capped by the origin's `crawl_delay.max`); `None` when its group states
-    /// none or it is not a crawler. A verified crawler has one budget per origin, any other
-    /// claim one per client address.
-    pub fn for_decision(
-        decision: &'a crate::enforce::Decision,
-        client: Option<IpAddr>,
-    ) -> Option<(BudgetKey<'a>, Duration)> {
-        let delay = decision
-            .crawl_delay?
-            .min(decision.origin.config.crawl_delay.max)
-            .min(MAX_DELAY);
-        let crawler = decision.crawler.as_ref()?;
-        let key = BudgetKey {
-            origin: decision.origin.name(),
-            crawler: crawler.name(),
-            client: if decision.is_verified() { None } else { client },
-        };
-        Some((key, delay))
-    }
-}
-
 /// When each key may next be admitted.
 pub struct CrawlDelays {
     /// Digests keys under a per-process random seed, so that collisions (two budgets merged)
@@ -181,6 +158,14 @@ impl CrawlDelays {
             Claim::Claimed => Admission::Admitted,
             Claim::Held(wait) => Admission::TooSoon(wait),
         }
+    }
+
+    /// Starts loading `key`'s slot into the CPU's caches, for an [`CrawlDelays::admit`] of it
+    /// soon after: the decision prefetches while it matches robots.txt rules, so that the
+    /// admission does not wait for memory (a key's slot is rarely in cache).
+    pub fn prefetch(&self, key: BudgetKey<'_>) {
+        let digest = self.digest(&key);
+        self.tables.load().current.prefetch(digest);
     }
 
     /// Replaces `full` by a table four times larger (when it is still the current one and below

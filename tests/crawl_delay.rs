@@ -29,7 +29,7 @@ fn start(origin: &Origin) -> Proxy {
          defaults:\n  crawl_delay: {{action: enforce, max: 60s}}\n\
          crawlers:\n  extra:\n    - {{name: ExampleBot, tokens: [examplebot], pattern: ExampleBot, category: ai-training}}\n    \
          - {{name: ListedBot, tokens: [listedbot], pattern: ListedBot, category: ai-training, verify: {{ips: [\"file:ranges.json\"]}}}}\n\
-         origins:\n{}{}{}{}",
+         origins:\n{}{}{}{}{}",
         origin_entry(
             "shop",
             origin,
@@ -53,6 +53,12 @@ fn start(origin: &Origin) -> Proxy {
             origin,
             "User-agent: *\nCrawl-delay: 30\n",
             "    crawl_delay: {action: ignore}\n"
+        ),
+        origin_entry(
+            "reported",
+            origin,
+            "User-agent: *\nCrawl-delay: 2\n",
+            "    impostors: report\n"
         ),
     );
     Proxy::start_with(&body, &[("ranges.json", "[\"203.0.113.0/24\"]")])
@@ -158,16 +164,7 @@ fn a_verified_crawler_has_one_budget_for_all_its_addresses() {
     let origin = Origin::start();
     let proxy = start(&origin);
     let host = "shop.example";
-    // The range list loads in the background.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let (_, explain) = proxy.explain_from(host, LISTEDBOT, "/a", "203.0.113.20");
-        if explain["verification"]["result"] == "verified" {
-            break;
-        }
-        assert!(Instant::now() < deadline, "never verified: {explain}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_range_list(&proxy, host);
     assert_eq!(
         from(&proxy, "203.0.113.20", host, "/a", LISTEDBOT).status,
         200
@@ -176,6 +173,82 @@ fn a_verified_crawler_has_one_budget_for_all_its_addresses() {
     assert_eq!(other.status, 429, "{}", other.text());
     let (_, explain) = proxy.explain_from(host, LISTEDBOT, "/a", "203.0.113.99");
     assert_eq!(explain["crawl_delay"]["budget"], "crawler", "{explain}");
+}
+
+/// Waits until the range list, which loads in the background, is in: a ListedBot claim from
+/// 203.0.113.20 is verified.
+fn wait_for_range_list(proxy: &Proxy, host: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, explain) = proxy.explain_from(host, LISTEDBOT, "/a", "203.0.113.20");
+        if explain["verification"]["result"] == "verified" {
+            return;
+        }
+        assert!(Instant::now() < deadline, "never verified: {explain}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `impostors: report` lets an impostor through; it is still held to the Crawl-delay, per
+/// address, and never spends the real crawler's budget.
+#[test]
+fn a_reported_impostor_is_held_to_the_crawl_delay_of_its_address() {
+    let origin = Origin::start();
+    let proxy = start(&origin);
+    let host = "reported.example";
+    wait_for_range_list(&proxy, host);
+    let impostor = "198.51.100.7";
+    let (_, explain) = proxy.explain_from(host, LISTEDBOT, "/a", impostor);
+    assert_eq!(explain["verification"]["result"], "impostor", "{explain}");
+
+    let first = from(&proxy, impostor, host, "/a", LISTEDBOT);
+    assert_eq!(first.status, 200, "reported, not refused: {}", first.text());
+    let second = from(&proxy, impostor, host, "/b", LISTEDBOT);
+    assert_eq!(second.status, 429, "{}", second.text());
+    assert!(second.header("retry-after").is_some());
+    assert!(
+        origin.proxied_to("/b").is_empty(),
+        "a limited request is not proxied"
+    );
+    // Another impostor address has its own budget; the real crawler's is untouched.
+    assert_eq!(
+        from(&proxy, "198.51.100.8", host, "/c", LISTEDBOT).status,
+        200
+    );
+    assert_eq!(
+        from(&proxy, "203.0.113.20", host, "/d", LISTEDBOT).status,
+        200
+    );
+    let metrics = proxy.metrics();
+    assert_eq!(
+        metric(
+            &metrics,
+            "robotsguard_rate_limited_total",
+            &[("origin", "reported"), ("crawler", "ListedBot")]
+        ),
+        1.0
+    );
+}
+
+/// A User-Agent naming two crawlers, from an address verified for the second: the first one's
+/// budget stays per address (the address proves nothing about the first).
+#[test]
+fn an_address_verified_for_another_named_crawler_keeps_a_budget_per_address() {
+    let origin = Origin::start();
+    let proxy = start(&origin);
+    let host = "shop.example";
+    wait_for_range_list(&proxy, host);
+    let both = "Mozilla/5.0 (compatible; ExampleBot/1.0) ListedBot/2.0";
+    let (_, explain) = proxy.explain_from(host, both, "/a", "203.0.113.40");
+    assert_eq!(explain["crawler"]["name"], "ExampleBot", "{explain}");
+    assert_eq!(explain["verification"]["result"], "verified", "{explain}");
+    assert_eq!(explain["verification"]["crawler"], "ListedBot", "{explain}");
+    assert_eq!(explain["crawl_delay"]["budget"], "client", "{explain}");
+    for client in ["203.0.113.40", "203.0.113.41"] {
+        let response = from(&proxy, client, host, "/a", both);
+        assert_eq!(response.status, 200, "{client}: {}", response.text());
+    }
+    assert_eq!(from(&proxy, "203.0.113.40", host, "/b", both).status, 429);
 }
 
 #[test]

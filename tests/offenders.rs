@@ -163,6 +163,41 @@ fn a_ban_can_be_lifted_and_report_bans_nothing() {
     );
 }
 
+/// A ban does not refuse a client the policy allows (here, allowed after it was banned), and
+/// `/explain` says so as the proxy does.
+#[test]
+fn an_allowed_client_is_not_held_by_a_ban() {
+    let origin = Origin::start();
+    let offenders = "{action: ban, strikes: 2, window: 1m, ban: 1h}";
+    let proxy = start(&origin, INLINE, offenders);
+    assert!(proxy.wait_log("config reload: watching", 1, Duration::from_secs(10)));
+    let client = "203.0.113.80";
+    for path in ["/private/a", "/private/b"] {
+        assert_eq!(from(&proxy, client, path, EXAMPLEBOT).status, 403);
+    }
+    assert_eq!(from(&proxy, client, "/public", EXAMPLEBOT).status, 403);
+    let (_, explain) = proxy.explain_from("shop.example", EXAMPLEBOT, "/public", client);
+    assert_eq!(explain["ban"]["client"], client, "{explain}");
+
+    let current = std::fs::read_to_string(proxy.config_path()).expect("config readable");
+    let allowed = current.replace(
+        "    offenders:",
+        &format!("    policy: {{allow_clients: [\"{client}/32\"]}}\n    offenders:"),
+    );
+    assert_ne!(allowed, current);
+    proxy.replace_config(&allowed);
+    assert_eq!(
+        proxy.wait_reloads("success", 1.0),
+        1.0,
+        "{}",
+        proxy.stderr()
+    );
+    assert_eq!(from(&proxy, client, "/public", EXAMPLEBOT).status, 200);
+    let (_, explain) = proxy.explain_from("shop.example", EXAMPLEBOT, "/public", client);
+    assert_eq!(explain["decision"], "pass", "{explain}");
+    assert_eq!(explain["ban"], serde_json::Value::Null, "{explain}");
+}
+
 /// With robots.txt proxied to the origin (`serve: false`), a banned address reaches it with
 /// `/robots.txt` exactly, and with nothing that only looks like it: `/robots.txt?rest_route=...`
 /// is WordPress's REST API.

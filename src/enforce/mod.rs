@@ -12,8 +12,10 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::config::{
-    normalize_host, Action, EscapedSlashes, Forward, Mode, PathsConfig, PolicyConfig,
+    normalize_host, Action, CrawlDelayAction, EscapedSlashes, Forward, Mode, PathsConfig,
+    PolicyConfig,
 };
+use crate::crawl_delay::{BudgetKey, CrawlDelays, MAX_DELAY};
 use crate::crawlers::{Category, CrawlerInfo, Identity, IdentitySource};
 use crate::robots::canonical::{
     authority_reading, canonicalize_decoding_slashes, has_escaped_slash,
@@ -233,6 +235,40 @@ impl Decision {
         self.verification
             .as_ref()
             .is_some_and(|v| v.result == VerificationResult::Verified)
+    }
+
+    /// Whether the identity of the deciding crawler itself was verified (not another crawler
+    /// the User-Agent also names).
+    pub fn is_verified_as_deciding_crawler(&self) -> bool {
+        self.is_verified()
+            && self
+                .crawler
+                .as_ref()
+                .zip(self.verification.as_ref())
+                .is_some_and(|(crawler, verification)| verification.crawler == crawler.name())
+    }
+
+    /// The Crawl-delay budget this decision spends, with the delay that applies to it (its
+    /// group's `Crawl-delay`, capped by the origin's `crawl_delay.max` and by a day); `None` when
+    /// its group states none or it is not a crawler. A crawler verified as itself has one budget
+    /// per origin; any other claim, one per client address, so that it cannot spend a real
+    /// crawler's budget.
+    pub fn budget(&self, client: Option<IpAddr>) -> Option<(BudgetKey<'_>, std::time::Duration)> {
+        let delay = self
+            .crawl_delay?
+            .min(self.origin.config.crawl_delay.max)
+            .min(MAX_DELAY);
+        let crawler = self.crawler.as_ref()?;
+        let key = BudgetKey {
+            origin: self.origin.name(),
+            crawler: crawler.name(),
+            client: if self.is_verified_as_deciding_crawler() {
+                None
+            } else {
+                client
+            },
+        };
+        Some((key, delay))
     }
 
     /// The reason in words, for logs, `/explain` and the block response.
@@ -462,6 +498,7 @@ pub fn decide_for_method(
         client,
         method,
         signed_by: None,
+        budgets: None,
     };
     decide_request(snapshot, &request)
 }
@@ -481,6 +518,10 @@ pub struct Request<'a> {
     pub method: &'a http::Method,
     /// A crawler (catalogue name) a valid signature identified, whatever the User-Agent says.
     pub signed_by: Option<&'a str>,
+    /// The Crawl-delay budgets the request will be admitted against after the decision, when
+    /// they are this process's: the decision starts loading the crawler's budget into the CPU's
+    /// caches before it matches the rules, so that the admission finds it there.
+    pub budgets: Option<&'a CrawlDelays>,
 }
 
 /// Decides `request`: routes it, reads its target, and decides under every crawler it claims
@@ -498,6 +539,7 @@ pub fn decide_request(snapshot: &Snapshot, request: &Request<'_>) -> Result<Deci
         &readings,
         request.client,
         request.signed_by,
+        request.budgets,
     );
     if origin.config.paths.forward == Forward::Canonical && readings.canonical[..] != *path {
         decision.rewritten_target = Some(readings.canonical.into_owned());
@@ -514,7 +556,7 @@ pub fn decide_for_origin(
     readings: &Readings<'_>,
     client: Option<IpAddr>,
 ) -> Decision {
-    decide_named(snapshot, origin, user_agent, readings, client, None)
+    decide_named(snapshot, origin, user_agent, readings, client, None, None)
 }
 
 fn decide_named(
@@ -524,6 +566,7 @@ fn decide_named(
     readings: &Readings<'_>,
     client: Option<IpAddr>,
     signed_by: Option<&str>,
+    budgets: Option<&CrawlDelays>,
 ) -> Decision {
     let robots = origin.robots.current();
     let mut named = snapshot
@@ -624,6 +667,20 @@ fn decide_named(
             true
         }
         Policy::Rules(rules) => {
+            // The first crawler robots.txt is enforced for is the one an allowed request spends
+            // the budget of (per address until its identity is verified).
+            if let (Some(budgets), Some(identity), true) = (
+                budgets,
+                first_enforced,
+                rules.has_crawl_delay()
+                    && origin.config.crawl_delay.action != CrawlDelayAction::Ignore,
+            ) {
+                budgets.prefetch(BudgetKey {
+                    origin: origin.name(),
+                    crawler: identity.name,
+                    client,
+                });
+            }
             let mut first: Option<Verdict<'_>> = None;
             let mut blocking: Option<(Verdict<'_>, &Identity<'_>)> = None;
             let enforced_identities = named.iter().filter(|identity| {

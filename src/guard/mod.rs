@@ -36,7 +36,7 @@ pub use builder::{GuardBuilder, OriginSpec};
 use crate::config::{
     AccessLogFormat, Config, ConfigErrors, CrawlDelayAction, Mode, OffendersAction, RobotsSource,
 };
-use crate::crawl_delay::{retry_after_seconds, Admission, BudgetKey};
+use crate::crawl_delay::{retry_after_seconds, Admission};
 use crate::enforce::{
     decide_for_client, decide_request, Decision, Outcome, Refused, Request as DecideRequest, Why,
 };
@@ -452,6 +452,7 @@ impl Guard {
                 client: ctx.client,
                 method: &request.method,
                 signed_by: signed.as_ref().map(|(_, crawler)| crawler.as_str()),
+                budgets: self.store.local_budgets(),
             },
         );
         METRICS
@@ -499,6 +500,7 @@ impl Guard {
             serve_robots(session, &copy, refresh).await?;
             return Ok(true);
         }
+        let robots_allows = decision.outcome == Outcome::Allowed;
         if let Some((agent, crawler)) = &signed {
             decision.apply_verification(crate::verify::Verifier::signed(crawler, agent));
         } else if decision.wants_verification() {
@@ -509,7 +511,11 @@ impl Guard {
                 }
             }
         }
-        if decision.outcome == Outcome::Allowed {
+        // A reported impostor (`impostors: report`) is let through, so it is held to the
+        // Crawl-delay of the claim, per address, as an unverified claim is.
+        let reported_impostor =
+            decision.why == Why::Impostor && decision.outcome == Outcome::WouldBlock;
+        if robots_allows && (decision.outcome == Outcome::Allowed || reported_impostor) {
             if let Some((delay, wait)) = self.crawl_delay_wait(&decision, ctx.client).await {
                 let settings = decision.origin.config.crawl_delay;
                 if settings.action == CrawlDelayAction::Enforce
@@ -525,7 +531,9 @@ impl Guard {
                     respond_limited(session, retry_after_seconds(wait), body).await?;
                     return Ok(true);
                 }
-                decision.outcome = Outcome::WouldLimit;
+                if !reported_impostor {
+                    decision.outcome = Outcome::WouldLimit;
+                }
             }
         }
         // A violation is a rule of the robots.txt in force disallowing the request (not a
@@ -591,7 +599,7 @@ impl Guard {
     }
 
     /// The delay that applies to a crawler robots.txt allows and how long it must still wait
-    /// under it ([`BudgetKey::for_decision`]); `None` when it is admitted now, or nothing limits
+    /// under it ([`Decision::budget`]); `None` when it is admitted now, or nothing limits
     /// it.
     async fn crawl_delay_wait(
         &self,
@@ -601,7 +609,7 @@ impl Guard {
         if decision.origin.config.crawl_delay.action == CrawlDelayAction::Ignore {
             return None;
         }
-        let (key, delay) = BudgetKey::for_decision(decision, client)?;
+        let (key, delay) = decision.budget(client)?;
         match self.store.admit(key, delay).await {
             Admission::Admitted => None,
             Admission::TooSoon(wait) => Some((delay, wait)),

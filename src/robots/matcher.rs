@@ -191,6 +191,8 @@ pub struct Robots {
     agents: Vec<(Box<str>, u32)>,
     global: Option<u32>,
     rule_count: usize,
+    /// Some group states a valid `Crawl-delay`.
+    any_crawl_delay: bool,
 }
 
 impl Robots {
@@ -285,6 +287,10 @@ impl Robots {
                 })
                 .max();
         }
+        robots.any_crawl_delay = robots
+            .indexes
+            .iter()
+            .any(|index| index.crawl_delay.is_some());
         robots.agents = agents
             .into_iter()
             .zip(agent_indexes)
@@ -293,6 +299,12 @@ impl Robots {
         robots.arena.shrink_to_fit();
         robots.rules.shrink_to_fit();
         robots
+    }
+
+    /// Whether any group states a valid `Crawl-delay` (when none does, no request of this
+    /// robots.txt spends a budget).
+    pub fn has_crawl_delay(&self) -> bool {
+        self.any_crawl_delay
     }
 
     /// How paths are compared ([`MatchMode`]).
@@ -703,5 +715,7 @@ mod tests {
         );
         let none = Robots::parse(b"User-agent: a\nDisallow: /x\n");
         assert_eq!(none.verdict(&["other"], b"/").crawl_delay, None);
+        assert!(robots.has_crawl_delay());
+        assert!(!none.has_crawl_delay());
     }
 }

@@ -138,6 +138,12 @@ impl Store {
         self.delays.admit(key, delay, Millis::coarse_now())
     }
 
+    /// The budgets [`Store::admit`] uses now when they are this process's (the memory backend,
+    /// or the shared store unreachable): for the decision to prefetch a budget it will check.
+    pub fn local_budgets(&self) -> Option<&CrawlDelays> {
+        self.shared().is_none().then_some(&self.delays)
+    }
+
     /// How long `key`'s budget, under `delay`, must still wait, if at all (for `/explain`).
     pub async fn next_admission(&self, key: BudgetKey<'_>, delay: Duration) -> Option<Duration> {
         if let Some(shared) = self.shared() {
