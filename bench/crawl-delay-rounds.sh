@@ -15,37 +15,51 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-8}
 
 if [ $# -eq 0 ]; then
-    binary=$(cargo bench --bench decide --no-run --message-format=json 2>/dev/null |
+    binary=$(cargo bench --bench decide --no-run --message-format=json |
         python3 -c 'import json,sys
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "decide" and m.get("executable"):
         print(m["executable"])')
+    if [ -z "$binary" ]; then
+        echo "crawl-delay-rounds: cargo named no decide bench binary" >&2
+        exit 1
+    fi
     set -- "$binary"
 fi
 
 results=$(mktemp)
-trap 'rm -f "$results"' EXIT
+log=$(mktemp)
+trap 'rm -f "$results" "$log"' EXIT
 
-# The median estimate (µs per mix) of each case, in the order criterion runs them.
+# Criterion's point estimate of each case, in nanoseconds per mix, in the order it runs them.
 estimates() {
-    "$1" --bench --warm-up-time 1 --measurement-time 2 decide_crawl_delay 2>/dev/null |
-        awk '/time:/ && !/%/ { gsub(/\[|\]/, ""); print $4 }'
+    "$1" --bench --warm-up-time 1 --measurement-time 2 decide_crawl_delay 2>"$log" |
+        awk '/time:/ && !/%/ { gsub(/\[|\]/, "")
+            scale = ($5 == "ns") ? 1 : ($5 == "µs" || $5 == "us") ? 1e3 : ($5 == "ms") ? 1e6 : -1
+            if (scale < 0) { print "unknown unit " $5 > "/dev/stderr"; exit 1 }
+            print $4 * scale }'
 }
 
 for round in $(seq 1 "$ROUNDS"); do
     for binary in "$@"; do
         read -r only returning new <<<"$(estimates "$binary" | tr '\n' ' ')"
+        if [ -z "$new" ]; then
+            cat "$log" >&2
+            echo "crawl-delay-rounds: $binary did not report three cases" >&2
+            exit 1
+        fi
         awk -v b="$binary" -v r="$round" -v o="$only" -v t="$returning" -v n="$new" 'BEGIN {
-            printf "%s\tround %d\tdecide_only %s us\treturning %+.1f %%\tnew clients %+.1f %%\n",
+            printf "%s\tround %d\tdecide_only %.0f ns\treturning %+.1f %%\tnew clients %+.1f %%\n",
                 b, r, o, (t / o - 1) * 100, (n / o - 1) * 100 }' | tee -a "$results"
     done
 done
 
 echo
 for binary in "$@"; do
-    grep -F "$binary	" "$results" | awk -F'\t' -v b="$binary" '
-        { split($4, t, " "); split($5, n, " "); ret[NR] = t[2]; new[NR] = n[3] }
+    awk -F'\t' -v b="$binary" '
+        $1 != b { next }
+        { count++; split($4, t, " "); split($5, n, " "); ret[count] = t[2]; new[count] = n[3] }
         function median(a, count,   i, j, v, sorted) {
             for (i = 1; i <= count; i++) sorted[i] = a[i]
             for (i = 2; i <= count; i++) { v = sorted[i]; j = i - 1
@@ -54,5 +68,5 @@ for binary in "$@"; do
             return count % 2 ? sorted[(count + 1) / 2] : (sorted[count / 2] + sorted[count / 2 + 1]) / 2
         }
         END { printf "%s: median returning %+.1f %%, new clients %+.1f %% (%d rounds)\n",
-            b, median(ret, NR), median(new, NR), NR }'
+            b, median(ret, count), median(new, count), count }' "$results"
 done

@@ -236,7 +236,7 @@ def check_dashboard(docs):
 
 
 # What a Secret's stand-in holds where an empty file would not pass `robotsguard validate`.
-SECRET_STAND_INS = {"state/redis-url": "redis://stand-in.invalid:6379/0\n"}
+SECRET_STAND_INS = {"state/redis-url": "rediss://stand-in.invalid:6379/0\n"}
 
 
 def project_config_volume(docs, pod_spec, container, out_dir, secrets):
@@ -339,6 +339,9 @@ def check_config_against_pod(config_file, container, pod_spec):
     redis = (config.get("state") or {}).get("redis") or {}
     if "url_file" in redis and not os.path.exists(os.path.join(base, redis["url_file"])):
         problem(f"state.redis.url_file {redis['url_file']} is not in the config volume")
+    for key, path in (redis.get("tls") or {}).items():
+        if not os.path.exists(os.path.join(base, path)):
+            problem(f"state.redis.tls.{key} {path} is not in the config volume")
 
     for origin in config["origins"]:
         robots = origin.get("robots") or {}

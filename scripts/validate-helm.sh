@@ -130,6 +130,9 @@ refuse "tls.extraSecrets" --set tls.secretName=cert --set 'tls.extraSecrets[0]=N
 refuse "set sharedState.redisSecretName or config.state, not both" \
     --set sharedState.redisSecretName=redis --set config.state.backend=memory
 refuse "sharedState.timeout" --set sharedState.redisSecretName=redis --set sharedState.timeout=fast
+refuse "need sharedState.redisSecretName" --set sharedState.tlsSecretName=redis-tls
+refuse "tlsClientCertificate needs sharedState.tlsSecretName" \
+    --set sharedState.redisSecretName=redis --set sharedState.tlsClientCertificate=true
 refuse "must exceed" --set terminationGracePeriodSeconds=15
 refuse "config.shutdown.grace" --set-string config.shutdown.grace=10
 refuse "pullPolicy" --set image.pullPolicy=Sometimes

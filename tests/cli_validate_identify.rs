@@ -78,6 +78,7 @@ fn validate_checks_the_files_a_config_refers_to() {
     let config =
         "listen:\n  - {address: \"127.0.0.1:0\", tls: {cert: missing.pem, key: missing.key}}\n\
          admin: \"127.0.0.1:0\"\n\
+         state: {backend: redis, redis: {url: \"rediss://127.0.0.1:6380/0\", tls: {ca: missing-ca.pem}}}\n\
          origins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: \"127.0.0.1:9\"\n\
          \x20   robots: {source: file, path: robots/nowhere.txt}\n";
     std::fs::write(&path, config).expect("config written");
@@ -87,6 +88,8 @@ fn validate_checks_the_files_a_config_refers_to() {
     assert!(err.contains("cannot read the TLS certificate"), "{err}");
     assert!(err.contains("missing.pem"), "{err}");
     assert!(err.contains("robots/nowhere.txt"), "{err}");
+    assert!(err.contains("state.redis: cannot read"), "{err}");
+    assert!(err.contains("missing-ca.pem"), "{err}");
     // The file alone is fine.
     let only = robotsguard(&[
         "validate",

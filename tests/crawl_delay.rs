@@ -210,6 +210,12 @@ fn a_reported_impostor_is_held_to_the_crawl_delay_of_its_address() {
         origin.proxied_to("/b").is_empty(),
         "a limited request is not proxied"
     );
+    // Both requests are logged as the impostor's, the limited one too.
+    assert!(
+        proxy.wait_log("would block (report mode)", 2, Duration::from_secs(5)),
+        "{}",
+        proxy.stderr()
+    );
     // Another impostor address has its own budget; the real crawler's is untouched.
     assert_eq!(
         from(&proxy, "198.51.100.8", host, "/c", LISTEDBOT).status,

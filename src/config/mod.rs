@@ -79,7 +79,8 @@ pub enum StateConfig {
 /// `state.redis`: the shared store.
 #[derive(Clone, PartialEq, Eq)]
 pub struct RedisConfig {
-    /// `redis://[user:password@]host:port/db` (or `unix:///path`), from `url` or `url_file`.
+    /// `redis://[user:password@]host:port/db` (`rediss://` for TLS, or `unix:///path`), from
+    /// `url` or `url_file`.
     pub url: String,
     /// The file the URL was read from, when it came from `url_file`.
     pub url_file: Option<PathBuf>,
@@ -87,6 +88,18 @@ pub struct RedisConfig {
     pub prefix: String,
     /// The longest a request waits for the store before deciding from local memory.
     pub timeout: Duration,
+    /// The certificates of a `rediss://` connection (a private CA, a client certificate).
+    pub tls: Option<RedisTls>,
+}
+
+/// `state.redis.tls`: what a `rediss://` connection trusts and presents (absolute paths).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedisTls {
+    /// PEM certificates of the CAs the server's certificate is checked against, instead of the
+    /// system's roots.
+    pub ca: Option<PathBuf>,
+    /// A PEM certificate chain and private key presented to a server that asks for one (mTLS).
+    pub client_cert: Option<(PathBuf, PathBuf)>,
 }
 
 impl std::fmt::Debug for RedisConfig {
@@ -97,6 +110,7 @@ impl std::fmt::Debug for RedisConfig {
             .field("url_file", &self.url_file)
             .field("prefix", &self.prefix)
             .field("timeout", &self.timeout)
+            .field("tls", &self.tls)
             .finish()
     }
 }

@@ -39,7 +39,12 @@ pub(crate) const STATE: Section = Section {
 
 pub(crate) const STATE_REDIS: Section = Section {
     place: "in `state.redis`",
-    keys: &["url", "url_file", "prefix", "timeout"],
+    keys: &["url", "url_file", "prefix", "timeout", "tls"],
+};
+
+pub(crate) const STATE_REDIS_TLS: Section = Section {
+    place: "in `state.redis.tls`",
+    keys: &["ca", "client_cert", "client_key"],
 };
 
 pub(crate) const VERIFY: Section = Section {
@@ -367,6 +372,7 @@ mod tests {
             &EXTRA_CRAWLER,
             &ORIGIN,
             &UPSTREAM_TLS,
+            &STATE_REDIS_TLS,
             &ADMIN,
             &LIMITS,
             &PATHS,

@@ -1,14 +1,18 @@
 //! The `state` section: where Crawl-delay budgets, strike counts, bans and robots.txt reads are
 //! kept (this process's memory, or a Redis/Valkey server shared by every replica).
 
-use std::path::Path;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::error::{quote, Sink};
 use super::reader::{self, Table};
-use super::schema::{STATE, STATE_REDIS};
+use super::schema::{STATE, STATE_REDIS, STATE_REDIS_TLS};
 use super::tree::Node;
-use super::{RedisConfig, StateConfig};
+use super::{RedisConfig, RedisTls, StateConfig};
 
 /// The key prefix when `state.redis.prefix` is not given.
 pub(crate) const DEFAULT_PREFIX: &str = "robotsguard:";
@@ -130,24 +134,170 @@ fn redis(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<RedisConfig> {
             }
         }
     };
-    if let Err(e) = redis::Client::open(url.as_str()) {
-        let shown = if url_file.is_some() {
-            "the URL in `url_file`".to_owned()
-        } else {
-            quote(&super::redacted_url(&url))
-        };
-        sink.error_hint(
-            url_pos,
-            format!("{shown} is not a Redis URL robotsguard can use: {e}"),
-            "redis://[user:password@]host:port/db or unix:///path/to/socket (TLS to the store is \
-             not supported: run it on a private network or through a local TLS tunnel)",
-        );
-        return None;
-    }
-    Some(RedisConfig {
+    let tls = match table.get("tls") {
+        Some(n) => Some(redis_tls(sink, n, base_dir)?),
+        None => None,
+    };
+    let config = RedisConfig {
         url,
         url_file,
         prefix,
         timeout,
-    })
+        tls,
+    };
+    let shown = if config.url_file.is_some() {
+        "the URL in `url_file`".to_owned()
+    } else {
+        quote(&super::redacted_url(&config.url))
+    };
+    match redis::Client::open(config.url.as_str()).map(|c| c.get_connection_info().addr().clone()) {
+        Err(e) => {
+            sink.error_hint(
+                url_pos,
+                format!("{shown} is not a Redis URL robotsguard can use: {e}"),
+                "redis://[user:password@]host:port/db, rediss://... for TLS, or \
+                 unix:///path/to/socket",
+            );
+            return None;
+        }
+        Ok(redis::ConnectionAddr::TcpTls { insecure: true, .. }) => {
+            sink.error_hint(
+                url_pos,
+                format!("{shown} turns off checking the store's certificate (`#insecure`)"),
+                "trust the store's CA with `tls: {ca: ca.pem}` instead",
+            );
+            return None;
+        }
+        Ok(redis::ConnectionAddr::TcpTls { .. }) => {}
+        Ok(_) => {
+            if let Some(n) = table.get("tls") {
+                sink.error_hint(
+                    n.pos,
+                    "`state.redis.tls` needs a `rediss://` URL",
+                    "rediss://host:port/db connects over TLS",
+                );
+                return None;
+            }
+        }
+    }
+    Some(config)
+}
+
+/// `state.redis.tls: {ca, client_cert, client_key}` (paths relative to `base_dir`).
+fn redis_tls(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<RedisTls> {
+    let table = Table::read(sink, node, &STATE_REDIS_TLS, "`state.redis.tls`")?;
+    let mut path = |key: &str| -> Option<Option<PathBuf>> {
+        match table.get(key) {
+            Some(n) => reader::nonempty_string(sink, n, key).map(|p| Some(base_dir.join(p))),
+            None => Some(None),
+        }
+    };
+    let ca = path("ca")?;
+    let cert = path("client_cert")?;
+    let key = path("client_key")?;
+    let client_cert = match (cert, key) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        _ => {
+            sink.error_hint(
+                table.pos,
+                "`client_cert` and `client_key` go together",
+                "give both PEM files for mTLS, or neither",
+            );
+            return None;
+        }
+    };
+    Some(RedisTls { ca, client_cert })
+}
+
+/// The largest certificate or key file read for the store's TLS.
+const MAX_PEM_BYTES: u64 = 1 << 20;
+
+impl RedisConfig {
+    /// A client for the store, with the certificates `tls` names read now (at start, and by
+    /// `validate`; the config check does not read them). Errors say which file and what is
+    /// wrong with it.
+    pub fn client(&self) -> Result<redis::Client, String> {
+        let Some(tls) = &self.tls else {
+            return redis::Client::open(self.url.as_str()).map_err(|e| e.to_string());
+        };
+        let root_cert = match &tls.ca {
+            Some(path) => {
+                let pem = read_pem(path)?;
+                let certificates = certificates(path, &pem)?;
+                let mut roots = pingora::tls::RootCertStore::empty();
+                for (index, certificate) in certificates.into_iter().enumerate() {
+                    roots.add(certificate).map_err(|e| {
+                        format!(
+                            "`{}`: certificate {} is not a usable CA: {e}",
+                            path.display(),
+                            index + 1
+                        )
+                    })?;
+                }
+                Some(pem)
+            }
+            None => None,
+        };
+        let client_tls = match &tls.client_cert {
+            Some((cert_path, key_path)) => {
+                let client_cert = read_pem(cert_path)?;
+                let chain = certificates(cert_path, &client_cert)?;
+                let client_key = read_pem(key_path)?;
+                let key = PrivateKeyDer::from_pem_slice(&client_key)
+                    .map_err(|e| format!("`{}`: no usable private key: {e}", key_path.display()))?;
+                // The key must be the certificate's: rustls checks that only when it connects.
+                pingora::tls::ClientConfig::builder()
+                    .with_root_certificates(pingora::tls::RootCertStore::empty())
+                    .with_client_auth_cert(chain, key)
+                    .map_err(|e| {
+                        format!(
+                            "`{}` and `{}` cannot be used together: {e}",
+                            cert_path.display(),
+                            key_path.display()
+                        )
+                    })?;
+                Some(redis::ClientTlsConfig {
+                    client_cert,
+                    client_key,
+                })
+            }
+            None => None,
+        };
+        redis::Client::build_with_tls(
+            self.url.as_str(),
+            redis::TlsCertificates {
+                client_tls,
+                root_cert,
+            },
+        )
+        .map_err(|e| e.to_string())
+    }
+}
+
+fn read_pem(path: &Path) -> Result<Vec<u8>, String> {
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_PEM_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    if bytes.len() as u64 > MAX_PEM_BYTES {
+        return Err(format!(
+            "`{}` is larger than {MAX_PEM_BYTES} bytes",
+            path.display()
+        ));
+    }
+    Ok(bytes)
+}
+
+/// The certificates of a PEM file: at least one, each parsed.
+fn certificates(path: &Path, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certificates = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("`{}`: {e}", path.display()))?;
+    if certificates.is_empty() {
+        return Err(format!("`{}` holds no PEM certificate", path.display()));
+    }
+    Ok(certificates)
 }

@@ -1672,6 +1672,79 @@ fn state_errors_point_at_the_key() {
 }
 
 #[test]
+fn state_over_tls() {
+    let c = ok(&format!(
+        "state:\n  backend: redis\n  redis:\n    url: \"rediss://:pw@redis.internal:6380/0\"\n    \
+         tls: {{ca: tls/redis-ca.pem, client_cert: /etc/rg/client.pem, client_key: /etc/rg/client.key}}\n{ORIGIN}"
+    ));
+    let StateConfig::Redis(redis) = &c.state else {
+        panic!("redis backend expected");
+    };
+    let tls = redis.tls.as_ref().expect("tls");
+    assert_eq!(tls.ca, Some(PathBuf::from(BASE).join("tls/redis-ca.pem")));
+    assert_eq!(
+        tls.client_cert,
+        Some((
+            PathBuf::from("/etc/rg/client.pem"),
+            PathBuf::from("/etc/rg/client.key")
+        ))
+    );
+    // The system's roots need no `tls`.
+    let c = ok(&format!(
+        "state:\n  backend: redis\n  redis: {{url: \"rediss://redis.internal:6380/0\"}}\n{ORIGIN}"
+    ));
+    let StateConfig::Redis(redis) = &c.state else {
+        panic!("redis backend expected");
+    };
+    assert_eq!(redis.tls, None);
+
+    one_error(
+        &format!("state:\n  backend: redis\n  redis: {{url: \"redis://127.0.0.1/\", tls: {{ca: ca.pem}}}}\n{ORIGIN}"),
+        3,
+        43,
+        "`state.redis.tls` needs a `rediss://` URL",
+    );
+    one_error(
+        &format!("state:\n  backend: redis\n  redis: {{url: \"rediss://127.0.0.1/#insecure\"}}\n{ORIGIN}"),
+        3,
+        16,
+        "turns off checking the store's certificate",
+    );
+    one_error(
+        &format!("state:\n  backend: redis\n  redis: {{url: \"rediss://127.0.0.1/\", tls: {{client_cert: c.pem}}}}\n{ORIGIN}"),
+        3,
+        44,
+        "`client_cert` and `client_key` go together",
+    );
+    one_error(
+        &format!("state:\n  backend: redis\n  redis: {{url: \"rediss://127.0.0.1/\", tls: {{cafile: ca.pem}}}}\n{ORIGIN}"),
+        3,
+        45,
+        "unknown key `cafile` in `state.redis.tls`",
+    );
+}
+
+#[test]
+fn the_store_tls_files_are_checked_when_the_client_is_made() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let yaml = |tls: &str| {
+        format!("state:\n  backend: redis\n  redis: {{url: \"rediss://127.0.0.1:6380/0\", tls: {tls}}}\n{ORIGIN}")
+    };
+    let client = |tls: &str| {
+        let c = load_str(&yaml(tls), "t.yaml", dir.path()).expect("the config itself is fine");
+        let StateConfig::Redis(redis) = &c.state else {
+            panic!("redis backend expected");
+        };
+        redis.client().map(|_| ())
+    };
+    let missing = client("{ca: nowhere.pem}").expect_err("a missing CA file");
+    assert!(missing.contains("nowhere.pem"), "{missing}");
+    std::fs::write(dir.path().join("empty.pem"), "not a certificate\n").expect("written");
+    let empty = client("{ca: empty.pem}").expect_err("no certificate");
+    assert!(empty.contains("holds no PEM certificate"), "{empty}");
+}
+
+#[test]
 fn state_is_restart_only() {
     let old = ok(ORIGIN);
     let new = ok(&format!(

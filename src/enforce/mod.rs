@@ -667,19 +667,13 @@ fn decide_named(
             true
         }
         Policy::Rules(rules) => {
-            // The first crawler robots.txt is enforced for is the one an allowed request spends
-            // the budget of (per address until its identity is verified).
             if let (Some(budgets), Some(identity), true) = (
                 budgets,
                 first_enforced,
                 rules.has_crawl_delay()
                     && origin.config.crawl_delay.action != CrawlDelayAction::Ignore,
             ) {
-                budgets.prefetch(BudgetKey {
-                    origin: origin.name(),
-                    crawler: identity.name,
-                    client,
-                });
+                prefetch_budget(budgets, origin.name(), identity, client, signed_by);
             }
             let mut first: Option<Verdict<'_>> = None;
             let mut blocking: Option<(Verdict<'_>, &Identity<'_>)> = None;
@@ -724,6 +718,35 @@ fn decide_named(
         (true, _) => Outcome::Blocked,
     };
     decision
+}
+
+/// Starts loading the budget an allowed request of `identity` (the first crawler robots.txt is
+/// enforced for) would be admitted against. Verification comes after the decision, so for a
+/// crawler that can be verified both budgets it may spend are prefetched: its own (per origin)
+/// and the address's; a signature already says which.
+fn prefetch_budget(
+    budgets: &CrawlDelays,
+    origin: &str,
+    identity: &Identity<'_>,
+    client: Option<IpAddr>,
+    signed_by: Option<&str>,
+) {
+    let key = |client| BudgetKey {
+        origin,
+        crawler: identity.name,
+        client,
+    };
+    let signed = signed_by.is_some_and(|name| name.eq_ignore_ascii_case(identity.name));
+    let verifiable = identity.info.is_some_and(|info| info.verify.is_some());
+    let per_origin = signed || verifiable;
+    if per_origin {
+        budgets.prefetch(key(None));
+    }
+    // The address's budget, unless a signature settled it or it is the one just prefetched.
+    let per_address = !signed && (client.is_some() || !per_origin);
+    if per_address {
+        budgets.prefetch(key(client));
+    }
 }
 
 /// A crawler's tokens as robots.txt names are compared (at most [`MAX_TOKENS`]): robots.txt

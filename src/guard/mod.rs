@@ -521,6 +521,16 @@ impl Guard {
                 if settings.action == CrawlDelayAction::Enforce
                     && decision.origin.config.mode == Mode::Enforce
                 {
+                    if reported_impostor {
+                        // Still reported: the 429 must not hide the impostor from the log.
+                        let request = session.req_header();
+                        crate::logs::disallowed_request(
+                            &decision,
+                            || client_text(ctx.client),
+                            &request.method,
+                            request_path(request),
+                        );
+                    }
                     decision.outcome = Outcome::Limited;
                     METRICS
                         .rate_limited

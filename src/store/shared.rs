@@ -186,7 +186,7 @@ pub(super) struct Shared {
 impl Shared {
     /// `None` when the URL cannot be used (the config check refuses that first).
     pub(super) fn new(settings: &RedisConfig) -> Option<Shared> {
-        let client = match redis::Client::open(settings.url.as_str()) {
+        let client = match settings.client() {
             Ok(client) => client,
             Err(e) => {
                 tracing::error!(url = %redacted_url(&settings.url), error = %e, "the shared store's URL cannot be used; state is kept in memory");

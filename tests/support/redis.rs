@@ -11,6 +11,17 @@ pub struct RedisServer {
     child: Option<Child>,
     pub port: u16,
     dir: tempfile::TempDir,
+    tls: Option<TlsPort>,
+}
+
+/// A TLS port beside the plain one (which the tests' own client keeps using).
+struct TlsPort {
+    port: u16,
+    cert: PathBuf,
+    key: PathBuf,
+    ca: PathBuf,
+    /// Clients must present a certificate `ca` signed.
+    client_certificates: bool,
 }
 
 fn binary() -> PathBuf {
@@ -32,9 +43,36 @@ impl RedisServer {
             child: None,
             port: free_port(),
             dir: tempfile::tempdir().expect("temp dir for redis"),
+            tls: None,
         };
         server.run();
         server
+    }
+
+    /// Starts a server that also listens for TLS ([`RedisServer::tls_url`]) with `cert` and
+    /// `key`; with `client_ca`, TLS clients must present a certificate that CA signed.
+    pub fn start_tls(cert: &Path, key: &Path, client_ca: Option<&Path>) -> RedisServer {
+        let mut server = RedisServer {
+            child: None,
+            port: free_port(),
+            dir: tempfile::tempdir().expect("temp dir for redis"),
+            tls: Some(TlsPort {
+                port: free_port(),
+                cert: cert.to_path_buf(),
+                key: key.to_path_buf(),
+                // redis-server wants a CA file even when it asks clients for nothing.
+                ca: client_ca.unwrap_or(cert).to_path_buf(),
+                client_certificates: client_ca.is_some(),
+            }),
+        };
+        server.run();
+        server
+    }
+
+    /// `rediss://127.0.0.1:TLS_PORT/0`.
+    pub fn tls_url(&self) -> String {
+        let tls = self.tls.as_ref().expect("started with start_tls");
+        format!("rediss://127.0.0.1:{}/0", tls.port)
     }
 
     /// `redis://127.0.0.1:PORT/0`.
@@ -44,12 +82,27 @@ impl RedisServer {
 
     fn run(&mut self) {
         let log = std::fs::File::create(self.dir.path().join("redis.log")).expect("log file");
-        let child = Command::new(binary())
+        let mut command = Command::new(binary());
+        command
             .args(["--bind", "127.0.0.1", "--port"])
             .arg(self.port.to_string())
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .arg("--dir")
-            .arg(self.dir.path())
+            .arg(self.dir.path());
+        if let Some(tls) = &self.tls {
+            command
+                .arg("--tls-port")
+                .arg(tls.port.to_string())
+                .arg("--tls-cert-file")
+                .arg(&tls.cert)
+                .arg("--tls-key-file")
+                .arg(&tls.key)
+                .arg("--tls-ca-cert-file")
+                .arg(&tls.ca)
+                .arg("--tls-auth-clients")
+                .arg(if tls.client_certificates { "yes" } else { "no" });
+        }
+        let child = command
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log handle"))
             .stderr(log)

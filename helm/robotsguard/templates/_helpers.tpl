@@ -140,7 +140,21 @@ admin becomes a mapping whose token_file is the projected Secret key.
 {{- fail "robotsguard chart: set sharedState.redisSecretName or config.state, not both; with sharedState the chart mounts the Secret and writes state itself" -}}
 {{- end -}}
 {{- $redis := dict "url_file" "state/redis-url" "prefix" $.Values.sharedState.prefix "timeout" $.Values.sharedState.timeout -}}
+{{- with $.Values.sharedState.tlsSecretName -}}
+{{- $tls := dict "ca" "state/redis-tls/ca.crt" -}}
+{{- if $.Values.sharedState.tlsClientCertificate -}}
+{{- $_ := set $tls "client_cert" "state/redis-tls/tls.crt" -}}
+{{- $_ := set $tls "client_key" "state/redis-tls/tls.key" -}}
+{{- end -}}
+{{- $_ := set $redis "tls" $tls -}}
+{{- end -}}
 {{- $_ := set $config "state" (dict "backend" "redis" "redis" $redis) -}}
+{{- end -}}
+{{- if and (or .Values.sharedState.tlsSecretName .Values.sharedState.tlsClientCertificate) (not .Values.sharedState.redisSecretName) -}}
+{{- fail "robotsguard chart: sharedState.tlsSecretName and tlsClientCertificate need sharedState.redisSecretName" -}}
+{{- end -}}
+{{- if and .Values.sharedState.tlsClientCertificate (not .Values.sharedState.tlsSecretName) -}}
+{{- fail "robotsguard chart: sharedState.tlsClientCertificate needs sharedState.tlsSecretName (the Secret with tls.crt and tls.key)" -}}
 {{- end -}}
 {{- $bind := .Values.bindAddress -}}
 {{- $proxyPort := int .Values.ports.proxy -}}

@@ -132,6 +132,11 @@ pub fn preflight(config: &Config, checks: Checks) -> Result<(), StartError> {
             }
         }
     }
+    if let robotsguard::config::StateConfig::Redis(redis) = &config.state {
+        if let Err(e) = redis.client() {
+            problems.push(format!("state.redis: {e}"));
+        }
+    }
     if let Some(path) = &config.admin.token_file {
         if let Err(e) = robotsguard::admin::read_token(path) {
             problems.push(format!("admin token_file: {e}"));
