@@ -133,6 +133,8 @@ refuse "sharedState.timeout" --set sharedState.redisSecretName=redis --set share
 refuse "need sharedState.redisSecretName" --set sharedState.tlsSecretName=redis-tls
 refuse "tlsClientCertificate needs sharedState.tlsSecretName" \
     --set sharedState.redisSecretName=redis --set sharedState.tlsClientCertificate=true
+refuse "uses nothing from it" --set sharedState.redisSecretName=redis \
+    --set sharedState.tlsSecretName=redis-tls --set sharedState.tlsCaCertificate=false
 refuse "must exceed" --set terminationGracePeriodSeconds=15
 refuse "config.shutdown.grace" --set-string config.shutdown.grace=10
 refuse "pullPolicy" --set image.pullPolicy=Sometimes

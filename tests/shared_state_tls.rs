@@ -104,6 +104,24 @@ fn the_store_over_tls_with_a_private_ca_and_a_client_certificate_is_shared() {
     assert!(keys.contains(client), "budget keys in the store: {keys:?}");
 }
 
+/// A store named by its DNS name, with a certificate for that name, and no client certificate
+/// asked for.
+#[test]
+fn the_store_is_checked_against_the_name_in_its_url() {
+    let certs = tempfile::tempdir().expect("temp dir");
+    make_ca(certs.path(), "ca");
+    let (cert, key) = make_leaf(certs.path(), "ca", "store", "DNS:localhost", false);
+    let redis = RedisServer::start_tls(&cert, &key, None);
+    let origin = Origin::start();
+    let url = redis.tls_url().replace("127.0.0.1", "localhost");
+    let proxy = start(&origin, &url, &tls_files(certs.path(), "ca", None));
+    assert!(wait_up(&proxy), "{}", proxy.stderr());
+    assert_eq!(from(&proxy, "203.0.113.7", "/a").status, 200);
+    assert_eq!(from(&proxy, "203.0.113.7", "/b").status, 429);
+    let keys = redis.command(&["KEYS", &format!("{PREFIX}delay:*")]);
+    assert!(keys.contains("203.0.113.7"), "{keys:?}");
+}
+
 #[test]
 fn a_store_it_cannot_trust_or_that_refuses_it_is_not_used() {
     let certs = tempfile::tempdir().expect("temp dir");
@@ -129,6 +147,12 @@ fn a_store_it_cannot_trust_or_that_refuses_it_is_not_used() {
         &redis.tls_url(),
         &tls_files(certs.path(), "ca", None),
     );
+    // The right CA, another name: the certificate is for 127.0.0.1, not for localhost.
+    let misnamed = start(
+        &origin,
+        &redis.tls_url().replace("127.0.0.1", "localhost"),
+        &tls_files(certs.path(), "ca", Some("robotsguard")),
+    );
     // With everything right the store is used, which gives the others time to have tried.
     let trusted = start(
         &origin,
@@ -136,18 +160,22 @@ fn a_store_it_cannot_trust_or_that_refuses_it_is_not_used() {
         &tls_files(certs.path(), "ca", Some("robotsguard")),
     );
     assert!(wait_up(&trusted), "{}", trusted.stderr());
+    // A server that refuses the client may close the connection before its alert is read.
+    let refused: &[&str] = &["CertificateRequired", "reset by peer", "broken pipe"];
     for (name, proxy, why) in [
-        ("another CA", &distrusting, "UnknownIssuer"),
-        ("system roots", &system_roots, "UnknownIssuer"),
-        ("no client certificate", &anonymous, "CertificateRequired"),
+        ("another CA", &distrusting, &["UnknownIssuer"][..]),
+        ("system roots", &system_roots, &["UnknownIssuer"][..]),
+        ("no client certificate", &anonymous, refused),
+        ("another name", &misnamed, &["not valid for name"][..]),
     ] {
         assert!(
             proxy.wait_log("the shared state store failed", 1, Duration::from_secs(10)),
             "{name}: no failure logged: {}",
             proxy.stderr()
         );
-        assert!(proxy.stderr().contains(why), "{name}: {}", proxy.stderr());
-        assert_eq!(backend_up(proxy), 0.0, "{name}");
+        let log = proxy.stderr();
+        assert!(why.iter().any(|why| log.contains(why)), "{name}: {log}");
+        assert_eq!(backend_up(proxy), 0.0, "{name}: never connected");
         // Decided from memory: admitted, then limited by this process's own budget.
         let client = "203.0.113.9";
         assert_eq!(from(proxy, client, "/a").status, 200, "{name}");

@@ -218,8 +218,18 @@ impl RedisConfig {
     /// `validate`; the config check does not read them). Errors say which file and what is
     /// wrong with it.
     pub fn client(&self) -> Result<redis::Client, String> {
+        let client = redis::Client::open(self.url.as_str()).map_err(|e| e.to_string())?;
+        if !matches!(
+            client.get_connection_info().addr(),
+            redis::ConnectionAddr::TcpTls { .. }
+        ) {
+            return Ok(client);
+        }
+        // The Redis client asks rustls for the process's provider, as pingora's TLS does.
+        pingora::tls::install_default_crypto_provider();
+        check_system_roots()?;
         let Some(tls) = &self.tls else {
-            return redis::Client::open(self.url.as_str()).map_err(|e| e.to_string());
+            return Ok(client);
         };
         let root_cert = match &tls.ca {
             Some(path) => {
@@ -273,6 +283,26 @@ impl RedisConfig {
         )
         .map_err(|e| e.to_string())
     }
+}
+
+/// The Redis client reads the system's roots at every connection, even when `tls.ca` replaces
+/// them, and fails on any problem with them (a missing `SSL_CERT_FILE`, an unreadable or
+/// malformed certificate): say so at start rather than fall back to memory for ever.
+fn check_system_roots() -> Result<(), String> {
+    let loaded = rustls_native_certs::load_native_certs();
+    if let Some(error) = loaded.errors.first() {
+        return Err(format!(
+            "the system's CA certificates cannot be loaded, which a rediss:// connection needs \
+             even with `tls.ca`: {error}"
+        ));
+    }
+    let mut roots = pingora::tls::RootCertStore::empty();
+    for certificate in loaded.certs {
+        roots.add(certificate).map_err(|e| {
+            format!("a certificate among the system's CA certificates is not usable: {e}")
+        })?;
+    }
+    Ok(())
 }
 
 fn read_pem(path: &Path) -> Result<Vec<u8>, String> {

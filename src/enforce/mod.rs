@@ -721,9 +721,10 @@ fn decide_named(
 }
 
 /// Starts loading the budget an allowed request of `identity` (the first crawler robots.txt is
-/// enforced for) would be admitted against. Verification comes after the decision, so for a
-/// crawler that can be verified both budgets it may spend are prefetched: its own (per origin)
-/// and the address's; a signature already says which.
+/// enforced for) would be admitted against: the address's, or the crawler's own when a signature
+/// already verified it. Verification by address comes after the decision; a verified crawler's
+/// own budget is one line that every request of that crawler touches, so it is in cache while
+/// the crawler is busy, and the address's is the one a crawl from many addresses misses.
 fn prefetch_budget(
     budgets: &CrawlDelays,
     origin: &str,
@@ -731,22 +732,12 @@ fn prefetch_budget(
     client: Option<IpAddr>,
     signed_by: Option<&str>,
 ) {
-    let key = |client| BudgetKey {
+    let signed = signed_by.is_some_and(|name| name.eq_ignore_ascii_case(identity.name));
+    budgets.prefetch(BudgetKey {
         origin,
         crawler: identity.name,
-        client,
-    };
-    let signed = signed_by.is_some_and(|name| name.eq_ignore_ascii_case(identity.name));
-    let verifiable = identity.info.is_some_and(|info| info.verify.is_some());
-    let per_origin = signed || verifiable;
-    if per_origin {
-        budgets.prefetch(key(None));
-    }
-    // The address's budget, unless a signature settled it or it is the one just prefetched.
-    let per_address = !signed && (client.is_some() || !per_origin);
-    if per_address {
-        budgets.prefetch(key(client));
-    }
+        client: if signed { None } else { client },
+    });
 }
 
 /// A crawler's tokens as robots.txt names are compared (at most [`MAX_TOKENS`]): robots.txt

@@ -189,7 +189,7 @@ impl Shared {
         let client = match settings.client() {
             Ok(client) => client,
             Err(e) => {
-                tracing::error!(url = %redacted_url(&settings.url), error = %e, "the shared store's URL cannot be used; state is kept in memory");
+                tracing::error!(url = %redacted_url(&settings.url), error = %e, "the shared store cannot be set up (URL or TLS files); state is kept in memory");
                 return None;
             }
         };

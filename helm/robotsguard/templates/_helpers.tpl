@@ -141,7 +141,13 @@ admin becomes a mapping whose token_file is the projected Secret key.
 {{- end -}}
 {{- $redis := dict "url_file" "state/redis-url" "prefix" $.Values.sharedState.prefix "timeout" $.Values.sharedState.timeout -}}
 {{- with $.Values.sharedState.tlsSecretName -}}
-{{- $tls := dict "ca" "state/redis-tls/ca.crt" -}}
+{{- if not (or $.Values.sharedState.tlsCaCertificate $.Values.sharedState.tlsClientCertificate) -}}
+{{- fail "robotsguard chart: sharedState.tlsSecretName with neither tlsCaCertificate nor tlsClientCertificate uses nothing from it" -}}
+{{- end -}}
+{{- $tls := dict -}}
+{{- if $.Values.sharedState.tlsCaCertificate -}}
+{{- $_ := set $tls "ca" "state/redis-tls/ca.crt" -}}
+{{- end -}}
 {{- if $.Values.sharedState.tlsClientCertificate -}}
 {{- $_ := set $tls "client_cert" "state/redis-tls/tls.crt" -}}
 {{- $_ := set $tls "client_key" "state/redis-tls/tls.key" -}}
