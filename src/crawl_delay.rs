@@ -291,8 +291,8 @@ mod tests {
             Admission::TooSoon(Duration::from_millis(1500))
         );
         assert_eq!(
-            limits.admit(bot, delay, start.after(Duration::from_millis(1999))),
-            Admission::TooSoon(Duration::from_millis(1))
+            limits.admit(bot, delay, start.after(Duration::from_millis(1980))),
+            Admission::TooSoon(Duration::from_millis(20))
         );
         assert_eq!(
             limits.admit(bot, delay, start.after(delay)),

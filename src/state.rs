@@ -280,6 +280,28 @@ struct History {
 /// A robots.txt copy that stopped being in force, and when.
 pub type EndedCopy = (Arc<RobotsCopy>, SystemTime);
 
+impl History {
+    /// Records that `copy` stopped being in force at `now` (and is to be shared).
+    fn end(&mut self, copy: Arc<RobotsCopy>, now: std::time::Instant) {
+        self.unpublished
+            .push_back((copy.clone(), SystemTime::now()));
+        if self.unpublished.len() > HISTORY_COPIES {
+            self.unpublished.pop_front();
+        }
+        self.earlier.push_back((copy, now));
+        while let Some((_, until)) = self.earlier.front() {
+            let expired = now.saturating_duration_since(*until) > HISTORY;
+            if !expired && self.earlier.len() <= HISTORY_COPIES {
+                break;
+            }
+            if !expired {
+                self.forgotten_until = Some(*until);
+            }
+            self.earlier.pop_front();
+        }
+    }
+}
+
 impl RobotsSlot {
     fn new(settings: RobotsConfig) -> RobotsSlot {
         let initial = match &settings.source {
@@ -315,6 +337,28 @@ impl RobotsSlot {
         }
     }
 
+    /// A slot for new settings of an origin that had `old`: what was in force before stays in
+    /// the 24-hour history (a rule added by a config reload is as young as any other), the copy
+    /// `old` had in force included, ended now.
+    fn succeeding(old: &RobotsSlot, settings: RobotsConfig) -> RobotsSlot {
+        let slot = RobotsSlot::new(settings);
+        let (Ok(old_history), Ok(mut history)) = (old.history.lock(), slot.history.lock()) else {
+            return slot;
+        };
+        history.earlier = old_history.earlier.clone();
+        history.forgotten_until = old_history.forgotten_until;
+        history.shared = old_history.shared.clone();
+        history.shared_forgotten_until = old_history.shared_forgotten_until;
+        history.unpublished = old_history.unpublished.clone();
+        drop(old_history);
+        let ended = old.current();
+        if ended.outcome != CopyOutcome::Pending {
+            history.end(ended, std::time::Instant::now());
+        }
+        drop(history);
+        slot
+    }
+
     /// The copy in force.
     pub fn current(&self) -> Arc<RobotsCopy> {
         self.current.load_full()
@@ -330,32 +374,15 @@ impl RobotsSlot {
         if old.outcome == CopyOutcome::Pending || same_rules(&old, &new) {
             return;
         }
-        let now = std::time::Instant::now();
         if let Ok(mut history) = self.history.lock() {
-            history
-                .unpublished
-                .push_back((old.clone(), SystemTime::now()));
-            if history.unpublished.len() > HISTORY_COPIES {
-                history.unpublished.pop_front();
-            }
-            history.earlier.push_back((old, now));
-            while let Some((_, until)) = history.earlier.front() {
-                let expired = now.saturating_duration_since(*until) > HISTORY;
-                if !expired && history.earlier.len() <= HISTORY_COPIES {
-                    break;
-                }
-                if !expired {
-                    history.forgotten_until = Some(*until);
-                }
-                history.earlier.pop_front();
-            }
+            history.end(old, std::time::Instant::now());
         }
     }
 
     /// Whether every copy in force over the last [`HISTORY`] before `now`, the current one
     /// included, satisfies `check`, with none of those hours forgotten. The history starts
-    /// when the slot is made: a process younger than a day (or a reload that changed the
-    /// origin's robots.txt settings) looks back to then.
+    /// with the process (a reload that changes the origin's robots.txt settings carries it
+    /// over): a process younger than a day looks back to its start.
     pub fn throughout_history(
         &self,
         now: std::time::Instant,
@@ -548,7 +575,13 @@ impl Snapshot {
                         && old.config.upstream_tls == origin_config.upstream_tls
                 })
                 .map(|old| old.robots.clone())
-                .unwrap_or_else(|| Arc::new(RobotsSlot::new(origin_config.robots.clone())));
+                .unwrap_or_else(|| {
+                    let settings = origin_config.robots.clone();
+                    Arc::new(match previous {
+                        Some(old) => RobotsSlot::succeeding(&old.robots, settings),
+                        None => RobotsSlot::new(settings),
+                    })
+                });
             // A reload keeps what is known of unchanged upstreams (addresses, health); a new
             // or changed set is resolved now, and a name that does not resolve leaves only this
             // origin without upstreams.

@@ -286,3 +286,55 @@ fn a_rule_younger_than_a_day_does_not_strike() {
         0.0
     );
 }
+
+/// The same through a config reload that changes an inline robots.txt: the origin's robots.txt
+/// settings change, and what was in force before still counts for the next 24 hours.
+#[test]
+fn a_rule_added_by_a_config_reload_does_not_strike() {
+    let origin = Origin::start();
+    let before = "{source: inline, text: \"User-agent: *\\nDisallow: /other\\n\"}";
+    let proxy = start(
+        &origin,
+        before,
+        "{action: ban, strikes: 2, window: 1m, ban: 1h}",
+    );
+    assert!(proxy.wait_log("config reload: watching", 1, Duration::from_secs(10)));
+    let client = "203.0.113.90";
+    let current = std::fs::read_to_string(proxy.config_path()).expect("config readable");
+    let added = current.replace("Disallow: /other", "Disallow: /other\\nDisallow: /private");
+    assert_ne!(added, current);
+    proxy.replace_config(&added);
+    assert_eq!(
+        proxy.wait_reloads("success", 1.0),
+        1.0,
+        "{}",
+        proxy.stderr()
+    );
+    for n in 0..4 {
+        assert_eq!(
+            from(&proxy, client, &format!("/private/{n}"), EXAMPLEBOT).status,
+            403
+        );
+    }
+    assert_eq!(from(&proxy, client, "/public", EXAMPLEBOT).status, 200);
+    assert_eq!(
+        metric(
+            &proxy.metrics(),
+            "robotsguard_bans_total",
+            &[("origin", "shop")]
+        ),
+        0.0
+    );
+    // A rule that was in force before the reload too strikes.
+    for n in 0..2 {
+        assert_eq!(
+            from(&proxy, client, &format!("/other/{n}"), EXAMPLEBOT).status,
+            403
+        );
+    }
+    assert_eq!(
+        from(&proxy, client, "/public", EXAMPLEBOT).status,
+        403,
+        "banned"
+    );
+}

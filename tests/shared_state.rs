@@ -283,6 +283,64 @@ fn a_dead_store_falls_back_to_memory_and_a_restarted_one_is_shared_again() {
     );
 }
 
+/// The ids of the store's clients other than the one asking (`CLIENT LIST`): the proxies'.
+fn other_clients(redis: &RedisServer) -> Vec<String> {
+    redis
+        .command(&["CLIENT", "LIST"])
+        .lines()
+        .filter(|line| !line.contains("cmd=client|list"))
+        .filter_map(|line| line.split(' ').find(|field| field.starts_with("id=")))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A primary that becomes a replica under the proxy (a failover behind the URL's name): writes
+/// are refused (`READONLY`), requests are still answered from memory, and the proxy connects
+/// again, so that it reaches wherever the name points once the failover is done.
+#[test]
+fn a_store_turned_replica_is_connected_to_again() {
+    let redis = RedisServer::start();
+    let origin = Origin::start();
+    let proxy = start(&origin, &redis, "200ms");
+    let before = other_clients(&redis);
+    assert!(!before.is_empty(), "the proxy's connection");
+
+    // Replica of a primary that is not there: read-only at once.
+    redis.command(&["REPLICAOF", "127.0.0.1", "1"]);
+    let crawler = "198.51.100.30";
+    assert_eq!(from(&proxy, crawler, "/page").status, 200);
+    assert!(
+        wait_for(Duration::from_secs(5), || {
+            let now = other_clients(&redis);
+            !now.is_empty() && now.iter().all(|id| !before.contains(id))
+        }),
+        "a new connection: before {before:?}, now {:?}",
+        other_clients(&redis)
+    );
+    assert!(
+        proxy.stderr().contains("read only replica"),
+        "{}",
+        proxy.stderr()
+    );
+
+    redis.command(&["REPLICAOF", "NO", "ONE"]);
+    assert!(wait_up(&proxy, 1.0));
+    // A new client each time: one admitted from memory would be limited there next time.
+    let mut attempt = 0;
+    assert!(
+        wait_for(Duration::from_secs(5), || {
+            attempt += 1;
+            let crawler = format!("198.51.101.{attempt}");
+            from(&proxy, &crawler, "/page").status == 200
+                && redis.command(&[
+                    "EXISTS",
+                    &format!("{PREFIX}delay:shop:ExampleBot:{crawler}"),
+                ]) == "1"
+        }),
+        "budgets live in the store again"
+    );
+}
+
 #[test]
 fn a_frozen_store_costs_a_request_at_most_the_timeout() {
     let redis = RedisServer::start();
@@ -302,6 +360,31 @@ fn a_frozen_store_costs_a_request_at_most_the_timeout() {
     assert_eq!(from(&proxy, crawler, "/page").status, 429);
     redis.resume();
     assert!(wait_up(&proxy, 1.0), "it is used again once it answers");
+}
+
+/// A store that stops answering for several checks (its address gone without the connection
+/// being closed, as when a pod is rescheduled): the connection is replaced rather than waited on.
+#[test]
+fn a_store_silent_for_several_checks_gets_a_new_connection() {
+    let redis = RedisServer::start();
+    let origin = Origin::start();
+    let proxy = start(&origin, &redis, "200ms");
+    let before = other_clients(&redis);
+    assert!(!before.is_empty(), "the proxy's connection");
+    redis.pause();
+    assert!(wait_up(&proxy, 0.0), "the gauge drops");
+    // Three checks a second apart go unanswered.
+    thread::sleep(Duration::from_secs(4));
+    redis.resume();
+    assert!(wait_up(&proxy, 1.0), "it is used again once it answers");
+    assert!(
+        wait_for(Duration::from_secs(5), || {
+            let now = other_clients(&redis);
+            !now.is_empty() && now.iter().all(|id| !before.contains(id))
+        }),
+        "a new connection: before {before:?}, now {:?}",
+        other_clients(&redis)
+    );
 }
 
 /// A proxy of `origin` reading robots.txt from a file that starts as `robots`, banning after 2

@@ -266,6 +266,11 @@ impl Shared {
         match tokio::time::timeout(limit, command).await {
             Ok(Ok(value)) => Some(value),
             Ok(Err(e)) => {
+                if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly) {
+                    // A primary that became a replica (a failover behind the URL's name):
+                    // connect again, to wherever the name points now.
+                    self.connection.store(None);
+                }
                 self.failed(operation, &e.to_string());
                 None
             }
@@ -429,7 +434,14 @@ struct Seen {
     /// When the robots.txt histories were last loaded (reloaded now and then anyway, for the
     /// origins a config reload added).
     robots_loaded: Option<Instant>,
+    /// Checks in a row the connection did not answer in time.
+    slow_checks: u32,
 }
+
+/// Checks in a row without an answer after which the connection is replaced: a store that went
+/// away without closing it (its address gone, a dropped flow) would otherwise keep it, and this
+/// process off the store, until TCP gives up on it many minutes later.
+const SLOW_CHECKS_BEFORE_RECONNECT: u32 = 3;
 
 impl StoreService {
     pub(super) fn new(
@@ -485,12 +497,19 @@ impl StoreService {
                 self.down(&e.to_string());
                 return;
             }
-            // Slow, not broken: the same connection is asked again at the next check.
+            // Slow, maybe not broken: the same connection is asked again at the next check,
+            // a few times.
             Err(_) => {
+                seen.slow_checks += 1;
+                if seen.slow_checks >= SLOW_CHECKS_BEFORE_RECONNECT {
+                    seen.slow_checks = 0;
+                    shared.connection.store(None);
+                }
                 self.down("no answer within state.redis.timeout");
                 return;
             }
         };
+        seen.slow_checks = 0;
         if !shared.up.swap(true, Ordering::AcqRel) {
             METRICS.state_backend_up.set(1);
             tracing::info!(url = %shared.shown_url, "the shared state store is reachable: state is shared");
