@@ -137,6 +137,14 @@ fn two_processes_share_one_budget_one_strike_count_one_ban_and_robots_reads() {
     assert_eq!(violations("yes"), 1.0, "{metrics}");
     assert_eq!(violations("no"), 0.0);
 
+    // Both processes listen for announcements of ban changes (and reload their mirror at once).
+    assert!(
+        wait_for(Duration::from_secs(5), || redis
+            .command(&["PUBSUB", "NUMSUB", &format!("{PREFIX}bans:version")])
+            .ends_with("\n2")),
+        "subscribed: {}",
+        redis.command(&["PUBSUB", "NUMSUB", &format!("{PREFIX}bans:version")])
+    );
     // Strikes on either process count together; the third bans on both.
     let offender = "198.51.100.9";
     assert_eq!(from(&a, offender, "/private/1").status, 403);
@@ -283,12 +291,18 @@ fn a_dead_store_falls_back_to_memory_and_a_restarted_one_is_shared_again() {
     );
 }
 
-/// The ids of the store's clients other than the one asking (`CLIENT LIST`): the proxies'.
+/// The ids of the store's clients other than the one asking and the subscribers (`CLIENT
+/// LIST`): the proxies' command connections.
 fn other_clients(redis: &RedisServer) -> Vec<String> {
     redis
         .command(&["CLIENT", "LIST"])
         .lines()
         .filter(|line| !line.contains("cmd=client|list"))
+        .filter(|line| {
+            !line
+                .split(' ')
+                .any(|field| field.starts_with("flags=") && field.contains('P'))
+        })
         .filter_map(|line| line.split(' ').find(|field| field.starts_with("id=")))
         .map(str::to_owned)
         .collect()

@@ -5,7 +5,9 @@
 //! Keys (after `state.redis.prefix`): `delay:ORIGIN:CRAWLER[:CLIENT]` (lives for the delay),
 //! `read:ORIGIN:CLIENT` (24 hours), `strikes:ORIGIN:CLIENT` (the window), the hash `bans` (field
 //! `CLIENT ORIGIN`, value `UNTIL_MS SINCE_MS STRIKES`) and `bans:version`, which every change to
-//! the bans increments so that the processes' mirrors reload only when something changed, and
+//! the bans increments (and announces on the channel of the same name, so that the other
+//! processes reload at once rather than at their next check) so that the processes' mirrors
+//! reload only when something changed, and
 //! per origin `robots-history:ORIGIN`, the robots.txt copies any replica had in force over the
 //! last 24 hours (a sorted set, one member per content, scored by when it last stopped being in
 //! force; `robots-history-forgotten:ORIGIN` says until when copies were dropped for the most kept;
@@ -77,14 +79,14 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[3], ARGV[5], string.format('%d %d %d', now + tonumber(ARGV[6]), now, count))
-redis.call('INCR', KEYS[4])
+redis.call('PUBLISH', KEYS[4], redis.call('INCR', KEYS[4]))
 return {read, count, 1}
 ";
 
 /// Lifts a ban. KEYS: bans, bans:version. ARGV: the ban's field. Returns 1 when there was one.
 const LIFT_SCRIPT: &str = "
 local lifted = redis.call('HDEL', KEYS[1], ARGV[1])
-if lifted == 1 then redis.call('INCR', KEYS[2]) end
+if lifted == 1 then redis.call('PUBLISH', KEYS[2], redis.call('INCR', KEYS[2])) end
 return lifted
 ";
 
@@ -117,7 +119,7 @@ for i = 1, #ARGV, 4 do
   redis.call('HSET', KEYS[1], ARGV[i], string.format('%d %d %d',
     now + tonumber(ARGV[i + 1]), now - tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])))
 end
-redis.call('INCR', KEYS[2])
+redis.call('PUBLISH', KEYS[2], redis.call('INCR', KEYS[2]))
 return #ARGV / 4
 ";
 
@@ -839,15 +841,55 @@ fn parse_ban(field: &[u8], value: &[u8], server_now: u64, now: Instant) -> Optio
     ))
 }
 
+impl StoreService {
+    /// Wakes the check whenever a process announces a change to the bans (the scripts publish
+    /// `bans:version` on its own name), so that a ban reaches every replica's mirror within a
+    /// round trip; subscribes again a check interval after the subscription fails or ends. The
+    /// checks go on regardless: a lost subscription only delays mirrors to the next one.
+    async fn listen_for_ban_changes(&self, wake: &tokio::sync::Notify) {
+        use futures::StreamExt;
+        let channel = self.shared.key(&["bans", "version"]);
+        loop {
+            let subscribed = tokio::time::timeout(BACKGROUND_TIMEOUT, async {
+                let mut pubsub = self.shared.client.get_async_pubsub().await?;
+                pubsub.subscribe(&channel).await?;
+                Ok::<_, redis::RedisError>(pubsub)
+            })
+            .await;
+            match subscribed {
+                Ok(Ok(mut pubsub)) => {
+                    let mut announcements = pubsub.on_message();
+                    while announcements.next().await.is_some() {
+                        wake.notify_one();
+                    }
+                    tracing::debug!(url = %self.shared.shown_url, "ban announcements ended; subscribing again");
+                }
+                Ok(Err(e)) => {
+                    tracing::debug!(url = %self.shared.shown_url, error = %e, "cannot subscribe to ban announcements");
+                }
+                Err(_) => {
+                    tracing::debug!(url = %self.shared.shown_url, "subscribing to ban announcements took too long");
+                }
+            }
+            tokio::time::sleep(CHECK_EVERY).await;
+        }
+    }
+}
+
 #[async_trait]
 impl BackgroundService for StoreService {
     async fn start(&self, mut shutdown: ShutdownWatch) {
         let mut seen = Seen::default();
         let mut ticks = tokio::time::interval(CHECK_EVERY);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let wake = tokio::sync::Notify::new();
+        let listening = self.listen_for_ban_changes(&wake);
+        tokio::pin!(listening);
         loop {
             let stopping = tokio::select! {
                 _ = ticks.tick() => false,
+                _ = wake.notified() => false,
+                _ = &mut listening => false,
                 _ = shutdown.wait_for(|stop| *stop) => true,
             };
             if stopping {
