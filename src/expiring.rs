@@ -6,8 +6,9 @@
 //! behind its own mutex, with at most `capacity / 64` keys. Each shard keeps one heap item per
 //! key, soonest first, and drops the keys whose time has come when a new key goes into a shard at
 //! least a quarter full, so an operation stays logarithmic however many clients there are. A
-//! shard full of keys whose time has not come refuses a new key (the caller decides what an
-//! untracked key means).
+//! shard full of keys whose time has not come drops the one whose time comes soonest for a new
+//! key: refusing new keys instead would let a flood of addresses switch the table off for
+//! everyone after it (no strike counted, so no ban).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -70,8 +71,9 @@ impl<V: Copy> Shard<V> {
             .filter(|(until, _)| *until > now)
     }
 
-    /// Sets `key` to hold `value` until `until`; false when the shard is full of live keys.
-    fn set(&mut self, key: u64, until: Instant, value: V, now: Instant, capacity: usize) -> bool {
+    /// Sets `key` to hold `value` until `until`, dropping the key whose time comes soonest when
+    /// the shard is full of live keys.
+    fn set(&mut self, key: u64, until: Instant, value: V, now: Instant, capacity: usize) {
         if let Some(slot) = self.until.get_mut(&key) {
             // A later time keeps the heap item, which comes up at or before it and is
             // rescheduled; an earlier one needs an item of its own.
@@ -80,7 +82,7 @@ impl<V: Copy> Shard<V> {
             if earlier {
                 self.heap.push(Reverse((until, key)));
             }
-            return true;
+            return;
         }
         // Keys whose time has come are dropped once the shard is a quarter full: below that they
         // cost only memory, and a key that comes back (a crawler keeping its delay) finds its
@@ -90,12 +92,23 @@ impl<V: Copy> Shard<V> {
         if self.until.len() >= capacity / 4 || self.heap.len() > 2 * self.until.len() + 64 {
             self.expire(now);
         }
-        if self.until.len() >= capacity {
-            return false;
+        while self.until.len() >= capacity {
+            let Some(Reverse((at, soonest))) = self.heap.pop() else {
+                break;
+            };
+            // An item of a key removed, or whose time moved later, is not that key's time.
+            if self
+                .until
+                .get(&soonest)
+                .is_some_and(|(held, _)| *held <= at)
+            {
+                self.until.remove(&soonest);
+            } else if let Some((held, _)) = self.until.get(&soonest) {
+                self.heap.push(Reverse((*held, soonest)));
+            }
         }
         self.until.insert(key, (until, value));
         self.heap.push(Reverse((until, key)));
-        true
     }
 }
 
@@ -132,7 +145,7 @@ impl<V: Copy> ExpiringMap<V> {
 
     /// Reads and replaces `key`'s entry under one lock: `change` gets the live entry (if any)
     /// and returns the new one (`None` leaves the entry as it is). Returns what `change`
-    /// returned; a full shard leaves a new key untracked.
+    /// returned; a full shard drops its soonest key for a new one.
     pub(crate) fn update(
         &self,
         key: u64,
@@ -213,10 +226,11 @@ mod tests {
         keys.extend(kept, until + Duration::from_secs(1), until);
         assert!(keys.holds_until(kept, until).is_some());
         keys.extend(kept, later, until);
-        for n in 0..capacity {
+        // Few enough that no shard fills (a full one would drop its soonest key, maybe `kept`).
+        for n in 0..capacity / 8 {
             keys.extend(
                 keys.digest(("again", n)),
-                later,
+                later + Duration::from_secs(1),
                 until + Duration::from_secs(2),
             );
         }
@@ -225,5 +239,34 @@ mod tests {
             Some(later)
         );
         assert!(keys.len() <= capacity, "{}", keys.len());
+    }
+
+    #[test]
+    fn a_full_table_drops_its_soonest_keys_for_new_ones() {
+        let capacity = 64 * 16;
+        let keys = ExpiringMap::<u32>::with_capacity(capacity);
+        let now = Instant::now();
+        let total = capacity * 4;
+        for n in 0..total {
+            // Each key holds a little longer than the one before.
+            let until = now + Duration::from_secs(60) + Duration::from_millis(n as u64);
+            keys.update(keys.digest(n), now, |_| Some((until, 1)));
+        }
+        assert!(keys.len() <= capacity, "{}", keys.len());
+        // The newest keys are all kept (no shard refused them); the oldest made room.
+        for n in total - 16..total {
+            assert!(keys.get(keys.digest(n), now).is_some(), "{n}");
+        }
+        let dropped = (0..16).filter(|n| keys.get(keys.digest(n), now).is_none());
+        assert_eq!(dropped.count(), 16);
+        // A key counted again is a key kept: its count goes on.
+        let counted = keys.digest("counted");
+        for _ in 0..3 {
+            keys.update(counted, now, |live| match live {
+                Some((until, count)) => Some((until, count + 1)),
+                None => Some((now + Duration::from_secs(600), 1)),
+            });
+        }
+        assert_eq!(keys.get(counted, now).map(|(_, count)| count), Some(3));
     }
 }

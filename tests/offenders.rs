@@ -338,3 +338,37 @@ fn a_rule_added_by_a_config_reload_does_not_strike() {
         "banned"
     );
 }
+
+/// A trusted proxy's own address (a request through it without X-Forwarded-For) stands for
+/// every client behind it: its violations are refused but never strike, so it is never banned.
+#[test]
+fn a_trusted_proxy_is_never_banned() {
+    let origin = Origin::start();
+    let proxy = start(
+        &origin,
+        INLINE,
+        "{action: ban, strikes: 2, window: 1m, ban: 1h}",
+    );
+    let direct = |path: &str| proxy.send(&Request::get(path).host("shop.example").ua(EXAMPLEBOT));
+    for n in 0..4 {
+        assert_eq!(direct(&format!("/private/{n}")).status, 403);
+    }
+    assert_eq!(direct("/public").status, 200);
+    assert_eq!(
+        metric(
+            &proxy.metrics(),
+            "robotsguard_bans_total",
+            &[("origin", "shop")]
+        ),
+        0.0
+    );
+    // The clients it forwards for are counted as usual.
+    let client = "203.0.113.95";
+    for n in 0..2 {
+        assert_eq!(
+            from(&proxy, client, &format!("/private/{n}"), EXAMPLEBOT).status,
+            403
+        );
+    }
+    assert_eq!(from(&proxy, client, "/public", EXAMPLEBOT).status, 403);
+}

@@ -551,8 +551,13 @@ impl Guard {
         if matches!(decision.outcome, Outcome::Blocked | Outcome::WouldBlock)
             && decision.why == Why::Rule
         {
+            // A trusted proxy's own address stands for every client behind it (a request that
+            // came through it without X-Forwarded-For): never a strike, so never banned.
+            let strikes = !ctx
+                .client
+                .is_some_and(|client| crate::client::is_trusted(trusted, client));
             let read = match ctx.client {
-                Some(client) => self.violation(session, &decision, client).await,
+                Some(client) => self.violation(session, &decision, client, strikes).await,
                 None => false,
             };
             METRICS
@@ -627,12 +632,19 @@ impl Guard {
     }
 
     /// A request a robots.txt rule blocked: whether the client read robots.txt within the last
-    /// 24 hours (returned), and a strike when every robots.txt in force over those hours
-    /// disallowed it too; enough strikes ban the address (`offenders`). One round trip at most
-    /// with the shared store.
-    async fn violation(&self, session: &Session, decision: &Decision, client: IpAddr) -> bool {
+    /// 24 hours (returned), and, with `strikes`, a strike when every robots.txt in force over
+    /// those hours disallowed it too; enough strikes ban the address (`offenders`). One round
+    /// trip at most with the shared store.
+    async fn violation(
+        &self,
+        session: &Session,
+        decision: &Decision,
+        client: IpAddr,
+        strikes: bool,
+    ) -> bool {
         let settings = decision.origin.config.offenders;
-        let strike = (settings.action != OffendersAction::Off
+        let strike = (strikes
+            && settings.action != OffendersAction::Off
             && request_target(session.req_header()).is_some_and(|target| {
                 let path = target.decided_path();
                 decision
