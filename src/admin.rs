@@ -370,10 +370,18 @@ fn ban_json(ban: &crate::offenders::Ban) -> serde_json::Value {
     })
 }
 
-/// `GET /bans?origin=`: the bans in force (on one origin, or all).
-fn list_bans(store: &crate::store::Store, query: &str) -> Response<Vec<u8>> {
+/// `GET /bans?origin=`: the bans in force (on one origin, or all); 404 for an origin the config
+/// does not have, as `DELETE` answers.
+fn list_bans(snapshot: &Snapshot, store: &crate::store::Store, query: &str) -> Response<Vec<u8>> {
     let params = query_params(query);
-    let origin = param(&params, "origin");
+    let origin = param(&params, "origin").filter(|name| !name.is_empty());
+    if let Some(origin) = origin.filter(|name| !snapshot.origins.iter().any(|o| o.name() == *name))
+    {
+        return json(
+            404,
+            &serde_json::json!({"error": format!("no origin `{origin}`")}),
+        );
+    }
     let bans: Vec<serde_json::Value> = store.bans(origin).iter().map(ban_json).collect();
     json(200, &serde_json::json!({ "bans": bans }))
 }
@@ -523,7 +531,7 @@ impl ServeHttp for AdminApp {
             }
             "/explain" => explain(&snapshot, &self.verifier, &self.store, &query).await,
             "/bans" if lifting => lift_ban(&snapshot, &self.store, &query).await,
-            "/bans" => list_bans(&self.store, &query),
+            "/bans" => list_bans(&snapshot, &self.store, &query),
             "/robots" => robots_copy(&snapshot, &query),
             _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin=\n"),
         }

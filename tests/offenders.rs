@@ -72,6 +72,8 @@ fn strikes_ban_the_address_until_the_ban_ends() {
     let bans = proxy.admin_get("/bans?origin=shop").json();
     assert_eq!(bans["bans"][0]["client"], client, "{bans}");
     assert_eq!(bans["bans"][0]["strikes"], 3, "{bans}");
+    assert_eq!(proxy.admin_get("/bans").json()["bans"][0]["client"], client);
+    assert_eq!(proxy.admin_get("/bans?origin=nope").status, 404);
     let (_, explain) = proxy.explain_from("shop.example", EXAMPLEBOT, "/public", client);
     assert_eq!(explain["ban"]["client"], client, "{explain}");
     let metrics = proxy.metrics();
