@@ -275,8 +275,6 @@ struct History {
     /// Copies that stopped being in force here and are not yet in the shared store (at most
     /// [`HISTORY_COPIES`], the newest).
     unpublished: std::collections::VecDeque<(Arc<RobotsCopy>, SystemTime)>,
-    /// The copy in force here as last written to the shared store, and when.
-    current_shared: Option<(Arc<RobotsCopy>, std::time::Instant)>,
 }
 
 /// A robots.txt copy that stopped being in force, and when.
@@ -335,7 +333,6 @@ impl RobotsSlot {
                 shared: Vec::new(),
                 shared_forgotten_until: None,
                 unpublished: std::collections::VecDeque::new(),
-                current_shared: None,
             }),
         }
     }
@@ -454,28 +451,6 @@ impl RobotsSlot {
         if let Ok(mut history) = self.history.lock() {
             history.shared = copies;
             history.shared_forgotten_until = forgotten_until;
-        }
-    }
-
-    /// The copy in force, as ending now, when the shared store has not had it from this
-    /// process within `every` (a real copy: not the start-up placeholder).
-    pub fn current_to_share(&self, every: std::time::Duration) -> Option<EndedCopy> {
-        let current = self.current();
-        if current.outcome == CopyOutcome::Pending {
-            return None;
-        }
-        let history = self.history.lock().ok()?;
-        let fresh = history
-            .current_shared
-            .as_ref()
-            .is_some_and(|(copy, at)| Arc::ptr_eq(copy, &current) && at.elapsed() < every);
-        (!fresh).then(|| (current, SystemTime::now()))
-    }
-
-    /// Records that the shared store has `copy` as in force here now.
-    pub fn current_shared(&self, copy: Arc<RobotsCopy>) {
-        if let Ok(mut history) = self.history.lock() {
-            history.current_shared = Some((copy, std::time::Instant::now()));
         }
     }
 

@@ -125,17 +125,14 @@ return #ARGV / 4
 
 /// Adds ended robots.txt copies to an origin's history: one member per content (`KIND\nBODY`),
 /// scored by the latest time any replica saw it end; drops what ended more than 24 hours ago,
-/// and beyond the most copies the oldest, remembering until when copies were forgotten. The
-/// version moves only when a copy was added or dropped: a later end for a copy already there
-/// (a copy still in force, shared again) reaches the others at their periodic reload.
+/// and beyond the most copies the oldest, remembering until when copies were forgotten.
 /// KEYS: history, forgotten, robots-history-version. ARGV: the cutoff (ms), the most copies, the
 /// keys' lifetime (ms), then per copy its end (ms) and member.
 const PUBLISH_HISTORY_SCRIPT: &str = "
-local changed = 0
 for i = 4, #ARGV, 2 do
-  changed = changed + redis.call('ZADD', KEYS[1], 'GT', ARGV[i], ARGV[i + 1])
+  redis.call('ZADD', KEYS[1], 'GT', ARGV[i], ARGV[i + 1])
 end
-changed = changed + redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1])
 local extra = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[2])
 if extra > 0 then
   local dropped = redis.call('ZRANGE', KEYS[1], 0, extra - 1, 'WITHSCORES')
@@ -145,10 +142,9 @@ if extra > 0 then
     redis.call('SET', KEYS[2], string.format('%d', latest), 'PX', ARGV[3])
   end
   redis.call('ZREMRANGEBYRANK', KEYS[1], 0, extra - 1)
-  changed = changed + extra
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-if changed > 0 then redis.call('INCR', KEYS[3]) end
+redis.call('INCR', KEYS[3])
 return 1
 ";
 
@@ -444,10 +440,6 @@ struct Seen {
     slow_checks: u32,
 }
 
-/// How often a robots.txt copy still in force is shared again (its end moved to now), so that
-/// it stays within every replica's 24-hour history for as long as it is in force here.
-const SHARE_CURRENT_EVERY: Duration = Duration::from_secs(10 * 60);
-
 /// Checks in a row without an answer after which the connection is replaced: a store that went
 /// away without closing it (its address gone, a dropped flow) would otherwise keep it, and this
 /// process off the store, until TCP gives up on it many minutes later.
@@ -553,12 +545,7 @@ impl StoreService {
         let cutoff = history_cutoff();
         let lifetime = u64::try_from(HISTORY.as_millis()).unwrap_or(u64::MAX);
         for origin in &snapshot.origins {
-            let mut ended = origin.robots.take_unpublished();
-            // The copy in force here is shared too, as ending now, and again now and then while
-            // it stays in force: a replica that never had it must know it was in force.
-            let current = origin.robots.current_to_share(SHARE_CURRENT_EVERY);
-            let shared_current = current.as_ref().map(|(copy, _)| copy.clone());
-            ended.extend(current);
+            let ended = origin.robots.take_unpublished();
             if ended.is_empty() {
                 continue;
             }
@@ -581,26 +568,14 @@ impl StoreService {
             )
             .await
             {
-                Ok(Ok(_)) => {
-                    if let Some(copy) = shared_current {
-                        origin.robots.current_shared(copy);
-                    }
-                }
+                Ok(Ok(_)) => {}
                 failed => {
                     let why = match failed {
                         Ok(Err(e)) => e.to_string(),
                         _ => "no answer".to_owned(),
                     };
                     self.background_failed("robots_history", &why);
-                    let kept = match &shared_current {
-                        // Shared again at the next check, as the copy in force, not as ended.
-                        Some(current) => ended
-                            .into_iter()
-                            .filter(|(copy, _)| !Arc::ptr_eq(copy, current))
-                            .collect(),
-                        None => ended,
-                    };
-                    origin.robots.keep_unpublished(kept);
+                    origin.robots.keep_unpublished(ended);
                     return;
                 }
             }
