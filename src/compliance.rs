@@ -4,8 +4,8 @@
 //! `robotsguard_violations_total{read_robots="yes"}`.
 //!
 //! Per process and bounded (the expiring table of `src/expiring.rs`): at most [`MAX_CLIENTS`]
-//! readers at once; a reader beyond that is not remembered (its violations count as
-//! `read_robots="no"`).
+//! readers at once; beyond that, the read nearest the end of its 24 hours is forgotten to make
+//! room (that reader's violations then count as `read_robots="no"`).
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};

@@ -40,9 +40,9 @@ const LOCKS: usize = 64;
 /// read the coarse clock a tick or a preemption apart, and the later one must not let the earlier
 /// one claim the key again.
 const SKEW: u32 = 1_000;
-/// How close to its deadline a key's own slot counts as run out: requests read a coarse clock
-/// (one kernel tick, up to 10 ms, behind), so a client that waited exactly its delay could
-/// otherwise be refused for the last tick.
+/// How close to its deadline a key's own slot counts as run out (at most half its delay):
+/// requests read a coarse clock (one kernel tick, up to 10 ms, behind), so a client that waited
+/// exactly its delay could otherwise be refused for the last tick.
 const TICK: u32 = 10;
 /// The most keys a table takes (the bucket index is computed in 64 bits).
 const MAX_CAPACITY: usize = u32::MAX as usize;
@@ -72,7 +72,9 @@ impl Bucket<'_> {
             let ahead = ahead(slot, now);
             if (slot >> 32) as u32 == tag {
                 return match ahead {
-                    Some(ahead) if ahead > TICK && ahead <= delay.saturating_add(SKEW) => {
+                    Some(ahead)
+                        if ahead > TICK.min(delay / 2) && ahead <= delay.saturating_add(SKEW) =>
+                    {
                         Found::Held(ahead)
                     }
                     _ => Found::RunOut(index, slot),

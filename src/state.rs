@@ -288,6 +288,10 @@ impl History {
         if self.unpublished.len() > HISTORY_COPIES {
             self.unpublished.pop_front();
         }
+        // One entry per content, with its latest end: a copy that came back (or a reload that
+        // ended the same rules again) must not use up the copies kept.
+        self.earlier
+            .retain(|(earlier, _)| !same_rules(earlier, &copy));
         self.earlier.push_back((copy, now));
         while let Some((_, until)) = self.earlier.front() {
             let expired = now.saturating_duration_since(*until) > HISTORY;

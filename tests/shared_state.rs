@@ -20,15 +20,19 @@ const PREFIX: &str = "rg-test:";
 /// strikes. The store's timeout is generous: these tests are about sharing, not speed, and the
 /// machine running them may be busy.
 fn start(origin: &Origin, redis: &RedisServer, timeout: &str) -> Proxy {
+    start_at(origin, &redis.url(), timeout)
+}
+
+/// [`start`] with the store at `url`.
+fn start_at(origin: &Origin, url: &str, timeout: &str) -> Proxy {
     let body = format!(
         "trusted_proxies: [\"127.0.0.1/32\"]\n\
-         state:\n  backend: redis\n  redis: {{url: \"{}\", prefix: \"{PREFIX}\", timeout: {timeout}}}\n\
+         state:\n  backend: redis\n  redis: {{url: \"{url}\", prefix: \"{PREFIX}\", timeout: {timeout}}}\n\
          defaults:\n  crawl_delay: {{action: enforce, max: 60s}}\n  \
          offenders: {{action: ban, strikes: 3, window: 10m, ban: 4s}}\n\
          crawlers:\n  extra:\n    - {{name: ExampleBot, tokens: [examplebot], pattern: ExampleBot, category: ai-training}}\n\
          origins:\n  - name: shop\n    hosts: [\"shop.example\"]\n    upstream: \"{}\"\n    \
          robots: {{source: inline, text: \"User-agent: *\\nCrawl-delay: 2\\nDisallow: /private\\n\"}}\n",
-        redis.url(),
         origin.addr()
     );
     let proxy = Proxy::start(&body);
@@ -306,6 +310,51 @@ fn other_clients(redis: &RedisServer) -> Vec<String> {
         .filter_map(|line| line.split(' ').find(|field| field.starts_with("id=")))
         .map(str::to_owned)
         .collect()
+}
+
+/// A store user whose ACL has no pub/sub channels (the Redis 7 default for new users): bans are
+/// still imposed and shared (the announcement is best effort), the store stays in use, and the
+/// refusal is said once.
+#[test]
+fn a_user_without_the_announcement_channel_still_bans() {
+    let redis = RedisServer::start();
+    redis.command(&[
+        "ACL",
+        "SETUSER",
+        "rg",
+        "on",
+        ">secret",
+        "~*",
+        "+@all",
+        "resetchannels",
+    ]);
+    let origin = Origin::start();
+    let url = format!("redis://rg:secret@127.0.0.1:{}/0", redis.port);
+    let proxy = start_at(&origin, &url, "1s");
+    let offender = "198.51.100.60";
+    for n in 0..3 {
+        assert_eq!(from(&proxy, offender, &format!("/private/{n}")).status, 403);
+    }
+    assert_eq!(from(&proxy, offender, "/allowed").status, 403, "banned");
+    assert_ne!(
+        redis.command(&[
+            "HGET",
+            &format!("{PREFIX}bans"),
+            &format!("{offender} shop")
+        ]),
+        "(nil)",
+        "the ban is in the store"
+    );
+    assert_eq!(
+        metric(&proxy.metrics(), "robotsguard_state_backend_up", &[]),
+        1.0,
+        "the store stays in use"
+    );
+    assert!(
+        proxy.wait_log("refuses ban announcements", 1, Duration::from_secs(5)),
+        "{}",
+        proxy.stderr()
+    );
 }
 
 /// A primary that becomes a replica under the proxy (a failover behind the URL's name): writes

@@ -6,8 +6,9 @@
 //! `read:ORIGIN:CLIENT` (24 hours), `strikes:ORIGIN:CLIENT` (the window), the hash `bans` (field
 //! `CLIENT ORIGIN`, value `UNTIL_MS SINCE_MS STRIKES`) and `bans:version`, which every change to
 //! the bans increments (and announces on the channel of the same name, so that the other
-//! processes reload at once rather than at their next check) so that the processes' mirrors
-//! reload only when something changed, and
+//! processes reload at once rather than at their next check; `pcall`, so that a user without
+//! that channel in its ACL still changes the bans) so that the processes' mirrors reload only
+//! when something changed, and
 //! per origin `robots-history:ORIGIN`, the robots.txt copies any replica had in force over the
 //! last 24 hours (a sorted set, one member per content, scored by when it last stopped being in
 //! force; `robots-history-forgotten:ORIGIN` says until when copies were dropped for the most kept;
@@ -79,14 +80,14 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[3], ARGV[5], string.format('%d %d %d', now + tonumber(ARGV[6]), now, count))
-redis.call('PUBLISH', KEYS[4], redis.call('INCR', KEYS[4]))
+redis.pcall('PUBLISH', KEYS[4], redis.call('INCR', KEYS[4]))
 return {read, count, 1}
 ";
 
 /// Lifts a ban. KEYS: bans, bans:version. ARGV: the ban's field. Returns 1 when there was one.
 const LIFT_SCRIPT: &str = "
 local lifted = redis.call('HDEL', KEYS[1], ARGV[1])
-if lifted == 1 then redis.call('PUBLISH', KEYS[2], redis.call('INCR', KEYS[2])) end
+if lifted == 1 then redis.pcall('PUBLISH', KEYS[2], redis.call('INCR', KEYS[2])) end
 return lifted
 ";
 
@@ -119,7 +120,7 @@ for i = 1, #ARGV, 4 do
   redis.call('HSET', KEYS[1], ARGV[i], string.format('%d %d %d',
     now + tonumber(ARGV[i + 1]), now - tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])))
 end
-redis.call('PUBLISH', KEYS[2], redis.call('INCR', KEYS[2]))
+redis.pcall('PUBLISH', KEYS[2], redis.call('INCR', KEYS[2]))
 return #ARGV / 4
 ";
 
@@ -439,6 +440,13 @@ struct Seen {
     /// Checks in a row the connection did not answer in time.
     slow_checks: u32,
 }
+
+/// How long a subscription the store refused waits before it is asked for again.
+const RESUBSCRIBE_AFTER_REFUSAL: Duration = Duration::from_secs(60);
+
+/// The least time between checks that announcements woke: a storm of bans costs a reload of the
+/// ban list at most this often, not once per ban.
+const ANNOUNCED_CHECK_GAP: Duration = Duration::from_millis(200);
 
 /// Checks in a row without an answer after which the connection is replaced: a store that went
 /// away without closing it (its address gone, a dropped flow) would otherwise keep it, and this
@@ -849,6 +857,7 @@ impl StoreService {
     async fn listen_for_ban_changes(&self, wake: &tokio::sync::Notify) {
         use futures::StreamExt;
         let channel = self.shared.key(&["bans", "version"]);
+        let mut refused_logged = false;
         loop {
             let subscribed = tokio::time::timeout(BACKGROUND_TIMEOUT, async {
                 let mut pubsub = self.shared.client.get_async_pubsub().await?;
@@ -865,6 +874,15 @@ impl StoreService {
                     tracing::debug!(url = %self.shared.shown_url, "ban announcements ended; subscribing again");
                 }
                 Ok(Err(e)) => {
+                    // A refusal (an ACL without the channel) is said once, and asked again
+                    // rarely: the checks keep the mirror current meanwhile.
+                    if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm) {
+                        if !refused_logged {
+                            refused_logged = true;
+                            tracing::warn!(url = %self.shared.shown_url, channel, error = %e, "the shared store refuses ban announcements to this user: replicas see bans at their next check (each second) instead");
+                        }
+                        tokio::time::sleep(RESUBSCRIBE_AFTER_REFUSAL).await;
+                    }
                     tracing::debug!(url = %self.shared.shown_url, error = %e, "cannot subscribe to ban announcements");
                 }
                 Err(_) => {
@@ -885,17 +903,27 @@ impl BackgroundService for StoreService {
         let wake = tokio::sync::Notify::new();
         let listening = self.listen_for_ban_changes(&wake);
         tokio::pin!(listening);
+        let mut last_check = Instant::now();
         loop {
-            let stopping = tokio::select! {
-                _ = ticks.tick() => false,
-                _ = wake.notified() => false,
-                _ = &mut listening => false,
-                _ = shutdown.wait_for(|stop| *stop) => true,
+            let (stopping, announced) = tokio::select! {
+                _ = ticks.tick() => (false, false),
+                _ = wake.notified() => (false, true),
+                _ = &mut listening => (false, false),
+                _ = shutdown.wait_for(|stop| *stop) => (true, false),
             };
+            let gap = ANNOUNCED_CHECK_GAP.saturating_sub(last_check.elapsed());
+            let stopping = stopping
+                || (announced
+                    && !gap.is_zero()
+                    && tokio::select! {
+                        _ = tokio::time::sleep(gap) => false,
+                        _ = shutdown.wait_for(|stop| *stop) => true,
+                    });
             if stopping {
                 break;
             }
             self.check(&mut seen).await;
+            last_check = Instant::now();
         }
     }
 }
