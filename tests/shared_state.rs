@@ -312,6 +312,18 @@ fn other_clients(redis: &RedisServer) -> Vec<String> {
         .collect()
 }
 
+/// Waits up to 5 s for the proxy's command connections to be all new: none of `before`.
+fn assert_new_connection(redis: &RedisServer, before: &[String]) {
+    assert!(
+        wait_for(Duration::from_secs(5), || {
+            let now = other_clients(redis);
+            !now.is_empty() && now.iter().all(|id| !before.contains(id))
+        }),
+        "a new connection: before {before:?}, now {:?}",
+        other_clients(redis)
+    );
+}
+
 /// A store user whose ACL has no pub/sub channels (the Redis 7 default for new users): bans are
 /// still imposed and shared (the announcement is best effort), the store stays in use, and the
 /// refusal is said once.
@@ -372,14 +384,7 @@ fn a_store_turned_replica_is_connected_to_again() {
     redis.command(&["REPLICAOF", "127.0.0.1", "1"]);
     let crawler = "198.51.100.30";
     assert_eq!(from(&proxy, crawler, "/page").status, 200);
-    assert!(
-        wait_for(Duration::from_secs(5), || {
-            let now = other_clients(&redis);
-            !now.is_empty() && now.iter().all(|id| !before.contains(id))
-        }),
-        "a new connection: before {before:?}, now {:?}",
-        other_clients(&redis)
-    );
+    assert_new_connection(&redis, &before);
     assert!(
         proxy.stderr().contains("read only replica"),
         "{}",
@@ -440,14 +445,7 @@ fn a_store_silent_for_several_checks_gets_a_new_connection() {
     thread::sleep(Duration::from_secs(4));
     redis.resume();
     assert!(wait_up(&proxy, 1.0), "it is used again once it answers");
-    assert!(
-        wait_for(Duration::from_secs(5), || {
-            let now = other_clients(&redis);
-            !now.is_empty() && now.iter().all(|id| !before.contains(id))
-        }),
-        "a new connection: before {before:?}, now {:?}",
-        other_clients(&redis)
-    );
+    assert_new_connection(&redis, &before);
 }
 
 /// A proxy of `origin` reading robots.txt from a file that starts as `robots`, banning after 2

@@ -271,29 +271,7 @@ fn upstream_tls(
                 Some(n) => reader::boolean(sink, n, "verify")?,
                 None => true,
             };
-            let mut path = |key: &str| -> Option<Option<std::path::PathBuf>> {
-                match table.get(key) {
-                    Some(n) => {
-                        reader::nonempty_string(sink, n, key).map(|p| Some(base_dir.join(p)))
-                    }
-                    None => Some(None),
-                }
-            };
-            let ca = path("ca")?;
-            let cert = path("client_cert")?;
-            let key = path("client_key")?;
-            let client_cert = match (cert, key) {
-                (Some(cert), Some(key)) => Some((cert, key)),
-                (None, None) => None,
-                _ => {
-                    sink.error_hint(
-                        table.pos,
-                        "`client_cert` and `client_key` go together",
-                        "give both PEM files for mTLS, or neither",
-                    );
-                    return None;
-                }
-            };
+            let (ca, client_cert) = reader::tls_client_files(sink, &table, base_dir)?;
             Some(UpstreamTls {
                 sni,
                 verify,

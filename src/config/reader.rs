@@ -2,6 +2,7 @@
 //! a located error and returns `None` when a value has the wrong shape, so
 //! checking goes on and finds the file's other problems too.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::duration::parse_duration;
@@ -292,6 +293,39 @@ pub(crate) fn size(sink: &mut Sink, node: &Node, what: &str) -> Option<u64> {
 }
 
 /// A list of IP networks (`10.0.0.0/8`, `2001:db8::/32`, or a bare address for one host).
+/// A TLS client's certificate files: the CAs to trust, and its own certificate and key.
+pub(crate) type TlsClientFiles = (Option<PathBuf>, Option<(PathBuf, PathBuf)>);
+
+/// The certificate files of a TLS client mapping (`ca`, and `client_cert` with `client_key`,
+/// both or neither), as paths relative to `base_dir`; `None` after an error.
+pub(crate) fn tls_client_files(
+    sink: &mut Sink,
+    table: &Table<'_>,
+    base_dir: &std::path::Path,
+) -> Option<TlsClientFiles> {
+    let mut path = |key: &str| -> Option<Option<PathBuf>> {
+        match table.get(key) {
+            Some(n) => nonempty_string(sink, n, key).map(|p| Some(base_dir.join(p))),
+            None => Some(None),
+        }
+    };
+    let ca = path("ca")?;
+    let cert = path("client_cert")?;
+    let key = path("client_key")?;
+    match (cert, key) {
+        (Some(cert), Some(key)) => Some((ca, Some((cert, key)))),
+        (None, None) => Some((ca, None)),
+        _ => {
+            sink.error_hint(
+                table.pos,
+                "`client_cert` and `client_key` go together",
+                "give both PEM files for mTLS, or neither",
+            );
+            None
+        }
+    }
+}
+
 pub(crate) fn networks(sink: &mut Sink, node: &Node, what: &str) -> Vec<ipnet::IpNet> {
     let mut out = Vec::new();
     for item in one_or_many(node) {

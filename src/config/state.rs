@@ -2,7 +2,7 @@
 //! kept (this process's memory, or a Redis/Valkey server shared by every replica).
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use rustls_pki_types::pem::PemObject;
@@ -186,27 +186,7 @@ fn redis(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<RedisConfig> {
 /// `state.redis.tls: {ca, client_cert, client_key}` (paths relative to `base_dir`).
 fn redis_tls(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<RedisTls> {
     let table = Table::read(sink, node, &STATE_REDIS_TLS, "`state.redis.tls`")?;
-    let mut path = |key: &str| -> Option<Option<PathBuf>> {
-        match table.get(key) {
-            Some(n) => reader::nonempty_string(sink, n, key).map(|p| Some(base_dir.join(p))),
-            None => Some(None),
-        }
-    };
-    let ca = path("ca")?;
-    let cert = path("client_cert")?;
-    let key = path("client_key")?;
-    let client_cert = match (cert, key) {
-        (Some(cert), Some(key)) => Some((cert, key)),
-        (None, None) => None,
-        _ => {
-            sink.error_hint(
-                table.pos,
-                "`client_cert` and `client_key` go together",
-                "give both PEM files for mTLS, or neither",
-            );
-            return None;
-        }
-    };
+    let (ca, client_cert) = reader::tls_client_files(sink, &table, base_dir)?;
     Some(RedisTls { ca, client_cert })
 }
 
