@@ -97,14 +97,12 @@ impl<V: Copy> Shard<V> {
                 break;
             };
             // An item of a key removed, or whose time moved later, is not that key's time.
-            if self
-                .until
-                .get(&soonest)
-                .is_some_and(|(held, _)| *held <= at)
-            {
-                self.until.remove(&soonest);
-            } else if let Some((held, _)) = self.until.get(&soonest) {
-                self.heap.push(Reverse((*held, soonest)));
+            match self.until.get(&soonest).map(|(held, _)| *held) {
+                Some(held) if held <= at => {
+                    self.until.remove(&soonest);
+                }
+                Some(held) => self.heap.push(Reverse((held, soonest))),
+                None => {}
             }
         }
         self.until.insert(key, (until, value));

@@ -34,6 +34,21 @@ fn from(proxy: &Proxy, client: &str, path: &str, user_agent: &str) -> support::R
     )
 }
 
+/// Rewrites the running proxy's config with `from` replaced by `to`, and waits for its first
+/// reload to succeed.
+fn reload_replacing(proxy: &Proxy, from: &str, to: &str) {
+    let current = std::fs::read_to_string(proxy.config_path()).expect("config readable");
+    let changed = current.replace(from, to);
+    assert_ne!(changed, current, "`{from}` is in the config");
+    proxy.replace_config(&changed);
+    assert_eq!(
+        proxy.wait_reloads("success", 1.0),
+        1.0,
+        "{}",
+        proxy.stderr()
+    );
+}
+
 const INLINE: &str = "{source: inline, text: \"User-agent: *\\nDisallow: /private\\n\"}";
 
 #[test]
@@ -181,18 +196,10 @@ fn an_allowed_client_is_not_held_by_a_ban() {
     let (_, explain) = proxy.explain_from("shop.example", EXAMPLEBOT, "/public", client);
     assert_eq!(explain["ban"]["client"], client, "{explain}");
 
-    let current = std::fs::read_to_string(proxy.config_path()).expect("config readable");
-    let allowed = current.replace(
+    reload_replacing(
+        &proxy,
         "    offenders:",
         &format!("    policy: {{allow_clients: [\"{client}/32\"]}}\n    offenders:"),
-    );
-    assert_ne!(allowed, current);
-    proxy.replace_config(&allowed);
-    assert_eq!(
-        proxy.wait_reloads("success", 1.0),
-        1.0,
-        "{}",
-        proxy.stderr()
     );
     assert_eq!(from(&proxy, client, "/public", EXAMPLEBOT).status, 200);
     let (_, explain) = proxy.explain_from("shop.example", EXAMPLEBOT, "/public", client);
@@ -307,15 +314,10 @@ fn a_rule_added_by_a_config_reload_does_not_strike() {
     );
     assert!(proxy.wait_log("config reload: watching", 1, Duration::from_secs(10)));
     let client = "203.0.113.90";
-    let current = std::fs::read_to_string(proxy.config_path()).expect("config readable");
-    let added = current.replace("Disallow: /other", "Disallow: /other\\nDisallow: /private");
-    assert_ne!(added, current);
-    proxy.replace_config(&added);
-    assert_eq!(
-        proxy.wait_reloads("success", 1.0),
-        1.0,
-        "{}",
-        proxy.stderr()
+    reload_replacing(
+        &proxy,
+        "Disallow: /other",
+        "Disallow: /other\\nDisallow: /private",
     );
     blocked_without_strikes(&proxy, client);
     // A rule that was in force before the reload too strikes.

@@ -292,7 +292,6 @@ pub(crate) fn size(sink: &mut Sink, node: &Node, what: &str) -> Option<u64> {
     }
 }
 
-/// A list of IP networks (`10.0.0.0/8`, `2001:db8::/32`, or a bare address for one host).
 /// A TLS client's certificate files: the CAs to trust, and its own certificate and key.
 pub(crate) type TlsClientFiles = (Option<PathBuf>, Option<(PathBuf, PathBuf)>);
 
@@ -326,6 +325,7 @@ pub(crate) fn tls_client_files(
     }
 }
 
+/// A list of IP networks (`10.0.0.0/8`, `2001:db8::/32`, or a bare address for one host).
 pub(crate) fn networks(sink: &mut Sink, node: &Node, what: &str) -> Vec<ipnet::IpNet> {
     let mut out = Vec::new();
     for item in one_or_many(node) {

@@ -523,13 +523,7 @@ impl Guard {
                 {
                     if reported_impostor {
                         // Still reported: the 429 must not hide the impostor from the log.
-                        let request = session.req_header();
-                        crate::logs::disallowed_request(
-                            &decision,
-                            || client_text(ctx.client),
-                            &request.method,
-                            request_path(request),
-                        );
+                        log_disallowed(session, &decision, ctx.client);
                     }
                     decision.outcome = Outcome::Limited;
                     METRICS
@@ -580,25 +574,15 @@ impl Guard {
             } else {
                 decision.origin.config.block.status
             };
-            crate::logs::disallowed_request(
-                &decision,
-                || client_text(ctx.client),
-                &request.method,
-                path,
-            );
+            log_disallowed(session, &decision, ctx.client);
             ctx.decision = Some(decision);
             respond(session, status, body).await?;
             return Ok(true);
         }
-        let request = session.req_header();
         if decision.outcome == Outcome::WouldBlock {
-            crate::logs::disallowed_request(
-                &decision,
-                || client_text(ctx.client),
-                &request.method,
-                request_path(request),
-            );
+            log_disallowed(session, &decision, ctx.client);
         }
+        let request = session.req_header();
         if request.method == http::Method::GET
             && matches!(
                 decision.origin.robots.settings.source,
@@ -1013,6 +997,17 @@ impl pingora::services::background::BackgroundService for RefresherService {
 }
 
 /// Writes one access log line for this request.
+/// The log line of a request refused, or that would be, for `decision` (rate-limited there).
+fn log_disallowed(session: &Session, decision: &Decision, client: Option<IpAddr>) {
+    let request = session.req_header();
+    crate::logs::disallowed_request(
+        decision,
+        || client_text(client),
+        &request.method,
+        request_path(request),
+    );
+}
+
 fn access_log(format: AccessLogFormat, session: &Session, ctx: &GuardContext, status: Option<u16>) {
     let request = session.req_header();
     let host = request_host(request).unwrap_or_default();

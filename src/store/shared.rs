@@ -908,6 +908,7 @@ impl BackgroundService for StoreService {
             let (stopping, announced) = tokio::select! {
                 _ = ticks.tick() => (false, false),
                 _ = wake.notified() => (false, true),
+                // Polled here so that it runs; it never ends.
                 _ = &mut listening => (false, false),
                 _ = shutdown.wait_for(|stop| *stop) => (true, false),
             };
