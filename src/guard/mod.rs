@@ -373,7 +373,7 @@ impl Guard {
         ctx: &mut GuardContext,
     ) -> Result<bool> {
         // CONNECT never gets here: pingora refuses it with 405 unless CONNECT proxying is
-        // enabled, which robotsguard never does (tests/proxy_routing.rs checks the refusal).
+        // enabled, which robotsguard never does (tests/it/proxy_routing.rs checks the refusal).
         let snapshot = self.live.load();
         let peer = peer_ip(session);
         let trusted = &snapshot.config.trusted_proxies;

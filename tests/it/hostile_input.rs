@@ -16,7 +16,7 @@
 //! these limits apply. Path evasion is in `tests/evasion.rs`, fetch tampering in
 //! `tests/robots_acquisition.rs`.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

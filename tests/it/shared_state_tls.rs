@@ -3,7 +3,7 @@
 //! and a store whose certificate is not trusted, or that is refused a client certificate, is not
 //! used: requests are still answered from memory and `robotsguard_state_backend_up` stays 0.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::thread;

@@ -3,7 +3,7 @@
 //! lifted through the admin endpoint, a rule younger than 24 hours does not strike, and `report`
 //! bans nothing.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

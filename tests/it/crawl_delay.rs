@@ -3,7 +3,7 @@
 //! 429 with `Retry-After`, `/robots.txt` never limited, `report`, `ignore` and `max`; and the
 //! compliance signal (violations by whether the client read robots.txt).
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! `examples/embed.rs`, the README's "Use as a library" proxy, run as a real process: a pingora
 //! proxy of its own with robotsguard's `Guard` in two hooks, in front of a real origin.
 
-mod support;
+use crate::support;
 
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! really do serve `private/secret.html` for targets that do not spell that path byte for byte.
 //! These are the bypasses the proxy must not let through.
 
-mod support;
+use crate::support;
 
 use support::nginx::Nginx;
 use support::whatwg::{resolve, WhatwgOrigin, INVALID};

@@ -3,7 +3,7 @@
 //! certificates made by `openssl`, `openssl s_client` to see which certificate is served, and
 //! curl (HTTP/1.1 and HTTP/2) as the client.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

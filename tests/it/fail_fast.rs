@@ -1,7 +1,7 @@
 //! `serve` never runs half-alive: what it cannot serve stops it at once with a clear message and
 //! a non-zero exit, before any listener answers health checks.
 
-mod support;
+use crate::support;
 
 use std::net::TcpListener;
 use std::process::{Command, Stdio};

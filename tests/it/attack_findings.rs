@@ -29,7 +29,7 @@
 //! one-minute 4xx confirmation) takes about half a minute. Two tests need `prlimit` and `openssl`, one
 //! needs `python3`.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 fn openssl(dir: &Path, args: &[&str]) {
@@ -160,4 +161,24 @@ impl Drop for HttpsServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The test binary's own CA, and a server certificate it signed for 127.0.0.1 and localhost,
+/// made once: in-process fetches and every robotsguard the tests start trust the CA through
+/// `SSL_CERT_FILE` (set here, once, so that modules cannot set two different CAs).
+pub fn trusted_server_certificate() -> &'static (tempfile::TempDir, PathBuf, PathBuf) {
+    static MADE: OnceLock<(tempfile::TempDir, PathBuf, PathBuf)> = OnceLock::new();
+    MADE.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let ca = make_ca(dir.path(), "test-ca");
+        let (cert, key) = make_leaf(
+            dir.path(),
+            "test-ca",
+            "server",
+            "IP:127.0.0.1,DNS:localhost",
+            false,
+        );
+        std::env::set_var("SSL_CERT_FILE", ca);
+        (dir, cert, key)
+    })
 }

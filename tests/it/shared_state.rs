@@ -4,7 +4,7 @@
 //! answered (decided from memory) and `robotsguard_state_backend_up` drops to 0; when it is back,
 //! the processes share again by themselves.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::thread;

@@ -1,7 +1,7 @@
 //! The admin listener of a running proxy: health, readiness, metrics with bounded labels,
 //! `/explain` and `/robots`.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! timeouts, retries and health, upstream names that do not resolve, answers that leak nothing,
 //! every answer counted, and the access log.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -2,7 +2,7 @@
 //! would-block request, start-up lines, and the rate limit under a flood (every request is either
 //! logged or counted as suppressed, exactly).
 
-mod support;
+use crate::support;
 
 use std::thread;
 use std::time::{Duration, Instant};

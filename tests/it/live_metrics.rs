@@ -1,7 +1,7 @@
 //! The `/metrics` page of a running proxy, scraped and parsed: every metric the README documents
 //! is there, with the documented type and label names, and the names match `METRIC_NAMES`.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};

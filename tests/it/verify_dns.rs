@@ -3,7 +3,7 @@
 //! lookup, and that the cache stays bounded. Addresses are documentation ranges (resolvers
 //! answer 127.0.0.0/8 themselves).
 
-mod support;
+use crate::support;
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! Config hot reload through the real binary: rewrites under load, broken configs, ConfigMap
 //! symlink swaps, SIGHUP, restart-only settings, origins added and removed.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

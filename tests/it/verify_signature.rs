@@ -6,7 +6,7 @@
 //!
 //! `cargo test --test verify_signature`
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -718,29 +718,9 @@ fn wait_for(auth: &WebBotAuth, what: &str, ready: impl Fn(&AgentKeys) -> bool) -
     panic!("{what}: {:?}", auth.agent_keys());
 }
 
-/// A CA and a certificate for 127.0.0.1 and localhost it signed, made once per test binary;
-/// the verifier's connector trusts the CA through SSL_CERT_FILE, set before any connector is
-/// made by a test that fetches.
-fn certificates() -> &'static (tempfile::TempDir, PathBuf, PathBuf) {
-    static MADE: OnceLock<(tempfile::TempDir, PathBuf, PathBuf)> = OnceLock::new();
-    MADE.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let ca = tls::make_ca(dir.path(), "test-ca");
-        let (cert, key) = tls::make_leaf(
-            dir.path(),
-            "test-ca",
-            "server",
-            "IP:127.0.0.1,DNS:localhost",
-            false,
-        );
-        std::env::set_var("SSL_CERT_FILE", ca);
-        (dir, cert, key)
-    })
-}
-
 /// An HTTPS server whose key directory path answers `response`, a whole raw HTTP response.
 fn directory_server(response: &str) -> (tempfile::TempDir, HttpsServer) {
-    let (_, cert, key) = certificates();
+    let (_, cert, key) = tls::trusted_server_certificate();
     let root = tempfile::tempdir().expect("temp dir");
     let well_known = root.path().join(".well-known");
     std::fs::create_dir_all(&well_known).expect("directory made");

@@ -2,7 +2,7 @@
 //! the origin answering 200, 404 or 500 (RFC 9309: 4xx allows all, 5xx with no earlier copy
 //! disallows all unless `on_unreachable: allow`).
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -3,10 +3,9 @@
 //! from an agent's key directory served over HTTPS by `openssl s_server` with a certificate of a
 //! CA made by `openssl` for this test.
 
-mod support;
+use crate::support;
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -292,23 +291,9 @@ fn signatures_that_do_not_hold_identify_nobody() {
     );
 }
 
-/// A CA and a certificate for 127.0.0.1 it signed, made once per test binary; the proxy trusts
-/// the CA through SSL_CERT_FILE (inherited from this process).
-fn certificates() -> &'static (tempfile::TempDir, PathBuf, PathBuf) {
-    static MADE: OnceLock<(tempfile::TempDir, PathBuf, PathBuf)> = OnceLock::new();
-    MADE.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let ca = tls::make_ca(dir.path(), "test-ca");
-        let (cert, key) = tls::make_leaf(dir.path(), "test-ca", "server", "IP:127.0.0.1", false);
-        // Inherited by every robotsguard this binary starts.
-        std::env::set_var("SSL_CERT_FILE", ca);
-        (dir, cert, key)
-    })
-}
-
 /// An HTTPS server over `root` with the test CA's certificate.
 fn https_server(root: &Path) -> HttpsServer {
-    let (_, cert, key) = certificates();
+    let (_, cert, key) = tls::trusted_server_certificate();
     HttpsServer::start(root, cert, key, None)
 }
 

@@ -4,7 +4,7 @@
 //! (which records the exact target it was sent). Whatever the encoding, the secret never comes
 //! back to the crawler; what is allowed still works.
 
-mod support;
+use crate::support;
 
 use support::nginx::Nginx;
 use support::whatwg::WhatwgOrigin;

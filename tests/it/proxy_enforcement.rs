@@ -2,7 +2,7 @@
 //! block response, per robots.txt group, crawler identity, method and path spelling. Each test
 //! starts its own origin and the real `robotsguard serve` binary on free ports.
 
-mod support;
+use crate::support;
 
 use support::*;
 

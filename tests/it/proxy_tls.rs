@@ -2,7 +2,7 @@
 //! tells the origin the request came over https. Uses the system's `openssl` (to make a
 //! self-signed certificate) and `curl` (as the TLS client).
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Stdio};
 use std::thread;

@@ -2,7 +2,7 @@
 //! reach an origin they do not belong to, CONNECT is never tunnelled, and each configured host
 //! reaches its own upstream.
 
-mod support;
+use crate::support;
 
 use support::*;
 

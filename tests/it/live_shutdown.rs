@@ -2,7 +2,7 @@
 //! `shutdown.grace`; `serve --upgrade` plus SIGQUIT hands the listening sockets to a new process
 //! without failing a request.
 
-mod support;
+use crate::support;
 
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};

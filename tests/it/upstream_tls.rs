@@ -3,7 +3,7 @@
 //! robots.txt is fetched over the same TLS as proxied requests, so a CA robotsguard cannot
 //! verify would leave crawlers disallowed everywhere.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! scripted: status classes, redirects, gzip, conditional refreshes, the last good copy, dead and
 //! broken connections, oversized bodies, watched files — and the metrics of each outcome.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -3,7 +3,7 @@
 //! exempt paths are never blocked, in the documented order; and for `file` and `inline`
 //! sources, crawlers read the very robots.txt that is enforced.
 
-mod support;
+use crate::support;
 
 use support::{inline_robots, site, Origin, Proxy, Request, BROWSER, GPTBOT};
 

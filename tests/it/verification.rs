@@ -2,7 +2,7 @@
 //! be documentation addresses), a real origin, range lists served over HTTP and from files, and
 //! a real DNS server on loopback for forward-confirmed reverse DNS.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};

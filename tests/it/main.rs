@@ -1,0 +1,40 @@
+//! robotsguard's integration tests, in one binary: each module starts real processes (the
+//! `robotsguard` binary, origins, Redis, nginx) on loopback and checks their behaviour. One binary
+//! links pingora once instead of once per file.
+
+mod support;
+
+mod attack_findings;
+mod cli_check;
+mod cli_validate_identify;
+mod crawl_delay;
+mod dashboard;
+mod edge_readiness;
+mod embed;
+mod evasion;
+mod examples_config;
+mod fail_fast;
+mod fuzz_regressions;
+mod guard_api;
+mod hostile_input;
+mod live_logs;
+mod live_metrics;
+mod live_reload;
+mod live_shutdown;
+mod offenders;
+mod origins_selftest;
+mod policy;
+mod proxy_admin;
+mod proxy_enforcement;
+mod proxy_robots_sources;
+mod proxy_routing;
+mod proxy_tls;
+mod robots_acquisition;
+mod shared_state;
+mod shared_state_tls;
+mod tls_listeners;
+mod upstream_tls;
+mod verification;
+mod verify_dns;
+mod verify_signature;
+mod web_bot_auth;
