@@ -11,7 +11,8 @@ use pingora::apps::http_app::ServeHttp;
 use pingora::protocols::http::ServerSession;
 use serde::Serialize;
 
-use crate::enforce::{decide_for_client, Decision, Refused};
+use crate::enforce::Decision;
+use crate::judge::{Answer, Facts, Judge, Mode, Refusal, RefusedFor};
 use crate::metrics::METRICS;
 use crate::state::{Live, Snapshot};
 
@@ -185,7 +186,19 @@ struct Explanation<'a> {
     crawl_delay: Option<CrawlDelayInfo>,
     /// The ban in force for `client=` on this origin (repeat offenders), if any.
     ban: Option<serde_json::Value>,
+    /// What the proxy would do with the request now: `proxy`, `serve_robots` or `refuse`, and
+    /// the status it would answer with itself (`null` when proxied).
+    answer: Option<AnswerInfo>,
+    /// For a request a robots.txt rule disallows: whether `client` read robots.txt within the
+    /// last 24 hours.
+    read_robots: Option<bool>,
     robots: RobotsInfo<'a>,
+}
+
+#[derive(Serialize)]
+struct AnswerInfo {
+    action: &'static str,
+    status: Option<u16>,
 }
 
 #[derive(Serialize)]
@@ -268,44 +281,71 @@ async fn explain(
             )
         }
     };
-    match decide_for_client(
-        snapshot,
-        host.as_bytes(),
-        user_agent.as_bytes(),
-        path.as_bytes(),
-        client,
-    ) {
-        Ok(mut decision) => {
-            // The proxy verifies only what verification could change; /explain shows the
-            // verdict whenever a client is given.
-            if let Some(address) = client {
-                if let Some(verification) = verifier.verify(snapshot, &decision, address).await {
-                    decision.apply_verification(verification);
-                }
-            }
-            let mut explained = explanation(host, &path, user_agent, client, &decision);
-            explained.crawl_delay = crawl_delay_info(&decision, client, store).await;
-            // As the proxy: an allowed client is never refused for a ban (one imposed before
-            // it was allowed, or by a replica configured otherwise).
-            explained.ban = client.and_then(|address| {
-                if decision.origin.allow_clients.contains(address) {
-                    return None;
-                }
-                store
-                    .banned(decision.origin.name(), address)
-                    .map(|ban| ban_json(&ban))
-            });
-            json(200, &explained)
+    let method = match get("method").map(|m| http::Method::from_bytes(m.as_bytes())) {
+        None => http::Method::GET,
+        Some(Ok(method)) => method,
+        Some(Err(_)) => {
+            return json(
+                400,
+                &serde_json::json!({"error": "`method` must be an HTTP method"}),
+            )
         }
-        Err(Refused::UnknownHost) => json(
-            404,
-            &serde_json::json!({"error": format!("no origin serves host `{host}`"), "decision": "unknown_host"}),
-        ),
-        Err(Refused::EscapedSlash) => json(
-            200,
-            &serde_json::json!({"decision": "refused", "status": 400, "reason": "the path holds an encoded slash and the origin's paths.escaped_slashes is reject"}),
-        ),
+    };
+    let facts = Facts {
+        host: host.as_bytes(),
+        user_agent: user_agent.as_bytes(),
+        target: path.as_bytes(),
+        method: &method,
+        client,
+        signed: None,
+    };
+    let judge = Judge {
+        snapshot,
+        verifier,
+        store,
+    };
+    let judgment = judge.judge(&facts, Mode::Preview).await;
+    let answer = AnswerInfo {
+        action: judgment.answer.action(),
+        status: judgment.answer.status(),
+    };
+    let Some(decision) = &judgment.decision else {
+        return match judgment.answer {
+            Answer::Refuse(Refusal {
+                why: RefusedFor::EscapedSlash,
+                ..
+            }) => json(
+                200,
+                &serde_json::json!({"decision": "refused", "status": 400, "answer": answer, "reason": "the path holds an encoded slash and the origin's paths.escaped_slashes is reject"}),
+            ),
+            _ => json(
+                404,
+                &serde_json::json!({"error": format!("no origin serves host `{host}`"), "decision": "unknown_host", "answer": answer}),
+            ),
+        };
+    };
+    let mut explained = explanation(host, &path, user_agent, client, decision);
+    explained.answer = Some(answer);
+    explained.read_robots = judgment.read_robots;
+    explained.crawl_delay = crawl_delay_info(decision, client, store).await;
+    // The proxy verifies only what verification could change; /explain shows what checking the
+    // claim finds whenever a client is given, without letting it change the answer.
+    let shown_verification;
+    if let (None, Some(address)) = (&decision.verification, client) {
+        shown_verification = verifier.verify(snapshot, decision, address).await;
+        explained.verification = shown_verification.as_deref();
     }
+    // An allowed client is never refused for a ban (one imposed before it was allowed, or by a
+    // replica configured otherwise).
+    explained.ban = client.and_then(|address| {
+        if decision.origin.allow_clients.contains(address) {
+            return None;
+        }
+        store
+            .banned(decision.origin.name(), address)
+            .map(|ban| ban_json(&ban))
+    });
+    json(200, &explained)
 }
 
 fn explanation<'a>(
@@ -342,6 +382,8 @@ fn explanation<'a>(
         reason: decision.reason(),
         crawl_delay: None,
         ban: None,
+        answer: None,
+        read_robots: None,
         robots: RobotsInfo {
             state: copy.policy.state_label(),
             outcome: copy.outcome.as_str(),

@@ -45,8 +45,11 @@
 //!    (when each crawler may next be admitted under robots.txt's `Crawl-delay`), [`compliance`]
 //!    (who read robots.txt), [`offenders`] (strikes and bans), and
 //!    [`listener_tls`] (TLS listeners' certificates, chosen by SNI and re-read on change).
-//! 9. [`guard`] and [`admin`]: the pingora-facing shell (per-request hooks, services, the admin
-//!    endpoint).
+//! 9. [`judge`]: the whole judgment of one request (verdict, ban, verification, Crawl-delay,
+//!    strike, answer), with no HTTP in it: the proxy applies it, `/explain` and
+//!    [`guard::Guard::judge`] preview it.
+//! 10. [`guard`] and [`admin`]: the pingora-facing shell (per-request hooks, services, the admin
+//!     endpoint).
 //!
 //! The binary adds the command line, the demo, the server assembly and the connection layer
 //! (connection cap, request-head deadline, PROXY protocol) on top of [`guard`].
@@ -65,6 +68,7 @@ pub mod enforce;
 mod expiring;
 mod fetch;
 pub mod guard;
+pub mod judge;
 pub mod listener_tls;
 pub mod logs;
 pub mod metrics;

@@ -57,6 +57,16 @@ impl Verification {
             how: how.into(),
         }
     }
+
+    /// The verdict for a request a valid Web Bot Auth signature of `agent` identified as
+    /// `crawler`.
+    pub fn by_signature(crawler: &str, agent: &str) -> Arc<Verification> {
+        Arc::new(Verification {
+            crawler: crawler.to_owned(),
+            result: VerificationResult::Verified,
+            how: format!("a valid Web Bot Auth signature of {agent}"),
+        })
+    }
 }
 
 impl Decision {

@@ -9,6 +9,7 @@ use pingora::proxy::Session;
 use super::request::{body_is_drainable, client_keeps_alive};
 use crate::config::render_body;
 use crate::enforce::{Decision, Why};
+use crate::judge::Refusal;
 use crate::state::RobotsCopy;
 
 /// How long a connection answered by robotsguard stays open for the next request (the server's
@@ -30,21 +31,6 @@ fn keep_connection_if_possible(session: &mut Session) {
 /// Sends an answer robotsguard makes itself (block, refusal, failure).
 pub(super) async fn respond(session: &mut Session, status: u16, body: String) -> Result<()> {
     respond_with(session, status, body, None).await
-}
-
-/// Sends 429 for a crawler that came sooner than its `Crawl-delay`, with `Retry-After`.
-pub(super) async fn respond_limited(
-    session: &mut Session,
-    retry_after: u64,
-    body: String,
-) -> Result<()> {
-    respond_with(
-        session,
-        429,
-        body,
-        Some(("retry-after", retry_after.to_string())),
-    )
-    .await
 }
 
 /// A plain-text answer of ours, with one more header when given.
@@ -75,14 +61,18 @@ async fn respond_with(
     Ok(())
 }
 
-/// Sends 403 to a banned address, with `Retry-After` at the ban's end.
-pub(super) async fn respond_banned(
+/// Sends a refusal the judgment made, with its `Retry-After` when it has one (a ban's end, a
+/// Crawl-delay's wait).
+pub(super) async fn respond_refusal(
     session: &mut Session,
-    ban: &crate::offenders::Ban,
+    refusal: &Refusal,
     body: String,
 ) -> Result<()> {
-    let retry_after = crate::offenders::seconds_left(ban).to_string();
-    respond_with(session, 403, body, Some(("retry-after", retry_after))).await
+    let retry_after = refusal
+        .why
+        .retry_after()
+        .map(|seconds| ("retry-after", seconds.to_string()));
+    respond_with(session, refusal.status, body, retry_after).await
 }
 
 /// The body of a ban's 403: that the address is banned, why, and until when. Nothing the client

@@ -19,7 +19,7 @@ use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use http::HeaderValue;
@@ -33,28 +33,25 @@ use pingora::services::ServiceWithDependents;
 pub use answer::block_body;
 pub use builder::{GuardBuilder, OriginSpec};
 
-use crate::config::{
-    AccessLogFormat, Config, ConfigErrors, CrawlDelayAction, Mode, OffendersAction, RobotsSource,
-};
-use crate::crawl_delay::{retry_after_seconds, Admission};
-use crate::enforce::{
-    decide_for_client, decide_request, Decision, Outcome, Refused, Request as DecideRequest, Why,
-};
+use crate::config::{AccessLogFormat, Config, ConfigErrors, RobotsSource};
+use crate::enforce::{decide_for_client, Decision, Outcome, Refused};
 use crate::fetch::http_peer;
+use crate::judge::{
+    Answer, Facts, Judge, Judgment, Mode as JudgeMode, Refusal, RefusedFor, Signed,
+};
 use crate::metrics::METRICS;
-use crate::offenders::{Offenders, Strike};
+use crate::offenders::Offenders;
 use crate::state::{BuildError, Live, Snapshot};
-use crate::store::{Store, StrikeRequest};
+use crate::store::Store;
 use crate::upstream::Peer;
 use crate::verify::signature::SignatureOutcome;
 use answer::{
-    banned_body, failure_body, limited_body, refuse, respond, respond_banned, respond_limited,
-    serve_robots,
+    banned_body, failure_body, limited_body, refuse, respond, respond_refusal, serve_robots,
 };
 use forward::{forward, request_id, robots_url, Forwarding, X_FORWARDED_FOR, X_FORWARDED_PROTO};
 use request::{
-    asks_for_robots_txt, client_text, is_tls, peer_ip, request_host, request_path, request_target,
-    Target, MAX_USER_AGENT,
+    client_text, is_tls, peer_ip, request_host, request_path, request_target, Target,
+    MAX_USER_AGENT,
 };
 
 /// robots.txt enforcement for pingora proxies. Cheap to clone: clones share the origins, the
@@ -271,10 +268,10 @@ impl Guard {
         self.live.load()
     }
 
-    /// Decides a request without a pingora session: `host` as in the Host header, `path` the
-    /// request target's path and query as the client sent them, `client` the client's address
-    /// (for `allow_clients`). Crawler claims are not verified here (that may wait for DNS); see
-    /// [`Guard::verify`].
+    /// The robots.txt and policy verdict alone, without a pingora session: `host` as in the Host
+    /// header, `path` the request target's path and query as the client sent them, `client` the
+    /// client's address (for `allow_clients`). Bans, Crawl-delay and verification are not
+    /// consulted; [`Guard::judge`] gives the whole answer the proxy would give.
     pub fn decide(
         &self,
         host: &[u8],
@@ -436,151 +433,61 @@ impl Guard {
                 "http"
             };
             match self.verifier.signature(request, &authority, scheme) {
-                SignatureOutcome::Verified { agent, crawler } => Some((agent, crawler)),
+                SignatureOutcome::Verified { agent, crawler } => Some(Signed { agent, crawler }),
                 _ => None,
             }
         } else {
             None
         };
-        let decision_started = Instant::now();
-        let decision = decide_request(
-            &snapshot,
-            &DecideRequest {
-                host: request_host(request).unwrap_or_default(),
-                user_agent,
-                path: target.decided_path(),
-                client: ctx.client,
-                method: &request.method,
-                signed_by: signed.as_ref().map(|(_, crawler)| crawler.as_str()),
-                budgets: self.store.local_budgets(),
-            },
-        );
-        METRICS
-            .decision_duration
-            .observe(decision_started.elapsed().as_secs_f64());
-        let mut decision = match decision {
-            Ok(decision) => decision,
-            Err(Refused::UnknownHost) if self.unknown_hosts == UnknownHosts::Pass => {
-                return Ok(false);
-            }
-            Err(Refused::UnknownHost) => {
-                return refuse(session, 421, "this proxy does not serve that host").await;
-            }
-            Err(Refused::EscapedSlash) => {
-                return refuse(session, 400, "encoded slashes are not accepted in paths").await;
-            }
+        let facts = Facts {
+            host: request_host(request).unwrap_or_default(),
+            user_agent,
+            target: target.decided_path(),
+            method: &request.method,
+            client: ctx.client,
+            signed: signed.as_ref(),
         };
+        let judgment = self.judge_with(&snapshot, &facts, JudgeMode::Apply).await;
         ctx.absolute_form = matches!(target, Target::Absolute(_));
-        // The copy in force answers any spelling of a robots.txt read, when robotsguard serves
-        // it; what goes to the origin, or counts as having read robots.txt, must be exactly that.
-        let serves_robots =
-            decision.origin.robots.settings.serve && asks_for_robots_txt(request, &target);
-        if let (true, Some(client)) = (decision.reads_robots_txt, ctx.client) {
-            self.store
-                .record_robots_read(decision.origin.name(), client)
-                .await;
-        }
-        // A banned address gets nothing but robots.txt, whoever it claims to be.
-        if let (false, Some(client)) = (decision.reads_robots_txt || serves_robots, ctx.client) {
-            if !decision.origin.allow_clients.contains(client) {
-                if let Some(ban) = self.store.banned(decision.origin.name(), client) {
-                    decision.outcome = Outcome::Banned;
-                    let body = banned_body(&ban);
-                    ctx.decision = Some(decision);
-                    respond_banned(session, &ban, body).await?;
-                    return Ok(true);
+        let Some(decision) = judgment.decision else {
+            return match judgment.answer {
+                Answer::Refuse(Refusal {
+                    why: RefusedFor::UnknownHost,
+                    ..
+                }) if self.unknown_hosts == UnknownHosts::Pass => Ok(false),
+                Answer::Refuse(Refusal {
+                    status,
+                    why: RefusedFor::EscapedSlash,
+                }) => refuse(session, status, "encoded slashes are not accepted in paths").await,
+                Answer::Refuse(Refusal { status, .. }) => {
+                    refuse(session, status, "this proxy does not serve that host").await
                 }
+                // Every request the judgment routes has a decision.
+                _ => refuse(session, 500, "the request could not be judged").await,
+            };
+        };
+        match judgment.answer {
+            Answer::Proxy => {}
+            Answer::ServeRobots(copy) => {
+                let refresh = decision.origin.robots.settings.refresh;
+                ctx.decision = Some(decision);
+                serve_robots(session, &copy, refresh).await?;
+                return Ok(true);
             }
-        }
-        if serves_robots {
-            // The copy robotsguard enforces is the one crawlers read, never the origin's.
-            let copy = decision.robots.clone();
-            let refresh = decision.origin.robots.settings.refresh;
-            ctx.decision = Some(decision);
-            serve_robots(session, &copy, refresh).await?;
-            return Ok(true);
-        }
-        let robots_allows = decision.outcome == Outcome::Allowed;
-        if let Some((agent, crawler)) = &signed {
-            decision.apply_verification(crate::verify::Verifier::signed(crawler, agent));
-        } else if decision.wants_verification() {
-            if let Some(client) = ctx.client {
-                if let Some(verification) = self.verifier.verify(&snapshot, &decision, client).await
-                {
-                    decision.apply_verification(verification);
-                }
-            }
-        }
-        // A reported impostor (`impostors: report`) is let through, so it is held to the
-        // Crawl-delay of the claim, per address, as an unverified claim is.
-        let reported_impostor =
-            decision.why == Why::Impostor && decision.outcome == Outcome::WouldBlock;
-        if robots_allows && (decision.outcome == Outcome::Allowed || reported_impostor) {
-            if let Some((delay, wait)) = self.crawl_delay_wait(&decision, ctx.client).await {
-                let settings = decision.origin.config.crawl_delay;
-                if settings.action == CrawlDelayAction::Enforce
-                    && decision.origin.config.mode == Mode::Enforce
-                {
-                    if reported_impostor {
-                        // Still reported: the 429 must not hide the impostor from the log.
-                        log_disallowed(session, &decision, ctx.client);
+            Answer::Refuse(refusal) => {
+                let body = match &refusal.why {
+                    RefusedFor::Banned(ban) => banned_body(ban),
+                    RefusedFor::Limited { delay, wait } => limited_body(&decision, *delay, *wait),
+                    _ => {
+                        let path = request_path(session.req_header());
+                        let robots_url = robots_url(session, ctx.peer_trusted);
+                        block_body(&decision, path, &robots_url, &client_text(ctx.client))
                     }
-                    decision.outcome = Outcome::Limited;
-                    METRICS
-                        .rate_limited
-                        .with_label_values(&[decision.origin.name(), decision.crawler_label()])
-                        .inc();
-                    let body = limited_body(&decision, delay, wait);
-                    ctx.decision = Some(decision);
-                    respond_limited(session, retry_after_seconds(wait), body).await?;
-                    return Ok(true);
-                }
-                if !reported_impostor {
-                    decision.outcome = Outcome::WouldLimit;
-                }
+                };
+                ctx.decision = Some(decision);
+                respond_refusal(session, &refusal, body).await?;
+                return Ok(true);
             }
-        }
-        // A violation is a rule of the robots.txt in force disallowing the request (not a
-        // policy block, an impostor, or the disallow-all of an unreachable robots.txt).
-        if matches!(decision.outcome, Outcome::Blocked | Outcome::WouldBlock)
-            && decision.why == Why::Rule
-        {
-            // A trusted proxy's own address stands for every client behind it (a request that
-            // came through it without X-Forwarded-For): never a strike, so never banned.
-            let strikes = !ctx
-                .client
-                .is_some_and(|client| crate::client::is_trusted(trusted, client));
-            let read = match ctx.client {
-                Some(client) => self.violation(session, &decision, client, strikes).await,
-                None => false,
-            };
-            METRICS
-                .violations
-                .with_label_values(&[
-                    decision.origin.name(),
-                    decision.crawler_label(),
-                    if read { "yes" } else { "no" },
-                ])
-                .inc();
-        }
-        if decision.outcome == Outcome::Blocked {
-            let request = session.req_header();
-            let path = request_path(request);
-            let robots_url = robots_url(session, ctx.peer_trusted);
-            let body = block_body(&decision, path, &robots_url, &client_text(ctx.client));
-            // An impostor is refused for who it is, not for a robots.txt rule: always 403.
-            let status = if decision.why == Why::Impostor {
-                403
-            } else {
-                decision.origin.config.block.status
-            };
-            log_disallowed(session, &decision, ctx.client);
-            ctx.decision = Some(decision);
-            respond(session, status, body).await?;
-            return Ok(true);
-        }
-        if decision.outcome == Outcome::WouldBlock {
-            log_disallowed(session, &decision, ctx.client);
         }
         let request = session.req_header();
         if request.method == http::Method::GET
@@ -597,63 +504,48 @@ impl Guard {
         Ok(false)
     }
 
-    /// The delay that applies to a crawler robots.txt allows and how long it must still wait
-    /// under it ([`Decision::budget`]); `None` when it is admitted now, or nothing limits
-    /// it.
-    async fn crawl_delay_wait(
-        &self,
-        decision: &Decision,
-        client: Option<IpAddr>,
-    ) -> Option<(Duration, Duration)> {
-        if decision.origin.config.crawl_delay.action == CrawlDelayAction::Ignore {
-            return None;
-        }
-        let (key, delay) = decision.budget(client)?;
-        match self.store.admit(key, delay).await {
-            Admission::Admitted => None,
-            Admission::TooSoon(wait) => Some((delay, wait)),
-        }
+    /// The judgment of a request as the proxy would make it now, changing nothing: the Crawl-delay
+    /// budget is read, not spent; no robots.txt read or strike is recorded. A claimed crawler
+    /// is verified as the proxy would (which may wait for reverse DNS, at most
+    /// `verify.dns.timeout`). What `/explain` shows.
+    ///
+    /// ```
+    /// use robotsguard::guard::{Guard, OriginSpec};
+    /// use robotsguard::judge::Facts;
+    ///
+    /// let guard = Guard::builder()
+    ///     .origin(
+    ///         OriginSpec::new("shop", ["shop.example"], "127.0.0.1:8081")
+    ///             .robots_inline("User-agent: GPTBot\nDisallow: /private\n"),
+    ///     )
+    ///     .build()?;
+    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// let facts = Facts::get(b"shop.example", b"GPTBot/1.2", b"/private/a");
+    /// let judgment = runtime.block_on(guard.judge(&facts));
+    /// assert_eq!(judgment.answer.action(), "refuse");
+    /// assert_eq!(judgment.answer.status(), Some(403));
+    /// let facts = Facts::get(b"shop.example", b"Mozilla/5.0", b"/private/a");
+    /// assert_eq!(runtime.block_on(guard.judge(&facts)).answer.action(), "proxy");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn judge(&self, facts: &Facts<'_>) -> Judgment {
+        self.judge_with(&self.live.load(), facts, JudgeMode::Preview)
+            .await
     }
 
-    /// A request a robots.txt rule blocked: whether the client read robots.txt within the last
-    /// 24 hours (returned), and, with `strikes`, a strike when every robots.txt in force over
-    /// those hours disallowed it too; enough strikes ban the address (`offenders`). One round
-    /// trip at most with the shared store.
-    async fn violation(
+    async fn judge_with(
         &self,
-        session: &Session,
-        decision: &Decision,
-        client: IpAddr,
-        strikes: bool,
-    ) -> bool {
-        let settings = decision.origin.config.offenders;
-        let strike = (strikes
-            && settings.action != OffendersAction::Off
-            && request_target(session.req_header()).is_some_and(|target| {
-                let path = target.decided_path();
-                decision
-                    .origin
-                    .robots
-                    .throughout_history(Instant::now(), |copy| {
-                        crate::enforce::copy_disallows(copy, decision, path)
-                    })
-            }))
-        .then_some(StrikeRequest {
-            settings,
-            enforce: decision.origin.config.mode == Mode::Enforce,
-        });
-        let origin = decision.origin.name();
-        let violation = self.store.violation(origin, client, strike).await;
-        match violation.strike {
-            Some(Strike::Banned(ban)) => {
-                crate::logs::offender(origin, client, ban.strikes, Some(&ban))
-            }
-            Some(Strike::WouldBan(strikes)) if strikes == settings.strikes => {
-                crate::logs::offender(origin, client, strikes, None)
-            }
-            _ => {}
+        snapshot: &Snapshot,
+        facts: &Facts<'_>,
+        mode: JudgeMode,
+    ) -> Judgment {
+        Judge {
+            snapshot,
+            verifier: &self.verifier,
+            store: &self.store,
         }
-        violation.read_robots
+        .judge(facts, mode)
+        .await
     }
 
     /// The strikes and bans of repeat offenders (for the admin endpoint and embedders): with the
@@ -997,17 +889,6 @@ impl pingora::services::background::BackgroundService for RefresherService {
 }
 
 /// Writes one access log line for this request.
-/// The log line of a request refused, or that would be, for `decision` (rate-limited there).
-fn log_disallowed(session: &Session, decision: &Decision, client: Option<IpAddr>) {
-    let request = session.req_header();
-    crate::logs::disallowed_request(
-        decision,
-        || client_text(client),
-        &request.method,
-        request_path(request),
-    );
-}
-
 fn access_log(format: AccessLogFormat, session: &Session, ctx: &GuardContext, status: Option<u16>) {
     let request = session.req_header();
     let host = request_host(request).unwrap_or_default();

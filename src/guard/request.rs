@@ -78,22 +78,6 @@ pub(super) fn request_target(request: &RequestHeader) -> Option<Target<'_>> {
         .then_some(Target::Absolute(path.as_bytes()))
 }
 
-/// A `GET` or `HEAD` of `/robots.txt` (in any spelling that reads as it; any query).
-pub(super) fn asks_for_robots_txt(request: &RequestHeader, target: &Target<'_>) -> bool {
-    if request.method != http::Method::GET && request.method != http::Method::HEAD {
-        return false;
-    }
-    let path = target.decided_path();
-    let path = &path[..memchr::memchr(b'?', path).unwrap_or(path.len())];
-    // Every request asks this; almost none can be it. Canonicalizing keeps the last segment's
-    // last character (decoding `%74`) or leaves a trailing slash, so a path that ends in
-    // neither `t` nor `%74` cannot read as `/robots.txt`.
-    if !(path.ends_with(b"t") || path.ends_with(b"%74")) {
-        return false;
-    }
-    crate::robots::canonical::canonicalize_decoding_slashes(path).as_ref() == b"/robots.txt"
-}
-
 /// Request bodies up to this size are drained after robotsguard answers, so the connection stays
 /// usable; a larger body closes the connection instead of being read.
 const MAX_DRAINED_BODY: u64 = 1024 * 1024;
@@ -158,61 +142,4 @@ pub(super) fn peer_ip(session: &Session) -> Option<IpAddr> {
 /// A client address as text, or [`UNKNOWN_CLIENT`].
 pub(super) fn client_text(client: Option<IpAddr>) -> String {
     client.map_or_else(|| UNKNOWN_CLIENT.to_string(), |ip| ip.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn asks(path: &[u8]) -> bool {
-        let request = RequestHeader::build("GET", path, None).expect("a valid request");
-        asks_for_robots_txt(&request, &Target::Path(path))
-    }
-
-    #[test]
-    fn robots_txt_is_recognised_in_every_spelling_and_nothing_else_is() {
-        let spellings: [&[u8]; 9] = [
-            b"/robots.txt",
-            b"/robots.txt?x=1",
-            b"/%72obots.txt",
-            b"/robots.tx%74",
-            b"/robots%2etxt",
-            b"/a/../robots.txt",
-            b"/./robots.txt",
-            b"/x%2F..%2Frobots.txt",
-            b"//robots.txt",
-        ];
-        for path in spellings {
-            assert!(asks(path), "{}", String::from_utf8_lossy(path));
-        }
-        let others: [&[u8]; 9] = [
-            b"/robots.txt/",
-            b"/robots.txt/.",
-            b"/robots.txt/..",
-            b"/robots.txt%2F",
-            b"/robots.tx%74/",
-            b"/robots.txT",
-            b"/robots.txt.bak",
-            b"/cart",
-            b"/",
-        ];
-        for path in others {
-            assert!(!asks(path), "{}", String::from_utf8_lossy(path));
-        }
-        // The short cut agrees with canonicalizing whatever the path ends with.
-        for end in ["t", "%74", "/", "/.", "%2e", "%2E", "s", "%2F", "\\", ""] {
-            for start in ["/robots.tx", "/robots.txt", "/x/../robots.tx", "/robots"] {
-                let path = format!("{start}{end}");
-                let canonical =
-                    crate::robots::canonical::canonicalize_decoding_slashes(path.as_bytes());
-                assert_eq!(
-                    asks(path.as_bytes()),
-                    canonical.as_ref() == b"/robots.txt",
-                    "{path}"
-                );
-            }
-        }
-        let head = RequestHeader::build("POST", b"/robots.txt", None).expect("a valid request");
-        assert!(!asks_for_robots_txt(&head, &Target::Path(b"/robots.txt")));
-    }
 }

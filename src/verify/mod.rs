@@ -72,17 +72,14 @@ impl Verifier {
             .verify(request, authority, scheme, std::time::SystemTime::now())
     }
 
-    /// The verdict for a request a valid signature of `agent` identified as `crawler`.
+    /// The verdict for a request a valid signature of `agent` identified as `crawler`, counted
+    /// in `robotsguard_crawler_verifications_total`.
     pub fn signed(crawler: &str, agent: &str) -> Arc<Verification> {
         METRICS
             .crawler_verifications
             .with_label_values(&[crawler, VerificationResult::Verified.as_str()])
             .inc();
-        Arc::new(Verification {
-            crawler: crawler.to_owned(),
-            result: VerificationResult::Verified,
-            how: format!("a valid Web Bot Auth signature of {agent}"),
-        })
+        Verification::by_signature(crawler, agent)
     }
 
     /// The range lists and their copies.

@@ -22,6 +22,7 @@ mod live_metrics;
 mod live_reload;
 mod live_shutdown;
 mod offenders;
+mod one_judgment;
 mod origins_selftest;
 mod policy;
 mod proxy_admin;

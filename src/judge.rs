@@ -1,0 +1,874 @@
+//! The whole judgment of one request, with no HTTP in it: route → robots.txt and policy verdict →
+//! robots.txt read recorded → ban → serve robots.txt → verify → Crawl-delay → strike → answer.
+//!
+//! Three callers, one answer: the proxy ([`crate::guard::Guard::request_filter`]) judges in
+//! [`Mode::Apply`] (it spends Crawl-delay budgets, records robots.txt reads, counts strikes and
+//! writes the log lines of refused requests); `/explain` and embedders
+//! ([`crate::guard::Guard::judge`]) judge in [`Mode::Preview`], which changes nothing. Outcomes
+//! beyond the pure robots.txt and policy verdict of [`crate::enforce`] (banned, limited, would
+//! limit) are set here and nowhere else.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::{CrawlDelayAction, Mode as OriginMode, OffendersAction};
+use crate::crawl_delay::{retry_after_seconds, Admission};
+use crate::enforce::{decide_request, Decision, Outcome, Refused, Request as DecideRequest, Why};
+use crate::metrics::METRICS;
+use crate::offenders::{Ban, Strike};
+use crate::state::{RobotsCopy, Snapshot};
+use crate::store::{Store, StrikeRequest};
+use crate::verify::Verifier;
+
+/// What a judgment may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Mode {
+    /// The proxy's: spends the Crawl-delay budget, records a robots.txt read, counts a strike
+    /// (and bans), counts the request's verdicts in metrics and logs a refusal.
+    Apply,
+    /// `/explain`'s and embedders': the answer the proxy would give now, changing nothing.
+    Preview,
+}
+
+/// A crawler a valid Web Bot Auth signature identified (whatever the User-Agent says).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signed {
+    /// The signing agent (`https://chatgpt.com`).
+    pub agent: String,
+    /// The catalogue name of the crawler the agent stands for.
+    pub crawler: String,
+}
+
+/// The facts read off one request: everything the judgment uses.
+#[derive(Debug, Clone, Copy)]
+pub struct Facts<'a> {
+    /// The Host (or `:authority`) as sent.
+    pub host: &'a [u8],
+    /// The User-Agent as sent (empty when there is none).
+    pub user_agent: &'a [u8],
+    /// The path and query the request is decided on, as sent: the origin-form target, the path
+    /// of an absolute-form one, `/` for `OPTIONS *`.
+    pub target: &'a [u8],
+    /// The request method.
+    pub method: &'a http::Method,
+    /// The client's address (the peer's, or what a trusted proxy forwarded), when known.
+    pub client: Option<IpAddr>,
+    /// A verified Web Bot Auth signature, when the request carries one.
+    pub signed: Option<&'a Signed>,
+}
+
+impl<'a> Facts<'a> {
+    /// A GET of `target` on `host` by `user_agent`, from an unknown client, unsigned.
+    pub fn get(host: &'a [u8], user_agent: &'a [u8], target: &'a [u8]) -> Facts<'a> {
+        Facts {
+            host,
+            user_agent,
+            target,
+            method: &http::Method::GET,
+            client: None,
+            signed: None,
+        }
+    }
+
+    /// The same facts from `client`.
+    pub fn from_client(self, client: IpAddr) -> Facts<'a> {
+        Facts {
+            client: Some(client),
+            ..self
+        }
+    }
+}
+
+/// What is done with the request.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Answer {
+    /// Sent to the origin.
+    Proxy,
+    /// Answered with the origin's robots.txt copy in force, by robotsguard (`robots.serve`).
+    ServeRobots(Arc<RobotsCopy>),
+    /// Answered by robotsguard with an error status.
+    Refuse(Refusal),
+}
+
+impl Answer {
+    /// `proxy`, `serve_robots` or `refuse`, as `/explain` shows it.
+    pub fn action(&self) -> &'static str {
+        match self {
+            Answer::Proxy => "proxy",
+            Answer::ServeRobots(_) => "serve_robots",
+            Answer::Refuse(_) => "refuse",
+        }
+    }
+
+    /// The status robotsguard answers with itself: `None` when the request is proxied.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Answer::Proxy => None,
+            Answer::ServeRobots(_) => Some(200),
+            Answer::Refuse(refusal) => Some(refusal.status),
+        }
+    }
+}
+
+/// A request robotsguard answers with an error of its own.
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    /// The status sent.
+    pub status: u16,
+    /// Why.
+    pub why: RefusedFor,
+}
+
+/// Why a request is refused.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum RefusedFor {
+    /// No configured origin serves the Host (421).
+    UnknownHost,
+    /// The path holds an escaped slash the origin refuses (400).
+    EscapedSlash,
+    /// The client address is banned from the origin (403, `Retry-After` at its end).
+    Banned(Ban),
+    /// Sooner than the crawler's `Crawl-delay` (429, `Retry-After`).
+    Limited {
+        /// The delay that applies.
+        delay: Duration,
+        /// How long until the request would be admitted.
+        wait: Duration,
+    },
+    /// robots.txt or the policy disallows the request to the crawler (the origin's block
+    /// status).
+    Blocked,
+    /// The request claims a crawler it is not (always 403).
+    Impostor,
+}
+
+impl RefusedFor {
+    /// The `Retry-After` seconds the refusal carries, when it carries one.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            RefusedFor::Banned(ban) => Some(crate::offenders::seconds_left(ban)),
+            RefusedFor::Limited { wait, .. } => Some(retry_after_seconds(*wait)),
+            _ => None,
+        }
+    }
+}
+
+/// The judgment of one request.
+#[derive(Debug, Clone)]
+pub struct Judgment {
+    /// The decision, with every outcome the judgment reached; `None` for a request refused before
+    /// any decision (unknown host, escaped slash).
+    pub decision: Option<Decision>,
+    /// What is done with the request.
+    pub answer: Answer,
+    /// For a request a robots.txt rule disallowed (enforced or reported): whether the client read
+    /// the origin's robots.txt within the last 24 hours.
+    pub read_robots: Option<bool>,
+}
+
+/// The judge: the snapshot in force and the state and verifier it consults.
+pub struct Judge<'a> {
+    /// The origins, robots.txt copies and catalogue in force.
+    pub snapshot: &'a Snapshot,
+    /// Checks crawlers' claims.
+    pub verifier: &'a Verifier,
+    /// Crawl-delay budgets, robots.txt reads, strikes and bans.
+    pub store: &'a Store,
+}
+
+impl Judge<'_> {
+    /// Judges the request `facts` describe. In [`Mode::Apply`] it changes the state as the proxy
+    /// must; in [`Mode::Preview`] it changes nothing (a verification may still be looked up and
+    /// cached, which changes no answer).
+    pub async fn judge(&self, facts: &Facts<'_>, mode: Mode) -> Judgment {
+        let apply = mode == Mode::Apply;
+        let decided = Instant::now();
+        let decision = decide_request(
+            self.snapshot,
+            &DecideRequest {
+                host: facts.host,
+                user_agent: facts.user_agent,
+                path: facts.target,
+                client: facts.client,
+                method: facts.method,
+                signed_by: facts.signed.map(|signed| signed.crawler.as_str()),
+                budgets: if apply {
+                    self.store.local_budgets()
+                } else {
+                    None
+                },
+            },
+        );
+        if apply {
+            METRICS
+                .decision_duration
+                .observe(decided.elapsed().as_secs_f64());
+        }
+        let mut decision = match decision {
+            Ok(decision) => decision,
+            Err(refused) => {
+                let (status, why) = match refused {
+                    Refused::UnknownHost => (421, RefusedFor::UnknownHost),
+                    Refused::EscapedSlash => (400, RefusedFor::EscapedSlash),
+                };
+                return Judgment {
+                    decision: None,
+                    answer: Answer::Refuse(Refusal { status, why }),
+                    read_robots: None,
+                };
+            }
+        };
+        let client = facts.client;
+        // The copy in force answers any spelling of a robots.txt read, when robotsguard serves
+        // it; what goes to the origin, or counts as having read robots.txt, must be exactly that.
+        let serves_robots = decision.origin.robots.settings.serve
+            && asks_for_robots_txt(facts.method, facts.target);
+        if let (true, true, Some(client)) = (apply, decision.reads_robots_txt, client) {
+            self.store
+                .record_robots_read(decision.origin.name(), client)
+                .await;
+        }
+        // A banned address gets nothing but robots.txt, whoever it claims to be; an allowed
+        // client is never refused for a ban (one imposed before it was allowed, or by a replica
+        // configured otherwise).
+        if let (false, Some(client)) = (decision.reads_robots_txt || serves_robots, client) {
+            if !decision.origin.allow_clients.contains(client) {
+                if let Some(ban) = self.store.banned(decision.origin.name(), client) {
+                    decision.outcome = Outcome::Banned;
+                    return Judgment {
+                        decision: Some(decision),
+                        answer: Answer::Refuse(Refusal {
+                            status: 403,
+                            why: RefusedFor::Banned(ban),
+                        }),
+                        read_robots: None,
+                    };
+                }
+            }
+        }
+        if serves_robots {
+            // The copy robotsguard enforces is the one crawlers read, never the origin's.
+            let copy = decision.robots.clone();
+            return Judgment {
+                decision: Some(decision),
+                answer: Answer::ServeRobots(copy),
+                read_robots: None,
+            };
+        }
+        let robots_allows = decision.outcome == Outcome::Allowed;
+        if let Some(signed) = facts.signed {
+            let verification = if apply {
+                Verifier::signed(&signed.crawler, &signed.agent)
+            } else {
+                crate::enforce::Verification::by_signature(&signed.crawler, &signed.agent)
+            };
+            decision.apply_verification(verification);
+        } else if decision.wants_verification() {
+            if let Some(client) = client {
+                if let Some(verification) =
+                    self.verifier.verify(self.snapshot, &decision, client).await
+                {
+                    decision.apply_verification(verification);
+                }
+            }
+        }
+        // A reported impostor (`impostors: report`) is let through, so it is held to the
+        // Crawl-delay of the claim, per address, as an unverified claim is.
+        let reported_impostor =
+            decision.why == Why::Impostor && decision.outcome == Outcome::WouldBlock;
+        if robots_allows && (decision.outcome == Outcome::Allowed || reported_impostor) {
+            if let Some((delay, wait)) = self.crawl_delay_wait(&decision, client, apply).await {
+                let settings = decision.origin.config.crawl_delay;
+                if settings.action == CrawlDelayAction::Enforce
+                    && decision.origin.config.mode == OriginMode::Enforce
+                {
+                    if apply {
+                        if reported_impostor {
+                            // Still reported: the 429 must not hide the impostor from the log.
+                            log_disallowed(&decision, facts);
+                        }
+                        METRICS
+                            .rate_limited
+                            .with_label_values(&[decision.origin.name(), decision.crawler_label()])
+                            .inc();
+                    }
+                    decision.outcome = Outcome::Limited;
+                    return Judgment {
+                        decision: Some(decision),
+                        answer: Answer::Refuse(Refusal {
+                            status: 429,
+                            why: RefusedFor::Limited { delay, wait },
+                        }),
+                        read_robots: None,
+                    };
+                }
+                if !reported_impostor {
+                    decision.outcome = Outcome::WouldLimit;
+                }
+            }
+        }
+        // A violation is a rule of the robots.txt in force disallowing the request (not a
+        // policy block, an impostor, or the disallow-all of an unreachable robots.txt).
+        let mut read_robots = None;
+        if matches!(decision.outcome, Outcome::Blocked | Outcome::WouldBlock)
+            && decision.why == Why::Rule
+        {
+            let read = match client {
+                Some(client) if apply => self.violation(&decision, facts, client).await,
+                Some(client) => {
+                    self.store
+                        .violation(decision.origin.name(), client, None)
+                        .await
+                        .read_robots
+                }
+                None => false,
+            };
+            if apply {
+                METRICS
+                    .violations
+                    .with_label_values(&[
+                        decision.origin.name(),
+                        decision.crawler_label(),
+                        if read { "yes" } else { "no" },
+                    ])
+                    .inc();
+            }
+            read_robots = Some(read);
+        }
+        if apply && matches!(decision.outcome, Outcome::Blocked | Outcome::WouldBlock) {
+            log_disallowed(&decision, facts);
+        }
+        let answer = if decision.outcome == Outcome::Blocked {
+            // An impostor is refused for who it is, not for a robots.txt rule: always 403.
+            Answer::Refuse(if decision.why == Why::Impostor {
+                Refusal {
+                    status: 403,
+                    why: RefusedFor::Impostor,
+                }
+            } else {
+                Refusal {
+                    status: decision.origin.config.block.status,
+                    why: RefusedFor::Blocked,
+                }
+            })
+        } else {
+            Answer::Proxy
+        };
+        Judgment {
+            decision: Some(decision),
+            answer,
+            read_robots,
+        }
+    }
+
+    /// The delay that applies to a crawler robots.txt allows and how long it must still wait
+    /// under it ([`Decision::budget`]); `None` when it is admitted now, or nothing limits it.
+    /// Applying admits (spends the budget); previewing only reads it.
+    async fn crawl_delay_wait(
+        &self,
+        decision: &Decision,
+        client: Option<IpAddr>,
+        apply: bool,
+    ) -> Option<(Duration, Duration)> {
+        if decision.origin.config.crawl_delay.action == CrawlDelayAction::Ignore {
+            return None;
+        }
+        let (key, delay) = decision.budget(client)?;
+        if delay.is_zero() {
+            return None;
+        }
+        if apply {
+            match self.store.admit(key, delay).await {
+                Admission::Admitted => None,
+                Admission::TooSoon(wait) => Some((delay, wait)),
+            }
+        } else {
+            let wait = self.store.next_admission(key, delay).await?;
+            (!wait.is_zero()).then_some((delay, wait))
+        }
+    }
+
+    /// A request a robots.txt rule blocked: whether the client read robots.txt within the last
+    /// 24 hours (returned), and a strike when every robots.txt in force over those hours
+    /// disallowed it too; enough strikes ban the address (`offenders`). One round trip at most
+    /// with the shared store.
+    async fn violation(&self, decision: &Decision, facts: &Facts<'_>, client: IpAddr) -> bool {
+        let settings = decision.origin.config.offenders;
+        // A trusted proxy's own address stands for every client behind it (a request that came
+        // through it without X-Forwarded-For): never a strike, so never banned.
+        let strikes = !crate::client::is_trusted(&self.snapshot.config.trusted_proxies, client);
+        let strike = (strikes
+            && settings.action != OffendersAction::Off
+            && decision
+                .origin
+                .robots
+                .throughout_history(Instant::now(), |copy| {
+                    crate::enforce::copy_disallows(copy, decision, facts.target)
+                }))
+        .then_some(StrikeRequest {
+            settings,
+            enforce: decision.origin.config.mode == OriginMode::Enforce,
+        });
+        let origin = decision.origin.name();
+        let violation = self.store.violation(origin, client, strike).await;
+        match violation.strike {
+            Some(Strike::Banned(ban)) => {
+                crate::logs::offender(origin, client, ban.strikes, Some(&ban))
+            }
+            Some(Strike::WouldBan(strikes)) if strikes == settings.strikes => {
+                crate::logs::offender(origin, client, strikes, None)
+            }
+            _ => {}
+        }
+        violation.read_robots
+    }
+}
+
+/// The log line of a request refused, or that would be (rate-limited there).
+fn log_disallowed(decision: &Decision, facts: &Facts<'_>) {
+    crate::logs::disallowed_request(
+        decision,
+        || {
+            facts
+                .client
+                .map_or_else(|| "unknown".to_string(), |c| c.to_string())
+        },
+        facts.method,
+        &String::from_utf8_lossy(facts.target),
+    );
+}
+
+/// A `GET` or `HEAD` of `/robots.txt` (in any spelling that reads as it; any query).
+pub fn asks_for_robots_txt(method: &http::Method, target: &[u8]) -> bool {
+    if *method != http::Method::GET && *method != http::Method::HEAD {
+        return false;
+    }
+    let path = &target[..memchr::memchr(b'?', target).unwrap_or(target.len())];
+    // Every request asks this; almost none can be it. Canonicalizing keeps the last segment's
+    // last character (decoding `%74`) or leaves a trailing slash, so a path that ends in
+    // neither `t` nor `%74` cannot read as `/robots.txt`.
+    if !(path.ends_with(b"t") || path.ends_with(b"%74")) {
+        return false;
+    }
+    crate::robots::canonical::canonicalize_decoding_slashes(path).as_ref() == b"/robots.txt"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asks(path: &[u8]) -> bool {
+        asks_for_robots_txt(&http::Method::GET, path)
+    }
+
+    #[test]
+    fn robots_txt_is_recognised_in_every_spelling_and_nothing_else_is() {
+        let spellings: [&[u8]; 9] = [
+            b"/robots.txt",
+            b"/robots.txt?x=1",
+            b"/%72obots.txt",
+            b"/robots.tx%74",
+            b"/robots%2etxt",
+            b"/a/../robots.txt",
+            b"/./robots.txt",
+            b"/x%2F..%2Frobots.txt",
+            b"//robots.txt",
+        ];
+        for path in spellings {
+            assert!(asks(path), "{}", String::from_utf8_lossy(path));
+        }
+        let others: [&[u8]; 9] = [
+            b"/robots.txt/",
+            b"/robots.txt/.",
+            b"/robots.txt/..",
+            b"/robots.txt%2F",
+            b"/robots.tx%74/",
+            b"/robots.txT",
+            b"/robots.txt.bak",
+            b"/cart",
+            b"/",
+        ];
+        for path in others {
+            assert!(!asks(path), "{}", String::from_utf8_lossy(path));
+        }
+        // The short cut agrees with canonicalizing whatever the path ends with.
+        for end in ["t", "%74", "/", "/.", "%2e", "%2E", "s", "%2F", "\\", ""] {
+            for start in ["/robots.tx", "/robots.txt", "/x/../robots.tx", "/robots"] {
+                let path = format!("{start}{end}");
+                let canonical =
+                    crate::robots::canonical::canonicalize_decoding_slashes(path.as_bytes());
+                assert_eq!(
+                    asks(path.as_bytes()),
+                    canonical.as_ref() == b"/robots.txt",
+                    "{path}"
+                );
+            }
+        }
+        assert!(!asks_for_robots_txt(&http::Method::POST, b"/robots.txt"));
+    }
+
+    /// A snapshot of `origin` (YAML of one origin's settings, indented as under `origins:`)
+    /// for shop.example, with `ListedBot`, a crawler whose one range list holds 198.51.100.0/24
+    /// (stubbed: the list's copy is stored directly, no fetch).
+    struct Bench {
+        snapshot: Snapshot,
+        verifier: Verifier,
+        store: Store,
+        runtime: tokio::runtime::Runtime,
+    }
+
+    const LISTED: &str = "ListedBot/1.0";
+    const GPTBOT: &[u8] = b"GPTBot/1.2";
+    const BROWSER: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0";
+
+    fn bench_for(top: &str, origin: &str) -> Bench {
+        let yaml = format!(
+            "listen: [{{address: \"127.0.0.1:0\"}}]\n\
+             admin: {{address: \"127.0.0.1:0\"}}\n\
+             {top}\n\
+             crawlers:\n  extra:\n    - name: ListedBot\n      category: ai-training\n      \
+             verify: {{ips: [\"file:/listed.json\"]}}\n\
+             origins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: \"127.0.0.1:9\"\n{origin}\n"
+        );
+        let config = crate::config::load_str(&yaml, "test.yaml", std::path::Path::new("/"))
+            .unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+        let snapshot = Snapshot::build(Arc::new(config), None).expect("snapshot");
+        let verifier = Verifier::new(&snapshot.config.verify);
+        verifier.lists().set_entries(["file:/listed.json"]);
+        for slot in verifier.lists().slots() {
+            let prefixes: Vec<ipnet::IpNet> = vec!["198.51.100.0/24".parse().expect("a prefix")];
+            slot.copy
+                .store(Some(Arc::new(crate::verify::ranges::ListCopy {
+                    set: crate::verify::ranges::RangeSet::new(prefixes),
+                    prefixes: 1,
+                    etag: None,
+                    last_modified: None,
+                    fetched_at: std::time::SystemTime::now(),
+                })));
+        }
+        verifier.lists().changed();
+        Bench {
+            store: Store::new(&snapshot.config.state),
+            snapshot,
+            verifier,
+            runtime: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime"),
+        }
+    }
+
+    impl Bench {
+        fn judge(&self, facts: &Facts<'_>, mode: Mode) -> Judgment {
+            let judge = Judge {
+                snapshot: &self.snapshot,
+                verifier: &self.verifier,
+                store: &self.store,
+            };
+            self.runtime.block_on(judge.judge(facts, mode))
+        }
+
+        /// `(action, status, outcome)` of a GET.
+        fn get(
+            &self,
+            ua: &[u8],
+            target: &str,
+            client: &str,
+            mode: Mode,
+        ) -> (&'static str, Option<u16>, &'static str) {
+            let client: IpAddr = client.parse().expect("an address");
+            let facts = Facts::get(b"shop.example", ua, target.as_bytes()).from_client(client);
+            let judgment = self.judge(&facts, mode);
+            let outcome = judgment
+                .decision
+                .as_ref()
+                .map_or("none", |d| d.outcome.as_str());
+            (judgment.answer.action(), judgment.answer.status(), outcome)
+        }
+
+        fn ban(&self, client: &str) {
+            let client: IpAddr = client.parse().expect("an address");
+            let now = std::time::SystemTime::now();
+            let ban = Ban::new(
+                "shop",
+                client,
+                now,
+                now + Duration::from_secs(600),
+                3,
+                Instant::now(),
+            );
+            assert!(self.store.offenders().impose(ban, Instant::now()).is_some());
+        }
+
+        fn banned(&self, client: &str) -> bool {
+            let client: IpAddr = client.parse().expect("an address");
+            self.store.banned("shop", client).is_some()
+        }
+    }
+
+    const ROBOTS: &str = "    robots: {source: inline, text: \"User-agent: *\\nDisallow: /private\\nCrawl-delay: 30\\n\", serve: false}";
+
+    #[test]
+    fn a_banned_address_gets_robots_txt_and_nothing_else() {
+        let bench = bench_for("", ROBOTS);
+        bench.ban("192.0.2.7");
+        for ua in [GPTBOT, BROWSER, b"".as_slice()] {
+            assert_eq!(
+                bench.get(ua, "/page", "192.0.2.7", Mode::Apply),
+                ("refuse", Some(403), "banned")
+            );
+            assert_eq!(
+                bench.get(ua, "/robots.txt", "192.0.2.7", Mode::Apply).0,
+                "proxy"
+            );
+            // Look-alikes are not robots.txt reads: WordPress's REST API, POST, other paths.
+            for other in [
+                "/robots.txt?rest_route=/wp/v2/users",
+                "/robots.txt/",
+                "/robots.txt.bak",
+            ] {
+                assert_eq!(
+                    bench.get(ua, other, "192.0.2.7", Mode::Apply),
+                    ("refuse", Some(403), "banned"),
+                    "{other}"
+                );
+            }
+        }
+        let facts = Facts {
+            method: &http::Method::POST,
+            ..Facts::get(b"shop.example", GPTBOT, b"/robots.txt")
+                .from_client("192.0.2.7".parse().expect("an address"))
+        };
+        assert_eq!(bench.judge(&facts, Mode::Apply).answer.status(), Some(403));
+        // Another address is not refused.
+        assert_eq!(
+            bench.get(BROWSER, "/page", "192.0.2.8", Mode::Apply).0,
+            "proxy"
+        );
+    }
+
+    #[test]
+    fn robotsguard_serves_robots_txt_in_every_spelling_even_to_a_banned_address() {
+        let served = "    robots: {source: inline, text: \"User-agent: *\\nDisallow: /private\\n\", serve: true}";
+        let bench = bench_for("", served);
+        bench.ban("192.0.2.7");
+        for spelling in [
+            "/robots.txt",
+            "/%72obots.txt",
+            "/a/../robots.txt",
+            "/robots.txt?x=1",
+        ] {
+            for client in ["192.0.2.7", "192.0.2.8"] {
+                let (action, status, _) = bench.get(GPTBOT, spelling, client, Mode::Apply);
+                assert_eq!(
+                    (action, status),
+                    ("serve_robots", Some(200)),
+                    "{spelling} {client}"
+                );
+            }
+        }
+        assert_eq!(
+            bench
+                .get(BROWSER, "/robots.txt/", "192.0.2.7", Mode::Apply)
+                .2,
+            "banned"
+        );
+    }
+
+    #[test]
+    fn an_allowed_client_is_never_refused_for_a_ban() {
+        let bench = bench_for(
+            "",
+            &format!("{ROBOTS}\n    policy: {{allow_clients: [\"192.0.2.0/24\"]}}"),
+        );
+        bench.ban("192.0.2.7");
+        assert_eq!(
+            bench.get(GPTBOT, "/private", "192.0.2.7", Mode::Apply),
+            ("proxy", None, "pass")
+        );
+        assert_eq!(
+            bench.get(BROWSER, "/page", "192.0.2.7", Mode::Apply),
+            ("proxy", None, "pass")
+        );
+    }
+
+    #[test]
+    fn a_trusted_proxy_never_strikes_and_another_address_is_banned() {
+        let bench = bench_for(
+            "trusted_proxies: [\"192.0.2.1/32\"]",
+            &format!("{ROBOTS}\n    offenders: {{action: ban, strikes: 2, window: 10m, ban: 1h}}"),
+        );
+        for _ in 0..5 {
+            assert_eq!(
+                bench.get(GPTBOT, "/private", "192.0.2.1", Mode::Apply),
+                ("refuse", Some(403), "blocked")
+            );
+        }
+        assert!(!bench.banned("192.0.2.1"));
+        for _ in 0..2 {
+            assert_eq!(
+                bench.get(GPTBOT, "/private", "192.0.2.9", Mode::Apply),
+                ("refuse", Some(403), "blocked")
+            );
+        }
+        assert!(bench.banned("192.0.2.9"));
+        assert_eq!(
+            bench.get(BROWSER, "/", "192.0.2.9", Mode::Apply),
+            ("refuse", Some(403), "banned")
+        );
+    }
+
+    #[test]
+    fn a_preview_never_strikes_records_a_read_or_spends_a_budget() {
+        let bench = bench_for(
+            "",
+            &format!("{ROBOTS}\n    offenders: {{action: ban, strikes: 1, window: 10m, ban: 1h}}"),
+        );
+        for _ in 0..3 {
+            assert_eq!(
+                bench.get(GPTBOT, "/private", "192.0.2.9", Mode::Preview),
+                ("refuse", Some(403), "blocked")
+            );
+            assert_eq!(
+                bench.get(GPTBOT, "/page", "192.0.2.9", Mode::Preview),
+                ("proxy", None, "allowed")
+            );
+            assert_eq!(
+                bench.get(GPTBOT, "/robots.txt", "192.0.2.9", Mode::Preview),
+                ("proxy", None, "pass")
+            );
+        }
+        assert!(!bench.banned("192.0.2.9"));
+        let facts = Facts::get(b"shop.example", GPTBOT, b"/private")
+            .from_client("192.0.2.9".parse().expect("an address"));
+        assert_eq!(
+            bench.judge(&facts, Mode::Preview).read_robots,
+            Some(false),
+            "no read recorded"
+        );
+        // The budget is whole: the first applied request is admitted, the next one is not, and
+        // a preview now says what the proxy says.
+        assert_eq!(
+            bench.get(GPTBOT, "/page", "192.0.2.9", Mode::Apply),
+            ("proxy", None, "allowed")
+        );
+        assert_eq!(
+            bench.get(GPTBOT, "/page", "192.0.2.9", Mode::Preview),
+            ("refuse", Some(429), "limited")
+        );
+        assert_eq!(
+            bench.get(GPTBOT, "/page", "192.0.2.9", Mode::Apply),
+            ("refuse", Some(429), "limited")
+        );
+        // Applied: a read is recorded, and a strike bans.
+        assert_eq!(
+            bench.get(GPTBOT, "/robots.txt", "192.0.2.9", Mode::Apply).0,
+            "proxy"
+        );
+        assert_eq!(bench.judge(&facts, Mode::Apply).read_robots, Some(true));
+        assert!(bench.banned("192.0.2.9"));
+    }
+
+    #[test]
+    fn report_mode_and_crawl_delay_report_only_count() {
+        for (mode, action, second) in [
+            ("report", "enforce", ("proxy", None, "would_limit")),
+            ("enforce", "report", ("proxy", None, "would_limit")),
+            ("enforce", "enforce", ("refuse", Some(429), "limited")),
+            ("enforce", "ignore", ("proxy", None, "allowed")),
+        ] {
+            let bench = bench_for(
+                "",
+                &format!("{ROBOTS}\n    mode: {mode}\n    crawl_delay: {{action: {action}}}"),
+            );
+            assert_eq!(
+                bench.get(GPTBOT, "/page", "192.0.2.9", Mode::Apply),
+                ("proxy", None, "allowed"),
+                "{mode} {action}"
+            );
+            assert_eq!(
+                bench.get(GPTBOT, "/page", "192.0.2.9", Mode::Apply),
+                second,
+                "{mode} {action}"
+            );
+            let blocked = if mode == "report" {
+                ("proxy", None, "would_block")
+            } else {
+                ("refuse", Some(403), "blocked")
+            };
+            assert_eq!(
+                bench.get(GPTBOT, "/private", "192.0.2.9", Mode::Apply),
+                blocked,
+                "{mode} {action}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_impostor_is_refused_or_reported_and_a_reported_one_is_held_to_the_crawl_delay() {
+        let listed = LISTED.as_bytes();
+        let blocking = bench_for("", &format!("{ROBOTS}\n    impostors: block"));
+        let bench = &blocking;
+        assert_eq!(
+            bench.get(listed, "/page", "198.51.100.4", Mode::Apply),
+            ("proxy", None, "allowed")
+        );
+        assert_eq!(
+            bench.get(listed, "/page", "8.8.8.8", Mode::Preview),
+            ("refuse", Some(403), "blocked")
+        );
+        assert_eq!(
+            bench.get(listed, "/page", "8.8.8.8", Mode::Apply),
+            ("refuse", Some(403), "blocked")
+        );
+        // Not verifiable here (a private address): unverified, never an impostor.
+        assert_eq!(
+            bench.get(listed, "/page", "10.1.2.3", Mode::Apply),
+            ("proxy", None, "allowed")
+        );
+
+        let reported = bench_for("", &format!("{ROBOTS}\n    impostors: report"));
+        let bench = reported;
+        assert_eq!(
+            bench.get(listed, "/page", "8.8.8.8", Mode::Apply),
+            ("proxy", None, "would_block")
+        );
+        assert_eq!(
+            bench.get(listed, "/page", "8.8.8.8", Mode::Preview),
+            ("refuse", Some(429), "limited")
+        );
+        assert_eq!(
+            bench.get(listed, "/page", "8.8.8.8", Mode::Apply),
+            ("refuse", Some(429), "limited")
+        );
+        // Its budget is its address's: the real crawler is admitted.
+        assert_eq!(
+            bench.get(listed, "/page", "198.51.100.4", Mode::Apply),
+            ("proxy", None, "allowed")
+        );
+    }
+
+    #[test]
+    fn exempt_paths_and_unknown_hosts() {
+        let bench = bench_for(
+            "",
+            &format!("{ROBOTS}\n    policy: {{exempt_paths: [/private/ads.txt]}}"),
+        );
+        assert_eq!(
+            bench.get(GPTBOT, "/private/ads.txt", "192.0.2.9", Mode::Apply),
+            ("proxy", None, "pass")
+        );
+        assert_eq!(
+            bench.get(GPTBOT, "/private/x", "192.0.2.9", Mode::Apply),
+            ("refuse", Some(403), "blocked")
+        );
+        let facts = Facts::get(b"other.example", GPTBOT, b"/");
+        let judgment = bench.judge(&facts, Mode::Preview);
+        assert!(judgment.decision.is_none());
+        assert_eq!(judgment.answer.status(), Some(421));
+    }
+}
