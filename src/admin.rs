@@ -1,9 +1,8 @@
 //! The admin listener: `/healthz`, `/readyz`, `/metrics`, `/explain` and `/robots`. Separate from
 //! the proxy listeners and meant to stay private.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
 
 use async_trait::async_trait;
 use http::Response;
@@ -11,6 +10,8 @@ use pingora::apps::http_app::ServeHttp;
 use pingora::protocols::http::ServerSession;
 use serde::Serialize;
 
+use crate::console::access::{Access, Level};
+use crate::console::Console;
 use crate::enforce::Decision;
 use crate::judge::{Answer, Facts, Judge, Mode, Refusal, RefusedFor};
 use crate::metrics::METRICS;
@@ -19,102 +20,48 @@ use crate::state::{Live, Snapshot};
 /// The admin endpoint as a pingora HTTP app ([`crate::guard::Guard::admin_service`]).
 pub(crate) struct AdminApp {
     snapshot: Arc<Live>,
-    token: Option<TokenFile>,
+    access: Arc<Access>,
     verifier: Arc<crate::verify::Verifier>,
     store: Arc<crate::store::Store>,
+    console: Console,
 }
 
 impl AdminApp {
-    /// `token_file`: when set, every endpoint but `/healthz` and `/readyz` needs
-    /// `Authorization: Bearer <the file's content>`.
+    /// `admin`'s tokens: with `token_file` or `read_token_file` set, every endpoint but
+    /// `/healthz` and `/readyz` needs `Authorization: Bearer <a token>` (or a console session),
+    /// and actions need the admin token.
     pub(crate) fn new(
         snapshot: Arc<Live>,
-        token_file: Option<PathBuf>,
+        admin: &crate::config::AdminConfig,
         verifier: Arc<crate::verify::Verifier>,
         store: Arc<crate::store::Store>,
+        reports: Arc<crate::reports::Reports>,
     ) -> AdminApp {
+        let access = Arc::new(Access::new(
+            admin.token_file.clone(),
+            admin.read_token_file.clone(),
+            admin.address,
+        ));
         AdminApp {
+            console: Console {
+                access: access.clone(),
+                live: snapshot.clone(),
+                store: store.clone(),
+                verifier: verifier.clone(),
+                reports,
+            },
             snapshot,
-            token: token_file.map(TokenFile::new),
+            access,
             verifier,
             store,
         }
     }
 }
 
-/// Longest admin token accepted from a file (a secret, not a document).
-const MAX_TOKEN_BYTES: u64 = 4096;
-
 /// Reads an admin token file: its content without surrounding whitespace, which must not be
 /// empty.
 pub fn read_token(path: &Path) -> Result<String, String> {
-    crate::config::read_secret_file(path, MAX_TOKEN_BYTES)
-}
-
-/// The admin token, re-read when its file changes (a Kubernetes Secret rotates in place).
-struct TokenFile {
-    path: PathBuf,
-    cached: Mutex<Option<(SystemTime, String)>>,
-}
-
-impl TokenFile {
-    fn new(path: PathBuf) -> TokenFile {
-        TokenFile {
-            path,
-            cached: Mutex::new(None),
-        }
-    }
-
-    /// The token in force; `None` when the file cannot be read now (then nobody is admitted).
-    fn current(&self) -> Option<String> {
-        let modified = std::fs::metadata(&self.path)
-            .and_then(|m| m.modified())
-            .ok();
-        let mut cached = self
-            .cached
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let (Some(modified), Some((seen, token))) = (modified, cached.as_ref()) {
-            if *seen == modified {
-                return Some(token.clone());
-            }
-        }
-        match read_token(&self.path) {
-            Ok(token) => {
-                *cached = modified.map(|m| (m, token.clone()));
-                Some(token)
-            }
-            Err(e) => {
-                tracing::warn!("admin token: {e}; admin requests are refused until it is readable");
-                *cached = None;
-                None
-            }
-        }
-    }
-
-    /// Whether `authorization` carries the token. Compared in constant time.
-    fn admits(&self, authorization: Option<&[u8]>) -> bool {
-        let Some(token) = self.current() else {
-            return false;
-        };
-        let Some(given) = authorization.and_then(|value| {
-            value
-                .get(..7)
-                .filter(|scheme| scheme.eq_ignore_ascii_case(b"bearer "))
-                .map(|_| value[7..].trim_ascii())
-        }) else {
-            return false;
-        };
-        constant_time_eq(given, token.as_bytes())
-    }
-}
-
-/// Byte equality whose time does not depend on where the inputs differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+    crate::console::access::read_token(path)
 }
 
 fn reply(status: u16, content_type: &str, body: Vec<u8>) -> Response<Vec<u8>> {
@@ -514,6 +461,9 @@ impl ServeHttp for AdminApp {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
         let request = session.req_header();
         let path = request.uri.path().to_string();
+        if Console::serves(&path) {
+            return self.console.respond(session).await;
+        }
         let query = request.uri.query().unwrap_or("").to_string();
         let lifting = request.method == http::Method::DELETE && path == "/bans";
         if request.method != http::Method::GET && request.method != http::Method::HEAD && !lifting {
@@ -529,15 +479,8 @@ impl ServeHttp for AdminApp {
             return answer;
         }
         let open = matches!(path.as_str(), "/healthz" | "/readyz");
-        let authorized = || {
-            self.token.as_ref().is_none_or(|token| {
-                let authorization = request
-                    .headers
-                    .get(http::header::AUTHORIZATION)
-                    .map(http::HeaderValue::as_bytes);
-                token.admits(authorization)
-            })
-        };
+        let level = self.access.level(request);
+        let authorized = || level >= Level::Read;
         if !open && !authorized() {
             let mut answer = text(401, "a bearer token is required\n");
             answer.headers_mut().insert(
@@ -545,6 +488,12 @@ impl ServeHttp for AdminApp {
                 http::HeaderValue::from_static("Bearer realm=\"robotsguard admin\""),
             );
             return answer;
+        }
+        if lifting && level < Level::Admin {
+            return text(
+                403,
+                "the read-only token cannot lift bans: use the admin token\n",
+            );
         }
         let snapshot = self.snapshot.load();
         match path.as_str() {
@@ -575,7 +524,7 @@ impl ServeHttp for AdminApp {
             "/bans" if lifting => lift_ban(&snapshot, &self.store, &query).await,
             "/bans" => list_bans(&snapshot, &self.store, &query),
             "/robots" => robots_copy(&snapshot, &query),
-            _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin=\n"),
+            _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin= /reports/crawlers?origin= /ui/\n"),
         }
     }
 }

@@ -275,12 +275,35 @@ struct History {
     /// Copies that stopped being in force here and are not yet in the shared store (at most
     /// [`HISTORY_COPIES`], the newest).
     unpublished: std::collections::VecDeque<(Arc<RobotsCopy>, SystemTime)>,
+    /// Every copy in force over the last [`HISTORY`], in order, with when it took effect (a
+    /// re-fetch of the same content updates the entry): what the reports show.
+    timeline: std::collections::VecDeque<(Arc<RobotsCopy>, SystemTime)>,
 }
 
 /// A robots.txt copy that stopped being in force, and when.
 pub type EndedCopy = (Arc<RobotsCopy>, SystemTime);
 
 impl History {
+    /// Records `copy` as in force from now on.
+    fn took_effect(&mut self, copy: Arc<RobotsCopy>) {
+        let now = SystemTime::now();
+        match self.timeline.back_mut() {
+            Some((last, _)) if same_rules(last, &copy) && last.outcome == copy.outcome => {
+                *last = copy;
+            }
+            _ => self.timeline.push_back((copy, now)),
+        }
+        // An entry is kept while the one after it took effect within the last day.
+        while self.timeline.len() > HISTORY_COPIES
+            || self.timeline.get(1).is_some_and(|(_, next_since)| {
+                now.duration_since(*next_since)
+                    .is_ok_and(|age| age > HISTORY)
+            })
+        {
+            self.timeline.pop_front();
+        }
+    }
+
     /// Records that `copy` stopped being in force at `now` (and is to be shared).
     fn end(&mut self, copy: Arc<RobotsCopy>, now: std::time::Instant) {
         self.unpublished
@@ -326,8 +349,13 @@ impl RobotsSlot {
             ),
         };
         let ready = matches!(settings.source, RobotsSource::Inline { .. });
+        let initial = Arc::new(initial);
+        let mut timeline = std::collections::VecDeque::new();
+        if ready {
+            timeline.push_back((initial.clone(), SystemTime::now()));
+        }
         RobotsSlot {
-            current: ArcSwap::from_pointee(initial),
+            current: ArcSwap::new(initial),
             refresh_requested: tokio::sync::Notify::new(),
             ready: AtomicBool::new(ready),
             settings,
@@ -337,6 +365,7 @@ impl RobotsSlot {
                 shared: Vec::new(),
                 shared_forgotten_until: None,
                 unpublished: std::collections::VecDeque::new(),
+                timeline,
             }),
         }
     }
@@ -354,7 +383,12 @@ impl RobotsSlot {
         history.shared = old_history.shared.clone();
         history.shared_forgotten_until = old_history.shared_forgotten_until;
         history.unpublished = old_history.unpublished.clone();
+        let initial = history.timeline.pop_back();
+        history.timeline = old_history.timeline.clone();
         drop(old_history);
+        if let Some((copy, _)) = initial {
+            history.took_effect(copy);
+        }
         let ended = old.current();
         if ended.outcome != CopyOutcome::Pending {
             history.end(ended, std::time::Instant::now());
@@ -373,6 +407,9 @@ impl RobotsSlot {
         let new = Arc::new(copy);
         let old = self.current.swap(new.clone());
         self.ready.store(true, Ordering::Release);
+        if let Ok(mut history) = self.history.lock() {
+            history.took_effect(new.clone());
+        }
         // A re-fetch of the same robots.txt is not a change of what is in force; nor is the
         // start-up placeholder a robots.txt anyone read.
         if old.outcome == CopyOutcome::Pending || same_rules(&old, &new) {
@@ -456,6 +493,14 @@ impl RobotsSlot {
             history.shared = copies;
             history.shared_forgotten_until = forgotten_until;
         }
+    }
+
+    /// Every copy in force over the last day, oldest first, with when each took effect.
+    pub fn timeline(&self) -> Vec<(Arc<RobotsCopy>, SystemTime)> {
+        self.history
+            .lock()
+            .map(|history| history.timeline.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// The shared history in force (to reuse copies already parsed).

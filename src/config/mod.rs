@@ -62,6 +62,8 @@ pub struct Config {
     pub verify: VerifyConfig,
     /// Where Crawl-delay budgets, strike counts, bans and robots.txt reads are kept.
     pub state: StateConfig,
+    /// What the reports keep (`/reports/*`, the console).
+    pub reports: ReportsConfig,
     /// The absolute path the config was loaded from (`None` from `load_str`).
     pub source_path: Option<PathBuf>,
 }
@@ -326,6 +328,28 @@ pub struct AdminConfig {
     /// A file holding the bearer token every admin request but `/healthz` and `/readyz` must
     /// carry (absolute path; read when serving, so a rotated secret applies without restart).
     pub token_file: Option<PathBuf>,
+    /// A file holding a read-only token: reports, the console's pages, `/metrics`, `/explain`,
+    /// `/bans` and `/robots`, but no action (lifting a ban, refreshing robots.txt).
+    pub read_token_file: Option<PathBuf>,
+}
+
+/// The reports of the admin endpoint and console (`reports`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ReportsConfig {
+    /// Violation rows kept per origin and time slice (a heavy-hitters sketch: more distinct
+    /// rows than this cost no memory, and counts carry an error bound).
+    pub top: usize,
+    /// How far back the reports reach.
+    pub window: Duration,
+}
+
+impl Default for ReportsConfig {
+    fn default() -> Self {
+        ReportsConfig {
+            top: schema::DEFAULT_REPORTS_TOP,
+            window: schema::DEFAULT_REPORTS_WINDOW,
+        }
+    }
 }
 
 /// Bounds that keep a client from holding memory, file descriptors or a worker for long.
@@ -895,6 +919,11 @@ const RESTART_ONLY: &[RestartOnly] = &[
         name: "verify",
         differs: |old, new| old.verify != new.verify,
         keep: |new, running| new.verify.clone_from(&running.verify),
+    },
+    RestartOnly {
+        name: "reports",
+        differs: |old, new| old.reports != new.reports,
+        keep: |new, running| new.reports = running.reports,
     },
     RestartOnly {
         name: "state",

@@ -29,8 +29,19 @@ pub(crate) const TOP: Section = Section {
         "origins",
         "verify",
         "state",
+        "reports",
     ],
 };
+
+pub(crate) const REPORTS: Section = Section {
+    place: "in `reports`",
+    keys: &["top", "window"],
+};
+
+/// `reports.top`: violation rows kept per origin and time slice.
+pub(crate) const DEFAULT_REPORTS_TOP: usize = 1000;
+/// `reports.window`: how far back the reports reach.
+pub(crate) const DEFAULT_REPORTS_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
 
 pub(crate) const STATE: Section = Section {
     place: "in `state`",
@@ -80,7 +91,7 @@ pub(crate) const CRAWLER_VERIFY: Section = Section {
 
 pub(crate) const ADMIN: Section = Section {
     place: "in `admin`",
-    keys: &["address", "token_file"],
+    keys: &["address", "token_file", "read_token_file"],
 };
 
 pub(crate) const LIMITS: Section = Section {

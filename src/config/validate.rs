@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::time::Duration;
 
 use crate::crawlers::Category;
 
@@ -18,7 +19,7 @@ use super::schema::{
     ADMIN, CRAWLERS, DEFAULTS, DEFAULT_ADMIN, DEFAULT_BLOCK_STATUS, DEFAULT_GRACE, DEFAULT_LISTEN,
     DEFAULT_REFRESH, DEFAULT_ROBOTS, DEFAULT_ROBOTS_MAX_SIZE, DEFAULT_TIMEOUT, EXTRA_CRAWLER,
     LIMITS, LISTENER, LISTENER_CERT, LISTENER_TLS, MAX_MAX_CONNECTIONS, MAX_MAX_HEADER_BYTES,
-    MAX_NAME_LEN, MAX_THREADS, MIN_MAX_HEADER_BYTES, SHUTDOWN, TOP,
+    MAX_NAME_LEN, MAX_THREADS, MIN_MAX_HEADER_BYTES, REPORTS, SHUTDOWN, TOP,
 };
 use super::tree::{Node, Value};
 use super::{AccessLogFormat, PolicyConfig, UpstreamHealth, UpstreamTimeouts};
@@ -42,6 +43,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
         admin: AdminConfig {
             address: DEFAULT_ADMIN,
             token_file: None,
+            read_token_file: None,
         },
         limits: Limits::default(),
         trusted_proxies: Vec::new(),
@@ -56,6 +58,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
         origins: Vec::new(),
         verify: super::VerifyConfig::default(),
         state: super::StateConfig::default(),
+        reports: super::ReportsConfig::default(),
         source_path: None,
     };
     let Some(top) = Table::read(sink, root, &TOP, "the config") else {
@@ -119,6 +122,30 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
     let known = check_catalogue(sink, &config.crawlers, &extra_positions, check);
     config.verify = super::verify::verify(sink, top.get("verify"), base_dir, &known);
     config.state = super::state::state(sink, top.get("state"), base_dir);
+    if let Some(table) = top
+        .get("reports")
+        .and_then(|n| Table::read(sink, n, &REPORTS, "`reports`"))
+    {
+        if let Some(top) = table
+            .get("top")
+            .and_then(|n| reader::integer(sink, n, "top", 10, 100_000))
+            .and_then(|n| usize::try_from(n).ok())
+        {
+            config.reports.top = top;
+        }
+        if let Some(n) = table.get("window") {
+            match reader::duration(sink, n, "window") {
+                Some(window) if window < Duration::from_secs(60 * 60) => {
+                    sink.error(n.pos, "`reports.window` must be at least 1h");
+                }
+                Some(window) if window > Duration::from_secs(7 * 24 * 60 * 60) => {
+                    sink.error(n.pos, "`reports.window` must be at most 7d");
+                }
+                Some(window) => config.reports.window = window,
+                None => {}
+            }
+        }
+    }
     let defaults = defaults(sink, top.get("defaults"), &known);
     config.origins = origins(sink, &top, &defaults, base_dir, &known);
     config
@@ -369,10 +396,23 @@ fn admin(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<(AdminConfig, 
                 .get("token_file")
                 .and_then(|n| reader::nonempty_string(sink, n, "token_file"))
                 .map(|p| base_dir.join(p));
+            let read_token_file = table
+                .get("read_token_file")
+                .and_then(|n| reader::nonempty_string(sink, n, "read_token_file"))
+                .map(|p| base_dir.join(p));
+            if let (Some(n), None) = (table.get("read_token_file"), &token_file) {
+                // Reading would need a token while acting would not.
+                sink.error_hint(
+                    n.pos,
+                    "`admin.read_token_file` needs `admin.token_file`",
+                    "set token_file too: the admin token lifts bans and refreshes robots.txt",
+                );
+            }
             Some((
                 AdminConfig {
                     address: address?,
                     token_file,
+                    read_token_file,
                 },
                 address_node.pos,
             ))
@@ -382,6 +422,7 @@ fn admin(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<(AdminConfig, 
                 AdminConfig {
                     address,
                     token_file: None,
+                    read_token_file: None,
                 },
                 node.pos,
             )

@@ -83,6 +83,8 @@ pub struct Guard {
     verifier: Arc<crate::verify::Verifier>,
     /// Crawl-delay budgets, who read robots.txt, strikes and bans (`state`).
     store: Arc<Store>,
+    /// What the reports and the console show.
+    reports: Arc<crate::reports::Reports>,
 }
 
 /// What [`Guard::request_filter`] does with a request for a host the config does not name.
@@ -166,6 +168,8 @@ pub struct GuardContext {
     /// A client's own `GET /robots.txt`: the body the origin sends, collected to notice that the
     /// origin's robots.txt changed before the next scheduled refresh.
     robots_seen: Option<BytesMut>,
+    /// For a request a robots.txt rule disallowed: whether the client had read robots.txt.
+    read_robots: Option<bool>,
 }
 
 impl Default for GuardContext {
@@ -190,6 +194,7 @@ impl GuardContext {
             absolute_form: false,
             body_deadline: None,
             robots_seen: None,
+            read_robots: None,
         }
     }
 
@@ -248,12 +253,14 @@ impl Guard {
         }
         let verifier = Arc::new(crate::verify::Verifier::new(&snapshot.config.verify));
         let snapshot_state = snapshot.config.state.clone();
+        let reports_settings = snapshot.config.reports;
         Ok(Guard {
             live: Arc::new(Live::new(snapshot)),
             config_path: None,
             unknown_hosts,
             verifier,
             store: Arc::new(Store::new(&snapshot_state)),
+            reports: Arc::new(crate::reports::Reports::new(reports_settings)),
         })
     }
 
@@ -327,6 +334,9 @@ impl Guard {
         if let Some(store) = self.store.service(self.live.clone()) {
             services.push(Box::new(background_service("shared state store", store)));
         }
+        if let Some(publisher) = self.store.reports_service(self.reports.clone()) {
+            services.push(Box::new(background_service("reports publisher", publisher)));
+        }
         if let Some(path) = &self.config_path {
             // Built here, not when the service starts, so SIGHUP is handled from now on.
             let reloader =
@@ -345,9 +355,10 @@ impl Guard {
             "robotsguard admin".to_string(),
             crate::admin::BoundedAdmin::new(crate::admin::AdminApp::new(
                 self.live.clone(),
-                config.admin.token_file.clone(),
+                &config.admin,
                 self.verifier.clone(),
                 self.store.clone(),
+                self.reports.clone(),
             )),
         );
         admin.add_tcp(&config.admin.address.to_string());
@@ -449,6 +460,7 @@ impl Guard {
         };
         let judgment = self.judge_with(&snapshot, &facts, JudgeMode::Apply).await;
         ctx.absolute_form = matches!(target, Target::Absolute(_));
+        ctx.read_robots = judgment.read_robots;
         let Some(decision) = judgment.decision else {
             return match judgment.answer {
                 Answer::Refuse(Refusal {
@@ -557,6 +569,11 @@ impl Guard {
     /// Crawl-delay budgets, robots.txt reads, strikes and bans, in memory or shared (`state`).
     pub fn store(&self) -> Arc<Store> {
         self.store.clone()
+    }
+
+    /// What the reports and the console show: per crawler, violations, robots.txt copies.
+    pub fn reports(&self) -> Arc<crate::reports::Reports> {
+        self.reports.clone()
     }
 
     /// Call from `request_body_filter`: ends a request whose body has not arrived within
@@ -840,6 +857,15 @@ impl Guard {
             }
             return;
         };
+        let target = request_target(session.req_header());
+        self.reports.record(&crate::reports::Observed {
+            decision,
+            failed: ctx.failed,
+            client: ctx.client,
+            bytes: session.body_bytes_sent() as u64,
+            read_robots: ctx.read_robots,
+            target: target.as_ref().map_or(&b"/"[..], Target::decided_path),
+        });
         let origin = decision.origin.name();
         let series = decision.origin.request_series.get(origin);
         if let Some(status) = status {

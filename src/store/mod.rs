@@ -9,6 +9,7 @@
 //! each process mirrors the store's bans in memory ([`Offenders`]) and never asks the store for
 //! them on a request.
 
+mod reports;
 mod shared;
 
 use std::net::IpAddr;
@@ -22,6 +23,7 @@ use crate::crawl_delay::{Admission, BudgetKey, CrawlDelays};
 use crate::metrics::METRICS;
 use crate::offenders::{Ban, Offenders, Strike};
 
+pub use self::reports::{Coverage, ReportsPublisher, PUBLISH_EVERY};
 pub use self::shared::StoreService;
 
 /// How a strike is to be counted for a violation.

@@ -28,6 +28,8 @@ use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use redis::aio::MultiplexedConnection;
 
+mod reports;
+
 use super::{from_unix_millis, unix_millis, StrikeRequest};
 use crate::compliance::REMEMBERED;
 use crate::config::{redacted_url, OffendersAction, RedisConfig};

@@ -7,6 +7,7 @@ mod support;
 mod attack_findings;
 mod cli_check;
 mod cli_validate_identify;
+mod console;
 mod crawl_delay;
 mod dashboard;
 mod edge_readiness;

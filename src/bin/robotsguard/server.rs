@@ -137,9 +137,14 @@ pub fn preflight(config: &Config, checks: Checks) -> Result<(), StartError> {
             problems.push(format!("state.redis: {e}"));
         }
     }
-    if let Some(path) = &config.admin.token_file {
-        if let Err(e) = robotsguard::admin::read_token(path) {
-            problems.push(format!("admin token_file: {e}"));
+    for (key, file) in [
+        ("token_file", &config.admin.token_file),
+        ("read_token_file", &config.admin.read_token_file),
+    ] {
+        if let Some(path) = file {
+            if let Err(e) = robotsguard::admin::read_token(path) {
+                problems.push(format!("admin {key}: {e}"));
+            }
         }
     }
     if check_binds {

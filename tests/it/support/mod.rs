@@ -710,6 +710,8 @@ pub struct Proxy {
 
 /// The admin token file [`Proxy::start_with_admin_token`] writes.
 const ADMIN_TOKEN_FILE: &str = "admin-token";
+/// The read-only token's file (`admin.read_token_file`), with [`ADMIN_TOKEN_FILE`].
+const READ_TOKEN_FILE: &str = "read-token";
 
 /// `robotsguard_violations_total` of `crawler` on the origin `shop`, by whether the client read
 /// robots.txt (`read`: `yes` or `no`), in the metrics page `text`.
@@ -812,6 +814,13 @@ impl Proxy {
         Proxy::launch(body, &[], false, "")
     }
 
+    /// [`Proxy::start_with`] with an admin token and a read-only one (`admin.read_token_file`).
+    pub fn start_with_tokens(body: &str, admin: &str, read: &str, files: &[(&str, &str)]) -> Proxy {
+        let mut all = vec![(ADMIN_TOKEN_FILE, admin), (READ_TOKEN_FILE, read)];
+        all.extend_from_slice(files);
+        Proxy::launch(body, &all, true, "")
+    }
+
     /// [`Proxy::start_unready`] with an admin token, as [`Proxy::start_with_admin_token`].
     pub fn start_unready_with_admin_token(body: &str, token: &str) -> Proxy {
         Proxy::launch(body, &[(ADMIN_TOKEN_FILE, token)], false, "")
@@ -865,7 +874,10 @@ impl Proxy {
         let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let body = body.replace("{dir}", &dir.path().to_string_lossy());
-        let admin_line = if files.iter().any(|(name, _)| *name == ADMIN_TOKEN_FILE) {
+        let has = |file: &str| files.iter().any(|(name, _)| *name == file);
+        let admin_line = if has(ADMIN_TOKEN_FILE) && has(READ_TOKEN_FILE) {
+            format!("{{address: \"{admin}\", token_file: {ADMIN_TOKEN_FILE}, read_token_file: {READ_TOKEN_FILE}}}")
+        } else if has(ADMIN_TOKEN_FILE) {
             format!("{{address: \"{admin}\", token_file: {ADMIN_TOKEN_FILE}}}")
         } else {
             format!("\"{admin}\"")

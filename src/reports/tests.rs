@@ -1,0 +1,166 @@
+use super::*;
+use crate::config::ReportsConfig;
+use crate::state::Snapshot;
+
+fn snapshot() -> Snapshot {
+    let yaml =
+        "origins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: \"127.0.0.1:9\"\n    \
+                robots: {source: inline, text: \"User-agent: *\\nDisallow: /private\\n\"}\n";
+    let config = crate::config::load_str(yaml, "test.yaml", std::path::Path::new("/"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    Snapshot::build(Arc::new(config), None).expect("snapshot")
+}
+
+fn decide(snapshot: &Snapshot, ua: &str, path: &str) -> Decision {
+    crate::enforce::decide(snapshot, b"shop.example", ua.as_bytes(), path.as_bytes())
+        .expect("routed")
+}
+
+fn observe(reports: &Reports, decision: &Decision, client: &str, path: &str, bytes: u64) {
+    reports.record(&Observed {
+        decision,
+        failed: false,
+        client: Some(client.parse().expect("an address")),
+        bytes,
+        read_robots: Some(false),
+        target: path.as_bytes(),
+    });
+}
+
+#[test]
+fn counts_per_crawler_and_violations_equal_the_requests() {
+    let snapshot = snapshot();
+    let reports = Reports::new(ReportsConfig::default());
+    let blocked = decide(&snapshot, "GPTBot/1.2", "/private/a");
+    let allowed = decide(&snapshot, "GPTBot/1.2", "/public");
+    let browser = decide(&snapshot, "Mozilla/5.0", "/private/a");
+    for client in ["192.0.2.1", "192.0.2.2", "192.0.2.1"] {
+        observe(&reports, &blocked, client, "/private/a", 100);
+    }
+    observe(&reports, &allowed, "192.0.2.3", "/public", 1000);
+    observe(&reports, &browser, "192.0.2.9", "/private/a", 5);
+    let merged = reports.merge(&[reports.local("shop")]);
+    let (since, until) = reports.range(None, None);
+    let totals = merged.totals(since, until);
+    assert_eq!(
+        (
+            totals.requests,
+            totals.blocked,
+            totals.allowed,
+            totals.passed
+        ),
+        (5, 3, 1, 1)
+    );
+    let crawlers = merged.crawlers(since, until, |_| "OpenAI".to_string());
+    assert_eq!(crawlers.len(), 1);
+    let gptbot = &crawlers[0];
+    assert_eq!(gptbot.name, "GPTBot");
+    assert_eq!(
+        (
+            gptbot.tally.requests,
+            gptbot.tally.blocked,
+            gptbot.tally.allowed
+        ),
+        (4, 3, 1)
+    );
+    // Bytes of refusals are robotsguard's, not taken from the origin.
+    assert_eq!(gptbot.tally.bytes, 1000);
+    assert_eq!(gptbot.distinct_clients, 3);
+    assert_eq!(gptbot.operator, "OpenAI");
+    let violations = merged.violations(since, until);
+    assert_eq!(violations.error_bound, 0);
+    assert_eq!(violations.rows.len(), 1);
+    let row = &violations.rows[0];
+    assert_eq!(
+        (
+            row.key.path.as_str(),
+            row.key.line,
+            row.count,
+            row.distinct_clients
+        ),
+        ("/private/a", 2, 3, 2)
+    );
+    assert_eq!(row.key.pattern, "/private");
+    assert!(row.key.enforced);
+}
+
+#[test]
+fn two_replicas_merge_into_fleet_totals() {
+    let snapshot = snapshot();
+    let one = Reports::new(ReportsConfig::default());
+    let two = Reports::new(ReportsConfig::default());
+    let blocked = decide(&snapshot, "GPTBot/1.2", "/private/a");
+    observe(&one, &blocked, "192.0.2.1", "/private/a", 10);
+    observe(&two, &blocked, "192.0.2.2", "/private/a", 10);
+    observe(&two, &blocked, "192.0.2.2", "/private/b", 10);
+    let published: Vec<Published> = [&one, &two]
+        .iter()
+        .map(|r| {
+            let parts = r.take_changed("shop").expect("changed");
+            Published::from_parts(Some(&parts.counts), parts.violations.iter().map(|(_, s)| s))
+                .expect("parses")
+        })
+        .collect();
+    assert!(
+        one.take_changed("shop").is_none(),
+        "published once until it changes"
+    );
+    let merged = one.merge(&published);
+    let (since, until) = one.range(None, None);
+    let crawlers = merged.crawlers(since, until, |_| String::new());
+    assert_eq!(
+        (crawlers[0].tally.requests, crawlers[0].distinct_clients),
+        (3, 2)
+    );
+    let violations = merged.violations(since, until);
+    let counts: Vec<(&str, u64)> = violations
+        .rows
+        .iter()
+        .map(|r| (r.key.path.as_str(), r.count))
+        .collect();
+    assert_eq!(counts, vec![("/private/a", 2), ("/private/b", 1)]);
+}
+
+#[test]
+fn a_flood_of_unique_paths_stays_within_the_bound() {
+    let snapshot = snapshot();
+    let reports = Reports::new(ReportsConfig {
+        top: 100,
+        ..ReportsConfig::default()
+    });
+    for round in 0..20_000u32 {
+        let path = format!("/private/{round}/{}", "x".repeat(400));
+        let decision = decide(&snapshot, "GPTBot/1.2", &path);
+        observe(&reports, &decision, "192.0.2.1", &path, 0);
+        if round % 10 == 0 {
+            let heavy = decide(&snapshot, "GPTBot/1.2", "/private/heavy");
+            observe(&reports, &heavy, "192.0.2.1", "/private/heavy", 0);
+        }
+    }
+    let merged = reports.merge(&[reports.local("shop")]);
+    let (since, until) = reports.range(None, None);
+    let violations = merged.violations(since, until);
+    assert!(violations.rows.len() <= 100);
+    assert_eq!(violations.rows[0].key.path, "/private/heavy");
+    assert!(violations.rows[0].count >= 2000);
+    assert!(violations.error_bound > 0);
+    assert!(violations
+        .rows
+        .iter()
+        .all(|r| r.key.path.len() <= MAX_PATH_BYTES + '…'.len_utf8()));
+}
+
+#[test]
+fn the_range_selects_buckets() {
+    let snapshot = snapshot();
+    let reports = Reports::new(ReportsConfig::default());
+    let blocked = decide(&snapshot, "GPTBot/1.2", "/private/a");
+    observe(&reports, &blocked, "192.0.2.1", "/private/a", 10);
+    let merged = reports.merge(&[reports.local("shop")]);
+    let now = reports.now();
+    assert_eq!(merged.totals(now - 3600, now + 1).requests, 1);
+    assert_eq!(merged.totals(now - 7200, now - 3600).requests, 0);
+    assert!(merged
+        .crawlers(now - 7200, now - 3600, |_| String::new())
+        .is_empty());
+}

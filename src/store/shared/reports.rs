@@ -1,0 +1,139 @@
+//! Reports in the shared store: each replica writes its own report of each origin (its counts,
+//! and its violation sketches per time slice) under its own keys, which expire after the reports'
+//! window; a report of the fleet reads every replica's and merges them. A replica that stops
+//! (or restarts, under a new name) leaves its counts in until they fall out of the window.
+//!
+//! Keys (after the prefix): `reports:ORIGIN:replicas` (a sorted set of replica names, scored by
+//! their last write, at most [`MAX_REPLICAS`]), `reports:ORIGIN:counts:REPLICA` and
+//! `reports:ORIGIN:violations:SLICE_START:REPLICA` (JSON).
+
+use std::time::Duration;
+
+use super::Shared;
+use crate::reports::{Published, PublishedParts};
+
+/// Replicas whose reports are kept per origin (the most recent writers).
+pub(crate) const MAX_REPLICAS: isize = 64;
+
+/// The longest a write or read of reports may take (in the background, or for an admin page).
+const REPORTS_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl Shared {
+    /// Writes `replica`'s report of `origin`; `false` when the store did not take it.
+    pub(crate) async fn publish_report(
+        &self,
+        origin: &str,
+        replica: &str,
+        parts: &PublishedParts,
+        window: Duration,
+        now_ms: u64,
+    ) -> bool {
+        let Some(mut connection) = self.live_connection() else {
+            return false;
+        };
+        let ttl = window.as_secs() + 3600;
+        let replicas = self.key(&["reports", origin, "replicas"]);
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET")
+            .arg(self.key(&["reports", origin, "counts", replica]))
+            .arg(&parts.counts)
+            .arg("EX")
+            .arg(ttl)
+            .ignore();
+        for (start, slice) in &parts.violations {
+            pipe.cmd("SET")
+                .arg(self.key(&["reports", origin, "violations", &start.to_string(), replica]))
+                .arg(slice)
+                .arg("EX")
+                .arg(ttl)
+                .ignore();
+        }
+        let oldest = now_ms.saturating_sub(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
+        pipe.cmd("ZADD")
+            .arg(&replicas)
+            .arg(now_ms)
+            .arg(replica)
+            .ignore()
+            .cmd("ZREMRANGEBYSCORE")
+            .arg(&replicas)
+            .arg("-inf")
+            .arg(format!("({oldest}"))
+            .ignore()
+            .cmd("ZREMRANGEBYRANK")
+            .arg(&replicas)
+            .arg(0)
+            .arg(-(MAX_REPLICAS + 1))
+            .ignore()
+            .cmd("EXPIRE")
+            .arg(&replicas)
+            .arg(ttl)
+            .ignore();
+        self.run_within(
+            "reports",
+            REPORTS_TIMEOUT,
+            pipe.query_async::<()>(&mut connection),
+        )
+        .await
+        .is_some()
+    }
+
+    /// Every replica's report of `origin` within `window` (violation slices starting at
+    /// `slices`), by replica name; `None` when the store cannot be read.
+    pub(crate) async fn fleet_report(
+        &self,
+        origin: &str,
+        slices: &[u64],
+        window: Duration,
+        now_ms: u64,
+    ) -> Option<Vec<(String, Published)>> {
+        let mut connection = self.live_connection()?;
+        let oldest = now_ms.saturating_sub(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
+        let mut command = redis::cmd("ZRANGEBYSCORE");
+        command
+            .arg(self.key(&["reports", origin, "replicas"]))
+            .arg(oldest)
+            .arg("+inf");
+        let replicas: Vec<String> = self
+            .run_within(
+                "reports",
+                REPORTS_TIMEOUT,
+                command.query_async(&mut connection),
+            )
+            .await?;
+        let mut pipe = redis::pipe();
+        for replica in &replicas {
+            pipe.cmd("GET")
+                .arg(self.key(&["reports", origin, "counts", replica]));
+            for start in slices {
+                pipe.cmd("GET").arg(self.key(&[
+                    "reports",
+                    origin,
+                    "violations",
+                    &start.to_string(),
+                    replica,
+                ]));
+            }
+        }
+        if replicas.is_empty() {
+            return Some(Vec::new());
+        }
+        let values: Vec<Option<String>> = self
+            .run_within(
+                "reports",
+                REPORTS_TIMEOUT,
+                pipe.query_async(&mut connection),
+            )
+            .await?;
+        let per_replica = slices.len() + 1;
+        let reports = values
+            .chunks(per_replica)
+            .zip(replicas)
+            .filter_map(|(chunk, replica)| {
+                let (counts, violations) = chunk.split_first()?;
+                let report = Published::from_parts(counts.as_deref(), violations.iter().flatten())?;
+                Some((replica, report))
+            })
+            .collect();
+        Some(reports)
+    }
+}
