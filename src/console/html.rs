@@ -44,7 +44,7 @@ pub fn reply(status: u16, content_type: &str, body: Vec<u8>) -> Response<Vec<u8>
         .header("content-security-policy", CONTENT_SECURITY_POLICY)
         .header("x-content-type-options", "nosniff")
         .header("x-frame-options", "DENY")
-        .header("referrer-policy", "no-referrer")
+        .header("referrer-policy", "same-origin")
         .header("content-length", body.len())
         .body(body)
         .unwrap_or_else(|_| Response::new(Vec::new()))
@@ -113,12 +113,16 @@ pub enum Section {
     Login,
 }
 
-/// A whole page: `title`, the navigation, and `body` (HTML already escaped).
+/// The console's icon: a small SVG inside the binary.
+pub const ICON: &str = "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 16 16\"><rect width=\"16\" height=\"16\" rx=\"3\" fill=\"#1d232b\"/><path d=\"M5 12V4h3.5a2.2 2.2 0 0 1 0 4.4H5m3.5 0L11 12\" stroke=\"#fff\" stroke-width=\"1.6\" fill=\"none\"/></svg>";
+
+/// A whole page: `title`, the navigation, and `body` (HTML already escaped). `signed_in`: the
+/// session's CSRF token for the sign-out form, when a token signed the viewer in.
 pub fn page(
     status: u16,
     title: &str,
     section: Section,
-    signed_in: bool,
+    signed_in: Option<&str>,
     body: &str,
 ) -> Response<Vec<u8>> {
     let mut out = String::with_capacity(body.len() + 2048);
@@ -126,7 +130,7 @@ pub fn page(
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
     let _ = writeln!(out, "<title>{} · robotsguard</title>", escape(title));
     out.push_str("<link rel=\"stylesheet\" href=\"/ui/console.css\">\n");
-    out.push_str("<link rel=\"icon\" href=\"data:,\">\n</head>\n<body>\n<header class=\"top\">\n");
+    out.push_str("<link rel=\"icon\" href=\"/ui/icon.svg\" type=\"image/svg+xml\">\n</head>\n<body>\n<header class=\"top\">\n");
     out.push_str("<a class=\"brand\" href=\"/ui/\">robotsguard</a>\n<nav>\n");
     for (link, name, this) in [
         ("/ui/", "Overview", Section::Overview),
@@ -141,8 +145,12 @@ pub fn page(
         let _ = writeln!(out, "<a href=\"{link}\"{current}>{name}</a>");
     }
     out.push_str("</nav>\n");
-    if signed_in {
-        out.push_str("<form method=\"post\" action=\"/ui/logout\" class=\"logout\"><button type=\"submit\">Sign out</button></form>\n");
+    if let Some(csrf) = signed_in {
+        let _ = writeln!(
+            out,
+            "<form method=\"post\" action=\"/ui/logout\" class=\"logout\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><button type=\"submit\">Sign out</button></form>",
+            escape(csrf)
+        );
     }
     out.push_str("</header>\n<main>\n");
     out.push_str(body);

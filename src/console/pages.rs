@@ -25,6 +25,14 @@ struct Viewer {
     signed_in: bool,
 }
 
+impl Viewer {
+    /// A page for this viewer (with a sign-out form when a token signed it in).
+    fn page(&self, status: u16, title: &str, section: Section, body: &str) -> Response<Vec<u8>> {
+        let csrf = self.signed_in.then_some(self.csrf.as_str());
+        html::page(status, title, section, csrf, body)
+    }
+}
+
 /// Answers `/ui…`.
 pub(crate) async fn respond(console: &Console, asked: &Asked) -> Response<Vec<u8>> {
     let path = asked.path.as_str();
@@ -34,6 +42,14 @@ pub(crate) async fn respond(console: &Console, asked: &Asked) -> Response<Vec<u8
             "text/css; charset=utf-8",
             html::STYLESHEET.as_bytes().to_vec(),
         );
+        answer.headers_mut().insert(
+            "cache-control",
+            http::HeaderValue::from_static("private, max-age=300"),
+        );
+        return answer;
+    }
+    if path == "/ui/icon.svg" {
+        let mut answer = html::reply(200, "image/svg+xml", html::ICON.as_bytes().to_vec());
         answer.headers_mut().insert(
             "cache-control",
             http::HeaderValue::from_static("private, max-age=300"),
@@ -128,7 +144,7 @@ fn admit(console: &Console, asked: &Asked) -> Result<Viewer, Box<Response<Vec<u8
             403,
             "Console closed",
             Section::Login,
-            false,
+            None,
             body,
         )));
     }
@@ -181,7 +197,7 @@ fn message(status: u16, title: &str, text: &str, viewer: &Viewer) -> Response<Ve
         escape(title),
         escape(text)
     );
-    html::page(status, title, Section::Overview, viewer.signed_in, &body)
+    viewer.page(status, title, Section::Overview, &body)
 }
 
 /// `/ui/login`: the token form, and its post.
@@ -221,13 +237,9 @@ fn login(console: &Console, asked: &Asked, get: bool) -> Response<Vec<u8>> {
          <p class=\"note\">The read-only token shows every page; lifting a ban needs the admin token.</p>",
         escape(&next)
     );
-    html::page(
-        if failed { 401 } else { 200 },
-        "Sign in",
-        Section::Login,
-        false,
-        &body,
-    )
+    // 200 even for a wrong token: the page is the answer, and a browser logs any other status
+    // of a page as an error.
+    html::page(200, "Sign in", Section::Login, None, &body)
 }
 
 fn coverage_badge(scope: &Scope) -> String {
@@ -342,7 +354,7 @@ async fn overview(console: &Console, viewer: &Viewer) -> Response<Vec<u8>> {
         if viewer.level == Level::Admin { "admin" } else { "read-only" },
         html::span(console.reports.window().as_secs())
     );
-    html::page(200, "Overview", Section::Overview, viewer.signed_in, &body)
+    viewer.page(200, "Overview", Section::Overview, &body)
 }
 
 fn downloads(which: &str, query: &str) -> String {
@@ -616,7 +628,7 @@ async fn origin_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Respo
 
     body.push_str("<h2 id=\"bans-heading\">Bans</h2>\n");
     body.push_str(&bans_table(console, Some(&name), viewer));
-    html::page(200, &name, Section::Origin, viewer.signed_in, &body)
+    viewer.page(200, &name, Section::Origin, &body)
 }
 
 fn bans_table(console: &Console, origin: Option<&str>, viewer: &Viewer) -> String {
@@ -677,7 +689,7 @@ fn bans_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Response<Vec<
     }
     body.push_str("<p class=\"note\">Addresses banned for repeated requests of paths robots.txt disallows. Many browser requests from a banned address suggest a NAT or an office behind it.</p>\n");
     body.push_str(&bans_table(console, None, viewer));
-    html::page(200, "Bans", Section::Bans, viewer.signed_in, &body)
+    viewer.page(200, "Bans", Section::Bans, &body)
 }
 
 async fn lift(console: &Console, asked: &Asked, viewer: &Viewer) -> Response<Vec<u8>> {
@@ -746,7 +758,7 @@ async fn explain_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Resp
         escape(method)
     );
     if host.is_empty() {
-        return html::page(200, "Explain", Section::Explain, viewer.signed_in, &body);
+        return viewer.page(200, "Explain", Section::Explain, &body);
     }
     let client_ip = match client.trim() {
         "" => None,
@@ -754,13 +766,13 @@ async fn explain_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Resp
             Ok(ip) => Some(ip.to_canonical()),
             Err(_) => {
                 body.push_str("<p class=\"alert\">The client is not an IP address.</p>\n");
-                return html::page(400, "Explain", Section::Explain, viewer.signed_in, &body);
+                return viewer.page(400, "Explain", Section::Explain, &body);
             }
         },
     };
     let Ok(method) = http::Method::from_bytes(method.trim().as_bytes()) else {
         body.push_str("<p class=\"alert\">That is not an HTTP method.</p>\n");
-        return html::page(400, "Explain", Section::Explain, viewer.signed_in, &body);
+        return viewer.page(400, "Explain", Section::Explain, &body);
     };
     let target = if path.starts_with('/') {
         path.to_string()
@@ -837,5 +849,5 @@ async fn explain_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Resp
         }
     }
     body.push_str("</dl></div>\n");
-    html::page(200, "Explain", Section::Explain, viewer.signed_in, &body)
+    viewer.page(200, "Explain", Section::Explain, &body)
 }
