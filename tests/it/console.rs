@@ -402,3 +402,51 @@ fn two_replicas_on_one_store_show_the_fleet_totals() {
         );
     }
 }
+
+#[test]
+fn the_robots_report_lists_each_copy_with_the_diff_from_the_one_before() {
+    let origin = Origin::start();
+    let body = format!(
+        "origins:\n  - name: shop\n    hosts: [\"shop.example\"]\n    upstream: \"{}\"\n    \
+         robots: {{source: file, path: robots.txt}}\n",
+        origin.addr()
+    );
+    let proxy = Proxy::start_with(
+        &body,
+        &[("robots.txt", "User-agent: *\nDisallow: /private\n")],
+    );
+    let path = proxy.dir.path().join("robots.txt");
+    let staged = proxy.dir.path().join("robots.txt.new");
+    std::fs::write(
+        &staged,
+        "User-agent: *\nDisallow: /private\nDisallow: /drafts\n",
+    )
+    .expect("robots.txt written");
+    std::fs::rename(&staged, &path).expect("robots.txt replaced");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let copies = loop {
+        let json = admin(&proxy, Request::get("/reports/robots?origin=shop")).json();
+        let copies = json["copies"].as_array().cloned().unwrap_or_default();
+        if copies.len() == 2 {
+            break copies;
+        }
+        assert!(std::time::Instant::now() < deadline, "{json}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(copies[0]["rules"], 1);
+    assert_eq!(copies[0]["diff_from_previous"], "");
+    assert_eq!(copies[1]["rules"], 2);
+    let diff = copies[1]["diff_from_previous"].as_str().unwrap_or("");
+    assert!(diff.contains("\n+Disallow: /drafts\n"), "{diff}");
+    assert!(diff.contains("\n Disallow: /private\n"), "{diff}");
+    let csv = admin(
+        &proxy,
+        Request::get("/reports/robots?origin=shop&format=csv"),
+    )
+    .text();
+    assert!(
+        csv.starts_with("took_effect,outcome,state,source,fetched_at"),
+        "{csv}"
+    );
+    assert!(csv.contains("+Disallow: /drafts"), "{csv}");
+}
