@@ -90,7 +90,11 @@ fn the_reports_equal_the_traffic_sent_in_json_and_csv() {
         .route("/page", 200, "0123456789")
         .route("/private/x", 200, "browser")
         .route("/robots.txt", 200, "");
-    let proxy = Proxy::start_with_tokens(&config(&origin, ""), ADMIN, READ, &[]);
+    let proxy = Proxy::builder(&config(&origin, ""))
+        .admin_token(ADMIN)
+        .read_token(READ)
+        .files(&[])
+        .start();
     traffic(&proxy);
     let row = gptbot_row(&proxy, READ, 12);
     for (field, want) in [
@@ -225,7 +229,11 @@ fn the_reports_equal_the_traffic_sent_in_json_and_csv() {
 #[test]
 fn the_read_only_token_reads_but_cannot_lift_and_forms_need_the_csrf_token() {
     let origin = Origin::start();
-    let proxy = Proxy::start_with_tokens(&config(&origin, ""), ADMIN, READ, &[]);
+    let proxy = Proxy::builder(&config(&origin, ""))
+        .admin_token(ADMIN)
+        .read_token(READ)
+        .files(&[])
+        .start();
     for path in ["/private/1", "/private/2", "/private/3"] {
         assert_eq!(from(&proxy, "192.0.2.9", path, GPTBOT).status, 403);
     }
@@ -411,10 +419,9 @@ fn the_robots_report_lists_each_copy_with_the_diff_from_the_one_before() {
          robots: {{source: file, path: robots.txt}}\n",
         origin.addr()
     );
-    let proxy = Proxy::start_with(
-        &body,
-        &[("robots.txt", "User-agent: *\nDisallow: /private\n")],
-    );
+    let proxy = Proxy::builder(&body)
+        .files(&[("robots.txt", "User-agent: *\nDisallow: /private\n")])
+        .start();
     let path = proxy.dir.path().join("robots.txt");
     let staged = proxy.dir.path().join("robots.txt.new");
     std::fs::write(

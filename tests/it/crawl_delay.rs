@@ -61,7 +61,9 @@ fn start(origin: &Origin) -> Proxy {
             "    impostors: report\n"
         ),
     );
-    Proxy::start_with(&body, &[("ranges.json", "[\"203.0.113.0/24\"]")])
+    Proxy::builder(&body)
+        .files(&[("ranges.json", "[\"203.0.113.0/24\"]")])
+        .start()
 }
 
 fn from(

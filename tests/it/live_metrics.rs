@@ -121,16 +121,15 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
         "{{address: \"127.0.0.1:{}\", tls: {{cert: tls.pem, key: tls.key}}}}",
         support::free_port()
     );
-    let proxy = Proxy::start_with_second_listener(
-        &body,
-        &tls_listener,
-        &[
+    let proxy = Proxy::builder(&body)
+        .second_listener(&tls_listener)
+        .files(&[
             ("ranges.json", "[\"192.0.2.0/24\"]"),
             ("keys.json", keys),
             ("tls.pem", &cert),
             ("tls.key", &key),
-        ],
-    );
+        ])
+        .start();
     assert_eq!(proxy.get("shop.example", "/page", BROWSER).status, 200);
     let impostor = support::Request::get("/page")
         .host("shop.example")

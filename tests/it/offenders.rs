@@ -19,10 +19,9 @@ fn start(origin: &Origin, robots: &str, offenders: &str) -> Proxy {
          robots: {robots}\n    offenders: {offenders}\n",
         origin.addr()
     );
-    Proxy::start_with(
-        &body,
-        &[("robots.txt", "User-agent: *\nDisallow: /other\n")],
-    )
+    Proxy::builder(&body)
+        .files(&[("robots.txt", "User-agent: *\nDisallow: /other\n")])
+        .start()
 }
 
 fn from(proxy: &Proxy, client: &str, path: &str, user_agent: &str) -> support::Response {

@@ -23,13 +23,12 @@ fn start_with_delay(origin: &Origin, crawl_delay: u32, extra: &str) -> Proxy {
          offenders: {{action: ban, strikes: 2, window: 10m, ban: 1h}}\n{extra}",
         origin.addr()
     );
-    let proxy = Proxy::start_with(
-        &body,
-        &[(
+    let proxy = Proxy::builder(&body)
+        .files(&[(
             "listed.json",
             r#"{"prefixes": [{"ipv4Prefix": "198.51.100.0/24"}]}"#,
-        )],
-    );
+        )])
+        .start();
     // The list is read in the background: wait until it verifies (an explain from inside it).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {

@@ -268,7 +268,9 @@ fn file_and_inline_robots_txt_are_served_as_enforced() {
     ] {
         let origin = Origin::start();
         origin.robots(200, "User-agent: *\nAllow: /\n");
-        let proxy = Proxy::start_with(&site(&origin, HOST, &source), &[("robots.txt", ENFORCED)]);
+        let proxy = Proxy::builder(&site(&origin, HOST, &source))
+            .files(&[("robots.txt", ENFORCED)])
+            .start();
         let first = robots(&proxy, &[], "GET");
         assert_eq!(first.status, 200, "{source}");
         assert_eq!(first.text(), ENFORCED);

@@ -40,7 +40,7 @@ fn readyz_waits_for_the_first_robots_txt_outcome() {
         "User-agent: *\nDisallow: /\n",
         Duration::from_millis(1500),
     );
-    let proxy = Proxy::start_unready(&site(&origin, SHOP, ""));
+    let proxy = Proxy::builder(&site(&origin, SHOP, "")).unready().start();
     let waiting = proxy.admin_get("/readyz");
     assert_eq!(waiting.status, 503, "{}", waiting.text());
     assert!(waiting.text().contains("shop"), "{}", waiting.text());
@@ -69,7 +69,10 @@ fn readyz_names_pending_origins_only_to_token_holders() {
         "User-agent: *\nDisallow: /\n",
         Duration::from_secs(3),
     );
-    let proxy = Proxy::start_unready_with_admin_token(&site(&origin, SHOP, ""), "s3cret\n");
+    let proxy = Proxy::builder(&site(&origin, SHOP, ""))
+        .unready()
+        .admin_token("s3cret\n")
+        .start();
     let anonymous = Conn::open(proxy.admin).send(&Request::get("/readyz").host("admin"));
     assert_eq!(anonymous.status, 503, "{}", anonymous.text());
     assert!(!anonymous.text().contains("shop"), "{}", anonymous.text());
@@ -282,7 +285,9 @@ fn the_admin_listener_answers_get_and_head_only() {
 #[test]
 fn an_admin_token_guards_everything_but_health() {
     let origin = Origin::start();
-    let proxy = Proxy::start_with_admin_token(&site(&origin, SHOP, ""), "s3cret-token\n");
+    let proxy = Proxy::builder(&site(&origin, SHOP, ""))
+        .admin_token("s3cret-token\n")
+        .start();
     let ask = |path: &str, authorization: Option<&str>| {
         let mut request = Request::get(path).host("admin");
         if let Some(value) = authorization {

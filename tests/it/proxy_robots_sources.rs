@@ -43,13 +43,12 @@ fn inline_robots_txt_is_enforced_without_fetching() {
 fn file_robots_txt_is_read_relative_to_the_config_and_reread() {
     let origin = Origin::start();
     let extra = "    robots:\n      source: file\n      path: robots/shop.txt\n      refresh: 1s\n";
-    let proxy = Proxy::start_with(
-        &site(&origin, SHOP, extra),
-        &[(
+    let proxy = Proxy::builder(&site(&origin, SHOP, extra))
+        .files(&[(
             "robots/shop.txt",
             "User-agent: GPTBot\nDisallow: /from-file\n",
-        )],
-    );
+        )])
+        .start();
     let blocked = proxy.get(SHOP, "/from-file", GPTBOT);
     assert_eq!(blocked.status, 403, "{}", blocked.text());
     assert!(blocked.text().contains("line 2"), "{}", blocked.text());

@@ -749,10 +749,9 @@ fn a_file_source_follows_in_place_writes_and_renames() {
         "origins:\n  - name: shop\n    hosts: [\"{HOST}\"]\n    upstream: \"{}\"\n    robots: {{source: file, path: robots/robots.txt, refresh: 1h}}\n",
         origin.addr
     );
-    let proxy = Proxy::start_with(
-        &config,
-        &[("robots/robots.txt", "User-agent: *\nDisallow: /one\n")],
-    );
+    let proxy = Proxy::builder(&config)
+        .files(&[("robots/robots.txt", "User-agent: *\nDisallow: /one\n")])
+        .start();
     let file = proxy.dir.path().join("robots/robots.txt");
     assert!(in_force(&proxy, "/one"));
 
@@ -789,10 +788,9 @@ fn a_file_source_follows_a_configmap_style_symlink_swap() {
         origin.addr
     );
     // Kubernetes layout: cm/robots.txt -> ..data/robots.txt, ..data -> ..2026_v1 (a directory).
-    let proxy = Proxy::start_with(
-        &config,
-        &[("cm/..2026_v1/robots.txt", "User-agent: *\nDisallow: /v1\n")],
-    );
+    let proxy = Proxy::builder(&config)
+        .files(&[("cm/..2026_v1/robots.txt", "User-agent: *\nDisallow: /v1\n")])
+        .start();
     let cm = proxy.dir.path().join("cm");
     std::os::unix::fs::symlink("..2026_v1", cm.join("..data")).expect("..data link");
     std::os::unix::fs::symlink("..data/robots.txt", cm.join("robots.txt")).expect("file link");

@@ -461,7 +461,9 @@ fn start_with_robots_file(origin: &Origin, redis: &RedisServer, robots: &str) ->
         redis.url(),
         origin.addr()
     );
-    let proxy = Proxy::start_with(&body, &[("robots.txt", robots)]);
+    let proxy = Proxy::builder(&body)
+        .files(&[("robots.txt", robots)])
+        .start();
     assert!(
         wait_up(&proxy, 1.0),
         "the store is reachable: {}",

@@ -168,7 +168,10 @@ fn sni_picks_each_sites_certificate_and_renewals_are_served_without_a_restart() 
         "tls: {{certs: [{{cert: certs/shop.pem, key: certs/shop.key}}, {{cert: \"{0}/tls/tls.crt\", key: \"{0}/tls/tls.key\"}}]}}",
         secret.path().display()
     );
-    let proxy = Proxy::start_with_listener_and_files(&body, &listener, &files);
+    let proxy = Proxy::builder(&body)
+        .listener(&listener)
+        .files(&files)
+        .start();
     let port = proxy.addr.port();
 
     // Each name gets its certificate; a wildcard covers one label; the first is the default.
@@ -291,9 +294,11 @@ fn http2_over_tls_and_h2c_are_decided_like_http1() {
     let body = site(&origin, "shop.example", &inline_robots(robots));
     let files = [("shop.pem", pem(&cert)), ("shop.key", pem(&key))];
     let files: Vec<(&str, &str)> = files.iter().map(|(n, c)| (*n, c.as_str())).collect();
-    let tls_proxy =
-        Proxy::start_with_listener_and_files(&body, "tls: {cert: shop.pem, key: shop.key}", &files);
-    let h2c_proxy = Proxy::start_with_listener(&body, "http2: true");
+    let tls_proxy = Proxy::builder(&body)
+        .listener("tls: {cert: shop.pem, key: shop.key}")
+        .files(&files)
+        .start();
+    let h2c_proxy = Proxy::builder(&body).listener("http2: true").start();
     let plain_proxy = Proxy::start(&body);
 
     let ca = certs.path().join("ca.pem").to_string_lossy().into_owned();

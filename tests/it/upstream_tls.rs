@@ -48,7 +48,9 @@ fn an_origin_with_a_private_ca() {
     site(root.path());
     let server = HttpsServer::start(root.path(), &cert, &key, None);
     let ca = pem(&certs.path().join("private-ca.pem"));
-    let proxy = Proxy::start_with(&config(server.port, "{ca: ca.pem}"), &[("ca.pem", &ca)]);
+    let proxy = Proxy::builder(&config(server.port, "{ca: ca.pem}"))
+        .files(&[("ca.pem", &ca)])
+        .start();
     let page = proxy.get(HOST, "/page.html", BROWSER);
     assert_eq!(page.status, 200, "{}", page.text());
     assert!(page.text().contains("the page"), "{}", page.text());
@@ -98,14 +100,18 @@ fn an_origin_that_requires_a_client_certificate() {
     let files: Vec<(&str, String)> = files.iter().map(|(n, c)| (*n, c.to_string())).collect();
     let files: Vec<(&str, &str)> = files.iter().map(|(n, c)| (*n, c.as_str())).collect();
     let mtls = "{ca: tls/ca.pem, client_cert: tls/client.pem, client_key: tls/client.key}";
-    let proxy = Proxy::start_with(&config(server.port, mtls), &files);
+    let proxy = Proxy::builder(&config(server.port, mtls))
+        .files(&files)
+        .start();
     let page = proxy.get(HOST, "/page.html", BROWSER);
     assert_eq!(page.status, 200, "{}", page.text());
     assert_eq!(proxy.get(HOST, "/private", GPTBOT).status, 403);
     drop(proxy);
 
     // The same origin without a client certificate refuses the handshake.
-    let proxy = Proxy::start_with(&config(server.port, "{ca: tls/ca.pem}"), &files);
+    let proxy = Proxy::builder(&config(server.port, "{ca: tls/ca.pem}"))
+        .files(&files)
+        .start();
     assert_eq!(proxy.get(HOST, "/page.html", BROWSER).status, 502);
 }
 

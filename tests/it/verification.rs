@@ -130,7 +130,9 @@ origins:
         upstream = origin.addr(),
     );
     let extra = r#"["198.51.100.200"]"#;
-    let proxy = Proxy::start_with(&config, &[("ranges/extra.json", extra)]);
+    let proxy = Proxy::builder(&config)
+        .files(&[("ranges/extra.json", extra)])
+        .start();
     // The lists load in the background: wait for both.
     let loaded = (0..200).any(|_| {
         let metrics = proxy.metrics();

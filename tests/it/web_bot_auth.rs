@@ -143,7 +143,7 @@ origins:
 ",
         origin.addr()
     );
-    let proxy = Proxy::start_with(&config, files);
+    let proxy = Proxy::builder(&config).files(files).start();
     let loaded = (0..200).any(|_| {
         let keys = metric(
             &proxy.metrics(),

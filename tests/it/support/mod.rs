@@ -708,10 +708,73 @@ pub struct Proxy {
     stderr: PathBuf,
 }
 
-/// The admin token file [`Proxy::start_with_admin_token`] writes.
+/// The admin token file [`ProxyBuilder::admin_token`] writes.
 const ADMIN_TOKEN_FILE: &str = "admin-token";
 /// The read-only token's file (`admin.read_token_file`), with [`ADMIN_TOKEN_FILE`].
 const READ_TOKEN_FILE: &str = "read-token";
+
+/// How to start a [`Proxy`]: its config body, files beside the config, listener keys, tokens.
+pub struct ProxyBuilder {
+    body: String,
+    files: Vec<(String, String)>,
+    wait_ready: bool,
+    listener_extra: String,
+    second: String,
+}
+
+impl ProxyBuilder {
+    /// Writes `files` (relative path, content) into the temp dir next to the config first, so
+    /// relative paths in the config find them.
+    pub fn files(mut self, files: &[(&str, &str)]) -> ProxyBuilder {
+        self.files
+            .extend(files.iter().map(|(p, c)| (p.to_string(), c.to_string())));
+        self
+    }
+
+    /// More keys on the proxy listener (e.g. `proxy_protocol: true`).
+    pub fn listener(mut self, extra: &str) -> ProxyBuilder {
+        self.listener_extra = extra.to_string();
+        self
+    }
+
+    /// Another `listen` entry after the proxy listener (e.g. a TLS listener).
+    pub fn second_listener(mut self, entry: &str) -> ProxyBuilder {
+        self.second = entry.to_string();
+        self
+    }
+
+    /// An admin listener that wants `Authorization: Bearer <token>` (`admin.token_file`).
+    pub fn admin_token(self, token: &str) -> ProxyBuilder {
+        self.files(&[(ADMIN_TOKEN_FILE, token)])
+    }
+
+    /// A read-only token besides the admin one (`admin.read_token_file`).
+    pub fn read_token(self, token: &str) -> ProxyBuilder {
+        self.files(&[(READ_TOKEN_FILE, token)])
+    }
+
+    /// Returns once the admin listener answers `/healthz`, without waiting for `/readyz`.
+    pub fn unready(mut self) -> ProxyBuilder {
+        self.wait_ready = false;
+        self
+    }
+
+    /// Starts it.
+    pub fn start(self) -> Proxy {
+        let files: Vec<(&str, &str)> = self
+            .files
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_str()))
+            .collect();
+        Proxy::launch_with(
+            &self.body,
+            &files,
+            self.wait_ready,
+            &self.listener_extra,
+            &self.second,
+        )
+    }
+}
 
 /// `robotsguard_violations_total` of `crawler` on the origin `shop`, by whether the client read
 /// robots.txt (`read`: `yes` or `no`), in the metrics page `text`.
@@ -770,64 +833,20 @@ pub fn inline_robots(text: &str) -> String {
 impl Proxy {
     /// Starts the proxy with `body` (the config without `listen`, `admin`, `threads` and
     /// `shutdown`, which the harness adds; `{dir}` is replaced by the temp dir) and waits until
-    /// `/readyz` answers 200.
+    /// `/readyz` answers 200. [`Proxy::builder`] for files, listeners and tokens.
     pub fn start(body: &str) -> Proxy {
-        Proxy::start_with(body, &[])
+        Proxy::builder(body).start()
     }
 
-    /// As [`Proxy::start`], first writing `files` (relative path, content) into the temp dir
-    /// next to the config, so relative paths in the config find them.
-    pub fn start_with(body: &str, files: &[(&str, &str)]) -> Proxy {
-        Proxy::launch(body, files, true, "")
-    }
-
-    /// [`Proxy::start`] with more keys on the proxy listener (`listener_extra`, e.g.
-    /// `proxy_protocol: true`).
-    pub fn start_with_listener(body: &str, listener_extra: &str) -> Proxy {
-        Proxy::launch(body, &[], true, listener_extra)
-    }
-
-    /// [`Proxy::start_with_listener`], first writing `files` as [`Proxy::start_with`] does.
-    pub fn start_with_listener_and_files(
-        body: &str,
-        listener_extra: &str,
-        files: &[(&str, &str)],
-    ) -> Proxy {
-        Proxy::launch(body, files, true, listener_extra)
-    }
-
-    /// [`Proxy::start_with`] with `second` (a `listen` entry, e.g. a TLS listener) after the
-    /// proxy listener the harness makes.
-    pub fn start_with_second_listener(body: &str, second: &str, files: &[(&str, &str)]) -> Proxy {
-        Proxy::launch_with(body, files, true, "", second)
-    }
-
-    /// [`Proxy::start`] with an admin listener that wants `Authorization: Bearer <token>`
-    /// (written to `admin-token` in the temp dir).
-    pub fn start_with_admin_token(body: &str, token: &str) -> Proxy {
-        Proxy::launch(body, &[(ADMIN_TOKEN_FILE, token)], true, "")
-    }
-
-    /// Starts the proxy and returns once the admin listener answers `/healthz`, without waiting
-    /// for `/readyz`.
-    pub fn start_unready(body: &str) -> Proxy {
-        Proxy::launch(body, &[], false, "")
-    }
-
-    /// [`Proxy::start_with`] with an admin token and a read-only one (`admin.read_token_file`).
-    pub fn start_with_tokens(body: &str, admin: &str, read: &str, files: &[(&str, &str)]) -> Proxy {
-        let mut all = vec![(ADMIN_TOKEN_FILE, admin), (READ_TOKEN_FILE, read)];
-        all.extend_from_slice(files);
-        Proxy::launch(body, &all, true, "")
-    }
-
-    /// [`Proxy::start_unready`] with an admin token, as [`Proxy::start_with_admin_token`].
-    pub fn start_unready_with_admin_token(body: &str, token: &str) -> Proxy {
-        Proxy::launch(body, &[(ADMIN_TOKEN_FILE, token)], false, "")
-    }
-
-    fn launch(body: &str, files: &[(&str, &str)], wait_ready: bool, listener_extra: &str) -> Proxy {
-        Proxy::launch_with(body, files, wait_ready, listener_extra, "")
+    /// A proxy to start with more than a config body.
+    pub fn builder(body: &str) -> ProxyBuilder {
+        ProxyBuilder {
+            body: body.to_string(),
+            files: Vec::new(),
+            wait_ready: true,
+            listener_extra: String::new(),
+            second: String::new(),
+        }
     }
 
     /// `second`: another `listen` entry after the proxy listener, or empty.
