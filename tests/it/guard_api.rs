@@ -165,8 +165,8 @@ fn redis_state_is_checked_as_serve_checks_it_and_adds_the_store_loop() {
     assert_eq!(shared.store().backend(), "redis");
     assert_eq!(
         shared.services().len(),
-        memory.services().len() + 1,
-        "the store's loop is one more background service"
+        memory.services().len() + 2,
+        "the store's loop and the reports' publisher are two more background services"
     );
     let error = Guard::builder()
         .origin(origin())
