@@ -112,7 +112,7 @@ DOCKER_BUILDKIT=0 docker build --quiet \
     --build-arg "COMMIT=$commit" \
     --build-arg "SOURCE=$source_url" \
     --build-arg "CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
-    -t "$tag" "$context" >/dev/null
+    -t "$tag" "$context" >/dev/null 2>"$work/build.log" || { cat "$work/build.log" >&2; exit 1; }
 
 if [ -n "$save" ]; then
     docker save "$tag" | gzip -6 >"$save"

@@ -333,11 +333,11 @@ def partition(fleet):
     run("docker", "network", "disconnect", fleet.network, redis)
     for replica in REPLICAS:
         wait_for(f"{replica} sees the store gone", 15, lambda r=replica: fleet.backend_up(r) == 0, every=0.2)
-    firing = wait_for(
-        "the chart's alert expression", 20,
-        lambda: {s["metric"].get("pod") for s in fleet.prometheus_query(expression)} >= set(REPLICAS),
-        every=0.5,
-    )
+    def pods_down():
+        pods = {s["metric"].get("pod") for s in fleet.prometheus_query(expression)}
+        return pods if pods >= set(REPLICAS) else None
+
+    firing = wait_for("the chart's alert expression", 20, pods_down, every=0.5)
     log(f"partition: `{expression}` is true for {sorted(firing)}")
     # A ban made while the store is away holds where it was made at once.
     client = "198.51.100.70"
@@ -522,7 +522,8 @@ def main():
         TIMES.append(("up", time.monotonic() - started))
         for step in (shared, partition, kill, origin, rolling, sentinel):
             step(fleet)
-    except (Failed, subprocess.TimeoutExpired, OSError) as e:
+    except Exception as e:  # noqa: BLE001 - any failure ends the run with the fleet's logs
+
         failed = e
         print(fleet.logs()[-20000:], file=sys.stderr)
     finally:

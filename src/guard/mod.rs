@@ -925,7 +925,7 @@ impl Guard {
             &e.to_string(),
         );
         if code > 0 && session.response_written().is_none() {
-            let _ = respond(session, code, failure_body(code)).await;
+            let _ = answer::respond_closing(session, code, failure_body(code)).await;
         }
         FailToProxy {
             error_code: code,

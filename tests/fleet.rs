@@ -1,12 +1,15 @@
-//! The shared store behind Redis Sentinel and as a Redis Cluster, with real `redis-server`
-//! processes on loopback: two robotsguard processes share bans and Crawl-delay budgets through
-//! the primary the sentinels name, before and after that primary is killed and a replica takes
-//! over (requests answered from memory meanwhile); through a three-node cluster, with the keys
-//! each script uses in one slot; and `validate` refuses what `serve` refuses.
+//! What a fleet of replicas relies on, with real processes on loopback (the fleet of containers
+//! itself is scripts/test-fleet.py): the shared store behind Redis Sentinel and as a Redis
+//! Cluster, with real `redis-server` processes — two robotsguard processes share bans and
+//! Crawl-delay budgets through the primary the sentinels name, before and after that primary is
+//! killed and a replica takes over (requests answered from memory meanwhile), and through a
+//! three-node cluster with the keys each script uses in one slot; `validate` refuses what `serve`
+//! refuses; and a failed proxying answer closes its connection and says so (a load balancer
+//! reusing it would fail the next request).
 
 mod support;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -505,4 +508,31 @@ fn validate_refuses_bad_sentinel_and_cluster_settings_where_they_are_written() {
             "{bad}: expected {place} {message} in\n{stderr}"
         );
     }
+}
+
+#[test]
+fn a_failed_proxying_answer_says_connection_close_and_closes() {
+    // Nothing listens on the upstream's port: every request fails to connect.
+    let closed = free_port();
+    let proxy = Proxy::start(&format!(
+        "origins:\n  - name: shop\n    hosts: [\"shop.example\"]\n    upstream: \"127.0.0.1:{closed}\"\n    \
+         robots: {{source: inline, text: \"User-agent: *\\nDisallow: /private\\n\"}}\n"
+    ));
+    let stream = TcpStream::connect(proxy.addr).expect("connects");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout set");
+    (&stream)
+        .write_all(b"GET /page HTTP/1.1\r\nHost: shop.example\r\nUser-Agent: Mozilla/5.0 Firefox/128.0\r\n\r\n")
+        .expect("request sent");
+    let mut answer = Vec::new();
+    // The whole answer, then the end of the connection (a read of 0), within the timeout.
+    let closed_by_proxy = (&stream).read_to_end(&mut answer).is_ok();
+    let text = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    assert!(text.starts_with("http/1.1 502"), "{text}");
+    assert!(text.contains("\r\nconnection: close\r\n"), "{text}");
+    assert!(
+        closed_by_proxy,
+        "the proxy closed the connection after its answer: {text}"
+    );
 }
