@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the robotsguard container image without a registry: nothing is pulled.
 #
-#   scripts/build-image.sh                     # cargo build --release, then the image
+#   scripts/build-image.sh                     # cargo build --profile dist, then the image
 #   scripts/build-image.sh --binary FILE       # an already built release binary
 #   scripts/build-image.sh --tag NAME --save FILE.tar.gz
 #
@@ -43,8 +43,8 @@ if [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then
 fi
 
 if [ -z "$binary" ]; then
-    cargo build --release --locked --bin robotsguard
-    binary="${CARGO_TARGET_DIR:-target}/release/robotsguard"
+    cargo build --profile dist --locked --bin robotsguard
+    binary="${CARGO_TARGET_DIR:-target}/dist/robotsguard"
 fi
 [ -x "$binary" ] || { echo "build-image: $binary is not an executable" >&2; exit 1; }
 
@@ -113,6 +113,9 @@ DOCKER_BUILDKIT=0 docker build --quiet \
     --build-arg "SOURCE=$source_url" \
     --build-arg "CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
     -t "$tag" "$context" >/dev/null 2>"$work/build.log" || { cat "$work/build.log" >&2; exit 1; }
+
+# The tag the compose fleet (deploy/compose/) runs by default.
+docker tag "$tag" robotsguard:latest
 
 if [ -n "$save" ]; then
     docker save "$tag" | gzip -6 >"$save"
