@@ -29,8 +29,8 @@ ENV ROBOTSGUARD_COMMIT=${ROBOTSGUARD_COMMIT}
 # out because the target cache is not part of the image.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --profile dist --locked --bin robotsguard \
-    && install -m 0755 target/dist/robotsguard /usr/local/bin/robotsguard
+    cargo build --release --locked --bin robotsguard \
+    && install -m 0755 target/release/robotsguard /usr/local/bin/robotsguard
 
 FROM ${RUNTIME_IMAGE}
 ARG ROBOTSGUARD_COMMIT=unknown

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the robotsguard container image without a registry: nothing is pulled.
 #
-#   scripts/build-image.sh                     # cargo build --profile dist, then the image
+#   scripts/build-image.sh                     # cargo build --release, then the image
 #   scripts/build-image.sh --binary FILE       # an already built release binary
 #   scripts/build-image.sh --tag NAME --save FILE.tar.gz
 #
@@ -43,8 +43,8 @@ if [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then
 fi
 
 if [ -z "$binary" ]; then
-    cargo build --profile dist --locked --bin robotsguard
-    binary="${CARGO_TARGET_DIR:-target}/dist/robotsguard"
+    cargo build --release --locked --bin robotsguard
+    binary="${CARGO_TARGET_DIR:-target}/release/robotsguard"
 fi
 [ -x "$binary" ] || { echo "build-image: $binary is not an executable" >&2; exit 1; }
 

@@ -3,14 +3,14 @@
 #
 #   scripts/release.sh 0.2.0
 #
-#   robotsguard-VERSION-x86_64-linux-gnu          the binary, built with --profile dist (--version
-#                                                 names the commit)
+#   robotsguard-VERSION-x86_64-linux-gnu          the release binary (--version names the commit)
 #   robotsguard-VERSION-image.tar.gz              the container image (docker load -i ...)
 #   robotsguard-VERSION.cdx.json                  CycloneDX SBOM of the binary's crates
 #   SHA256SUMS                                    sha256sum -c SHA256SUMS checks the three
 #
 # Refuses a version that Cargo.toml does not carry or CHANGELOG.md has no dated section for.
-# Reuses the dist build when it is current: CI builds it once, here, for the binary and the image.
+# Reuses the release build when it is current: CI builds it once, here, for the binary and the
+# image.
 # The SBOM tool, cargo-cyclonedx, is built from crates.io once into .cache/ (a pinned version).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,9 +35,8 @@ rm -rf "$out"
 mkdir -p "$out"
 target_dir=${CARGO_TARGET_DIR:-target}
 
-# The dist profile: release with thin LTO across crates (Cargo.toml).
-cargo build --profile dist --locked --bin robotsguard
-binary="$target_dir/dist/robotsguard"
+cargo build --release --locked --bin robotsguard
+binary="$target_dir/release/robotsguard"
 line=$("$binary" --version)
 case "$line" in
     "robotsguard $version (commit "*")") ;;

@@ -347,14 +347,14 @@ const MAX_PEM_BYTES: u64 = 1 << 20;
 /// A client for the store, as `state.redis` describes it.
 pub enum RedisClient {
     /// One server (or a proxy in front of several).
-    Single(redis::Client),
+    Single(Box<redis::Client>),
     /// The primary the sentinels name: asked of them at every connection.
     Sentinel(Box<redis::sentinel::SentinelClient>),
     /// A cluster, and a client per configured node for what a cluster connection does not do
     /// (subscribing to announcements, which any node relays).
     Cluster {
         /// The cluster, discovered from the configured nodes.
-        cluster: redis::cluster::ClusterClient,
+        cluster: Box<redis::cluster::ClusterClient>,
         /// The configured nodes one by one.
         nodes: Vec<redis::Client>,
     },
@@ -403,11 +403,11 @@ impl RedisConfig {
         match topology {
             RedisTopology::Single => match certificates {
                 None => redis::Client::open(self.url.as_str())
-                    .map(RedisClient::Single)
+                    .map(|client| RedisClient::Single(Box::new(client)))
                     .map_err(error),
                 Some(certificates) => {
                     redis::Client::build_with_tls(self.url.as_str(), certificates)
-                        .map(RedisClient::Single)
+                        .map(|client| RedisClient::Single(Box::new(client)))
                         .map_err(error)
                 }
             },
@@ -489,7 +489,10 @@ impl RedisConfig {
                     })
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(error)?;
-                Ok(RedisClient::Cluster { cluster, nodes })
+                Ok(RedisClient::Cluster {
+                    cluster: Box::new(cluster),
+                    nodes,
+                })
             }
         }
     }

@@ -56,7 +56,7 @@ pub(super) enum Endpoint {
     /// lock (only the background loop connects).
     Sentinel(tokio::sync::Mutex<redis::sentinel::SentinelClient>),
     Cluster {
-        cluster: redis::cluster::ClusterClient,
+        cluster: Box<redis::cluster::ClusterClient>,
         nodes: Vec<redis::Client>,
     },
 }
@@ -64,7 +64,7 @@ pub(super) enum Endpoint {
 impl Endpoint {
     pub(super) fn new(client: RedisClient) -> Endpoint {
         match client {
-            RedisClient::Single(client) => Endpoint::Single(client),
+            RedisClient::Single(client) => Endpoint::Single(*client),
             RedisClient::Sentinel(client) => Endpoint::Sentinel(tokio::sync::Mutex::new(*client)),
             RedisClient::Cluster { cluster, nodes } => Endpoint::Cluster { cluster, nodes },
         }
