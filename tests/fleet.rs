@@ -536,3 +536,52 @@ fn a_failed_proxying_answer_says_connection_close_and_closes() {
         "the proxy closed the connection after its answer: {text}"
     );
 }
+
+#[test]
+fn healthcheck_exits_0_for_a_live_admin_listener_and_1_otherwise() {
+    let origin = Origin::start();
+    let proxy = Proxy::start(&support::site(&origin, "shop.example", ""));
+    let run = |address: String, path: &str| {
+        Command::new(env!("CARGO_BIN_EXE_robotsguard"))
+            .args([
+                "healthcheck",
+                "--address",
+                &address,
+                "--path",
+                path,
+                "--timeout",
+                "2s",
+            ])
+            .output()
+            .expect("robotsguard runs")
+    };
+    let healthy = run(proxy.admin.to_string(), "/healthz");
+    assert_eq!(healthy.status.code(), Some(0), "{healthy:?}");
+    let ready = run(proxy.admin.to_string(), "/readyz");
+    assert_eq!(ready.status.code(), Some(0), "{ready:?}");
+    let missing = run(proxy.admin.to_string(), "/nowhere");
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("404"),
+        "{missing:?}"
+    );
+    let nobody = run(format!("127.0.0.1:{}", free_port()), "/healthz");
+    assert_eq!(nobody.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&nobody.stderr).starts_with("unhealthy:"));
+}
+
+#[test]
+fn version_names_the_package_version_and_a_commit() {
+    let output = Command::new(env!("CARGO_BIN_EXE_robotsguard"))
+        .arg("--version")
+        .output()
+        .expect("robotsguard runs");
+    let line = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let expected = format!("robotsguard {} (commit ", env!("CARGO_PKG_VERSION"));
+    assert!(line.starts_with(&expected) && line.ends_with(')'), "{line}");
+    let commit = &line[expected.len()..line.len() - 1];
+    assert!(
+        commit == "unknown" || (commit.len() >= 7 && commit.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{line}"
+    );
+}
