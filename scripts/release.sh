@@ -11,7 +11,7 @@
 # Refuses a version that Cargo.toml does not carry or CHANGELOG.md has no dated section for.
 # Reuses the release build when it is current: CI builds it once, here, for the binary and the
 # image.
-# The SBOM tool, cargo-cyclonedx, is built from crates.io once into .cache/ (a pinned version).
+# The SBOM tool, cargo-cyclonedx, is built from crates.io once per machine (a pinned version).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,11 +46,13 @@ cp "$binary" "$out/robotsguard-$version-x86_64-linux-gnu"
 
 scripts/build-image.sh --binary "$binary" --tag "robotsguard:$version" --save "$out/robotsguard-$version-image.tar.gz"
 
+# Built once per machine and user (a few CPU minutes), outside the clone, as scripts/cmake keeps
+# its cmake: CI's fresh clones reuse it.
 cyclonedx_version=0.5.9
-cyclonedx=.cache/cargo-cyclonedx-$cyclonedx_version/bin/cargo-cyclonedx
+tools="${ROBOTSGUARD_TOOL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/robotsguard}/cargo-cyclonedx-$cyclonedx_version"
+cyclonedx="$tools/bin/cargo-cyclonedx"
 if [ ! -x "$cyclonedx" ]; then
-    cargo install --quiet --locked cargo-cyclonedx --version "$cyclonedx_version" \
-        --root ".cache/cargo-cyclonedx-$cyclonedx_version"
+    cargo install --quiet --locked cargo-cyclonedx --version "$cyclonedx_version" --root "$tools"
 fi
 # The binary's own dependency graph (no dev-dependencies), for the target it is built for.
 "$cyclonedx" cyclonedx --format json --spec-version 1.5 --target x86_64-unknown-linux-gnu \
