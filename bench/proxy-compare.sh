@@ -40,7 +40,7 @@ PROXY_THREADS=${PROXY_THREADS:-$default_threads}
 need wrk wrk
 need nginx nginx
 
-cargo build --release --bin robotsguard --example passthrough >/dev/null
+cargo build --profile profiling --bin robotsguard --example passthrough >/dev/null
 work=$(mktemp -d)
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -52,8 +52,8 @@ write_origin_config "$work" "$ORIGIN_PORT"
 "${pin_load[@]}" nginx -c "$work/nginx.conf" -p "$work" & pids+=($!)
 
 write_guard_config "$work" "$GUARD_PORT" "$ADMIN_PORT" "$ORIGIN_PORT" "$PROXY_THREADS"
-RUST_LOG=warn "${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/release/robotsguard serve --config "$work/conf/robotsguard.yaml" 2>"$work/guard.log" & guard=$!; pids+=($guard)
-"${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/release/examples/passthrough "127.0.0.1:$PASS_PORT" "127.0.0.1:$ORIGIN_PORT" "$PROXY_THREADS" 2>"$work/pass.log" & pass=$!; pids+=($pass)
+RUST_LOG=warn "${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/profiling/robotsguard serve --config "$work/conf/robotsguard.yaml" 2>"$work/guard.log" & guard=$!; pids+=($guard)
+"${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/profiling/examples/passthrough "127.0.0.1:$PASS_PORT" "127.0.0.1:$ORIGIN_PORT" "$PROXY_THREADS" 2>"$work/pass.log" & pass=$!; pids+=($pass)
 
 for _ in $(seq 1 100); do
   curl -sf "http://127.0.0.1:$ADMIN_PORT/readyz" >/dev/null 2>&1 && curl -s "http://127.0.0.1:$PASS_PORT/" >/dev/null 2>&1 && break

@@ -27,7 +27,7 @@ need wrk wrk
 need nginx nginx
 need valgrind valgrind
 
-cargo build --release --bin robotsguard --example passthrough >/dev/null
+cargo build --profile profiling --bin robotsguard --example passthrough >/dev/null
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -71,8 +71,8 @@ measure() { # label port command...
 }
 
 echo "# duration=${DURATION}s connections=$CONNECTIONS threads=1, user-space instructions (callgrind Ir)"
-RUST_LOG=warn measure robotsguard "$GUARD_PORT" "${CARGO_TARGET_DIR:-target}"/release/robotsguard serve --config "$work/conf/robotsguard.yaml"
-measure passthrough "$PASS_PORT" "${CARGO_TARGET_DIR:-target}"/release/examples/passthrough "127.0.0.1:$PASS_PORT" "127.0.0.1:$ORIGIN_PORT" 1
+RUST_LOG=warn measure robotsguard "$GUARD_PORT" "${CARGO_TARGET_DIR:-target}"/profiling/robotsguard serve --config "$work/conf/robotsguard.yaml"
+measure passthrough "$PASS_PORT" "${CARGO_TARGET_DIR:-target}"/profiling/examples/passthrough "127.0.0.1:$PASS_PORT" "127.0.0.1:$ORIGIN_PORT" 1
 
 python3 - "$work/results" <<'PY'
 import sys

@@ -27,7 +27,7 @@ need h2load nghttp2-client
 need nginx nginx
 need openssl openssl
 
-cargo build --release --bin robotsguard --example passthrough >/dev/null
+cargo build --profile profiling --bin robotsguard --example passthrough >/dev/null
 work=$(mktemp -d)
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -46,9 +46,9 @@ write_origin_config "$work" "$ORIGIN_PORT"
 write_guard_config "$work" "$GUARD_PORT" "$ADMIN_PORT" "$ORIGIN_PORT" 1
 sed -i "s|^listen: .*|listen: [{address: \"127.0.0.1:$GUARD_PORT\", tls: {cert: $work/cert.pem, key: $work/key.pem}}]|" \
   "$work/conf/robotsguard.yaml"
-RUST_LOG=warn "${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/release/robotsguard serve \
+RUST_LOG=warn "${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/profiling/robotsguard serve \
   --config "$work/conf/robotsguard.yaml" 2>"$work/guard.log" & guard=$!; pids+=($guard)
-"${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/release/examples/passthrough "127.0.0.1:$PASS_PORT" \
+"${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/profiling/examples/passthrough "127.0.0.1:$PASS_PORT" \
   "127.0.0.1:$ORIGIN_PORT" 1 "$work/cert.pem" "$work/key.pem" 2>"$work/pass.log" & pass=$!; pids+=($pass)
 
 browser='Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0'

@@ -23,8 +23,8 @@ need nginx nginx
 need redis-server redis-server
 pin_cpus
 
-cargo build --release --bin robotsguard >/dev/null
-binary="${CARGO_TARGET_DIR:-target}/release/robotsguard"
+cargo build --profile profiling --bin robotsguard >/dev/null
+binary="${CARGO_TARGET_DIR:-target}/profiling/robotsguard"
 work=$(mktemp -d)
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }

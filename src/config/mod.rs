@@ -16,6 +16,7 @@ mod reader;
 mod schema;
 mod size;
 mod state;
+pub use state::{Credentials, RedisClient, RedisNode, RedisTopology};
 mod template;
 mod tree;
 mod validate;
@@ -81,8 +82,9 @@ pub enum StateConfig {
 /// `state.redis`: the shared store.
 #[derive(Clone, PartialEq, Eq)]
 pub struct RedisConfig {
-    /// `redis://[user:password@]host:port/db` (`rediss://` for TLS, or `unix:///path`), from
-    /// `url` or `url_file`.
+    /// `redis://[user:password@]host:port/db` (`rediss://` for TLS, or `unix:///path`),
+    /// `redis+sentinel://...` or `redis+cluster://...` ([`RedisTopology`]), from `url` or
+    /// `url_file`, or a `sentinel` or `cluster` block written in that form.
     pub url: String,
     /// The file the URL was read from, when it came from `url_file`.
     pub url_file: Option<PathBuf>,

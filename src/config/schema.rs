@@ -50,7 +50,19 @@ pub(crate) const STATE: Section = Section {
 
 pub(crate) const STATE_REDIS: Section = Section {
     place: "in `state.redis`",
-    keys: &["url", "url_file", "prefix", "timeout", "tls"],
+    keys: &[
+        "url", "url_file", "sentinel", "cluster", "prefix", "timeout", "tls",
+    ],
+};
+
+pub(crate) const STATE_REDIS_SENTINEL: Section = Section {
+    place: "in `state.redis.sentinel`",
+    keys: &["master", "nodes", "db", "username", "password_file"],
+};
+
+pub(crate) const STATE_REDIS_CLUSTER: Section = Section {
+    place: "in `state.redis.cluster`",
+    keys: &["nodes", "username", "password_file"],
 };
 
 pub(crate) const STATE_REDIS_TLS: Section = Section {

@@ -10,9 +10,15 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::error::{quote, Sink};
 use super::reader::{self, Table};
-use super::schema::{STATE, STATE_REDIS, STATE_REDIS_TLS};
+use super::schema::{
+    STATE, STATE_REDIS, STATE_REDIS_CLUSTER, STATE_REDIS_SENTINEL, STATE_REDIS_TLS,
+};
 use super::tree::Node;
 use super::{RedisConfig, RedisTls, StateConfig};
+
+mod topology;
+
+pub use self::topology::{Credentials, RedisNode, RedisTopology};
 
 /// The key prefix when `state.redis.prefix` is not given.
 pub(crate) const DEFAULT_PREFIX: &str = "robotsguard:";
@@ -104,35 +110,52 @@ fn redis(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<RedisConfig> {
             }
         }
     }
-    let (url, url_file, url_pos) = match (table.get("url"), table.get("url_file")) {
-        (Some(_), Some(n)) => {
-            sink.error(n.pos, "give `url` or `url_file`, not both");
-            return None;
-        }
-        (None, None) => {
+    // Exactly one of the four says where the store is.
+    let given: Vec<(&str, &Node)> = ["url", "url_file", "sentinel", "cluster"]
+        .into_iter()
+        .filter_map(|key| table.get(key).map(|n| (key, n)))
+        .collect();
+    let (source, source_node) = match given.as_slice() {
+        [] => {
             sink.error_hint(
                 table.pos,
                 "`state.redis` is missing `url`",
-                "e.g. url: \"redis://127.0.0.1:6379/0\", or url_file: a file holding it (a \
-                 mounted Secret)",
+                "e.g. url: \"redis://127.0.0.1:6379/0\", url_file: a file holding it (a \
+                 mounted Secret), or a `sentinel` or `cluster` block",
             );
             return None;
         }
-        (Some(n), None) => (
-            reader::nonempty_string(sink, n, "url")?.to_owned(),
+        [one] => *one,
+        [(first, _), (second, n), ..] => {
+            sink.error(
+                n.pos,
+                format!(
+                    "give one of `url`, `url_file`, `sentinel` or `cluster`, not both `{first}` \
+                     and `{second}`"
+                ),
+            );
+            return None;
+        }
+    };
+    let tls_wanted = table.get("tls").is_some();
+    let url_pos = source_node.pos;
+    let (url, url_file) = match source {
+        "url" => (
+            reader::nonempty_string(sink, source_node, "url")?.to_owned(),
             None,
-            n.pos,
         ),
-        (None, Some(n)) => {
-            let path = base_dir.join(reader::nonempty_string(sink, n, "url_file")?);
+        "url_file" => {
+            let path = base_dir.join(reader::nonempty_string(sink, source_node, "url_file")?);
             match super::read_secret_file(&path, MAX_URL_FILE_BYTES) {
-                Ok(url) => (url, Some(path), n.pos),
+                Ok(url) => (url, Some(path)),
                 Err(message) => {
-                    sink.error(n.pos, message);
+                    sink.error(source_node.pos, message);
                     return None;
                 }
             }
         }
+        "sentinel" => (sentinel(sink, source_node, base_dir, tls_wanted)?, None),
+        _ => (cluster(sink, source_node, base_dir, tls_wanted)?, None),
     };
     let tls = match table.get("tls") {
         Some(n) => Some(redis_tls(sink, n, base_dir)?),
@@ -150,37 +173,165 @@ fn redis(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<RedisConfig> {
     } else {
         quote(&super::redacted_url(&config.url))
     };
-    match redis::Client::open(config.url.as_str()).map(|c| c.get_connection_info().addr().clone()) {
+    let hint =
+        "redis://[user:password@]host:port/db, rediss://... for TLS, unix:///path/to/socket, \
+                redis+sentinel://[user:password@]sentinel:26379,.../MASTER[/DB] or \
+                redis+cluster://[user:password@]node:6379,...";
+    let single_tls = match RedisTopology::parse(&config.url) {
         Err(e) => {
             sink.error_hint(
                 url_pos,
                 format!("{shown} is not a Redis URL robotsguard can use: {e}"),
-                "redis://[user:password@]host:port/db, rediss://... for TLS, or \
-                 unix:///path/to/socket",
+                hint,
             );
             return None;
         }
-        Ok(redis::ConnectionAddr::TcpTls { insecure: true, .. }) => {
-            sink.error_hint(
-                url_pos,
-                format!("{shown} turns off checking the store's certificate (`#insecure`)"),
-                "trust the store's CA with `tls: {ca: ca.pem}` instead",
-            );
-            return None;
-        }
-        Ok(redis::ConnectionAddr::TcpTls { .. }) => {}
-        Ok(_) => {
-            if let Some(n) = table.get("tls") {
+        Ok(RedisTopology::Sentinel { tls, .. } | RedisTopology::Cluster { tls, .. }) => tls,
+        Ok(RedisTopology::Single) => match redis::Client::open(config.url.as_str())
+            .map(|c| c.get_connection_info().addr().clone())
+        {
+            Err(e) => {
                 sink.error_hint(
-                    n.pos,
-                    "`state.redis.tls` needs a `rediss://` URL",
-                    "rediss://host:port/db connects over TLS",
+                    url_pos,
+                    format!("{shown} is not a Redis URL robotsguard can use: {e}"),
+                    hint,
                 );
                 return None;
             }
+            Ok(redis::ConnectionAddr::TcpTls { insecure: true, .. }) => {
+                sink.error_hint(
+                    url_pos,
+                    format!("{shown} turns off checking the store's certificate (`#insecure`)"),
+                    "trust the store's CA with `tls: {ca: ca.pem}` instead",
+                );
+                return None;
+            }
+            Ok(redis::ConnectionAddr::TcpTls { .. }) => true,
+            Ok(_) => false,
+        },
+    };
+    if !single_tls {
+        if let Some(n) = table.get("tls") {
+            sink.error_hint(
+                n.pos,
+                "`state.redis.tls` needs a `rediss://` URL",
+                "rediss://host:port/db connects over TLS (rediss+sentinel:// and \
+                 rediss+cluster:// too)",
+            );
+            return None;
         }
     }
     Some(config)
+}
+
+/// The nodes of a `sentinel` or `cluster` block: `host:port` strings, at least one.
+fn nodes(
+    sink: &mut Sink,
+    table: &Table<'_>,
+    place: &str,
+    default_port: u16,
+) -> Option<Vec<RedisNode>> {
+    let Some(n) = table.get("nodes") else {
+        sink.error_hint(
+            table.pos,
+            format!("`{place}` is missing `nodes`"),
+            "e.g. nodes: [\"10.0.0.5:26379\", \"10.0.0.6:26379\"]",
+        );
+        return None;
+    };
+    let items = reader::list(sink, n, "nodes")?;
+    if items.is_empty() || items.len() > topology::MAX_NODES {
+        sink.error(
+            n.pos,
+            format!(
+                "`nodes` lists 1 to {} host:port addresses",
+                topology::MAX_NODES
+            ),
+        );
+        return None;
+    }
+    let mut nodes = Vec::with_capacity(items.len());
+    let mut ok = true;
+    for item in items {
+        let Some(text) = reader::nonempty_string(sink, item, "nodes") else {
+            ok = false;
+            continue;
+        };
+        match topology::parse_node(text, default_port) {
+            Ok(node) => nodes.push(node),
+            Err(e) => {
+                sink.error(item.pos, e);
+                ok = false;
+            }
+        }
+    }
+    ok.then_some(nodes)
+}
+
+/// `username` and `password_file` of a `sentinel` or `cluster` block.
+fn block_credentials(sink: &mut Sink, table: &Table<'_>, base_dir: &Path) -> Option<Credentials> {
+    let username = match table.get("username") {
+        Some(n) => Some(reader::nonempty_string(sink, n, "username")?.to_owned()),
+        None => None,
+    };
+    let password = match table.get("password_file") {
+        Some(n) => {
+            let path = base_dir.join(reader::nonempty_string(sink, n, "password_file")?);
+            match super::read_secret_file(&path, MAX_URL_FILE_BYTES) {
+                Ok(password) => Some(password),
+                Err(message) => {
+                    sink.error(n.pos, message);
+                    return None;
+                }
+            }
+        }
+        None => None,
+    };
+    Some(Credentials { username, password })
+}
+
+/// `state.redis.sentinel: {master, nodes, db, username, password_file}`, written as its URL.
+fn sentinel(sink: &mut Sink, node: &Node, base_dir: &Path, tls: bool) -> Option<String> {
+    let table = Table::read(sink, node, &STATE_REDIS_SENTINEL, "`state.redis.sentinel`")?;
+    let master = match table.get("master") {
+        Some(n) => {
+            let master = reader::nonempty_string(sink, n, "master")?;
+            if master.chars().any(|c| c.is_control() || c == ' ') {
+                sink.error(n.pos, "`master` holds spaces or control characters");
+                return None;
+            }
+            master.to_owned()
+        }
+        None => {
+            sink.error_hint(
+                table.pos,
+                "`state.redis.sentinel` is missing `master`",
+                "the name the sentinels monitor the primary under (`sentinel monitor NAME ...`)",
+            );
+            return None;
+        }
+    };
+    let db = match table.get("db") {
+        Some(n) => i64::try_from(reader::integer(sink, n, "db", 0, i128::from(i32::MAX))?).ok()?,
+        None => 0,
+    };
+    let nodes = nodes(sink, &table, "state.redis.sentinel", 26379);
+    let credentials = block_credentials(sink, &table, base_dir);
+    Some(RedisTopology::sentinel_url(
+        &master,
+        &nodes?,
+        db,
+        &credentials?,
+        tls,
+    ))
+}
+
+/// `state.redis.cluster: {nodes, username, password_file}`, written as its URL.
+fn cluster(sink: &mut Sink, node: &Node, base_dir: &Path, tls: bool) -> Option<String> {
+    let table = Table::read(sink, node, &STATE_REDIS_CLUSTER, "`state.redis.cluster`")?;
+    let nodes = nodes(sink, &table, "state.redis.cluster", 6379);
+    let credentials = block_credentials(sink, &table, base_dir);
+    Some(RedisTopology::cluster_url(&nodes?, &credentials?, tls))
 }
 
 /// `state.redis.tls: {ca, client_cert, client_key}` (paths relative to `base_dir`).
@@ -193,23 +344,164 @@ fn redis_tls(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<RedisTls> 
 /// The largest certificate or key file read for the store's TLS.
 const MAX_PEM_BYTES: u64 = 1 << 20;
 
+/// A client for the store, as `state.redis` describes it.
+pub enum RedisClient {
+    /// One server (or a proxy in front of several).
+    Single(Box<redis::Client>),
+    /// The primary the sentinels name: asked of them at every connection.
+    Sentinel(Box<redis::sentinel::SentinelClient>),
+    /// A cluster, and a client per configured node for what a cluster connection does not do
+    /// (subscribing to announcements, which any node relays).
+    Cluster {
+        /// The cluster, discovered from the configured nodes.
+        cluster: Box<redis::cluster::ClusterClient>,
+        /// The configured nodes one by one.
+        nodes: Vec<redis::Client>,
+    },
+}
+
+impl std::fmt::Debug for RedisClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RedisClient::Single(_) => "RedisClient::Single",
+            RedisClient::Sentinel(_) => "RedisClient::Sentinel",
+            RedisClient::Cluster { .. } => "RedisClient::Cluster",
+        })
+    }
+}
+
 impl RedisConfig {
+    /// How the store is reached (the config check has refused URLs that do not parse).
+    pub fn topology(&self) -> RedisTopology {
+        RedisTopology::parse(&self.url).unwrap_or(RedisTopology::Single)
+    }
+
     /// A client for the store, with the certificates `tls` names read now (at start, and by
     /// `validate`; the config check does not read them). Errors say which file and what is
-    /// wrong with it.
-    pub fn client(&self) -> Result<redis::Client, String> {
-        let client = redis::Client::open(self.url.as_str()).map_err(|e| e.to_string())?;
-        if !matches!(
-            client.get_connection_info().addr(),
-            redis::ConnectionAddr::TcpTls { .. }
-        ) {
-            return Ok(client);
+    /// wrong with it. Nothing is connected.
+    pub fn client(&self) -> Result<RedisClient, String> {
+        let topology = RedisTopology::parse(&self.url)?;
+        let tls = match &topology {
+            RedisTopology::Single => matches!(
+                redis::Client::open(self.url.as_str())
+                    .map_err(|e| e.to_string())?
+                    .get_connection_info()
+                    .addr(),
+                redis::ConnectionAddr::TcpTls { .. }
+            ),
+            RedisTopology::Sentinel { tls, .. } | RedisTopology::Cluster { tls, .. } => *tls,
+        };
+        let certificates = if tls {
+            // The Redis client asks rustls for the process's provider, as pingora's TLS does.
+            pingora::tls::install_default_crypto_provider();
+            check_system_roots()?;
+            self.certificates()?
+        } else {
+            None
+        };
+        let error = |e: redis::RedisError| e.to_string();
+        match topology {
+            RedisTopology::Single => match certificates {
+                None => redis::Client::open(self.url.as_str())
+                    .map(|client| RedisClient::Single(Box::new(client)))
+                    .map_err(error),
+                Some(certificates) => {
+                    redis::Client::build_with_tls(self.url.as_str(), certificates)
+                        .map(|client| RedisClient::Single(Box::new(client)))
+                        .map_err(error)
+                }
+            },
+            RedisTopology::Sentinel {
+                master,
+                nodes,
+                db,
+                credentials,
+                tls,
+            } => {
+                use redis::IntoConnectionInfo;
+                let sentinels = nodes
+                    .iter()
+                    .map(|n| n.url(tls).into_connection_info().map(|i| i.addr().clone()))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(error)?;
+                let mut builder = redis::sentinel::SentinelClientBuilder::new(
+                    sentinels,
+                    master,
+                    redis::sentinel::SentinelServerType::Master,
+                )
+                .map_err(error)?
+                .set_client_to_redis_db(db);
+                if let Some(username) = &credentials.username {
+                    builder = builder.set_client_to_redis_username(username);
+                }
+                if let Some(password) = &credentials.password {
+                    builder = builder.set_client_to_redis_password(password);
+                }
+                if tls {
+                    builder = builder
+                        .set_client_to_redis_tls_mode(redis::TlsMode::Secure)
+                        .set_client_to_sentinel_tls_mode(redis::TlsMode::Secure);
+                    if let Some(certificates) = certificates {
+                        builder = builder
+                            .set_client_to_redis_certificates(certificates.clone())
+                            .set_client_to_sentinel_certificates(certificates);
+                    }
+                }
+                builder
+                    .build()
+                    .map(|client| RedisClient::Sentinel(Box::new(client)))
+                    .map_err(error)
+            }
+            RedisTopology::Cluster {
+                nodes,
+                credentials,
+                tls,
+            } => {
+                let urls: Vec<String> = nodes.iter().map(|n| n.url(tls)).collect();
+                let mut builder = redis::cluster::ClusterClientBuilder::new(urls.clone())
+                    // Requests wait `timeout` at most anyway; a retry after that only queues.
+                    .retries(1)
+                    .connection_timeout(Duration::from_secs(2))
+                    .response_timeout(self.timeout.max(Duration::from_secs(2)));
+                if let Some(username) = &credentials.username {
+                    builder = builder.username(username);
+                }
+                if let Some(password) = &credentials.password {
+                    builder = builder.password(password);
+                }
+                if tls {
+                    builder = builder.tls(redis::TlsMode::Secure);
+                    if let Some(certificates) = &certificates {
+                        builder = builder.certs(certificates.clone());
+                    }
+                }
+                let cluster = builder.build().map_err(error)?;
+                let nodes = nodes
+                    .iter()
+                    .map(|node| {
+                        let url = node.url_with(&credentials, tls);
+                        match &certificates {
+                            Some(certificates) => {
+                                redis::Client::build_with_tls(url.as_str(), certificates.clone())
+                            }
+                            None => redis::Client::open(url.as_str()),
+                        }
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(error)?;
+                Ok(RedisClient::Cluster {
+                    cluster: Box::new(cluster),
+                    nodes,
+                })
+            }
         }
-        // The Redis client asks rustls for the process's provider, as pingora's TLS does.
-        pingora::tls::install_default_crypto_provider();
-        check_system_roots()?;
+    }
+
+    /// The certificate files of `tls`, read and checked; `None` without `tls` (the system's
+    /// roots, no client certificate).
+    fn certificates(&self) -> Result<Option<redis::TlsCertificates>, String> {
         let Some(tls) = &self.tls else {
-            return Ok(client);
+            return Ok(None);
         };
         let root_cert = match &tls.ca {
             Some(path) => {
@@ -254,14 +546,10 @@ impl RedisConfig {
             }
             None => None,
         };
-        redis::Client::build_with_tls(
-            self.url.as_str(),
-            redis::TlsCertificates {
-                client_tls,
-                root_cert,
-            },
-        )
-        .map_err(|e| e.to_string())
+        Ok(Some(redis::TlsCertificates {
+            client_tls,
+            root_cert,
+        }))
     }
 }
 

@@ -30,7 +30,18 @@ fn keep_connection_if_possible(session: &mut Session) {
 
 /// Sends an answer robotsguard makes itself (block, refusal, failure).
 pub(super) async fn respond(session: &mut Session, status: u16, body: String) -> Result<()> {
-    respond_with(session, status, body, None).await
+    respond_with(session, status, body, None, true).await
+}
+
+/// Sends a failure answer after which the connection closes (a connection whose proxying failed
+/// is not reused), with `Connection: close` so that the client does not send its next request
+/// into it.
+pub(super) async fn respond_closing(
+    session: &mut Session,
+    status: u16,
+    body: String,
+) -> Result<()> {
+    respond_with(session, status, body, None, false).await
 }
 
 /// A plain-text answer of ours, with one more header when given.
@@ -39,6 +50,7 @@ async fn respond_with(
     status: u16,
     body: String,
     extra: Option<(&'static str, String)>,
+    keep: bool,
 ) -> Result<()> {
     let body = Bytes::from(body);
     let mut header = ResponseHeader::build(status, Some(5))?;
@@ -48,7 +60,11 @@ async fn respond_with(
         header.insert_header(name, value)?;
     }
     header.insert_header("content-length", http::HeaderValue::from(body.len()))?;
-    keep_connection_if_possible(session);
+    if keep {
+        keep_connection_if_possible(session);
+    } else {
+        session.set_keepalive(None);
+    }
     // A HEAD answer has no body. pingora drops one over HTTP/1.1 but sends it over HTTP/2, where
     // the client takes it for a protocol error.
     if session.req_header().method == http::Method::HEAD {
@@ -72,7 +88,7 @@ pub(super) async fn respond_refusal(
         .why
         .retry_after()
         .map(|seconds| ("retry-after", seconds.to_string()));
-    respond_with(session, refusal.status, body, retry_after).await
+    respond_with(session, refusal.status, body, retry_after, true).await
 }
 
 /// The body of a ban's 403: that the address is banned, why, and until when. Nothing the client

@@ -45,9 +45,7 @@ use crate::state::{BuildError, Live, Snapshot};
 use crate::store::Store;
 use crate::upstream::Peer;
 use crate::verify::signature::SignatureOutcome;
-use answer::{
-    banned_body, failure_body, limited_body, refuse, respond, respond_refusal, serve_robots,
-};
+use answer::{banned_body, failure_body, limited_body, refuse, respond_refusal, serve_robots};
 use forward::{forward, request_id, robots_url, Forwarding, X_FORWARDED_FOR, X_FORWARDED_PROTO};
 use request::{
     client_text, is_tls, peer_ip, request_host, request_path, request_target, Target,
@@ -834,7 +832,7 @@ impl Guard {
             &e.to_string(),
         );
         if code > 0 && session.response_written().is_none() {
-            let _ = respond(session, code, failure_body(code)).await;
+            let _ = answer::respond_closing(session, code, failure_body(code)).await;
         }
         FailToProxy {
             error_code: code,

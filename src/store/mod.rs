@@ -9,6 +9,7 @@
 //! each process mirrors the store's bans in memory ([`Offenders`]) and never asks the store for
 //! them on a request.
 
+mod endpoint;
 mod reports;
 mod shared;
 

@@ -26,10 +26,10 @@ use arc_swap::ArcSwapOption;
 use async_trait::async_trait;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
-use redis::aio::MultiplexedConnection;
 
 mod reports;
 
+use super::endpoint::{Endpoint, StoreConnection};
 use super::{from_unix_millis, unix_millis, StrikeRequest};
 use crate::compliance::REMEMBERED;
 use crate::config::{redacted_url, OffendersAction, RedisConfig};
@@ -170,11 +170,11 @@ pub(super) struct SharedViolation {
     pub strike: Option<SharedStrike>,
 }
 
-/// A Redis/Valkey server and the connection to it.
+/// A Redis/Valkey store and the connection to it.
 pub(super) struct Shared {
-    client: redis::Client,
+    endpoint: Endpoint,
     /// The multiplexed connection; `None` until connected, and after a failed check.
-    connection: ArcSwapOption<MultiplexedConnection>,
+    connection: ArcSwapOption<StoreConnection>,
     /// Whether the last check or command succeeded: requests skip the store while it is not.
     up: AtomicBool,
     prefix: String,
@@ -199,7 +199,7 @@ impl Shared {
             }
         };
         Some(Shared {
-            client,
+            endpoint: Endpoint::new(client),
             connection: ArcSwapOption::empty(),
             up: AtomicBool::new(false),
             prefix: settings.prefix.clone(),
@@ -217,11 +217,25 @@ impl Shared {
         self.up.load(Ordering::Acquire)
     }
 
+    /// A key the scripts and pipelines use together with others (everything but the Crawl-delay
+    /// budgets). In a cluster the prefix is its hash tag (`{robotsguard:}bans`), so that all of
+    /// them share one slot, as a script's keys must; a single server keeps the keys as they were.
     fn key(&self, parts: &[&str]) -> String {
+        self.key_in(self.endpoint.is_cluster(), parts)
+    }
+
+    /// `PREFIX` and `parts` joined by `:`, the prefix in braces when `tagged`.
+    fn key_in(&self, tagged: bool, parts: &[&str]) -> String {
         let mut key = String::with_capacity(
-            self.prefix.len() + parts.iter().map(|p| p.len() + 1).sum::<usize>(),
+            self.prefix.len() + 2 + parts.iter().map(|p| p.len() + 1).sum::<usize>(),
         );
-        key.push_str(&self.prefix);
+        if tagged {
+            key.push('{');
+            key.push_str(&self.prefix);
+            key.push('}');
+        } else {
+            key.push_str(&self.prefix);
+        }
         for (i, part) in parts.iter().enumerate() {
             if i > 0 {
                 key.push(':');
@@ -233,10 +247,12 @@ impl Shared {
 
     fn budget_key(&self, budget: &BudgetKey<'_>) -> String {
         match budget.client {
-            Some(client) => {
-                self.key(&["delay", budget.origin, budget.crawler, &client.to_string()])
-            }
-            None => self.key(&["delay", budget.origin, budget.crawler]),
+            // Each budget is one key on its own: untagged, so that a cluster spreads them.
+            Some(client) => self.key_in(
+                false,
+                &["delay", budget.origin, budget.crawler, &client.to_string()],
+            ),
+            None => self.key_in(false, &["delay", budget.origin, budget.crawler]),
         }
     }
 
@@ -245,7 +261,7 @@ impl Shared {
     }
 
     /// The connection, for a request's command.
-    fn live_connection(&self) -> Option<MultiplexedConnection> {
+    fn live_connection(&self) -> Option<StoreConnection> {
         self.connection
             .load_full()
             .map(|connection| (*connection).clone())
@@ -549,7 +565,7 @@ impl StoreService {
     }
 
     /// Writes this process's ended robots.txt copies to the origins' histories in the store.
-    async fn publish_robots_history(&self, mut connection: MultiplexedConnection) {
+    async fn publish_robots_history(&self, mut connection: StoreConnection) {
         let snapshot = self.live.load();
         let shared = &self.shared;
         let cutoff = history_cutoff();
@@ -594,10 +610,7 @@ impl StoreService {
 
     /// Reads every origin's robots.txt history from the store into its slot: the copies any
     /// replica had in force over the last 24 hours, and until when copies were forgotten.
-    async fn load_robots_history(
-        &self,
-        mut connection: MultiplexedConnection,
-    ) -> Result<(), String> {
+    async fn load_robots_history(&self, mut connection: StoreConnection) -> Result<(), String> {
         let snapshot = self.live.load();
         let shared = &self.shared;
         let cutoff = history_cutoff();
@@ -645,16 +658,14 @@ impl StoreService {
         Ok(())
     }
 
-    async fn connect(&self) -> Result<MultiplexedConnection, String> {
-        let config = redis::AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(BACKGROUND_TIMEOUT))
-            .set_response_timeout(Some(self.shared.timeout.max(BACKGROUND_TIMEOUT)))
-            .set_concurrency_limit(MAX_IN_FLIGHT);
+    async fn connect(&self) -> Result<StoreConnection, String> {
         match tokio::time::timeout(
             BACKGROUND_TIMEOUT,
-            self.shared
-                .client
-                .get_multiplexed_async_connection_with_config(&config),
+            self.shared.endpoint.connect(
+                BACKGROUND_TIMEOUT,
+                self.shared.timeout.max(BACKGROUND_TIMEOUT),
+                MAX_IN_FLIGHT,
+            ),
         )
         .await
         {
@@ -681,7 +692,7 @@ impl StoreService {
 
     /// Writes the bans this process imposed while the store was unreachable (at every check
     /// until that succeeds).
-    async fn share_local_bans(&self, mut connection: MultiplexedConnection) {
+    async fn share_local_bans(&self, mut connection: StoreConnection) {
         let now = Instant::now();
         let local = self.offenders.unshared(now);
         if local.is_empty() {
@@ -716,7 +727,7 @@ impl StoreService {
 
     /// Reads every ban in the store into the mirror (times relative to the server's clock), and
     /// deletes those that have ended.
-    async fn reload_bans(&self, mut connection: MultiplexedConnection) -> Result<(), String> {
+    async fn reload_bans(&self, mut connection: StoreConnection) -> Result<(), String> {
         let started = Instant::now();
         let bans_key = self.shared.key(&["bans"]);
         let mut pipe = redis::pipe();
@@ -862,7 +873,7 @@ impl StoreService {
         let mut refused_logged = false;
         loop {
             let subscribed = tokio::time::timeout(BACKGROUND_TIMEOUT, async {
-                let mut pubsub = self.shared.client.get_async_pubsub().await?;
+                let mut pubsub = self.shared.endpoint.pubsub().await?;
                 pubsub.subscribe(&channel).await?;
                 Ok::<_, redis::RedisError>(pubsub)
             })

@@ -15,6 +15,7 @@ mod embed;
 mod evasion;
 mod examples_config;
 mod fail_fast;
+mod fleet;
 mod fuzz_regressions;
 mod guard_api;
 mod hostile_input;

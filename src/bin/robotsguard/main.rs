@@ -11,6 +11,15 @@
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// What `--version` prints after the name: the package version and the commit it was built from
+/// (`build.rs`; `unknown` when built without git and without `ROBOTSGUARD_COMMIT`).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("ROBOTSGUARD_COMMIT"),
+    ")"
+);
+
 mod cli;
 mod demo;
 mod edge;

@@ -1,6 +1,7 @@
 //! The `robotsguard` command line: subcommands and their dispatch.
 
 pub mod check;
+pub mod healthcheck;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,7 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(
     name = "robotsguard",
-    version,
+    version = crate::VERSION,
     about = "An edge reverse proxy that makes crawlers obey robots.txt"
 )]
 pub struct Cli {
@@ -54,6 +55,19 @@ pub enum Command {
         #[arg(long)]
         config_only: bool,
     },
+    /// Ask a running instance's admin listener for /healthz (a container's HEALTHCHECK): exit 0
+    /// when it answers 200, else 1.
+    Healthcheck {
+        /// The admin listener's address.
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9090")]
+        address: String,
+        /// The path to ask for (/readyz also tells whether the instance takes traffic).
+        #[arg(long, default_value = "/healthz")]
+        path: String,
+        /// How long connecting and the answer may take together.
+        #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
+        timeout: std::time::Duration,
+    },
     /// Tell which crawler a User-Agent string belongs to.
     Identify {
         /// The User-Agent header value.
@@ -85,6 +99,11 @@ pub fn main() -> ExitCode {
             config,
             config_only,
         } => validate(config, *config_only),
+        Command::Healthcheck {
+            address,
+            path,
+            timeout,
+        } => healthcheck::run(address, path, *timeout),
         Command::Identify {
             user_agent,
             json,

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Builds a release's artifacts into target/release-artifacts/:
+#
+#   scripts/release.sh 0.2.0
+#
+#   robotsguard-VERSION-x86_64-linux-gnu          the release binary (--version names the commit)
+#   robotsguard-VERSION-image.tar.gz              the container image (docker load -i ...)
+#   robotsguard-VERSION.cdx.json                  CycloneDX SBOM of the binary's crates
+#   SHA256SUMS                                    sha256sum -c SHA256SUMS checks the three
+#
+# Refuses a version that Cargo.toml does not carry or CHANGELOG.md has no dated section for.
+# Reuses the release build when it is current: CI builds it once, here, for the binary and the
+# image.
+# The SBOM tool, cargo-cyclonedx, is built from crates.io once per machine (a pinned version).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+version=${1:-}
+if ! [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
+    echo "usage: $0 VERSION   (e.g. 0.2.0)" >&2
+    exit 2
+fi
+package_version=$(sed -n '/^\[package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
+if [ "$package_version" != "$version" ]; then
+    echo "release: Cargo.toml says $package_version, not $version: bump it first" >&2
+    exit 1
+fi
+if ! grep -Eq "^## \[$(sed 's/\./\\./g' <<<"$version")\] - [0-9]{4}-[0-9]{2}-[0-9]{2}\$" CHANGELOG.md; then
+    echo "release: CHANGELOG.md has no '## [$version] - YYYY-MM-DD' section: write what changed first" >&2
+    exit 1
+fi
+
+out=target/release-artifacts
+rm -rf "$out"
+mkdir -p "$out"
+target_dir=${CARGO_TARGET_DIR:-target}
+
+cargo build --release --locked --bin robotsguard
+binary="$target_dir/release/robotsguard"
+line=$("$binary" --version)
+case "$line" in
+    "robotsguard $version (commit "*")") ;;
+    *) echo "release: the binary says '$line'" >&2; exit 1 ;;
+esac
+cp "$binary" "$out/robotsguard-$version-x86_64-linux-gnu"
+
+scripts/build-image.sh --binary "$binary" --tag "robotsguard:$version" --save "$out/robotsguard-$version-image.tar.gz"
+
+# Built once per machine and user (a few CPU minutes), outside the clone, as scripts/cmake keeps
+# its cmake: CI's fresh clones reuse it.
+cyclonedx_version=0.5.9
+tools="${ROBOTSGUARD_TOOL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/robotsguard}/cargo-cyclonedx-$cyclonedx_version"
+cyclonedx="$tools/bin/cargo-cyclonedx"
+if [ ! -x "$cyclonedx" ]; then
+    cargo install --quiet --locked cargo-cyclonedx --version "$cyclonedx_version" --root "$tools"
+fi
+# The binary's own dependency graph (no dev-dependencies), for the target it is built for.
+"$cyclonedx" cyclonedx --format json --spec-version 1.5 --target x86_64-unknown-linux-gnu \
+    --override-filename "robotsguard-$version.cdx" >/dev/null
+mv "robotsguard-$version.cdx.json" "$out/"
+
+(cd "$out" && sha256sum robotsguard-* >SHA256SUMS && sha256sum -c --quiet SHA256SUMS)
+echo "release: $line"
+(cd "$out" && ls -l --time-style=+ | tail -n +2 | awk '{print "release:   " $NF "  " $5 " bytes"}')

@@ -1,0 +1,545 @@
+#!/usr/bin/env python3
+"""Three robotsguard replicas as separate hosts (deploy/compose/docker-compose.yml), tested from
+this machine while the load generator keeps traffic running through every replica.
+
+    scripts/test-fleet.py [--image robotsguard:latest] [--testbed robotsguard-testbed:bookworm]
+    KEEP=1 scripts/test-fleet.py     # leave the fleet running afterwards
+
+Scenarios, in order (each prints how long it took):
+
+  shared       a ban made through rg1 refuses the address on rg2 and rg3 within a second; a
+               crawler's Crawl-delay budget spent on rg1 is spent on rg2 and rg3
+  partition    the store cut off (docker network disconnect): every replica answers from memory
+               (no failed request), robotsguard_state_backend_up 0 and the Helm chart's
+               RobotsguardSharedStateDown expression true in Prometheus; a ban made meanwhile;
+               reconnected: shared again, and that ban written to the store and held everywhere
+  kill         rg1 killed (docker kill) under traffic: no failed request at rg2 and rg3;
+               started again: ready, with the same bans
+  origin       the origin frozen (docker pause): its requests get 504 after upstream_timeouts.read,
+               the other origin's are unaffected; the origin down (nginx stopped): 502, the
+               other unaffected; back: 200
+  rolling      each replica in turn taken out of the load generator's rotation (as a Service
+               drops a terminating pod), restarted with a config that blocks DotBot, put back:
+               no request fails, and DotBot is refused exactly by the replicas already rolled
+  sentinel     the replicas moved to Redis Sentinel (a primary, a replica, three sentinels); the
+               primary killed under traffic: requests answered from memory meanwhile, nothing
+               refused that should pass, and after the failover bans and budgets shared again
+
+Python's standard library, the docker CLI and docker-compose only; every wait is bounded.
+Clients are named in X-Forwarded-For (the replicas trust the compose network), from the
+documentation address ranges, which no request is sent to.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COMPOSE_DIR = os.path.join(ROOT, "deploy", "compose")
+COMPOSE_FILE = os.path.join(COMPOSE_DIR, "docker-compose.yml")
+SUBNET = "172.30.33.0/24"
+REPLICAS = ["rg1", "rg2", "rg3"]
+BROWSER = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+BYTESPIDER = "Mozilla/5.0 (Linux; Android 5.0) AppleWebKit/537.36 (KHTML, like Gecko) Mobile Safari/537.36 (compatible; Bytespider; spider-feedback@bytedance.com)"
+AHREFSBOT = "Mozilla/5.0 (compatible; AhrefsBot/7.0; +http://ahrefs.com/robot/)"
+DOTBOT = "Mozilla/5.0 (compatible; DotBot/1.2; +https://opensiteexplorer.org/dotbot)"
+TIMES = []
+
+
+def log(message):
+    print(f"test-fleet: {message}", flush=True)
+
+
+class Failed(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failed(message)
+
+
+def wait_for(what, within, probe, every=0.1):
+    """Polls `probe` until it returns something true; its value. Fails after `within` s."""
+    deadline = time.monotonic() + within
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise Failed(f"{what}: not within {within} s")
+        time.sleep(every)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(*args, check_rc=True, timeout=180, env=None):
+    result = subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, env=env)
+    if check_rc and result.returncode != 0:
+        raise Failed(f"{' '.join(args)}: {result.stderr.strip() or result.stdout.strip()}")
+    return result
+
+
+class Fleet:
+    def __init__(self, image, testbed, work):
+        self.project = f"rgfleet{os.getpid()}"
+        self.work = work
+        self.ports = {f"{r}": free_port() for r in REPLICAS}
+        self.admin = {r: free_port() for r in REPLICAS}
+        self.loadgen = free_port()
+        self.prometheus = free_port()
+        self.env = dict(os.environ)
+        self.env.update(
+            ROBOTSGUARD_IMAGE=image,
+            TESTBED_IMAGE=testbed,
+            LOADGEN_PORT=str(self.loadgen),
+            PROMETHEUS_PORT=str(self.prometheus),
+        )
+        for i, replica in enumerate(REPLICAS, 1):
+            self.env[f"RG{i}_PORT"] = str(self.ports[replica])
+            self.env[f"RG{i}_ADMIN_PORT"] = str(self.admin[replica])
+            self.env[f"RG{i}_CONFIG"] = self.write_config(f"{replica}-initial.yaml", self.base_config())
+
+    def base_config(self):
+        with open(os.path.join(COMPOSE_DIR, "robotsguard.yaml"), encoding="utf-8") as f:
+            return f.read()
+
+    def write_config(self, name, text):
+        path = os.path.join(self.work, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(path, 0o644)
+        return path
+
+    def compose(self, *args, timeout=300):
+        return run(
+            "docker-compose", "-p", self.project, "-f", COMPOSE_FILE, *args,
+            timeout=timeout, env=self.env,
+        )
+
+    def container(self, service):
+        return self.compose("ps", "-q", service).stdout.strip()
+
+    @property
+    def network(self):
+        return f"{self.project}_default"
+
+    def up(self):
+        # A network left by an interrupted run would hold the subnet.
+        for line in run("docker", "network", "ls", "--format", "{{.Name}}").stdout.split():
+            if line.startswith("rgfleet") and line.endswith("_default"):
+                run("docker", "network", "rm", line, check_rc=False)
+        self.compose("up", "-d", "--no-color", *REPLICAS, "redis", "origin", "origin-b", "loadgen", "prometheus")
+        for replica in REPLICAS:
+            self.wait_ready(replica)
+        for replica in REPLICAS:
+            wait_for(f"{replica} shares its state", 20, lambda r=replica: self.backend_up(r) == 1)
+
+    def down(self):
+        self.compose("--profile", "sentinel", "down", "-v", "--remove-orphans", timeout=300)
+
+    def logs(self):
+        return self.compose("--profile", "sentinel", "logs", "--no-color", "--tail", "40").stdout
+
+    # --- talking to the replicas -----------------------------------------------------------
+
+    def request(self, replica, path, agent=BROWSER, client="192.0.2.99", host="site.test", timeout=10):
+        connection = http.client.HTTPConnection("127.0.0.1", self.ports[replica], timeout=timeout)
+        try:
+            connection.request("GET", path, headers={"Host": host, "User-Agent": agent, "X-Forwarded-For": client})
+            answer = connection.getresponse()
+            return answer.status, answer.read().decode(errors="replace")
+        finally:
+            connection.close()
+
+    def admin_get(self, replica, path, timeout=3):
+        connection = http.client.HTTPConnection("127.0.0.1", self.admin[replica], timeout=timeout)
+        try:
+            connection.request("GET", path)
+            answer = connection.getresponse()
+            return answer.status, answer.read().decode(errors="replace")
+        finally:
+            connection.close()
+
+    def wait_ready(self, replica, within=60):
+        def ready():
+            try:
+                return self.admin_get(replica, "/readyz")[0] == 200
+            except OSError:
+                return False
+
+        wait_for(f"{replica} ready", within, ready, every=0.2)
+
+    def metric(self, replica, name):
+        try:
+            text = self.admin_get(replica, "/metrics")[1]
+        except OSError:
+            return None
+        for line in text.splitlines():
+            if line.startswith(name + " ") or line.startswith(name + "{"):
+                return float(line.rsplit(" ", 1)[1])
+        return None
+
+    def backend_up(self, replica):
+        return self.metric(replica, "robotsguard_state_backend_up")
+
+    def banned_on(self, replica, client, origin="site"):
+        try:
+            status, body = self.admin_get(replica, f"/bans?origin={origin}")
+        except OSError:
+            return False
+        return status == 200 and any(b.get("client") == client for b in json.loads(body).get("bans", []))
+
+    def strike_out(self, replica, client):
+        """Three requests robots.txt disallows to Bytespider: banned on the third."""
+        for n in range(3):
+            status, body = self.request(replica, f"/x{n}", agent=BYTESPIDER, client=client)
+            check(status == 403, f"Bytespider on {replica} got {status}: {body[:200]}")
+        status, body = self.request(replica, "/", client=client)
+        check(status == 403 and "banned" in body, f"{client} is not banned on {replica}: {status} {body[:200]}")
+
+    def redis_cli(self, service, *args):
+        return run("docker", "exec", self.container(service), "redis-cli", *args).stdout.strip()
+
+    # --- the load generator and Prometheus --------------------------------------------------
+
+    def loadgen_stats(self):
+        connection = http.client.HTTPConnection("127.0.0.1", self.loadgen, timeout=5)
+        try:
+            connection.request("GET", "/stats")
+            return json.loads(connection.getresponse().read())
+        finally:
+            connection.close()
+
+    def loadgen_control(self, action, target):
+        connection = http.client.HTTPConnection("127.0.0.1", self.loadgen, timeout=15)
+        try:
+            connection.request("POST", f"/{action}?target={target}")
+            answer = connection.getresponse()
+            body = answer.read()
+            check(answer.status == 200, f"loadgen {action} {target}: {answer.status} {body[:200]}")
+        finally:
+            connection.close()
+
+    def prometheus_query(self, expression):
+        query = urllib.parse.urlencode({"query": expression})
+        connection = http.client.HTTPConnection("127.0.0.1", self.prometheus, timeout=5)
+        try:
+            connection.request("GET", f"/api/v1/query?{query}")
+            answer = json.loads(connection.getresponse().read())
+        finally:
+            connection.close()
+        check(answer.get("status") == "success", f"Prometheus: {answer}")
+        return answer["data"]["result"]
+
+
+def counts(stats, targets=None, origins=None):
+    """(ok, failed) summed over the targets and origins asked for."""
+    ok = failed = 0
+    for target, by_origin in stats["targets"].items():
+        if targets is not None and target not in targets:
+            continue
+        for origin, row in by_origin.items():
+            if origins is not None and origin not in origins:
+                continue
+            ok += row["ok"]
+            failed += row["failed"]
+    return ok, failed
+
+
+class Traffic:
+    """What the load generator counted between `start` and `check`."""
+
+    def __init__(self, fleet, targets=None, origins=None):
+        self.fleet, self.targets, self.origins = fleet, targets, origins
+        self.before = counts(fleet.loadgen_stats(), targets, origins)
+        self.errors_before = len(fleet.loadgen_stats()["errors"])
+
+    def check(self, what):
+        stats = self.fleet.loadgen_stats()
+        ok, failed = counts(stats, self.targets, self.origins)
+        ok -= self.before[0]
+        failed -= self.before[1]
+        errors = [
+            e for e in stats["errors"]
+            if (self.targets is None or e["target"] in self.targets)
+            and (self.origins is None or e["origin"] in self.origins)
+        ][-5:]
+        check(ok > 0, f"{what}: the load generator sent nothing")
+        check(failed == 0, f"{what}: {failed} failed requests (of {ok + failed}): {errors}")
+        return ok
+
+
+def scenario(name):
+    def wrap(function):
+        def run_it(fleet):
+            started = time.monotonic()
+            log(f"{name}: ...")
+            function(fleet)
+            seconds = time.monotonic() - started
+            TIMES.append((name, seconds))
+            log(f"{name}: passed in {seconds:.1f} s")
+
+        return run_it
+
+    return wrap
+
+
+@scenario("shared")
+def shared(fleet):
+    client = "198.51.100.50"
+    fleet.strike_out("rg1", client)
+    banned_at = time.monotonic()
+    for replica in ("rg2", "rg3"):
+        wait_for(
+            f"the ban reaches {replica}", 1.0,
+            lambda r=replica: fleet.request(r, "/", client=client)[0] == 403, every=0.02,
+        )
+        log(f"shared: {client} refused on {replica} {time.monotonic() - banned_at:.2f} s after the ban")
+    crawler = "198.51.100.60"
+    status, _ = fleet.request("rg1", "/page", agent=AHREFSBOT, client=crawler)
+    check(status == 200, f"AhrefsBot's first request got {status}")
+    for replica in ("rg2", "rg3"):
+        status, body = fleet.request(replica, "/page", agent=AHREFSBOT, client=crawler)
+        check(status == 429, f"AhrefsBot's budget is not shared with {replica}: {status} {body[:200]}")
+
+
+def shared_state_down_expression():
+    """The chart's RobotsguardSharedStateDown expression, as values.yaml writes it."""
+    text = open(os.path.join(ROOT, "helm", "robotsguard", "values.yaml"), encoding="utf-8").read()
+    match = re.search(r"alert: RobotsguardSharedStateDown\n\s+expr: (.+)\n", text)
+    check(match is not None, "no RobotsguardSharedStateDown rule in the chart's values.yaml")
+    return match.group(1).strip()
+
+
+@scenario("partition")
+def partition(fleet):
+    expression = shared_state_down_expression()
+    redis = fleet.container("redis")
+    traffic = Traffic(fleet)
+    run("docker", "network", "disconnect", fleet.network, redis)
+    for replica in REPLICAS:
+        wait_for(f"{replica} sees the store gone", 15, lambda r=replica: fleet.backend_up(r) == 0, every=0.2)
+    def pods_down():
+        pods = {s["metric"].get("pod") for s in fleet.prometheus_query(expression)}
+        return pods if pods >= set(REPLICAS) else None
+
+    firing = wait_for("the chart's alert expression", 20, pods_down, every=0.5)
+    log(f"partition: `{expression}` is true for {sorted(firing)}")
+    # A ban made while the store is away holds where it was made at once.
+    client = "198.51.100.70"
+    fleet.strike_out("rg2", client)
+    time.sleep(2)
+    traffic.check("while the store was cut off")
+    run("docker", "network", "connect", "--alias", "redis", fleet.network, redis)
+    for replica in REPLICAS:
+        wait_for(f"{replica} shares again", 30, lambda r=replica: fleet.backend_up(r) == 1, every=0.2)
+    wait_for(
+        "the ban made meanwhile is in the store", 10,
+        lambda: fleet.redis_cli("redis", "HEXISTS", "robotsguard:bans", f"{client} site") == "1",
+    )
+    for replica in ("rg1", "rg3"):
+        wait_for(f"{replica} refuses {client}", 5, lambda r=replica: fleet.request(r, "/", client=client)[0] == 403)
+    wait_for("the alert expression clears", 20, lambda: fleet.prometheus_query(expression) == [], every=0.5)
+    traffic.check("around the partition")
+
+
+@scenario("kill")
+def kill(fleet):
+    container = fleet.container("rg1")
+    traffic = Traffic(fleet, targets={"rg2", "rg3"})
+    run("docker", "kill", container)
+    time.sleep(5)
+    traffic.check("at rg2 and rg3 while rg1 was killed")
+    run("docker", "start", container)
+    fleet.wait_ready("rg1")
+    wait_for("rg1 shares its state", 20, lambda: fleet.backend_up("rg1") == 1)
+    for client in ("198.51.100.50", "198.51.100.70"):
+        wait_for(f"rg1 holds the ban of {client} again", 5, lambda c=client: fleet.banned_on("rg1", c))
+        status, _ = fleet.request("rg1", "/", client=client)
+        check(status == 403, f"rg1 lets {client} through after its restart: {status}")
+    traffic.check("at rg2 and rg3 around rg1's restart")
+
+
+@scenario("origin")
+def origin(fleet):
+    origin = fleet.container("origin")
+    others = Traffic(fleet, origins={"other"})
+    run("docker", "pause", origin)
+    try:
+        for replica in REPLICAS:
+            started = time.monotonic()
+            status, _ = fleet.request(replica, "/page", timeout=15)
+            took = time.monotonic() - started
+            check(status == 504, f"a frozen origin through {replica}: {status}")
+            check(1.5 <= took <= 6, f"the 504 came after {took:.1f} s, upstream_timeouts.read is 2s")
+            status, _ = fleet.request(replica, "/page", host="other.test", timeout=5)
+            check(status == 200, f"the other origin through {replica} while one is frozen: {status}")
+    finally:
+        run("docker", "unpause", origin)
+    run("docker", "exec", origin, "nginx", "-c", "/etc/fleet/nginx.conf", "-s", "stop")
+    try:
+        for replica in REPLICAS:
+            wait_for(f"{replica} answers 502 for the stopped origin", 10,
+                     lambda r=replica: fleet.request(r, "/page")[0] == 502)
+            status, _ = fleet.request(replica, "/page", host="other.test", timeout=5)
+            check(status == 200, f"the other origin through {replica} while one is down: {status}")
+    finally:
+        run("docker", "exec", origin, "nginx", "-c", "/etc/fleet/nginx.conf")
+    for replica in REPLICAS:
+        wait_for(f"{replica} reaches the origin again", 20, lambda r=replica: fleet.request(r, "/page")[0] == 200, every=0.5)
+    others.check("at the other origin while one was frozen and down")
+
+
+def roll(fleet, replica, config_path):
+    """Takes `replica` out of rotation, recreates it with `config_path`, puts it back."""
+    fleet.loadgen_control("pause", replica)
+    fleet.env[f"RG{REPLICAS.index(replica) + 1}_CONFIG"] = config_path
+    fleet.compose("up", "-d", "--no-deps", "--no-color", replica)
+    fleet.wait_ready(replica)
+    fleet.loadgen_control("resume", replica)
+
+
+@scenario("rolling")
+def rolling(fleet):
+    blocking = fleet.base_config().replace(
+        "  mode: enforce\n", "  mode: enforce\n  policy: {crawlers: {DotBot: block}}\n", 1
+    )
+    check(blocking != fleet.base_config(), "the fleet config has no `mode: enforce` to extend")
+    traffic = Traffic(fleet)
+    for i, replica in enumerate(REPLICAS):
+        roll(fleet, replica, fleet.write_config(f"{replica}-dotbot.yaml", blocking))
+        for j, other in enumerate(REPLICAS):
+            status, _ = fleet.request(other, "/", agent=DOTBOT, client=f"198.51.100.{90 + j}")
+            want = 403 if j <= i else 200
+            check(status == want, f"DotBot on {other} after rolling {replica}: {status}, want {want}")
+        log(f"rolling: {replica} takes the new config; DotBot refused by {REPLICAS[: i + 1]}")
+    traffic.check("during the rolling change")
+
+
+@scenario("sentinel")
+def sentinel(fleet):
+    fleet.compose("--profile", "sentinel", "up", "-d", "--no-color",
+                  "redis-primary", "redis-replica", "sentinel-1", "sentinel-2", "sentinel-3")
+
+    def settled():
+        for name in ("sentinel-1", "sentinel-2", "sentinel-3"):
+            replicas = run("docker", "exec", fleet.container(name), "redis-cli", "-p", "26379",
+                           "SENTINEL", "REPLICAS", "fleet", check_rc=False).stdout
+            others = run("docker", "exec", fleet.container(name), "redis-cli", "-p", "26379",
+                         "SENTINEL", "SENTINELS", "fleet", check_rc=False).stdout
+            if "flags\nslave" not in replicas or others.count("runid") != 2:
+                return False
+        return True
+
+    wait_for("the sentinels know the replica and each other", 60, settled, every=0.5)
+    config = open(os.path.join(COMPOSE_DIR, "robotsguard-sentinel.yaml"), encoding="utf-8").read()
+    config = config.replace("  mode: enforce\n", "  mode: enforce\n  policy: {crawlers: {DotBot: block}}\n", 1)
+    path = fleet.write_config("sentinel.yaml", config)
+    traffic = Traffic(fleet)
+    for replica in REPLICAS:
+        roll(fleet, replica, path)
+    for replica in REPLICAS:
+        wait_for(f"{replica} shares through the sentinels' primary", 20, lambda r=replica: fleet.backend_up(r) == 1)
+    client = "198.51.100.80"
+    fleet.strike_out("rg1", client)
+    for replica in ("rg2", "rg3"):
+        wait_for(f"the ban reaches {replica}", 1.0, lambda r=replica: fleet.request(r, "/", client=client)[0] == 403, every=0.02)
+    status, _ = fleet.request("rg1", "/page", agent=AHREFSBOT, client="198.51.100.81")
+    check(status == 200, f"AhrefsBot got {status}")
+    check(fleet.request("rg2", "/page", agent=AHREFSBOT, client="198.51.100.81")[0] == 429, "budget not shared")
+    wait_for("the ban is on the replica", 10,
+             lambda: fleet.redis_cli("redis-replica", "HEXISTS", "robotsguard:bans", f"{client} site") == "1")
+
+    primary_ip = fleet.redis_cli("sentinel-1", "-p", "26379", "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "fleet").split()[0]
+    run("docker", "kill", fleet.container("redis-primary"))
+    failover_started = time.monotonic()
+    fresh = 0
+
+    def promoted():
+        nonlocal fresh
+        # Whatever should pass passes while the primary is gone: a crawler at a fresh address
+        # is within its budget, a browser is a browser; the ban made before still holds.
+        for replica in REPLICAS:
+            fresh += 1
+            address = f"203.0.113.{fresh % 250 + 1}"
+            status, body = fleet.request(replica, "/page", agent=AHREFSBOT, client=address)
+            check(status == 200, f"AhrefsBot at fresh {address} via {replica} during the failover: {status} {body[:200]}")
+            check(fleet.request(replica, "/", client=client)[0] == 403, f"{replica} forgot the ban during the failover")
+        now = run("docker", "exec", fleet.container("sentinel-1"), "redis-cli", "-p", "26379",
+                  "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "fleet", check_rc=False).stdout.split()
+        return bool(now) and now[0] != primary_ip
+
+    wait_for("a sentinel failover", 60, promoted, every=0.2)
+    log(f"sentinel: the replica was promoted {time.monotonic() - failover_started:.1f} s after the primary was killed")
+    for replica in REPLICAS:
+        wait_for(f"{replica} shares through the new primary", 30, lambda r=replica: fleet.backend_up(r) == 1, every=0.2)
+    log(f"sentinel: all replicas share again {time.monotonic() - failover_started:.1f} s after the kill")
+    check(fleet.request("rg3", "/", client=client)[0] == 403, "the ban did not survive the failover")
+    fleet.strike_out("rg2", "198.51.100.82")
+    for replica in ("rg1", "rg3"):
+        wait_for(f"the new ban reaches {replica}", 1.0,
+                 lambda r=replica: fleet.request(r, "/", client="198.51.100.82")[0] == 403, every=0.02)
+    check(fleet.request("rg2", "/page", agent=AHREFSBOT, client="198.51.100.83")[0] == 200, "AhrefsBot refused")
+    for replica in ("rg1", "rg3"):
+        check(fleet.request(replica, "/page", agent=AHREFSBOT, client="198.51.100.83")[0] == 429,
+              f"the budget is not shared with {replica} after the failover")
+    traffic.check("through the move to sentinel and the failover")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--image", default="robotsguard:latest")
+    parser.add_argument("--testbed", default="robotsguard-testbed:bookworm")
+    args = parser.parse_args()
+    for tool in ("docker", "docker-compose"):
+        if shutil.which(tool) is None:
+            log(f"FAILED: {tool} is not installed")
+            return 1
+    if run("docker", "info", check_rc=False).returncode != 0:
+        log("FAILED: no Docker engine answers (docker info failed)")
+        return 1
+    started = time.monotonic()
+    work = tempfile.mkdtemp(prefix="rgfleet")
+    os.chmod(work, 0o755)
+    fleet = Fleet(args.image, args.testbed, work)
+    failed = None
+    try:
+        fleet.up()
+        TIMES.append(("up", time.monotonic() - started))
+        for step in (shared, partition, kill, origin, rolling, sentinel):
+            step(fleet)
+    except Exception as e:  # noqa: BLE001 - any failure ends the run with the fleet's logs
+
+        failed = e
+        print(fleet.logs()[-20000:], file=sys.stderr)
+    finally:
+        if os.environ.get("KEEP") != "1":
+            try:
+                fleet.down()
+            except Failed as e:
+                log(f"down: {e}")
+            shutil.rmtree(work, ignore_errors=True)
+    summary = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in TIMES)
+    if failed is not None:
+        log(f"FAILED: {failed} ({summary})")
+        return 1
+    log(f"all scenarios passed in {time.monotonic() - started:.0f} s ({summary})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
