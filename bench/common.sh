@@ -46,7 +46,7 @@ CONF
 # look like robots.txt or config changes.
 write_guard_config() {
   mkdir -p "$1/conf"
-  { cat benches/data/medium.txt; printf '\nUser-agent: CCBot\nDisallow: /\n'; } >"$1/conf/robots.txt"
+  { cat crates/robotsguard-robots/benches/data/medium.txt; printf '\nUser-agent: CCBot\nDisallow: /\n'; } >"$1/conf/robots.txt"
   cat >"$1/conf/robotsguard.yaml" <<CONF
 listen: ["127.0.0.1:$2"]
 admin: "127.0.0.1:$3"

@@ -9,7 +9,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use robotsguard::enforce::{decide, decide_for_client};
 use robotsguard::state::Snapshot;
 
-const MEDIUM: &str = include_str!("data/medium.txt");
+const MEDIUM: &str = include_str!("../crates/robotsguard-robots/benches/data/medium.txt");
 
 /// ~70 % browsers, ~20 % crawlers that are allowed, ~10 % that are blocked, as in the load test.
 const REQUESTS: &[(&str, &str)] = &[

@@ -24,14 +24,16 @@
 //! ```
 //!
 //! The engine and identification also stand alone: [`robots`] parses and matches robots.txt
-//! exactly as Google's reference library does, and [`crawlers`] tells which crawler sent a
-//! User-Agent.
+//! exactly as Google's reference library does (it is the `robotsguard-robots` crate, which
+//! depends on no part of the proxy and can be used on its own), and [`crawlers`] tells which
+//! crawler sent a User-Agent.
 //!
 //! # Layers
 //!
 //! Bottom to top; a module uses only those below it.
 //!
-//! 1. [`robots`]: the robots.txt engine. Pure: bytes in, verdicts out.
+//! 1. [`robots`]: the robots.txt engine, a crate of its own (`crates/robotsguard-robots`), so
+//!    the compiler keeps it from using anything above it. Pure: bytes in, verdicts out.
 //! 2. [`crawlers`]: the crawler catalogue and User-Agent identification. Pure.
 //! 3. [`config`]: the YAML config, checked, with `file:line:column` errors.
 //! 4. [`metrics`]: the Prometheus metrics, registered once, in a registry of your choice.
@@ -76,7 +78,10 @@ pub mod metrics;
 pub mod offenders;
 pub mod reload;
 pub mod reports;
-pub mod robots;
+/// The robots.txt engine: the `robotsguard-robots` crate, at the path the proxy's modules and
+/// embedders use (`robotsguard::robots`).
+#[doc(inline)]
+pub use robotsguard_robots as robots;
 pub mod state;
 pub mod store;
 mod upstream;

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use robotsguard::robots::{canonicalize, path_params_query};
+use robotsguard_robots::{canonicalize, path_params_query};
 
 fn check(input: &[u8]) {
     let once = canonicalize(input);

@@ -4,9 +4,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use robotsguard::robots::{MatchMode, Robots, RobotsTxt};
+use robotsguard_robots::{MatchMode, Robots, RobotsTxt};
 
-#[path = "../../tests/reference/mod.rs"]
+#[path = "../../crates/robotsguard-robots/tests/reference/mod.rs"]
 mod reference;
 
 fuzz_target!(|data: &[u8]| {
@@ -24,6 +24,6 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!((verdict.allowed, verdict.line().unwrap_or(0)), expected);
     }
     let canonical = Robots::compile(&parsed, MatchMode::Canonical);
-    let path = robotsguard::robots::path_params_query(url);
+    let path = robotsguard_robots::path_params_query(url);
     let _ = canonical.verdict(&[&agent, "googlebot"], &path);
 });

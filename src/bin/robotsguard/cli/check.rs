@@ -1,13 +1,15 @@
 //! `robotsguard check`: robots.txt verdicts from the command line, for URLs, URL lists and JSON
-//! Lines batches.
+//! Lines batches. The verdicts, their records and the batch protocol are the engine's
+//! (`robotsguard_robots::check`); this module reads the arguments and files, prints, and chooses
+//! the exit code.
 
 use std::io::{self, BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use base64::Engine as _;
 use serde::Serialize;
 
+use robotsguard::robots::check::{Batch, BatchError, UrlVerdict};
 use robotsguard::robots::{path_params_query, MatchMode, Robots, RobotsTxt, Verdict};
 
 /// Exit code when every URL is allowed.
@@ -151,7 +153,7 @@ fn run_urls(args: &CheckArgs) -> Result<u8, String> {
             if read == 0 {
                 break;
             }
-            let url = trim_ascii(&line);
+            let url = line.trim_ascii();
             if !url.is_empty() {
                 check(url, &mut out).map_err(write_error)?;
             }
@@ -176,18 +178,6 @@ fn run_urls(args: &CheckArgs) -> Result<u8, String> {
     } else {
         EXIT_ALLOWED
     })
-}
-
-fn trim_ascii(bytes: &[u8]) -> &[u8] {
-    let start = bytes
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(bytes.len());
-    let end = bytes
-        .iter()
-        .rposition(|b| !b.is_ascii_whitespace())
-        .map_or(start, |last| last + 1);
-    &bytes[start..end]
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -222,110 +212,18 @@ pub fn describe(path: &[u8], verdict: &Verdict<'_>) -> String {
     format!("{word:<11} {}  ({reason})", String::from_utf8_lossy(path))
 }
 
-#[derive(Debug, Serialize)]
-struct UrlVerdict<'a> {
-    url: String,
-    path: String,
-    allowed: bool,
-    line: Option<u32>,
-    directive: Option<&'static str>,
-    pattern: Option<&'a str>,
-    group: Option<&'a str>,
-}
-
-impl<'a> UrlVerdict<'a> {
-    fn new(url: &[u8], path: &[u8], verdict: &Verdict<'a>) -> Self {
-        UrlVerdict {
-            url: String::from_utf8_lossy(url).into_owned(),
-            path: String::from_utf8_lossy(path).into_owned(),
-            allowed: verdict.allowed,
-            line: verdict.line(),
-            directive: verdict.rule.map(|rule| rule.directive.as_str()),
-            pattern: verdict.rule.map(|rule| rule.pattern),
-            group: match verdict.group {
-                robotsguard::robots::GroupMatch::Agent(name) => Some(name),
-                robotsguard::robots::GroupMatch::Global => Some("*"),
-                robotsguard::robots::GroupMatch::None => None,
-            },
-        }
-    }
-}
-
-#[derive(Debug, serde::Deserialize)]
-struct BatchInput {
-    robots: Option<String>,
-    robots_b64: Option<String>,
-    agent: Option<String>,
-    url: Option<String>,
-}
-
-/// Answers one JSON line of a batch. Consecutive lines with the same robots.txt reuse the compiled
-/// copy, so a corpus grouped by file parses each file once.
-struct BatchChecker {
-    mode: MatchMode,
-    max_size: usize,
-    last: Option<(Vec<u8>, Robots)>,
-}
-
-impl BatchChecker {
-    fn answer(&mut self, line: &[u8]) -> serde_json::Value {
-        match self.try_answer(line) {
-            Ok(value) => value,
-            Err(message) => serde_json::json!({ "error": message }),
-        }
-    }
-
-    fn try_answer(&mut self, line: &[u8]) -> Result<serde_json::Value, String> {
-        let input: BatchInput =
-            serde_json::from_slice(line).map_err(|e| format!("invalid JSON: {e}"))?;
-        let body = match (&input.robots_b64, &input.robots) {
-            (Some(encoded), _) => base64::engine::general_purpose::STANDARD
-                .decode(encoded.trim())
-                .map_err(|e| format!("invalid robots_b64: {e}"))?,
-            (None, Some(text)) => text.clone().into_bytes(),
-            (None, None) => return Err("missing field `robots` (or `robots_b64`)".into()),
-        };
-        let agent = input.agent.ok_or("missing field `agent`")?;
-        let url = input.url.ok_or("missing field `url`")?;
-        let robots = match &self.last {
-            Some((cached, robots)) if *cached == body => robots,
-            _ => {
-                let parsed = RobotsTxt::parse_with_limit(&body, self.max_size);
-                let robots = Robots::compile(&parsed, self.mode);
-                &self.last.insert((body, robots)).1
-            }
-        };
-        let path = path_params_query(url.as_bytes());
-        let verdict = robots.verdict(&[agent.as_str()], &path);
-        let record = UrlVerdict::new(url.as_bytes(), &path, &verdict);
-        serde_json::to_value(record).map_err(|e| e.to_string())
-    }
-}
-
 /// Runs a batch; exits 0 once every line has an answer (verdicts are data, not failures).
 pub fn run_batch(
     args: &CheckArgs,
     input: impl BufRead,
     out: &mut impl Write,
 ) -> Result<u8, String> {
-    let mut checker = BatchChecker {
-        mode: args.mode(),
-        max_size: args.max_size,
-        last: None,
-    };
-    for line in input.split(b'\n') {
-        let line = line.map_err(|e| format!("cannot read standard input: {e}"))?;
-        let line = trim_ascii(&line);
-        if line.is_empty() {
-            continue;
-        }
-        let answer = checker.answer(line);
-        serde_json::to_writer(&mut *out, &answer)
-            .map_err(|e| format!("cannot write output: {e}"))?;
-        writeln!(out).map_err(|e| format!("cannot write output: {e}"))?;
-    }
-    out.flush()
-        .map_err(|e| format!("cannot write output: {e}"))?;
+    Batch::new(args.mode(), args.max_size)
+        .run(input, out)
+        .map_err(|e| match e {
+            BatchError::Read(e) => format!("cannot read standard input: {e}"),
+            e => e.to_string(),
+        })?;
     Ok(EXIT_ALLOWED)
 }
 
@@ -351,37 +249,6 @@ mod tests {
             .lines()
             .map(|l| serde_json::from_str(l).unwrap_or(serde_json::Value::Null))
             .collect()
-    }
-
-    #[test]
-    fn batch_answers_every_line_in_order_and_survives_bad_ones() {
-        let b64 =
-            base64::engine::general_purpose::STANDARD.encode(b"User-agent: *\nDisallow: /b64\n");
-        let input = format!(
-            "{}\nnot json\n{}\n{{\"robots\": \"x\"}}\n{}\n{}\n",
-            r#"{"robots": "User-agent: *\nDisallow: /private", "agent": "FooBot", "url": "https://e.com/private/x"}"#,
-            r#"{"robots": "User-agent: *\nDisallow: /private", "agent": "FooBot", "url": "/public"}"#,
-            format_args!(
-                r#"{{"robots": "ignored", "robots_b64": "{b64}", "agent": "a", "url": "/b64"}}"#
-            ),
-            r#"{"robots_b64": "!!!", "agent": "a", "url": "/"}"#,
-        );
-        let answers = batch(&input, &[]);
-        assert_eq!(answers.len(), 6);
-        assert_eq!(answers[0]["allowed"], false);
-        assert_eq!(answers[0]["line"], 2);
-        assert!(answers[1]["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("invalid JSON")));
-        assert_eq!(answers[2]["allowed"], true);
-        assert_eq!(answers[2]["line"], serde_json::Value::Null);
-        assert!(answers[3]["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("agent")));
-        assert_eq!(answers[4]["allowed"], false);
-        assert!(answers[5]["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("robots_b64")));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Hostile robots.txt input: the engine never panics, ignores what lies past the size limit, and
 //! keeps its compiled form small. Time is measured by the benches, not asserted here.
 
-use robotsguard::robots::{MatchMode, Robots, RobotsTxt, DEFAULT_MAX_SIZE};
+use robotsguard_robots::{MatchMode, Robots, RobotsTxt, DEFAULT_MAX_SIZE};
 
 #[test]
 fn bytes_past_the_size_limit_are_ignored() {

@@ -4,7 +4,7 @@
 
 mod reference;
 
-use robotsguard::robots::{GlobalFallback, GroupMatch, MatchMode, Robots, RobotsTxt};
+use robotsguard_robots::{GlobalFallback, GroupMatch, MatchMode, Robots, RobotsTxt};
 
 /// The engine's verdict (allowed, deciding line), asserted equal to the reference model's.
 fn verdict(robots: &str, agent: &str, url: &str) -> (bool, Option<u32>) {

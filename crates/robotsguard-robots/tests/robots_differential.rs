@@ -5,7 +5,7 @@
 mod reference;
 
 use proptest::prelude::*;
-use robotsguard::robots::{pattern_matches, Robots};
+use robotsguard_robots::{pattern_matches, Robots};
 
 /// Pattern bytes: a small path alphabet plus wildcards, anchors, escapes and non-ASCII.
 fn pattern_piece() -> impl Strategy<Value = String> {
@@ -140,7 +140,7 @@ proptest! {
 
     #[test]
     fn compiled_pattern_matcher_agrees_with_naive_matching(pattern in pattern(), path in path()) {
-        let escaped = robotsguard::robots::escape_pattern(pattern.as_bytes());
+        let escaped = robotsguard_robots::escape_pattern(pattern.as_bytes());
         prop_assert_eq!(
             pattern_matches(escaped.as_bytes(), path.as_bytes()),
             naive_matches(escaped.as_bytes(), path.as_bytes()),

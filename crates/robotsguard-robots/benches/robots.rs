@@ -3,7 +3,7 @@
 //! in docs/BENCHMARKS.md.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use robotsguard::robots::{MatchMode, Robots, RobotsTxt};
+use robotsguard_robots::{MatchMode, Robots, RobotsTxt};
 use std::hint::black_box;
 
 const FILES: [(&str, &[u8]); 3] = [
