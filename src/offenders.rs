@@ -355,6 +355,7 @@ mod tests {
     fn settings(action: OffendersAction) -> OffendersConfig {
         OffendersConfig {
             action,
+            scope: crate::config::BanScope::Crawlers,
             strikes: 3,
             window: Duration::from_secs(60),
             ban: Duration::from_secs(10),

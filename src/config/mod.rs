@@ -214,6 +214,8 @@ pub struct SignatureAgent {
 pub struct OffendersConfig {
     /// What is done when a client reaches `strikes` within `window`.
     pub action: OffendersAction,
+    /// Which requests from a banned address are refused.
+    pub scope: BanScope,
     /// Strikes within `window` that ban.
     pub strikes: u32,
     /// The window strikes are counted in (from the first).
@@ -226,6 +228,7 @@ impl Default for OffendersConfig {
     fn default() -> Self {
         OffendersConfig {
             action: OffendersAction::Report,
+            scope: BanScope::Crawlers,
             strikes: 20,
             window: Duration::from_secs(600),
             ban: Duration::from_secs(3600),
@@ -233,10 +236,34 @@ impl Default for OffendersConfig {
     }
 }
 
+/// `offenders.scope`: which requests from a banned address are refused. An address is often
+/// shared (a carrier NAT, an office, a load balancer missing from `trusted_proxies`), and a ban
+/// must not take the site down for the people behind it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BanScope {
+    /// Requests that identify as a crawler (by the catalogue, a robots.txt name or a generic bot
+    /// name) or carry no User-Agent; browsers and the categories the policy passes (apps' HTTP
+    /// libraries, monitoring) are proxied.
+    Crawlers,
+    /// Every request but a read of `/robots.txt`.
+    Address,
+}
+
+impl BanScope {
+    /// The spelling used in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BanScope::Crawlers => "crawlers",
+            BanScope::Address => "address",
+        }
+    }
+}
+
 /// `offenders.action`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OffendersAction {
-    /// Ban the client's address on the origin: 403 on every path but `/robots.txt`.
+    /// Ban the client's address on the origin: 403, for the requests `scope` names, on every
+    /// path but `/robots.txt`.
     Ban,
     /// Log that it would be banned; ban nothing.
     Report,

@@ -169,7 +169,7 @@ pub(crate) const CRAWL_DELAY: Section = Section {
 
 pub(crate) const OFFENDERS: Section = Section {
     place: "in `offenders`",
-    keys: &["action", "strikes", "window", "ban"],
+    keys: &["action", "scope", "strikes", "window", "ban"],
 };
 
 pub(crate) const BLOCK: Section = Section {

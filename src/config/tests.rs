@@ -1353,6 +1353,93 @@ origins:
 }
 
 #[test]
+fn booleans_from_yaml_1_1_readers_are_the_words_they_were() {
+    // What `helm template` renders from values written `mode: off`, `action: off`, ...
+    let c = ok(&format!(
+        "defaults:\n  mode: false\n  offenders: {{action: false, scope: address}}\n  impostors: false\n{ORIGIN}"
+    ));
+    let origin = &c.origins[0];
+    assert_eq!(origin.mode, Mode::Off);
+    assert_eq!(origin.offenders.action, OffendersAction::Off);
+    assert_eq!(origin.offenders.scope, BanScope::Address);
+    assert_eq!(origin.impostors, Impostors::Ignore);
+    // The words themselves, quoted or not, mean the same.
+    let c = ok(&format!(
+        "{ORIGIN}    mode: off\n    offenders: {{action: \"off\"}}\n    impostors: off\n"
+    ));
+    assert_eq!(c.origins[0].mode, Mode::Off);
+    assert_eq!(c.origins[0].offenders.action, OffendersAction::Off);
+    assert_eq!(c.origins[0].impostors, Impostors::Ignore);
+    assert_eq!(
+        c.origins[0].offenders.scope,
+        BanScope::Crawlers,
+        "the default"
+    );
+    // A boolean where no word is one YAML 1.1 spells so is an error that says why.
+    let e = one_error(
+        &format!("{ORIGIN}    mode: true\n"),
+        5,
+        11,
+        "not the boolean true",
+    );
+    assert!(
+        e.to_string().contains("Helm read on and yes as true"),
+        "{e}"
+    );
+    let e = one_error(
+        &format!("{ORIGIN}    crawl_delay: {{action: false}}\n"),
+        5,
+        27,
+        "`action` must be a word, not the boolean false",
+    );
+    assert!(
+        e.to_string()
+            .contains("expected one of: enforce, report, ignore"),
+        "{e}"
+    );
+}
+
+#[test]
+fn networks_with_host_bits_set_are_refused_in_every_address_list() {
+    for (yaml, line, column, text, meant) in [
+        (
+            format!("trusted_proxies: [\"127.0.0.5/8\"]\n{ORIGIN}"),
+            1,
+            19,
+            "127.0.0.5/8",
+            "127.0.0.0/8",
+        ),
+        (
+            format!(
+                "{ORIGIN}    policy:\n      allow_clients: [\"10.0.0.0/24\", \"10.1.2.3/16\"]\n"
+            ),
+            6,
+            38,
+            "10.1.2.3/16",
+            "10.1.0.0/16",
+        ),
+        (
+            format!("defaults:\n  policy: {{allow_clients: \"2001:db8::1/32\"}}\n{ORIGIN}"),
+            2,
+            27,
+            "2001:db8::1/32",
+            "2001:db8::/32",
+        ),
+    ] {
+        let e = one_error(&yaml, line, column, "has host bits set");
+        assert_eq!(
+            e.to_string(),
+            format!("t.yaml:{line}:{column}: {text} has host bits set; did you mean {meant}?")
+        );
+    }
+    // A network as written, and a bare address (one host), are what they say.
+    let c = ok(&format!(
+        "trusted_proxies: [\"127.0.0.0/8\", \"10.0.0.7\", \"10.0.0.8/32\", \"::1\"]\n{ORIGIN}"
+    ));
+    assert_eq!(c.trusted_proxies.len(), 4);
+}
+
+#[test]
 fn policy_names_must_exist() {
     let yaml = format!("{ORIGIN}    policy:\n      crawlers: {{GPTBott: block}}\n");
     let e = one_error(&yaml, 6, 18, "no crawler is named `GPTBott`");

@@ -13,10 +13,13 @@ use super::tree::Node;
 use super::{DnsConfig, Impostors, SignatureAgent, VerifyConfig, WebBotAuthConfig};
 use crate::crawlers::VerifyData;
 
-pub(crate) const IMPOSTORS: [(&str, Impostors); 3] = [
+/// `off` is `ignore` (impostors are not looked for), the word an operator reaches for and the
+/// one Helm turns into `false`.
+pub(crate) const IMPOSTORS: [(&str, Impostors); 4] = [
     ("block", Impostors::Block),
     ("report", Impostors::Report),
     ("ignore", Impostors::Ignore),
+    ("off", Impostors::Ignore),
 ];
 
 /// The most addresses a DNS cache may be told to hold: enough for any site, small enough that
