@@ -241,11 +241,12 @@ struct RobotsInfo<'a> {
     description: &'a str,
     source: &'a str,
     http_status: Option<u16>,
-    fetched_at: Option<u64>,
+    /// RFC 3339, as every time the admin endpoint shows.
+    fetched_at: Option<String>,
     etag: Option<&'a str>,
     last_modified: Option<&'a str>,
     last_error: Option<&'a str>,
-    last_error_at: Option<u64>,
+    last_error_at: Option<String>,
     rules: usize,
     bytes: usize,
 }
@@ -298,6 +299,7 @@ async fn explain(
         method: &method,
         client,
         signed: None,
+        request_id: None,
     };
     let judge = Judge {
         snapshot,
@@ -390,25 +392,29 @@ fn explanation<'a>(
             description: &copy.reason,
             source: &copy.source,
             http_status: copy.http_status,
-            fetched_at: copy.fetched_at.and_then(unix_seconds),
+            fetched_at: copy.fetched_at.map(rfc3339),
             etag: copy.etag.as_deref(),
             last_modified: copy.last_modified.as_deref(),
             last_error: copy.last_error.as_deref(),
-            last_error_at: copy.last_error_at.and_then(unix_seconds),
+            last_error_at: copy.last_error_at.map(rfc3339),
             rules: copy.rule_count(),
             bytes: copy.body.len(),
         },
     }
 }
 
-/// A ban as the admin endpoint shows it.
-fn ban_json(ban: &crate::offenders::Ban) -> serde_json::Value {
+/// A ban as the admin endpoint shows it: when it began and ends (RFC 3339), the whole seconds
+/// left (as `Retry-After` says), the strikes that led to it, and the browser requests that came
+/// from the address since (this process's count).
+pub fn ban_json(ban: &crate::offenders::Ban) -> serde_json::Value {
     serde_json::json!({
         "origin": &*ban.origin,
         "client": ban.client.to_string(),
-        "since": unix_seconds(ban.since),
-        "until": unix_seconds(ban.until),
+        "since": rfc3339(ban.since),
+        "until": rfc3339(ban.until),
+        "remaining_seconds": crate::offenders::seconds_left(ban),
         "strikes": ban.strikes,
+        "browser_requests": ban.browser_requests(),
     })
 }
 
@@ -475,10 +481,10 @@ async fn lift_ban(
     }
 }
 
-fn unix_seconds(at: std::time::SystemTime) -> Option<u64> {
-    at.duration_since(std::time::UNIX_EPOCH)
-        .ok()
-        .map(|d| d.as_secs())
+/// `at` as RFC 3339 in UTC, to the second (`2026-05-01T12:00:00Z`): how the admin endpoint
+/// and the log lines write times.
+pub fn rfc3339(at: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(at).to_string()
 }
 
 fn robots_copy(snapshot: &Snapshot, query: &str) -> Response<Vec<u8>> {

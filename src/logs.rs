@@ -222,6 +222,7 @@ pub(crate) fn disallowed_request(
     client: impl FnOnce() -> String,
     method: &http::Method,
     path: &str,
+    request_id: Option<&str>,
 ) {
     let verb = match decision.outcome {
         Outcome::Blocked => "blocked",
@@ -242,6 +243,7 @@ pub(crate) fn disallowed_request(
         line = decision.rule.as_ref().map(|r| r.line),
         rule = decision.rule.as_ref().map(|r| r.text()),
         verification = decision.verification.as_ref().map(|v| v.result.as_str()),
+        request_id,
         "{verb}: {}",
         decision.reason()
     );
@@ -324,6 +326,7 @@ pub(crate) fn offender(
     client: std::net::IpAddr,
     strikes: u32,
     ban: Option<&crate::offenders::Ban>,
+    request_id: Option<&str>,
 ) {
     if !OFFENDER_LINES.admit() {
         return;
@@ -333,16 +336,46 @@ pub(crate) fn offender(
             origin,
             client = %client,
             strikes,
-            until = %httpdate::fmt_http_date(ban.until),
+            until = %crate::admin::rfc3339(ban.until),
+            request_id,
             "client banned: it kept fetching what robots.txt disallows"
         ),
         None => tracing::info!(
             origin,
             client = %client,
             strikes,
+            request_id,
             "client would be banned (offenders: report): it keeps fetching what robots.txt disallows"
         ),
     }
+}
+
+/// Logs the first browser request from a banned address, per ban (rate-limited with the
+/// offender lines): browsers behind a banned address are people sharing it with the crawler
+/// (a carrier NAT, an office, a load balancer missing from `trusted_proxies`).
+pub(crate) fn banned_browser_request(
+    origin: &str,
+    ban: &crate::offenders::Ban,
+    scope: crate::config::BanScope,
+    request_id: Option<&str>,
+) {
+    if !OFFENDER_LINES.admit() {
+        return;
+    }
+    let what = match scope {
+        crate::config::BanScope::Crawlers => "proxied (offenders.scope: crawlers)",
+        crate::config::BanScope::Address => "refused (offenders.scope: address)",
+    };
+    tracing::warn!(
+        origin,
+        client = %ban.client,
+        scope = scope.as_str(),
+        until = %crate::admin::rfc3339(ban.until),
+        request_id,
+        "a browser request came from a banned address and was {what}: the address may be \
+         shared (a NAT, an office, a load balancer missing from trusted_proxies); \
+         robotsguard_banned_browser_requests_total counts them, /bans shows them per ban"
+    );
 }
 
 /// Lines about the shared state store failing per second: every request could fail.

@@ -439,6 +439,7 @@ impl Guard {
         } else {
             None
         };
+        let request_id = ctx.request_id.clone();
         let facts = Facts {
             host: request_host(request).unwrap_or_default(),
             user_agent,
@@ -446,6 +447,7 @@ impl Guard {
             method: &request.method,
             client: ctx.client,
             signed: signed.as_ref(),
+            request_id: request_id.as_ref().and_then(|id| id.to_str().ok()),
         };
         let judgment = self.judge_with(&snapshot, &facts, JudgeMode::Apply).await;
         ctx.absolute_form = matches!(target, Target::Absolute(_));

@@ -5,6 +5,7 @@
 mod support;
 
 mod attack_findings;
+mod ban_scope;
 mod cli_check;
 mod cli_validate_identify;
 mod crawl_delay;
