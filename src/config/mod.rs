@@ -134,6 +134,8 @@ pub fn redacted_url(url: &str) -> String {
 pub struct VerifyConfig {
     /// How often IP range lists are fetched or re-read.
     pub refresh: Duration,
+    /// Whether and from where IP range lists are fetched, and through which proxy.
+    pub ranges: RangesConfig,
     /// Reverse DNS lookups.
     pub dns: DnsConfig,
     /// HTTP Message Signatures of bots.
@@ -144,15 +146,144 @@ impl Default for VerifyConfig {
     fn default() -> Self {
         VerifyConfig {
             refresh: Duration::from_secs(24 * 3600),
+            ranges: RangesConfig::default(),
             dns: DnsConfig::default(),
             web_bot_auth: WebBotAuthConfig::default(),
         }
     }
 }
 
+/// `verify.ranges`: the crawlers' published IP range lists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RangesConfig {
+    /// Whether lists are fetched at all (`false`: claims checked only by reverse DNS and
+    /// signatures; crawlers with lists alone stay unverified).
+    pub enabled: bool,
+    /// A list's URL (as the catalogue or `crawlers.extra` names it) and what to fetch or read
+    /// instead: another URL, or `file:` and an absolute path.
+    pub mirrors: Vec<(String, String)>,
+    /// The HTTP proxy (CONNECT) list and key-directory fetches go through; `None`: direct.
+    pub proxy: Option<FetchProxy>,
+}
+
+impl Default for RangesConfig {
+    fn default() -> Self {
+        RangesConfig {
+            enabled: true,
+            mirrors: Vec::new(),
+            proxy: None,
+        }
+    }
+}
+
+/// An HTTP proxy reached with CONNECT: `http://[user:password@]host:port`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct FetchProxy {
+    /// The proxy's host (a name or an address, without brackets).
+    pub host: String,
+    /// Its port.
+    pub port: u16,
+    /// `Proxy-Authorization` credentials, `user:password` as written (sent as Basic).
+    pub credentials: Option<String>,
+    /// Where it came from, for messages: `verify.ranges.proxy` or `HTTPS_PROXY`.
+    pub from: &'static str,
+    /// Hosts reached directly (`NO_PROXY`, with the environment's proxy): a name, a domain
+    /// (`.example.com` or `example.com` covers its subdomains), or `*` for all.
+    pub bypass: Vec<String>,
+}
+
+impl std::fmt::Debug for FetchProxy {
+    // The credentials are a secret.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FetchProxy")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("credentials", &self.credentials.as_ref().map(|_| "***"))
+            .field("from", &self.from)
+            .field("bypass", &self.bypass)
+            .finish()
+    }
+}
+
+impl FetchProxy {
+    /// `http://[user:password@]host[:port]` (port 80 when left out); `from` names the setting.
+    pub fn parse(text: &str, from: &'static str) -> Result<FetchProxy, String> {
+        let url = url::Url::parse(text.trim()).map_err(|e| format!("not a URL: {e}"))?;
+        if url.scheme() != "http" {
+            return Err(format!(
+                "`{}:` proxies are not supported; write http://host:port (a proxy that \
+                 tunnels with CONNECT)",
+                url.scheme()
+            ));
+        }
+        let host = match url.host() {
+            Some(url::Host::Domain(name)) => name.to_string(),
+            Some(url::Host::Ipv4(ip)) => ip.to_string(),
+            Some(url::Host::Ipv6(ip)) => ip.to_string(),
+            None => return Err("names no host".to_string()),
+        };
+        if !matches!(url.path(), "" | "/") || url.query().is_some() {
+            return Err("has a path; write http://host:port".to_string());
+        }
+        let credentials = (!url.username().is_empty()).then(|| {
+            let user = percent_decoded(url.username());
+            let password = percent_decoded(url.password().unwrap_or(""));
+            format!("{user}:{password}")
+        });
+        Ok(FetchProxy {
+            host,
+            port: url.port().unwrap_or(80),
+            credentials,
+            from,
+            bypass: Vec::new(),
+        })
+    }
+
+    /// The proxy of the environment: `HTTPS_PROXY` (or `https_proxy`), when set and usable,
+    /// with the hosts `NO_PROXY` (or `no_proxy`) exempts.
+    pub fn from_environment() -> Option<Result<FetchProxy, String>> {
+        let variable = |names: [&str; 2]| {
+            names
+                .iter()
+                .find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
+        };
+        let text = variable(["HTTPS_PROXY", "https_proxy"])?;
+        Some(FetchProxy::parse(&text, "HTTPS_PROXY").map(|mut proxy| {
+            proxy.bypass = variable(["NO_PROXY", "no_proxy"])
+                .unwrap_or_default()
+                .split(',')
+                .map(|host| host.trim().trim_start_matches('.').to_ascii_lowercase())
+                .filter(|host| !host.is_empty())
+                .collect();
+            proxy
+        }))
+    }
+
+    /// Whether `host` is reached directly (see `bypass`).
+    pub fn bypasses(&self, host: &str) -> bool {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        self.bypass.iter().any(|entry| {
+            entry == "*"
+                || host == *entry
+                || host
+                    .strip_suffix(entry.as_str())
+                    .is_some_and(|rest| rest.ends_with('.'))
+        })
+    }
+}
+
+fn percent_decoded(text: &str) -> String {
+    form_urlencoded::parse(format!("x={}", text.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, value)| value.into_owned())
+        .unwrap_or_default()
+}
+
 /// `verify.dns`: where and how long forward-confirmed reverse DNS lookups go and are kept.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DnsConfig {
+    /// Whether claims are checked by reverse DNS at all (`false`: by lists and signatures only).
+    pub enabled: bool,
     /// Name servers to ask; empty: the system's resolver configuration.
     pub servers: Vec<SocketAddr>,
     /// The longest a request waits for a lookup (the lookup itself goes on and is cached).
@@ -168,6 +299,7 @@ pub struct DnsConfig {
 impl Default for DnsConfig {
     fn default() -> Self {
         DnsConfig {
+            enabled: true,
             servers: Vec::new(),
             timeout: Duration::from_secs(2),
             positive_ttl: Duration::from_secs(24 * 3600),

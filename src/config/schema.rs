@@ -49,12 +49,18 @@ pub(crate) const STATE_REDIS_TLS: Section = Section {
 
 pub(crate) const VERIFY: Section = Section {
     place: "in `verify`",
-    keys: &["refresh", "dns", "web_bot_auth"],
+    keys: &["refresh", "ranges", "dns", "web_bot_auth"],
+};
+
+pub(crate) const VERIFY_RANGES: Section = Section {
+    place: "in `verify.ranges`",
+    keys: &["enabled", "mirrors", "proxy"],
 };
 
 pub(crate) const VERIFY_DNS: Section = Section {
     place: "in `verify.dns`",
     keys: &[
+        "enabled",
         "servers",
         "timeout",
         "positive_ttl",

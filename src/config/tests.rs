@@ -1500,6 +1500,74 @@ fn robots_serve_defaults_by_source() {
 // ---------------------------------------------------------------- verification
 
 #[test]
+fn range_list_settings() {
+    let c = ok(&format!(
+        "verify:
+  ranges:
+    enabled: false
+    mirrors:
+      \"https://openai.com/gptbot.json\": \"file:lists/gptbot.json\"
+      \"https://developers.google.com/static/crawling/ipranges/common-crawlers.json\": \"http://mirror.internal/googlebot.json\"
+    proxy: \"http://user:p%40ss@proxy.internal:3128\"
+  dns: {{enabled: false}}
+{ORIGIN}"
+    ));
+    let ranges = &c.verify.ranges;
+    assert!(!ranges.enabled);
+    assert!(!c.verify.dns.enabled);
+    assert_eq!(
+        ranges.mirrors,
+        [
+            (
+                "https://openai.com/gptbot.json".to_string(),
+                format!("file:{BASE}/lists/gptbot.json")
+            ),
+            (
+                "https://developers.google.com/static/crawling/ipranges/common-crawlers.json"
+                    .to_string(),
+                "http://mirror.internal/googlebot.json".to_string()
+            ),
+        ]
+    );
+    let proxy = ranges.proxy.as_ref().expect("a proxy");
+    assert_eq!(
+        (
+            proxy.host.as_str(),
+            proxy.port,
+            proxy.credentials.as_deref()
+        ),
+        ("proxy.internal", 3128, Some("user:p@ss"))
+    );
+    assert!(
+        !format!("{proxy:?}").contains("p@ss"),
+        "the password stays out of Debug"
+    );
+    // Defaults: lists and DNS on, no mirror, no proxy of the config's own.
+    let c = ok(ORIGIN);
+    assert!(c.verify.ranges.enabled && c.verify.dns.enabled);
+    assert!(c.verify.ranges.mirrors.is_empty() && c.verify.ranges.proxy.is_none());
+
+    one_error(
+        &format!("verify:\n  ranges:\n    mirrors: {{\"https://example.com/nobody.json\": \"file:x.json\"}}\n{ORIGIN}"),
+        3,
+        15,
+        "no crawler's `verify.ips` names `https://example.com/nobody.json`",
+    );
+    one_error(
+        &format!("verify:\n  ranges:\n    mirrors: {{\"https://openai.com/gptbot.json\": \"gptbot.json\"}}\n{ORIGIN}"),
+        3,
+        49,
+        "mirror `gptbot.json` is neither a URL nor a file: path",
+    );
+    one_error(
+        &format!("verify:\n  ranges: {{proxy: \"socks5://proxy:1080\"}}\n{ORIGIN}"),
+        2,
+        19,
+        "`socks5:` proxies are not supported",
+    );
+}
+
+#[test]
 fn verification_settings() {
     let c = ok(&format!(
         "verify:
@@ -1529,6 +1597,7 @@ defaults:
     assert_eq!(
         c.verify.dns,
         DnsConfig {
+            enabled: true,
             servers: vec![
                 "127.0.0.1:5353".parse().unwrap_or_else(|_| unreachable!()),
                 "10.0.0.2:53".parse().unwrap_or_else(|_| unreachable!()),

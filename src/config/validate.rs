@@ -117,7 +117,8 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
     // Entries already reported would only be reported again by the catalogue.
     let check = sink.count() == errors_before;
     let known = check_catalogue(sink, &config.crawlers, &extra_positions, check);
-    config.verify = super::verify::verify(sink, top.get("verify"), base_dir, &known);
+    config.verify =
+        super::verify::verify(sink, top.get("verify"), base_dir, &known, &config.crawlers);
     config.state = super::state::state(sink, top.get("state"), base_dir);
     let defaults = defaults(sink, top.get("defaults"), &known);
     config.origins = origins(sink, &top, &defaults, base_dir, &known);

@@ -38,5 +38,6 @@ mod tls_listeners;
 mod upstream_tls;
 mod verification;
 mod verify_dns;
+mod verify_egress;
 mod verify_signature;
 mod web_bot_auth;

@@ -17,6 +17,7 @@
 //!   client library would refuse or normalise.
 //! - [`metric`] / [`samples`]: reading the Prometheus text of `/metrics`.
 //! - [`redis::RedisServer`]: a real Redis/Valkey server for the shared state store.
+//! - [`http_proxy::HttpProxy`]: a real HTTP proxy (tinyproxy) for fetches through CONNECT.
 //! - [`nginx::Nginx`] / [`whatwg::WhatwgOrigin`]: origins that resolve targets as stock nginx
 //!   and as a Node app (`new URL`) do, to show what a path-confusion bypass would reach.
 //!
@@ -1056,6 +1057,8 @@ pub fn percent_encode(text: &str) -> String {
 
 // Live-operations helpers (reload, signals, custom launches), kept apart from the core harness.
 pub mod dns;
+// A real HTTP proxy (tinyproxy) that fetches of range lists can be tunnelled through.
+pub mod http_proxy;
 pub mod live;
 // Real origins that read a request target as a server or app would: stock nginx, and an app
 // resolving it with WHATWG URL parsing.

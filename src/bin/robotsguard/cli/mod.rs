@@ -256,10 +256,13 @@ fn verify_claim(
     };
     runtime.block_on(async {
         let verifier = robotsguard::verify::Verifier::new(settings);
-        for (list, error) in
-            robotsguard::verify::refresh::load_once(verifier.lists(), &data.ips).await
-        {
-            eprintln!("warning: {list}: {error}");
+        if settings.ranges.enabled {
+            let lists = verifier.lists();
+            for (list, error) in
+                robotsguard::verify::refresh::load_once(lists, &data.ips, verifier.proxy()).await
+            {
+                eprintln!("warning: {list}: {error}");
+            }
         }
         (*verifier.verify_one(crawler, data, address).await).clone()
     })
