@@ -1,8 +1,10 @@
 //! Loads robotsguard's YAML config file into checked, ready-to-use settings.
 //!
 //! Loading never touches the network and reads no file but the config
-//! itself: TLS certificates and robots.txt files named in the config are
-//! resolved to absolute paths here, and opened by the parts that use them.
+//! itself and the Redis `url_file` (none at all with [`load_file_only`]): TLS
+//! certificates and robots.txt files named in the config are resolved to
+//! absolute paths here, and opened by the parts that use them
+//! ([`crate::preflight`] checks them all before `serve` starts).
 //! Every problem found is reported with `file:line:column`, all in one go.
 //!
 //! The file format is documented, key by key, in `config/robotsguard.yaml`.
@@ -974,6 +976,17 @@ impl ExtraCrawler {
 /// Reads and checks a config file. Relative paths inside it are resolved
 /// against the file's directory.
 pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
+    load_file_with(path, false)
+}
+
+/// [`load_file`] opening no file but the config: the Redis `url_file` is not read (the
+/// returned config's `state.redis.url` is then empty), as `validate --config-only` checks a
+/// config rendered for another machine, where its secrets are not mounted.
+pub fn load_file_only(path: &Path) -> Result<Config, ConfigErrors> {
+    load_file_with(path, true)
+}
+
+fn load_file_with(path: &Path, config_only: bool) -> Result<Config, ConfigErrors> {
     let file_name = path.display().to_string();
     let text = read_text(path).map_err(|(pos, message)| {
         ConfigErrors(vec![ConfigError {
@@ -988,7 +1001,7 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
     // working directory (daemonising) cannot change what paths mean.
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let base_dir = absolute.parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut config = load_str(&text, &file_name, &base_dir)?;
+    let mut config = load_text(&text, &file_name, &base_dir, config_only)?;
     config.source_path = Some(absolute);
     Ok(config)
 }
@@ -996,6 +1009,15 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
 /// Checks config text. `file_name` prefixes error messages; relative paths
 /// are resolved against `base_dir`.
 pub fn load_str(text: &str, file_name: &str, base_dir: &Path) -> Result<Config, ConfigErrors> {
+    load_text(text, file_name, base_dir, false)
+}
+
+fn load_text(
+    text: &str,
+    file_name: &str,
+    base_dir: &Path,
+    config_only: bool,
+) -> Result<Config, ConfigErrors> {
     let root = tree::parse(text).map_err(|(pos, message)| {
         ConfigErrors(vec![ConfigError {
             file: file_name.to_owned(),
@@ -1006,6 +1028,7 @@ pub fn load_str(text: &str, file_name: &str, base_dir: &Path) -> Result<Config, 
         }])
     })?;
     let mut sink = error::Sink::new(file_name);
+    sink.config_only = config_only;
     let config = validate::build(&root, &mut sink, base_dir);
     if sink.is_empty() {
         Ok(config)

@@ -213,9 +213,10 @@ impl Guard {
         GuardBuilder::default()
     }
 
-    /// A guard for the config file at `path`, checked as `robotsguard validate --config-only`
-    /// checks it. Its [`services`](Guard::services) reload the file when it changes (and on
-    /// SIGHUP). Metrics go to the global registry.
+    /// A guard for the config file at `path` (the file checked; the files it names are checked
+    /// by [`crate::preflight::problems`], which `robotsguard serve` runs before it starts). Its
+    /// [`services`](Guard::services) reload the file when it changes (and on SIGHUP). Metrics
+    /// go to the global registry.
     pub fn from_file(path: &Path) -> Result<Guard, GuardError> {
         Guard::builder().config_file(path).build()
     }

@@ -36,6 +36,7 @@ mod shared_state;
 mod shared_state_tls;
 mod tls_listeners;
 mod upstream_tls;
+mod validate_serve;
 mod verification;
 mod verify_dns;
 mod verify_egress;

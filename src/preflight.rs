@@ -1,0 +1,57 @@
+//! What a config needs from the machine it runs on: the files it names exist and are usable.
+//! One function, so that `robotsguard validate`, `serve` before it starts and a config reload
+//! before it applies refuse exactly the same configs (`serve` also binds its addresses, which
+//! `validate` cannot check beside a running instance).
+//!
+//! Loading a config ([`crate::config::load_file`]) reads no file but the config (and the
+//! Redis `url_file`, unless only the config is checked); this reads every other one.
+
+use crate::config::{Config, RobotsSource, StateConfig};
+
+/// Every problem that keeps `config` from running here, one line each (empty: none): the crawler
+/// catalogue, each origin's upstream TLS files, each TLS listener's certificates, each
+/// `file` robots.txt, the shared store's URL and certificates, and the admin token file.
+pub fn problems(config: &Config) -> Vec<String> {
+    let mut problems = Vec::new();
+    if let Err(e) = crate::state::build_identifier(config) {
+        problems.push(e.to_string());
+    }
+    for origin in &config.origins {
+        if let Some(tls) = &origin.upstream_tls {
+            if let Err(e) = crate::upstream_tls::load(tls) {
+                problems.push(format!("upstream TLS: origin `{}`: {e}", origin.name));
+            }
+        }
+    }
+    for listener in &config.listen {
+        if let Some(tls) = &listener.tls {
+            if let Err(e) = crate::listener_tls::ListenerCertificates::check(tls) {
+                problems.push(format!("listener {}: {e}", listener.address));
+            }
+        }
+    }
+    for origin in &config.origins {
+        // A missing file would make every crawler of the origin refused (RFC 9309's
+        // unreachable robots.txt), Googlebot included: almost always a wrong path.
+        if let RobotsSource::File { path } = &origin.robots.source {
+            if let Err(e) = std::fs::File::open(path) {
+                problems.push(format!(
+                    "origin `{}`: robots.txt file `{}`: {e}",
+                    origin.name,
+                    path.display()
+                ));
+            }
+        }
+    }
+    if let StateConfig::Redis(redis) = &config.state {
+        if let Err(e) = redis.client() {
+            problems.push(format!("state.redis: {e}"));
+        }
+    }
+    if let Some(path) = &config.admin.token_file {
+        if let Err(e) = crate::admin::read_token(path) {
+            problems.push(format!("admin token_file: {e}"));
+        }
+    }
+    problems
+}
