@@ -1,5 +1,9 @@
-//! The admin listener: `/healthz`, `/readyz`, `/metrics`, `/explain` and `/robots`. Separate from
-//! the proxy listeners and meant to stay private.
+//! The admin listener: `/healthz`, `/readyz`, `/metrics`, `/explain`, `/robots`, `/bans` and
+//! `POST /robots/refresh`. Separate from the proxy listeners and meant to stay private.
+//!
+//! The pieces a console needs are small public functions: [`rfc3339`] (how every time here is
+//! written), [`ban_json`] and [`refresh_robots`] (a refresh on demand and its outcome as JSON);
+//! `admits` checks the bearer token.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -52,7 +56,7 @@ pub fn read_token(path: &Path) -> Result<String, String> {
 }
 
 /// The admin token, re-read when its file changes (a Kubernetes Secret rotates in place).
-struct TokenFile {
+pub(crate) struct TokenFile {
     path: PathBuf,
     cached: Mutex<Option<(SystemTime, String)>>,
 }
@@ -418,6 +422,38 @@ pub fn ban_json(ban: &crate::offenders::Ban) -> serde_json::Value {
     })
 }
 
+/// Fetches (or reads) the robots.txt of the origin called `name` now and puts it in force, as
+/// `POST /robots/refresh?origin=NAME` does: the status to answer with and the outcome as JSON
+/// (`404` for an origin the config does not have). The outcome: `outcome` (as
+/// `robotsguard_robots_fetches_total` counts it; `inline` when there is nothing to fetch),
+/// `changed`, and the copy now in force (`state`, `rules`, `http_status`, `fetched_at`,
+/// `error` of this fetch when it failed and the last good copy was kept).
+pub async fn refresh_robots(snapshot: &Snapshot, name: &str) -> (u16, serde_json::Value) {
+    let Some(origin) = snapshot.origin_named(name) else {
+        return (
+            404,
+            serde_json::json!({"error": format!("no origin `{name}`")}),
+        );
+    };
+    let refreshed = crate::fetch::refresh_now(origin).await;
+    let copy = &refreshed.copy;
+    let failed = refreshed.outcome.is_some() && copy.last_error.is_some();
+    (
+        200,
+        serde_json::json!({
+            "origin": name,
+            "outcome": refreshed.outcome.map_or("inline", |outcome| outcome.as_str()),
+            "changed": refreshed.changed,
+            "state": copy.policy.state_label(),
+            "rules": copy.rule_count(),
+            "source": &copy.source,
+            "http_status": copy.http_status,
+            "fetched_at": copy.fetched_at.map(rfc3339),
+            "error": if failed { copy.last_error.as_deref() } else { None },
+        }),
+    )
+}
+
 /// `GET /bans?origin=`: the bans in force (on one origin, or all); 404 for an origin the config
 /// does not have, as `DELETE` answers.
 fn list_bans(snapshot: &Snapshot, store: &crate::store::Store, query: &str) -> Response<Vec<u8>> {
@@ -515,34 +551,53 @@ fn publish_ages(snapshot: &Snapshot) {
     }
 }
 
+/// The methods each path answers (its `Allow` header): `POST` only on `/robots/refresh`,
+/// `DELETE` besides `GET` and `HEAD` on `/bans`, `GET` and `HEAD` elsewhere.
+fn allowed_methods(path: &str) -> &'static [http::Method] {
+    const READ: &[http::Method] = &[http::Method::GET, http::Method::HEAD];
+    const BANS: &[http::Method] = &[http::Method::GET, http::Method::HEAD, http::Method::DELETE];
+    match path {
+        REFRESH_PATH => &[http::Method::POST],
+        "/bans" => BANS,
+        _ => READ,
+    }
+}
+
+const REFRESH_PATH: &str = "/robots/refresh";
+
+/// Whether a request with this `Authorization` header may use the admin endpoints that need the
+/// token: always without `admin.token_file`, else with `Bearer <the file's content>`.
+pub(crate) fn admits(token: Option<&TokenFile>, authorization: Option<&[u8]>) -> bool {
+    token.is_none_or(|token| token.admits(authorization))
+}
+
 #[async_trait]
 impl ServeHttp for AdminApp {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
         let request = session.req_header();
         let path = request.uri.path().to_string();
         let query = request.uri.query().unwrap_or("").to_string();
-        let lifting = request.method == http::Method::DELETE && path == "/bans";
-        if request.method != http::Method::GET && request.method != http::Method::HEAD && !lifting {
-            let mut answer = text(405, "only GET and HEAD are allowed (and DELETE on /bans)\n");
-            let allow = if path == "/bans" {
-                "GET, HEAD, DELETE"
-            } else {
-                "GET, HEAD"
-            };
-            answer
-                .headers_mut()
-                .insert("allow", http::HeaderValue::from_static(allow));
+        let method = &request.method;
+        let allowed = allowed_methods(&path);
+        if !allowed.contains(method) {
+            let mut answer = text(
+                405,
+                "only GET and HEAD are allowed (DELETE on /bans, and POST only on /robots/refresh)\n",
+            );
+            let names: Vec<&str> = allowed.iter().map(http::Method::as_str).collect();
+            if let Ok(allow) = http::HeaderValue::from_str(&names.join(", ")) {
+                answer.headers_mut().insert("allow", allow);
+            }
             return answer;
         }
+        let lifting = *method == http::Method::DELETE;
         let open = matches!(path.as_str(), "/healthz" | "/readyz");
         let authorized = || {
-            self.token.as_ref().is_none_or(|token| {
-                let authorization = request
-                    .headers
-                    .get(http::header::AUTHORIZATION)
-                    .map(http::HeaderValue::as_bytes);
-                token.admits(authorization)
-            })
+            let authorization = request
+                .headers
+                .get(http::header::AUTHORIZATION)
+                .map(http::HeaderValue::as_bytes);
+            admits(self.token.as_ref(), authorization)
         };
         if !open && !authorized() {
             let mut answer = text(401, "a bearer token is required\n");
@@ -581,7 +636,17 @@ impl ServeHttp for AdminApp {
             "/bans" if lifting => lift_ban(&snapshot, &self.store, &query).await,
             "/bans" => list_bans(&snapshot, &self.store, &query),
             "/robots" => robots_copy(&snapshot, &query),
-            _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin=\n"),
+            REFRESH_PATH => {
+                let params = query_params(&query);
+                match param(&params, "origin") {
+                    Some(name) => {
+                        let (status, outcome) = refresh_robots(&snapshot, name).await;
+                        json(status, &outcome)
+                    }
+                    None => json(400, &serde_json::json!({"error": "give ?origin=NAME"})),
+                }
+            }
+            _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin= (POST /robots/refresh?origin=)\n"),
         }
     }
 }

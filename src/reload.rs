@@ -1,5 +1,7 @@
 //! Config hot reload: watch the config file (and listen for SIGHUP), then parse, validate and
 //! build a complete new [`Snapshot`] and swap it in — or keep the running one and say why.
+//! SIGHUP also fetches every origin's robots.txt again at once (after the reload, whatever its
+//! outcome), so a robots.txt change can be forced live.
 //!
 //! - **What is watched.** The config file's directory, with the events and the debounce rule of
 //!   `fetch::watch` (shared with file-sourced robots.txt): only events on the config's
@@ -129,6 +131,23 @@ impl Reloader {
     /// The config file this reloader reads.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Fetches (or reads) every origin's robots.txt of the snapshot in force again, in the
+    /// background, and logs what came of it.
+    pub fn refetch_robots(&self, trigger: Trigger) {
+        let live = self.live.clone();
+        tokio::spawn(async move {
+            let snapshot = live.load();
+            let (fetched, changed, failed) = crate::fetch::refresh_all(&snapshot).await;
+            tracing::info!(
+                trigger = trigger.as_str(),
+                fetched,
+                changed,
+                failed,
+                "robots.txt fetched again for every origin"
+            );
+        });
     }
 
     /// Reloads now and logs the outcome. `since` is when the change was first seen, for the log.
@@ -526,6 +545,9 @@ pub async fn watch(
             } => (Trigger::FileChange, Some(first)),
         };
         reloader.reload(trigger, since).await;
+        if trigger == Trigger::Hangup {
+            reloader.refetch_robots(trigger);
+        }
         if let Some(watcher) = watcher.as_mut() {
             watcher.follow(reloader.path());
         }

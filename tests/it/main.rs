@@ -32,6 +32,7 @@ mod proxy_robots_sources;
 mod proxy_routing;
 mod proxy_tls;
 mod robots_acquisition;
+mod robots_refresh;
 mod shared_state;
 mod shared_state_tls;
 mod tls_listeners;
