@@ -6,11 +6,12 @@
 //! Loading a config ([`crate::config::load_file`]) reads no file but the config (and the
 //! Redis `url_file`, unless only the config is checked); this reads every other one.
 
-use crate::config::{Config, RobotsSource, StateConfig};
+use crate::config::{AccessLogPath, Config, RobotsSource, StateConfig};
 
 /// Every problem that keeps `config` from running here, one line each (empty: none): the crawler
 /// catalogue, each origin's upstream TLS files, each TLS listener's certificates, each
-/// `file` robots.txt, the shared store's URL and certificates, and the admin token file.
+/// `file` robots.txt, the shared store's URL and certificates, the admin token file, and the
+/// access log file's directory.
 pub fn problems(config: &Config) -> Vec<String> {
     let mut problems = Vec::new();
     if let Err(e) = crate::state::build_identifier(config) {
@@ -51,6 +52,21 @@ pub fn problems(config: &Config) -> Vec<String> {
     if let Some(path) = &config.admin.token_file {
         if let Err(e) = crate::admin::read_token(path) {
             problems.push(format!("admin token_file: {e}"));
+        }
+    }
+    // The file itself is made by the first access line; its directory must be there.
+    let access_file = config.access_log.as_ref().and_then(|log| match &log.path {
+        Some(AccessLogPath::File(file)) => Some(file),
+        _ => None,
+    });
+    if let Some(file) = access_file {
+        let directory = file.parent().unwrap_or(std::path::Path::new("/"));
+        if !directory.is_dir() {
+            problems.push(format!(
+                "access_log.path `{}`: the directory `{}` does not exist",
+                file.display(),
+                directory.display()
+            ));
         }
     }
     problems

@@ -51,7 +51,7 @@ pub struct Config {
     /// Peers whose `X-Forwarded-*` headers are believed (load balancers, CDNs).
     pub trusted_proxies: Vec<ipnet::IpNet>,
     /// One line per request, when set.
-    pub access_log: Option<AccessLogFormat>,
+    pub access_log: Option<AccessLog>,
     /// Proxy worker threads; `None` means one per CPU.
     pub threads: Option<usize>,
     /// How long in-flight requests may take to finish on SIGTERM.
@@ -657,6 +657,24 @@ pub struct Listener {
     /// HTTP/2: offered by ALPN beside HTTP/1.1 on a TLS listener (`tls.http2`, default on);
     /// accepted with prior knowledge (h2c) beside HTTP/1.1 on a plain one (`http2`, default off).
     pub http2: bool,
+}
+
+/// `access_log`: one line per request.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct AccessLog {
+    /// How lines are written.
+    pub format: AccessLogFormat,
+    /// Where: `None` beside the other log lines (stderr), else apart from them.
+    pub path: Option<AccessLogPath>,
+}
+
+/// Where access lines go when they are kept apart from the other log lines.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AccessLogPath {
+    /// Standard output (`path: stdout`).
+    Stdout,
+    /// A file, appended to and opened again on SIGHUP or SIGUSR1 (for log rotation); absolute.
+    File(PathBuf),
 }
 
 /// How access log lines are written.

@@ -107,7 +107,7 @@ pub(crate) const POLICY: Section = Section {
 
 pub(crate) const ACCESS_LOG: Section = Section {
     place: "in `access_log`",
-    keys: &["format"],
+    keys: &["format", "path"],
 };
 
 pub(crate) const UPSTREAM_TIMEOUTS: Section = Section {

@@ -33,7 +33,7 @@ use pingora::services::ServiceWithDependents;
 pub use answer::block_body;
 pub use builder::{GuardBuilder, OriginSpec};
 
-use crate::config::{AccessLogFormat, Config, ConfigErrors, RobotsSource};
+use crate::config::{Config, ConfigErrors, RobotsSource};
 use crate::enforce::{decide_for_client, Decision, Outcome, Refused};
 use crate::fetch::http_peer;
 use crate::judge::{
@@ -834,8 +834,8 @@ impl Guard {
         let status = session
             .response_written()
             .map(|response| response.status.as_u16());
-        if let Some(format) = self.live.load().config.access_log {
-            access_log(format, session, ctx, status);
+        if let Some(settings) = &self.live.load().config.access_log {
+            access_log(settings, session, ctx, status);
         }
         let Some(decision) = &ctx.decision else {
             if let Some(status) = status {
@@ -892,7 +892,12 @@ impl pingora::services::background::BackgroundService for RefresherService {
 }
 
 /// Writes one access log line for this request.
-fn access_log(format: AccessLogFormat, session: &Session, ctx: &GuardContext, status: Option<u16>) {
+fn access_log(
+    settings: &crate::config::AccessLog,
+    session: &Session,
+    ctx: &GuardContext,
+    status: Option<u16>,
+) {
     let request = session.req_header();
     let host = request_host(request).unwrap_or_default();
     let user_agent = request
@@ -919,5 +924,5 @@ fn access_log(format: AccessLogFormat, session: &Session, ctx: &GuardContext, st
         upstream: ctx.upstream.as_ref().map(|u| u.address),
         request_id: ctx.request_id.as_ref().map(HeaderValue::as_bytes),
     };
-    crate::logs::access(format, &record);
+    crate::logs::access(settings, &record);
 }

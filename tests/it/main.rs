@@ -22,6 +22,7 @@ mod live_logs;
 mod live_metrics;
 mod live_reload;
 mod live_shutdown;
+mod log_envelope;
 mod offenders;
 mod one_judgment;
 mod origins_selftest;

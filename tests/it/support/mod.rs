@@ -709,6 +709,9 @@ pub struct Proxy {
     stderr: PathBuf,
 }
 
+/// Where the proxy's stdout goes, in its temp dir.
+pub const STDOUT_LOG: &str = "stdout.log";
+
 /// The admin token file [`Proxy::start_with_admin_token`] writes.
 const ADMIN_TOKEN_FILE: &str = "admin-token";
 
@@ -883,6 +886,7 @@ impl Proxy {
         std::fs::write(&config_path, &config).expect("config written");
         let stderr = dir.path().join("stderr.log");
         let stderr_file = std::fs::File::create(&stderr).expect("stderr file");
+        let stdout_file = std::fs::File::create(dir.path().join(STDOUT_LOG)).expect("stdout file");
         let child = Command::new(env!("CARGO_BIN_EXE_robotsguard"))
             .arg("serve")
             .arg("--config")
@@ -892,7 +896,7 @@ impl Proxy {
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(stdout_file)
             .stderr(stderr_file)
             .spawn()
             .expect("the robotsguard binary starts");
@@ -950,6 +954,11 @@ impl Proxy {
     /// What the proxy logged so far.
     pub fn stderr(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// What the proxy wrote to stdout so far (access lines with `access_log.path: stdout`).
+    pub fn stdout(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join(STDOUT_LOG)).unwrap_or_default()
     }
 
     /// A new connection to the proxy listener.
