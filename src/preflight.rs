@@ -35,9 +35,15 @@ pub fn problems(config: &Config) -> Vec<String> {
         // A missing file would make every crawler of the origin refused (RFC 9309's
         // unreachable robots.txt), Googlebot included: almost always a wrong path.
         if let RobotsSource::File { path } = &origin.robots.source {
-            if let Err(e) = std::fs::File::open(path) {
+            let opened = std::fs::File::open(path).and_then(|file| file.metadata());
+            let problem = match opened {
+                Err(e) => Some(e.to_string()),
+                Ok(metadata) if metadata.is_dir() => Some("a directory, not a file".to_string()),
+                Ok(_) => None,
+            };
+            if let Some(problem) = problem {
                 problems.push(format!(
-                    "origin `{}`: robots.txt file `{}`: {e}",
+                    "origin `{}`: robots.txt file `{}`: {problem}",
                     origin.name,
                     path.display()
                 ));
