@@ -124,7 +124,7 @@ fn ranges(
                             key.pos,
                             format!("{} is not a list URL", quote(list)),
                             "each key is the URL of a crawler's IP range list, as the catalogue \
-                             names it (robotsguard identify --json shows them)",
+                             names it (config/crawlers.yaml lists them under `verify: {ips}`)",
                         );
                         continue;
                     }
@@ -132,8 +132,8 @@ fn ranges(
                         sink.error_hint(
                             key.pos,
                             format!("no crawler's `verify.ips` names {}", quote(list)),
-                            "mirror a list the catalogue or crawlers.extra names (robotsguard \
-                             identify --json shows a crawler's lists)",
+                            "mirror a list the catalogue or crawlers.extra names \
+                             (config/crawlers.yaml lists them under `verify: {ips}`)",
                         );
                         continue;
                     }
