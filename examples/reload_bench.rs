@@ -128,7 +128,12 @@ fn main() {
         let live = Arc::new(Live::new(snapshot));
         let reloader = Arc::new(Reloader::new(live.clone(), path.clone(), running));
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let watcher = tokio::spawn(robotsguard::reload::watch(reloader.clone(), None, stopped));
+        let watcher = tokio::spawn(robotsguard::reload::watch(
+            reloader.clone(),
+            None,
+            None,
+            stopped,
+        ));
 
         // Warm-up: the first swap also proves the watcher is in place.
         let mut round = 0usize;

@@ -72,6 +72,13 @@ for values in "$chart"/ci/*-values.yaml; do
     check_case "$(basename "$values" .yaml)" -f "$values"
 done
 
+# words-values.yaml writes `mode: off`: Helm must have turned it into a boolean (else the case
+# above proved nothing), and robotsguard accepted that boolean as `off`.
+if ! grep -qE '^ *mode: false$' "$work/words-values.volume/robotsguard.yaml"; then
+    echo "validate-helm: words-values.yaml no longer renders \`mode: false\`" >&2
+    exit 1
+fi
+
 # Values that would deploy a pod that cannot work must not render.
 refuse() {
     local expected="$1"

@@ -1,8 +1,13 @@
-//! The admin listener: `/healthz`, `/readyz`, `/metrics`, `/explain` and `/robots`. Separate from
-//! the proxy listeners and meant to stay private.
+//! The admin listener: `/healthz`, `/readyz`, `/metrics`, `/explain`, `/robots`, `/bans` and
+//! `POST /robots/refresh`. Separate from the proxy listeners and meant to stay private.
+//!
+//! The pieces a console needs are small public functions: [`rfc3339`] (how every time here is
+//! written), [`ban_json`] and [`refresh_robots`] (a refresh on demand and its outcome as JSON);
+//! Who may do what (tokens, console sessions) is [`crate::console::access`].
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use async_trait::async_trait;
 use http::Response;
@@ -188,11 +193,12 @@ struct RobotsInfo<'a> {
     description: &'a str,
     source: &'a str,
     http_status: Option<u16>,
-    fetched_at: Option<u64>,
+    /// RFC 3339, as every time the admin endpoint shows.
+    fetched_at: Option<String>,
     etag: Option<&'a str>,
     last_modified: Option<&'a str>,
     last_error: Option<&'a str>,
-    last_error_at: Option<u64>,
+    last_error_at: Option<String>,
     rules: usize,
     bytes: usize,
 }
@@ -245,6 +251,7 @@ async fn explain(
         method: &method,
         client,
         signed: None,
+        request_id: None,
     };
     let judge = Judge {
         snapshot,
@@ -337,26 +344,62 @@ fn explanation<'a>(
             description: &copy.reason,
             source: &copy.source,
             http_status: copy.http_status,
-            fetched_at: copy.fetched_at.and_then(unix_seconds),
+            fetched_at: copy.fetched_at.map(rfc3339),
             etag: copy.etag.as_deref(),
             last_modified: copy.last_modified.as_deref(),
             last_error: copy.last_error.as_deref(),
-            last_error_at: copy.last_error_at.and_then(unix_seconds),
+            last_error_at: copy.last_error_at.map(rfc3339),
             rules: copy.rule_count(),
             bytes: copy.body.len(),
         },
     }
 }
 
-/// A ban as the admin endpoint shows it.
-fn ban_json(ban: &crate::offenders::Ban) -> serde_json::Value {
+/// A ban as the admin endpoint shows it: when it began and ends (RFC 3339), the whole seconds
+/// left (as `Retry-After` says), the strikes that led to it, and the browser requests that came
+/// from the address since (this process's count).
+pub fn ban_json(ban: &crate::offenders::Ban) -> serde_json::Value {
     serde_json::json!({
         "origin": &*ban.origin,
         "client": ban.client.to_string(),
-        "since": unix_seconds(ban.since),
-        "until": unix_seconds(ban.until),
+        "since": rfc3339(ban.since),
+        "until": rfc3339(ban.until),
+        "remaining_seconds": crate::offenders::seconds_left(ban),
         "strikes": ban.strikes,
+        "browser_requests": ban.browser_requests(),
     })
+}
+
+/// Fetches (or reads) the robots.txt of the origin called `name` now and puts it in force, as
+/// `POST /robots/refresh?origin=NAME` does: the status to answer with and the outcome as JSON
+/// (`404` for an origin the config does not have). The outcome: `outcome` (as
+/// `robotsguard_robots_fetches_total` counts it; `inline` when there is nothing to fetch),
+/// `changed`, and the copy now in force (`state`, `rules`, `http_status`, `fetched_at`,
+/// `error` of this fetch when it failed and the last good copy was kept).
+pub async fn refresh_robots(snapshot: &Snapshot, name: &str) -> (u16, serde_json::Value) {
+    let Some(origin) = snapshot.origin_named(name) else {
+        return (
+            404,
+            serde_json::json!({"error": format!("no origin `{name}`")}),
+        );
+    };
+    let refreshed = crate::fetch::refresh_now(origin).await;
+    let copy = &refreshed.copy;
+    let failed = refreshed.outcome.is_some() && copy.last_error.is_some();
+    (
+        200,
+        serde_json::json!({
+            "origin": name,
+            "outcome": refreshed.outcome.map_or("inline", |outcome| outcome.as_str()),
+            "changed": refreshed.changed,
+            "state": copy.policy.state_label(),
+            "rules": copy.rule_count(),
+            "source": &copy.source,
+            "http_status": copy.http_status,
+            "fetched_at": copy.fetched_at.map(rfc3339),
+            "error": if failed { copy.last_error.as_deref() } else { None },
+        }),
+    )
 }
 
 /// `GET /bans?origin=`: the bans in force (on one origin, or all); 404 for an origin the config
@@ -422,10 +465,10 @@ async fn lift_ban(
     }
 }
 
-fn unix_seconds(at: std::time::SystemTime) -> Option<u64> {
-    at.duration_since(std::time::UNIX_EPOCH)
-        .ok()
-        .map(|d| d.as_secs())
+/// `at` as RFC 3339 in UTC, to the second (`2026-05-01T12:00:00Z`): how the admin endpoint
+/// and the log lines write times.
+pub fn rfc3339(at: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(at).to_string()
 }
 
 fn robots_copy(snapshot: &Snapshot, query: &str) -> Response<Vec<u8>> {
@@ -456,6 +499,20 @@ fn publish_ages(snapshot: &Snapshot) {
     }
 }
 
+/// The methods each path answers (its `Allow` header): `POST` only on `/robots/refresh`,
+/// `DELETE` besides `GET` and `HEAD` on `/bans`, `GET` and `HEAD` elsewhere.
+fn allowed_methods(path: &str) -> &'static [http::Method] {
+    const READ: &[http::Method] = &[http::Method::GET, http::Method::HEAD];
+    const BANS: &[http::Method] = &[http::Method::GET, http::Method::HEAD, http::Method::DELETE];
+    match path {
+        REFRESH_PATH => &[http::Method::POST],
+        "/bans" => BANS,
+        _ => READ,
+    }
+}
+
+const REFRESH_PATH: &str = "/robots/refresh";
+
 #[async_trait]
 impl ServeHttp for AdminApp {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
@@ -465,19 +522,20 @@ impl ServeHttp for AdminApp {
             return self.console.respond(session).await;
         }
         let query = request.uri.query().unwrap_or("").to_string();
-        let lifting = request.method == http::Method::DELETE && path == "/bans";
-        if request.method != http::Method::GET && request.method != http::Method::HEAD && !lifting {
-            let mut answer = text(405, "only GET and HEAD are allowed (and DELETE on /bans)\n");
-            let allow = if path == "/bans" {
-                "GET, HEAD, DELETE"
-            } else {
-                "GET, HEAD"
-            };
-            answer
-                .headers_mut()
-                .insert("allow", http::HeaderValue::from_static(allow));
+        let method = &request.method;
+        let allowed = allowed_methods(&path);
+        if !allowed.contains(method) {
+            let mut answer = text(
+                405,
+                "only GET and HEAD are allowed (DELETE on /bans, and POST only on /robots/refresh)\n",
+            );
+            let names: Vec<&str> = allowed.iter().map(http::Method::as_str).collect();
+            if let Ok(allow) = http::HeaderValue::from_str(&names.join(", ")) {
+                answer.headers_mut().insert("allow", allow);
+            }
             return answer;
         }
+        let lifting = *method == http::Method::DELETE;
         let open = matches!(path.as_str(), "/healthz" | "/readyz");
         let level = self.access.level(request);
         let authorized = || level >= Level::Read;
@@ -489,10 +547,11 @@ impl ServeHttp for AdminApp {
             );
             return answer;
         }
-        if lifting && level < Level::Admin {
+        let acting = lifting || path == REFRESH_PATH;
+        if acting && level < Level::Admin {
             return text(
                 403,
-                "the read-only token cannot lift bans: use the admin token\n",
+                "the read-only token cannot lift bans or refresh robots.txt: use the admin token\n",
             );
         }
         let snapshot = self.snapshot.load();
@@ -524,7 +583,17 @@ impl ServeHttp for AdminApp {
             "/bans" if lifting => lift_ban(&snapshot, &self.store, &query).await,
             "/bans" => list_bans(&snapshot, &self.store, &query),
             "/robots" => robots_copy(&snapshot, &query),
-            _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin= /reports/crawlers?origin= /ui/\n"),
+            REFRESH_PATH => {
+                let params = query_params(&query);
+                match param(&params, "origin") {
+                    Some(name) => {
+                        let (status, outcome) = refresh_robots(&snapshot, name).await;
+                        json(status, &outcome)
+                    }
+                    None => json(400, &serde_json::json!({"error": "give ?origin=NAME"})),
+                }
+            }
+            _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin= /reports/crawlers?origin= /ui/ (POST /robots/refresh?origin=)\n"),
         }
     }
 }

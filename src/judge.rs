@@ -12,9 +12,11 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::{CrawlDelayAction, Mode as OriginMode, OffendersAction};
+use crate::config::{BanScope, CrawlDelayAction, Mode as OriginMode, OffendersAction};
 use crate::crawl_delay::{retry_after_seconds, Admission};
-use crate::enforce::{decide_request, Decision, Outcome, Refused, Request as DecideRequest, Why};
+use crate::enforce::{
+    decide_request, is_blank_user_agent, Decision, Outcome, Refused, Request as DecideRequest, Why,
+};
 use crate::metrics::METRICS;
 use crate::offenders::{Ban, Strike};
 use crate::state::{RobotsCopy, Snapshot};
@@ -57,6 +59,9 @@ pub struct Facts<'a> {
     pub client: Option<IpAddr>,
     /// A verified Web Bot Auth signature, when the request carries one.
     pub signed: Option<&'a Signed>,
+    /// The request id the access log and the origin see, when there is one: the log lines of
+    /// a refusal, a ban or a banned address's browser request carry it.
+    pub request_id: Option<&'a str>,
 }
 
 impl<'a> Facts<'a> {
@@ -69,6 +74,7 @@ impl<'a> Facts<'a> {
             method: &http::Method::GET,
             client: None,
             signed: None,
+            request_id: None,
         }
     }
 
@@ -232,21 +238,33 @@ impl Judge<'_> {
                 .record_robots_read(decision.origin.name(), client)
                 .await;
         }
-        // A banned address gets nothing but robots.txt, whoever it claims to be; an allowed
-        // client is never refused for a ban (one imposed before it was allowed, or by a replica
-        // configured otherwise).
+        // A banned address gets nothing but robots.txt: for every request (`offenders.scope:
+        // address`), or for those that identify as a crawler (`crawlers`: an address is often
+        // shared, and the people behind it are not the crawler). An allowed client is never
+        // refused for a ban (one imposed before it was allowed, or by a replica configured
+        // otherwise).
         if let (false, Some(client)) = (decision.reads_robots_txt || serves_robots, client) {
             if !decision.origin.allow_clients.contains(client) {
                 if let Some(ban) = self.store.banned(decision.origin.name(), client) {
-                    decision.outcome = Outcome::Banned;
-                    return Judgment {
-                        decision: Some(decision),
-                        answer: Answer::Refuse(Refusal {
-                            status: 403,
-                            why: RefusedFor::Banned(ban),
-                        }),
-                        read_robots: None,
+                    if apply && decision.crawler.is_none() && !is_blank_user_agent(facts.user_agent)
+                    {
+                        banned_browser_request(&decision, &ban, facts);
+                    }
+                    let refused = match decision.origin.config.offenders.scope {
+                        BanScope::Address => true,
+                        BanScope::Crawlers => decision.is_bannable_crawler(facts.user_agent),
                     };
+                    if refused {
+                        decision.outcome = Outcome::Banned;
+                        return Judgment {
+                            decision: Some(decision),
+                            answer: Answer::Refuse(Refusal {
+                                status: 403,
+                                why: RefusedFor::Banned(ban),
+                            }),
+                            read_robots: None,
+                        };
+                    }
                 }
             }
         }
@@ -417,10 +435,10 @@ impl Judge<'_> {
         let violation = self.store.violation(origin, client, strike).await;
         match violation.strike {
             Some(Strike::Banned(ban)) => {
-                crate::logs::offender(origin, client, ban.strikes, Some(&ban))
+                crate::logs::offender(origin, client, ban.strikes, Some(&ban), facts.request_id)
             }
             Some(Strike::WouldBan(strikes)) if strikes == settings.strikes => {
-                crate::logs::offender(origin, client, strikes, None)
+                crate::logs::offender(origin, client, strikes, None, facts.request_id)
             }
             _ => {}
         }
@@ -439,7 +457,27 @@ fn log_disallowed(decision: &Decision, facts: &Facts<'_>) {
         },
         facts.method,
         &String::from_utf8_lossy(facts.target),
+        facts.request_id,
     );
+}
+
+/// A browser request from a banned address, whatever the scope does with it: counted, and the
+/// ban's first logged (rate-limited) — how an operator sees a ban hit the people behind a
+/// shared address.
+fn banned_browser_request(decision: &Decision, ban: &Ban, facts: &Facts<'_>) {
+    let origin = decision.origin.name();
+    METRICS
+        .banned_browser_requests
+        .with_label_values(&[origin])
+        .inc();
+    if ban.count_browser_request() {
+        crate::logs::banned_browser_request(
+            origin,
+            ban,
+            decision.origin.config.offenders.scope,
+            facts.request_id,
+        );
+    }
 }
 
 /// A `GET` or `HEAD` of `/robots.txt` (in any spelling that reads as it; any query).
@@ -613,8 +651,8 @@ mod tests {
     const ROBOTS: &str = "    robots: {source: inline, text: \"User-agent: *\\nDisallow: /private\\nCrawl-delay: 30\\n\", serve: false}";
 
     #[test]
-    fn a_banned_address_gets_robots_txt_and_nothing_else() {
-        let bench = bench_for("", ROBOTS);
+    fn a_banned_address_gets_robots_txt_and_nothing_else_under_scope_address() {
+        let bench = bench_for("", &format!("{ROBOTS}\n    offenders: {{scope: address}}"));
         bench.ban("192.0.2.7");
         for ua in [GPTBOT, BROWSER, b"".as_slice()] {
             assert_eq!(
@@ -673,7 +711,7 @@ mod tests {
         }
         assert_eq!(
             bench
-                .get(BROWSER, "/robots.txt/", "192.0.2.7", Mode::Apply)
+                .get(GPTBOT, "/robots.txt/", "192.0.2.7", Mode::Apply)
                 .2,
             "banned"
         );
@@ -717,9 +755,84 @@ mod tests {
         }
         assert!(bench.banned("192.0.2.9"));
         assert_eq!(
-            bench.get(BROWSER, "/", "192.0.2.9", Mode::Apply),
+            bench.get(GPTBOT, "/", "192.0.2.9", Mode::Apply),
             ("refuse", Some(403), "banned")
         );
+    }
+
+    const LIBRARY: &[u8] = b"python-requests/2.32.3";
+
+    fn browser_requests(bench: &Bench, client: &str) -> u64 {
+        let client: IpAddr = client.parse().expect("an address");
+        bench
+            .store
+            .banned("shop", client)
+            .map_or(0, |ban| ban.browser_requests())
+    }
+
+    #[test]
+    fn under_scope_crawlers_a_banned_address_still_serves_browsers_and_apps() {
+        let bench = bench_for("", ROBOTS);
+        bench.ban("192.0.2.7");
+        for (ua, answer) in [
+            (BROWSER, ("proxy", None, "pass")),
+            // An app's HTTP library passes by policy (category library).
+            (LIBRARY, ("proxy", None, "pass")),
+            (GPTBOT, ("refuse", Some(403), "banned")),
+            // A generic bot name, and no User-Agent at all, are crawlers here.
+            (b"SomeSpider/1.0", ("refuse", Some(403), "banned")),
+            (b"", ("refuse", Some(403), "banned")),
+            (b"  ", ("refuse", Some(403), "banned")),
+        ] {
+            for mode in [Mode::Preview, Mode::Apply] {
+                assert_eq!(
+                    bench.get(ua, "/page", "192.0.2.7", mode),
+                    answer,
+                    "{} {mode:?}",
+                    String::from_utf8_lossy(ua)
+                );
+            }
+        }
+        // A category passed by the policy is an app, by name or category; one the policy turns
+        // to robots.txt is a crawler.
+        let blocked_libraries = bench_for(
+            "",
+            &format!("{ROBOTS}\n    policy: {{categories: {{library: enforce}}}}"),
+        );
+        blocked_libraries.ban("192.0.2.7");
+        assert_eq!(
+            blocked_libraries.get(LIBRARY, "/page", "192.0.2.7", Mode::Apply),
+            ("refuse", Some(403), "banned")
+        );
+        // Only browsers count as browser requests, and only applied ones.
+        assert_eq!(browser_requests(&bench, "192.0.2.7"), 1);
+    }
+
+    #[test]
+    fn browser_requests_from_a_banned_address_are_counted_under_either_scope() {
+        for (scope, browser) in [
+            ("crawlers", ("proxy", None, "pass")),
+            ("address", ("refuse", Some(403), "banned")),
+        ] {
+            let bench = bench_for("", &format!("{ROBOTS}\n    offenders: {{scope: {scope}}}"));
+            bench.ban("192.0.2.7");
+            let metric = || {
+                METRICS
+                    .banned_browser_requests
+                    .with_label_values(&["shop"])
+                    .get()
+            };
+            let before = metric();
+            for _ in 0..3 {
+                assert_eq!(bench.get(BROWSER, "/", "192.0.2.7", Mode::Apply), browser);
+                assert_eq!(bench.get(BROWSER, "/", "192.0.2.7", Mode::Preview), browser);
+            }
+            bench.get(GPTBOT, "/", "192.0.2.7", Mode::Apply);
+            bench.get(BROWSER, "/", "192.0.2.8", Mode::Apply);
+            assert_eq!(browser_requests(&bench, "192.0.2.7"), 3, "{scope}");
+            // The metric is process-wide and other tests add to it: at least these three.
+            assert!(metric() >= before + 3, "{scope}");
+        }
     }
 
     #[test]

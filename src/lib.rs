@@ -51,7 +51,8 @@
 //!    strike, answer), with no HTTP in it: the proxy applies it, `/explain` and
 //!    [`guard::Guard::judge`] preview it.
 //! 10. [`guard`] and [`admin`]: the pingora-facing shell (per-request hooks, services, the admin
-//!     endpoint).
+//!     endpoint); [`preflight`]: what a config needs from the machine, checked alike by
+//!     `validate`, `serve` and a reload.
 //!
 //! The binary adds the command line, the demo, the server assembly and the connection layer
 //! (connection cap, request-head deadline, PROXY protocol) on top of [`guard`].
@@ -76,6 +77,7 @@ pub mod listener_tls;
 pub mod logs;
 pub mod metrics;
 pub mod offenders;
+pub mod preflight;
 pub mod reload;
 pub mod reports;
 /// The robots.txt engine: the `robotsguard-robots` crate, at the path the proxy's modules and

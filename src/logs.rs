@@ -1,6 +1,11 @@
 //! Logging: the `tracing` subscriber (human text or JSON lines on stderr), written by a background
-//! thread so a slow stderr never stalls a proxy worker, and the rate-limited line for each blocked
-//! or would-block request.
+//! thread so a slow stderr never stalls a proxy worker, the rate-limited line for each blocked
+//! or would-block request, and the access log (beside the other lines, or apart: stdout or a
+//! file reopened on SIGHUP and SIGUSR1).
+//!
+//! In JSON, every line has one envelope: `time` (RFC 3339, microseconds), `level`, `kind`
+//! (`event` or `access`) and `request_id` where there is one; an event's fields follow in
+//! `fields` (with its `message`) and its `target`, an access line's beside the envelope.
 //!
 //! Under a flood of disallowed requests a line per request would cost more than the requests
 //! themselves and bury everything else, so at most 100 such lines are
@@ -9,7 +14,7 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{LazyLock, Mutex, OnceLock};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -82,8 +87,8 @@ fn start_output() -> Option<Output> {
     }
 }
 
-/// Installs the global subscriber: text (`json: false`) or one JSON object per line, on stderr,
-/// at the level `RUST_LOG` sets (default `info`).
+/// Installs the global subscriber: text (`json: false`) or one JSON object per line in the
+/// envelope the access log shares, on stderr, at the level `RUST_LOG` sets (default `info`).
 pub fn init(json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -100,7 +105,7 @@ pub fn init(json: bool) {
     // `set_global_default`, not `try_init`: the latter would also route `log` records
     // (pingora's) straight to the subscriber, unlimited and unescaped.
     let result = if json {
-        tracing::subscriber::set_global_default(builder.json().finish())
+        tracing::subscriber::set_global_default(builder.event_format(JsonEnvelope).finish())
     } else {
         tracing::subscriber::set_global_default(builder.finish())
     };
@@ -118,10 +123,23 @@ pub fn init(json: bool) {
     }
 }
 
-/// Writes every line logged so far to stderr, waiting at most `timeout`; call once, before
-/// exiting (lines logged afterwards are lost).
+/// Writes every line logged so far to stderr (and access lines to their own output), waiting
+/// at most `timeout`; call once, before exiting (lines logged afterwards are lost).
 pub fn flush(timeout: Duration) {
     report_dropped();
+    if let Some(sink) = ACCESS_SINK.swap(None) {
+        // Dropping the sink's guard writes what its thread still holds.
+        let (done, finished) = std::sync::mpsc::sync_channel(1);
+        let spawned = std::thread::Builder::new()
+            .name("robotsguard-access-flush".into())
+            .spawn(move || {
+                drop(sink);
+                let _ = done.send(());
+            });
+        if spawned.is_ok() {
+            let _ = finished.recv_timeout(timeout);
+        }
+    }
     let Some(guard) = started_output().and_then(|output| output.guard.lock().ok()?.take()) else {
         return;
     };
@@ -222,6 +240,7 @@ pub(crate) fn disallowed_request(
     client: impl FnOnce() -> String,
     method: &http::Method,
     path: &str,
+    request_id: Option<&str>,
 ) {
     let verb = match decision.outcome {
         Outcome::Blocked => "blocked",
@@ -242,6 +261,7 @@ pub(crate) fn disallowed_request(
         line = decision.rule.as_ref().map(|r| r.line),
         rule = decision.rule.as_ref().map(|r| r.text()),
         verification = decision.verification.as_ref().map(|v| v.result.as_str()),
+        request_id,
         "{verb}: {}",
         decision.reason()
     );
@@ -324,6 +344,7 @@ pub(crate) fn offender(
     client: std::net::IpAddr,
     strikes: u32,
     ban: Option<&crate::offenders::Ban>,
+    request_id: Option<&str>,
 ) {
     if !OFFENDER_LINES.admit() {
         return;
@@ -333,16 +354,46 @@ pub(crate) fn offender(
             origin,
             client = %client,
             strikes,
-            until = %httpdate::fmt_http_date(ban.until),
+            until = %crate::admin::rfc3339(ban.until),
+            request_id,
             "client banned: it kept fetching what robots.txt disallows"
         ),
         None => tracing::info!(
             origin,
             client = %client,
             strikes,
+            request_id,
             "client would be banned (offenders: report): it keeps fetching what robots.txt disallows"
         ),
     }
+}
+
+/// Logs the first browser request from a banned address, per ban (rate-limited with the
+/// offender lines): browsers behind a banned address are people sharing it with the crawler
+/// (a carrier NAT, an office, a load balancer missing from `trusted_proxies`).
+pub(crate) fn banned_browser_request(
+    origin: &str,
+    ban: &crate::offenders::Ban,
+    scope: crate::config::BanScope,
+    request_id: Option<&str>,
+) {
+    if !OFFENDER_LINES.admit() {
+        return;
+    }
+    let what = match scope {
+        crate::config::BanScope::Crawlers => "proxied (offenders.scope: crawlers)",
+        crate::config::BanScope::Address => "refused (offenders.scope: address)",
+    };
+    tracing::warn!(
+        origin,
+        client = %ban.client,
+        scope = scope.as_str(),
+        until = %crate::admin::rfc3339(ban.until),
+        request_id,
+        "a browser request came from a banned address and was {what}: the address may be \
+         shared (a NAT, an office, a load balancer missing from trusted_proxies); \
+         robotsguard_banned_browser_requests_total counts them, /bans shows them per ban"
+    );
 }
 
 /// Lines about the shared state store failing per second: every request could fail.
@@ -460,9 +511,11 @@ fn lossy_cut(bytes: &[u8], max: usize) -> String {
     String::from_utf8_lossy(&bytes[..bytes.len().min(max)]).into_owned()
 }
 
-/// Writes one access log line, off the request path (through the log writer thread, dropped and
-/// counted if it falls behind). Not rate-limited: it is the record of every request, asked for.
-pub(crate) fn access(format: crate::config::AccessLogFormat, record: &AccessRecord<'_>) {
+/// Writes one access log line, off the request path (through a log writer thread, dropped and
+/// counted if it falls behind): beside the other lines, or to `access_log.path`. Not
+/// rate-limited: it is the record of every request, asked for.
+pub(crate) fn access(settings: &crate::config::AccessLog, record: &AccessRecord<'_>) {
+    let format = settings.format;
     let time = humantime_now();
     let client = record.client.map(|c| c.to_string());
     let upstream = record.upstream.map(|u| u.to_string());
@@ -475,6 +528,8 @@ pub(crate) fn access(format: crate::config::AccessLogFormat, record: &AccessReco
         crate::config::AccessLogFormat::Json => {
             let value = serde_json::json!({
                 "time": time,
+                "level": "INFO",
+                "kind": "access",
                 "client": client,
                 "host": host,
                 "method": cut(record.method, MAX_LOGGED_METHOD),
@@ -511,7 +566,233 @@ pub(crate) fn access(format: crate::config::AccessLogFormat, record: &AccessReco
         }
     };
     line.push('\n');
-    queue_line(line.as_bytes());
+    match &settings.path {
+        None => queue_line(line.as_bytes()),
+        Some(path) => access_sink(path).write_line(line.as_bytes()),
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// The access log apart from the other lines.
+
+/// Bumped on SIGHUP and SIGUSR1: an access log file is opened again before its next line, so
+/// that a rotated file (renamed away by logrotate) is replaced by a new one.
+static REOPEN: AtomicU64 = AtomicU64::new(0);
+
+/// Has the access log file opened again before its next line (after log rotation).
+pub fn reopen_access_log() {
+    REOPEN.fetch_add(1, Ordering::AcqRel);
+}
+
+/// Where access lines go now, with its own writer thread; replaced when a reload changes
+/// `access_log.path`.
+struct AccessSink {
+    path: crate::config::AccessLogPath,
+    writer: Option<NonBlocking>,
+    _guard: Option<WorkerGuard>,
+}
+
+impl AccessSink {
+    fn open(path: &crate::config::AccessLogPath) -> AccessSink {
+        let started = std::panic::catch_unwind(|| {
+            let builder = NonBlockingBuilder::default()
+                .lossy(true)
+                .buffered_lines_limit(QUEUE_LINES)
+                .thread_name("robotsguard-access");
+            match path {
+                crate::config::AccessLogPath::Stdout => {
+                    builder.finish(Box::new(std::io::stdout()) as Box<dyn Write + Send + 'static>)
+                }
+                crate::config::AccessLogPath::File(file) => builder
+                    .finish(Box::new(ReopeningFile::new(file.clone())) as Box<dyn Write + Send>),
+            }
+        });
+        match started {
+            Ok((writer, guard)) => AccessSink {
+                path: path.clone(),
+                writer: Some(writer),
+                _guard: Some(guard),
+            },
+            Err(_) => {
+                tracing::warn!("no access log writer thread; access lines are written in place");
+                AccessSink {
+                    path: path.clone(),
+                    writer: None,
+                    _guard: None,
+                }
+            }
+        }
+    }
+
+    fn write_line(&self, line: &[u8]) {
+        match &self.writer {
+            Some(writer) => {
+                let _ = writer.clone().write_all(line);
+            }
+            None => queue_line(line),
+        }
+    }
+}
+
+static ACCESS_SINK: arc_swap::ArcSwapOption<AccessSink> = arc_swap::ArcSwapOption::const_empty();
+static ACCESS_SINK_CHANGING: Mutex<()> = Mutex::new(());
+
+/// The sink for `path`: the one in use (one load, no lock), or a new one when the config named
+/// another (a reload); the old one's thread writes what it holds and ends, off this thread.
+fn access_sink(path: &crate::config::AccessLogPath) -> Arc<AccessSink> {
+    if let Some(sink) = ACCESS_SINK.load_full().filter(|sink| sink.path == *path) {
+        return sink;
+    }
+    let _changing = ACCESS_SINK_CHANGING.lock();
+    if let Some(sink) = ACCESS_SINK.load_full().filter(|sink| sink.path == *path) {
+        return sink;
+    }
+    let sink = Arc::new(AccessSink::open(path));
+    if let Some(old) = ACCESS_SINK.swap(Some(sink.clone())) {
+        let _ = std::thread::Builder::new()
+            .name("robotsguard-access-close".into())
+            .spawn(move || drop(old));
+    }
+    sink
+}
+
+/// An access log file, appended to, opened again when [`REOPEN`] moves. A file that cannot be
+/// opened drops its lines (counted by the writer) and is tried again on the next line, at most
+/// once a second, with one WARN per failure that follows a success.
+struct ReopeningFile {
+    path: std::path::PathBuf,
+    file: Option<std::fs::File>,
+    seen: u64,
+    failed_at: Option<Instant>,
+}
+
+impl ReopeningFile {
+    fn new(path: std::path::PathBuf) -> ReopeningFile {
+        ReopeningFile {
+            path,
+            file: None,
+            seen: REOPEN.load(Ordering::Acquire),
+            failed_at: None,
+        }
+    }
+
+    fn current(&mut self) -> std::io::Result<&mut std::fs::File> {
+        let generation = REOPEN.load(Ordering::Acquire);
+        if generation != self.seen {
+            self.seen = generation;
+            self.file = None;
+        }
+        if self.file.is_none() {
+            if self
+                .failed_at
+                .is_some_and(|at| at.elapsed() < Duration::from_secs(1))
+            {
+                return Err(std::io::Error::other("the access log file is not open"));
+            }
+            match std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)
+            {
+                Ok(file) => {
+                    self.failed_at = None;
+                    self.file = Some(file);
+                }
+                Err(e) => {
+                    if self.failed_at.is_none() {
+                        tracing::warn!(
+                            path = %self.path.display(),
+                            "cannot open the access log file: {e}; its lines are dropped until it opens"
+                        );
+                    }
+                    self.failed_at = Some(Instant::now());
+                    return Err(e);
+                }
+            }
+        }
+        self.file
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("the access log file is not open"))
+    }
+}
+
+impl Write for ReopeningFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.current()?.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self.file.as_mut() {
+            Some(file) => file.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// The JSON envelope of event lines.
+
+/// Formats events as one JSON object each, in the envelope access lines share: `time`,
+/// `level`, `kind: "event"`, `request_id` (when the event has that field), `target`, and the
+/// event's `fields` (with its `message`).
+struct JsonEnvelope;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for JsonEnvelope
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        _ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let mut fields = FieldsToJson(serde_json::Map::new());
+        event.record(&mut fields);
+        let mut fields = fields.0;
+        let metadata = event.metadata();
+        let mut line = serde_json::Map::new();
+        line.insert("time".into(), humantime_now().into());
+        line.insert("level".into(), metadata.level().as_str().into());
+        line.insert("kind".into(), "event".into());
+        if let Some(id) = fields.remove("request_id").filter(|id| !id.is_null()) {
+            line.insert("request_id".into(), id);
+        }
+        line.insert("target".into(), metadata.target().into());
+        line.insert("fields".into(), serde_json::Value::Object(fields));
+        writeln!(writer, "{}", serde_json::Value::Object(line))
+    }
+}
+
+/// An event's fields as JSON values (numbers and booleans as such, the rest as text).
+struct FieldsToJson(serde_json::Map<String, serde_json::Value>);
+
+impl tracing::field::Visit for FieldsToJson {
+    fn record_i64(&mut self, field: &tracing::field::Field, value: i64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+
+    fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+
+    fn record_f64(&mut self, field: &tracing::field::Field, value: f64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+
+    fn record_bool(&mut self, field: &tracing::field::Field, value: bool) {
+        self.0.insert(field.name().into(), value.into());
+    }
+
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.insert(field.name().into(), value.into());
+    }
+
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0
+            .insert(field.name().into(), format!("{value:?}").into());
+    }
 }
 
 /// Now as RFC 3339 UTC with microseconds, like the other log lines.

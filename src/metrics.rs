@@ -125,6 +125,12 @@ pub struct Metrics {
     pub bans: IntCounterVec,
     /// `robotsguard_banned_clients{origin}`: bans in force.
     pub banned_clients: IntGaugeVec,
+    /// `robotsguard_banned_browser_requests_total{origin}`: browser requests from banned
+    /// addresses (whether refused or not): how an operator sees a ban hit a shared address.
+    pub banned_browser_requests: IntCounterVec,
+    /// `robotsguard_crawler_range_list_loaded{list}`: 1 once a copy of the list is in force, 0
+    /// until then (from start, for every list crawlers name).
+    pub crawler_range_list_loaded: IntGaugeVec,
     /// `robotsguard_state_backend_up`: 1 while the state store answers (always with `memory`),
     /// 0 while decisions fall back to this process's memory.
     pub state_backend_up: IntGauge,
@@ -134,7 +140,7 @@ pub struct Metrics {
 }
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 40] = [
+pub const METRIC_NAMES: [&str; 42] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -173,6 +179,8 @@ pub const METRIC_NAMES: [&str; 40] = [
     "robotsguard_violations_total",
     "robotsguard_bans_total",
     "robotsguard_banned_clients",
+    "robotsguard_banned_browser_requests_total",
+    "robotsguard_crawler_range_list_loaded",
     "robotsguard_state_backend_up",
     "robotsguard_state_backend_errors_total",
 ];
@@ -458,6 +466,18 @@ impl Metrics {
             "Bans in force, by origin (updated when a ban is added, lifted or found ended).",
             &["origin"],
         );
+        let banned_browser_requests = counter(
+            &registry,
+            "robotsguard_banned_browser_requests_total",
+            "Browser requests from banned client addresses, by origin: people behind an address a ban hit (a NAT, an office, a load balancer missing from trusted_proxies).",
+            &["origin"],
+        );
+        let crawler_range_list_loaded = gauge(
+            &registry,
+            "robotsguard_crawler_range_list_loaded",
+            "1 while a copy of the crawler IP range list is in force, 0 while none was ever loaded (claims of its crawlers stay unverified).",
+            &["list"],
+        );
         let state_backend_up = IntGauge::new(
             "robotsguard_state_backend_up",
             "1 while the state store (state.backend) answers within its timeout; 0 while Crawl-delay, strikes and robots.txt reads are decided from this process's memory alone.",
@@ -515,6 +535,8 @@ impl Metrics {
             violations,
             bans,
             banned_clients,
+            banned_browser_requests,
+            crawler_range_list_loaded,
             state_backend_up,
             state_backend_errors,
         }
@@ -524,6 +546,7 @@ impl Metrics {
     pub fn forget_list(&self, list: &str) {
         let _ = self.verify_list_prefixes.remove_label_values(&[list]);
         let _ = self.verify_list_last_success.remove_label_values(&[list]);
+        let _ = self.crawler_range_list_loaded.remove_label_values(&[list]);
     }
 
     /// Counts an answer by status class; `origin` is `None` before routing (`unrouted`).
@@ -574,6 +597,7 @@ impl Metrics {
             .remove_label_values(&[origin]);
         let _ = self.bans.remove_label_values(&[origin]);
         let _ = self.banned_clients.remove_label_values(&[origin]);
+        let _ = self.banned_browser_requests.remove_label_values(&[origin]);
     }
 }
 
@@ -647,6 +671,8 @@ impl Metrics {
             Box::new(self.violations.clone()),
             Box::new(self.bans.clone()),
             Box::new(self.banned_clients.clone()),
+            Box::new(self.banned_browser_requests.clone()),
+            Box::new(self.crawler_range_list_loaded.clone()),
             Box::new(self.state_backend_up.clone()),
             Box::new(self.state_backend_errors.clone()),
         ]

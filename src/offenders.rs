@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -47,7 +48,22 @@ pub struct Ban {
     /// Whether the shared store holds it (a ban imposed while the store was unreachable is
     /// this process's own until the store is back).
     pub(crate) shared: bool,
+    /// Browser requests that came from the address during the ban (this process's).
+    browser_requests: BrowserRequests,
 }
+
+/// A count shared by every copy of one ban (copies are made on each lookup). Not part of the
+/// ban's identity: two copies of one ban are equal whatever they counted.
+#[derive(Debug, Clone, Default)]
+struct BrowserRequests(Arc<AtomicU64>);
+
+impl PartialEq for BrowserRequests {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for BrowserRequests {}
 
 impl Ban {
     /// A ban from `since` to `until` (wall clock), ending on the monotonic clock at the same
@@ -71,7 +87,24 @@ impl Ban {
             ends: now + left,
             strikes,
             shared: false,
+            browser_requests: BrowserRequests::default(),
         }
+    }
+
+    /// Browser requests that came from the banned address so far (in this process: with the
+    /// shared store each replica counts its own).
+    pub fn browser_requests(&self) -> u64 {
+        self.browser_requests.0.load(Ordering::Relaxed)
+    }
+
+    /// Counts a browser request from the banned address; true for the ban's first.
+    pub(crate) fn count_browser_request(&self) -> bool {
+        self.browser_requests.0.fetch_add(1, Ordering::Relaxed) == 0
+    }
+
+    /// Whether `other` is this same ban (not a later one of the same address).
+    fn same_ban(&self, other: &Ban) -> bool {
+        self.origin == other.origin && self.client == other.client && self.since == other.since
     }
 }
 
@@ -184,6 +217,7 @@ impl Offenders {
             ends: now + settings.ban,
             strikes: counted,
             shared: false,
+            browser_requests: BrowserRequests::default(),
         };
         match self.impose(ban, now) {
             Some(ban) => Strike::Banned(ban),
@@ -221,15 +255,22 @@ impl Offenders {
                 bans.insert(self.key(&ban.origin, ban.client), ban.clone());
             }
         }
+        let current = self.bans.load();
         for mut ban in shared {
             if bans.len() >= MAX_BANS {
                 break;
             }
             if ban.ends > now {
                 ban.shared = true;
-                bans.insert(self.key(&ban.origin, ban.client), ban);
+                let key = self.key(&ban.origin, ban.client);
+                // The store's copy of a ban already in force keeps the count made here.
+                if let Some(held) = current.get(&key).filter(|held| held.same_ban(&ban)) {
+                    ban.browser_requests = held.browser_requests.clone();
+                }
+                bans.insert(key, ban);
             }
         }
+        drop(current);
         self.publish(bans);
     }
 
@@ -355,6 +396,7 @@ mod tests {
     fn settings(action: OffendersAction) -> OffendersConfig {
         OffendersConfig {
             action,
+            scope: crate::config::BanScope::Crawlers,
             strikes: 3,
             window: Duration::from_secs(60),
             ban: Duration::from_secs(10),

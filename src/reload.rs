@@ -1,5 +1,8 @@
 //! Config hot reload: watch the config file (and listen for SIGHUP), then parse, validate and
 //! build a complete new [`Snapshot`] and swap it in — or keep the running one and say why.
+//! SIGHUP also fetches every origin's robots.txt again at once (after the reload, whatever its
+//! outcome), so a robots.txt change can be forced live; SIGHUP and SIGUSR1 open the access log
+//! file again (after log rotation).
 //!
 //! - **What is watched.** The config file's directory, with the events and the debounce rule of
 //!   `fetch::watch` (shared with file-sourced robots.txt): only events on the config's
@@ -129,6 +132,23 @@ impl Reloader {
     /// The config file this reloader reads.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Fetches (or reads) every origin's robots.txt of the snapshot in force again, in the
+    /// background, and logs what came of it.
+    pub fn refetch_robots(&self, trigger: Trigger) {
+        let live = self.live.clone();
+        tokio::spawn(async move {
+            let snapshot = live.load();
+            let (fetched, changed, failed) = crate::fetch::refresh_all(&snapshot).await;
+            tracing::info!(
+                trigger = trigger.as_str(),
+                fetched,
+                changed,
+                failed,
+                "robots.txt fetched again for every origin"
+            );
+        });
     }
 
     /// Reloads now and logs the outcome. `since` is when the change was first seen, for the log.
@@ -463,30 +483,52 @@ impl ConfigWatcher {
 /// Works outside a tokio runtime too: the handler is process-wide and the returned stream is fed
 /// by whichever runtime's signal driver runs, so a throwaway runtime is enough to register it.
 pub fn listen_for_hangup() -> Option<Signal> {
+    listen_for(SignalKind::hangup(), "SIGHUP (file changes still reload)")
+}
+
+/// Starts listening for SIGUSR1 (opens the access log file again), as [`listen_for_hangup`].
+pub fn listen_for_usr1() -> Option<Signal> {
+    listen_for(
+        SignalKind::user_defined1(),
+        "SIGUSR1 (SIGHUP still opens the access log again)",
+    )
+}
+
+fn listen_for(kind: SignalKind, what: &str) -> Option<Signal> {
     let result = if tokio::runtime::Handle::try_current().is_ok() {
-        tokio::signal::unix::signal(SignalKind::hangup())
+        tokio::signal::unix::signal(kind)
     } else {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .and_then(|runtime| {
                 let _entered = runtime.enter();
-                tokio::signal::unix::signal(SignalKind::hangup())
+                tokio::signal::unix::signal(kind)
             })
     };
     match result {
         Ok(signal) => Some(signal),
         Err(e) => {
-            tracing::warn!("cannot listen for SIGHUP (file changes still reload): {e}");
+            tracing::warn!("cannot listen for {what}: {e}");
             None
         }
     }
 }
 
-/// Reloads on every change of the config file and on every SIGHUP until shutdown.
+/// The next delivery of `signal`; never, without one.
+async fn next(signal: &mut Option<Signal>) -> Option<()> {
+    match signal.as_mut() {
+        Some(signal) => signal.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Reloads on every change of the config file and on every SIGHUP until shutdown; opens the
+/// access log file again on SIGHUP and on `usr1`.
 pub async fn watch(
     reloader: Arc<Reloader>,
     mut hangup: Option<Signal>,
+    mut usr1: Option<Signal>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     let mut watcher = match ConfigWatcher::start(reloader.path()) {
@@ -512,12 +554,15 @@ pub async fn watch(
         // A burst cut short by SIGHUP or shutdown stays pending for the next pass.
         let (trigger, since) = tokio::select! {
             _ = shutdown.wait_for(|stop| *stop) => return,
-            Some(()) = async {
-                match hangup.as_mut() {
-                    Some(signal) => signal.recv().await,
-                    None => std::future::pending().await,
-                }
-            } => (Trigger::Hangup, None),
+            Some(()) = next(&mut usr1) => {
+                crate::logs::reopen_access_log();
+                tracing::info!("SIGUSR1: the access log file is opened again");
+                continue;
+            }
+            Some(()) = next(&mut hangup) => {
+                crate::logs::reopen_access_log();
+                (Trigger::Hangup, None)
+            }
             first = async {
                 match pending.as_deref() {
                     Some(pending) => pending.next().await,
@@ -526,6 +571,9 @@ pub async fn watch(
             } => (Trigger::FileChange, Some(first)),
         };
         reloader.reload(trigger, since).await;
+        if trigger == Trigger::Hangup {
+            reloader.refetch_robots(trigger);
+        }
         if let Some(watcher) = watcher.as_mut() {
             watcher.follow(reloader.path());
         }
@@ -536,14 +584,16 @@ pub async fn watch(
 pub struct ReloadService {
     reloader: Arc<Reloader>,
     hangup: Mutex<Option<Signal>>,
+    usr1: Mutex<Option<Signal>>,
 }
 
 impl ReloadService {
-    /// Installs the SIGHUP handler at once (see [`listen_for_hangup`]).
+    /// Installs the SIGHUP and SIGUSR1 handlers at once (see [`listen_for_hangup`]).
     pub fn new(live: Arc<Live>, path: PathBuf, running: Arc<Config>) -> ReloadService {
         ReloadService {
             reloader: Arc::new(Reloader::new(live, path, running)),
             hangup: Mutex::new(listen_for_hangup()),
+            usr1: Mutex::new(listen_for_usr1()),
         }
     }
 }
@@ -557,7 +607,13 @@ impl BackgroundService for ReloadService {
             .ok()
             .and_then(|mut hangup| hangup.take())
             .or_else(listen_for_hangup);
-        watch(self.reloader.clone(), hangup, shutdown).await;
+        let usr1 = self
+            .usr1
+            .lock()
+            .ok()
+            .and_then(|mut usr1| usr1.take())
+            .or_else(listen_for_usr1);
+        watch(self.reloader.clone(), hangup, usr1, shutdown).await;
     }
 }
 

@@ -605,7 +605,7 @@ impl Snapshot {
             .map(|snapshot| snapshot.origins.iter().map(|o| (o.name(), o)).collect())
             .unwrap_or_default();
         for origin_config in &config.origins {
-            // Both ban series exist from the start (a rate or an alert over them never sees a
+            // The ban series exist from the start (a rate or an alert over them never sees a
             // missing series); the gauge keeps its value across a reload.
             let name = origin_config.name.as_str();
             crate::metrics::METRICS
@@ -615,6 +615,10 @@ impl Snapshot {
             let _ = crate::metrics::METRICS
                 .banned_clients
                 .with_label_values(&[name]);
+            crate::metrics::METRICS
+                .banned_browser_requests
+                .with_label_values(&[name])
+                .inc_by(0);
             let previous = previous_by_name.get(origin_config.name.as_str());
             let robots = previous
                 .filter(|old| {

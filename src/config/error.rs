@@ -113,6 +113,8 @@ impl Problem {
 pub(crate) struct Sink {
     file: String,
     errors: Vec<ConfigError>,
+    /// Only the config file is checked: no other file may be opened (the Redis `url_file`).
+    pub config_only: bool,
 }
 
 impl Sink {
@@ -120,6 +122,7 @@ impl Sink {
         Sink {
             file: file.to_owned(),
             errors: Vec::new(),
+            config_only: false,
         }
     }
 

@@ -1,8 +1,10 @@
 //! Loads robotsguard's YAML config file into checked, ready-to-use settings.
 //!
 //! Loading never touches the network and reads no file but the config
-//! itself: TLS certificates and robots.txt files named in the config are
-//! resolved to absolute paths here, and opened by the parts that use them.
+//! itself and the Redis `url_file` (none at all with [`load_file_only`]): TLS
+//! certificates and robots.txt files named in the config are resolved to
+//! absolute paths here, and opened by the parts that use them
+//! ([`crate::preflight`] checks them all before `serve` starts).
 //! Every problem found is reported with `file:line:column`, all in one go.
 //!
 //! The file format is documented, key by key, in `config/robotsguard.yaml`.
@@ -50,7 +52,7 @@ pub struct Config {
     /// Peers whose `X-Forwarded-*` headers are believed (load balancers, CDNs).
     pub trusted_proxies: Vec<ipnet::IpNet>,
     /// One line per request, when set.
-    pub access_log: Option<AccessLogFormat>,
+    pub access_log: Option<AccessLog>,
     /// Proxy worker threads; `None` means one per CPU.
     pub threads: Option<usize>,
     /// How long in-flight requests may take to finish on SIGTERM.
@@ -138,6 +140,8 @@ pub fn redacted_url(url: &str) -> String {
 pub struct VerifyConfig {
     /// How often IP range lists are fetched or re-read.
     pub refresh: Duration,
+    /// Whether and from where IP range lists are fetched, and through which proxy.
+    pub ranges: RangesConfig,
     /// Reverse DNS lookups.
     pub dns: DnsConfig,
     /// HTTP Message Signatures of bots.
@@ -148,15 +152,144 @@ impl Default for VerifyConfig {
     fn default() -> Self {
         VerifyConfig {
             refresh: Duration::from_secs(24 * 3600),
+            ranges: RangesConfig::default(),
             dns: DnsConfig::default(),
             web_bot_auth: WebBotAuthConfig::default(),
         }
     }
 }
 
+/// `verify.ranges`: the crawlers' published IP range lists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RangesConfig {
+    /// Whether lists are fetched at all (`false`: claims checked only by reverse DNS and
+    /// signatures; crawlers with lists alone stay unverified).
+    pub enabled: bool,
+    /// A list's URL (as the catalogue or `crawlers.extra` names it) and what to fetch or read
+    /// instead: another URL, or `file:` and an absolute path.
+    pub mirrors: Vec<(String, String)>,
+    /// The HTTP proxy (CONNECT) list and key-directory fetches go through; `None`: direct.
+    pub proxy: Option<FetchProxy>,
+}
+
+impl Default for RangesConfig {
+    fn default() -> Self {
+        RangesConfig {
+            enabled: true,
+            mirrors: Vec::new(),
+            proxy: None,
+        }
+    }
+}
+
+/// An HTTP proxy reached with CONNECT: `http://[user:password@]host:port`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct FetchProxy {
+    /// The proxy's host (a name or an address, without brackets).
+    pub host: String,
+    /// Its port.
+    pub port: u16,
+    /// `Proxy-Authorization` credentials, `user:password` as written (sent as Basic).
+    pub credentials: Option<String>,
+    /// Where it came from, for messages: `verify.ranges.proxy` or `HTTPS_PROXY`.
+    pub from: &'static str,
+    /// Hosts reached directly (`NO_PROXY`, with the environment's proxy): a name, a domain
+    /// (`.example.com` or `example.com` covers its subdomains), or `*` for all.
+    pub bypass: Vec<String>,
+}
+
+impl std::fmt::Debug for FetchProxy {
+    // The credentials are a secret.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FetchProxy")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("credentials", &self.credentials.as_ref().map(|_| "***"))
+            .field("from", &self.from)
+            .field("bypass", &self.bypass)
+            .finish()
+    }
+}
+
+impl FetchProxy {
+    /// `http://[user:password@]host[:port]` (port 80 when left out); `from` names the setting.
+    pub fn parse(text: &str, from: &'static str) -> Result<FetchProxy, String> {
+        let url = url::Url::parse(text.trim()).map_err(|e| format!("not a URL: {e}"))?;
+        if url.scheme() != "http" {
+            return Err(format!(
+                "`{}:` proxies are not supported; write http://host:port (a proxy that \
+                 tunnels with CONNECT)",
+                url.scheme()
+            ));
+        }
+        let host = match url.host() {
+            Some(url::Host::Domain(name)) => name.to_string(),
+            Some(url::Host::Ipv4(ip)) => ip.to_string(),
+            Some(url::Host::Ipv6(ip)) => ip.to_string(),
+            None => return Err("names no host".to_string()),
+        };
+        if !matches!(url.path(), "" | "/") || url.query().is_some() {
+            return Err("has a path; write http://host:port".to_string());
+        }
+        let credentials = (!url.username().is_empty()).then(|| {
+            let user = percent_decoded(url.username());
+            let password = percent_decoded(url.password().unwrap_or(""));
+            format!("{user}:{password}")
+        });
+        Ok(FetchProxy {
+            host,
+            port: url.port().unwrap_or(80),
+            credentials,
+            from,
+            bypass: Vec::new(),
+        })
+    }
+
+    /// The proxy of the environment: `HTTPS_PROXY` (or `https_proxy`), when set and usable,
+    /// with the hosts `NO_PROXY` (or `no_proxy`) exempts.
+    pub fn from_environment() -> Option<Result<FetchProxy, String>> {
+        let variable = |names: [&str; 2]| {
+            names
+                .iter()
+                .find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
+        };
+        let text = variable(["HTTPS_PROXY", "https_proxy"])?;
+        Some(FetchProxy::parse(&text, "HTTPS_PROXY").map(|mut proxy| {
+            proxy.bypass = variable(["NO_PROXY", "no_proxy"])
+                .unwrap_or_default()
+                .split(',')
+                .map(|host| host.trim().trim_start_matches('.').to_ascii_lowercase())
+                .filter(|host| !host.is_empty())
+                .collect();
+            proxy
+        }))
+    }
+
+    /// Whether `host` is reached directly (see `bypass`).
+    pub fn bypasses(&self, host: &str) -> bool {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        self.bypass.iter().any(|entry| {
+            entry == "*"
+                || host == *entry
+                || host
+                    .strip_suffix(entry.as_str())
+                    .is_some_and(|rest| rest.ends_with('.'))
+        })
+    }
+}
+
+fn percent_decoded(text: &str) -> String {
+    form_urlencoded::parse(format!("x={}", text.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, value)| value.into_owned())
+        .unwrap_or_default()
+}
+
 /// `verify.dns`: where and how long forward-confirmed reverse DNS lookups go and are kept.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DnsConfig {
+    /// Whether claims are checked by reverse DNS at all (`false`: by lists and signatures only).
+    pub enabled: bool,
     /// Name servers to ask; empty: the system's resolver configuration.
     pub servers: Vec<SocketAddr>,
     /// The longest a request waits for a lookup (the lookup itself goes on and is cached).
@@ -172,6 +305,7 @@ pub struct DnsConfig {
 impl Default for DnsConfig {
     fn default() -> Self {
         DnsConfig {
+            enabled: true,
             servers: Vec::new(),
             timeout: Duration::from_secs(2),
             positive_ttl: Duration::from_secs(24 * 3600),
@@ -218,6 +352,8 @@ pub struct SignatureAgent {
 pub struct OffendersConfig {
     /// What is done when a client reaches `strikes` within `window`.
     pub action: OffendersAction,
+    /// Which requests from a banned address are refused.
+    pub scope: BanScope,
     /// Strikes within `window` that ban.
     pub strikes: u32,
     /// The window strikes are counted in (from the first).
@@ -230,6 +366,7 @@ impl Default for OffendersConfig {
     fn default() -> Self {
         OffendersConfig {
             action: OffendersAction::Report,
+            scope: BanScope::Crawlers,
             strikes: 20,
             window: Duration::from_secs(600),
             ban: Duration::from_secs(3600),
@@ -237,10 +374,34 @@ impl Default for OffendersConfig {
     }
 }
 
+/// `offenders.scope`: which requests from a banned address are refused. An address is often
+/// shared (a carrier NAT, an office, a load balancer missing from `trusted_proxies`), and a ban
+/// must not take the site down for the people behind it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BanScope {
+    /// Requests that identify as a crawler (by the catalogue, a robots.txt name or a generic bot
+    /// name) or carry no User-Agent; browsers and the categories the policy passes (apps' HTTP
+    /// libraries, monitoring) are proxied.
+    Crawlers,
+    /// Every request but a read of `/robots.txt`.
+    Address,
+}
+
+impl BanScope {
+    /// The spelling used in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BanScope::Crawlers => "crawlers",
+            BanScope::Address => "address",
+        }
+    }
+}
+
 /// `offenders.action`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OffendersAction {
-    /// Ban the client's address on the origin: 403 on every path but `/robots.txt`.
+    /// Ban the client's address on the origin: 403, for the requests `scope` names, on every
+    /// path but `/robots.txt`.
     Ban,
     /// Log that it would be banned; ban nothing.
     Report,
@@ -522,6 +683,24 @@ pub struct Listener {
     /// HTTP/2: offered by ALPN beside HTTP/1.1 on a TLS listener (`tls.http2`, default on);
     /// accepted with prior knowledge (h2c) beside HTTP/1.1 on a plain one (`http2`, default off).
     pub http2: bool,
+}
+
+/// `access_log`: one line per request.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct AccessLog {
+    /// How lines are written.
+    pub format: AccessLogFormat,
+    /// Where: `None` beside the other log lines (stderr), else apart from them.
+    pub path: Option<AccessLogPath>,
+}
+
+/// Where access lines go when they are kept apart from the other log lines.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AccessLogPath {
+    /// Standard output (`path: stdout`).
+    Stdout,
+    /// A file, appended to and opened again on SIGHUP or SIGUSR1 (for log rotation); absolute.
+    File(PathBuf),
 }
 
 /// How access log lines are written.
@@ -841,6 +1020,17 @@ impl ExtraCrawler {
 /// Reads and checks a config file. Relative paths inside it are resolved
 /// against the file's directory.
 pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
+    load_file_with(path, false)
+}
+
+/// [`load_file`] opening no file but the config: the Redis `url_file` is not read (the
+/// returned config's `state.redis.url` is then empty), as `validate --config-only` checks a
+/// config rendered for another machine, where its secrets are not mounted.
+pub fn load_file_only(path: &Path) -> Result<Config, ConfigErrors> {
+    load_file_with(path, true)
+}
+
+fn load_file_with(path: &Path, config_only: bool) -> Result<Config, ConfigErrors> {
     let file_name = path.display().to_string();
     let text = read_text(path).map_err(|(pos, message)| {
         ConfigErrors(vec![ConfigError {
@@ -855,7 +1045,7 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
     // working directory (daemonising) cannot change what paths mean.
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let base_dir = absolute.parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut config = load_str(&text, &file_name, &base_dir)?;
+    let mut config = load_text(&text, &file_name, &base_dir, config_only)?;
     config.source_path = Some(absolute);
     Ok(config)
 }
@@ -863,6 +1053,15 @@ pub fn load_file(path: &Path) -> Result<Config, ConfigErrors> {
 /// Checks config text. `file_name` prefixes error messages; relative paths
 /// are resolved against `base_dir`.
 pub fn load_str(text: &str, file_name: &str, base_dir: &Path) -> Result<Config, ConfigErrors> {
+    load_text(text, file_name, base_dir, false)
+}
+
+fn load_text(
+    text: &str,
+    file_name: &str,
+    base_dir: &Path,
+    config_only: bool,
+) -> Result<Config, ConfigErrors> {
     let root = tree::parse(text).map_err(|(pos, message)| {
         ConfigErrors(vec![ConfigError {
             file: file_name.to_owned(),
@@ -873,6 +1072,7 @@ pub fn load_str(text: &str, file_name: &str, base_dir: &Path) -> Result<Config, 
         }])
     })?;
     let mut sink = error::Sink::new(file_name);
+    sink.config_only = config_only;
     let config = validate::build(&root, &mut sink, base_dir);
     if sink.is_empty() {
         Ok(config)

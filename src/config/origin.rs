@@ -539,6 +539,12 @@ const OFFENDERS_ACTIONS: [(&str, super::OffendersAction); 3] = [
     ("off", super::OffendersAction::Off),
 ];
 
+/// The spellings of `offenders.scope`.
+const BAN_SCOPES: [(&str, super::BanScope); 2] = [
+    ("crawlers", super::BanScope::Crawlers),
+    ("address", super::BanScope::Address),
+];
+
 /// Reads an `offenders` section over `base`, key by key.
 pub(crate) fn offenders(
     sink: &mut Sink,
@@ -554,6 +560,12 @@ pub(crate) fn offenders(
         .and_then(|n| reader::choice(sink, n, "action", &OFFENDERS_ACTIONS))
     {
         out.action = action;
+    }
+    if let Some(scope) = table
+        .get("scope")
+        .and_then(|n| reader::choice(sink, n, "scope", &BAN_SCOPES))
+    {
+        out.scope = scope;
     }
     if let Some(strikes) = table
         .get("strikes")

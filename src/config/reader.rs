@@ -213,7 +213,13 @@ pub(crate) fn one_or_many(node: &Node) -> &[Node] {
     }
 }
 
-/// One of a fixed set of words.
+/// The words YAML 1.1 reads as each boolean. Helm reads values files as YAML 1.1, so a chart
+/// value written `mode: off` reaches the rendered config as `mode: false`.
+const YAML_11_FALSE: [&str; 2] = ["off", "no"];
+const YAML_11_TRUE: [&str; 2] = ["on", "yes"];
+
+/// One of a fixed set of words. A boolean stands for the one word among the options that YAML
+/// 1.1 reads as it (`false` for `off`), so that a value passed through Helm keeps its meaning.
 pub(crate) fn choice<T: Copy>(
     sink: &mut Sink,
     node: &Node,
@@ -221,6 +227,23 @@ pub(crate) fn choice<T: Copy>(
     options: &[(&'static str, T)],
 ) -> Option<T> {
     let names: Vec<&str> = options.iter().map(|(name, _)| *name).collect();
+    if let Value::Bool(b) = &node.value {
+        let spellings: &[&str] = if *b { &YAML_11_TRUE } else { &YAML_11_FALSE };
+        let mut meant = options.iter().filter(|(name, _)| spellings.contains(name));
+        if let (Some((_, value)), None) = (meant.next(), meant.next()) {
+            return Some(*value);
+        }
+        sink.error_hint(
+            node.pos,
+            format!(
+                "`{what}` must be a word, not the boolean {b}: YAML 1.1 readers such as Helm read \
+                 {} as {b}, and no word of `{what}` is one of them",
+                spellings.join(" and ")
+            ),
+            format!("quote the word; {}", one_of(&names)),
+        );
+        return None;
+    }
     let Value::Str(word) = &node.value else {
         sink.error_hint(
             node.pos,
@@ -334,9 +357,14 @@ pub(crate) fn networks(sink: &mut Sink, node: &Node, what: &str) -> Vec<ipnet::I
         };
         let parsed = text
             .parse::<ipnet::IpNet>()
-            .map(|net| net.trunc())
             .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from));
         match parsed {
+            // Widening `127.0.0.5/8` to 127.0.0.0/8 silently would trust (or allow) a whole
+            // network where the writer may have meant one host: say which was meant.
+            Ok(net) if net != net.trunc() => sink.error(
+                item.pos,
+                format!("{text} has host bits set; did you mean {}?", net.trunc()),
+            ),
             Ok(net) => out.push(net),
             Err(_) => sink.error_hint(
                 item.pos,

@@ -72,12 +72,18 @@ pub(crate) const STATE_REDIS_TLS: Section = Section {
 
 pub(crate) const VERIFY: Section = Section {
     place: "in `verify`",
-    keys: &["refresh", "dns", "web_bot_auth"],
+    keys: &["refresh", "ranges", "dns", "web_bot_auth"],
+};
+
+pub(crate) const VERIFY_RANGES: Section = Section {
+    place: "in `verify.ranges`",
+    keys: &["enabled", "mirrors", "proxy"],
 };
 
 pub(crate) const VERIFY_DNS: Section = Section {
     place: "in `verify.dns`",
     keys: &[
+        "enabled",
         "servers",
         "timeout",
         "positive_ttl",
@@ -124,7 +130,7 @@ pub(crate) const POLICY: Section = Section {
 
 pub(crate) const ACCESS_LOG: Section = Section {
     place: "in `access_log`",
-    keys: &["format"],
+    keys: &["format", "path"],
 };
 
 pub(crate) const UPSTREAM_TIMEOUTS: Section = Section {
@@ -192,7 +198,7 @@ pub(crate) const CRAWL_DELAY: Section = Section {
 
 pub(crate) const OFFENDERS: Section = Section {
     place: "in `offenders`",
-    keys: &["action", "strikes", "window", "ban"],
+    keys: &["action", "scope", "strikes", "window", "ban"],
 };
 
 pub(crate) const BLOCK: Section = Section {

@@ -146,6 +146,20 @@ fn redis(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<RedisConfig> {
         ),
         "url_file" => {
             let path = base_dir.join(reader::nonempty_string(sink, source_node, "url_file")?);
+            if sink.config_only {
+                // Not opened: the URL is checked where the secret is mounted.
+                let tls = match table.get("tls") {
+                    Some(n) => Some(redis_tls(sink, n, base_dir)?),
+                    None => None,
+                };
+                return Some(RedisConfig {
+                    url: String::new(),
+                    url_file: Some(path),
+                    prefix,
+                    timeout,
+                    tls,
+                });
+            }
             match super::read_secret_file(&path, MAX_URL_FILE_BYTES) {
                 Ok(url) => (url, Some(path)),
                 Err(message) => {

@@ -1353,6 +1353,93 @@ origins:
 }
 
 #[test]
+fn booleans_from_yaml_1_1_readers_are_the_words_they_were() {
+    // What `helm template` renders from values written `mode: off`, `action: off`, ...
+    let c = ok(&format!(
+        "defaults:\n  mode: false\n  offenders: {{action: false, scope: address}}\n  impostors: false\n{ORIGIN}"
+    ));
+    let origin = &c.origins[0];
+    assert_eq!(origin.mode, Mode::Off);
+    assert_eq!(origin.offenders.action, OffendersAction::Off);
+    assert_eq!(origin.offenders.scope, BanScope::Address);
+    assert_eq!(origin.impostors, Impostors::Ignore);
+    // The words themselves, quoted or not, mean the same.
+    let c = ok(&format!(
+        "{ORIGIN}    mode: off\n    offenders: {{action: \"off\"}}\n    impostors: off\n"
+    ));
+    assert_eq!(c.origins[0].mode, Mode::Off);
+    assert_eq!(c.origins[0].offenders.action, OffendersAction::Off);
+    assert_eq!(c.origins[0].impostors, Impostors::Ignore);
+    assert_eq!(
+        c.origins[0].offenders.scope,
+        BanScope::Crawlers,
+        "the default"
+    );
+    // A boolean where no word is one YAML 1.1 spells so is an error that says why.
+    let e = one_error(
+        &format!("{ORIGIN}    mode: true\n"),
+        5,
+        11,
+        "not the boolean true",
+    );
+    assert!(
+        e.to_string().contains("Helm read on and yes as true"),
+        "{e}"
+    );
+    let e = one_error(
+        &format!("{ORIGIN}    crawl_delay: {{action: false}}\n"),
+        5,
+        27,
+        "`action` must be a word, not the boolean false",
+    );
+    assert!(
+        e.to_string()
+            .contains("expected one of: enforce, report, ignore"),
+        "{e}"
+    );
+}
+
+#[test]
+fn networks_with_host_bits_set_are_refused_in_every_address_list() {
+    for (yaml, line, column, text, meant) in [
+        (
+            format!("trusted_proxies: [\"127.0.0.5/8\"]\n{ORIGIN}"),
+            1,
+            19,
+            "127.0.0.5/8",
+            "127.0.0.0/8",
+        ),
+        (
+            format!(
+                "{ORIGIN}    policy:\n      allow_clients: [\"10.0.0.0/24\", \"10.1.2.3/16\"]\n"
+            ),
+            6,
+            38,
+            "10.1.2.3/16",
+            "10.1.0.0/16",
+        ),
+        (
+            format!("defaults:\n  policy: {{allow_clients: \"2001:db8::1/32\"}}\n{ORIGIN}"),
+            2,
+            27,
+            "2001:db8::1/32",
+            "2001:db8::/32",
+        ),
+    ] {
+        let e = one_error(&yaml, line, column, "has host bits set");
+        assert_eq!(
+            e.to_string(),
+            format!("t.yaml:{line}:{column}: {text} has host bits set; did you mean {meant}?")
+        );
+    }
+    // A network as written, and a bare address (one host), are what they say.
+    let c = ok(&format!(
+        "trusted_proxies: [\"127.0.0.0/8\", \"10.0.0.7\", \"10.0.0.8/32\", \"::1\"]\n{ORIGIN}"
+    ));
+    assert_eq!(c.trusted_proxies.len(), 4);
+}
+
+#[test]
 fn policy_names_must_exist() {
     let yaml = format!("{ORIGIN}    policy:\n      crawlers: {{GPTBott: block}}\n");
     let e = one_error(&yaml, 6, 18, "no crawler is named `GPTBott`");
@@ -1413,6 +1500,74 @@ fn robots_serve_defaults_by_source() {
 // ---------------------------------------------------------------- verification
 
 #[test]
+fn range_list_settings() {
+    let c = ok(&format!(
+        "verify:
+  ranges:
+    enabled: false
+    mirrors:
+      \"https://openai.com/gptbot.json\": \"file:lists/gptbot.json\"
+      \"https://developers.google.com/static/crawling/ipranges/common-crawlers.json\": \"http://mirror.internal/googlebot.json\"
+    proxy: \"http://user:p%40ss@proxy.internal:3128\"
+  dns: {{enabled: false}}
+{ORIGIN}"
+    ));
+    let ranges = &c.verify.ranges;
+    assert!(!ranges.enabled);
+    assert!(!c.verify.dns.enabled);
+    assert_eq!(
+        ranges.mirrors,
+        [
+            (
+                "https://openai.com/gptbot.json".to_string(),
+                format!("file:{BASE}/lists/gptbot.json")
+            ),
+            (
+                "https://developers.google.com/static/crawling/ipranges/common-crawlers.json"
+                    .to_string(),
+                "http://mirror.internal/googlebot.json".to_string()
+            ),
+        ]
+    );
+    let proxy = ranges.proxy.as_ref().expect("a proxy");
+    assert_eq!(
+        (
+            proxy.host.as_str(),
+            proxy.port,
+            proxy.credentials.as_deref()
+        ),
+        ("proxy.internal", 3128, Some("user:p@ss"))
+    );
+    assert!(
+        !format!("{proxy:?}").contains("p@ss"),
+        "the password stays out of Debug"
+    );
+    // Defaults: lists and DNS on, no mirror, no proxy of the config's own.
+    let c = ok(ORIGIN);
+    assert!(c.verify.ranges.enabled && c.verify.dns.enabled);
+    assert!(c.verify.ranges.mirrors.is_empty() && c.verify.ranges.proxy.is_none());
+
+    one_error(
+        &format!("verify:\n  ranges:\n    mirrors: {{\"https://example.com/nobody.json\": \"file:x.json\"}}\n{ORIGIN}"),
+        3,
+        15,
+        "no crawler's `verify.ips` names `https://example.com/nobody.json`",
+    );
+    one_error(
+        &format!("verify:\n  ranges:\n    mirrors: {{\"https://openai.com/gptbot.json\": \"gptbot.json\"}}\n{ORIGIN}"),
+        3,
+        49,
+        "mirror `gptbot.json` is neither a URL nor a file: path",
+    );
+    one_error(
+        &format!("verify:\n  ranges: {{proxy: \"socks5://proxy:1080\"}}\n{ORIGIN}"),
+        2,
+        19,
+        "`socks5:` proxies are not supported",
+    );
+}
+
+#[test]
 fn verification_settings() {
     let c = ok(&format!(
         "verify:
@@ -1442,6 +1597,7 @@ defaults:
     assert_eq!(
         c.verify.dns,
         DnsConfig {
+            enabled: true,
             servers: vec![
                 "127.0.0.1:5353".parse().unwrap_or_else(|_| unreachable!()),
                 "10.0.0.2:53".parse().unwrap_or_else(|_| unreachable!()),

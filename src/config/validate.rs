@@ -22,7 +22,9 @@ use super::schema::{
     MAX_NAME_LEN, MAX_THREADS, MIN_MAX_HEADER_BYTES, REPORTS, SHUTDOWN, TOP,
 };
 use super::tree::{Node, Value};
-use super::{AccessLogFormat, PolicyConfig, UpstreamHealth, UpstreamTimeouts};
+use super::{
+    AccessLog, AccessLogFormat, AccessLogPath, PolicyConfig, UpstreamHealth, UpstreamTimeouts,
+};
 use super::{
     AdminConfig, BlockConfig, CertificatePair, Config, CrawlersConfig, ExtraCrawler, Limits,
     Listener, ListenerTls, Mode, OnUnreachable, OriginConfig, PathsConfig,
@@ -105,12 +107,18 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
         .get("access_log")
         .and_then(|n| Table::read(sink, n, &ACCESS_LOG, "`access_log`"))
     {
-        config.access_log = Some(
-            table
-                .get("format")
-                .and_then(|n| reader::choice(sink, n, "format", &ACCESS_LOG_FORMATS))
-                .unwrap_or(AccessLogFormat::Json),
-        );
+        let format = table
+            .get("format")
+            .and_then(|n| reader::choice(sink, n, "format", &ACCESS_LOG_FORMATS))
+            .unwrap_or(AccessLogFormat::Json);
+        let path = table
+            .get("path")
+            .and_then(|n| reader::nonempty_string(sink, n, "path"))
+            .map(|text| match text {
+                "stdout" => AccessLogPath::Stdout,
+                file => AccessLogPath::File(base_dir.join(file)),
+            });
+        config.access_log = Some(AccessLog { format, path });
     }
 
     let errors_before = sink.count();
@@ -120,7 +128,8 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
     // Entries already reported would only be reported again by the catalogue.
     let check = sink.count() == errors_before;
     let known = check_catalogue(sink, &config.crawlers, &extra_positions, check);
-    config.verify = super::verify::verify(sink, top.get("verify"), base_dir, &known);
+    config.verify =
+        super::verify::verify(sink, top.get("verify"), base_dir, &known, &config.crawlers);
     config.state = super::state::state(sink, top.get("state"), base_dir);
     if let Some(table) = top
         .get("reports")

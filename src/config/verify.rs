@@ -8,15 +8,22 @@ use std::time::Duration;
 use super::error::{quote, Sink};
 use super::origin::KnownCrawlers;
 use super::reader::{self, Table};
-use super::schema::{CRAWLER_VERIFY, SIGNATURE_AGENT, VERIFY, VERIFY_DNS, WEB_BOT_AUTH};
-use super::tree::Node;
-use super::{DnsConfig, Impostors, SignatureAgent, VerifyConfig, WebBotAuthConfig};
+use super::schema::{
+    CRAWLER_VERIFY, SIGNATURE_AGENT, VERIFY, VERIFY_DNS, VERIFY_RANGES, WEB_BOT_AUTH,
+};
+use super::tree::{Node, Value};
+use super::{
+    DnsConfig, FetchProxy, Impostors, RangesConfig, SignatureAgent, VerifyConfig, WebBotAuthConfig,
+};
 use crate::crawlers::VerifyData;
 
-pub(crate) const IMPOSTORS: [(&str, Impostors); 3] = [
+/// `off` is `ignore` (impostors are not looked for), the word an operator reaches for and the
+/// one Helm turns into `false`.
+pub(crate) const IMPOSTORS: [(&str, Impostors); 4] = [
     ("block", Impostors::Block),
     ("report", Impostors::Report),
     ("ignore", Impostors::Ignore),
+    ("off", Impostors::Ignore),
 ];
 
 /// The most addresses a DNS cache may be told to hold: enough for any site, small enough that
@@ -30,12 +37,14 @@ const MIN_LIST_REFRESH: Duration = Duration::from_secs(1);
 /// The most clock skew accepted on signatures: the draft's lifetimes are minutes to hours.
 const MAX_SKEW: Duration = Duration::from_secs(3600);
 
-/// `verify`, over the built-in values. Agents must name crawlers in `known`.
+/// `verify`, over the built-in values. Agents must name crawlers in `known`; mirrors, lists the
+/// crawlers of `crawlers` name.
 pub(crate) fn verify(
     sink: &mut Sink,
     node: Option<&Node>,
     base_dir: &Path,
     known: &KnownCrawlers,
+    crawlers: &super::CrawlersConfig,
 ) -> VerifyConfig {
     let mut out = VerifyConfig::default();
     let Some(table) = node.and_then(|n| Table::read(sink, n, &VERIFY, "`verify`")) else {
@@ -53,6 +62,9 @@ pub(crate) fn verify(
                 out.refresh = d;
             }
         }
+    }
+    if let Some(n) = table.get("ranges") {
+        out.ranges = ranges(sink, n, base_dir, crawlers);
     }
     if let Some(n) = table.get("dns") {
         out.dns = dns(sink, n);
@@ -73,11 +85,113 @@ fn positive(sink: &mut Sink, table: &Table<'_>, key: &str) -> Option<Duration> {
     Some(d)
 }
 
+/// `verify.ranges: {enabled, mirrors, proxy}`. A mirror of a list no crawler of `crawlers`
+/// names is an error, since a typo there would leave the real list fetched unnoticed (not
+/// checked when the catalogue is broken: that is reported already).
+fn ranges(
+    sink: &mut Sink,
+    node: &Node,
+    base_dir: &Path,
+    crawlers: &super::CrawlersConfig,
+) -> RangesConfig {
+    let mut out = RangesConfig::default();
+    let Some(table) = Table::read(sink, node, &VERIFY_RANGES, "`verify.ranges`") else {
+        return out;
+    };
+    if let Some(enabled) = table
+        .get("enabled")
+        .and_then(|n| reader::boolean(sink, n, "enabled"))
+    {
+        out.enabled = enabled;
+    }
+    if let Some(n) = table.get("mirrors") {
+        // Built only when there are mirrors: reading the catalogue costs more than the rest.
+        let lists: Option<Vec<String>> = crawlers.catalogue_defs().ok().map(|defs| {
+            defs.into_iter()
+                .filter_map(|def| def.verify)
+                .flat_map(|verify| verify.ips)
+                .collect()
+        });
+        let lists = lists.as_deref();
+        match &n.value {
+            Value::Map(entries) => {
+                for (key, value) in entries {
+                    let Some(list) = reader::nonempty_string(sink, key, "mirrors") else {
+                        continue;
+                    };
+                    if !is_http_url(list) {
+                        sink.error_hint(
+                            key.pos,
+                            format!("{} is not a list URL", quote(list)),
+                            "each key is the URL of a crawler's IP range list, as the catalogue \
+                             names it (config/crawlers.yaml lists them under `verify: {ips}`)",
+                        );
+                        continue;
+                    }
+                    if lists.is_some_and(|lists| !lists.iter().any(|named| named == list)) {
+                        sink.error_hint(
+                            key.pos,
+                            format!("no crawler's `verify.ips` names {}", quote(list)),
+                            "mirror a list the catalogue or crawlers.extra names \
+                             (config/crawlers.yaml lists them under `verify: {ips}`)",
+                        );
+                        continue;
+                    }
+                    if out.mirrors.iter().any(|(known, _)| known == list) {
+                        sink.error(key.pos, format!("{} is mirrored twice", quote(list)));
+                        continue;
+                    }
+                    let Some(text) = reader::nonempty_string(sink, value, "mirror") else {
+                        continue;
+                    };
+                    match list_source(text, base_dir) {
+                        Ok(mirror) => out.mirrors.push((list.to_owned(), mirror)),
+                        Err(why) => sink.error_hint(
+                            value.pos,
+                            format!("mirror {} {why}", quote(text)),
+                            "write an http(s) URL or file:path/to/list.json (relative to this file)",
+                        ),
+                    }
+                }
+            }
+            other => sink.error_hint(
+                n.pos,
+                format!("`mirrors` must be a mapping, not {}", other.kind()),
+                "e.g. mirrors: {\"https://openai.com/gptbot.json\": \"file:lists/gptbot.json\"}",
+            ),
+        }
+    }
+    if let Some(n) = table.get("proxy") {
+        if let Some(text) = reader::nonempty_string(sink, n, "proxy") {
+            match FetchProxy::parse(text, "verify.ranges.proxy") {
+                Ok(proxy) => out.proxy = Some(proxy),
+                Err(why) => sink.error_hint(
+                    n.pos,
+                    format!("proxy {}: {why}", quote(text)),
+                    "e.g. proxy: \"http://proxy.internal:3128\"",
+                ),
+            }
+        }
+    }
+    out
+}
+
+fn is_http_url(text: &str) -> bool {
+    url::Url::parse(text)
+        .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.host_str().is_some())
+}
+
 fn dns(sink: &mut Sink, node: &Node) -> DnsConfig {
     let mut out = DnsConfig::default();
     let Some(table) = Table::read(sink, node, &VERIFY_DNS, "`verify.dns`") else {
         return out;
     };
+    if let Some(enabled) = table
+        .get("enabled")
+        .and_then(|n| reader::boolean(sink, n, "enabled"))
+    {
+        out.enabled = enabled;
+    }
     if let Some(n) = table.get("servers") {
         let mut servers = Vec::new();
         for item in reader::one_or_many(n) {

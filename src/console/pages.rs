@@ -651,6 +651,15 @@ fn bans_table(console: &Console, origin: Option<&str>, viewer: &Viewer) -> Strin
             } else {
                 "<span class=\"note\">admin token needed</span>".to_string()
             };
+            let browsers = ban.browser_requests();
+            let browsers = if browsers > 0 {
+                format!(
+                    "<span class=\"tag impostor\" title=\"browsers behind this address: a NAT, an office, a load balancer missing from trusted_proxies?\">{} — NAT?</span>",
+                    number(browsers)
+                )
+            } else {
+                "0".to_string()
+            };
             vec![
                 escape(&ban.origin),
                 format!("<code>{}</code>", escape(&ban.client.to_string())),
@@ -658,6 +667,7 @@ fn bans_table(console: &Console, origin: Option<&str>, viewer: &Viewer) -> Strin
                 rfc3339(until),
                 html::span(left),
                 number(u64::from(ban.strikes)),
+                browsers,
                 action,
             ]
         })
@@ -786,6 +796,7 @@ async fn explain_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Resp
         method: &method,
         client: client_ip,
         signed: None,
+        request_id: None,
     };
     let judge = Judge {
         snapshot: &snapshot,

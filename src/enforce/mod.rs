@@ -355,6 +355,27 @@ impl Decision {
         }
     }
 
+    /// Whether the request identifies as a crawler that the origin's `policy` does not pass
+    /// (by its name, or its category: apps' HTTP libraries and monitors by default), or carries
+    /// no User-Agent (`user_agent`, as sent): what `offenders.scope: crawlers` refuses from a
+    /// banned address. Browsers and passed categories are the people and apps behind it.
+    pub fn is_bannable_crawler(&self, user_agent: &[u8]) -> bool {
+        if is_blank_user_agent(user_agent) {
+            return true;
+        }
+        let Some(crawler) = &self.crawler else {
+            return false;
+        };
+        if matches!(self.why, Why::PolicyPass(_)) {
+            return false;
+        }
+        let policy = &self.origin.config.policy;
+        let action = policy
+            .crawler(crawler.name())
+            .unwrap_or_else(|| policy.category(crawler.category()));
+        action != crate::config::Action::Pass
+    }
+
     /// The `crawler` metric label: the catalogue name, `other`, or `none` for a non-crawler.
     pub fn crawler_label(&self) -> &str {
         self.crawler.as_ref().map_or("none", |c| c.label())
@@ -366,6 +387,13 @@ impl Decision {
             .as_ref()
             .map_or("none", |c| c.category().as_str())
     }
+}
+
+/// A User-Agent that names nobody: empty, or only spaces and control bytes.
+pub fn is_blank_user_agent(user_agent: &[u8]) -> bool {
+    user_agent
+        .iter()
+        .all(|b| b.is_ascii_whitespace() || b.is_ascii_control())
 }
 
 /// Why a request is refused before any robots.txt decision.

@@ -9,7 +9,7 @@ pub mod url;
 pub mod watch;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, SystemTime};
 
 use pingora::connectors::http::Connector;
@@ -20,7 +20,7 @@ pub use origin::{FetchOutcome, Fetched, Kept, CONFIRM_UNAVAILABLE_AFTER};
 
 use crate::config::RobotsSource;
 use crate::metrics::METRICS;
-use crate::state::{Live, Origin, RobotsCopy};
+use crate::state::{Live, Origin, RobotsCopy, Snapshot};
 
 /// How many origins are fetched at once at start-up, so 1,000 origins do not open 1,000
 /// connections in the same instant.
@@ -41,6 +41,77 @@ pub async fn fetch_once(connector: &Connector, origin: &Origin) -> Option<Fetche
         RobotsSource::File { path } => Some(file::read(origin, path).await),
         RobotsSource::Inline { .. } => None,
     }
+}
+
+/// What a refresh on demand came to.
+#[derive(Debug)]
+pub struct Refreshed {
+    /// How the fetch (or read) went; `None` for an inline robots.txt (nothing to fetch).
+    pub outcome: Option<FetchOutcome>,
+    /// Whether the copy in force changed (its body or what it says as a whole).
+    pub changed: bool,
+    /// The copy in force now.
+    pub copy: Arc<RobotsCopy>,
+}
+
+/// Refreshes on demand at once, at most (each is one fetch; the rest wait their turn).
+const CONCURRENT_FORCED: usize = 4;
+
+static FORCED: LazyLock<tokio::sync::Semaphore> =
+    LazyLock::new(|| tokio::sync::Semaphore::new(CONCURRENT_FORCED));
+
+/// One connector for refreshes on demand (connections to origins are pooled across them).
+static FORCED_CONNECTOR: LazyLock<Connector> = LazyLock::new(|| Connector::new(None));
+
+/// Fetches (or reads) `origin`'s robots.txt now and puts the result in force exactly as the
+/// scheduled refresh does (counted, logged, the last good copy kept through a failure): the
+/// admin endpoint's `POST /robots/refresh` and SIGHUP. The scheduled refresh keeps its own
+/// timing.
+pub async fn refresh_now(origin: &Origin) -> Refreshed {
+    if matches!(origin.robots.settings.source, RobotsSource::Inline { .. }) {
+        return Refreshed {
+            outcome: None,
+            changed: false,
+            copy: origin.robots.current(),
+        };
+    }
+    let _turn = FORCED.acquire().await.ok();
+    let Some(fetched) = fetch_once(&FORCED_CONNECTOR, origin).await else {
+        return Refreshed {
+            outcome: None,
+            changed: false,
+            copy: origin.robots.current(),
+        };
+    };
+    count(origin, fetched.outcome);
+    let changed = store(origin, fetched.copy.clone());
+    if changed || fetched.copy.last_error.is_some() {
+        log_outcome(origin, &fetched.copy);
+    }
+    Refreshed {
+        outcome: Some(fetched.outcome),
+        changed,
+        copy: origin.robots.current(),
+    }
+}
+
+/// [`refresh_now`] for every origin of `snapshot`, [`MAX_CONCURRENT_FETCHES`] at a time; returns
+/// how many were fetched or read, how many changed, and how many failed.
+pub async fn refresh_all(snapshot: &Snapshot) -> (usize, usize, usize) {
+    use futures::StreamExt as _;
+    let origins: Vec<Arc<Origin>> = snapshot.origins.clone();
+    let results: Vec<Refreshed> = futures::stream::iter(origins)
+        .map(|origin| async move { refresh_now(&origin).await })
+        .buffer_unordered(MAX_CONCURRENT_FETCHES)
+        .collect()
+        .await;
+    let fetched = results.iter().filter(|r| r.outcome.is_some()).count();
+    let changed = results.iter().filter(|r| r.changed).count();
+    let failed = results
+        .iter()
+        .filter(|r| r.outcome.is_some() && r.copy.last_error.is_some())
+        .count();
+    (fetched, changed, failed)
 }
 
 /// Keeps every origin's copy fresh: one task per robots.txt slot; start-up fetches run at most

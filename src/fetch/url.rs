@@ -1,15 +1,28 @@
 //! GETs of absolute `http(s)://` URLs that belong to no origin: published IP range lists and Web
 //! Bot Auth key directories. The same connector, body limit and gzip handling as robots.txt
-//! fetches; the host is resolved here, and redirects are returned, never followed (each caller
-//! has its own rule: range lists follow a few, key directories none).
+//! fetches; the host is resolved here (or by the HTTP proxy, when one carries the fetch), and
+//! redirects are returned, never followed (each caller has its own rule: range lists follow a
+//! few, key directories none).
 
+use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use pingora::connectors::http::Connector;
+use pingora::connectors::L4Connect;
+use pingora::protocols::l4::socket::SocketAddr as PeerAddr;
+use pingora::protocols::l4::stream::Stream;
 use pingora::upstreams::peer::HttpPeer;
+use pingora::{Error, ErrorType};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::http::{exchange, Answer, Failure, Validators};
+use crate::config::FetchProxy;
+
+/// The longest answer head a proxy may send to CONNECT.
+const MAX_CONNECT_HEAD: usize = 8 * 1024;
 
 /// What an absolute URL names: where to connect and what to ask for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,30 +76,56 @@ fn target_of(url: &str) -> Result<UrlTarget, Failure> {
     })
 }
 
+/// The first address `host` resolves to, on `port`.
+async fn resolve(host: &str, port: u16) -> Result<SocketAddr, Failure> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, port));
+    }
+    tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| Failure::caused(format!("cannot resolve `{host}`"), e))?
+        .next()
+        .ok_or_else(|| Failure::new(format!("`{host}` resolves to no address")))
+}
+
 /// GETs `url` (http or https), conditionally when `validators` hold an ETag or Last-Modified,
-/// within `timeout` in all (name resolution included). At most `max_size` decoded body bytes are
-/// read (`Answer::over_limit` says more were sent). Certificates are verified against the
-/// platform's roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` are honoured).
+/// within `timeout` in all (name resolution included), through `proxy` when given (a tunnel by
+/// CONNECT; the proxy resolves the host). At most `max_size` decoded body bytes are read
+/// (`Answer::over_limit` says more were sent). Certificates are verified against the platform's
+/// roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` are honoured), through the tunnel too.
 pub async fn get_url(
     connector: &Connector,
     url: &str,
     validators: &Validators,
     max_size: usize,
     timeout: Duration,
+    proxy: Option<&FetchProxy>,
 ) -> Result<Answer, Failure> {
     let target = target_of(url)?;
+    let proxy = proxy.filter(|proxy| !proxy.bypasses(&target.hostname));
     let attempt = async {
-        let address = match target.hostname.parse::<IpAddr>() {
-            Ok(ip) => SocketAddr::new(ip, target.port),
-            Err(_) => tokio::net::lookup_host((target.hostname.as_str(), target.port))
-                .await
-                .map_err(|e| Failure::caused(format!("cannot resolve `{}`", target.hostname), e))?
-                .next()
-                .ok_or_else(|| {
-                    Failure::new(format!("`{}` resolves to no address", target.hostname))
-                })?,
+        let mut peer = match proxy {
+            None => HttpPeer::new(
+                resolve(&target.hostname, target.port).await?,
+                target.tls,
+                target.hostname.clone(),
+            ),
+            Some(proxy) => {
+                let address = resolve(&proxy.host, proxy.port)
+                    .await
+                    .map_err(|e| Failure::caused(format!("the proxy of {}", proxy.from), e))?;
+                let mut peer = HttpPeer::new(address, target.tls, target.hostname.clone());
+                peer.options.custom_l4 = Some(Arc::new(Tunnel {
+                    authority: target.connect_authority(),
+                    credentials: proxy.credentials.clone(),
+                }));
+                // Pooled connections are told apart by address: each tunnel goes elsewhere.
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                target.connect_authority().hash(&mut hasher);
+                peer.group_key = hasher.finish();
+                peer
+            }
         };
-        let mut peer = HttpPeer::new(address, target.tls, target.hostname.clone());
         peer.options.connection_timeout = Some(timeout);
         peer.options.total_connection_timeout = Some(timeout);
         peer.options.read_timeout = Some(timeout);
@@ -111,6 +150,79 @@ pub async fn get_url(
         Err(_) => Err(Failure::new(format!(
             "no answer from `{url}` within {timeout:?}"
         ))),
+    }
+}
+
+impl UrlTarget {
+    /// `host:port` as CONNECT names it (IPv6 in brackets).
+    fn connect_authority(&self) -> String {
+        if self.hostname.contains(':') {
+            format!("[{}]:{}", self.hostname, self.port)
+        } else {
+            format!("{}:{}", self.hostname, self.port)
+        }
+    }
+}
+
+/// Opens connections through an HTTP proxy: a TCP connection to the proxy (the peer's address),
+/// `CONNECT authority`, and the tunnel it answers `2xx` with. TLS, when used, runs through it.
+#[derive(Debug)]
+struct Tunnel {
+    authority: String,
+    credentials: Option<String>,
+}
+
+#[async_trait]
+impl L4Connect for Tunnel {
+    async fn connect(&self, proxy: &PeerAddr) -> pingora::Result<Stream> {
+        let Some(address) = proxy.as_inet() else {
+            return Error::e_explain(ErrorType::ConnectError, "the proxy is not a TCP address");
+        };
+        let fail = |what: String| Error::explain(ErrorType::ConnectError, what);
+        let mut tcp = tokio::net::TcpStream::connect(address)
+            .await
+            .map_err(|e| fail(format!("cannot connect to the proxy {address}: {e}")))?;
+        let mut head = format!(
+            "CONNECT {0} HTTP/1.1\r\nHost: {0}\r\nUser-Agent: {1}\r\n",
+            self.authority,
+            super::http::user_agent()
+        );
+        if let Some(credentials) = &self.credentials {
+            use base64::Engine as _;
+            let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
+            head.push_str(&format!("Proxy-Authorization: Basic {encoded}\r\n"));
+        }
+        head.push_str("\r\n");
+        tcp.write_all(head.as_bytes())
+            .await
+            .map_err(|e| fail(format!("the proxy {address}: {e}")))?;
+        // Byte by byte: what follows the head is the tunnel's, and must stay in the stream.
+        let mut answer = Vec::with_capacity(256);
+        while !answer.ends_with(b"\r\n\r\n") {
+            if answer.len() >= MAX_CONNECT_HEAD {
+                return Err(fail(format!(
+                    "the proxy {address} answered CONNECT with a head over {MAX_CONNECT_HEAD} bytes"
+                )));
+            }
+            let byte = tcp
+                .read_u8()
+                .await
+                .map_err(|e| fail(format!("the proxy {address} closed the tunnel: {e}")))?;
+            answer.push(byte);
+        }
+        let status_line = answer.split(|b| *b == b'\r').next().unwrap_or_default();
+        let status = std::str::from_utf8(status_line)
+            .ok()
+            .and_then(|line| line.split(' ').nth(1))
+            .and_then(|code| code.parse::<u16>().ok());
+        match status {
+            Some(200..=299) => Ok(Stream::from(tcp)),
+            _ => Err(fail(format!(
+                "the proxy {address} refused CONNECT {}: {}",
+                self.authority,
+                crate::logs::escape_client_text(status_line)
+            ))),
+        }
     }
 }
 
@@ -188,6 +300,7 @@ mod tests {
             &validators,
             1024,
             Duration::from_secs(5),
+            None,
         ));
         let head = server.join().unwrap_or_default().to_ascii_lowercase();
         assert!(
@@ -217,6 +330,7 @@ mod tests {
             &Validators::default(),
             1024,
             Duration::from_millis(300),
+            None,
         ));
         drop(listener);
         assert!(answer.is_err());

@@ -30,8 +30,9 @@ const CLIENT_ADDRESS_HEADERS: [&str; 5] = [
 /// Some frameworks (IIS URL Rewrite, Symfony, Zend) route on these instead of the request line.
 const REROUTING_HEADERS: [&str; 2] = ["x-original-url", "x-rewrite-url"];
 
-/// Removes what a client may not tell the origin: other client addresses (unless the peer is a
-/// trusted proxy, whose own headers they may be), re-routing headers (always), and underscore
+/// Removes what a client may not tell the origin: other client addresses and its own
+/// `X-Request-Id` (unless the peer is a trusted proxy, whose own headers they may be; with the
+/// access log on, robotsguard sets its own id), re-routing headers (always), and underscore
 /// spellings of any of these or of the headers robotsguard sets (always: CGI-style servers such
 /// as gunicorn and wsgiref read `X_Forwarded_For` as `X-Forwarded-For`). One pass over the header
 /// names, since most requests carry none of them.
@@ -52,7 +53,8 @@ fn strip_client_forwarding_headers(headers: &mut HeaderMap, peer_trusted: bool) 
                 .iter()
                 .any(|ours| ours.as_str().eq_ignore_ascii_case(&dashed))
         } else {
-            (!peer_trusted && CLIENT_ADDRESS_HEADERS.contains(&name_text))
+            (!peer_trusted
+                && (CLIENT_ADDRESS_HEADERS.contains(&name_text) || *name == X_REQUEST_ID))
                 || REROUTING_HEADERS.contains(&name_text)
         };
         if remove {
@@ -321,6 +323,7 @@ mod tests {
                 ("X-Real-IP", "203.0.113.9"),
                 ("X_Forwarded_Host", "evil.example"),
                 ("X-Original-URL", "/admin"),
+                ("X-Request-Id", "chosen-by-the-client"),
             ],
         );
         forward(&mut upstream, None, &facts(false)).expect("forwarded");
@@ -335,6 +338,32 @@ mod tests {
              x-forwarded-proto: https\r\n\
              x-forwarded-host: shop.example\r\n"
         );
+    }
+
+    #[test]
+    fn an_untrusted_clients_request_id_is_replaced_by_ours_or_removed() {
+        let ours = HeaderValue::from_static("ours");
+        for (peer_trusted, request_id, want) in [
+            (false, Some(&ours), Some("ours")),
+            (false, None, None),
+            (true, Some(&ours), Some("ours")),
+            (true, None, Some("the-balancers")),
+        ] {
+            let mut upstream = request(b"/", &[("X-Request-Id", "the-balancers")]);
+            let facts = Forwarding {
+                request_id,
+                ..facts(peer_trusted)
+            };
+            forward(&mut upstream, None, &facts).expect("forwarded");
+            let sent: Vec<&[u8]> = upstream
+                .headers
+                .get_all(X_REQUEST_ID)
+                .iter()
+                .map(HeaderValue::as_bytes)
+                .collect();
+            let want: Vec<&[u8]> = want.map(str::as_bytes).into_iter().collect();
+            assert_eq!(sent, want, "trusted: {peer_trusted}, ours: {request_id:?}");
+        }
     }
 
     #[test]

@@ -33,7 +33,7 @@ use pingora::services::ServiceWithDependents;
 pub use answer::block_body;
 pub use builder::{GuardBuilder, OriginSpec};
 
-use crate::config::{AccessLogFormat, Config, ConfigErrors, RobotsSource};
+use crate::config::{Config, ConfigErrors, RobotsSource};
 use crate::enforce::{decide_for_client, Decision, Outcome, Refused};
 use crate::fetch::http_peer;
 use crate::judge::{
@@ -216,9 +216,10 @@ impl Guard {
         GuardBuilder::default()
     }
 
-    /// A guard for the config file at `path`, checked as `robotsguard validate --config-only`
-    /// checks it. Its [`services`](Guard::services) reload the file when it changes (and on
-    /// SIGHUP). Metrics go to the global registry.
+    /// A guard for the config file at `path` (the file checked; the files it names are checked
+    /// by [`crate::preflight::problems`], which `robotsguard serve` runs before it starts). Its
+    /// [`services`](Guard::services) reload the file when it changes (and on SIGHUP). Metrics
+    /// go to the global registry.
     pub fn from_file(path: &Path) -> Result<Guard, GuardError> {
         Guard::builder().config_file(path).build()
     }
@@ -250,6 +251,13 @@ impl Guard {
             }
         }
         let verifier = Arc::new(crate::verify::Verifier::new(&snapshot.config.verify));
+        if snapshot.config.verify.ranges.enabled {
+            // Every list is reported (not loaded) from the start, before its first fetch.
+            let lists = crate::verify::refresh::list_entries(&snapshot);
+            verifier
+                .lists()
+                .set_entries(lists.iter().map(String::as_str));
+        }
         let snapshot_state = snapshot.config.state.clone();
         let reports_settings = snapshot.config.reports;
         Ok(Guard {
@@ -448,6 +456,7 @@ impl Guard {
         } else {
             None
         };
+        let request_id = ctx.request_id.clone();
         let facts = Facts {
             host: request_host(request).unwrap_or_default(),
             user_agent,
@@ -455,6 +464,7 @@ impl Guard {
             method: &request.method,
             client: ctx.client,
             signed: signed.as_ref(),
+            request_id: request_id.as_ref().and_then(|id| id.to_str().ok()),
         };
         let judgment = self.judge_with(&snapshot, &facts, JudgeMode::Apply).await;
         ctx.absolute_form = matches!(target, Target::Absolute(_));
@@ -846,8 +856,8 @@ impl Guard {
         let status = session
             .response_written()
             .map(|response| response.status.as_u16());
-        if let Some(format) = self.live.load().config.access_log {
-            access_log(format, session, ctx, status);
+        if let Some(settings) = &self.live.load().config.access_log {
+            access_log(settings, session, ctx, status);
         }
         let Some(decision) = &ctx.decision else {
             if let Some(status) = status {
@@ -913,7 +923,12 @@ impl pingora::services::background::BackgroundService for RefresherService {
 }
 
 /// Writes one access log line for this request.
-fn access_log(format: AccessLogFormat, session: &Session, ctx: &GuardContext, status: Option<u16>) {
+fn access_log(
+    settings: &crate::config::AccessLog,
+    session: &Session,
+    ctx: &GuardContext,
+    status: Option<u16>,
+) {
     let request = session.req_header();
     let host = request_host(request).unwrap_or_default();
     let user_agent = request
@@ -940,5 +955,5 @@ fn access_log(format: AccessLogFormat, session: &Session, ctx: &GuardContext, st
         upstream: ctx.upstream.as_ref().map(|u| u.address),
         request_id: ctx.request_id.as_ref().map(HeaderValue::as_bytes),
     };
-    crate::logs::access(format, &record);
+    crate::logs::access(settings, &record);
 }

@@ -194,11 +194,20 @@ impl Cache {
 
 type Waiter = tokio::sync::watch::Receiver<Option<Fcrdns>>;
 
+/// A lookup in flight: its answer when it comes, and when its first waiter stops waiting. A
+/// request that joins it waits no longer than that: a silent zone must not cost each request
+/// from the address a full timeout of its own.
+#[derive(Clone)]
+struct Pending {
+    answer: Waiter,
+    give_up_at: tokio::time::Instant,
+}
+
 struct Inner {
     resolver: Result<TokioResolver, String>,
     settings: DnsConfig,
     cache: Cache,
-    in_flight: Mutex<HashMap<IpAddr, Waiter>>,
+    in_flight: Mutex<HashMap<IpAddr, Pending>>,
 }
 
 /// Forward-confirmed reverse DNS with its cache. Clones share the cache and the lookups.
@@ -276,8 +285,13 @@ impl ReverseDns {
     /// none can be built, every lookup fails (claims stay unverified) and the reason is logged
     /// once: verification must not stop the proxy from starting. Needs no runtime.
     pub fn new(settings: DnsConfig) -> ReverseDns {
-        let resolver = resolver(&settings);
-        if let Err(e) = &resolver {
+        // Turned off (`verify.dns.enabled: false`): no resolver, and nothing to warn about.
+        let resolver = if settings.enabled {
+            resolver(&settings)
+        } else {
+            Err("reverse DNS is off (verify.dns.enabled: false)".to_string())
+        };
+        if let (Err(e), true) = (&resolver, settings.enabled) {
             tracing::warn!("reverse DNS verification is unavailable: {e}");
         }
         ReverseDns {
@@ -303,19 +317,24 @@ impl ReverseDns {
     }
 
     /// The answer for `ip`: cached, or looked up (one lookup per address however many ask at
-    /// once). Waits at most `timeout` in all; a lookup still running then goes on and fills the
-    /// cache for the next request, and this answers `Failed`. Needs a tokio runtime.
+    /// once). Waits at most `timeout` from the lookup's start: the request that started it waits
+    /// `timeout`, one that joins it only what is left of that. A lookup still running then goes
+    /// on and fills the cache for the next request, and this answers `Failed`. Needs a tokio
+    /// runtime.
     pub async fn resolve(&self, ip: IpAddr) -> Fcrdns {
         let ip = canonical(ip);
         if let Some(answer) = self.peek(ip) {
             return answer;
         }
-        let mut waiter = match self.join_or_start(ip) {
-            Ok(waiter) => waiter,
+        let Pending {
+            answer: mut waiter,
+            give_up_at,
+        } = match self.join_or_start(ip) {
+            Ok(pending) => pending,
             Err(answer) => return answer,
         };
         let timeout = self.inner.settings.timeout;
-        let waited = tokio::time::timeout(timeout, async {
+        let waited = tokio::time::timeout_at(give_up_at, async {
             match waiter.wait_for(Option::is_some).await {
                 Ok(answer) => answer.clone(),
                 Err(_) => None,
@@ -331,15 +350,15 @@ impl ReverseDns {
 
     /// The lookup in flight for `ip`, joined or started; or an answer without one (cached since
     /// the caller looked, or too many lookups in flight).
-    fn join_or_start(&self, ip: IpAddr) -> Result<Waiter, Fcrdns> {
+    fn join_or_start(&self, ip: IpAddr) -> Result<Pending, Fcrdns> {
         let (done, waiter) = {
             let mut in_flight = self
                 .inner
                 .in_flight
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
-            if let Some(waiter) = in_flight.get(&ip) {
-                return Ok(waiter.clone());
+            if let Some(pending) = in_flight.get(&ip) {
+                return Ok(pending.clone());
             }
             // A lookup that ended since the caller's peek stored its answer before leaving
             // `in_flight`: look again under the lock rather than send a second one.
@@ -352,8 +371,12 @@ impl ReverseDns {
                 return Err(Fcrdns::Failed(why.into()));
             }
             let (done, waiter) = tokio::sync::watch::channel(None);
-            in_flight.insert(ip, waiter.clone());
-            (done, waiter)
+            let pending = Pending {
+                answer: waiter,
+                give_up_at: tokio::time::Instant::now() + self.inner.settings.timeout,
+            };
+            in_flight.insert(ip, pending.clone());
+            (done, pending)
         };
         // Made with the lock released: it takes the lock when dropped, even if spawning fails.
         let guard = InFlight {

@@ -31,6 +31,9 @@ const VERDICT_TTL: Duration = Duration::from_secs(60);
 /// (crawler, address). One per process, shared by every snapshot.
 pub struct Verifier {
     settings: VerifyConfig,
+    /// What list and key-directory fetches go through: `verify.ranges.proxy`, else the
+    /// environment's `HTTPS_PROXY`.
+    proxy: Option<crate::config::FetchProxy>,
     lists: Arc<ranges::RangeLists>,
     dns: dns::ReverseDns,
     verdicts: cache::VerdictCache,
@@ -48,13 +51,36 @@ impl std::fmt::Debug for Verifier {
 impl Verifier {
     /// A verifier with `settings` (`verify`); lists load once its services run.
     pub fn new(settings: &VerifyConfig) -> Verifier {
+        let proxy = settings.ranges.proxy.clone().or_else(|| {
+            match crate::config::FetchProxy::from_environment()? {
+                Ok(proxy) => Some(proxy),
+                Err(e) => {
+                    tracing::warn!(
+                        "HTTPS_PROXY is not usable ({e}): range lists and key directories are \
+                         fetched directly; set verify.ranges.proxy to choose"
+                    );
+                    None
+                }
+            }
+        });
         Verifier {
             settings: settings.clone(),
-            lists: Arc::default(),
+            lists: Arc::new(ranges::RangeLists::with_mirrors(
+                settings.ranges.mirrors.clone(),
+            )),
             dns: dns::ReverseDns::new(settings.dns.clone()),
             verdicts: cache::VerdictCache::new(settings.dns.max_entries, VERDICT_TTL),
-            signatures: Arc::new(signature::WebBotAuth::new(&settings.web_bot_auth)),
+            signatures: Arc::new(signature::WebBotAuth::new(
+                &settings.web_bot_auth,
+                proxy.as_ref(),
+            )),
+            proxy,
         }
+    }
+
+    /// The HTTP proxy list and key-directory fetches go through, if any.
+    pub fn proxy(&self) -> Option<&crate::config::FetchProxy> {
+        self.proxy.as_ref()
     }
 
     /// The request's Web Bot Auth signature, checked (`Absent` when it has none or when no
@@ -87,17 +113,22 @@ impl Verifier {
         &self.lists
     }
 
-    /// The background services: the range list refresher (lists named by `live`'s catalogue)
-    /// and, with signing agents configured, their keys' refresher.
+    /// The background services: the range list refresher (lists named by `live`'s catalogue;
+    /// none with `verify.ranges.enabled: false`) and, with signing agents configured, their
+    /// keys' refresher.
     pub fn services(&self, live: Arc<Live>) -> Vec<Box<dyn ServiceWithDependents>> {
-        let mut services: Vec<Box<dyn ServiceWithDependents>> = vec![Box::new(background_service(
-            "crawler range lists",
-            refresh::ListRefresher {
-                live,
-                lists: self.lists.clone(),
-                refresh: self.settings.refresh,
-            },
-        ))];
+        let mut services: Vec<Box<dyn ServiceWithDependents>> = Vec::new();
+        if self.settings.ranges.enabled {
+            services.push(Box::new(background_service(
+                "crawler range lists",
+                refresh::ListRefresher {
+                    live,
+                    lists: self.lists.clone(),
+                    refresh: self.settings.refresh,
+                    proxy: self.proxy.clone(),
+                },
+            )));
+        }
         if self.signatures.is_active() {
             services.push(Box::new(background_service(
                 "Web Bot Auth keys",
@@ -165,9 +196,15 @@ impl Verifier {
             return cached;
         }
         let public = is_public(ip);
-        let lists = self.lists.answer(&data.ips, ip);
+        let lists = if self.settings.ranges.enabled || data.ips.is_empty() {
+            self.lists.answer(&data.ips, ip)
+        } else {
+            ListAnswer::Off
+        };
         let dns = if matches!(lists, ListAnswer::In(_)) || data.rdns.is_empty() || !public {
             DnsAnswer::NotAsked
+        } else if !self.settings.dns.enabled {
+            DnsAnswer::Off
         } else {
             let answer = self.dns.resolve(ip).await;
             match &answer {
@@ -202,6 +239,8 @@ pub enum ListAnswer {
     NotIn,
     /// Some list is not loaded (yet, or ever): nothing definite.
     NotLoaded,
+    /// Lists are not fetched (`verify.ranges.enabled: false`): nothing definite.
+    Off,
 }
 
 /// What reverse DNS says of an address, for one crawler's suffixes.
@@ -215,6 +254,8 @@ pub enum DnsAnswer {
     NotConfirmed(Option<String>),
     /// The lookup failed or timed out.
     Failed(String),
+    /// Reverse DNS is not asked (`verify.dns.enabled: false`): nothing definite.
+    Off,
 }
 
 /// Whether an address can be a crawler's own: loopback, private, link-local, unique-local and
@@ -270,6 +311,12 @@ pub fn verdict(
         ListAnswer::NotLoaded => {
             return Verification::unverified(crawler, "its IP range lists are not loaded");
         }
+        ListAnswer::Off => {
+            return Verification::unverified(
+                crawler,
+                "IP range lists are off (verify.ranges.enabled: false)",
+            );
+        }
         ListAnswer::In(_) => false,
     };
     let dns_definite = match dns {
@@ -277,6 +324,12 @@ pub fn verdict(
         DnsAnswer::NotConfirmed(_) => true,
         DnsAnswer::Failed(why) => {
             return Verification::unverified(crawler, format!("reverse DNS failed: {why}"));
+        }
+        DnsAnswer::Off => {
+            return Verification::unverified(
+                crawler,
+                "reverse DNS is off (verify.dns.enabled: false)",
+            );
         }
         DnsAnswer::Confirmed(_) => false,
     };
@@ -330,7 +383,12 @@ mod tests {
             &ListAnswer,
             &DnsAnswer,
             VerificationResult,
-        ); 14] = [
+        ); 18] = [
+            // Turned off: never evidence either way.
+            (&both, true, &L::Off, &other_name, Unverified),
+            (&both, true, &L::NotIn, &D::Off, Unverified),
+            (&lists_only, true, &L::Off, &D::NotAsked, Unverified),
+            (&dns_only, true, &L::NoLists, &D::Off, Unverified),
             (&both, true, &in_list, &D::NotAsked, Verified),
             (&both, true, &L::NotIn, &confirmed, Verified),
             (&both, false, &in_list, &D::NotAsked, Verified),

@@ -290,13 +290,24 @@ pub struct ListSlot {
 #[derive(Debug, Default)]
 pub struct RangeLists {
     slots: RwLock<HashMap<String, Arc<ListSlot>>>,
+    /// `verify.ranges.mirrors`: a list's URL and what to fetch or read instead.
+    mirrors: Vec<(String, String)>,
     /// Bumped whenever what the lists say may have changed (a copy stored, the set of lists
     /// changed by a reload): verdicts reached under an older version are not reused.
     version: std::sync::atomic::AtomicU64,
 }
 
 impl RangeLists {
-    /// Makes the lists exactly `entries`: new ones get an empty slot, lists no longer named are
+    /// No lists yet; a list named in `mirrors` is fetched or read from its mirror.
+    pub fn with_mirrors(mirrors: Vec<(String, String)>) -> RangeLists {
+        RangeLists {
+            mirrors,
+            ..RangeLists::default()
+        }
+    }
+
+    /// Makes the lists exactly `entries`: new ones get an empty slot (and
+    /// `robotsguard_crawler_range_list_loaded` 0 until a copy is in), lists no longer named are
     /// dropped.
     pub fn set_entries<'a>(&self, entries: impl IntoIterator<Item = &'a str>) {
         self.changed();
@@ -305,11 +316,20 @@ impl RangeLists {
         slots.retain(|entry, _| wanted.contains(&entry.as_str()));
         for entry in wanted {
             if !slots.contains_key(entry) {
+                let source = self
+                    .mirrors
+                    .iter()
+                    .find(|(list, _)| list == entry)
+                    .map_or(entry, |(_, mirror)| mirror.as_str());
+                crate::metrics::METRICS
+                    .crawler_range_list_loaded
+                    .with_label_values(&[entry])
+                    .set(0);
                 slots.insert(
                     entry.to_string(),
                     Arc::new(ListSlot {
                         entry: entry.to_string(),
-                        source: ListSource::from_entry(entry),
+                        source: ListSource::from_entry(source),
                         copy: ArcSwapOption::empty(),
                         last_error: Mutex::new(None),
                     }),

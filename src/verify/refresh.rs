@@ -1,11 +1,16 @@
 //! Keeps every IP range list the crawlers name fresh: one task per list, fetched (or read) at
-//! start and every `verify.refresh`, conditionally; on failure retried with backoff from 10 s;
-//! a failed fetch or a malformed answer never replaces the last good copy. Lists are the
+//! start and every `verify.refresh`, conditionally (from its mirror when `verify.ranges.mirrors`
+//! names one, through `verify.ranges.proxy` when set); on failure retried with backoff from
+//! 10 s; a failed fetch or a malformed answer never replaces the last good copy. Lists are the
 //! catalogue's: when a reload changes which lists crawlers name, tasks start and stop.
+//!
+//! A list that keeps failing (no egress, say) is said once: one WARN on its first failure, then
+//! at most one summary line per [`SUMMARY_EVERY`]; `robotsguard_crawler_range_list_loaded` and
+//! the chart's alert carry the rest.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
 use pingora::connectors::http::Connector;
@@ -14,6 +19,7 @@ use pingora::services::background::BackgroundService;
 
 use super::ranges::{parse_list, ListCopy, ListSlot, ListSource, RangeLists, RangeSet};
 use super::ranges::{read_file, MAX_LIST_BYTES};
+use crate::config::FetchProxy;
 use crate::fetch::url::get_url;
 use crate::fetch::{FileWatcher, Validators};
 use crate::metrics::METRICS;
@@ -27,6 +33,9 @@ const MAX_REDIRECTS: usize = 5;
 
 /// How long one fetch may take, redirects included.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A list that keeps failing gets one summary line per this long.
+pub const SUMMARY_EVERY: Duration = Duration::from_secs(600);
 
 /// The `ips` entries of every crawler in the snapshot's catalogue.
 pub(crate) fn list_entries(snapshot: &Snapshot) -> Vec<String> {
@@ -44,14 +53,19 @@ pub(crate) fn list_entries(snapshot: &Snapshot) -> Vec<String> {
 }
 
 /// Fetches or reads each of `entries` once, now (for a one-off check such as `robotsguard
-/// identify --client`); a list that fails stays not loaded, and the error is returned with it.
-pub async fn load_once(lists: &RangeLists, entries: &[String]) -> Vec<(String, String)> {
+/// identify --client`), through `proxy` when given; a list that fails stays not loaded, and the
+/// error is returned with it.
+pub async fn load_once(
+    lists: &RangeLists,
+    entries: &[String],
+    proxy: Option<&FetchProxy>,
+) -> Vec<(String, String)> {
     lists.set_entries(entries.iter().map(String::as_str));
     let connector = Connector::new(None);
     let mut failures = Vec::new();
     for slot in lists.slots() {
         let got = match &slot.source {
-            ListSource::Url(url) => fetch(&connector, &slot, url).await,
+            ListSource::Url(url) => fetch(&connector, &slot, url, proxy).await,
             ListSource::File(path) => read(path.clone()).await,
         };
         match got {
@@ -74,6 +88,8 @@ pub struct ListRefresher {
     pub lists: Arc<RangeLists>,
     /// `verify.refresh`.
     pub refresh: Duration,
+    /// The HTTP proxy fetches go through, if any.
+    pub proxy: Option<FetchProxy>,
 }
 
 #[async_trait]
@@ -83,6 +99,7 @@ impl BackgroundService for ListRefresher {
             connector: Connector::new(None),
             watcher: FileWatcher::new(),
             refresh: self.refresh,
+            proxy: self.proxy.clone(),
         });
         let mut generations = self.live.subscribe();
         let mut tasks: HashMap<String, tokio::task::JoinHandle<()>> = HashMap::new();
@@ -121,6 +138,49 @@ struct Shared {
     connector: Connector,
     watcher: FileWatcher,
     refresh: Duration,
+    proxy: Option<FetchProxy>,
+}
+
+/// A list's run of failures, for its log lines.
+#[derive(Debug, Default)]
+struct Failing {
+    /// Attempts failed in a row.
+    attempts: u32,
+    /// Failed attempts not yet in a line.
+    unsaid: u32,
+    /// When the latest line about it was written.
+    said_at: Option<Instant>,
+}
+
+impl Failing {
+    /// The line to write for a failure now, if any: the first of a run, then a summary at most
+    /// every [`SUMMARY_EVERY`].
+    fn failed(&mut self, now: Instant) -> Option<FailureLine> {
+        self.attempts = self.attempts.saturating_add(1);
+        self.unsaid = self.unsaid.saturating_add(1);
+        let line = match self.said_at {
+            None => FailureLine::First,
+            Some(at) if now.duration_since(at) >= SUMMARY_EVERY => FailureLine::Summary {
+                attempts: self.attempts,
+                since_last: self.unsaid,
+            },
+            Some(_) => return None,
+        };
+        self.said_at = Some(now);
+        self.unsaid = 0;
+        Some(line)
+    }
+
+    /// Ends the run; returns how many attempts had failed.
+    fn succeeded(&mut self) -> u32 {
+        std::mem::take(self).attempts
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum FailureLine {
+    First,
+    Summary { attempts: u32, since_last: u32 },
 }
 
 /// What one fetch or read came to.
@@ -139,11 +199,24 @@ async fn keep_fresh(slot: Arc<ListSlot>, lists: Arc<RangeLists>, shared: Arc<Sha
         ListSource::Url(_) => None,
     };
     let mut failures: u32 = 0;
+    let mut failing = Failing::default();
     loop {
         let got = match &slot.source {
-            ListSource::Url(url) => fetch(&shared.connector, &slot, url).await,
+            ListSource::Url(url) => {
+                fetch(&shared.connector, &slot, url, shared.proxy.as_ref()).await
+            }
             ListSource::File(path) => read(path.clone()).await,
         };
+        if !matches!(got, Got::Failed(..)) {
+            let failed = failing.succeeded();
+            if failed > 0 {
+                tracing::info!(
+                    list = %slot.entry,
+                    failed_attempts = failed,
+                    "crawler IP range list reachable again"
+                );
+            }
+        }
         let outcome = match got {
             Got::Fresh(copy) => {
                 METRICS
@@ -191,7 +264,30 @@ async fn keep_fresh(slot: Arc<ListSlot>, lists: Arc<RangeLists>, shared: Arc<Sha
                 } else {
                     "no copy yet: claims of its crawlers stay unverified"
                 };
-                tracing::warn!(list = %slot.entry, outcome, "crawler IP range list: {error} ({kept})");
+                let source = match &slot.source {
+                    ListSource::Url(url) if *url != slot.entry => format!(" (mirror {url})"),
+                    ListSource::File(path) => format!(" (file {})", path.display()),
+                    ListSource::Url(_) => String::new(),
+                };
+                match failing.failed(Instant::now()) {
+                    Some(FailureLine::First) => tracing::warn!(
+                        list = %slot.entry,
+                        outcome,
+                        "crawler IP range list{source}: {error} ({kept}; retried with backoff, \
+                         next said at most every 10 minutes)"
+                    ),
+                    Some(FailureLine::Summary {
+                        attempts,
+                        since_last,
+                    }) => tracing::warn!(
+                        list = %slot.entry,
+                        outcome,
+                        attempts,
+                        since_last,
+                        "crawler IP range list{source} still failing: {error} ({kept})"
+                    ),
+                    None => {}
+                }
                 if let Ok(mut last) = slot.last_error.lock() {
                     *last = Some(error);
                 }
@@ -238,6 +334,10 @@ fn published(slot: &ListSlot, at: SystemTime) {
         .verify_list_last_success
         .with_label_values(&[&slot.entry])
         .set(seconds);
+    METRICS
+        .crawler_range_list_loaded
+        .with_label_values(&[&slot.entry])
+        .set(1);
 }
 
 fn clear_error(slot: &ListSlot) {
@@ -276,7 +376,12 @@ fn parsed(body: &[u8], etag: Option<String>, last_modified: Option<String>) -> G
     }
 }
 
-async fn fetch(connector: &Connector, slot: &ListSlot, url: &str) -> Got {
+async fn fetch(
+    connector: &Connector,
+    slot: &ListSlot,
+    url: &str,
+    proxy: Option<&FetchProxy>,
+) -> Got {
     let validators = match slot.copy.load_full() {
         Some(copy) => Validators {
             etag: copy.etag.clone(),
@@ -292,6 +397,7 @@ async fn fetch(connector: &Connector, slot: &ListSlot, url: &str) -> Got {
             &validators,
             MAX_LIST_BYTES,
             FETCH_TIMEOUT,
+            proxy,
         )
         .await
         {
@@ -327,4 +433,34 @@ async fn fetch(connector: &Connector, slot: &ListSlot, url: &str) -> Got {
         }
     }
     Got::Failed("http_error", format!("more than {MAX_REDIRECTS} redirects"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_list_is_said_once_then_summed_up_every_ten_minutes() {
+        let mut failing = Failing::default();
+        let start = Instant::now();
+        assert_eq!(failing.failed(start), Some(FailureLine::First));
+        for minute in 1..10 {
+            let at = start + Duration::from_secs(60 * minute);
+            assert_eq!(failing.failed(at), None, "minute {minute}");
+        }
+        assert_eq!(
+            failing.failed(start + SUMMARY_EVERY),
+            Some(FailureLine::Summary {
+                attempts: 11,
+                since_last: 10
+            })
+        );
+        assert_eq!(failing.failed(start + SUMMARY_EVERY), None);
+        assert_eq!(failing.succeeded(), 12);
+        // A new run starts with a WARN of its own.
+        assert_eq!(
+            failing.failed(start + SUMMARY_EVERY),
+            Some(FailureLine::First)
+        );
+    }
 }

@@ -113,6 +113,8 @@ struct Agent {
     nudge: tokio::sync::Notify,
     /// When (Unix seconds) the last nudge was given; one per `MIN_KEYS_TTL` at most.
     last_nudge: AtomicU64,
+    /// The HTTP proxy its key directory is fetched through, if any.
+    proxy: Option<crate::config::FetchProxy>,
 }
 
 impl Agent {
@@ -252,8 +254,9 @@ fn dictionary_member(value: &str, key: &str) -> Option<String> {
 }
 
 impl WebBotAuth {
-    /// The verifier for `config`; keys load once its service runs.
-    pub fn new(config: &WebBotAuthConfig) -> WebBotAuth {
+    /// The verifier for `config`; keys load once its service runs, key directories through
+    /// `proxy` when given.
+    pub fn new(config: &WebBotAuthConfig, proxy: Option<&crate::config::FetchProxy>) -> WebBotAuth {
         let agents = config
             .agents
             .iter()
@@ -269,6 +272,7 @@ impl WebBotAuth {
                     status: Mutex::new(KeysStatus::default()),
                     nudge: tokio::sync::Notify::new(),
                     last_nudge: AtomicU64::new(0),
+                    proxy: proxy.cloned(),
                 })
             })
             .collect();
@@ -556,7 +560,7 @@ async fn load(
     connector: &Connector,
 ) -> (Result<(KeyRing, usize), String>, Duration) {
     match &agent.source {
-        KeysSource::Directory(url) => fetch_directory(connector, url).await,
+        KeysSource::Directory(url) => fetch_directory(connector, url, agent.proxy.as_ref()).await,
         KeysSource::File(path) => {
             let path = path.clone();
             let read = tokio::task::spawn_blocking(move || crate::verify::ranges::read_file(&path))
@@ -586,6 +590,7 @@ fn keys_ttl(cache_control: Option<&str>) -> Duration {
 async fn fetch_directory(
     connector: &Connector,
     url: &str,
+    proxy: Option<&crate::config::FetchProxy>,
 ) -> (Result<(KeyRing, usize), String>, Duration) {
     let answer = match get_url(
         connector,
@@ -593,6 +598,7 @@ async fn fetch_directory(
         &Validators::default(),
         MAX_DIRECTORY_BYTES,
         FETCH_TIMEOUT,
+        proxy,
     )
     .await
     {

@@ -134,7 +134,9 @@ origins:
         assert send("shop.example", "/robots.txt", GPTBOT, "192.0.2.2") == 200
         for path in ["/private/orders", "/private/orders", "/checkout/cart"]:
             assert send("shop.example", path, GPTBOT, "192.0.2.2") == 403
-        assert send("shop.example", "/products/1", BROWSER, "192.0.2.2") == 403  # banned
+        # Banned, but a browser passes (offenders.scope: crawlers) and is counted on the ban.
+        assert send("shop.example", "/products/1", BROWSER, "192.0.2.2") == 200
+        assert send("shop.example", "/products/1", GPTBOT, "192.0.2.2") == 403
         assert send("shop.example", "/products/9", CCBOT, "192.0.2.3") == 403
         assert send("blog.example", "/post/1", GPTBOT, "192.0.2.4") == 200  # report mode
         auth = {"Authorization": f"Bearer {READ_TOKEN}"}
@@ -142,7 +144,7 @@ origins:
         def counted():
             status, body = fetch(base + "/reports/crawlers?origin=shop", auth)
             rows = {r["name"]: r for r in json.loads(body)["crawlers"]}
-            return status == 200 and rows.get("GPTBot", {}).get("requests") == 8
+            return status == 200 and rows.get("GPTBot", {}).get("requests") == 9
 
         wait_for(counted, "the crawler report")
 
@@ -180,7 +182,8 @@ origins:
             assert "shop" in rows.nth(1).inner_text() or "shop" in rows.nth(0).inner_text()
             page.screenshot(path=os.path.join(shots, "overview.png"), full_page=True)
             page.goto(base + "/ui/bans")
-            assert "192.0.2.2" in page.locator("#bans").inner_text()
+            bans_text = page.locator("#bans").inner_text()
+            assert "192.0.2.2" in bans_text and "NAT?" in bans_text, bans_text
             assert page.locator("#bans button").count() == 0, "read-only: no lift button"
 
             # Per origin: crawler table, violations, robots.txt copies.
@@ -189,7 +192,7 @@ origins:
             for row in page.locator("#crawlers tbody tr").all():
                 cells = [c.inner_text() for c in row.locator("td").all()]
                 crawler_rows[cells[0]] = cells
-            assert crawler_rows["GPTBot"][3] == "8", crawler_rows["GPTBot"]
+            assert crawler_rows["GPTBot"][3] == "9", crawler_rows["GPTBot"]
             assert crawler_rows["GPTBot"][4] == "4", crawler_rows["GPTBot"]  # allowed
             assert crawler_rows["GPTBot"][5] == "3", crawler_rows["GPTBot"]  # blocked
             assert crawler_rows["CCBot"][5] == "1", crawler_rows["CCBot"]
@@ -227,7 +230,7 @@ origins:
             page.click("#bans button.danger")
             assert page.locator("#lifted").is_visible()
             assert page.locator("#bans").count() == 0 and page.locator("#bans-empty").is_visible()
-            assert send("shop.example", "/products/1", BROWSER, "192.0.2.2") == 200, "lifted"
+            assert send("shop.example", "/products/2", GPTBOT, "192.0.2.2") == 200, "lifted"
 
             # Explain: the judgment as the proxy gives it.
             page.goto(base + "/ui/explain")

@@ -320,7 +320,7 @@ fn the_read_only_token_reads_but_cannot_lift_and_forms_need_the_csrf_token() {
         403
     );
     assert_eq!(
-        from(&proxy, "192.0.2.9", "/", BROWSER).status,
+        from(&proxy, "192.0.2.9", "/", GPTBOT).status,
         403,
         "still banned"
     );
@@ -335,11 +335,7 @@ fn the_read_only_token_reads_but_cannot_lift_and_forms_need_the_csrf_token() {
     assert_eq!(cross_site.status, 403);
     let lifted = post(format!("origin=shop&client=192.0.2.9&csrf={csrf}"));
     assert_eq!(lifted.status, 303, "{}", lifted.text());
-    assert_eq!(
-        from(&proxy, "192.0.2.9", "/", BROWSER).status,
-        200,
-        "lifted"
-    );
+    assert_eq!(from(&proxy, "192.0.2.9", "/", GPTBOT).status, 200, "lifted");
 }
 
 #[test]

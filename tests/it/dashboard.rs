@@ -155,6 +155,25 @@ fn every_queried_metric_is_exported() {
     );
 }
 
+/// The chart's default alert rules and the metrics its values mention query only exported
+/// metrics: an alert over a renamed metric never fires.
+#[test]
+fn every_metric_the_charts_values_name_is_exported() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("helm/robotsguard/values.yaml");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let named = metric_names(&text);
+    assert!(named.len() > 10, "only {} metrics named", named.len());
+    let missing: BTreeSet<&str> = named
+        .into_iter()
+        .filter(|name| !name.starts_with("process_") && exported_metric(name).is_none())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "values.yaml names metrics that src/metrics.rs does not export: {missing:?}"
+    );
+}
+
 #[test]
 fn metric_names_are_whole_identifiers() {
     assert_eq!(

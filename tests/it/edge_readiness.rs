@@ -463,13 +463,26 @@ fn block_bodies_leak_no_upstream_or_file_detail() {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.local_addr().expect("address")
     };
-    let config = format!(
-        "origins:\n  - name: shop\n    hosts: [\"{HOST}\"]\n    upstream: \"{dead}\"\n\
-         \x20   tls: {{sni: internal-backend.corp, verify: true}}\n\
-         \x20 - name: blog\n    hosts: [blog.example]\n    upstream: \"{dead}\"\n\
-         \x20   robots: {{source: file, path: /srv/secret/robots-missing.txt}}\n"
+    let config = |blog_robots: &str| {
+        format!(
+            "origins:\n  - name: shop\n    hosts: [\"{HOST}\"]\n    upstream: \"{dead}\"\n\
+             \x20   tls: {{sni: internal-backend.corp, verify: true}}\n\
+             \x20 - name: blog\n    hosts: [blog.example]\n    upstream: \"{dead}\"\n\
+             \x20   robots: {blog_robots}\n"
+        )
+    };
+    let proxy = Proxy::start(&config("{source: inline, text: \"\"}"));
+    // A robots.txt file missing at start stops `serve`; a reload adding one that is missing
+    // leaves that origin with robots.txt unreachable, and its reason names the file.
+    assert!(proxy.wait_log("config reload: watching", 1, Duration::from_secs(10)));
+    let missing = config("{source: file, path: /srv/secret/robots-missing.txt}");
+    proxy.replace_config(&proxy.config_text(&missing));
+    assert_eq!(
+        proxy.wait_reloads("success", 1.0),
+        1.0,
+        "{}",
+        proxy.stderr()
     );
-    let proxy = Proxy::start(&config);
     for host in [HOST, "blog.example"] {
         let answer = proxy.get(host, "/x", GPTBOT);
         assert_eq!(answer.status, 403, "{host}");

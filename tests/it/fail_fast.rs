@@ -11,7 +11,7 @@ use support::free_port;
 
 /// Runs `serve` on `config` (written to a temp dir with `files`) and waits at most 15 s for it to
 /// exit; returns its exit code (`None` if it was still running) and stderr.
-fn serve_exit(config: &str, files: &[(&str, &str)]) -> (Option<i32>, String) {
+pub(crate) fn serve_exit(config: &str, files: &[(&str, &str)]) -> (Option<i32>, String) {
     let dir = tempfile::tempdir().expect("temp dir");
     for (name, content) in files {
         std::fs::write(dir.path().join(name), content).expect("file written");

@@ -48,6 +48,29 @@ fn reload_replacing(proxy: &Proxy, from: &str, to: &str) {
     );
 }
 
+/// `2026-05-01T12:00:00Z`: RFC 3339 in UTC, to the second.
+pub fn is_rfc3339(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| {
+        bytes
+            .get(range)
+            .is_some_and(|part| part.iter().all(u8::is_ascii_digit))
+    };
+    bytes.len() == 20
+        && digits(0..4)
+        && digits(5..7)
+        && digits(8..10)
+        && digits(11..13)
+        && digits(14..16)
+        && digits(17..19)
+        && &bytes[4..5] == b"-"
+        && &bytes[7..8] == b"-"
+        && &bytes[10..11] == b"T"
+        && &bytes[13..14] == b":"
+        && &bytes[16..17] == b":"
+        && &bytes[19..20] == b"Z"
+}
+
 const INLINE: &str = "{source: inline, text: \"User-agent: *\\nDisallow: /private\\n\"}";
 
 #[test]
@@ -71,21 +94,34 @@ fn strikes_ban_the_address_until_the_ban_ends() {
     assert!(refused.text().contains("banned"), "{}", refused.text());
     // Rounded up: a client that comes back after it finds the ban over.
     assert_eq!(refused.header("retry-after"), Some("2"));
-    // Whatever it claims to be; robots.txt stays readable; other addresses are not affected.
-    assert_eq!(from(&proxy, client, "/public", BROWSER).status, 403);
+    // Any crawler, and a request without a User-Agent, is refused; a browser behind the same
+    // address is not (`scope: crawlers`); robots.txt stays readable; other addresses are not
+    // affected.
+    assert_eq!(from(&proxy, client, "/public", "").status, 403);
+    assert_eq!(from(&proxy, client, "/public", BROWSER).status, 200);
     assert_eq!(from(&proxy, client, "/robots.txt", EXAMPLEBOT).status, 200);
     assert_eq!(
         from(&proxy, "203.0.113.51", "/public", EXAMPLEBOT).status,
         200
     );
     assert!(
-        origin.proxied_to("/public").len() == 1,
-        "only the other address's request"
+        origin.proxied_to("/public").len() == 2,
+        "the browser's request and the other address's"
     );
 
     let bans = proxy.admin_get("/bans?origin=shop").json();
     assert_eq!(bans["bans"][0]["client"], client, "{bans}");
     assert_eq!(bans["bans"][0]["strikes"], 3, "{bans}");
+    assert_eq!(bans["bans"][0]["browser_requests"], 1, "{bans}");
+    // Times as RFC 3339 (UTC, to the second), and the seconds left as Retry-After counts them.
+    for key in ["since", "until"] {
+        let time = bans["bans"][0][key].as_str().unwrap_or_default();
+        assert!(is_rfc3339(time), "{key}: {bans}");
+    }
+    assert!(
+        (1..=2).contains(&bans["bans"][0]["remaining_seconds"].as_u64().unwrap_or(0)),
+        "{bans}"
+    );
     assert_eq!(proxy.admin_get("/bans").json()["bans"][0]["client"], client);
     assert_eq!(proxy.admin_get("/bans?origin=nope").status, 404);
     let (_, explain) = proxy.explain_from("shop.example", EXAMPLEBOT, "/public", client);
@@ -215,7 +251,7 @@ fn a_banned_address_reaches_only_robots_txt_itself() {
     let proxy = start(
         &origin,
         "{source: inline, serve: false, text: \"User-agent: *\\nDisallow: /private\\n\"}",
-        "{action: ban, strikes: 2, window: 1m, ban: 1h}",
+        "{action: ban, scope: address, strikes: 2, window: 1m, ban: 1h}",
     );
     let client = "203.0.113.70";
     for path in ["/private/a", "/private/b"] {

@@ -15,12 +15,17 @@ fn start(origin: &Origin, extra: &str) -> Proxy {
 }
 
 fn start_with_delay(origin: &Origin, crawl_delay: u32, extra: &str) -> Proxy {
+    start_scoped(origin, crawl_delay, "crawlers", extra)
+}
+
+/// `scope`: the origin's `offenders.scope`.
+fn start_scoped(origin: &Origin, crawl_delay: u32, scope: &str, extra: &str) -> Proxy {
     let body = format!(
         "trusted_proxies: [\"127.0.0.1/32\"]\n\
          crawlers:\n  extra:\n    - {{name: ListedBot, pattern: ListedBot, category: ai-training, verify: {{ips: [\"file:listed.json\"]}}}}\n\
          origins:\n  - name: shop\n    hosts: [\"shop.example\"]\n    upstream: \"{}\"\n    \
          robots: {{source: inline, text: \"User-agent: *\\nDisallow: /private\\nCrawl-delay: {crawl_delay}\\n\", serve: false}}\n    \
-         offenders: {{action: ban, strikes: 2, window: 10m, ban: 1h}}\n{extra}",
+         offenders: {{action: ban, scope: {scope}, strikes: 2, window: 10m, ban: 1h}}\n{extra}",
         origin.addr()
     );
     let proxy = Proxy::builder(&body)
@@ -145,7 +150,8 @@ fn explain_and_the_proxy_agree_on_every_step_of_the_judgment() {
         agree(&proxy, &origin, GPTBOT, "/page", "192.0.2.2"),
         proxied()
     );
-    // The second disallowed request strikes out: banned, for crawlers and browsers alike, but
+    // The second disallowed request strikes out: banned for crawlers (and requests without a
+    // User-Agent), while browsers and apps behind the address are proxied (`scope: crawlers`);
     // robots.txt stays readable and its look-alikes do not.
     assert_eq!(
         agree(&proxy, &origin, GPTBOT, "/private/2", "192.0.2.1"),
@@ -153,11 +159,12 @@ fn explain_and_the_proxy_agree_on_every_step_of_the_judgment() {
     );
     let (_, json) = proxy.explain_from("shop.example", BROWSER, "/", "192.0.2.1");
     assert!(json["ban"].is_object(), "{json}");
+    assert_eq!(json["decision"], "pass", "{json}");
+    assert_eq!(agree(&proxy, &origin, BROWSER, "/", "192.0.2.1"), proxied());
+    assert_eq!(agree(&proxy, &origin, APP, "/", "192.0.2.1"), proxied());
+    assert_eq!(agree(&proxy, &origin, "", "/", "192.0.2.1"), refused(403));
+    let (_, json) = proxy.explain_from("shop.example", GPTBOT, "/page", "192.0.2.1");
     assert_eq!(json["decision"], "banned", "{json}");
-    assert_eq!(
-        agree(&proxy, &origin, BROWSER, "/", "192.0.2.1"),
-        refused(403)
-    );
     assert_eq!(
         agree(&proxy, &origin, GPTBOT, "/page", "192.0.2.1"),
         refused(403)
@@ -191,6 +198,42 @@ fn explain_and_the_proxy_agree_on_every_step_of_the_judgment() {
         agree(&proxy, &origin, LISTED, "/page", "8.8.8.8"),
         refused(403)
     );
+}
+
+/// An app's HTTP library: passed by the default policy (category `library`).
+const APP: &str = "python-requests/2.32.3";
+
+#[test]
+fn explain_and_the_proxy_agree_on_a_ban_of_the_whole_address() {
+    let origin = Origin::start();
+    origin.route("/page", 200, "page");
+    let proxy = start_scoped(&origin, 30, "address", "");
+    for n in 0..2 {
+        assert_eq!(
+            agree(
+                &proxy,
+                &origin,
+                GPTBOT,
+                &format!("/private/{n}"),
+                "192.0.2.1"
+            ),
+            refused(403)
+        );
+    }
+    for user_agent in [BROWSER, APP, GPTBOT, ""] {
+        assert_eq!(
+            agree(&proxy, &origin, user_agent, "/page", "192.0.2.1"),
+            refused(403),
+            "{user_agent}"
+        );
+    }
+    assert_eq!(
+        agree(&proxy, &origin, BROWSER, "/robots.txt", "192.0.2.1"),
+        proxied()
+    );
+    // Either scope counts the browser requests (the explains did not).
+    let bans = proxy.admin_get("/bans?origin=shop").json();
+    assert_eq!(bans["bans"][0]["browser_requests"], 1, "{bans}");
 }
 
 #[test]

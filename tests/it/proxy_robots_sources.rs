@@ -68,16 +68,31 @@ fn file_robots_txt_is_read_relative_to_the_config_and_reread() {
     assert_eq!(proxy.get(SHOP, "/from-file", GPTBOT).status, 200);
 }
 
+/// A file missing at start stops `serve` (tests/it/validate_serve.rs); one that goes missing
+/// later leaves the last copy read in force, and says why.
 #[test]
-fn a_missing_robots_file_blocks_crawlers_everywhere() {
+fn a_robots_file_gone_after_start_keeps_the_last_copy() {
     let origin = Origin::start();
-    let extra = "    robots:\n      source: file\n      path: \"{dir}/missing.txt\"\n";
-    let proxy = Proxy::start(&site(&origin, SHOP, extra));
-    let blocked = proxy.get(SHOP, "/anything", GPTBOT);
-    assert_eq!(blocked.status, 403, "{}", blocked.text());
-    assert_eq!(proxy.get(SHOP, "/anything", BROWSER).status, 200);
-    let (_, json) = proxy.explain(SHOP, GPTBOT, "/");
-    assert_eq!(json["robots"]["state"], "disallow_all", "{json}");
+    let extra = "    robots:\n      source: file\n      path: robots/shop.txt\n      refresh: 1s\n";
+    let proxy = Proxy::builder(&site(&origin, SHOP, extra))
+        .files(&[(
+            "robots/shop.txt",
+            "User-agent: GPTBot\nDisallow: /from-file\n",
+        )])
+        .start();
+    std::fs::remove_file(proxy.dir.path().join("robots/shop.txt")).expect("file removed");
+    assert!(
+        eventually(|| {
+            let (_, json) = proxy.explain(SHOP, GPTBOT, "/");
+            json["robots"]["last_error"]
+                .as_str()
+                .is_some_and(|error| error.contains("robots/shop.txt"))
+        }),
+        "the failed read was not noticed"
+    );
+    assert_eq!(proxy.get(SHOP, "/from-file", GPTBOT).status, 403);
+    assert_eq!(proxy.get(SHOP, "/anything", GPTBOT).status, 200);
+    assert_eq!(proxy.get(SHOP, "/from-file", BROWSER).status, 200);
 }
 
 #[test]

@@ -788,13 +788,19 @@ fn a_file_source_follows_a_configmap_style_symlink_swap() {
         origin.addr
     );
     // Kubernetes layout: cm/robots.txt -> ..data/robots.txt, ..data -> ..2026_v1 (a directory).
+    // The proxy starts with a plain file there (a robots.txt file must exist at start), which
+    // the layout's link then replaces.
     let proxy = Proxy::builder(&config)
-        .files(&[("cm/..2026_v1/robots.txt", "User-agent: *\nDisallow: /v1\n")])
+        .files(&[
+            ("cm/robots.txt", "User-agent: *\nDisallow: /v0\n"),
+            ("cm/..2026_v1/robots.txt", "User-agent: *\nDisallow: /v1\n"),
+        ])
         .start();
+    assert!(in_force(&proxy, "/v0"), "the plain file first");
     let cm = proxy.dir.path().join("cm");
     std::os::unix::fs::symlink("..2026_v1", cm.join("..data")).expect("..data link");
-    std::os::unix::fs::symlink("..data/robots.txt", cm.join("robots.txt")).expect("file link");
-    // The proxy started before the links existed: the first read failed; the link creation wakes it.
+    std::os::unix::fs::symlink("..data/robots.txt", cm.join("robots.txt.link")).expect("file link");
+    std::fs::rename(cm.join("robots.txt.link"), cm.join("robots.txt")).expect("link in place");
     assert!(
         in_force(&proxy, "/v1"),
         "initial version through the symlinks"

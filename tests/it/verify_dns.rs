@@ -17,6 +17,7 @@ use hickory_proto::rr::RecordType;
 
 fn settings(dns: &DnsServer) -> DnsConfig {
     DnsConfig {
+        enabled: true,
         servers: vec![dns.addr],
         timeout: Duration::from_secs(1),
         positive_ttl: Duration::from_secs(3600),
@@ -317,6 +318,42 @@ async fn concurrent_requests_from_one_address_share_one_lookup() {
     // One lookup each (a slow UDP answer may make the resolver resend the same query).
     assert_eq!(dns.ptr_lookups("198.51.100.30"), 1);
     assert_eq!(dns.lookups("crawl-30.googlebot.com", RecordType::A), 1);
+}
+
+/// A silent zone (the server never answers): the request that started the lookup waits the
+/// timeout; one that joins it a second later waits only the second that is left, not a
+/// timeout of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_joining_a_lookup_in_flight_waits_only_what_is_left_of_it() {
+    let dns = DnsServer::start();
+    dns.set_mode(Mode::Down);
+    let timeout = Duration::from_secs(2);
+    let rdns = ReverseDns::new(DnsConfig {
+        timeout,
+        ..settings(&dns)
+    });
+    let started = Instant::now();
+    let first = {
+        let rdns = rdns.clone();
+        tokio::spawn(async move { rdns.resolve(ip("198.51.100.35")).await })
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let joined_at = Instant::now();
+    let second = rdns.resolve(ip("198.51.100.35")).await;
+    let second_waited = joined_at.elapsed();
+    let first = first.await.expect("the first resolve");
+    assert!(matches!(first, Fcrdns::Failed(_)), "{first:?}");
+    assert!(matches!(second, Fcrdns::Failed(_)), "{second:?}");
+    // Both gave up at the first one's deadline (2 s after it started), not 1 s + 2 s.
+    assert!(
+        second_waited < Duration::from_millis(1800),
+        "the second request waited {second_waited:?}"
+    );
+    assert!(
+        started.elapsed() < timeout + Duration::from_millis(800),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

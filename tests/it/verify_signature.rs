@@ -170,11 +170,14 @@ fn agent(agent: &str, crawler: &str, keys: Option<PathBuf>) -> SignatureAgent {
 }
 
 fn verifier(agents: Vec<SignatureAgent>) -> Arc<WebBotAuth> {
-    Arc::new(WebBotAuth::new(&WebBotAuthConfig {
-        enabled: true,
-        max_skew: Duration::from_secs(60),
-        agents,
-    }))
+    Arc::new(WebBotAuth::new(
+        &WebBotAuthConfig {
+            enabled: true,
+            max_skew: Duration::from_secs(60),
+            agents,
+        },
+        None,
+    ))
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -22,7 +22,7 @@ use pingora::services::background::GenBackgroundService;
 use pingora::services::listening::Service as ListeningService;
 use pingora::services::{ServiceReadyNotifier, ServiceWithDependents};
 
-use robotsguard::config::{Config, RobotsSource};
+use robotsguard::config::Config;
 use robotsguard::guard::Guard;
 use robotsguard::listener_tls::{CertificateError, ListenerCertificates};
 use robotsguard::metrics::METRICS;
@@ -96,58 +96,14 @@ const DOWNSTREAM_READ_BUFFER: usize = 16 * 1024;
 /// The automatic connection cap's ceiling (a larger one must be written in the config).
 const DEFAULT_MAX_CONNECTIONS: u64 = 10_000;
 
-/// What [`preflight`] checks beyond the files `serve` cannot start without.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Checks {
-    /// Listen and admin addresses can be bound (not when taking over an old instance's sockets,
-    /// nor in `validate`, which may run beside a live instance).
-    pub binds: bool,
-    /// `file` robots.txt sources exist. `serve` starts without them (crawlers are refused until
-    /// the file appears, as RFC 9309 says for an unreachable robots.txt); `validate` calls that
-    /// an error, since it is almost always a wrong path.
-    pub robots_files: bool,
-}
-
-/// What the machine must provide for `config`, checked before anything starts: TLS certificate
-/// and key files that parse and match, a readable admin token, and what `checks` adds. Every
-/// problem is listed.
-pub fn preflight(config: &Config, checks: Checks) -> Result<(), StartError> {
-    let check_binds = checks.binds;
-    let mut problems = Vec::new();
-    for listener in &config.listen {
-        if let Some(tls) = &listener.tls {
-            if let Err(e) = ListenerCertificates::check(tls) {
-                problems.push(format!("listener {}: {e}", listener.address));
-            }
-        }
-    }
-    for origin in config.origins.iter().filter(|_| checks.robots_files) {
-        if let RobotsSource::File { path } = &origin.robots.source {
-            if let Err(e) = std::fs::metadata(path) {
-                problems.push(format!(
-                    "origin `{}`: robots.txt file `{}`: {e}",
-                    origin.name,
-                    path.display()
-                ));
-            }
-        }
-    }
-    if let robotsguard::config::StateConfig::Redis(redis) = &config.state {
-        if let Err(e) = redis.client() {
-            problems.push(format!("state.redis: {e}"));
-        }
-    }
-    for (key, file) in [
-        ("token_file", &config.admin.token_file),
-        ("read_token_file", &config.admin.read_token_file),
-    ] {
-        if let Some(path) = file {
-            if let Err(e) = robotsguard::admin::read_token(path) {
-                problems.push(format!("admin {key}: {e}"));
-            }
-        }
-    }
-    if check_binds {
+/// What the machine must provide for `config`, checked before anything starts: every file the
+/// config names ([`robotsguard::preflight::problems`], exactly what `validate` checks) and, with
+/// `binds`, that the listen and admin addresses can be bound (not when taking over an old
+/// instance's sockets, nor in `validate`, which may run beside a live instance). Every problem is
+/// listed.
+pub fn preflight(config: &Config, binds: bool) -> Result<(), StartError> {
+    let mut problems = robotsguard::preflight::problems(config);
+    if binds {
         let addresses = config
             .listen
             .iter()
@@ -321,13 +277,7 @@ pub fn build_after(
     prerequisite: Option<Box<dyn ServiceWithDependents>>,
 ) -> Result<Server, StartError> {
     let config = guard.config();
-    preflight(
-        &config,
-        Checks {
-            binds: !options.upgrade,
-            robots_files: false,
-        },
-    )?;
+    preflight(&config, !options.upgrade)?;
 
     let mut conf = ServerConf::default();
     if let Some(threads) = config.threads {

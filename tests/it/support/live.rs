@@ -104,6 +104,7 @@ fn spawn(
 ) -> Proxy {
     let stderr = dir.path().join("stderr.log");
     let stderr_file = std::fs::File::create(&stderr).expect("stderr file");
+    let stdout_file = std::fs::File::create(dir.path().join(STDOUT_LOG)).expect("stdout file");
     let child = Command::new(env!("CARGO_BIN_EXE_robotsguard"))
         .args(args)
         .arg("--config")
@@ -112,7 +113,7 @@ fn spawn(
         .arg(socket)
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(stdout_file)
         .stderr(stderr_file)
         .spawn()
         .expect("the robotsguard binary starts");

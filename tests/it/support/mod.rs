@@ -17,6 +17,7 @@
 //!   client library would refuse or normalise.
 //! - [`metric`] / [`samples`]: reading the Prometheus text of `/metrics`.
 //! - [`redis::RedisServer`]: a real Redis/Valkey server for the shared state store.
+//! - [`http_proxy::HttpProxy`]: a real HTTP proxy (tinyproxy) for fetches through CONNECT.
 //! - [`nginx::Nginx`] / [`whatwg::WhatwgOrigin`]: origins that resolve targets as stock nginx
 //!   and as a Node app (`new URL`) do, to show what a path-confusion bypass would reach.
 //!
@@ -708,6 +709,9 @@ pub struct Proxy {
     stderr: PathBuf,
 }
 
+/// Where the proxy's stdout goes, in its temp dir.
+pub const STDOUT_LOG: &str = "stdout.log";
+
 /// The admin token file [`ProxyBuilder::admin_token`] writes.
 const ADMIN_TOKEN_FILE: &str = "admin-token";
 /// The read-only token's file (`admin.read_token_file`), with [`ADMIN_TOKEN_FILE`].
@@ -913,6 +917,7 @@ impl Proxy {
         std::fs::write(&config_path, &config).expect("config written");
         let stderr = dir.path().join("stderr.log");
         let stderr_file = std::fs::File::create(&stderr).expect("stderr file");
+        let stdout_file = std::fs::File::create(dir.path().join(STDOUT_LOG)).expect("stdout file");
         let child = Command::new(env!("CARGO_BIN_EXE_robotsguard"))
             .arg("serve")
             .arg("--config")
@@ -922,7 +927,7 @@ impl Proxy {
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(stdout_file)
             .stderr(stderr_file)
             .spawn()
             .expect("the robotsguard binary starts");
@@ -980,6 +985,11 @@ impl Proxy {
     /// What the proxy logged so far.
     pub fn stderr(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// What the proxy wrote to stdout so far (access lines with `access_log.path: stdout`).
+    pub fn stdout(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join(STDOUT_LOG)).unwrap_or_default()
     }
 
     /// A new connection to the proxy listener.
@@ -1087,6 +1097,8 @@ pub fn percent_encode(text: &str) -> String {
 
 // Live-operations helpers (reload, signals, custom launches), kept apart from the core harness.
 pub mod dns;
+// A real HTTP proxy (tinyproxy) that fetches of range lists can be tunnelled through.
+pub mod http_proxy;
 pub mod live;
 // Real origins that read a request target as a server or app would: stock nginx, and an app
 // resolving it with WHATWG URL parsing.

@@ -45,13 +45,14 @@ pub enum Command {
     Demo,
     /// Check URLs against a robots.txt exactly as Google's reference library would.
     Check(check::CheckArgs),
-    /// Check a config file and what it refers to (TLS files, robots.txt files, the crawler
-    /// catalogue): exit 0 when `serve` would accept it, else print every error and exit 1.
+    /// Check a config file and what it refers to (TLS files, robots.txt files, secrets, the
+    /// crawler catalogue): exit 0 when `serve` would start with it, else print every error and
+    /// exit 1.
     Validate {
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
-        /// Check the file alone, not the files and names it refers to (for a config rendered
-        /// for another machine, such as a Helm chart's).
+        /// Check the file alone and open no other (for a config rendered for another machine,
+        /// such as a Helm chart's, where its secrets and files are not mounted).
         #[arg(long)]
         config_only: bool,
     },
@@ -135,8 +136,17 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// `validate`: exits 1 exactly when `serve` would refuse to start (but for addresses another
+/// process holds: `validate` runs beside the instance it checks for). With `config_only`, opens
+/// no file but the config (not the Redis `url_file` either: a Helm pre-upgrade check runs where
+/// secrets are not mounted).
 fn validate(path: &std::path::Path, config_only: bool) -> ExitCode {
-    let config = match robotsguard::config::load_file(path) {
+    let loaded = if config_only {
+        robotsguard::config::load_file_only(path)
+    } else {
+        robotsguard::config::load_file(path)
+    };
+    let config = match loaded {
         Ok(config) => config,
         Err(errors) => {
             eprintln!("{errors}");
@@ -148,15 +158,7 @@ fn validate(path: &std::path::Path, config_only: bool) -> ExitCode {
         return ExitCode::from(1);
     }
     if !config_only {
-        if let Err(e) = robotsguard::state::check_upstream_tls(&config) {
-            eprintln!("{}: {e}", path.display());
-            return ExitCode::from(1);
-        }
-        let checks = crate::server::Checks {
-            binds: false,
-            robots_files: true,
-        };
-        if let Err(e) = crate::server::preflight(&config, checks) {
+        if let Err(e) = crate::server::preflight(&config, false) {
             for line in e.to_string().lines() {
                 eprintln!("{}: {line}", path.display());
             }
@@ -275,10 +277,13 @@ fn verify_claim(
     };
     runtime.block_on(async {
         let verifier = robotsguard::verify::Verifier::new(settings);
-        for (list, error) in
-            robotsguard::verify::refresh::load_once(verifier.lists(), &data.ips).await
-        {
-            eprintln!("warning: {list}: {error}");
+        if settings.ranges.enabled {
+            let lists = verifier.lists();
+            for (list, error) in
+                robotsguard::verify::refresh::load_once(lists, &data.ips, verifier.proxy()).await
+            {
+                eprintln!("warning: {list}: {error}");
+            }
         }
         (*verifier.verify_one(crawler, data, address).await).clone()
     })
