@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use robotsguard::enforce::{decide, decide_for_client};
-use robotsguard::state::Snapshot;
+use robotsguard::snapshot::Snapshot;
 
 const MEDIUM: &str = include_str!("../crates/robotsguard-robots/benches/data/medium.txt");
 
@@ -159,8 +159,8 @@ fn decide_by_origin_count(c: &mut Criterion) {
 }
 
 /// GPTBot's budget on `shop` from the IPv4 address `n`.
-fn gptbot_at(n: u32) -> robotsguard::crawl_delay::BudgetKey<'static> {
-    robotsguard::crawl_delay::BudgetKey {
+fn gptbot_at(n: u32) -> robotsguard::tables::crawl_delay::BudgetKey<'static> {
+    robotsguard::tables::crawl_delay::BudgetKey {
         origin: "shop",
         crawler: "GPTBot",
         client: Some(std::net::IpAddr::from(n.to_be_bytes())),
@@ -174,8 +174,8 @@ fn gptbot_at(n: u32) -> robotsguard::crawl_delay::BudgetKey<'static> {
 /// same client again within the delay), and for the steady state of crawlers that keep their
 /// delay (10,000 clients in turn, each back after its budget has run out).
 fn crawl_delay_admission(c: &mut Criterion) {
-    use robotsguard::clock::Millis;
-    use robotsguard::crawl_delay::CrawlDelays;
+    use robotsguard::tables::clock::Millis;
+    use robotsguard::tables::crawl_delay::CrawlDelays;
     use std::time::Duration;
     let limits = CrawlDelays::default();
     let delay = Duration::from_secs(10);
@@ -195,7 +195,7 @@ fn crawl_delay_admission(c: &mut Criterion) {
     refusing.admit(repeat, delay, Millis::coarse_now());
     assert!(matches!(
         refusing.admit(repeat, delay, Millis::coarse_now()),
-        robotsguard::crawl_delay::Admission::TooSoon(_)
+        robotsguard::tables::crawl_delay::Admission::TooSoon(_)
     ));
     group.bench_function("refuse_same_client", |b| {
         b.iter(|| black_box(refusing.admit(black_box(repeat), delay, Millis::coarse_now())))
@@ -243,9 +243,9 @@ fn crawl_delay_admission(c: &mut Criterion) {
 /// cache line that is rarely in cache: the dearest check). As in the proxy, the decision
 /// prefetches the budget it will be admitted against while it matches the rules.
 fn decide_with_crawl_delay(c: &mut Criterion) {
-    use robotsguard::clock::Millis;
-    use robotsguard::crawl_delay::{Admission, CrawlDelays};
     use robotsguard::enforce::{decide_request, Request};
+    use robotsguard::tables::clock::Millis;
+    use robotsguard::tables::crawl_delay::{Admission, CrawlDelays};
     let mut robots = String::new();
     let mut in_agents = false;
     for line in MEDIUM.lines() {

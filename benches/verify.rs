@@ -15,7 +15,7 @@ use ed25519_dalek::{Signer, SigningKey};
 use pingora::http::RequestHeader;
 use robotsguard::config::{SignatureAgent, VerifyConfig};
 use robotsguard::enforce::decide_for_client;
-use robotsguard::state::Snapshot;
+use robotsguard::snapshot::Snapshot;
 use robotsguard::verify::Verifier;
 use sha2::{Digest, Sha256};
 

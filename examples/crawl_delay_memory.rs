@@ -8,8 +8,8 @@
 
 use std::time::{Duration, Instant};
 
-use robotsguard::clock::Millis;
-use robotsguard::crawl_delay::{BudgetKey, CrawlDelays};
+use robotsguard::tables::clock::Millis;
+use robotsguard::tables::crawl_delay::{BudgetKey, CrawlDelays};
 
 /// Resident set size in bytes (Linux `/proc/self/statm`, second field, in pages).
 fn resident_bytes() -> u64 {

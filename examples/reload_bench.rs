@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use robotsguard::reload::{ReloadOutcome, Reloader, Trigger};
-use robotsguard::state::{Live, Snapshot};
+use robotsguard::snapshot::{Live, Snapshot};
 
 fn robots_txt(i: usize, variant: &str) -> String {
     format!(

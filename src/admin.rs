@@ -20,7 +20,7 @@ use crate::console::Console;
 use crate::enforce::Decision;
 use crate::judge::{Answer, Facts, Judge, Mode, Refusal, RefusedFor};
 use crate::metrics::METRICS;
-use crate::state::{Live, Snapshot};
+use crate::snapshot::{Live, Snapshot};
 
 /// The admin endpoint as a pingora HTTP app ([`crate::guard::Guard::admin_service`]).
 pub(crate) struct AdminApp {
@@ -358,13 +358,13 @@ fn explanation<'a>(
 /// A ban as the admin endpoint shows it: when it began and ends (RFC 3339), the whole seconds
 /// left (as `Retry-After` says), the strikes that led to it, and the browser requests that came
 /// from the address since (this process's count).
-pub fn ban_json(ban: &crate::offenders::Ban) -> serde_json::Value {
+pub fn ban_json(ban: &crate::tables::offenders::Ban) -> serde_json::Value {
     serde_json::json!({
         "origin": &*ban.origin,
         "client": ban.client.to_string(),
         "since": rfc3339(ban.since),
         "until": rfc3339(ban.until),
-        "remaining_seconds": crate::offenders::seconds_left(ban),
+        "remaining_seconds": crate::tables::offenders::seconds_left(ban),
         "strikes": ban.strikes,
         "browser_requests": ban.browser_requests(),
     })

@@ -13,14 +13,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::{BanScope, CrawlDelayAction, Mode as OriginMode, OffendersAction};
-use crate::crawl_delay::{retry_after_seconds, Admission};
 use crate::enforce::{
     decide_request, is_blank_user_agent, Decision, Outcome, Refused, Request as DecideRequest, Why,
 };
 use crate::metrics::METRICS;
-use crate::offenders::{Ban, Strike};
-use crate::state::{RobotsCopy, Snapshot};
+use crate::snapshot::{RobotsCopy, Snapshot};
 use crate::store::{Store, StrikeRequest};
+use crate::tables::crawl_delay::{retry_after_seconds, Admission};
+use crate::tables::offenders::{Ban, Strike};
 use crate::verify::Verifier;
 
 /// What a judgment may change.
@@ -156,7 +156,7 @@ impl RefusedFor {
     /// The `Retry-After` seconds the refusal carries, when it carries one.
     pub fn retry_after(&self) -> Option<u64> {
         match self {
-            RefusedFor::Banned(ban) => Some(crate::offenders::seconds_left(ban)),
+            RefusedFor::Banned(ban) => Some(crate::tables::offenders::seconds_left(ban)),
             RefusedFor::Limited { wait, .. } => Some(retry_after_seconds(*wait)),
             _ => None,
         }
@@ -418,7 +418,8 @@ impl Judge<'_> {
         let settings = decision.origin.config.offenders;
         // A trusted proxy's own address stands for every client behind it (a request that came
         // through it without X-Forwarded-For): never a strike, so never banned.
-        let strikes = !crate::client::is_trusted(&self.snapshot.config.trusted_proxies, client);
+        let strikes =
+            !crate::client_address::is_trusted(&self.snapshot.config.trusted_proxies, client);
         let strike = (strikes
             && settings.action != OffendersAction::Off
             && decision

@@ -30,29 +30,30 @@
 //!
 //! # Layers
 //!
-//! Bottom to top; a module uses only those below it.
+//! Bottom to top; a module uses only those below it (ARCHITECTURE.md has the whole map, the
+//! request path and the reload path).
 //!
 //! 1. [`robots`]: the robots.txt engine, a crate of its own (`crates/robotsguard-robots`), so
 //!    the compiler keeps it from using anything above it. Pure: bytes in, verdicts out.
 //! 2. [`crawlers`]: the crawler catalogue and User-Agent identification. Pure.
 //! 3. [`config`]: the YAML config, checked, with `file:line:column` errors.
 //! 4. [`metrics`]: the Prometheus metrics, registered once, in a registry of your choice.
-//! 5. [`state`]: the snapshot requests read (origins, robots.txt copies, the identifier), with
-//!    the client-address and upstream types it holds.
-//! 6. [`enforce`]: the one decision function, over a snapshot.
-//! 7. [`logs`]: the rate-limited log lines and the access log, which describe decisions.
-//! 8. Background work that replaces what the snapshot holds: robots.txt fetching and file
-//!    watching, upstream health and DNS, [`reload`] (the config file), and [`verify`]
-//!    (crawler verification: IP range lists, reverse DNS, Web Bot Auth keys), [`crawl_delay`]
-//!    (when each crawler may next be admitted under robots.txt's `Crawl-delay`), [`compliance`]
-//!    (who read robots.txt), [`offenders`] (strikes and bans), and
-//!    [`listener_tls`] (TLS listeners' certificates, chosen by SNI and re-read on change).
-//! 9. [`judge`]: the whole judgment of one request (verdict, ban, verification, Crawl-delay,
+//! 5. [`tables`]: this process's tables with expiry (the coarse clock, Crawl-delay budgets, who
+//!    read robots.txt, strikes and bans).
+//! 6. [`snapshot`]: the snapshot requests read (origins, robots.txt copies and their history,
+//!    the identifier), with the client-address and upstream types it holds.
+//! 7. [`enforce`]: the pure robots.txt and policy verdict, over a snapshot; [`store`]: where
+//!    the tables live (memory or a shared Redis/Valkey).
+//! 8. [`verify`] (crawler verification: IP range lists, reverse DNS, Web Bot Auth keys), then
+//!    [`judge`]: the whole judgment of one request (verdict, ban, verification, Crawl-delay,
 //!    strike, answer), with no HTTP in it: the proxy applies it, `/explain` and
 //!    [`guard::Guard::judge`] preview it.
-//! 10. [`guard`] and [`admin`]: the pingora-facing shell (per-request hooks, services, the admin
-//!     endpoint); [`preflight`]: what a config needs from the machine, checked alike by
-//!     `validate`, `serve` and a reload.
+//! 9. Background work that replaces what the snapshot holds: robots.txt fetching, upstream health
+//!    and DNS, [`reload`] (the config file), [`listener_tls`] (TLS listeners' certificates,
+//!    chosen by SNI and re-read on change); [`reports`] and [`logs`], which describe decisions.
+//! 10. [`guard`], [`admin`] and [`console`]: the pingora-facing shells (per-request hooks,
+//!     services, the admin endpoint, the operator's pages); [`preflight`]: what a config needs
+//!     from the machine, checked alike by `validate`, `serve` and a reload.
 //!
 //! The binary adds the command line, the demo, the server assembly and the connection layer
 //! (connection cap, request-head deadline, PROXY protocol) on top of [`guard`].
@@ -60,23 +61,18 @@
 #![deny(missing_docs)]
 
 pub mod admin;
-mod client;
-pub mod clock;
-pub mod compliance;
+mod client_address;
 pub mod config;
 pub mod console;
-pub mod crawl_delay;
 pub mod crawlers;
-mod deadline_table;
 pub mod enforce;
-mod expiring;
 mod fetch;
 pub mod guard;
 pub mod judge;
 pub mod listener_tls;
 pub mod logs;
 pub mod metrics;
-pub mod offenders;
+mod net;
 pub mod preflight;
 pub mod reload;
 pub mod reports;
@@ -84,9 +80,9 @@ pub mod reports;
 /// embedders use (`robotsguard::robots`).
 #[doc(inline)]
 pub use robotsguard_robots as robots;
-pub mod state;
+pub mod snapshot;
 pub mod store;
+pub mod tables;
+mod tasks;
 mod upstream;
-mod upstream_keeper;
-mod upstream_tls;
 pub mod verify;

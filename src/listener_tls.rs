@@ -28,8 +28,8 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::config::{CertificatePair, ListenerTls};
-use crate::fetch::watch::{directory_of, Debouncer, DirectoryWatcher};
 use crate::metrics::METRICS;
+use crate::net::watch::{directory_of, Debouncer, DirectoryWatcher};
 
 /// How often every pair is read again whatever the watcher saw: a watch can miss a change (a
 /// network file system, an exhausted inotify limit), and certificates expire.

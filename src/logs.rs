@@ -343,7 +343,7 @@ pub(crate) fn offender(
     origin: &str,
     client: std::net::IpAddr,
     strikes: u32,
-    ban: Option<&crate::offenders::Ban>,
+    ban: Option<&crate::tables::offenders::Ban>,
     request_id: Option<&str>,
 ) {
     if !OFFENDER_LINES.admit() {
@@ -373,7 +373,7 @@ pub(crate) fn offender(
 /// (a carrier NAT, an office, a load balancer missing from `trusted_proxies`).
 pub(crate) fn banned_browser_request(
     origin: &str,
-    ban: &crate::offenders::Ban,
+    ban: &crate::tables::offenders::Ban,
     scope: crate::config::BanScope,
     request_id: Option<&str>,
 ) {

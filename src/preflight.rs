@@ -14,12 +14,12 @@ use crate::config::{AccessLogPath, Config, RobotsSource, StateConfig};
 /// access log file's directory.
 pub fn problems(config: &Config) -> Vec<String> {
     let mut problems = Vec::new();
-    if let Err(e) = crate::state::build_identifier(config) {
+    if let Err(e) = crate::snapshot::build_identifier(config) {
         problems.push(e.to_string());
     }
     for origin in &config.origins {
         if let Some(tls) = &origin.upstream_tls {
-            if let Err(e) = crate::upstream_tls::load(tls) {
+            if let Err(e) = crate::upstream::tls::load(tls) {
                 problems.push(format!("upstream TLS: origin `{}`: {e}", origin.name));
             }
         }

@@ -32,9 +32,9 @@ use pingora::services::background::BackgroundService;
 use tokio::signal::unix::{Signal, SignalKind};
 
 use crate::config::{Config, RobotsSource};
-use crate::fetch::watch::{directory_of, Change, Debouncer, DirectoryWatcher};
 use crate::metrics::METRICS;
-use crate::state::{Live, Snapshot};
+use crate::net::watch::{directory_of, Change, Debouncer, DirectoryWatcher};
+use crate::snapshot::{Live, Snapshot};
 
 /// What set a reload off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

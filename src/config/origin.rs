@@ -148,7 +148,7 @@ pub(crate) fn parse_origin(
     let policy = policy(sink, table.get("policy"), &defaults.policy, known);
     let impostors = table
         .get("impostors")
-        .and_then(|n| reader::choice(sink, n, "impostors", &super::verify::IMPOSTORS))
+        .and_then(|n| reader::choice(sink, n, "impostors", &IMPOSTORS))
         .unwrap_or(defaults.impostors);
     let crawl_delay = crawl_delay(sink, table.get("crawl_delay"), &defaults.crawl_delay);
     let offenders = offenders(sink, table.get("offenders"), &defaults.offenders);
@@ -904,6 +904,15 @@ fn check_robots_url(url: &str) -> Result<(), String> {
         )),
     }
 }
+
+/// `off` is `ignore` (impostors are not looked for), the word an operator reaches for and the
+/// one Helm turns into `false`.
+pub(crate) const IMPOSTORS: [(&str, super::Impostors); 4] = [
+    ("block", super::Impostors::Block),
+    ("report", super::Impostors::Report),
+    ("ignore", super::Impostors::Ignore),
+    ("off", super::Impostors::Ignore),
+];
 
 #[cfg(test)]
 mod tests {

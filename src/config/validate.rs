@@ -542,7 +542,7 @@ fn defaults(sink: &mut Sink, node: Option<&Node>, known: &KnownCrawlers) -> Defa
     }
     if let Some(impostors) = table
         .get("impostors")
-        .and_then(|n| reader::choice(sink, n, "impostors", &super::verify::IMPOSTORS))
+        .and_then(|n| reader::choice(sink, n, "impostors", &super::origin::IMPOSTORS))
     {
         out.impostors = impostors;
     }

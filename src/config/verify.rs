@@ -12,19 +12,8 @@ use super::schema::{
     CRAWLER_VERIFY, SIGNATURE_AGENT, VERIFY, VERIFY_DNS, VERIFY_RANGES, WEB_BOT_AUTH,
 };
 use super::tree::{Node, Value};
-use super::{
-    DnsConfig, FetchProxy, Impostors, RangesConfig, SignatureAgent, VerifyConfig, WebBotAuthConfig,
-};
+use super::{DnsConfig, FetchProxy, RangesConfig, SignatureAgent, VerifyConfig, WebBotAuthConfig};
 use crate::crawlers::VerifyData;
-
-/// `off` is `ignore` (impostors are not looked for), the word an operator reaches for and the
-/// one Helm turns into `false`.
-pub(crate) const IMPOSTORS: [(&str, Impostors); 4] = [
-    ("block", Impostors::Block),
-    ("report", Impostors::Report),
-    ("ignore", Impostors::Ignore),
-    ("off", Impostors::Ignore),
-];
 
 /// The most addresses a DNS cache may be told to hold: enough for any site, small enough that
 /// a typo cannot let clients grow memory without bound.

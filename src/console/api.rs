@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::{html, Asked, Console};
 use crate::reports::{rfc3339, CrawlerReport, Merged, ViolationReport};
-use crate::state::{Origin, RobotsCopy};
+use crate::snapshot::{Origin, RobotsCopy};
 use crate::store::Coverage;
 
 /// A report's origin, range and the merged reports of every replica it covers.

@@ -14,7 +14,7 @@ use http::Response;
 use pingora::protocols::http::ServerSession;
 
 use crate::reports::Reports;
-use crate::state::Live;
+use crate::snapshot::Live;
 use crate::store::Store;
 use crate::verify::Verifier;
 use access::{Access, Level};

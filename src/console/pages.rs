@@ -12,7 +12,7 @@ use super::html::{self, escape, number, url_value, Section};
 use super::{chart, Asked, Console};
 use crate::judge::{Answer, Facts, Judge, Mode};
 use crate::reports::rfc3339;
-use crate::state::{CopyOutcome, Policy};
+use crate::snapshot::{CopyOutcome, Policy};
 use crate::store::Lifted;
 
 /// Who is asking, once admitted.
@@ -250,7 +250,7 @@ fn coverage_badge(scope: &Scope) -> String {
 }
 
 /// A robots.txt copy in a few words, and whether it refuses every crawler for want of one.
-fn robots_state(copy: &crate::state::RobotsCopy, now: std::time::SystemTime) -> (String, bool) {
+fn robots_state(copy: &crate::snapshot::RobotsCopy, now: std::time::SystemTime) -> (String, bool) {
     let age = copy
         .fetched_at
         .and_then(|at| now.duration_since(at).ok())

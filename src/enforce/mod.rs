@@ -15,13 +15,13 @@ use crate::config::{
     normalize_host, Action, CrawlDelayAction, EscapedSlashes, Forward, Mode, PathsConfig,
     PolicyConfig,
 };
-use crate::crawl_delay::{BudgetKey, CrawlDelays, MAX_DELAY};
 use crate::crawlers::{Category, CrawlerInfo, Identity, IdentitySource};
 use crate::robots::canonical::{
     authority_reading, canonicalize_decoding_slashes, has_escaped_slash,
 };
 use crate::robots::{canonicalize, GlobalFallback, GroupMatch, Verdict};
-use crate::state::{Origin, Policy, RobotsCopy, Snapshot};
+use crate::snapshot::{Origin, Policy, RobotsCopy, Snapshot};
+use crate::tables::crawl_delay::{BudgetKey, CrawlDelays, MAX_DELAY};
 
 mod verification;
 

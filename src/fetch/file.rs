@@ -1,4 +1,4 @@
-//! File-sourced robots.txt: reading the file, and one shared directory watcher ([`super::watch`])
+//! File-sourced robots.txt: reading the file, and one shared directory watcher ([`crate::net::watch`])
 //! that wakes the origins whose file may have changed.
 
 use std::collections::HashMap;
@@ -9,8 +9,8 @@ use std::time::SystemTime;
 use bytes::Bytes;
 
 use super::origin::{unreachable, FetchOutcome, Fetched};
-use super::watch::{directory_of, Change, Debouncer, DirectoryWatcher};
-use crate::state::{CopyOutcome, Origin, RobotsCopy};
+use crate::net::watch::{directory_of, Change, Debouncer, DirectoryWatcher};
+use crate::snapshot::{CopyOutcome, Origin, RobotsCopy};
 
 /// Reads a file-sourced robots.txt; an unreadable file keeps the last good copy.
 pub async fn read(origin: &Origin, path: &Path) -> Fetched {

@@ -3,24 +3,20 @@
 //! wait: requests read the copy in force; one task per origin replaces it.
 
 mod file;
-mod http;
 mod origin;
-pub mod url;
-pub mod watch;
 
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, SystemTime};
 
 use pingora::connectors::http::Connector;
 
+pub use crate::net::http::Validators;
 pub use file::FileWatcher;
-pub use http::{health_check, http_peer, Validators};
 pub use origin::{FetchOutcome, Fetched, Kept, CONFIRM_UNAVAILABLE_AFTER};
 
 use crate::config::RobotsSource;
 use crate::metrics::METRICS;
-use crate::state::{Live, Origin, RobotsCopy, Snapshot};
+use crate::snapshot::{Live, Origin, RobotsCopy, Snapshot};
 
 /// How many origins are fetched at once at start-up, so 1,000 origins do not open 1,000
 /// connections in the same instant.
@@ -129,35 +125,22 @@ impl Refresher {
             watcher: FileWatcher::new(),
         });
         let mut generations = self.snapshot.subscribe();
-        let mut tasks: HashMap<usize, tokio::task::JoinHandle<()>> = HashMap::new();
+        let mut tasks = crate::tasks::Tasks::new();
         loop {
             let snapshot = self.snapshot.load();
-            let mut wanted = HashSet::new();
-            for origin in &snapshot.origins {
-                let key = Arc::as_ptr(&origin.robots) as usize;
-                wanted.insert(key);
-                tasks
-                    .entry(key)
-                    .or_insert_with(|| tokio::spawn(keep_fresh(origin.clone(), shared.clone())));
+            // Keyed by slot: a reload that keeps an origin's robots.txt settings keeps its task.
+            let wanted = snapshot
+                .origins
+                .iter()
+                .map(|origin| (Arc::as_ptr(&origin.robots) as usize, origin.clone()));
+            tasks.reconcile(
+                wanted,
+                |origin| tokio::spawn(keep_fresh(origin, shared.clone())),
+                |_| {},
+            );
+            if !crate::tasks::next_reload(&mut generations, &mut shutdown).await {
+                break;
             }
-            tasks.retain(|key, task| {
-                let keep = wanted.contains(key);
-                if !keep {
-                    task.abort();
-                }
-                keep
-            });
-            tokio::select! {
-                changed = generations.changed() => {
-                    if changed.is_err() {
-                        break;
-                    }
-                }
-                _ = shutdown.wait_for(|stop| *stop) => break,
-            }
-        }
-        for task in tasks.values() {
-            task.abort();
         }
     }
 }
@@ -334,7 +317,7 @@ fn jittered(interval: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::{CopyOutcome, Policy};
+    use crate::snapshot::{CopyOutcome, Policy};
 
     fn fetched(outcome: FetchOutcome, status_503: bool, retry_after: Option<Duration>) -> Fetched {
         Fetched {

@@ -6,10 +6,10 @@ use std::time::{Duration, SystemTime};
 
 use pingora::connectors::http::Connector;
 
-use super::http::{get, Answer, Validators};
 use crate::config::normalize_host;
 use crate::config::OnUnreachable;
-use crate::state::{CopyOutcome, Origin, Policy, RobotsCopy};
+use crate::net::http::{get, Answer, Validators};
+use crate::snapshot::{CopyOutcome, Origin, Policy, RobotsCopy};
 
 /// Redirects followed before giving up (RFC 9309: at least five).
 pub const MAX_REDIRECTS: usize = 5;

@@ -10,7 +10,7 @@ use super::request::{body_is_drainable, client_keeps_alive};
 use crate::config::render_body;
 use crate::enforce::{Decision, Why};
 use crate::judge::Refusal;
-use crate::state::RobotsCopy;
+use crate::snapshot::RobotsCopy;
 
 /// How long a connection answered by robotsguard stays open for the next request (the server's
 /// idle limit bounds the wait itself).
@@ -93,7 +93,7 @@ pub(super) async fn respond_refusal(
 
 /// The body of a ban's 403: that the address is banned, why, and until when. Nothing the client
 /// wrote.
-pub(super) fn banned_body(ban: &crate::offenders::Ban) -> String {
+pub(super) fn banned_body(ban: &crate::tables::offenders::Ban) -> String {
     format!(
         "403 Forbidden: {} is banned from this site until {} after {} requests for paths \
          robots.txt disallows; robots.txt stays readable.\n",
@@ -118,7 +118,7 @@ pub(super) fn limited_body(
         "429 Too Many Requests: robots.txt asks {crawler} to wait {} s between requests \
          (Crawl-delay); retry after {} s.\n",
         seconds_text(delay),
-        crate::crawl_delay::retry_after_seconds(wait)
+        crate::tables::crawl_delay::retry_after_seconds(wait)
     )
 }
 

@@ -197,7 +197,7 @@ pub(super) fn robots_url(session: &Session, peer_trusted: bool) -> String {
         _ => "http",
     };
     let host = forwarded(X_FORWARDED_HOST)
-        .filter(|host| crate::state::normalize_host(host.as_bytes()).is_some())
+        .filter(|host| crate::snapshot::normalize_host(host.as_bytes()).is_some())
         .map(str::to_string)
         // The Host routed, so it is a valid host[:port]; keep the port the client used.
         .unwrap_or_else(|| {

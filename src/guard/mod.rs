@@ -35,14 +35,14 @@ pub use builder::{GuardBuilder, OriginSpec};
 
 use crate::config::{Config, ConfigErrors, RobotsSource};
 use crate::enforce::{decide_for_client, Decision, Outcome, Refused};
-use crate::fetch::http_peer;
 use crate::judge::{
     Answer, Facts, Judge, Judgment, Mode as JudgeMode, Refusal, RefusedFor, Signed,
 };
 use crate::metrics::METRICS;
-use crate::offenders::Offenders;
-use crate::state::{BuildError, Live, Snapshot};
+use crate::net::http::http_peer;
+use crate::snapshot::{BuildError, Live, Snapshot};
 use crate::store::Store;
+use crate::tables::offenders::Offenders;
 use crate::upstream::Peer;
 use crate::verify::signature::SignatureOutcome;
 use answer::{banned_body, failure_body, limited_body, refuse, respond_refusal, serve_robots};
@@ -327,7 +327,7 @@ impl Guard {
             )),
             Box::new(background_service(
                 "upstream keeper",
-                crate::upstream_keeper::UpstreamKeeper {
+                crate::upstream::keeper::UpstreamKeeper {
                     snapshot: self.live.clone(),
                 },
             )),
@@ -391,7 +391,7 @@ impl Guard {
         let snapshot = self.live.load();
         let peer = peer_ip(session);
         let trusted = &snapshot.config.trusted_proxies;
-        ctx.peer_trusted = peer.is_some_and(|ip| crate::client::is_trusted(trusted, ip));
+        ctx.peer_trusted = peer.is_some_and(|ip| crate::client_address::is_trusted(trusted, ip));
         ctx.client = peer.map(|ip| {
             if ctx.peer_trusted {
                 let values = session
@@ -400,7 +400,7 @@ impl Guard {
                     .get_all(X_FORWARDED_FOR)
                     .iter()
                     .map(HeaderValue::as_bytes);
-                crate::client::client_address(ip, trusted, values)
+                crate::client_address::client_address(ip, trusted, values)
             } else {
                 ip
             }

@@ -340,7 +340,7 @@ impl Reports {
             settings,
             grid: Grid::new(settings.window),
             origins: RwLock::new(HashMap::new()),
-            anchor: (crate::clock::coarse_now(), now),
+            anchor: (crate::tables::clock::coarse_now(), now),
         }
     }
 
@@ -352,7 +352,7 @@ impl Reports {
     /// Now, in Unix seconds, by the coarse clock.
     pub fn now(&self) -> u64 {
         let (instant, unix) = self.anchor;
-        unix + crate::clock::coarse_now()
+        unix + crate::tables::clock::coarse_now()
             .saturating_duration_since(instant)
             .as_secs()
     }

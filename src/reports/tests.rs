@@ -1,6 +1,6 @@
 use super::*;
 use crate::config::ReportsConfig;
-use crate::state::Snapshot;
+use crate::snapshot::Snapshot;
 
 fn snapshot() -> Snapshot {
     let yaml =

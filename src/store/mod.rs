@@ -17,12 +17,12 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::clock::{coarse_now, Millis};
-use crate::compliance::RobotsReads;
 use crate::config::{OffendersAction, OffendersConfig, StateConfig};
-use crate::crawl_delay::{Admission, BudgetKey, CrawlDelays};
 use crate::metrics::METRICS;
-use crate::offenders::{Ban, Offenders, Strike};
+use crate::tables::clock::{coarse_now, Millis};
+use crate::tables::compliance::RobotsReads;
+use crate::tables::crawl_delay::{Admission, BudgetKey, CrawlDelays};
+use crate::tables::offenders::{Ban, Offenders, Strike};
 
 pub use self::reports::{Coverage, ReportsPublisher, PUBLISH_EVERY};
 pub use self::shared::StoreService;
@@ -116,7 +116,7 @@ impl Store {
 
     /// The background loop that keeps the shared store connected, its bans mirrored and the
     /// robots.txt histories of `live`'s origins shared; `None` with the memory backend.
-    pub fn service(&self, live: Arc<crate::state::Live>) -> Option<StoreService> {
+    pub fn service(&self, live: Arc<crate::snapshot::Live>) -> Option<StoreService> {
         self.shared
             .as_ref()
             .map(|shared| StoreService::new(shared.clone(), self.offenders.clone(), live))

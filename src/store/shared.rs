@@ -31,12 +31,12 @@ mod reports;
 
 use super::endpoint::{Endpoint, StoreConnection};
 use super::{from_unix_millis, unix_millis, StrikeRequest};
-use crate::compliance::REMEMBERED;
 use crate::config::{redacted_url, OffendersAction, RedisConfig};
-use crate::crawl_delay::{Admission, BudgetKey};
 use crate::metrics::METRICS;
-use crate::offenders::{Ban, Offenders, MAX_BANS};
-use crate::state::{CopyOutcome, EndedCopy, Live, Policy, RobotsCopy, HISTORY, HISTORY_COPIES};
+use crate::snapshot::{CopyOutcome, EndedCopy, Live, Policy, RobotsCopy, HISTORY, HISTORY_COPIES};
+use crate::tables::compliance::REMEMBERED;
+use crate::tables::crawl_delay::{Admission, BudgetKey};
+use crate::tables::offenders::{Ban, Offenders, MAX_BANS};
 
 /// How often the loop checks the store, reconnects, and looks for changed bans.
 const CHECK_EVERY: Duration = Duration::from_secs(1);

@@ -21,7 +21,7 @@ use crate::config::VerifyConfig;
 use crate::crawlers::VerifyData;
 use crate::enforce::{Decision, Verification, VerificationResult};
 use crate::metrics::METRICS;
-use crate::state::{Live, Snapshot};
+use crate::snapshot::{Live, Snapshot};
 
 /// How long a verdict per (crawler, address) is reused before its sources are asked again
 /// (they keep their own, longer-lived data).

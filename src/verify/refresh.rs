@@ -8,7 +8,6 @@
 //! at most one summary line per [`SUMMARY_EVERY`]; `robotsguard_crawler_range_list_loaded` and
 //! the chart's alert carry the rest.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -20,10 +19,10 @@ use pingora::services::background::BackgroundService;
 use super::ranges::{parse_list, ListCopy, ListSlot, ListSource, RangeLists, RangeSet};
 use super::ranges::{read_file, MAX_LIST_BYTES};
 use crate::config::FetchProxy;
-use crate::fetch::url::get_url;
 use crate::fetch::{FileWatcher, Validators};
 use crate::metrics::METRICS;
-use crate::state::{Live, Snapshot};
+use crate::net::url::get_url;
+use crate::snapshot::{Live, Snapshot};
 
 /// The first retry after a failure; it doubles up to the refresh interval.
 const FIRST_RETRY: Duration = Duration::from_secs(10);
@@ -102,34 +101,23 @@ impl BackgroundService for ListRefresher {
             proxy: self.proxy.clone(),
         });
         let mut generations = self.live.subscribe();
-        let mut tasks: HashMap<String, tokio::task::JoinHandle<()>> = HashMap::new();
+        let mut tasks = crate::tasks::Tasks::new();
         loop {
             let entries = list_entries(&self.live.load());
             self.lists.set_entries(entries.iter().map(String::as_str));
-            for slot in self.lists.slots() {
-                tasks.entry(slot.entry.clone()).or_insert_with(|| {
-                    tokio::spawn(keep_fresh(slot.clone(), self.lists.clone(), shared.clone()))
-                });
+            let wanted = self
+                .lists
+                .slots()
+                .into_iter()
+                .map(|slot| (slot.entry.clone(), slot));
+            tasks.reconcile(
+                wanted,
+                |slot| tokio::spawn(keep_fresh(slot, self.lists.clone(), shared.clone())),
+                |entry| METRICS.forget_list(entry),
+            );
+            if !crate::tasks::next_reload(&mut generations, &mut shutdown).await {
+                break;
             }
-            tasks.retain(|entry, task| {
-                let keep = entries.contains(entry);
-                if !keep {
-                    task.abort();
-                    METRICS.forget_list(entry);
-                }
-                keep
-            });
-            tokio::select! {
-                changed = generations.changed() => {
-                    if changed.is_err() {
-                        break;
-                    }
-                }
-                _ = shutdown.wait_for(|stop| *stop) => break,
-            }
-        }
-        for task in tasks.values() {
-            task.abort();
         }
     }
 }

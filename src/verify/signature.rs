@@ -40,9 +40,9 @@ use web_bot_auth::message_signatures::SignedMessage;
 use web_bot_auth::{SignatureAgentLink, WebBotAuthVerifier};
 
 use crate::config::WebBotAuthConfig;
-use crate::fetch::url::get_url;
 use crate::fetch::{FileWatcher, Validators};
 use crate::metrics::METRICS;
+use crate::net::url::get_url;
 
 /// The path of an agent's key directory.
 pub const DIRECTORY_PATH: &str = "/.well-known/http-message-signatures-directory";

@@ -8,7 +8,7 @@ use std::path::Path;
 use robotsguard::enforce::Outcome;
 use robotsguard::metrics::{METRICS, METRIC_NAMES};
 use robotsguard::robots::Robots;
-use robotsguard::state::Policy;
+use robotsguard::snapshot::Policy;
 use serde_json::Value;
 
 const DASHBOARD: &str = "helm/robotsguard/dashboards/robotsguard.json";

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use robotsguard::config::{load_file, Config, Mode, OnUnreachable, RobotsSource};
 use robotsguard::enforce::{decide, Decision, Outcome, Why};
-use robotsguard::state::{CopyOutcome, RobotsCopy, Snapshot};
+use robotsguard::snapshot::{CopyOutcome, RobotsCopy, Snapshot};
 
 const GPTBOT: &[u8] = b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; GPTBot/1.2; +https://openai.com/gptbot";
 const GOOGLEBOT: &[u8] =

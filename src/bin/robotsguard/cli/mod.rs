@@ -153,7 +153,7 @@ fn validate(path: &std::path::Path, config_only: bool) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    if let Err(e) = robotsguard::state::build_identifier(&config) {
+    if let Err(e) = robotsguard::snapshot::build_identifier(&config) {
         eprintln!("{}: {e}", path.display());
         return ExitCode::from(1);
     }
@@ -194,7 +194,7 @@ fn identify(
         None => None,
     };
     let identifier = match &config {
-        Some(config) => robotsguard::state::build_identifier(config).map_err(|e| e.to_string()),
+        Some(config) => robotsguard::snapshot::build_identifier(config).map_err(|e| e.to_string()),
         None => robotsguard::crawlers::Identifier::builtin(true)
             .map_err(|e| format!("built-in crawler catalogue: {e}")),
     };

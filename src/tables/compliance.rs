@@ -3,14 +3,14 @@
 //! read robots.txt and then fetched what it disallows ignored it knowingly: the evidence behind
 //! `robotsguard_violations_total{read_robots="yes"}`.
 //!
-//! Per process and bounded (the expiring table of `src/expiring.rs`): at most [`MAX_CLIENTS`]
+//! Per process and bounded (the expiring table of `src/tables/expiring.rs`): at most [`MAX_CLIENTS`]
 //! readers at once; beyond that, the read nearest the end of its 24 hours is forgotten to make
 //! room (that reader's violations then count as `read_robots="no"`).
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use crate::expiring::ExpiringKeys;
+use crate::tables::expiring::ExpiringKeys;
 
 /// How long a read of robots.txt is remembered.
 pub const REMEMBERED: Duration = Duration::from_secs(24 * 60 * 60);

@@ -8,7 +8,7 @@
 //! compare-and-swap. Only a key without a slot takes a lock (one of a few shared by the
 //! buckets) to put one in, so that two requests cannot give one key two slots. Nothing is
 //! allocated per check and nothing is swept: a slot whose deadline has passed is free. (A
-//! general map with an expiry heap, as `src/expiring.rs`, costs more per check.) The table is
+//! general map with an expiry heap, as `src/tables/expiring.rs`, costs more per check.) The table is
 //! allocated zeroed, which the system allocator serves with pages it fills in as they are
 //! first touched.
 //!
@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::clock::Millis;
+use crate::tables::clock::Millis;
 
 /// The longest deadline a key can be given, from now.
 pub const MAX_DELAY: Duration = Duration::from_secs(24 * 60 * 60);

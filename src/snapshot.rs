@@ -12,7 +12,7 @@ use std::time::SystemTime;
 
 use arc_swap::ArcSwap;
 
-use crate::client::AddressSet;
+use crate::client_address::AddressSet;
 /// Routing looks hosts up in the form the config writes them in; the one normaliser is config's.
 pub use crate::config::normalize_host;
 use crate::config::{Config, OnUnreachable, OriginConfig, RobotsConfig, RobotsSource};
@@ -537,7 +537,7 @@ pub struct Origin {
     /// This origin's per-request metric series.
     pub request_series: OriginRequestSeries,
     /// The CAs and client certificate of `upstream_tls`, read when the snapshot was built.
-    pub(crate) upstream_tls: crate::upstream_tls::UpstreamTlsMaterial,
+    pub(crate) upstream_tls: crate::upstream::tls::UpstreamTlsMaterial,
 }
 
 impl Origin {
@@ -658,7 +658,7 @@ impl Snapshot {
                 );
             }
             let upstream_tls = match &origin_config.upstream_tls {
-                Some(tls) => crate::upstream_tls::load(tls).map_err(|e| {
+                Some(tls) => crate::upstream::tls::load(tls).map_err(|e| {
                     BuildError::UpstreamTls(format!("origin `{}`: {e}", origin_config.name))
                 })?,
                 None => Default::default(),
@@ -710,7 +710,7 @@ impl Snapshot {
 pub fn check_upstream_tls(config: &Config) -> Result<(), BuildError> {
     for origin in &config.origins {
         if let Some(tls) = &origin.upstream_tls {
-            crate::upstream_tls::load(tls)
+            crate::upstream::tls::load(tls)
                 .map_err(|e| BuildError::UpstreamTls(format!("origin `{}`: {e}", origin.name)))?;
         }
     }

@@ -9,7 +9,7 @@ use pingora::connectors::http::Connector;
 use pingora::http::RequestHeader;
 use pingora::upstreams::peer::HttpPeer;
 
-use crate::state::Origin;
+use crate::snapshot::Origin;
 
 /// The User-Agent robotsguard fetches robots.txt with.
 pub fn user_agent() -> String {
@@ -139,7 +139,7 @@ pub async fn get(
 /// One GET over a connection from `connector` to `peer`: the request with `Host: host`,
 /// robotsguard's User-Agent, `Accept-Encoding: gzip`, the conditional headers of `validators` and
 /// `extra` headers; the answer with at most `max_size` decoded body bytes.
-pub(super) async fn exchange(
+pub(crate) async fn exchange(
     connector: &Connector,
     peer: &HttpPeer,
     host: &str,

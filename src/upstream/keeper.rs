@@ -4,7 +4,6 @@
 //! upstreams; reloads add and drop tasks as the Refresher does for robots.txt (a dropped task
 //! takes its set's gauges with it).
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,9 +13,9 @@ use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use tokio::time::Instant;
 
-use crate::fetch::health_check;
 use crate::metrics::METRICS;
-use crate::state::{Live, Origin};
+use crate::net::http::health_check;
+use crate::snapshot::{Live, Origin};
 use crate::upstream::resolve;
 
 /// How often skipped upstreams are looked at again for the gauges.
@@ -35,35 +34,21 @@ impl BackgroundService for UpstreamKeeper {
     async fn start(&self, mut shutdown: ShutdownWatch) {
         let connector = Arc::new(Connector::new(None));
         let mut generations = self.snapshot.subscribe();
-        let mut tasks: HashMap<usize, tokio::task::JoinHandle<()>> = HashMap::new();
+        let mut tasks = crate::tasks::Tasks::new();
         loop {
             let snapshot = self.snapshot.load();
-            let mut wanted = HashSet::new();
-            for origin in &snapshot.origins {
-                let key = Arc::as_ptr(&origin.upstreams) as usize;
-                wanted.insert(key);
-                tasks
-                    .entry(key)
-                    .or_insert_with(|| tokio::spawn(keep(origin.clone(), connector.clone())));
+            let wanted = snapshot
+                .origins
+                .iter()
+                .map(|origin| (Arc::as_ptr(&origin.upstreams) as usize, origin.clone()));
+            tasks.reconcile(
+                wanted,
+                |origin| tokio::spawn(keep(origin, connector.clone())),
+                |_| {},
+            );
+            if !crate::tasks::next_reload(&mut generations, &mut shutdown).await {
+                break;
             }
-            tasks.retain(|key, task| {
-                let keep = wanted.contains(key);
-                if !keep {
-                    task.abort();
-                }
-                keep
-            });
-            tokio::select! {
-                changed = generations.changed() => {
-                    if changed.is_err() {
-                        break;
-                    }
-                }
-                _ = shutdown.wait_for(|stop| *stop) => break,
-            }
-        }
-        for task in tasks.values() {
-            task.abort();
         }
     }
 }

@@ -6,7 +6,7 @@
 //! for a day, so a younger rule is not yet a violation). `strikes` within `window` (counted from
 //! the first) ban the address on that origin for `ban`.
 //!
-//! Per process: strike counts in the bounded expiring table of `src/expiring.rs`; bans in a map
+//! Per process: strike counts in the bounded expiring table of `src/tables/expiring.rs`; bans in a map
 //! that requests read without a lock (replaced whole when a ban is added, lifted or expires —
 //! rare next to the reads every request makes), at most [`MAX_BANS`].
 
@@ -21,8 +21,8 @@ use arc_swap::ArcSwap;
 use foldhash::fast::RandomState;
 
 use crate::config::{OffendersAction, OffendersConfig};
-use crate::expiring::ExpiringMap;
 use crate::metrics::METRICS;
+use crate::tables::expiring::ExpiringMap;
 
 /// The most bans in force at once; an address beyond that is not banned (and it is logged).
 pub const MAX_BANS: usize = 100_000;

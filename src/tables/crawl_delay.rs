@@ -5,7 +5,7 @@
 //! budget), and the origin, the crawler and the client address otherwise, so that an impostor
 //! cannot spend a real crawler's budget and one scraper's speed does not slow another down.
 //!
-//! The state is per process and bounded (the tables of `src/deadline_table.rs`): a budget holds
+//! The state is per process and bounded (the tables of `src/tables/deadline_table.rs`): a budget holds
 //! a slot only until its next admission time, and a client whose slots are all held by other
 //! budgets is admitted untracked, as its first request would have been. A delay counts for at
 //! most a day.
@@ -27,10 +27,10 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use foldhash::fast::RandomState;
 
-use crate::clock::Millis;
-use crate::deadline_table::{Claim, DeadlineTable};
+use crate::tables::clock::Millis;
+use crate::tables::deadline_table::{Claim, DeadlineTable};
 
-pub use crate::deadline_table::MAX_DELAY;
+pub use crate::tables::deadline_table::MAX_DELAY;
 
 /// The most budgets the table grows to, 8 bytes each (for a while after its last growth, the
 /// quarter-size table it replaced is kept too).

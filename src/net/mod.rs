@@ -1,0 +1,8 @@
+//! Plumbing that background work shares: HTTP exchanges through pingora's connector (the
+//! upstream peer builder, robots.txt GETs, health checks), GETs of absolute URLs that belong to no
+//! origin (range lists, key directories, feeds), and watching files for changes (config,
+//! robots.txt files, certificates, key files).
+
+pub mod http;
+pub mod url;
+pub mod watch;
