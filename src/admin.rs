@@ -468,7 +468,7 @@ async fn lift_ban(
 /// `at` as RFC 3339 in UTC, to the second (`2026-05-01T12:00:00Z`): how the admin endpoint
 /// and the log lines write times.
 pub fn rfc3339(at: SystemTime) -> String {
-    humantime::format_rfc3339_seconds(at).to_string()
+    crate::logs::rfc3339(at)
 }
 
 fn robots_copy(snapshot: &Snapshot, query: &str) -> Response<Vec<u8>> {

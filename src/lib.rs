@@ -85,4 +85,5 @@ pub mod store;
 pub mod tables;
 mod tasks;
 mod upstream;
+mod upstream_keeper;
 pub mod verify;

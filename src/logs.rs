@@ -354,7 +354,7 @@ pub(crate) fn offender(
             origin,
             client = %client,
             strikes,
-            until = %crate::admin::rfc3339(ban.until),
+            until = %rfc3339(ban.until),
             request_id,
             "client banned: it kept fetching what robots.txt disallows"
         ),
@@ -388,7 +388,7 @@ pub(crate) fn banned_browser_request(
         origin,
         client = %ban.client,
         scope = scope.as_str(),
-        until = %crate::admin::rfc3339(ban.until),
+        until = %rfc3339(ban.until),
         request_id,
         "a browser request came from a banned address and was {what}: the address may be \
          shared (a NAT, an office, a load balancer missing from trusted_proxies); \
@@ -891,6 +891,11 @@ impl BackgroundService for SuppressedLinesReporter {
         }
         report_suppressed();
     }
+}
+
+/// `2026-11-26T20:15:00Z`: how every time is written in logs and admin answers (UTC, seconds).
+pub fn rfc3339(at: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_seconds(at).to_string()
 }
 
 #[cfg(test)]

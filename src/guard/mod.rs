@@ -327,7 +327,7 @@ impl Guard {
             )),
             Box::new(background_service(
                 "upstream keeper",
-                crate::upstream::keeper::UpstreamKeeper {
+                crate::upstream_keeper::UpstreamKeeper {
                     snapshot: self.live.clone(),
                 },
             )),

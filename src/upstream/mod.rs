@@ -5,11 +5,10 @@
 //! `passive_health.failures` times in a row is skipped for `passive_health.cooloff`, then tried
 //! again; one that fails its `health_check` is skipped until a check passes. When every upstream
 //! is skipped, they are all tried anyway: a request has a better chance with a doubtful upstream
-//! than with none. DNS names are resolved again in the background ([`crate::upstream::keeper`]);
+//! than with none. DNS names are resolved again in the background ([`crate::upstream_keeper`]);
 //! a name that resolves to nothing leaves its origin without upstreams (answered 502) while every
 //! other origin serves, and it recovers when the name resolves again.
 
-pub(crate) mod keeper;
 pub(crate) mod tls;
 
 use std::net::SocketAddr;
