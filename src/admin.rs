@@ -65,7 +65,7 @@ impl AdminApp {
 
 /// Reads an admin token file: its content without surrounding whitespace, which must not be
 /// empty.
-pub fn read_token(path: &Path) -> Result<String, String> {
+pub fn read_token(path: &Path) -> Result<String, crate::config::SecretFileError> {
     crate::console::access::read_token(path)
 }
 

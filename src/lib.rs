@@ -55,6 +55,9 @@
 //!     services, the admin endpoint, the operator's pages); [`preflight`]: what a config needs
 //!     from the machine, checked alike by `validate`, `serve` and a reload.
 //!
+//! `listener_tls`, `preflight` and `reload` are public for the binary and hidden from these docs:
+//! [`guard::Guard`] runs what an embedder needs of them.
+//!
 //! The binary adds the command line, the demo, the server assembly and the connection layer
 //! (connection cap, request-head deadline, PROXY protocol) on top of [`guard`].
 
@@ -69,11 +72,14 @@ pub mod enforce;
 mod fetch;
 pub mod guard;
 pub mod judge;
+#[doc(hidden)]
 pub mod listener_tls;
 pub mod logs;
 pub mod metrics;
 mod net;
+#[doc(hidden)]
 pub mod preflight;
+#[doc(hidden)]
 pub mod reload;
 pub mod reports;
 /// The robots.txt engine: the `robotsguard-robots` crate, at the path the proxy's modules and

@@ -70,6 +70,7 @@ pub struct Timings {
 
 /// What a reload did.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ReloadOutcome {
     /// A new snapshot is in force.
     Applied {

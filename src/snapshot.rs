@@ -23,6 +23,7 @@ use crate::upstream::Upstreams;
 
 /// What robots.txt currently says for an origin, as a whole.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Policy {
     /// A robots.txt is in force; its rules decide.
     Rules(Arc<Robots>),
@@ -50,6 +51,7 @@ impl Policy {
 
 /// How the copy in force was obtained, as `/explain` shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CopyOutcome {
     /// Read or fetched (or inline): its rules apply.
     Ok,
@@ -554,6 +556,7 @@ impl Origin {
 
 /// Why a snapshot could not be built from a valid config.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum BuildError {
     /// The crawler catalogue (built in plus `crawlers.extra`) is not usable.
     Catalogue(CatalogueError),

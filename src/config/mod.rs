@@ -378,6 +378,7 @@ impl Default for OffendersConfig {
 /// shared (a carrier NAT, an office, a load balancer missing from `trusted_proxies`), and a ban
 /// must not take the site down for the people behind it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum BanScope {
     /// Requests that identify as a crawler (by the catalogue, a robots.txt name or a generic bot
     /// name) or carry no User-Agent; browsers and the categories the policy passes (apps' HTTP
@@ -399,6 +400,7 @@ impl BanScope {
 
 /// `offenders.action`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum OffendersAction {
     /// Ban the client's address on the origin: 403, for the requests `scope` names, on every
     /// path but `/robots.txt`.
@@ -440,6 +442,7 @@ impl Default for CrawlDelayConfig {
 
 /// `crawl_delay.action`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CrawlDelayAction {
     /// Answer 429 with `Retry-After`.
     Enforce,
@@ -463,6 +466,7 @@ impl CrawlDelayAction {
 /// What is done with a request from an impostor: one that claims a crawler whose operator
 /// publishes who it is, from an address that is definitely not among it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Impostors {
     /// Refuse it (every path but `/robots.txt`).
     Block,
@@ -546,6 +550,7 @@ impl Default for Limits {
 
 /// What happens to a crawler's requests before robots.txt is asked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Action {
     /// robots.txt decides.
     Enforce,
@@ -822,6 +827,7 @@ pub struct ExtraCrawler {
 
 /// What happens to a crawler request that robots.txt disallows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Mode {
     /// Refuse it with the block response.
     Enforce,
@@ -877,6 +883,7 @@ pub struct RobotsConfig {
 
 /// Where an origin's robots.txt comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RobotsSource {
     /// Fetched from the origin's upstream. `url` overrides the location: a
     /// path (`/robots.txt` is the default) or an absolute http(s) URL.
@@ -1155,24 +1162,66 @@ pub fn keep_restart_only(new: &mut Config, running: &Config) -> Vec<&'static str
 
 /// Reads a file that holds one secret (a token, a URL with a password): its content without
 /// surrounding whitespace, which must not be empty, reading at most `max_bytes`.
-pub fn read_secret_file(path: &Path, max_bytes: u64) -> Result<String, String> {
-    let file =
-        std::fs::File::open(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+pub fn read_secret_file(path: &Path, max_bytes: u64) -> Result<String, SecretFileError> {
+    let failed = |why| SecretFileError {
+        path: path.to_path_buf(),
+        why,
+    };
+    let file = std::fs::File::open(path).map_err(|e| failed(SecretProblem::Unreadable(e)))?;
     let mut text = String::new();
     file.take(max_bytes + 1)
         .read_to_string(&mut text)
-        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+        .map_err(|e| failed(SecretProblem::Unreadable(e)))?;
     if text.len() as u64 > max_bytes {
-        return Err(format!(
-            "`{}` is larger than {max_bytes} bytes",
-            path.display()
-        ));
+        return Err(failed(SecretProblem::TooLarge(max_bytes)));
     }
     let secret = text.trim();
     if secret.is_empty() {
-        return Err(format!("`{}` is empty", path.display()));
+        return Err(failed(SecretProblem::Empty));
     }
     Ok(secret.to_owned())
+}
+
+/// Why a file holding a secret (a token, a URL with a password) could not be used. Its text
+/// names the file, never the secret.
+#[derive(Debug)]
+pub struct SecretFileError {
+    path: PathBuf,
+    why: SecretProblem,
+}
+
+#[derive(Debug)]
+enum SecretProblem {
+    Unreadable(std::io::Error),
+    TooLarge(u64),
+    Empty,
+}
+
+impl SecretFileError {
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl std::fmt::Display for SecretFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = self.path.display();
+        match &self.why {
+            SecretProblem::Unreadable(e) => write!(f, "cannot read `{path}`: {e}"),
+            SecretProblem::TooLarge(max) => write!(f, "`{path}` is larger than {max} bytes"),
+            SecretProblem::Empty => write!(f, "`{path}` is empty"),
+        }
+    }
+}
+
+impl std::error::Error for SecretFileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.why {
+            SecretProblem::Unreadable(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 /// Reads the file as UTF-8, refusing files over the size limit without

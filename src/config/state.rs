@@ -163,7 +163,7 @@ fn redis(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<RedisConfig> {
             match super::read_secret_file(&path, MAX_URL_FILE_BYTES) {
                 Ok(url) => (url, Some(path)),
                 Err(message) => {
-                    sink.error(source_node.pos, message);
+                    sink.error(source_node.pos, message.to_string());
                     return None;
                 }
             }
@@ -294,7 +294,7 @@ fn block_credentials(sink: &mut Sink, table: &Table<'_>, base_dir: &Path) -> Opt
             match super::read_secret_file(&path, MAX_URL_FILE_BYTES) {
                 Ok(password) => Some(password),
                 Err(message) => {
-                    sink.error(n.pos, message);
+                    sink.error(n.pos, message.to_string());
                     return None;
                 }
             }

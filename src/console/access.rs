@@ -23,7 +23,7 @@ pub const SESSION_COOKIE: &str = "robotsguard_session";
 
 /// Reads an admin token file: its content without surrounding whitespace, which must not be
 /// empty.
-pub fn read_token(path: &Path) -> Result<String, String> {
+pub fn read_token(path: &Path) -> Result<String, crate::config::SecretFileError> {
     crate::config::read_secret_file(path, MAX_TOKEN_BYTES)
 }
 

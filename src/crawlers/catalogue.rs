@@ -88,6 +88,7 @@ struct CatalogueFile {
 /// Why a catalogue could not be loaded or built. The parser's and the automaton builder's
 /// errors are kept whole ([`std::error::Error::source`]); the message includes them too.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum CatalogueError {
     /// The YAML did not parse into catalogue entries.
     Parse(Box<serde_saphyr::Error>),

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[repr(usize)]
+#[non_exhaustive]
 pub enum Category {
     /// Search engines' indexers (Googlebot, Bingbot).
     Search,

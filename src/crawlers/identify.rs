@@ -60,6 +60,7 @@ pub const UNNAMED_NAME: &str = "(unnamed automated client)";
 /// Which stage identified a crawler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum IdentitySource {
     /// A catalogue pattern matched.
     Catalogue,

@@ -30,6 +30,7 @@ pub use verification::{Verification, VerificationResult};
 /// What happens to the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Outcome {
     /// Proxied without consulting robots.txt: not a crawler, mode `off`, or `/robots.txt` itself.
     Pass,
@@ -190,6 +191,7 @@ pub struct Decision {
 
 /// Why a decision came out as it did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Why {
     /// The User-Agent is not a crawler's.
     NotCrawler,
@@ -222,6 +224,7 @@ pub enum Why {
 
 /// Which `policy` entry decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PolicyBy {
     /// `policy.crawlers`, for the crawler named in the decision.
     Crawler,
@@ -398,6 +401,7 @@ pub fn is_blank_user_agent(user_agent: &[u8]) -> bool {
 
 /// Why a request is refused before any robots.txt decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Refused {
     /// No configured origin serves this Host: answer 421, never proxy.
     UnknownHost,

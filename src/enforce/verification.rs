@@ -13,6 +13,7 @@ use crate::config::{Impostors, Mode};
 /// The verdict on one claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum VerificationResult {
     /// The address is in the operator's published ranges, its reverse DNS name is the
     /// operator's and confirms forward, or the request carries a valid signature of the agent.

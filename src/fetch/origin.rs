@@ -30,6 +30,7 @@ pub const KEEP_THROUGH_PROVOKED_FAILURES: Duration = Duration::from_secs(24 * 36
 
 /// The label of `robotsguard_robots_fetches_total{outcome}` for one fetch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FetchOutcome {
     Ok,
     NotModified,

@@ -47,6 +47,7 @@ pub struct Violation {
 
 /// What lifting a ban did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Lifted {
     /// Lifted everywhere.
     Yes,

@@ -27,6 +27,7 @@ fn replica_name() -> &'static str {
 
 /// Whose reports a view holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Coverage {
     /// Every replica's, through the shared store (this many replicas wrote within the window).
     Fleet(usize),

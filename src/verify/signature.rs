@@ -69,6 +69,7 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What a request's signature says.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SignatureOutcome {
     /// No `Signature-Input` header: the request is not signed.
     Absent,
