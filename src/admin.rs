@@ -414,7 +414,35 @@ fn list_bans(snapshot: &Snapshot, store: &crate::store::Store, query: &str) -> R
             &serde_json::json!({"error": format!("no origin `{origin}`")}),
         );
     }
-    let bans: Vec<serde_json::Value> = store.bans(origin).iter().map(ban_json).collect();
+    let bans = store.bans(origin);
+    if param(&params, "format") == Some("csv") {
+        let rows = bans.iter().map(|ban| {
+            vec![
+                ban.origin.to_string(),
+                ban.client.to_string(),
+                rfc3339(ban.since),
+                rfc3339(ban.until),
+                crate::tables::offenders::seconds_left(ban).to_string(),
+                ban.strikes.to_string(),
+                ban.browser_requests().to_string(),
+            ]
+        });
+        let header = [
+            "origin",
+            "client",
+            "since",
+            "until",
+            "remaining_seconds",
+            "strikes",
+            "browser_requests",
+        ];
+        return reply(
+            200,
+            "text/csv; charset=utf-8",
+            crate::reports::csv(&header, rows),
+        );
+    }
+    let bans: Vec<serde_json::Value> = bans.iter().map(ban_json).collect();
     json(200, &serde_json::json!({ "bans": bans }))
 }
 

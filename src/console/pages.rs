@@ -632,6 +632,14 @@ async fn origin_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Respo
 }
 
 fn bans_table(console: &Console, origin: Option<&str>, viewer: &Viewer) -> String {
+    let query = origin.map_or(String::new(), |o| format!("origin={}", url_value(o)));
+    let links = format!(
+        "<p class=\"downloads\"><a href=\"/bans?{query}&amp;format=csv\" download id=\"bans-csv\">Download CSV</a><a href=\"/bans?{query}\" id=\"bans-json\">JSON</a></p>\n"
+    );
+    links + &bans_rows(console, origin, viewer)
+}
+
+fn bans_rows(console: &Console, origin: Option<&str>, viewer: &Viewer) -> String {
     let now = std::time::SystemTime::now();
     let rows: Vec<Vec<String>> = console
         .store

@@ -283,6 +283,18 @@ fn the_read_only_token_reads_but_cannot_lift_and_forms_need_the_csrf_token() {
         !page.contains("/ui/bans/lift"),
         "a read-only session gets no lift button"
     );
+    // The ban table's CSV, through the session cookie.
+    let csv = admin(
+        &proxy,
+        Request::get("/bans?format=csv").header("Cookie", &session),
+    );
+    assert_eq!(csv.status, 200);
+    let csv = csv.text();
+    assert!(
+        csv.starts_with("origin,client,since,until,remaining_seconds,strikes,browser_requests\n"),
+        "{csv}"
+    );
+    assert!(csv.contains("\nshop,192.0.2.9,"), "{csv}");
     assert!(bans
         .header("content-security-policy")
         .is_some_and(|csp| csp.contains("default-src 'none'")));
