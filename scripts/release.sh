@@ -20,7 +20,7 @@ if ! [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
     echo "usage: $0 VERSION   (e.g. 0.2.0)" >&2
     exit 2
 fi
-package_version=$(sed -n '/^\[package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
+package_version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
 if [ "$package_version" != "$version" ]; then
     echo "release: Cargo.toml says $package_version, not $version: bump it first" >&2
     exit 1
