@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Hostile connections: how robotsguard survives clients that try to exhaust its memory and sockets.
 
-Two kinds of attacker, opened together at the start and kept open for --duration seconds:
+--scenario trickle-idle (the default): two kinds of attacker, opened together at the start and kept
+open for --duration seconds:
 
   trickle  sends a request line, Host and ~1 MB of header lines as fast as the proxy reads them,
            never the blank line that ends the header, then one more byte every --trickle-interval
@@ -15,10 +16,30 @@ Every second the proxy's RSS and open fds are sampled and one legitimate browser
     python3 bench/hostile-connections.py --connections 300 --duration 30
     python3 bench/hostile-connections.py --limits 'header_timeout: 10s, max_header_bytes: 32KiB'
 
+The other scenarios (issue 26) run against a stock nginx origin serving a 4 MB file, and check
+every second that a fresh client is served and that /metrics answers:
+
+  stalled          2 x max_connections connections that never become useful, in equal shares:
+                   the h2c preface alone (plain listener, http2: true), a TLS ClientHello and then
+                   silence (the handshake stalls), and a full TLS handshake with ALPN h2 and then
+                   silence; each is reopened when the proxy closes it;
+  h2-headers       --h2-connections (40) HTTP/2 connections x --streams (128) streams, each with
+                   --header-kb (29) KB of headers and a body that is never sent;
+  h2-zero-window   --h2-connections HTTP/2 connections advertising a zero receive window, x
+                   --streams GETs of the 4 MB file;
+  nonreading       --connections HTTP/1.1 clients that GET the 4 MB file and never read;
+  throughput       a 200 MB download with curl, alone and beside one and four non-reading clients
+                   under a small request cap (what narrowing the upstream window costs a download).
+
+    python3 bench/hostile-connections.py --scenario stalled --max-connections 500 --duration 60
+    python3 bench/hostile-connections.py --scenario h2-headers --nofile 4096
+    python3 bench/hostile-connections.py --scenario h2-zero-window --h2-connections 20 --nofile 4096
+    python3 bench/hostile-connections.py --scenario nonreading --connections 2000 --nofile 8192
+
 The binary is ${CARGO_TARGET_DIR:-target}/release/robotsguard (or --binary). --limits is written
 verbatim as `limits: {TEXT}` in the config; a binary that does not know `limits` refuses to start.
-The proxy inherits this script's raised RLIMIT_NOFILE. Everything listens on 127.0.0.1 only;
-every loop has a deadline; processes and sockets are closed at the end, also on Ctrl-C.
+The proxy inherits this script's raised RLIMIT_NOFILE, or --nofile. Everything listens on 127.0.0.1
+only; every loop has a deadline; processes and sockets are closed at the end, also on Ctrl-C.
 """
 import argparse
 import collections
@@ -32,6 +53,8 @@ import selectors
 import shutil
 import signal
 import socket
+import ssl
+import struct
 import subprocess
 import sys
 import tempfile
@@ -241,11 +264,17 @@ def write_config(directory, port, admin, upstream, limits):
     return path
 
 
-def start_proxy(binary, config, log_path, admin):
+def start_proxy(binary, config, log_path, admin, nofile=None):
     log = open(log_path, "wb")
+
+    def limit_files():
+        if nofile:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
     # A session of its own: Ctrl-C reaches this script only, which then stops the proxy itself.
     proxy = subprocess.Popen([binary, "serve", "--config", config], stdout=log, stderr=log,
-                             env={**os.environ, "RUST_LOG": "warn"}, start_new_session=True)
+                             env={**os.environ, "RUST_LOG": "warn"}, start_new_session=True,
+                             preexec_fn=limit_files)
     log.close()
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and proxy.poll() is None:
@@ -343,6 +372,503 @@ def print_summary(s):
           f"p99 {fmt(legit['latency_ms_p99'])} ms")
 
 
+# ------------------------------------------------------------------------------------------------
+# Flood scenarios (issue 26): stalled HTTP/2 and TLS connections, HTTP/2 stream floods, clients
+# that never read. Each runs against a stock nginx origin.
+
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+BIG_FILE = "big.bin"
+BIG_BYTES = 4 << 20
+
+
+def h2_frame(kind, flags, stream, payload):
+    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+
+
+def hpack_int(value, prefix_bits, first=0):
+    """HPACK integer with a `prefix_bits` prefix (RFC 7541, 5.1), `first` holding the flag bits."""
+    limit = (1 << prefix_bits) - 1
+    if value < limit:
+        return bytes([first | value])
+    out, value = bytearray([first | limit]), value - limit
+    while value >= 128:
+        out.append(value % 128 + 128)
+        value //= 128
+    out.append(value)
+    return bytes(out)
+
+
+def hpack_literal(name, value):
+    """A literal header field without indexing, no Huffman coding."""
+    return (b"\x00" + hpack_int(len(name), 7) + name + hpack_int(len(value), 7) + value)
+
+
+def h2_request(stream, path, user_agent, end_stream, extra=()):
+    """HEADERS (and CONTINUATION frames past 16 KiB) of a GET."""
+    block = b"".join(hpack_literal(n, v) for n, v in [
+        (b":method", b"GET"), (b":scheme", b"http"), (b":path", path.encode()),
+        (b":authority", b"shop.example"), (b"user-agent", user_agent.encode()), *extra])
+    pieces = [block[i:i + 16384] for i in range(0, len(block), 16384)] or [b""]
+    out = bytearray()
+    for i, piece in enumerate(pieces):
+        last = i == len(pieces) - 1
+        flags = (0x4 if last else 0) | (0x1 if end_stream and i == 0 else 0)
+        out += h2_frame(0x1 if i == 0 else 0x9, flags, stream, piece)
+    return bytes(out)
+
+
+def h2_settings(pairs):
+    return h2_frame(0x4, 0, 0, b"".join(struct.pack(">HI", k, v) for k, v in pairs))
+
+
+class FloodConn:
+    __slots__ = ("kind", "sock", "tls", "opened", "state", "out", "closed_after", "close_reason", "read_bytes")
+
+    def __init__(self, kind, sock):
+        self.kind, self.sock, self.tls, self.opened = kind, sock, None, time.monotonic()
+        self.state, self.out, self.read_bytes = "connecting", b"", 0
+        self.closed_after = self.close_reason = None
+
+
+class Flood:
+    """Non-blocking hostile clients of several kinds driven from one selector. Kinds:
+    h2c-preface, tls-hello, tls-h2-silent, h2-headers, h2-zero-window, nonreading."""
+
+    def __init__(self, args, plain_port, tls_port):
+        self.args, self.plain_port, self.tls_port = args, plain_port, tls_port
+        self.sel = selectors.DefaultSelector()
+        self.conns, self.reopen, self.local_errors = [], [], collections.Counter()
+        self.tls_context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        self.tls_context.check_hostname = False
+        self.tls_context.verify_mode = ssl.CERT_NONE
+        self.tls_context.set_alpn_protocols(["h2"])
+        pad = b"v" * 1000
+        self.big_headers = [(b"x-pad-%d" % i, pad) for i in range(args.header_kb)]
+
+    def payload(self, kind):
+        if kind == "h2c-preface":
+            return H2_PREFACE
+        if kind == "nonreading":
+            return (f"GET /{BIG_FILE} HTTP/1.1\r\nHost: shop.example\r\nUser-Agent: {BROWSER}\r\n\r\n").encode()
+        if kind == "h2-headers":
+            out = bytearray(H2_PREFACE + h2_settings([]))
+            for n in range(self.args.streams):
+                out += h2_request(2 * n + 1, "/ok", BROWSER, False, self.big_headers)
+            return bytes(out)
+        if kind == "h2-zero-window":
+            out = bytearray(H2_PREFACE + h2_settings([(0x4, 0)]))
+            for n in range(self.args.streams):
+                out += h2_request(2 * n + 1, f"/{BIG_FILE}", BROWSER, True)
+            return bytes(out)
+        return b""
+
+    def open(self, kind):
+        try:
+            sock = socket.socket()
+        except OSError as e:
+            self.local_errors[errno.errorcode.get(e.errno, str(e))] += 1
+            return
+        sock.setblocking(False)
+        conn = FloodConn(kind, sock)
+        self.conns.append(conn)
+        port = self.tls_port if kind.startswith("tls") else self.plain_port
+        err = sock.connect_ex(("127.0.0.1", port))
+        if err not in (0, errno.EINPROGRESS):
+            self.close(conn, "connect_failed")
+            return
+        self.sel.register(sock, selectors.EVENT_WRITE, conn)
+
+    def close(self, conn, reason):
+        if conn.state == "closed":
+            return
+        try:
+            self.sel.unregister(conn.tls or conn.sock)
+        except (KeyError, ValueError):
+            pass
+        (conn.tls or conn.sock).close()
+        conn.state, conn.close_reason = "closed", reason
+        conn.closed_after = time.monotonic() - conn.opened
+        if reason == "proxy" and self.args.reopen:
+            self.reopen.append((time.monotonic() + 0.1, conn.kind))
+
+    def start(self, conn):
+        """The connection is up: queue what its kind sends first."""
+        if conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+            self.close(conn, "connect_failed")
+            return
+        if conn.kind == "tls-hello":
+            # A real ClientHello from a memory BIO, sent as raw bytes; nothing after it.
+            incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+            obj = self.tls_context.wrap_bio(incoming, outgoing, server_hostname="shop.example")
+            try:
+                obj.do_handshake()
+            except ssl.SSLWantReadError:
+                pass
+            conn.out, conn.state = outgoing.read(), "sending"
+        elif conn.kind == "tls-h2-silent":
+            conn.tls = self.tls_context.wrap_socket(conn.sock, server_hostname="shop.example",
+                                                    do_handshake_on_connect=False)
+            self.sel.unregister(conn.sock)
+            self.sel.register(conn.tls, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
+            conn.state = "handshaking"
+            self.handshake(conn)
+            return
+        else:
+            conn.out, conn.state = self.payload(conn.kind), "sending"
+        self.sel.modify(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
+
+    def handshake(self, conn):
+        try:
+            conn.tls.do_handshake()
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            return
+        except (ssl.SSLError, OSError):
+            self.close(conn, "proxy")
+            return
+        conn.state = "silent"
+        self.sel.modify(conn.tls, selectors.EVENT_READ, conn)
+
+    def on_event(self, conn, mask):
+        if conn.state == "connecting":
+            self.start(conn)
+            return
+        if conn.state == "handshaking":
+            self.handshake(conn)
+            return
+        if mask & selectors.EVENT_WRITE and conn.out:
+            try:
+                sent = conn.sock.send(conn.out[:256 * 1024])
+                conn.out = conn.out[sent:]
+            except BlockingIOError:
+                pass
+            except OSError:
+                self.close(conn, "proxy")
+                return
+            if not conn.out:
+                conn.state = "silent"
+                self.sel.modify(conn.sock, selectors.EVENT_READ, conn)
+            return
+        if mask & selectors.EVENT_READ:
+            if conn.kind == "nonreading":
+                # Readable means data or a close: peek without consuming, to see which.
+                try:
+                    peeked = conn.sock.recv(1, socket.MSG_PEEK)
+                except BlockingIOError:
+                    return
+                except OSError:
+                    peeked = b""
+                if not peeked:
+                    self.close(conn, "proxy")
+                else:
+                    self.unwatch(conn)
+                return
+            self.drain(conn)
+
+    def unwatch(self, conn):
+        """A non-reading client's socket has data it will never read: stop polling it (a poll
+        would wake at once forever); it is closed at the end."""
+        try:
+            self.sel.unregister(conn.sock)
+        except (KeyError, ValueError):
+            pass
+        conn.state = "stalled"
+
+    def drain(self, conn):
+        sock = conn.tls or conn.sock
+        while True:
+            try:
+                data = sock.recv(65536)
+            except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self.close(conn, "proxy")
+                return
+            conn.read_bytes += len(data)
+
+    def run(self, deadline, proxy):
+        next_tick = 0.0
+        while time.monotonic() < deadline and proxy.poll() is None:
+            for key, mask in self.sel.select(timeout=max(0.0, min(0.5, deadline - time.monotonic()))):
+                self.on_event(key.data, mask)
+            now = time.monotonic()
+            if now >= next_tick:
+                due = [kind for at, kind in self.reopen if at <= now]
+                self.reopen = [(at, kind) for at, kind in self.reopen if at > now]
+                for kind in due:
+                    self.open(kind)
+                next_tick = now + 0.5
+
+    def close_all(self):
+        for conn in self.conns:
+            if conn.state != "closed":
+                (conn.tls or conn.sock).close()
+        self.sel.close()
+
+
+def start_nginx(work):
+    root = os.path.join(work, "root")
+    os.makedirs(root)
+    with open(os.path.join(root, BIG_FILE), "wb") as f:
+        f.write(os.urandom(BIG_BYTES))
+    with open(os.path.join(root, "ok"), "w") as f:
+        f.write("ok")
+    port = free_port()
+    conf = os.path.join(work, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(f"daemon off; master_process off; worker_rlimit_nofile 60000; error_log {work}/nginx-error.log;"
+                f" pid {work}/nginx.pid; events {{ worker_connections 30000; }}\n"
+                f"http {{ access_log off; large_client_header_buffers 8 64k; server {{ listen 127.0.0.1:{port};"
+                f" root {root}; keepalive_requests 100000; }} }}\n")
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    process = subprocess.Popen([nginx, "-p", work, "-e", f"{work}/nginx-error.log", "-c", conf],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return process, port
+        except OSError:
+            time.sleep(0.05)
+    stop_process(process)
+    sys.exit("nginx did not start")
+
+
+def make_certificate(work):
+    cert, key = os.path.join(work, "cert.pem"), os.path.join(work, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-days", "2", "-subj", "/CN=shop.example", "-addext", "subjectAltName=DNS:shop.example",
+                    "-keyout", key, "-out", cert], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return cert, key
+
+
+def metrics_text(admin):
+    conn = http.client.HTTPConnection("127.0.0.1", admin, timeout=2)
+    try:
+        conn.request("GET", "/metrics", headers={"Host": "admin"})
+        response = conn.getresponse()
+        body = response.read().decode(errors="replace")
+        return body if response.status == 200 else None
+    finally:
+        conn.close()
+
+
+def metric_sum(text, name, label=""):
+    total = 0.0
+    for line in (text or "").splitlines():
+        if line.startswith(name) and (line[len(name):len(name) + 1] in (" ", "{")) and label in line:
+            try:
+                total += float(line.rsplit(" ", 1)[1])
+            except ValueError:
+                pass
+    return total
+
+
+def flood_monitor(pid, port, admin, stop, samples, legit, probes):
+    """Once a second: RSS and fds, one legitimate request, one /metrics probe (each on a thread of
+    its own: either may take seconds)."""
+    workers, next_at = [], time.monotonic()
+
+    def probe():
+        started = time.monotonic()
+        try:
+            ok = metrics_text(admin) is not None
+        except (OSError, http.client.HTTPException):
+            ok = False
+        probes.append((ok, time.monotonic() - started))
+
+    while not stop.is_set():
+        samples.append(sample(pid))
+        for target, args in ((legit_request, (port, legit)), (probe, ())):
+            worker = threading.Thread(target=target, args=args, daemon=True)
+            worker.start()
+            workers.append(worker)
+        next_at += 1.0
+        stop.wait(max(0.0, next_at - time.monotonic()))
+    for worker in workers:
+        worker.join(timeout=6)
+
+
+def run_throughput(args):
+    """A 200 MB download through the proxy with curl, alone and then beside clients that never
+    read, under `max_requests_in_flight: 16` (so the download's upstream is narrowed, then
+    squeezed)."""
+    work = tempfile.mkdtemp(prefix="rg-throughput-")
+    conf_dir = os.path.join(work, "conf")
+    os.mkdir(conf_dir)
+    nginx = proxy = None
+    held = []
+    try:
+        nginx, origin_port = start_nginx(work)
+        with open(os.path.join(work, "root", "huge.bin"), "wb") as f:
+            f.write(os.urandom(200 << 20))
+        port, admin = free_port(), free_port()
+        config = os.path.join(conf_dir, "robotsguard.yaml")
+        with open(config, "w") as f:
+            f.write(f'listen: ["127.0.0.1:{port}"]\nadmin: "127.0.0.1:{admin}"\nthreads: 2\n'
+                    "limits: {max_requests_in_flight: 16}\n"
+                    f'origins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: "127.0.0.1:{origin_port}"\n'
+                    '    robots: {source: inline, text: ""}\n')
+        proxy = start_proxy(args.binary, config, os.path.join(work, "robotsguard.log"), admin)
+
+        def download():
+            out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{speed_download}", "-H", "Host: shop.example",
+                                  f"http://127.0.0.1:{port}/huge.bin"], capture_output=True, text=True, timeout=120)
+            return float(out.stdout or 0) / 1e6
+
+        def hold(count):
+            for _ in range(count):
+                sock = socket.create_connection(("127.0.0.1", port))
+                sock.sendall(b"GET /huge.bin HTTP/1.1\r\nHost: shop.example\r\n\r\n")
+                held.append(sock)
+            time.sleep(0.5)
+
+        # With a cap of 16, more than 1 request in flight narrows, more than 4 squeezes.
+        alone = [download() for _ in range(2)]
+        hold(1)
+        narrow = [download() for _ in range(2)]
+        hold(3)
+        squeezed = [download() for _ in range(2)]
+        show = lambda values: ", ".join(f"{v:.0f}" for v in values)
+        print(f"200 MB download, MB/s: alone {show(alone)}; beside 1 non-reading client (narrow, "
+              f"8 KiB) {show(narrow)}; beside 4 (squeezed, 2 KiB) {show(squeezed)}")
+    finally:
+        for sock in held:
+            sock.close()
+        if proxy:
+            stop_process(proxy)
+        if nginx:
+            stop_process(nginx)
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def run_flood(args):
+    """One of the issue-26 scenarios; returns the exit code."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    work = tempfile.mkdtemp(prefix="rg-flood-")
+    conf_dir = os.path.join(work, "conf")
+    os.mkdir(conf_dir)
+    nginx = proxy = flood = None
+    stop, samples, legit, probes = threading.Event(), [], [], []
+    monitor_thread, interrupted = None, False
+    try:
+        nginx, origin_port = start_nginx(work)
+        port, tls_port, admin = free_port(), free_port(), free_port()
+        limits = args.limits
+        if args.max_connections:
+            limits = ", ".join(filter(None, [limits, f"max_connections: {args.max_connections}"]))
+        listen = [f'{{address: "127.0.0.1:{port}", http2: true}}']
+        if args.scenario == "stalled":
+            cert, key = make_certificate(work)
+            listen.append(f'{{address: "127.0.0.1:{tls_port}", tls: {{cert: "{cert}", key: "{key}"}}}}')
+        config = os.path.join(conf_dir, "robotsguard.yaml")
+        with open(config, "w") as f:
+            f.write(f"listen: [{', '.join(listen)}]\nadmin: \"127.0.0.1:{admin}\"\nthreads: 2\nshutdown: {{grace: 1s}}\n"
+                    + (f"limits: {{{limits}}}\n" if limits else "")
+                    + f"origins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: \"127.0.0.1:{origin_port}\"\n"
+                    + '    robots: {source: inline, text: "User-agent: GPTBot\\nDisallow: /private\\n"}\n')
+        nofile = args.nofile or hard
+        proxy = start_proxy(args.binary, config, os.path.join(work, "robotsguard.log"), admin, nofile)
+        text = metrics_text(admin)
+        caps = (metric_sum(text, "robotsguard_downstream_connections_max"),
+                metric_sum(text, "robotsguard_requests_in_flight_max"))
+        check = []
+        legit_request(port, check)
+        if check[0][0] != 200:
+            sys.exit(f"sanity check failed: GET /ok through the proxy gave {check[0][0]}")
+        baseline = sample(proxy.pid)
+        flood = Flood(args, port, tls_port)
+        kinds = {"stalled": ["h2c-preface", "tls-hello", "tls-h2-silent"],
+                 "h2-headers": ["h2-headers"], "h2-zero-window": ["h2-zero-window"],
+                 "nonreading": ["nonreading"]}[args.scenario]
+        count = {"stalled": 2 * int(caps[0]), "h2-headers": args.h2_connections,
+                 "h2-zero-window": args.h2_connections, "nonreading": args.connections}[args.scenario]
+        print(f"proxy: max_connections {caps[0]:.0f}, max_requests_in_flight {caps[1]:.0f}, nofile {nofile}; "
+              f"attack: {count} x {'/'.join(kinds)} for {args.duration:g} s")
+        monitor_thread = threading.Thread(target=flood_monitor, args=(proxy.pid, port, admin, stop, samples, legit, probes),
+                                          daemon=True)
+        monitor_thread.start()
+        for i in range(count):
+            flood.open(kinds[i % len(kinds)])
+        try:
+            flood.run(time.monotonic() + args.duration, proxy)
+        except KeyboardInterrupt:
+            interrupted = True
+        stop.set()
+        monitor_thread.join(timeout=10)
+        final = metrics_text(admin) if proxy.poll() is None else None
+        summary = flood_summary(args, flood, samples, legit, probes, baseline, proxy, final, caps, nofile, count)
+        print_flood_summary(summary)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(summary, f, indent=2)
+    finally:
+        stop.set()
+        if flood:
+            flood.close_all()
+        if proxy:
+            stop_process(proxy)
+        if nginx:
+            stop_process(nginx)
+        shutil.rmtree(work, ignore_errors=True)
+    return 130 if interrupted else 0
+
+
+def flood_summary(args, flood, samples, legit, probes, baseline, proxy, final, caps, nofile, count):
+    rss = [r for r, _ in samples if r is not None]
+    fds = [f for _, f in samples if f is not None]
+    kinds = {}
+    for kind in sorted({c.kind for c in flood.conns}):
+        conns = [c for c in flood.conns if c.kind == kind]
+        by_proxy = [c.closed_after for c in conns if c.close_reason == "proxy"]
+        kinds[kind] = {"opened": len(conns), "closed_by_proxy": len(by_proxy),
+                       "open_at_end": sum(c.state != "closed" for c in conns),
+                       "close_s_median": percentile(by_proxy, 50), "close_s_max": max(by_proxy) if by_proxy else None}
+    answered = [(s, t) for s, t in legit if isinstance(s, int)]
+    latencies = [t * 1000 for _, t in answered]
+    return {
+        "scenario": args.scenario, "connections": count, "nofile": nofile,
+        "max_connections": caps[0], "max_requests_in_flight": caps[1],
+        "proxy": {"exit_code": proxy.poll(), "rss_mib_baseline": baseline[0], "rss_mib_peak": max(rss, default=None),
+                  "rss_mib_final": rss[-1] if rss else None, "fds_peak": max(fds, default=None)},
+        "hostile": kinds, "local_errors": dict(flood.local_errors),
+        "legit": {"sent": len(legit), "answered": len(answered),
+                  "statuses": dict(collections.Counter(s for s, _ in answered)),
+                  "errors": dict(collections.Counter(s for s, _ in legit if not isinstance(s, int))),
+                  "latency_ms_p50": percentile(latencies, 50), "latency_ms_max": max(latencies, default=None)},
+        "metrics_probes": {"sent": len(probes), "answered": sum(ok for ok, _ in probes),
+                           "latency_ms_max": max((t * 1000 for _, t in probes), default=None)},
+        "counters": {name: metric_sum(final, *key) for name, key in {
+            "evicted": ("robotsguard_downstream_connections_evicted_total",),
+            "refused_max_connections": ("robotsguard_connections_refused_total", 'reason="max_connections"'),
+            "refused_handshake_timeout": ("robotsguard_connections_refused_total", 'reason="handshake_timeout"'),
+            "streams_refused_per_connection": ("robotsguard_requests_refused_total", 'reason="max_streams_per_connection"'),
+            "requests_refused_in_flight": ("robotsguard_requests_refused_total", 'reason="max_requests_in_flight"'),
+            "windows_narrowed": ("robotsguard_upstream_windows_narrowed_total",),
+        }.items()} if final else None,
+    }
+
+
+def print_flood_summary(s):
+    p, legit, probes = s["proxy"], s["legit"], s["metrics_probes"]
+    print(f"proxy RSS MiB: baseline {fmt(p['rss_mib_baseline'])}, peak {fmt(p['rss_mib_peak'])}, "
+          f"final {fmt(p['rss_mib_final'])}; fds peak {p['fds_peak']}"
+          + ("" if p["exit_code"] is None else f"; PROXY EXITED with code {p['exit_code']}"))
+    for kind, h in s["hostile"].items():
+        print(f"{kind}: {h['opened']} opened, {h['closed_by_proxy']} closed by the proxy (median "
+              f"{fmt(h['close_s_median'], '.2f')} s, max {fmt(h['close_s_max'], '.2f')} s), {h['open_at_end']} open at the end")
+    if s["local_errors"]:
+        print(f"sockets this script could not open: {s['local_errors']}")
+    print(f"fresh clients: {legit['sent']} sent, {legit['answered']} answered {legit['statuses']} {legit['errors'] or ''}; "
+          f"latency p50 {fmt(legit['latency_ms_p50'])} ms, max {fmt(legit['latency_ms_max'])} ms")
+    print(f"/metrics: {probes['answered']}/{probes['sent']} answered, max {fmt(probes['latency_ms_max'])} ms")
+    print(f"counters: {s['counters']}")
+
+
 def main():
     target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target")
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -355,9 +881,21 @@ def main():
     parser.add_argument("--limits", default="", help="text of the config's `limits: {...}` (default: no limits section)")
     parser.add_argument("--binary", default=os.path.join(target, "release", "robotsguard"))
     parser.add_argument("--json", metavar="FILE", help="also write the summary as JSON")
+    parser.add_argument("--scenario", default="trickle-idle",
+                        choices=["trickle-idle", "stalled", "h2-headers", "h2-zero-window", "nonreading",
+                                 "throughput"])
+    parser.add_argument("--nofile", type=int, help="the proxy's RLIMIT_NOFILE (default: this script's hard limit)")
+    parser.add_argument("--max-connections", type=int, help="limits.max_connections (default: derived)")
+    parser.add_argument("--h2-connections", type=int, default=40, help="HTTP/2 connections (40)")
+    parser.add_argument("--streams", type=int, default=128, help="streams per HTTP/2 connection (128)")
+    parser.add_argument("--header-kb", type=int, default=29, help="KB of headers per h2-headers stream (29)")
     args = parser.parse_args()
     if not os.path.exists(args.binary):
         sys.exit(f"build first: cargo build --release ({args.binary} missing)")
+    if args.scenario == "throughput":
+        sys.exit(run_throughput(args))
+    if args.scenario != "trickle-idle":
+        sys.exit(run_flood(args))
 
     # Thousands of sockets need more than the usual 1024 descriptors; the proxy inherits the limit.
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

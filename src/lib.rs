@@ -50,7 +50,8 @@
 //!    [`guard::Guard::judge`] preview it.
 //! 9. Background work that replaces what the snapshot holds: robots.txt fetching, upstream health
 //!    and DNS, [`reload`] (the config file), [`listener_tls`] (TLS listeners' certificates,
-//!    chosen by SNI and re-read on change); [`reports`] and [`logs`], which describe decisions.
+//!    chosen by SNI and re-read on change), [`load`] (requests in flight, and upstream connections
+//!    opened narrow under load); [`reports`] and [`logs`], which describe decisions.
 //! 10. [`guard`], [`admin`] and [`console`]: the pingora-facing shells (per-request hooks,
 //!     services, the admin endpoint, the operator's pages); [`preflight`]: what a config needs
 //!     from the machine, checked alike by `validate`, `serve` and a reload.
@@ -74,6 +75,7 @@ pub mod guard;
 pub mod judge;
 #[doc(hidden)]
 pub mod listener_tls;
+pub mod load;
 pub mod logs;
 pub mod metrics;
 mod net;

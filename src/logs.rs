@@ -416,6 +416,26 @@ pub(crate) fn state_store_failed(url: &str, operation: &str, error: &str) {
     );
 }
 
+/// Connection refusals logged per second at most (each is counted in
+/// `robotsguard_connections_refused_total` whether logged or not).
+const CONNECTION_LINES_PER_SECOND: u32 = 5;
+
+static CONNECTION_LINES: LazyLock<RateLimiter> =
+    LazyLock::new(|| RateLimiter::new(CONNECTION_LINES_PER_SECOND));
+
+/// Logs that the connection layer closed a connection before serving it (`reason` as the
+/// metric's label, `why` in words). Rate-limited: a flood of such connections is one line a
+/// moment, not one per connection.
+pub fn connection_refused(reason: &str, peer: Option<std::net::IpAddr>, why: &str) {
+    if CONNECTION_LINES.admit() {
+        tracing::warn!(
+            reason,
+            peer = %peer.map_or_else(|| "unknown".to_string(), |ip| ip.to_string()),
+            "connection closed: {why}"
+        );
+    }
+}
+
 /// Logs that an upstream address is skipped for its cool-off (failures in a row). Rate-limited
 /// with the failure lines: a dead upstream under load fails many requests.
 pub(crate) fn upstream_skipped(origin: &str, address: std::net::SocketAddr) {

@@ -88,6 +88,19 @@ pub struct Metrics {
     pub upstream_unresolved: IntGaugeVec,
     /// Connections closed because their PROXY protocol header was missing or invalid.
     pub proxy_protocol_refused: IntCounter,
+    /// `robotsguard_connections_refused_total{reason}`: client connections the connection layer
+    /// closed before serving a request on them, by reason ([`CONNECTION_REFUSALS`]).
+    pub refused_connections: IntCounterVec,
+    /// `robotsguard_requests_refused_total{reason}`: requests refused (HTTP/2 `REFUSED_STREAM`,
+    /// HTTP/1 `503`) before being decided, by reason ([`REQUEST_REFUSALS`]).
+    pub refused_requests: IntCounterVec,
+    /// `robotsguard_requests_in_flight`: requests (HTTP/1 requests, HTTP/2 streams) being served.
+    pub requests_in_flight: IntGauge,
+    /// `robotsguard_requests_in_flight_max`: the cap in force (`limits.max_requests_in_flight`).
+    pub max_requests_in_flight: IntGauge,
+    /// `robotsguard_upstream_windows_narrowed_total`: upstream exchanges started with a narrow
+    /// receive window because the process was under load.
+    pub upstream_windows_narrowed: IntCounter,
     /// `robotsguard_crawler_verifications_total{crawler, result}`: requests whose crawler claim
     /// was checked, by verdict (`verified`, `impostor`, `unverified`).
     pub crawler_verifications: IntCounterVec,
@@ -139,8 +152,24 @@ pub struct Metrics {
     pub state_backend_errors: IntCounterVec,
 }
 
+/// The `reason` values of `robotsguard_connections_refused_total`: at `limits.max_connections`
+/// with every connection busy; a PROXY header from a peer not in `trusted_proxies`; a missing or
+/// invalid PROXY header; a TLS handshake not finished within `limits.handshake_timeout`.
+pub const CONNECTION_REFUSALS: [&str; 4] = [
+    "max_connections",
+    "proxy_untrusted",
+    "proxy_header",
+    "handshake_timeout",
+];
+
+/// The `reason` values of `robotsguard_requests_refused_total`: an HTTP/2 stream the
+/// connection's stream limit refused (`limits.max_streams_per_connection`; a header list over
+/// `limits.max_header_bytes` is refused the same way and counted here too); a request past
+/// `limits.max_requests_in_flight`.
+pub const REQUEST_REFUSALS: [&str; 2] = ["max_streams_per_connection", "max_requests_in_flight"];
+
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 42] = [
+pub const METRIC_NAMES: [&str; 47] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -165,6 +194,11 @@ pub const METRIC_NAMES: [&str; 42] = [
     "robotsguard_upstream_request_duration_seconds",
     "robotsguard_upstream_unresolved",
     "robotsguard_proxy_protocol_refused_total",
+    "robotsguard_connections_refused_total",
+    "robotsguard_requests_refused_total",
+    "robotsguard_requests_in_flight",
+    "robotsguard_requests_in_flight_max",
+    "robotsguard_upstream_windows_narrowed_total",
     "robotsguard_crawler_verifications_total",
     "robotsguard_verify_list_fetches_total",
     "robotsguard_verify_list_prefixes",
@@ -382,6 +416,42 @@ impl Metrics {
         )
         .unwrap_or_else(|e| panic!("proxy protocol counter is malformed: {e}"));
         register(&registry, Box::new(proxy_protocol_refused.clone()));
+        let refused_connections = counter(
+            &registry,
+            "robotsguard_connections_refused_total",
+            "Client connections closed before a request was served on them, by reason (max_connections, proxy_untrusted, proxy_header, handshake_timeout).",
+            &["reason"],
+        );
+        for reason in CONNECTION_REFUSALS {
+            refused_connections.with_label_values(&[reason]);
+        }
+        let refused_requests = counter(
+            &registry,
+            "robotsguard_requests_refused_total",
+            "Requests refused before being decided (HTTP/2 REFUSED_STREAM, HTTP/1 503), by reason (max_streams_per_connection, max_requests_in_flight).",
+            &["reason"],
+        );
+        for reason in REQUEST_REFUSALS {
+            refused_requests.with_label_values(&[reason]);
+        }
+        let requests_in_flight = IntGauge::new(
+            "robotsguard_requests_in_flight",
+            "Requests (HTTP/1 requests and HTTP/2 streams) being served now.",
+        )
+        .unwrap_or_else(|e| panic!("in-flight gauge is malformed: {e}"));
+        register(&registry, Box::new(requests_in_flight.clone()));
+        let max_requests_in_flight = IntGauge::new(
+            "robotsguard_requests_in_flight_max",
+            "The cap on requests in flight in force (limits.max_requests_in_flight).",
+        )
+        .unwrap_or_else(|e| panic!("in-flight gauge is malformed: {e}"));
+        register(&registry, Box::new(max_requests_in_flight.clone()));
+        let upstream_windows_narrowed = IntCounter::new(
+            "robotsguard_upstream_windows_narrowed_total",
+            "Upstream exchanges started with a narrow TCP receive window because many requests were in flight.",
+        )
+        .unwrap_or_else(|e| panic!("narrowed windows counter is malformed: {e}"));
+        register(&registry, Box::new(upstream_windows_narrowed.clone()));
         let crawler_verifications = counter(
             &registry,
             "robotsguard_crawler_verifications_total",
@@ -521,6 +591,11 @@ impl Metrics {
             upstream_duration,
             upstream_unresolved,
             proxy_protocol_refused,
+            refused_connections,
+            refused_requests,
+            requests_in_flight,
+            max_requests_in_flight,
+            upstream_windows_narrowed,
             crawler_verifications,
             verify_list_fetches,
             verify_list_prefixes,
@@ -657,6 +732,11 @@ impl Metrics {
             Box::new(self.upstream_duration.clone()),
             Box::new(self.upstream_unresolved.clone()),
             Box::new(self.proxy_protocol_refused.clone()),
+            Box::new(self.refused_connections.clone()),
+            Box::new(self.refused_requests.clone()),
+            Box::new(self.requests_in_flight.clone()),
+            Box::new(self.max_requests_in_flight.clone()),
+            Box::new(self.upstream_windows_narrowed.clone()),
             Box::new(self.crawler_verifications.clone()),
             Box::new(self.verify_list_fetches.clone()),
             Box::new(self.verify_list_prefixes.clone()),

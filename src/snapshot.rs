@@ -106,8 +106,8 @@ pub struct RobotsCopy {
     pub source: String,
     /// When the source first failed in the current run of failures.
     pub unreachable_since: Option<SystemTime>,
-    /// When the origin first answered 4xx while this copy was kept: a second 4xx at least a
-    /// minute later confirms that robots.txt is gone.
+    /// When the origin first answered 4xx, or a 2xx with no rule, while this copy was kept: a
+    /// second such answer at least a minute later confirms that the rules are gone.
     pub unavailable_since: Option<SystemTime>,
     /// Since when this content (body and policy) has been in force: `Last-Modified` when
     /// robotsguard serves it.

@@ -534,6 +534,15 @@ pub struct Limits {
     pub body_timeout: Duration,
     /// Downstream connections at once; `None` derives it from the open-files limit at start.
     pub max_connections: Option<usize>,
+    /// From a TLS connection's start to the end of its handshake; trickling does not extend it.
+    pub handshake_timeout: Duration,
+    /// HTTP/2 streams one connection may have open at once (advertised in its SETTINGS); more
+    /// are refused with `REFUSED_STREAM`.
+    pub max_streams_per_connection: u32,
+    /// Requests (HTTP/1 requests and HTTP/2 streams) being served at once in the process; more
+    /// are refused (`REFUSED_STREAM`, or `503` on HTTP/1). `None` derives it at start from
+    /// `max_connections` and the open-files limit.
+    pub max_requests_in_flight: Option<usize>,
 }
 
 impl Default for Limits {
@@ -544,6 +553,9 @@ impl Default for Limits {
             idle_timeout: Duration::from_secs(60),
             body_timeout: Duration::from_secs(60),
             max_connections: None,
+            handshake_timeout: Duration::from_secs(10),
+            max_streams_per_connection: 100,
+            max_requests_in_flight: None,
         }
     }
 }
@@ -1088,6 +1100,23 @@ fn load_text(
     }
 }
 
+/// What is allowed but probably not meant in `config`, one sentence each (`validate` prints
+/// them, `serve` logs them).
+pub fn warnings(config: &Config) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if config.trusted_proxies.is_empty() {
+        for listener in config.listen.iter().filter(|l| l.proxy_protocol) {
+            warnings.push(format!(
+                "listener {} has `proxy_protocol: true` but `trusted_proxies` is empty: a PROXY \
+                 header is believed only from a trusted peer, so every connection to it is \
+                 refused; list the load balancer's addresses in `trusted_proxies`",
+                listener.address
+            ));
+        }
+    }
+    warnings
+}
+
 /// A setting applied once at start: listening sockets, the connection limit, the thread pool
 /// and pingora's grace period are set up when the server is built.
 struct RestartOnly {
@@ -1113,6 +1142,13 @@ const RESTART_ONLY: &[RestartOnly] = &[
         name: "limits.max_connections",
         differs: |old, new| old.limits.max_connections != new.limits.max_connections,
         keep: |new, running| new.limits.max_connections = running.limits.max_connections,
+    },
+    RestartOnly {
+        name: "limits.max_requests_in_flight",
+        differs: |old, new| old.limits.max_requests_in_flight != new.limits.max_requests_in_flight,
+        keep: |new, running| {
+            new.limits.max_requests_in_flight = running.limits.max_requests_in_flight;
+        },
     },
     RestartOnly {
         name: "threads",

@@ -120,6 +120,9 @@ pub(crate) const LIMITS: Section = Section {
         "idle_timeout",
         "body_timeout",
         "max_connections",
+        "handshake_timeout",
+        "max_streams_per_connection",
+        "max_requests_in_flight",
     ],
 };
 
@@ -372,8 +375,10 @@ pub(crate) const MAX_ROBOTS_MAX_SIZE: usize = 64 * 1024 * 1024;
 /// alone reach a few KiB); above the ceiling a header block is no longer a header.
 pub(crate) const MIN_MAX_HEADER_BYTES: u64 = 4 * 1024;
 pub(crate) const MAX_MAX_HEADER_BYTES: u64 = 1024 * 1024;
-/// A sanity bound on `limits.max_connections`.
+/// A sanity bound on `limits.max_connections` and `limits.max_requests_in_flight`.
 pub(crate) const MAX_MAX_CONNECTIONS: i128 = 10_000_000;
+/// A sanity bound on `limits.max_streams_per_connection` (browsers open about a hundred).
+pub(crate) const MAX_STREAMS_PER_CONNECTION: i128 = 1000;
 
 /// A sanity bound on `threads`; more than this is almost surely a typo.
 pub(crate) const MAX_THREADS: u64 = 1024;

@@ -19,7 +19,8 @@ use super::schema::{
     ADMIN, CRAWLERS, DEFAULTS, DEFAULT_ADMIN, DEFAULT_BLOCK_STATUS, DEFAULT_GRACE, DEFAULT_LISTEN,
     DEFAULT_REFRESH, DEFAULT_ROBOTS, DEFAULT_ROBOTS_MAX_SIZE, DEFAULT_TIMEOUT, EXTRA_CRAWLER,
     LIMITS, LISTENER, LISTENER_CERT, LISTENER_TLS, MAX_MAX_CONNECTIONS, MAX_MAX_HEADER_BYTES,
-    MAX_NAME_LEN, MAX_THREADS, MIN_MAX_HEADER_BYTES, REPORTS, SHUTDOWN, TOP,
+    MAX_NAME_LEN, MAX_STREAMS_PER_CONNECTION, MAX_THREADS, MIN_MAX_HEADER_BYTES, REPORTS, SHUTDOWN,
+    TOP,
 };
 use super::tree::{Node, Value};
 use super::{
@@ -468,6 +469,9 @@ fn limits(sink: &mut Sink, node: &Node) -> Limits {
     if let Some(d) = positive(sink, "body_timeout") {
         out.body_timeout = d;
     }
+    if let Some(d) = positive(sink, "handshake_timeout") {
+        out.handshake_timeout = d;
+    }
     if let Some(n) = table.get("max_header_bytes") {
         if let Some(bytes) = reader::size(sink, n, "max_header_bytes") {
             if (MIN_MAX_HEADER_BYTES..=MAX_MAX_HEADER_BYTES).contains(&bytes) {
@@ -486,6 +490,23 @@ fn limits(sink: &mut Sink, node: &Node) -> Limits {
     if let Some(n) = table.get("max_connections") {
         out.max_connections = reader::integer(sink, n, "max_connections", 1, MAX_MAX_CONNECTIONS)
             .and_then(|n| usize::try_from(n).ok());
+    }
+    if let Some(n) = table.get("max_streams_per_connection") {
+        let streams = reader::integer(
+            sink,
+            n,
+            "max_streams_per_connection",
+            1,
+            MAX_STREAMS_PER_CONNECTION,
+        );
+        if let Some(streams) = streams.and_then(|n| u32::try_from(n).ok()) {
+            out.max_streams_per_connection = streams;
+        }
+    }
+    if let Some(n) = table.get("max_requests_in_flight") {
+        out.max_requests_in_flight =
+            reader::integer(sink, n, "max_requests_in_flight", 1, MAX_MAX_CONNECTIONS)
+                .and_then(|n| usize::try_from(n).ok());
     }
     out
 }

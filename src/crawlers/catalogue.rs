@@ -8,7 +8,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use serde::{Deserialize, Serialize};
 
 use super::category::Category;
-use super::words::is_whole_word;
+use super::words::{bounded_whole_words, is_whole_word, MAX_NAMES_CONSIDERED};
 
 /// The built-in catalogue, compiled into the binary.
 pub const BUILTIN_YAML: &str = include_str!("../../config/crawlers.yaml");
@@ -328,17 +328,12 @@ impl Catalogue {
         let Ok(matches) = self.automaton.try_find_overlapping_iter(user_agent) else {
             return Vec::new();
         };
-        let mut found: Vec<NamedEntry> = matches
-            .filter(|m| is_whole_word(user_agent, m.start(), m.end()))
-            .filter(|m| m.pattern().as_usize() < self.defs.len())
-            .map(|m| NamedEntry {
-                index: m.pattern().as_usize(),
-                start: m.start(),
-                end: m.end(),
-            })
+        let mut found: Vec<NamedEntry> = bounded_whole_words(user_agent, matches)
+            .into_iter()
+            .filter(|&(index, _, _)| index < self.defs.len())
+            .map(|(index, start, end)| NamedEntry { index, start, end })
             .collect();
-        // Quadratic in the number of matches, which a whole-word rule and a UA of at most a
-        // few KiB keep small.
+        // Quadratic in the number of matches, which `bounded_whole_words` caps.
         let spans: Vec<(usize, usize)> = found.iter().map(|e| (e.start, e.end)).collect();
         found.retain(|e| {
             !spans.iter().any(|&(start, end)| {
@@ -355,6 +350,7 @@ impl Catalogue {
             seen.push(e.index);
             first
         });
+        found.truncate(MAX_NAMES_CONSIDERED);
         found
     }
 }

@@ -31,6 +31,12 @@ pub enum Category {
 }
 
 impl Category {
+    /// Whether it is a tool rather than a crawler: an HTTP library or an uptime monitor. A
+    /// User-Agent naming a crawler beside a tool is decided as the crawler.
+    pub fn is_tool(self) -> bool {
+        matches!(self, Category::Library | Category::Monitoring)
+    }
+
     /// Every category, in [`Category::index`] order.
     pub const ALL: [Category; 10] = [
         Category::Search,

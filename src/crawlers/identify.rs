@@ -344,6 +344,30 @@ impl<'a> Named<'a> {
         named
     }
 
+    /// Puts the crawlers before the tools (libraries, monitors) named beside them, each in
+    /// their order, so the primary is a crawler whenever one is named.
+    fn crawlers_first(&mut self) {
+        if !self.first.is_some_and(|first| first.category.is_tool())
+            || self.rest.iter().all(|i| i.category.is_tool())
+        {
+            return;
+        }
+        let mut all: Vec<Identity<'a>> = self.first.take().into_iter().collect();
+        all.append(&mut self.rest);
+        let (crawlers, tools): (Vec<_>, Vec<_>) =
+            all.into_iter().partition(|i| !i.category.is_tool());
+        for identity in crawlers.into_iter().chain(tools) {
+            self.push(identity);
+        }
+    }
+
+    /// Makes `identity` the primary; the others follow in their order.
+    fn put_first(&mut self, identity: Identity<'a>) {
+        if let Some(old) = self.first.replace(identity) {
+            self.rest.insert(0, old);
+        }
+    }
+
     /// Every crawler named, the primary first.
     pub fn iter(&self) -> impl Iterator<Item = &Identity<'a>> + '_ {
         self.first.iter().chain(self.rest.iter())
@@ -584,6 +608,19 @@ impl Identifier {
                 }
             }
         }
+        if self.generic && !named.is_empty() && named.iter().all(|i| i.category.is_tool()) {
+            // A crawler that names a library or monitor beside itself (`FooSpider/0.9
+            // python-requests/2.31`) is the crawler: the tools' policy is for clients that are
+            // nothing else. It goes first; the tools stay named, so a policy that blocks one
+            // still applies.
+            if let MarkerScan::Word { start, end } = self.automation_word_where(user_agent, spans) {
+                let word = GenericVerdict::AutomationWord { start, end }.identity(user_agent);
+                if let Some(word) = word {
+                    named.put_first(word);
+                }
+            }
+        }
+        named.crawlers_first();
         if named.is_empty() {
             if let Memo::Outside(generic) = memo {
                 if let Some(identity) = generic.identity(user_agent) {
@@ -641,10 +678,20 @@ impl Identifier {
         let libraries = entries.iter().filter(|e| is_library(e)).count();
         let library_too = libraries > 0 && libraries < entries.len();
         let mut kept = 0;
+        // Entries come by start within each rank, so most fall in the field looked at last:
+        // each field is scanned once, not once per entry (a field can be the whole UA).
+        let mut field: Option<Field> = None;
         entries.retain(|entry| {
             let keep = kept == 0
                 || !(is_library(entry)
-                    || Field::around(user_agent, entry.start).is_url
+                    || {
+                        let f = match field {
+                            Some(f) if f.start <= entry.start && entry.start < f.end => f,
+                            _ => Field::around(user_agent, entry.start),
+                        };
+                        field = Some(f);
+                        f.is_url
+                    }
                     || follows_like(user_agent, entry.start));
             kept += usize::from(keep);
             keep
@@ -751,6 +798,30 @@ impl Identifier {
     /// scanned at most once for URL-ness and the chosen word once, so this stays linear
     /// however many markers a hostile UA repeats.
     fn automation_word(&self, ua: &[u8]) -> MarkerScan {
+        self.automation_word_avoiding(ua, &[])
+    }
+
+    /// [`Identifier::automation_word`] in the untrimmed `user_agent`, skipping words in a field
+    /// that `spans` (ranges of `user_agent`, such as catalogue matches) overlap; ranges returned
+    /// are of `user_agent`.
+    fn automation_word_where(&self, user_agent: &[u8], spans: &[(usize, usize)]) -> MarkerScan {
+        let lead = user_agent.len() - user_agent.trim_ascii_start().len();
+        let shifted: Vec<(usize, usize)> = spans
+            .iter()
+            .map(|&(s, e)| (s.saturating_sub(lead), e.saturating_sub(lead)))
+            .collect();
+        match self.automation_word_avoiding(user_agent.trim_ascii(), &shifted) {
+            MarkerScan::Word { start, end } => MarkerScan::Word {
+                start: lead + start,
+                end: lead + end,
+            },
+            other => other,
+        }
+    }
+
+    /// The first automation word of `ua` outside URLs and outside the fields `spans` (ranges of
+    /// `ua`) overlap.
+    fn automation_word_avoiding(&self, ua: &[u8], spans: &[(usize, usize)]) -> MarkerScan {
         let Ok(matches) = self.markers.try_find_iter(ua) else {
             return MarkerScan::None;
         };
@@ -781,7 +852,10 @@ impl Identifier {
             while we > ws && ua[we - 1] == b'-' {
                 we -= 1;
             }
-            if ws < we {
+            // A word in the same field as a span is part of that name's product
+            // (`Pingdom.com_bot_version_1.4`).
+            let overlaps = spans.iter().any(|&(s, e)| f.start < e && s < f.end);
+            if ws < we && !overlaps {
                 return MarkerScan::Word { start: ws, end: we };
             }
         }
@@ -873,10 +947,20 @@ fn word_around(ua: &[u8], start: usize, end: usize, field: Field) -> (usize, usi
     (ws, we)
 }
 
+/// How far before a name [`follows_like`] looks for `like`.
+const LIKE_LOOKBACK: usize = 32;
+
 /// Whether the word starting at `start` is introduced by `like` (`(like TwitterBot)`), which
 /// compares a crawler with another instead of naming it.
 fn follows_like(ua: &[u8], start: usize) -> bool {
-    let before = ua[..start].trim_ascii_end();
+    // Looks back a few bytes only: a long run of spaces before each of many names must not
+    // make this scan the run once per name.
+    let from = start.saturating_sub(LIKE_LOOKBACK);
+    let before = ua[from..start].trim_ascii_end();
+    if before.len() < 4 {
+        return false;
+    }
+    let before = &ua[..from + before.len()];
     before.len() >= 4
         && before[before.len() - 4..].eq_ignore_ascii_case(b"like")
         && before.len() < start
@@ -1004,6 +1088,113 @@ mod tests {
                 ["BarCrawler", "FooBot"]
             );
         }
+    }
+
+    #[test]
+    fn a_crawler_naming_a_library_or_monitor_is_the_crawler() {
+        let id = identifier(true);
+        for tool in [
+            "python-requests/2.31",
+            "curl/8.5.0",
+            "okhttp/4.12.0",
+            "axios/1.6.8",
+            "Go-http-client/1.1",
+            "UptimeRobot/2.0",
+        ] {
+            let ua = format!("SuperSpider/0.9 {tool}");
+            let all = id.identify_all(ua.as_bytes(), None);
+            let primary = all.primary().map(|p| (p.name, p.category));
+            assert_eq!(primary, Some(("SuperSpider", Category::Other)), "{ua}");
+            // The tool stays named, so a policy that blocks it still applies.
+            assert!(all.len() >= 2, "{ua}");
+            // The tool first, the crawler after: the same.
+            let ua = format!("{tool} SuperSpider/0.9");
+            let primary = id.identify(ua.as_bytes(), None).map(|p| p.name);
+            assert_eq!(primary, Some("SuperSpider"), "{ua}");
+        }
+        // A catalogue crawler beside a monitor is the crawler.
+        assert_eq!(
+            names(&id, "UptimeRobot/2.0 GPTBot/1.2", None),
+            ["GPTBot", "UptimeRobot"]
+        );
+        // A robots.txt name beside a library is the crawler.
+        let scanner = RobotsTokenScanner::new(["ZorgFetch"]);
+        assert_eq!(
+            names(&id, "python-requests/2.31 ZorgFetch/1", Some(&scanner)),
+            ["ZorgFetch", "python-requests"]
+        );
+        // Only tools: the tools.
+        assert_eq!(
+            names(&id, "python-requests/2.31", None),
+            ["python-requests"]
+        );
+        assert_eq!(
+            names(&id, "UptimeRobot/2.0 (http://www.uptimerobot.com/)", None),
+            ["UptimeRobot"]
+        );
+        // An automation word in a URL names no crawler.
+        assert_eq!(
+            names(&id, "python-requests/2.31 (+https://example.com/bot)", None),
+            ["python-requests"]
+        );
+        // Without the generic rules an unnamed crawler word is nobody.
+        let plain = identifier(false);
+        assert_eq!(
+            names(&plain, "SuperSpider/0.9 python-requests/2.31", None),
+            ["python-requests"]
+        );
+    }
+
+    #[test]
+    fn names_considered_per_user_agent_are_capped() {
+        let id = identifier(true);
+        let names_list = [
+            "GPTBot/1.2",
+            "ClaudeBot/1.0",
+            "Googlebot/2.1",
+            "bingbot/2.0",
+            "CCBot/2.0",
+            "YandexBot/3.0",
+            "Baiduspider/2.0",
+            "DuckDuckBot/1.1",
+            "Applebot/0.1",
+            "AhrefsBot/7.0",
+            "SemrushBot/7",
+            "PetalBot",
+            "Bytespider",
+            "Amazonbot/0.1",
+            "PerplexityBot/1.0",
+            "facebookexternalhit/1.1",
+            "Twitterbot/1.0",
+            "LinkedInBot/1.0",
+            "Slurp",
+            "MJ12bot/v1.4.8",
+        ];
+        let mut ua = String::new();
+        while ua.len() < 8192 {
+            for name in names_list {
+                ua.push_str(name);
+                ua.push(' ');
+            }
+        }
+        let all = id.identify_all(ua.as_bytes(), None);
+        assert!(
+            all.len() <= crate::crawlers::MAX_NAMES_CONSIDERED,
+            "{}",
+            all.len()
+        );
+        assert_eq!(all.primary().map(|p| p.name), Some("GPTBot"));
+        let tokens: Vec<&str> = names_list
+            .iter()
+            .map(|n| n.split('/').next().unwrap_or(n))
+            .collect();
+        let scanner = RobotsTokenScanner::new(tokens);
+        let all = id.identify_all(ua.as_bytes(), Some(&scanner));
+        assert!(
+            all.len() <= 2 * crate::crawlers::MAX_NAMES_CONSIDERED,
+            "{}",
+            all.len()
+        );
     }
 
     #[test]

@@ -37,6 +37,8 @@ mod robots_tokens;
 mod verdicts;
 mod words;
 
+pub use words::MAX_NAMES_CONSIDERED;
+
 pub use catalogue::{
     builtin_defs, parse_catalogue_yaml, Catalogue, CatalogueError, CrawlerDef, CrawlerInfo,
     NamedEntry, VerifyData, BUILTIN_YAML, MIN_PATTERN_LEN, OTHER_LABEL,

@@ -6,7 +6,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 
 use super::memo;
 use super::verdicts::{FoundToken, TokenScan};
-use super::words::is_whole_word;
+use super::words::{bounded_whole_words, is_whole_word, MAX_NAMES_CONSIDERED};
 use crate::robots::product_token;
 
 /// Shortest robots.txt name the scanner uses. One- and two-letter names would match stray
@@ -187,13 +187,9 @@ impl RobotsTokenScanner {
         let Ok(matches) = automaton.try_find_overlapping_iter(ua) else {
             return Vec::new();
         };
-        let mut found: Vec<FoundToken> = matches
-            .filter(|m| is_whole_word(ua, m.start(), m.end()))
-            .map(|m| FoundToken {
-                index: m.pattern().as_usize(),
-                start: m.start(),
-                end: m.end(),
-            })
+        let mut found: Vec<FoundToken> = bounded_whole_words(ua, matches)
+            .into_iter()
+            .map(|(index, start, end)| FoundToken { index, start, end })
             .collect();
         // A name inside a longer name is part of it (`FooBot` in `FooBot-News/2.0`).
         let spans: Vec<(usize, usize)> = found.iter().map(|f| (f.start, f.end)).collect();
@@ -209,6 +205,7 @@ impl RobotsTokenScanner {
             seen.push(f.index);
             first
         });
+        found.truncate(MAX_NAMES_CONSIDERED);
         found
     }
 

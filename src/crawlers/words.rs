@@ -29,6 +29,41 @@ pub(crate) fn is_whole_word(hay: &[u8], start: usize, end: usize) -> bool {
     left_ok && right_ok
 }
 
+/// Names one User-Agent is read for at most: a real crawler names one or two, so a User-Agent
+/// naming more is hostile, and the work per request stays bounded however many names it
+/// repeats (each name costs a robots.txt verdict later). A client gains nothing from names past
+/// the cap that it could not get by leaving them out.
+pub const MAX_NAMES_CONSIDERED: usize = 16;
+
+/// Whole-word matches collected from one User-Agent before the rest is no longer scanned:
+/// enough for [`MAX_NAMES_CONSIDERED`] names with repeats and the shorter names inside them.
+pub(crate) const MAX_MATCHES_CONSIDERED: usize = 4 * MAX_NAMES_CONSIDERED;
+
+/// The whole-word matches of an overlapping search, `(pattern, start, end)`, in the order the
+/// search reports them, at most [`MAX_MATCHES_CONSIDERED`] plus those overlapping the last one
+/// kept (so a name is never cut from the longer name it is part of), and never more than twice
+/// the cap. The search stops there: a User-Agent longer than the names it carries costs no
+/// more than its first names do.
+pub(crate) fn bounded_whole_words(
+    hay: &[u8],
+    matches: impl Iterator<Item = aho_corasick::Match>,
+) -> Vec<(usize, usize, usize)> {
+    let mut found = Vec::new();
+    let mut reach = 0;
+    for m in matches {
+        if found.len() >= MAX_MATCHES_CONSIDERED
+            && (m.start() >= reach || found.len() >= 2 * MAX_MATCHES_CONSIDERED)
+        {
+            break;
+        }
+        if is_whole_word(hay, m.start(), m.end()) {
+            found.push((m.pattern().as_usize(), m.start(), m.end()));
+            reach = reach.max(m.end());
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

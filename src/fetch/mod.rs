@@ -228,7 +228,7 @@ fn next_delay(refresh: &Duration, fetched: &Fetched, failures: u32) -> Duration 
             .min(*refresh);
         match fetched.kept {
             // The confirming fetch must come at least this late to count.
-            Some(Kept::Unconfirmed4xx) => {
+            Some(Kept::Unconfirmed4xx | Kept::UnconfirmedNoRules) => {
                 return backoff.max(CONFIRM_UNAVAILABLE_AFTER + Duration::from_secs(1))
             }
             // Refetching into a WAF block or a challenge faster than this only prolongs it.

@@ -42,6 +42,8 @@ pub enum FetchOutcome {
     RedirectLoop,
     RefusedRedirect,
     TooLarge,
+    /// A 2xx with no rule while the copy in force has rules: held until a later fetch confirms.
+    NoRules,
 }
 
 impl FetchOutcome {
@@ -56,6 +58,7 @@ impl FetchOutcome {
             FetchOutcome::RedirectLoop => "redirect_loop",
             FetchOutcome::RefusedRedirect => "refused_redirect",
             FetchOutcome::TooLarge => "too_large",
+            FetchOutcome::NoRules => "no_rules",
         }
     }
 }
@@ -83,6 +86,9 @@ pub enum Kept {
     Refused4xx,
     /// A 2xx page that is not a robots.txt (an HTML challenge or error page) and has no rules.
     NotRobotsTxt,
+    /// A first 2xx whose body yields no rule (`Access denied` as text), to be confirmed as a
+    /// first 404 is.
+    UnconfirmedNoRules,
     /// A redirect loop, a refused redirect or too many redirects.
     RedirectFailure,
 }
@@ -531,7 +537,36 @@ fn ok(answer: Answer, max_size: usize, source: String, previous: &RobotsCopy) ->
     let page = looks_like_a_page(answer.content_type.as_deref(), &answer.body);
     let mut copy =
         RobotsCopy::from_body_or_previous(answer.body, max_size, CopyOutcome::Ok, reason, previous);
-    if page && copy.rule_count() == 0 && previous.rule_count() > 0 && is_young(previous) {
+    let lifts_rules = copy.rule_count() == 0 && previous.rule_count() > 0;
+    if lifts_rules && !(page && is_young(previous)) {
+        // A 200 with no rule ("Access denied" as plain text, an empty body from a broken
+        // deploy) lifts every rule as a 404 would, and is as easy to provoke: held the same way,
+        // until a second fetch at least CONFIRM_UNAVAILABLE_AFTER later says it again.
+        let now = SystemTime::now();
+        let since = previous.unavailable_since.unwrap_or(now);
+        let confirmed = now
+            .duration_since(since)
+            .is_ok_and(|waited| waited >= CONFIRM_UNAVAILABLE_AFTER);
+        if !confirmed {
+            let error = format!(
+                "HTTP {} with no rule while the copy in force has {}",
+                answer.status,
+                previous.rule_count()
+            );
+            let mut kept = keep(
+                previous,
+                error,
+                Some(answer.status),
+                " (kept: the latest fetch got a robots.txt with no rule; a second one will \
+                 confirm it)",
+            );
+            kept.unavailable_since = Some(since);
+            let mut fetched = Fetched::new(kept, FetchOutcome::NoRules);
+            fetched.kept = Some(Kept::UnconfirmedNoRules);
+            return fetched;
+        }
+    }
+    if page && lifts_rules && is_young(previous) {
         // A challenge page answered with 200 must not lift rules any more than a 403 does.
         let error = format!(
             "HTTP {} with a page that is not a robots.txt (content type {})",
@@ -733,15 +768,42 @@ mod tests {
         assert_eq!(fetched.kept, Some(Kept::NotRobotsTxt));
         assert_eq!(fetched.outcome, FetchOutcome::Ok);
         assert_eq!(fetched.copy.rule_count(), 1);
-        // The site really emptied its robots.txt: believed at once.
-        let emptied = ok(
-            answer(200, "text/plain", b"# open\n"),
-            1 << 16,
-            "src".into(),
-            &young,
-        );
-        assert_eq!(emptied.kept, None);
-        assert_eq!(emptied.copy.rule_count(), 0);
+        // A plain file with no rule (the site emptied its robots.txt, or answers "Access
+        // denied" as text): held like a first 404...
+        for body in [&b"# open\n"[..], b"Access denied", b""] {
+            let emptied = ok(
+                answer(200, "text/plain", body),
+                1 << 16,
+                "src".into(),
+                &young,
+            );
+            assert_eq!(emptied.kept, Some(Kept::UnconfirmedNoRules));
+            assert_eq!(emptied.outcome, FetchOutcome::NoRules);
+            assert_eq!(emptied.copy.rule_count(), 1);
+            assert!(emptied.copy.last_error.is_some());
+            // ...and confirmed by a second one at least a minute later.
+            let mut held = emptied.copy.clone();
+            held.unavailable_since =
+                Some(SystemTime::now() - CONFIRM_UNAVAILABLE_AFTER - Duration::from_secs(1));
+            let again = ok(
+                answer(200, "text/plain", body),
+                1 << 16,
+                "src".into(),
+                &held,
+            );
+            assert_eq!(again.kept, None);
+            assert_eq!(again.outcome, FetchOutcome::Ok);
+            assert_eq!(again.copy.rule_count(), 0);
+            // A second one sooner keeps holding, from the first one's time.
+            let soon = ok(
+                answer(200, "text/plain", body),
+                1 << 16,
+                "src".into(),
+                &emptied.copy,
+            );
+            assert_eq!(soon.kept, Some(Kept::UnconfirmedNoRules));
+            assert_eq!(soon.copy.unavailable_since, emptied.copy.unavailable_since);
+        }
         // An HTML page with rules in it is parsed like any robots.txt (Google does so too).
         let with_rules = answer(200, "text/html", b"<p>\nUser-agent: *\nDisallow: /a\n");
         let parsed = ok(with_rules, 1 << 16, "src".into(), &young);
@@ -756,7 +818,8 @@ mod tests {
             &none,
         );
         assert_eq!(first.kept, None);
-        // Nor is a day-old copy kept.
+        // A day-old copy is not kept for a day more: only until a second fetch confirms, as
+        // for any answer with no rule.
         let old = copy_with_rules(KEEP_THROUGH_PROVOKED_FAILURES + Duration::from_secs(1));
         let late = ok(
             answer(200, "text/html", b"<html></html>"),
@@ -764,8 +827,8 @@ mod tests {
             "src".into(),
             &old,
         );
-        assert_eq!(late.kept, None);
-        assert_eq!(late.copy.rule_count(), 0);
+        assert_eq!(late.kept, Some(Kept::UnconfirmedNoRules));
+        assert_eq!(late.copy.rule_count(), 1);
     }
 
     #[test]

@@ -27,6 +27,56 @@ const CLIENT_ADDRESS_HEADERS: [&str; 5] = [
     "x-client-ip",
     "cf-connecting-ip",
 ];
+/// Headers a client's `Connection` header cannot take from the origin: what the decision was made
+/// on, and the forwarding headers robotsguard sets (or keeps from a trusted proxy). A client
+/// that nominates one (`Connection: user-agent`) would otherwise have the origin act on a
+/// request without it.
+const PROTECTED_FROM_NOMINATION: [&str; 8] = [
+    "user-agent",
+    "host",
+    "x-forwarded-for",
+    "x-forwarded-proto",
+    "x-forwarded-host",
+    "x-request-id",
+    "x-real-ip",
+    "forwarded",
+];
+
+/// `Connection` tokens read per request at most; beyond them a client only keeps headers of its
+/// own that it could as well have sent without nominating them.
+const MAX_NOMINATIONS: usize = 32;
+
+/// The headers the client's `Connection` header nominates as hop-by-hop, to be removed before the
+/// request goes upstream, less those in [`PROTECTED_FROM_NOMINATION`] (ignored: the origin still
+/// gets them). Tokens that are not header names are ignored, as RFC 9110 lets a recipient do.
+pub(super) fn connection_nominations(request: &RequestHeader) -> Vec<HeaderName> {
+    let mut nominated = Vec::new();
+    let tokens = request
+        .headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .flat_map(|value| value.as_bytes().split(|&b| b == b','))
+        .map(<[u8]>::trim_ascii)
+        .filter(|token| !token.is_empty())
+        .take(MAX_NOMINATIONS);
+    for token in tokens {
+        let Ok(name) = HeaderName::from_bytes(token) else {
+            continue;
+        };
+        // `close` and `keep-alive` name connection options, not headers (and pingora removes
+        // the standard hop-by-hop headers itself).
+        if PROTECTED_FROM_NOMINATION.contains(&name.as_str())
+            || matches!(name.as_str(), "close" | "keep-alive" | "upgrade")
+        {
+            continue;
+        }
+        if !nominated.contains(&name) {
+            nominated.push(name);
+        }
+    }
+    nominated
+}
+
 /// Some frameworks (IIS URL Rewrite, Symfony, Zend) route on these instead of the request line.
 const REROUTING_HEADERS: [&str; 2] = ["x-original-url", "x-rewrite-url"];
 
@@ -88,6 +138,8 @@ pub(super) struct Forwarding<'a> {
     /// The Host the request was routed by.
     pub host: &'a [u8],
     pub request_id: Option<&'a HeaderValue>,
+    /// Headers the client nominated as hop-by-hop ([`connection_nominations`]).
+    pub nominated: &'a [HeaderName],
 }
 
 /// Makes the request what the origin should act on: `target` (when set) as its request target,
@@ -129,6 +181,9 @@ pub(super) fn forward(
 
 fn set_forwarding_headers(headers: &mut HeaderMap, facts: &Forwarding<'_>) -> Result<()> {
     headers.try_reserve(FORWARDING_HEADERS).map_err(too_many)?;
+    for name in facts.nominated {
+        headers.remove(name);
+    }
     strip_client_forwarding_headers(headers, facts.peer_trusted);
     // From a trusted proxy, its X-Forwarded-For chain grows by the peer, and the scheme and host
     // it saw are kept; from anyone else, all three are ours alone.
@@ -297,7 +352,47 @@ mod tests {
             tls: true,
             host: b"shop.example",
             request_id: None,
+            nominated: &[],
         }
+    }
+
+    #[test]
+    fn connection_tokens_never_take_the_user_agent_host_or_forwarding_headers() {
+        let mut upstream = request(
+            b"/",
+            &[
+                ("Host", "shop.example"),
+                ("User-Agent", "GPTBot/1.2"),
+                (
+                    "Connection",
+                    "keep-alive, User-Agent, HOST, x-forwarded-for, X-Request-Id, forwarded",
+                ),
+                (
+                    "Connection",
+                    "x-real-ip, X-Secret, x-forwarded-proto, x-forwarded-host",
+                ),
+                ("X-Secret", "1"),
+            ],
+        );
+        let nominated = connection_nominations(&upstream);
+        assert_eq!(nominated, [HeaderName::from_static("x-secret")]);
+        let facts = Forwarding {
+            nominated: &nominated,
+            ..facts(false)
+        };
+        forward(&mut upstream, None, &facts).expect("forwarded");
+        let text = wire(&upstream);
+        assert!(text.contains("user-agent: GPTBot/1.2\r\n"), "{text}");
+        assert!(
+            text.to_ascii_lowercase().contains("host: shop.example\r\n"),
+            "{text}"
+        );
+        assert!(text.contains("x-forwarded-for: 192.0.2.7\r\n"), "{text}");
+        assert!(!text.contains("x-secret"), "{text}");
+        // Hostile lists are read only so far.
+        let many: Vec<String> = (0..1000).map(|i| format!("x-h{i}")).collect();
+        let hostile = request(b"/", &[("Connection", &many.join(","))]);
+        assert_eq!(connection_nominations(&hostile).len(), MAX_NOMINATIONS);
     }
 
     fn request(target: &[u8], headers: &[(&str, &str)]) -> RequestHeader {

@@ -46,7 +46,10 @@ use crate::tables::offenders::Offenders;
 use crate::upstream::Peer;
 use crate::verify::signature::SignatureOutcome;
 use answer::{banned_body, failure_body, limited_body, refuse, respond_refusal, serve_robots};
-use forward::{forward, request_id, robots_url, Forwarding, X_FORWARDED_FOR, X_FORWARDED_PROTO};
+use forward::{
+    connection_nominations, forward, request_id, robots_url, Forwarding, X_FORWARDED_FOR,
+    X_FORWARDED_PROTO,
+};
 use request::{
     client_text, is_tls, peer_ip, request_host, request_path, request_target, Target,
     MAX_USER_AGENT,
@@ -634,7 +637,29 @@ impl Guard {
                 ),
             );
         };
-        let peer = http_peer(origin, upstream.address);
+        let mut peer = http_peer(origin, upstream.address);
+        // pingora would refuse a request whose `Connection` header names `Host` or an
+        // `X-Forwarded-*` header, and drop any other header named there before
+        // `upstream_request_filter` runs, the User-Agent included; the filter does it instead,
+        // sparing those (see `forward::connection_nominations`).
+        peer.options
+            .http_upstream_request_policy
+            .strip_connection_nominated = false;
+        // Under load, upstream connections are opened with a small receive buffer, in pools of
+        // their own, so a client that does not read holds a few KiB of the response in memory
+        // rather than the ~700 KiB pingora's pipeline holds with full-size reads (see
+        // `crate::load`).
+        let narrowing = crate::load::Narrowing::now();
+        if let Some(bytes) = narrowing.receive_buffer() {
+            peer.group_key = narrowing.pool_group();
+            peer.options.upstream_tcp_sock_tweak_hook = Some(Arc::new(move |socket| {
+                socket.set_recv_buffer_size(bytes).or_err(
+                    ErrorType::SocketError,
+                    "setting the receive buffer of an upstream connection",
+                )
+            }));
+            METRICS.upstream_windows_narrowed.inc();
+        }
         ctx.upstream = Some(upstream);
         Ok(Box::new(peer))
     }
@@ -700,10 +725,17 @@ impl Guard {
                 // request_filter routed this request by this host, so it is there and valid.
                 host: request_host(session.req_header()).unwrap_or_default(),
                 request_id: ctx.request_id.as_ref(),
+                nominated: &connection_nominations(session.req_header()),
             },
         )?;
         ctx.upstream_sent = Some(Instant::now());
         Ok(())
+    }
+
+    /// Whether `peer` (a connection's own peer address, before any PROXY header) is one of
+    /// `trusted_proxies`: only such a peer's PROXY header or forwarding headers are believed.
+    pub fn is_trusted_proxy(&self, peer: IpAddr) -> bool {
+        crate::client_address::is_trusted(&self.live.load().config.trusted_proxies, peer)
     }
 
     /// Call from `upstream_response_filter` (with [`Guard::upstream_peer`]): the upstream

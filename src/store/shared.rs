@@ -246,13 +246,14 @@ impl Shared {
     }
 
     fn budget_key(&self, budget: &BudgetKey<'_>) -> String {
+        let crawler = crate::tables::crawl_delay::budget_name(budget.crawler);
         match budget.client {
             // Each budget is one key on its own: untagged, so that a cluster spreads them.
             Some(client) => self.key_in(
                 false,
-                &["delay", budget.origin, budget.crawler, &client.to_string()],
+                &["delay", budget.origin, &crawler, &client.to_string()],
             ),
-            None => self.key_in(false, &["delay", budget.origin, budget.crawler]),
+            None => self.key_in(false, &["delay", budget.origin, &crawler]),
         }
     }
 

@@ -53,7 +53,8 @@ pub enum Admission {
 pub struct BudgetKey<'a> {
     /// The origin's name.
     pub origin: &'a str,
-    /// The crawler's catalogue name.
+    /// The crawler's name (catalogue name, robots.txt token or generic token). Budgets are kept
+    /// per name whatever its spelling: `FooBot`, `foobot` and `FOOBOT` are one crawler.
     pub crawler: &'a str,
     /// The client address, for a crawler whose identity was not verified.
     pub client: Option<IpAddr>,
@@ -245,7 +246,7 @@ impl CrawlDelays {
         // its IPv6-mapped form are one client.
         let mut hasher = self.hasher.build_hasher();
         hasher.write(key.origin.as_bytes());
-        hasher.write(key.crawler.as_bytes());
+        write_lowercase(&mut hasher, key.crawler.as_bytes());
         if let Some(client) = key.client {
             hasher.write_u128(match client {
                 IpAddr::V4(address) => address.to_ipv6_mapped().to_bits(),
@@ -253,6 +254,27 @@ impl CrawlDelays {
             });
         }
         hasher.finish()
+    }
+}
+
+/// Feeds `bytes` to `hasher` ASCII-lower-cased, without allocating.
+fn write_lowercase(hasher: &mut impl Hasher, bytes: &[u8]) {
+    let mut buf = [0u8; 64];
+    for chunk in bytes.chunks(buf.len()) {
+        let lowered = &mut buf[..chunk.len()];
+        lowered.copy_from_slice(chunk);
+        lowered.make_ascii_lowercase();
+        hasher.write(lowered);
+    }
+}
+
+/// A crawler's name as budgets are keyed by it (in the shared store too): ASCII lower case, so
+/// one crawler has one budget however a User-Agent spells its name.
+pub fn budget_name(crawler: &str) -> std::borrow::Cow<'_, str> {
+    if crawler.bytes().any(|b| b.is_ascii_uppercase()) {
+        std::borrow::Cow::Owned(crawler.to_ascii_lowercase())
+    } else {
+        std::borrow::Cow::Borrowed(crawler)
     }
 }
 
@@ -302,6 +324,42 @@ mod tests {
             limits.next_admission(bot, delay, start.after(delay)),
             Some(Duration::from_secs(2))
         );
+    }
+
+    #[test]
+    fn one_crawler_has_one_budget_however_it_is_spelt() {
+        let limits = CrawlDelays::default();
+        let now = Millis::coarse_now();
+        let delay = Duration::from_secs(5);
+        let a: IpAddr = [192, 0, 2, 1].into();
+        assert_eq!(
+            limits.admit(key("FooBot", Some(a)), delay, now),
+            Admission::Admitted
+        );
+        for spelling in ["foobot", "FOOBOT", "fOoBoT"] {
+            assert!(
+                matches!(
+                    limits.admit(key(spelling, Some(a)), delay, now),
+                    Admission::TooSoon(_)
+                ),
+                "{spelling}"
+            );
+        }
+        let long = "X".repeat(200);
+        assert_eq!(
+            limits.admit(key(&long, Some(a)), delay, now),
+            Admission::Admitted
+        );
+        let lower = long.to_ascii_lowercase();
+        assert!(matches!(
+            limits.admit(key(&lower, Some(a)), delay, now),
+            Admission::TooSoon(_)
+        ));
+        assert_eq!(budget_name("FooBot"), "foobot");
+        assert!(matches!(
+            budget_name("foobot"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 
     #[test]

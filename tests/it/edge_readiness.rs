@@ -57,9 +57,13 @@ fn send_after(
 #[test]
 fn proxy_protocol_v1_and_v2_name_the_client() {
     let origin = Origin::start();
-    let proxy = Proxy::builder(&site(&origin, HOST, &inline_robots(DISALLOW_PRIVATE)))
-        .listener("proxy_protocol: true")
-        .start();
+    // A PROXY header is believed only from a trusted peer: the balancer here is the test.
+    let proxy = Proxy::builder(&format!(
+        "trusted_proxies: [\"127.0.0.1/32\"]\n{}",
+        site(&origin, HOST, &inline_robots(DISALLOW_PRIVATE))
+    ))
+    .listener("proxy_protocol: true")
+    .start();
     let page = Request::get("/page").host(HOST).ua(BROWSER);
     let answer = send_after(&proxy, &v1_header("203.0.113.7", 4242), &page).expect("answered");
     assert_eq!(answer.status, 200);
@@ -141,13 +145,16 @@ fn proxy_protocol_on_a_tls_listener() {
     let origin = Origin::start();
     let cert = dir.path().join("cert.pem");
     let key = dir.path().join("key.pem");
-    let proxy = Proxy::builder(&site(&origin, HOST, ""))
-        .listener(&format!(
-            "proxy_protocol: true, tls: {{cert: \"{}\", key: \"{}\"}}",
-            cert.display(),
-            key.display()
-        ))
-        .start();
+    let proxy = Proxy::builder(&format!(
+        "trusted_proxies: [\"127.0.0.1/32\"]\n{}",
+        site(&origin, HOST, "")
+    ))
+    .listener(&format!(
+        "proxy_protocol: true, tls: {{cert: \"{}\", key: \"{}\"}}",
+        cert.display(),
+        key.display()
+    ))
+    .start();
     // A PROXY header, then TLS: openssl s_client cannot send the header first, so relay: a local
     // listener hands curl's TLS bytes to the proxy after writing the header.
     let relay = TcpListener::bind("127.0.0.1:0").expect("relay binds");

@@ -19,6 +19,7 @@ mod fail_fast;
 mod fleet;
 mod fuzz_regressions;
 mod guard_api;
+mod hardening_round2;
 mod hostile_input;
 mod live_logs;
 mod live_metrics;

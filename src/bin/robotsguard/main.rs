@@ -23,6 +23,9 @@ pub const VERSION: &str = concat!(
 mod cli;
 mod demo;
 mod edge;
+mod frames;
+mod http1;
+mod http2;
 mod proxy;
 mod proxy_protocol;
 mod server;

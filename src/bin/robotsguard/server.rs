@@ -10,10 +10,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::FutureExt;
-use pingora::apps::HttpServerOptions;
 use pingora::listeners::tls::TlsSettings;
 use pingora::listeners::{L4BufferSettings, ListenerConfig};
-use pingora::protocols::http::v2::server::H2Options;
 use pingora::server::configuration::{Opt, ServerConf};
 #[cfg(unix)]
 use pingora::server::ListenFds;
@@ -27,8 +25,9 @@ use robotsguard::guard::Guard;
 use robotsguard::listener_tls::{CertificateError, ListenerCertificates};
 use robotsguard::metrics::METRICS;
 
-use crate::edge::{EdgeApp, ListenerAddresses, PreTls, Slots};
+use crate::edge::{EdgeApp, ListenerAddresses, Slots};
 use crate::proxy::RobotsGuardProxy;
+use robotsguard::load::InFlight;
 
 /// Options of `serve` that are not part of the config file.
 #[derive(Debug, Clone, Default)]
@@ -74,24 +73,30 @@ impl std::error::Error for StartError {
     }
 }
 
-/// HTTP/2 limits for client connections: as many streams at once as a browser opens, and a
-/// header list no larger than an HTTP/1.1 head may be (`limits.max_header_bytes`).
-fn h2_options(limits: &robotsguard::config::Limits) -> H2Options {
-    let mut options = H2Options::default();
-    options.max_concurrent_streams(H2_MAX_CONCURRENT_STREAMS);
-    options.max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
-    options
-}
-
-/// Streams one HTTP/2 connection may have open at once (nginx's default too).
-const H2_MAX_CONCURRENT_STREAMS: u32 = 128;
-
-/// File descriptors kept out of the downstream connection cap: robots.txt fetches, the config
-/// watcher, the admin listener, log output and upstream connections pooled between requests.
+/// File descriptors no client can take: robots.txt fetches, the config watcher, the admin
+/// listener (`/metrics`, `/healthz`) and its clients, DNS, log output. Client connections,
+/// the upstream connection each request in flight holds and the upstream pool are capped to
+/// what the open-files limit leaves after these.
 const RESERVED_FDS: u64 = 256;
 
-/// Bytes each client connection buffers reads in.
-const DOWNSTREAM_READ_BUFFER: usize = 16 * 1024;
+/// Idle upstream connections kept for reuse, in all (pingora's default too), counted in the
+/// descriptor budget.
+const UPSTREAM_POOL: usize = 128;
+
+/// The default `limits.max_requests_in_flight` is this many times `limits.max_connections`, when
+/// the open-files limit leaves room for as many upstream connections...
+const REQUESTS_PER_CONNECTION: usize = 4;
+
+/// ...and at most this many (Envoy's default circuit breaker allows as many requests per upstream
+/// cluster): a request whose client stops reading holds 70–200 KiB under load (see
+/// `robotsguard::load`), so the default keeps such requests under about 200 MiB whatever the
+/// open-files limit.
+const DEFAULT_MAX_REQUESTS_IN_FLIGHT: usize = 1024;
+
+/// Bytes each client connection buffers reads in: a request head fits (a longer one is read in
+/// several), and pingora's body reads (64 KiB) bypass a buffer smaller than themselves, so a larger
+/// one only costs memory per connection (about 30 KiB per stalled request, measured).
+const DOWNSTREAM_READ_BUFFER: usize = 4 * 1024;
 
 /// The automatic connection cap's ceiling (a larger one must be written in the config).
 const DEFAULT_MAX_CONNECTIONS: u64 = 10_000;
@@ -179,6 +184,36 @@ fn raise_open_files_limit() -> u64 {
         "open-files limit (soft limit raised to the hard limit)"
     );
     raised
+}
+
+/// The cap on requests in flight: the configured one, else [`REQUESTS_PER_CONNECTION`] times the
+/// connection cap but no more than the upstream connections the open-files limit has room for
+/// beside the client connections, the upstream pool and the reserved descriptors, nor than
+/// [`DEFAULT_MAX_REQUESTS_IN_FLIGHT`].
+fn in_flight_cap(config: &Config, open_files: u64, max_connections: usize) -> usize {
+    let room = open_files
+        .saturating_sub(RESERVED_FDS)
+        .saturating_sub(max_connections as u64)
+        .saturating_sub(UPSTREAM_POOL as u64);
+    let room = usize::try_from(room).unwrap_or(usize::MAX);
+    match config.limits.max_requests_in_flight {
+        Some(configured) => {
+            if configured > room {
+                tracing::warn!(
+                    max_requests_in_flight = configured,
+                    max_connections,
+                    open_files,
+                    "limits.max_requests_in_flight is more than the open-files limit leaves room \
+                     for beside limits.max_connections; under load upstream connections may fail"
+                );
+            }
+            configured
+        }
+        None => max_connections
+            .saturating_mul(REQUESTS_PER_CONNECTION)
+            .min(room)
+            .clamp(1, DEFAULT_MAX_REQUESTS_IN_FLIGHT),
+    }
 }
 
 /// The downstream connection cap: the configured one, else what the open-files limit allows
@@ -295,6 +330,7 @@ pub fn build_after(
         )
     });
     conf.pid_file = format!("/tmp/robotsguard-{}.pid", config.admin.address.port());
+    conf.upstream_keepalive_pool_size = UPSTREAM_POOL;
     let opt = Opt {
         upgrade: options.upgrade,
         ..Opt::default()
@@ -307,19 +343,15 @@ pub fn build_after(
     METRICS
         .max_connections
         .set(i64::try_from(max_connections).unwrap_or(i64::MAX));
-    let mut proxy = pingora::proxy::http_proxy(
+    let in_flight = InFlight::new(in_flight_cap(&config, open_files, max_connections));
+    // EdgeApp serves HTTP/2 connections itself (crate::http2); pingora only serves their
+    // sessions.
+    let proxy = pingora::proxy::http_proxy(
         &server.configuration,
         RobotsGuardProxy {
             guard: guard.clone(),
         },
     );
-    proxy.h2_options = Some(h2_options(&config.limits));
-    let mut server_options = HttpServerOptions::default();
-    // Only connections that EdgeApp has seen open with the HTTP/2 preface, on listeners with
-    // `http2: true`, reach pingora's own plain-text handling.
-    server_options.h2c = true;
-    server_options.h2_idle_timeout = Some(config.limits.idle_timeout);
-    proxy.server_options = Some(server_options);
     let listeners_where = |wanted: fn(&robotsguard::config::Listener) -> bool| {
         ListenerAddresses::new(
             config
@@ -333,30 +365,18 @@ pub fn build_after(
     let proxy_protocol = listeners_where(|l| l.proxy_protocol);
     let h2c = listeners_where(|l| l.http2 && l.tls.is_none());
     let slots = Slots::new(max_connections);
-    let edge = EdgeApp::new(
-        proxy,
-        guard.clone(),
-        slots.clone(),
-        proxy_protocol.clone(),
-        h2c,
-    );
-    let mut proxy_service = ListeningService::new("robotsguard proxy".to_string(), edge);
-    // Runs for TLS listeners only: their connections take a slot and show a ClientHello before
-    // the handshake.
-    proxy_service
-        .endpoints()
-        .set_pre_tls_callback(Arc::new(PreTls {
-            proxy_protocol,
-            guard: guard.clone(),
-            slots,
-        }));
     let mut certificate_services = Vec::new();
+    let mut acceptors = Vec::new();
+    let mut endpoints = Vec::new();
     for listener in &config.listen {
         let address = listener.address.to_string();
         // A smaller read buffer than pingora's 64 KiB: each open connection holds one, and a
-        // proxy facing clients that hold connections open pays for every one of them.
-        let mut endpoint = ListenerConfig::tcp(address.clone())
-            .l4_buffer(L4BufferSettings::default().read(DOWNSTREAM_READ_BUFFER));
+        // proxy facing clients that hold connections open pays for every one of them. TLS is
+        // accepted by EdgeApp (within limits.handshake_timeout), so every listener is TCP here.
+        endpoints.push(
+            ListenerConfig::tcp(address.clone())
+                .l4_buffer(L4BufferSettings::default().read(DOWNSTREAM_READ_BUFFER)),
+        );
         if let Some(tls) = &listener.tls {
             let certificates =
                 ListenerCertificates::load(&address, tls).map_err(|source| StartError::Tls {
@@ -370,12 +390,24 @@ pub fn build_after(
             if listener.http2 {
                 settings.enable_h2();
             }
-            endpoint = endpoint.tls(settings);
+            acceptors.push((listener.address, Arc::new(settings.build())));
             certificate_services.push(GenBackgroundService::new(
                 format!("TLS certificates of {address}"),
                 certificates,
             ));
         }
+    }
+    let edge = EdgeApp::new(
+        proxy,
+        guard.clone(),
+        slots,
+        in_flight.clone(),
+        proxy_protocol,
+        h2c,
+        acceptors,
+    );
+    let mut proxy_service = ListeningService::new("robotsguard proxy".to_string(), edge);
+    for endpoint in endpoints {
         proxy_service.add_listener(endpoint);
     }
     let first = prerequisite.map(|service| server.add_boxed_service(service));
@@ -404,8 +436,12 @@ pub fn build_after(
         admin = %config.admin.address,
         origins = config.origins.len(),
         max_connections,
+        max_requests_in_flight = in_flight.max(),
         "robotsguard starting"
     );
+    for warning in robotsguard::config::warnings(&config) {
+        tracing::warn!("{warning}");
+    }
     for origin in &config.origins {
         tracing::info!(
             origin = %origin.name,

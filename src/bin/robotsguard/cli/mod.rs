@@ -168,6 +168,9 @@ fn validate(path: &std::path::Path, config_only: bool) -> ExitCode {
             eprintln!("{}: warning: {warning}", path.display());
         }
     }
+    for warning in robotsguard::config::warnings(&config) {
+        eprintln!("{}: warning: {warning}", path.display());
+    }
     println!(
         "{}: valid ({} origin{})",
         path.display(),
