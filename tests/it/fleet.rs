@@ -406,7 +406,7 @@ fn a_cluster_shares_bans_and_budgets_with_each_scripts_keys_in_one_slot() {
         "the bans are tagged: {keys:?}"
     );
     assert!(
-        keys.contains(&format!("{PREFIX}delay:shop:ExampleBot:198.51.100.22")),
+        keys.contains(&format!("{PREFIX}delay:shop:examplebot:198.51.100.22")),
         "the budget is not: {keys:?}"
     );
     let slots: Vec<String> = keys

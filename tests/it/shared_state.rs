@@ -102,7 +102,7 @@ fn two_processes_share_one_budget_one_strike_count_one_ban_and_robots_reads() {
     assert_eq!(
         redis.command(&[
             "EXISTS",
-            &format!("{PREFIX}delay:shop:ExampleBot:{crawler}")
+            &format!("{PREFIX}delay:shop:examplebot:{crawler}")
         ]),
         "1",
         "the budget lives in the store"
@@ -289,7 +289,7 @@ fn a_dead_store_falls_back_to_memory_and_a_restarted_one_is_shared_again() {
     assert_eq!(
         redis.command(&[
             "EXISTS",
-            &format!("{PREFIX}delay:shop:ExampleBot:{crawler}")
+            &format!("{PREFIX}delay:shop:examplebot:{crawler}")
         ]),
         "1"
     );
@@ -402,7 +402,7 @@ fn a_store_turned_replica_is_connected_to_again() {
             from(&proxy, &crawler, "/page").status == 200
                 && redis.command(&[
                     "EXISTS",
-                    &format!("{PREFIX}delay:shop:ExampleBot:{crawler}"),
+                    &format!("{PREFIX}delay:shop:examplebot:{crawler}"),
                 ]) == "1"
         }),
         "budgets live in the store again"
