@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Proxy benchmark: robotsguard (enforcing, medium robots.txt) against a bare pingora pass-through
-# built from the same pingora version, same threads, same CPUs, same origin, rounds interleaved
-# A B A B so drift hits both. Also measures the origin directly for reference.
+# Proxy benchmark: robotsguard (enforcing, medium robots.txt) against pingora pass-throughs built
+# from the same pingora version (examples/passthrough.rs): the bare one and the production one
+# (robotsguard's default timeouts, the fair floor); same threads, same CPUs, same origin, rounds
+# interleaved A B C A B C so drift hits all three. Also measures the origin directly for reference.
 #
 #   bench/proxy-compare.sh            # defaults: 9 rounds of 5 s, 64 connections
 #   ROUNDS=15 DURATION=5 bench/proxy-compare.sh
@@ -46,7 +47,7 @@ pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-ORIGIN_PORT=$(free_port); GUARD_PORT=$(free_port); ADMIN_PORT=$(free_port); PASS_PORT=$(free_port)
+ORIGIN_PORT=$(free_port); GUARD_PORT=$(free_port); ADMIN_PORT=$(free_port); PASS_PORT=$(free_port); PROD_PORT=$(free_port)
 
 write_origin_config "$work" "$ORIGIN_PORT"
 "${pin_load[@]}" nginx -c "$work/nginx.conf" -p "$work" & pids+=($!)
@@ -54,9 +55,10 @@ write_origin_config "$work" "$ORIGIN_PORT"
 write_guard_config "$work" "$GUARD_PORT" "$ADMIN_PORT" "$ORIGIN_PORT" "$PROXY_THREADS"
 RUST_LOG=warn "${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/profiling/robotsguard serve --config "$work/conf/robotsguard.yaml" 2>"$work/guard.log" & guard=$!; pids+=($guard)
 "${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/profiling/examples/passthrough "127.0.0.1:$PASS_PORT" "127.0.0.1:$ORIGIN_PORT" "$PROXY_THREADS" 2>"$work/pass.log" & pass=$!; pids+=($pass)
+"${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/profiling/examples/passthrough --production "127.0.0.1:$PROD_PORT" "127.0.0.1:$ORIGIN_PORT" "$PROXY_THREADS" 2>"$work/prod.log" & prod=$!; pids+=($prod)
 
 for _ in $(seq 1 100); do
-  curl -sf "http://127.0.0.1:$ADMIN_PORT/readyz" >/dev/null 2>&1 && curl -s "http://127.0.0.1:$PASS_PORT/" >/dev/null 2>&1 && break
+  curl -sf "http://127.0.0.1:$ADMIN_PORT/readyz" >/dev/null 2>&1 && curl -s "http://127.0.0.1:$PASS_PORT/" >/dev/null 2>&1 && curl -s "http://127.0.0.1:$PROD_PORT/" >/dev/null 2>&1 && break
   sleep 0.1
 done
 
@@ -103,6 +105,7 @@ run origin-direct "$ORIGIN_PORT" "" | tee -a "$results"
 for round in $(seq 1 "$ROUNDS"); do
   run "robotsguard-$round" "$GUARD_PORT" "$guard" | tee -a "$results"
   run "passthrough-$round" "$PASS_PORT" "$pass" | tee -a "$results"
+  run "production-$round" "$PROD_PORT" "$prod" | tee -a "$results"
 done
 
 python3 - "$results" <<'PY'
@@ -111,20 +114,28 @@ rows = [line.split("\t") for line in open(sys.argv[1]) if line.strip()]
 by = {}
 for label, rps, p50, p99, cpu, _ in rows:
     kind, _, round_ = label.rpartition("-")
-    if kind in ("robotsguard", "passthrough"):
+    if kind in ("robotsguard", "passthrough", "production"):
         by.setdefault(round_, {})[kind] = (float(rps), float(p50), float(p99), float(cpu))
-print("\nround\tthroughput_ratio\tp50_ratio\tp99_ratio\tcpu_ratio   (robotsguard / pass-through)")
-ratios = []
-for round_, pair in sorted(by.items(), key=lambda item: int(item[0])):
-    g, p = pair["robotsguard"], pair["passthrough"]
-    r = (g[0] / p[0], g[1] / p[1], g[2] / p[2], g[3] / p[3] if p[3] else 0.0)
-    ratios.append(r)
-    print(f"{round_}\t{r[0]:.3f}\t\t\t{r[1]:.3f}\t\t{r[2]:.3f}\t\t{r[3]:.3f}")
-med = [statistics.median(col) for col in zip(*ratios)]
-print(f"median\t{med[0]:.3f}\t\t\t{med[1]:.3f}\t\t{med[2]:.3f}\t\t{med[3]:.3f}")
+complete = {r: pair for r, pair in by.items() if len(pair) == 3}
+def ratios(anchor):
+    out = []
+    for round_, pair in sorted(complete.items(), key=lambda item: int(item[0])):
+        g, p = pair["robotsguard"], pair[anchor]
+        out.append((round_, (g[0] / p[0], g[1] / p[1], g[2] / p[2], g[3] / p[3] if p[3] else 0.0)))
+    return out
 print("\nper side, median over rounds: req/s, p50 ms, p99 ms, cpu us/req")
-for kind in ("robotsguard", "passthrough"):
-    cols = list(zip(*[pair[kind] for pair in by.values()]))
+for kind in ("robotsguard", "passthrough", "production"):
+    cols = list(zip(*[pair[kind] for pair in complete.values()]))
     print(kind + "\t" + "\t".join(f"{statistics.median(c):.3f}" for c in cols))
-print("targets: throughput ratio >= 0.95, p99 ratio <= 1.10")
+for anchor, name in (("passthrough", "bare pass-through"), ("production", "production pass-through")):
+    rows = ratios(anchor)
+    print(f"\nrobotsguard / {name}: round\tthroughput_ratio\tp50_ratio\tp99_ratio\tcpu_ratio")
+    for round_, r in rows:
+        print(f"{round_}\t{r[0]:.3f}\t\t\t{r[1]:.3f}\t\t{r[2]:.3f}\t\t{r[3]:.3f}")
+    med = [statistics.median(col) for col in zip(*(r for _, r in rows))]
+    print(f"median\t{med[0]:.3f}\t\t\t{med[1]:.3f}\t\t{med[2]:.3f}\t\t{med[3]:.3f}")
+print("targets (against the production pass-through): throughput ratio >= 0.95, p99 ratio <= 1.10")
+rows = ratios("production")
+med = [statistics.median(col) for col in zip(*(r for _, r in rows))]
+print(f"production ratio: throughput {med[0]:.3f}, p99 {med[2]:.3f}, cpu {med[3]:.3f}")
 PY

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# TLS and HTTP/2 benchmark: robotsguard against the bare pingora pass-through, both terminating TLS
+# TLS and HTTP/2 benchmark: robotsguard against the bare and the production pingora pass-throughs
+# (examples/passthrough.rs; production sets robotsguard's default timeouts), all terminating TLS
 # with the same certificate (ECDSA P-256, made here by openssl) and offering h2 by ALPN, driven by
-# h2load over HTTP/2 and over HTTP/1.1-in-TLS, rounds interleaved A B A B so drift hits both.
+# h2load over HTTP/2 and over HTTP/1.1-in-TLS, rounds interleaved A B C A B C so drift hits all.
 #
 #   bench/proxy-tls-h2.sh                        # 9 rounds of 5 s per protocol
 #   ROUNDS=15 DURATION=5 bench/proxy-tls-h2.sh
@@ -33,7 +34,7 @@ pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-ORIGIN_PORT=$(free_port); GUARD_PORT=$(free_port); ADMIN_PORT=$(free_port); PASS_PORT=$(free_port)
+ORIGIN_PORT=$(free_port); GUARD_PORT=$(free_port); ADMIN_PORT=$(free_port); PASS_PORT=$(free_port); PROD_PORT=$(free_port)
 
 openssl ecparam -name prime256v1 -genkey -noout -out "$work/key.pem" 2>/dev/null
 openssl req -x509 -new -key "$work/key.pem" -days 2 -subj /CN=bench.example \
@@ -50,15 +51,18 @@ RUST_LOG=warn "${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/profiling/robotsgu
   --config "$work/conf/robotsguard.yaml" 2>"$work/guard.log" & guard=$!; pids+=($guard)
 "${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/profiling/examples/passthrough "127.0.0.1:$PASS_PORT" \
   "127.0.0.1:$ORIGIN_PORT" 1 "$work/cert.pem" "$work/key.pem" 2>"$work/pass.log" & pass=$!; pids+=($pass)
+"${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/profiling/examples/passthrough --production "127.0.0.1:$PROD_PORT" \
+  "127.0.0.1:$ORIGIN_PORT" 1 "$work/cert.pem" "$work/key.pem" 2>"$work/prod.log" & prod=$!; pids+=($prod)
 
 browser='Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0'
 for _ in $(seq 1 100); do
   curl -sf "http://127.0.0.1:$ADMIN_PORT/readyz" >/dev/null 2>&1 &&
-    curl -sk "https://127.0.0.1:$PASS_PORT/" >/dev/null 2>&1 && break
+    curl -sk "https://127.0.0.1:$PASS_PORT/" >/dev/null 2>&1 &&
+    curl -sk "https://127.0.0.1:$PROD_PORT/" >/dev/null 2>&1 && break
   sleep 0.1
 done
 # Sanity: both answer over h2, robotsguard enforces over h2.
-for port in "$GUARD_PORT" "$PASS_PORT"; do
+for port in "$GUARD_PORT" "$PASS_PORT" "$PROD_PORT"; do
   got=$(curl -sk --http2 -o /dev/null -w '%{http_code} %{http_version}' -A "$browser" \
     --resolve "bench.example:$port:127.0.0.1" "https://bench.example:$port/articles/1")
   [ "$got" = "200 2" ] || { echo "sanity check failed on $port: $got" >&2; exit 1; }
@@ -100,6 +104,7 @@ for protocol in h2 h1; do
   for round in $(seq 1 "$ROUNDS"); do
     run "robotsguard-$protocol-$round" "$GUARD_PORT" "$guard" "$protocol" | tee -a "$results"
     run "passthrough-$protocol-$round" "$PASS_PORT" "$pass" "$protocol" | tee -a "$results"
+    run "production-$protocol-$round" "$PROD_PORT" "$prod" "$protocol" | tee -a "$results"
   done
 done
 
@@ -111,13 +116,14 @@ for label, rps, mean, cpu, _ in rows:
     kind, protocol, round_ = label.split("-")
     by.setdefault((protocol, round_), {})[kind] = (float(rps), float(mean), float(cpu))
 for protocol in ("h2", "h1"):
-    ratios = [
-        (r["robotsguard"][0] / r["passthrough"][0], r["robotsguard"][1] / r["passthrough"][1],
-         r["robotsguard"][2] / r["passthrough"][2] if r["passthrough"][2] else 0.0)
-        for (p, _), r in sorted(by.items()) if p == protocol and len(r) == 2
-    ]
-    if ratios:
-        med = lambda i: statistics.median(x[i] for x in ratios)
-        print(f"{protocol} over TLS, median of {len(ratios)} rounds: throughput ratio {med(0):.3f}, "
-              f"mean latency ratio {med(1):.3f}, CPU/request ratio {med(2):.3f}")
+    for anchor, name in (("passthrough", "bare"), ("production", "production")):
+        ratios = [
+            (r["robotsguard"][0] / r[anchor][0], r["robotsguard"][1] / r[anchor][1],
+             r["robotsguard"][2] / r[anchor][2] if r[anchor][2] else 0.0)
+            for (p, _), r in sorted(by.items()) if p == protocol and len(r) == 3
+        ]
+        if ratios:
+            med = lambda i: statistics.median(x[i] for x in ratios)
+            print(f"{protocol} over TLS against the {name} pass-through, median of {len(ratios)} rounds: "
+                  f"throughput ratio {med(0):.3f}, mean latency ratio {med(1):.3f}, CPU/request ratio {med(2):.3f}")
 PY

@@ -1,12 +1,22 @@
-//! A bare pingora pass-through proxy — `upstream_peer` only — built from the same pingora version
-//! as robotsguard. The reference the proxy benchmark (`bench/proxy-compare.sh`) compares against.
+//! A pingora pass-through proxy built from the same pingora version as robotsguard: the reference
+//! the proxy benchmarks (`bench/proxy-compare.sh`, `bench/proxy-instructions.sh`,
+//! `bench/proxy-tls-h2.sh`) compare against, in two forms.
+//!
+//! - bare (the default): `upstream_peer` only, no timeout anywhere;
+//! - `--production`: the timeouts any proxy facing the Internet must set, with robotsguard's
+//!   defaults: upstream connect 5 s, upstream read, write and idle 60 s, and per request the
+//!   client's body reads, drain and writes 60 s. pingora arms a timer per read and write for each,
+//!   which a bare pass-through never pays; this is the fair floor for robotsguard's own cost.
 //!
 //! ```sh
 //! cargo run --release --example passthrough -- 127.0.0.1:18081 127.0.0.1:18080 2
+//! cargo run --release --example passthrough -- --production 127.0.0.1:18081 127.0.0.1:18080 2
 //! cargo run --release --example passthrough -- 127.0.0.1:18443 127.0.0.1:18080 2 cert.pem key.pem
 //! ```
 //! (listen address, upstream address, worker threads; with a certificate and key, the listener
 //! is TLS with HTTP/2 offered by ALPN, as robotsguard's TLS listeners are by default)
+
+use std::time::Duration;
 
 use async_trait::async_trait;
 use pingora::prelude::*;
@@ -21,7 +31,13 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 struct PassThrough {
     upstream: std::net::SocketAddr,
+    production: bool,
 }
+
+/// robotsguard's default `upstream_timeouts.connect`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// robotsguard's default `upstream_timeouts.read|write|idle` and `limits.body_timeout|idle_timeout`.
+const IO_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[async_trait]
 impl ProxyHttp for PassThrough {
@@ -29,15 +45,36 @@ impl ProxyHttp for PassThrough {
 
     fn new_ctx(&self) {}
 
+    async fn request_filter(&self, session: &mut Session, _ctx: &mut ()) -> Result<bool> {
+        if self.production {
+            session.set_read_timeout(Some(IO_TIMEOUT));
+            session.set_total_drain_timeout(Some(IO_TIMEOUT));
+            session.set_write_timeout(Some(IO_TIMEOUT));
+        }
+        Ok(false)
+    }
+
     async fn upstream_peer(&self, _session: &mut Session, _ctx: &mut ()) -> Result<Box<HttpPeer>> {
-        Ok(Box::new(HttpPeer::new(self.upstream, false, String::new())))
+        let mut peer = HttpPeer::new(self.upstream, false, String::new());
+        if self.production {
+            peer.options.connection_timeout = Some(CONNECT_TIMEOUT);
+            peer.options.total_connection_timeout = Some(CONNECT_TIMEOUT);
+            peer.options.read_timeout = Some(IO_TIMEOUT);
+            peer.options.write_timeout = Some(IO_TIMEOUT);
+            peer.options.idle_timeout = Some(IO_TIMEOUT);
+        }
+        Ok(Box::new(peer))
     }
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = std::env::args().collect();
+    let production = args.iter().any(|a| a == "--production");
+    args.retain(|a| a != "--production");
     let (Some(listen), Some(upstream)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: passthrough LISTEN_ADDR UPSTREAM_ADDR [THREADS [CERT KEY]]");
+        eprintln!(
+            "usage: passthrough [--production] LISTEN_ADDR UPSTREAM_ADDR [THREADS [CERT KEY]]"
+        );
         std::process::exit(2);
     };
     let Ok(upstream) = upstream.parse() else {
@@ -53,7 +90,13 @@ fn main() {
     };
     let mut server = Server::new_with_opt_and_conf(Opt::default(), conf);
     server.bootstrap();
-    let mut service = http_proxy_service(&server.configuration, PassThrough { upstream });
+    let mut service = http_proxy_service(
+        &server.configuration,
+        PassThrough {
+            upstream,
+            production,
+        },
+    );
     match (args.get(4), args.get(5)) {
         (Some(cert), Some(key)) => {
             let mut tls = match pingora::listeners::tls::TlsSettings::intermediate(cert, key) {
