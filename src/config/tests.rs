@@ -127,6 +127,7 @@ fn minimal_config_gets_every_default() {
             impostors: crate::config::Impostors::Block,
             crawl_delay: crate::config::CrawlDelayConfig::default(),
             offenders: crate::config::OffendersConfig::default(),
+            web_bot_auth: None,
         }]
     );
 }

@@ -15,7 +15,9 @@ mod cache;
 pub mod dns;
 pub mod ranges;
 pub mod refresh;
+mod registry;
 pub mod signature;
+mod signature_keys;
 
 use crate::config::VerifyConfig;
 use crate::crawlers::VerifyData;
@@ -73,6 +75,7 @@ impl Verifier {
             signatures: Arc::new(signature::WebBotAuth::new(
                 &settings.web_bot_auth,
                 proxy.as_ref(),
+                settings.refresh,
             )),
             proxy,
         }

@@ -175,8 +175,10 @@ fn verifier(agents: Vec<SignatureAgent>) -> Arc<WebBotAuth> {
             enabled: true,
             max_skew: Duration::from_secs(60),
             agents,
+            ..WebBotAuthConfig::default()
         },
         None,
+        Duration::from_secs(24 * 3600),
     ))
 }
 
