@@ -101,6 +101,34 @@ impl Verifier {
             .verify(request, authority, scheme, std::time::SystemTime::now())
     }
 
+    /// The request's Web Bot Auth signature checked, with its nonce ([`Verifier::signature`]).
+    pub fn signature_check(
+        &self,
+        request: &pingora::http::RequestHeader,
+        authority: &str,
+        scheme: &str,
+    ) -> signature::Checked {
+        if !self.signatures.is_active() {
+            return signature::Checked {
+                outcome: signature::SignatureOutcome::Absent,
+                nonce: None,
+                lifetime: Duration::ZERO,
+            };
+        }
+        self.signatures
+            .check(request, authority, scheme, std::time::SystemTime::now())
+    }
+
+    /// `verify.web_bot_auth.mode`.
+    pub fn web_bot_auth_mode(&self) -> crate::config::WebBotAuthMode {
+        self.signatures.mode()
+    }
+
+    /// Whether `crawler` has a signing agent (configured or from a registry).
+    pub fn has_signing_agent(&self, crawler: &str) -> bool {
+        self.signatures.has_signing_agent(crawler)
+    }
+
     /// The verdict for a request a valid signature of `agent` identified as `crawler`, counted
     /// in `robotsguard_crawler_verifications_total`.
     pub fn signed(crawler: &str, agent: &str) -> Arc<Verification> {

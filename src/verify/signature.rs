@@ -69,6 +69,27 @@ const MAX_RETRY: Duration = Duration::from_secs(3600);
 /// How long a fetch of a key directory may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The `Accept-Signature` value (RFC 9421 §5.1) robotsguard answers with when it wants a
+/// signature: the components the draft profile covers (`@authority` and the `Signature-Agent`
+/// member `sig1`, which the signer's `Signature-Agent` must then use), `created` and `expires`,
+/// `tag="web-bot-auth"`, and a fresh random `nonce` to sign with.
+pub fn accept_signature() -> String {
+    use base64::Engine;
+    let mut bytes = [0u8; 32];
+    // Without the system's randomness (never seen), the time stands in: the nonce is a hint
+    // for the signer, not a secret robotsguard relies on.
+    if getrandom::fill(&mut bytes).is_err() {
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        bytes[..16].copy_from_slice(&now.to_le_bytes());
+    }
+    let nonce = base64::engine::general_purpose::STANDARD.encode(bytes);
+    format!(
+        "sig1=(\"@authority\" \"signature-agent\";key=\"sig1\");created;expires;nonce=\"{nonce}\";tag=\"web-bot-auth\""
+    )
+}
+
 /// What a request's signature says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -90,6 +111,19 @@ pub enum SignatureOutcome {
     UnknownAgent(String),
     /// The agent's keys are not loaded (yet): nothing can be said.
     Unavailable(String),
+}
+
+impl SignatureOutcome {
+    /// The `outcome` label of `robotsguard_web_bot_auth_signatures_total`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SignatureOutcome::Absent => "absent",
+            SignatureOutcome::Verified { .. } => "verified",
+            SignatureOutcome::Invalid(_) => "invalid",
+            SignatureOutcome::UnknownAgent(_) => "unknown_agent",
+            SignatureOutcome::Unavailable(_) => "unavailable",
+        }
+    }
 }
 
 /// Where an agent's keys come from.
