@@ -209,7 +209,7 @@ pub struct AgentKeys {
     pub agent: String,
     /// The crawler its signatures identify.
     pub crawler: String,
-    /// Usable (Ed25519) keys in force; 0 until the first load succeeds.
+    /// Usable keys (Ed25519, RSA-PSS, ECDSA P-256) in force; 0 until the first load succeeds.
     pub keys: usize,
     /// Why the latest load failed (the keys in force, if any, are the last good ones).
     pub last_error: Option<String>,

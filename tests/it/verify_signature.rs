@@ -521,7 +521,7 @@ fn unsigned_unknown_and_unloaded() {
         status[0]
             .last_error
             .as_deref()
-            .is_some_and(|e| e.contains("no Ed25519 key")),
+            .is_some_and(|e| e.contains("no usable key")),
         "{status:?}"
     );
 }
