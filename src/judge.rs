@@ -329,7 +329,10 @@ impl Judge<'_> {
                 read_robots: None,
             };
         }
-        if let Some(refusal) = self.web_bot_auth_refusal(&decision, signed, wba_mode, apply).await {
+        if let Some(refusal) = self
+            .web_bot_auth_refusal(&decision, signed, wba_mode, apply)
+            .await
+        {
             return Judgment {
                 decision: Some(decision),
                 answer: Answer::Refuse(refusal),

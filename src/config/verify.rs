@@ -255,9 +255,10 @@ fn web_bot_auth(
             }
         }
     }
-    if let Some(mode) = table.get("mode").and_then(|n| {
-        reader::choice(sink, n, "mode", &super::origin::WEB_BOT_AUTH_MODES)
-    }) {
+    if let Some(mode) = table
+        .get("mode")
+        .and_then(|n| reader::choice(sink, n, "mode", &super::origin::WEB_BOT_AUTH_MODES))
+    {
         out.mode = mode;
     }
     let registries = table
@@ -278,10 +279,16 @@ fn web_bot_auth(
         };
         match source {
             Some(source) if !out.registries.contains(&source) => out.registries.push(source),
-            Some(_) => sink.error(item.pos, format!("registry {} is listed twice", quote(text))),
+            Some(_) => sink.error(
+                item.pos,
+                format!("registry {} is listed twice", quote(text)),
+            ),
             None => sink.error_hint(
                 item.pos,
-                format!("registry {} is neither an https URL nor a `file:` path", quote(text)),
+                format!(
+                    "registry {} is neither an https URL nor a `file:` path",
+                    quote(text)
+                ),
                 "e.g. registries: [\"https://registry.example/agents.txt\", \"file:agents.txt\"]",
             ),
         }

@@ -62,6 +62,11 @@ mod tests {
         assert!(nonces.first_use("https://b.example", "n1", until, now));
         assert!(nonces.first_use("https://a.example", "n2", until, now));
         let later = until + Duration::from_secs(1);
-        assert!(nonces.first_use("https://a.example", "n1", later + Duration::from_secs(60), later));
+        assert!(nonces.first_use(
+            "https://a.example",
+            "n1",
+            later + Duration::from_secs(60),
+            later
+        ));
     }
 }

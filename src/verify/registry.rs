@@ -54,7 +54,11 @@ pub(crate) struct Card {
 /// most [`MAX_CARDS`].
 pub(crate) fn card_urls(text: &str) -> Vec<String> {
     text.lines()
-        .map(|line| line.split_once('#').map_or(line, |(before, _)| before).trim())
+        .map(|line| {
+            line.split_once('#')
+                .map_or(line, |(before, _)| before)
+                .trim()
+        })
         .filter(|line| !line.is_empty())
         .take(MAX_CARDS)
         .map(str::to_string)
@@ -196,7 +200,8 @@ pub(crate) async fn fetch_card(
     proxy: Option<&FetchProxy>,
 ) -> Result<Card, String> {
     let body = if url.starts_with("data:") {
-        let data = data_url::DataUrl::process(url).map_err(|e| format!("a bad data: URL ({e:?})"))?;
+        let data =
+            data_url::DataUrl::process(url).map_err(|e| format!("a bad data: URL ({e:?})"))?;
         let (body, _) = data
             .decode_to_vec()
             .map_err(|e| format!("a bad data: URL ({e:?})"))?;

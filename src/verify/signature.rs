@@ -621,7 +621,9 @@ impl WebBotAuth {
                 .web_bot_auth_registry_agents
                 .with_label_values(&[&name])
                 .set(i64::try_from(cards.len()).unwrap_or(i64::MAX));
-            registries.cards.retain(|(registry, _), _| *registry != name);
+            registries
+                .cards
+                .retain(|(registry, _), _| *registry != name);
             for (url, card) in &cards {
                 registries
                     .cards
@@ -637,7 +639,11 @@ impl WebBotAuth {
                 RegistrySource::File(path) => format!("file:{}", path.display()),
             };
             for (_, card) in registries.by_registry.get(&name).into_iter().flatten() {
-                let taken = self.agents.iter().chain(agents.iter()).any(|a| a.agent == card.agent);
+                let taken = self
+                    .agents
+                    .iter()
+                    .chain(agents.iter())
+                    .any(|a| a.agent == card.agent);
                 if taken {
                     continue;
                 }
@@ -784,11 +790,8 @@ async fn keep_registries(
         for agent in agents.iter() {
             let known = tasks.iter().any(|(a, _)| Arc::ptr_eq(a, agent));
             if !known && matches!(agent.source, KeysSource::Directory { .. }) {
-                let task = tokio::spawn(keep_keys(
-                    agent.clone(),
-                    connector.clone(),
-                    watcher.clone(),
-                ));
+                let task =
+                    tokio::spawn(keep_keys(agent.clone(), connector.clone(), watcher.clone()));
                 tasks.push((agent.clone(), task));
             }
         }
@@ -970,5 +973,4 @@ mod tests {
         assert_eq!(dictionary_member(value, "sig3"), None);
         assert_eq!(dictionary_member("not a dictionary ((", "sig1"), None);
     }
-
 }

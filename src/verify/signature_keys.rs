@@ -50,14 +50,13 @@ impl PublicKey {
         let bad = |e: &dyn std::fmt::Display| format!("the signature does not verify ({e})");
         match self {
             PublicKey::Ed25519(key) => {
-                let signature = ed25519_dalek::Signature::from_slice(signature)
-                    .map_err(|e| bad(&e))?;
+                let signature =
+                    ed25519_dalek::Signature::from_slice(signature).map_err(|e| bad(&e))?;
                 key.verify_strict(base, &signature).map_err(|e| bad(&e))
             }
             PublicKey::RsaPss(key) => {
                 let verifier = rsa::pss::VerifyingKey::<sha2::Sha512>::new(key.clone());
-                let signature =
-                    rsa::pss::Signature::try_from(signature).map_err(|e| bad(&e))?;
+                let signature = rsa::pss::Signature::try_from(signature).map_err(|e| bad(&e))?;
                 verifier.verify(base, &signature).map_err(|e| bad(&e))
             }
             PublicKey::EcdsaP256(key) => {

@@ -50,7 +50,14 @@ impl Key {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("rsa.pem");
         let status = std::process::Command::new("openssl")
-            .args(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out"])
+            .args([
+                "genpkey",
+                "-algorithm",
+                "RSA",
+                "-pkeyopt",
+                "rsa_keygen_bits:2048",
+                "-out",
+            ])
             .arg(&path)
             .stderr(std::process::Stdio::null())
             .status()
@@ -111,7 +118,10 @@ impl Key {
     /// The JWK, with a `kid` that is not its thumbprint (as some directories publish).
     fn jwk(&self) -> String {
         let canonical = self.canonical();
-        format!("{},\"kid\":\"not-a-thumbprint\"}}", &canonical[..canonical.len() - 1])
+        format!(
+            "{},\"kid\":\"not-a-thumbprint\"}}",
+            &canonical[..canonical.len() - 1]
+        )
     }
 
     fn sign(&self, base: &[u8]) -> Vec<u8> {
@@ -123,7 +133,8 @@ impl Key {
                 Box::<[u8]>::from(signature).to_vec()
             }
             Key::P256(key) => {
-                let signature: p256::ecdsa::Signature = p256::ecdsa::signature::Signer::sign(key, base);
+                let signature: p256::ecdsa::Signature =
+                    p256::ecdsa::signature::Signer::sign(key, base);
                 signature.to_bytes().to_vec()
             }
         }
@@ -196,7 +207,13 @@ const CRAWLERS: &str = "crawlers:
 ";
 
 /// Two origins (shop, blog) behind one proxy; `verify` and the origins' extra lines as given.
-fn start(verify: &str, defaults: &str, shop: &str, blog: &str, files: &[(&str, &str)]) -> (Origin, Proxy) {
+fn start(
+    verify: &str,
+    defaults: &str,
+    shop: &str,
+    blog: &str,
+    files: &[(&str, &str)],
+) -> (Origin, Proxy) {
     let origin = Origin::start();
     let config = format!(
         "{verify}{CRAWLERS}{defaults}origins:
@@ -231,9 +248,17 @@ fn wait_for(within: Duration, mut check: impl FnMut() -> bool) -> bool {
 
 fn wait_keys(proxy: &Proxy, agent: &str) {
     let loaded = wait_for(Duration::from_secs(10), || {
-        metric(&proxy.metrics(), "robotsguard_verify_signature_keys", &[("agent", agent)]) >= 1.0
+        metric(
+            &proxy.metrics(),
+            "robotsguard_verify_signature_keys",
+            &[("agent", agent)],
+        ) >= 1.0
     });
-    assert!(loaded, "the keys of {agent} did not load:\n{}", proxy.stderr());
+    assert!(
+        loaded,
+        "the keys of {agent} did not load:\n{}",
+        proxy.stderr()
+    );
 }
 
 /// Checks an `Accept-Signature` asks for what the draft's profile signs.
@@ -288,7 +313,10 @@ fn required_refuses_an_unsigned_claim_with_accept_signature_and_origins_override
     assert!(answer.header("accept-signature").is_none());
     let answer = proxy.send(&signed_request(HOST, "/private/a", UA, &headers));
     assert_eq!(answer.status, 403);
-    assert!(answer.header("accept-signature").is_none(), "a robots.txt block, not a signature request");
+    assert!(
+        answer.header("accept-signature").is_none(),
+        "a robots.txt block, not a signature request"
+    );
     // A signature by a key the agent did not publish is no signature.
     let stranger = Key::ed25519(2);
     let forged = signature_headers(&stranger, AGENT, HOST, None, None);
@@ -333,11 +361,19 @@ fn observe_verifies_and_counts_but_never_changes_a_decision() {
     assert_eq!(answer.status, 403, "{}", answer.text());
     let metrics = proxy.metrics();
     assert_eq!(
-        metric(&metrics, "robotsguard_web_bot_auth_signatures_total", &[("mode", "observe"), ("outcome", "verified")]),
+        metric(
+            &metrics,
+            "robotsguard_web_bot_auth_signatures_total",
+            &[("mode", "observe"), ("outcome", "verified")]
+        ),
         2.0
     );
     assert_eq!(
-        metric(&metrics, "robotsguard_web_bot_auth_signatures_total", &[("mode", "optional"), ("outcome", "verified")]),
+        metric(
+            &metrics,
+            "robotsguard_web_bot_auth_signatures_total",
+            &[("mode", "optional"), ("outcome", "verified")]
+        ),
         1.0
     );
 }
@@ -349,21 +385,41 @@ fn a_replayed_nonce_is_refused_429_with_a_fresh_accept_signature() {
     let (origin, proxy) = start(verify, "", "", "", &[("keys.json", &jwks(&[&key]))]);
     wait_keys(&proxy, AGENT);
     let headers = signature_headers(&key, AGENT, HOST, Some("nonce-1"), None);
-    assert_eq!(proxy.send(&signed_request(HOST, "/a", BROWSER, &headers)).status, 200);
+    assert_eq!(
+        proxy
+            .send(&signed_request(HOST, "/a", BROWSER, &headers))
+            .status,
+        200
+    );
     let replay = proxy.send(&signed_request(HOST, "/a", BROWSER, &headers));
     assert_eq!(replay.status, 429, "{}", replay.text());
     let offered = assert_accept_signature(&replay);
     assert!(!offered.contains("nonce-1"));
     // A fresh nonce is a fresh signature; one without a nonce cannot be told from a replay.
     let fresh = signature_headers(&key, AGENT, HOST, Some("nonce-2"), None);
-    assert_eq!(proxy.send(&signed_request(HOST, "/a", BROWSER, &fresh)).status, 200);
+    assert_eq!(
+        proxy
+            .send(&signed_request(HOST, "/a", BROWSER, &fresh))
+            .status,
+        200
+    );
     let bare = signature_headers(&key, AGENT, HOST, None, None);
     for _ in 0..2 {
-        assert_eq!(proxy.send(&signed_request(HOST, "/a", BROWSER, &bare)).status, 200);
+        assert_eq!(
+            proxy
+                .send(&signed_request(HOST, "/a", BROWSER, &bare))
+                .status,
+            200
+        );
     }
     // The same nonce by another host's signature is still the agent's nonce, seen before.
     let other = signature_headers(&key, AGENT, OTHER_HOST, Some("nonce-1"), None);
-    assert_eq!(proxy.send(&signed_request(OTHER_HOST, "/a", BROWSER, &other)).status, 429);
+    assert_eq!(
+        proxy
+            .send(&signed_request(OTHER_HOST, "/a", BROWSER, &other))
+            .status,
+        429
+    );
     assert_eq!(origin.proxied_to("/a").len(), 4);
     assert_eq!(
         metric(
@@ -395,16 +451,34 @@ fn a_nonce_replayed_on_another_replica_is_refused_there_through_the_shared_store
         assert!(up, "{}", proxy.stderr());
     }
     let headers = signature_headers(&key, AGENT, HOST, Some("shared-nonce"), None);
-    assert_eq!(first.send(&signed_request(HOST, "/a", BROWSER, &headers)).status, 200);
+    assert_eq!(
+        first
+            .send(&signed_request(HOST, "/a", BROWSER, &headers))
+            .status,
+        200
+    );
     let replay = second.send(&signed_request(HOST, "/a", BROWSER, &headers));
     assert_eq!(replay.status, 429, "{}", replay.text());
     assert_accept_signature(&replay);
-    assert_eq!(first.send(&signed_request(HOST, "/a", BROWSER, &headers)).status, 429);
+    assert_eq!(
+        first
+            .send(&signed_request(HOST, "/a", BROWSER, &headers))
+            .status,
+        429
+    );
     // Nonces are kept in the store for as long as the signature is valid (about 5 minutes).
     let keys = redis.command(&["KEYS", "wba-replay*nonce*"]);
-    assert!(keys.lines().filter(|l| !l.trim().is_empty()).count() == 1, "{keys}");
+    assert!(
+        keys.lines().filter(|l| !l.trim().is_empty()).count() == 1,
+        "{keys}"
+    );
     let fresh = signature_headers(&key, AGENT, HOST, Some("another"), None);
-    assert_eq!(second.send(&signed_request(HOST, "/a", BROWSER, &fresh)).status, 200);
+    assert_eq!(
+        second
+            .send(&signed_request(HOST, "/a", BROWSER, &fresh))
+            .status,
+        200
+    );
 }
 
 #[test]
@@ -414,9 +488,19 @@ fn rsa_pss_and_ecdsa_p256_signatures_verify_under_recomputed_thumbprints() {
     let ed = Key::ed25519(6);
     let verify = "verify:\n  web_bot_auth:\n    agents:\n      - {agent: \"https://bot.example\", crawler: SignedBot, keys: \"file:keys.json\"}\n";
     // Each JWK's `kid` lies; keys are found by the thumbprint computed from them.
-    let (_origin, proxy) = start(verify, "", "", "", &[("keys.json", &jwks(&[&rsa, &ec, &ed]))]);
+    let (_origin, proxy) = start(
+        verify,
+        "",
+        "",
+        "",
+        &[("keys.json", &jwks(&[&rsa, &ec, &ed]))],
+    );
     let loaded = wait_for(Duration::from_secs(10), || {
-        metric(&proxy.metrics(), "robotsguard_verify_signature_keys", &[("agent", AGENT)]) == 3.0
+        metric(
+            &proxy.metrics(),
+            "robotsguard_verify_signature_keys",
+            &[("agent", AGENT)],
+        ) == 3.0
     });
     assert!(loaded, "{}", proxy.stderr());
     for key in [&rsa, &ec, &ed] {
@@ -431,7 +515,12 @@ fn rsa_pss_and_ecdsa_p256_signatures_verify_under_recomputed_thumbprints() {
     }
     // An `alg` that is not the key's is refused, whatever the signature.
     let lying = signature_headers(&ec, AGENT, HOST, None, Some("rsa-pss-sha512"));
-    assert_eq!(proxy.send(&signed_request(HOST, "/private/a", BROWSER, &lying)).status, 200);
+    assert_eq!(
+        proxy
+            .send(&signed_request(HOST, "/private/a", BROWSER, &lying))
+            .status,
+        200
+    );
     let verified = metric(
         &proxy.metrics(),
         "robotsguard_web_bot_auth_signatures_total",
@@ -458,7 +547,8 @@ fn a_registry_of_file_and_data_cards_adds_agents() {
         "# agents this site knows\nfile:cards/card.json\n\ndata:application/json;base64,{} # inline\n",
         STANDARD.encode(inline.as_bytes())
     );
-    let verify = "verify:\n  web_bot_auth:\n    mode: required\n    registries: [\"file:registry.txt\"]\n";
+    let verify =
+        "verify:\n  web_bot_auth:\n    mode: required\n    registries: [\"file:registry.txt\"]\n";
     let (_origin, proxy) = start(
         verify,
         "",
@@ -485,7 +575,12 @@ fn a_registry_of_file_and_data_cards_adds_agents() {
         assert_accept_signature(&answer);
         // …and a valid signature identifies them, whatever the User-Agent.
         let headers = signature_headers(key, agent, HOST, None, None);
-        assert_eq!(proxy.send(&signed_request(HOST, "/public", &claim, &headers)).status, 200);
+        assert_eq!(
+            proxy
+                .send(&signed_request(HOST, "/public", &claim, &headers))
+                .status,
+            200
+        );
         let answer = proxy.send(&signed_request(HOST, "/private/x", BROWSER, &headers));
         assert_eq!(answer.status, 403, "{crawler}: {}", answer.text());
         assert!(answer.text().contains(crawler), "{}", answer.text());
@@ -531,9 +626,7 @@ fn a_signature_agent_on_loopback_is_never_fetched_unless_the_operator_configured
     let card_agent = format!("https://127.0.0.1:{}", named_by_card.port);
     let operator_agent = format!("https://127.0.0.1:{}", configured.port);
     // A card naming a loopback agent, keys in its (loopback) directory.
-    let card = format!(
-        "{{\"client_id\":\"{card_agent}\",\"rfc9309-product-token\":\"CardBot\"}}"
-    );
+    let card = format!("{{\"client_id\":\"{card_agent}\",\"rfc9309-product-token\":\"CardBot\"}}");
     let registry = format!(
         "data:application/json;base64,{}\n",
         STANDARD.encode(card.as_bytes())
@@ -555,7 +648,10 @@ fn a_signature_agent_on_loopback_is_never_fetched_unless_the_operator_configured
         })
     });
     assert!(tried, "{}\n{}", proxy.metrics(), proxy.stderr());
-    assert!(configured.connections() >= 1, "the operator's agent is fetched as configured");
+    assert!(
+        configured.connections() >= 1,
+        "the operator's agent is fetched as configured"
+    );
     assert!(
         proxy.wait_log("not a public address", 1, Duration::from_secs(5)),
         "{}",
@@ -571,7 +667,12 @@ fn a_signature_agent_on_loopback_is_never_fetched_unless_the_operator_configured
     let stranger = CountingServer::start();
     let stranger_agent = format!("https://127.0.0.1:{}", stranger.port);
     let headers = signature_headers(&key, &stranger_agent, HOST, None, None);
-    assert_eq!(proxy.send(&signed_request(HOST, "/private/a", BROWSER, &headers)).status, 200);
+    assert_eq!(
+        proxy
+            .send(&signed_request(HOST, "/private/a", BROWSER, &headers))
+            .status,
+        200
+    );
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(named_by_card.connections(), 0);
     assert_eq!(stranger.connections(), 0);
