@@ -5,7 +5,7 @@
 //! agent's crawler.
 //!
 //! Parsing the signature headers is Cloudflare's `web-bot-auth` crate; the signature base is
-//! rebuilt and checked here ([`super::signature_keys`]: Ed25519, RSA-PSS-SHA512, ECDSA P-256),
+//! rebuilt and checked here (`signature_keys`: Ed25519, RSA-PSS-SHA512, ECDSA P-256),
 //! since the crate verifies Ed25519 only. It accepts a valid signature under any key it is
 //! given, so binding keys to the agent that published them — a keyring per agent, picked by the
 //! request's `Signature-Agent` — is done here, as are the time window and the key directories.
