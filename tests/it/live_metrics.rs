@@ -158,7 +158,12 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
     assert_eq!(proxy.get("dead.example", "/page", BROWSER).status, 502);
     // Web Bot Auth: `required` refuses an unsigned claim of a crawler that signs; a signature
     // that does not hold is counted.
-    assert_eq!(proxy.get("signed.example", "/page", "ExampleBot/1.0").status, 403);
+    assert_eq!(
+        proxy
+            .get("signed.example", "/page", "ExampleBot/1.0")
+            .status,
+        403
+    );
     let bad = support::Request::get("/page")
         .host("signed.example")
         .ua(BROWSER)
