@@ -677,3 +677,73 @@ fn a_signature_agent_on_loopback_is_never_fetched_unless_the_operator_configured
     assert_eq!(named_by_card.connections(), 0);
     assert_eq!(stranger.connections(), 0);
 }
+
+#[test]
+fn registries_are_read_again_and_a_broken_card_or_registry_keeps_the_last_good() {
+    let first = Key::ed25519(21);
+    let second = Key::ed25519(22);
+    let card = |agent: &str, crawler: &str, key: &Key| {
+        format!(
+            "{{\"client_id\":\"{agent}\",\"rfc9309-product-token\":\"{crawler}\",\"jwks\":{}}}",
+            jwks(&[key])
+        )
+    };
+    let verify =
+        "verify:\n  refresh: 1s\n  web_bot_auth:\n    registries: [\"file:registry.txt\"]\n";
+    let (_origin, proxy) = start(
+        verify,
+        "",
+        "",
+        "",
+        &[
+            ("registry.txt", "file:card.json\n"),
+            (
+                "card.json",
+                &card("https://cards.example", "CardBot", &first),
+            ),
+        ],
+    );
+    let listed = |want: f64| {
+        wait_for(Duration::from_secs(10), || {
+            metric(
+                &proxy.metrics(),
+                "robotsguard_web_bot_auth_registry_agents",
+                &[],
+            ) == want
+        })
+    };
+    assert!(listed(1.0), "{}", proxy.stderr());
+    let signed_by = |key: &Key, agent: &str| {
+        let headers = signature_headers(key, agent, HOST, None, None);
+        proxy
+            .send(&signed_request(HOST, "/private/a", BROWSER, &headers))
+            .status
+    };
+    assert_eq!(signed_by(&first, "https://cards.example"), 403);
+    // The card breaks: its last good copy stays in force.
+    std::fs::write(proxy.dir.path().join("card.json"), "{ not json").expect("written");
+    assert!(
+        proxy.wait_log("Web Bot Auth card", 1, Duration::from_secs(10)),
+        "{}",
+        proxy.stderr()
+    );
+    assert_eq!(signed_by(&first, "https://cards.example"), 403);
+    // The registry gains an inline card: a new agent, without a restart.
+    let inline = card("https://data.example", "DataBot", &second);
+    let registry = format!(
+        "file:card.json\ndata:application/json;base64,{}\n",
+        STANDARD.encode(inline.as_bytes())
+    );
+    std::fs::write(proxy.dir.path().join("registry.txt"), registry).expect("written");
+    assert!(listed(2.0), "{}", proxy.stderr());
+    assert_eq!(signed_by(&second, "https://data.example"), 403);
+    assert_eq!(signed_by(&first, "https://cards.example"), 403);
+    // The registry goes away: its last good agents stay.
+    std::fs::remove_file(proxy.dir.path().join("registry.txt")).expect("removed");
+    assert!(
+        proxy.wait_log("Web Bot Auth registry", 1, Duration::from_secs(10)),
+        "{}",
+        proxy.stderr()
+    );
+    assert_eq!(signed_by(&second, "https://data.example"), 403);
+}
