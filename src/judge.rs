@@ -333,6 +333,12 @@ impl Judge<'_> {
             .web_bot_auth_refusal(&decision, signed, wba_mode, apply)
             .await
         {
+            // Counted and logged as what the client gets: refused (403), or told to come
+            // back (429).
+            decision.outcome = match refusal.why {
+                RefusedFor::Replayed { .. } => Outcome::Limited,
+                _ => Outcome::Blocked,
+            };
             return Judgment {
                 decision: Some(decision),
                 answer: Answer::Refuse(refusal),

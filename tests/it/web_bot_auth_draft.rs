@@ -333,6 +333,13 @@ fn required_refuses_an_unsigned_claim_with_accept_signature_and_origins_override
         ),
         3.0
     );
+    // Counted as blocked: the three refusals and robots.txt's block of /private.
+    let blocked = proxy.wait_metric(
+        "robotsguard_requests_total",
+        &[("origin", "shop"), ("decision", "blocked")],
+        4.0,
+    );
+    assert_eq!(blocked, 4.0);
 }
 
 #[test]
