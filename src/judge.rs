@@ -12,7 +12,9 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::{BanScope, CrawlDelayAction, Mode as OriginMode, OffendersAction};
+use crate::config::{
+    BanScope, CrawlDelayAction, Mode as OriginMode, OffendersAction, WebBotAuthMode,
+};
 use crate::enforce::{
     decide_request, is_blank_user_agent, Decision, Outcome, Refused, Request as DecideRequest, Why,
 };
@@ -41,6 +43,32 @@ pub struct Signed {
     pub agent: String,
     /// The catalogue name of the crawler the agent stands for.
     pub crawler: String,
+    /// The signature's `nonce`, if it has one: seen again while the signature is valid, the
+    /// request is a replay (429).
+    pub nonce: Option<String>,
+    /// How long the signature stays valid (how long its nonce is remembered).
+    pub lifetime: Duration,
+}
+
+impl Signed {
+    /// A signature of `agent` identifying `crawler`, without a nonce.
+    pub fn new(agent: &str, crawler: &str) -> Signed {
+        Signed {
+            agent: agent.to_string(),
+            crawler: crawler.to_string(),
+            nonce: None,
+            lifetime: Duration::ZERO,
+        }
+    }
+}
+
+/// The Web Bot Auth mode for a request to `host`: its origin's `web_bot_auth.mode`, else
+/// `verify.web_bot_auth.mode`.
+pub fn web_bot_auth_mode(snapshot: &Snapshot, verifier: &Verifier, host: &[u8]) -> WebBotAuthMode {
+    crate::config::normalize_host(host)
+        .and_then(|host| snapshot.origin_for(&host))
+        .and_then(|origin| origin.config.web_bot_auth)
+        .unwrap_or_else(|| verifier.web_bot_auth_mode())
 }
 
 /// The facts read off one request: everything the judgment uses.
@@ -150,9 +178,30 @@ pub enum RefusedFor {
     Blocked,
     /// The request claims a crawler it is not (always 403).
     Impostor,
+    /// Web Bot Auth `required`: the request claims a crawler that signs, without a valid
+    /// signature (403 with `Accept-Signature`).
+    SignatureRequired {
+        /// The `Accept-Signature` value sent.
+        accept_signature: String,
+    },
+    /// The signature's nonce was seen before, while the signature is still valid (429 with a
+    /// fresh `Accept-Signature`).
+    Replayed {
+        /// The `Accept-Signature` value sent.
+        accept_signature: String,
+    },
 }
 
 impl RefusedFor {
+    /// The `Accept-Signature` value the refusal carries, when it carries one.
+    pub fn accept_signature(&self) -> Option<&str> {
+        match self {
+            RefusedFor::SignatureRequired { accept_signature }
+            | RefusedFor::Replayed { accept_signature } => Some(accept_signature),
+            _ => None,
+        }
+    }
+
     /// The `Retry-After` seconds the refusal carries, when it carries one.
     pub fn retry_after(&self) -> Option<u64> {
         match self {
@@ -193,6 +242,9 @@ impl Judge<'_> {
     pub async fn judge(&self, facts: &Facts<'_>, mode: Mode) -> Judgment {
         let apply = mode == Mode::Apply;
         let decided = Instant::now();
+        // `observe`: a signature is verified and counted, never let change the decision.
+        let wba_mode = web_bot_auth_mode(self.snapshot, self.verifier, facts.host);
+        let signed = facts.signed.filter(|_| wba_mode != WebBotAuthMode::Observe);
         let decision = decide_request(
             self.snapshot,
             &DecideRequest {
@@ -201,7 +253,7 @@ impl Judge<'_> {
                 path: facts.target,
                 client: facts.client,
                 method: facts.method,
-                signed_by: facts.signed.map(|signed| signed.crawler.as_str()),
+                signed_by: signed.map(|signed| signed.crawler.as_str()),
                 budgets: if apply {
                     self.store.local_budgets()
                 } else {
@@ -277,8 +329,24 @@ impl Judge<'_> {
                 read_robots: None,
             };
         }
+        if let Some(refusal) = self
+            .web_bot_auth_refusal(&decision, signed, wba_mode, apply)
+            .await
+        {
+            // Counted and logged as what the client gets: refused (403), or told to come
+            // back (429).
+            decision.outcome = match refusal.why {
+                RefusedFor::Replayed { .. } => Outcome::Limited,
+                _ => Outcome::Blocked,
+            };
+            return Judgment {
+                decision: Some(decision),
+                answer: Answer::Refuse(refusal),
+                read_robots: None,
+            };
+        }
         let robots_allows = decision.outcome == Outcome::Allowed;
-        if let Some(signed) = facts.signed {
+        if let Some(signed) = signed {
             let verification = if apply {
                 Verifier::signed(&signed.crawler, &signed.agent)
             } else {
@@ -386,6 +454,79 @@ impl Judge<'_> {
     /// The delay that applies to a crawler robots.txt allows and how long it must still wait
     /// under it ([`Decision::budget`]); `None` when it is admitted now, or nothing limits it.
     /// Applying admits (spends the budget); previewing only reads it.
+    /// Web Bot Auth's own refusals, `optional` and `required` alike: a verified signature
+    /// whose nonce was seen before while still valid (429; recorded in [`Mode::Apply`] only, so
+    /// a preview never spends a nonce), and under `required`, a claim of a crawler that has a
+    /// signing agent, allowed by robots.txt on an enforcing origin, without a valid signature
+    /// (403). Both carry a fresh `Accept-Signature`.
+    async fn web_bot_auth_refusal(
+        &self,
+        decision: &Decision,
+        signed: Option<&Signed>,
+        wba_mode: WebBotAuthMode,
+        apply: bool,
+    ) -> Option<Refusal> {
+        if wba_mode == WebBotAuthMode::Observe {
+            return None;
+        }
+        let origin = decision.origin.name();
+        if let Some(signed) = signed {
+            let nonce = signed.nonce.as_deref()?;
+            if !apply
+                || self
+                    .store
+                    .first_nonce_use(&signed.agent, nonce, signed.lifetime)
+                    .await
+            {
+                return None;
+            }
+            METRICS
+                .web_bot_auth_refusals
+                .with_label_values(&[origin, "replayed"])
+                .inc();
+            return Some(Refusal {
+                status: 429,
+                why: RefusedFor::Replayed {
+                    accept_signature: crate::verify::signature::accept_signature(),
+                },
+            });
+        }
+        if wba_mode != WebBotAuthMode::Required
+            || decision.outcome != Outcome::Allowed
+            || decision.origin.config.mode != OriginMode::Enforce
+        {
+            return None;
+        }
+        let catalogue = self.snapshot.identifier.catalogue();
+        let claims_signer = decision
+            .crawler
+            .as_ref()
+            .map(|crawler| crawler.name())
+            .into_iter()
+            .chain(
+                decision
+                    .also_named
+                    .iter()
+                    .filter_map(|name| catalogue.get(name).map(|def| def.name.as_str())),
+            )
+            .any(|name| self.verifier.has_signing_agent(name));
+        if !claims_signer {
+            return None;
+        }
+        if apply {
+            METRICS
+                .web_bot_auth_refusals
+                .with_label_values(&[origin, "signature_required"])
+                .inc();
+        }
+        Some(Refusal {
+            status: 403,
+            why: RefusedFor::SignatureRequired {
+                accept_signature: crate::verify::signature::accept_signature(),
+            },
+        })
+    }
+
     async fn crawl_delay_wait(
         &self,
         decision: &Decision,

@@ -122,6 +122,15 @@ pub struct Metrics {
     /// `robotsguard_verify_signature_key_fetches_total{agent, outcome}`: key directory fetches
     /// and key file reads.
     pub verify_signature_key_fetches: IntCounterVec,
+    /// `robotsguard_web_bot_auth_signatures_total{mode, outcome}`: signed requests, by the mode
+    /// in force and what the signature came to.
+    pub web_bot_auth_signatures: IntCounterVec,
+    /// `robotsguard_web_bot_auth_refusals_total{origin, reason}`: requests refused for Web Bot
+    /// Auth (`signature_required`: 403; `replayed`: 429).
+    pub web_bot_auth_refusals: IntCounterVec,
+    /// `robotsguard_web_bot_auth_registry_agents{registry}`: signing agents a registry lists
+    /// (the last good list's).
+    pub web_bot_auth_registry_agents: IntGaugeVec,
     /// `robotsguard_tls_certificate_expiry_timestamp_seconds{listener, name}`: when each served
     /// certificate expires.
     pub tls_certificate_expiry: GaugeVec,
@@ -169,7 +178,7 @@ pub const CONNECTION_REFUSALS: [&str; 4] = [
 pub const REQUEST_REFUSALS: [&str; 2] = ["max_streams_per_connection", "max_requests_in_flight"];
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 47] = [
+pub const METRIC_NAMES: [&str; 50] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -207,6 +216,9 @@ pub const METRIC_NAMES: [&str; 47] = [
     "robotsguard_verify_dns_cache_entries",
     "robotsguard_verify_signature_keys",
     "robotsguard_verify_signature_key_fetches_total",
+    "robotsguard_web_bot_auth_signatures_total",
+    "robotsguard_web_bot_auth_refusals_total",
+    "robotsguard_web_bot_auth_registry_agents",
     "robotsguard_tls_certificate_expiry_timestamp_seconds",
     "robotsguard_tls_certificate_reloads_total",
     "robotsguard_rate_limited_total",
@@ -500,6 +512,24 @@ impl Metrics {
             "Web Bot Auth key directory fetches and key file reads, by agent and outcome (ok, failed).",
             &["agent", "outcome"],
         );
+        let web_bot_auth_signatures = counter(
+            &registry,
+            "robotsguard_web_bot_auth_signatures_total",
+            "Requests carrying a Web Bot Auth signature, by the mode in force (observe, optional, required) and outcome (verified, invalid, unknown_agent, unavailable, replayed).",
+            &["mode", "outcome"],
+        );
+        let web_bot_auth_refusals = counter(
+            &registry,
+            "robotsguard_web_bot_auth_refusals_total",
+            "Requests refused for Web Bot Auth, by origin and reason (signature_required: 403, replayed: 429).",
+            &["origin", "reason"],
+        );
+        let web_bot_auth_registry_agents = gauge(
+            &registry,
+            "robotsguard_web_bot_auth_registry_agents",
+            "Signing agents a Web Bot Auth registry lists, from its last good copy.",
+            &["registry"],
+        );
         let tls_certificate_expiry = float_gauge(
             &registry,
             "robotsguard_tls_certificate_expiry_timestamp_seconds",
@@ -604,6 +634,9 @@ impl Metrics {
             verify_dns_cache_entries,
             verify_signature_keys,
             verify_signature_key_fetches,
+            web_bot_auth_signatures,
+            web_bot_auth_refusals,
+            web_bot_auth_registry_agents,
             tls_certificate_expiry,
             tls_certificate_reloads,
             rate_limited,
@@ -745,6 +778,9 @@ impl Metrics {
             Box::new(self.verify_dns_cache_entries.clone()),
             Box::new(self.verify_signature_keys.clone()),
             Box::new(self.verify_signature_key_fetches.clone()),
+            Box::new(self.web_bot_auth_signatures.clone()),
+            Box::new(self.web_bot_auth_refusals.clone()),
+            Box::new(self.web_bot_auth_registry_agents.clone()),
             Box::new(self.tls_certificate_expiry.clone()),
             Box::new(self.tls_certificate_reloads.clone()),
             Box::new(self.rate_limited.clone()),

@@ -324,6 +324,13 @@ pub struct WebBotAuthConfig {
     pub max_skew: Duration,
     /// The agents whose signatures identify a crawler.
     pub agents: Vec<SignatureAgent>,
+    /// What signatures may change: only labels (`observe`), identification (`optional`), or
+    /// identification and a refusal of unsigned claims of signing crawlers (`required`). An
+    /// origin's `web_bot_auth.mode` overrides it.
+    pub mode: WebBotAuthMode,
+    /// Registries of signature-agent cards (`verify.web_bot_auth.registries`), each an https
+    /// URL or a `file:` path; their agents join `agents` (which win on the same agent).
+    pub registries: Vec<RegistrySource>,
 }
 
 impl Default for WebBotAuthConfig {
@@ -332,8 +339,42 @@ impl Default for WebBotAuthConfig {
             enabled: true,
             max_skew: Duration::from_secs(60),
             agents: Vec::new(),
+            mode: WebBotAuthMode::Optional,
+            registries: Vec::new(),
         }
     }
+}
+
+/// `verify.web_bot_auth.mode` (and an origin's `web_bot_auth.mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WebBotAuthMode {
+    /// Signatures are verified, counted and logged; no decision changes for them.
+    Observe,
+    /// A valid signature identifies its crawler; a replayed one is refused (429).
+    Optional,
+    /// As `optional`, and a request claiming a crawler that has a signing agent without a
+    /// valid signature is refused (403 with `Accept-Signature`).
+    Required,
+}
+
+impl WebBotAuthMode {
+    /// As the config writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WebBotAuthMode::Observe => "observe",
+            WebBotAuthMode::Optional => "optional",
+            WebBotAuthMode::Required => "required",
+        }
+    }
+}
+
+/// Where a registry of signature-agent cards is read from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RegistrySource {
+    /// An http(s) URL.
+    Url(String),
+    /// A local file (absolute).
+    File(PathBuf),
 }
 
 /// One `verify.web_bot_auth.agents` entry.
@@ -975,6 +1016,8 @@ pub struct OriginConfig {
     pub crawl_delay: CrawlDelayConfig,
     /// Bans for clients that keep fetching what robots.txt disallows.
     pub offenders: OffendersConfig,
+    /// `web_bot_auth.mode` for this origin (or `defaults`); `None`: `verify.web_bot_auth.mode`.
+    pub web_bot_auth: Option<WebBotAuthMode>,
 }
 
 /// An upstream server address.

@@ -59,6 +59,7 @@ pub(crate) struct Defaults {
     pub impostors: super::Impostors,
     pub crawl_delay: super::CrawlDelayConfig,
     pub offenders: super::OffendersConfig,
+    pub web_bot_auth: Option<super::WebBotAuthMode>,
 }
 
 /// An origin plus what the cross-origin checks need: where its name and
@@ -152,6 +153,7 @@ pub(crate) fn parse_origin(
         .unwrap_or(defaults.impostors);
     let crawl_delay = crawl_delay(sink, table.get("crawl_delay"), &defaults.crawl_delay);
     let offenders = offenders(sink, table.get("offenders"), &defaults.offenders);
+    let web_bot_auth = web_bot_auth_mode(sink, table.get("web_bot_auth")).or(defaults.web_bot_auth);
 
     let config = OriginConfig {
         name: name.as_ref().map(|(n, _)| n.clone()).unwrap_or_default(),
@@ -168,6 +170,7 @@ pub(crate) fn parse_origin(
         impostors,
         crawl_delay,
         offenders,
+        web_bot_auth,
     };
     Some(Parsed {
         config,
@@ -498,6 +501,31 @@ fn positive_duration(sink: &mut Sink, node: &Node, what: &str) -> Option<Duratio
         return None;
     }
     Some(d)
+}
+
+/// The spellings of `web_bot_auth.mode`.
+pub(crate) const WEB_BOT_AUTH_MODES: [(&str, super::WebBotAuthMode); 3] = [
+    ("observe", super::WebBotAuthMode::Observe),
+    ("optional", super::WebBotAuthMode::Optional),
+    ("required", super::WebBotAuthMode::Required),
+];
+
+/// Reads an origin's (or `defaults`') `web_bot_auth` section: its `mode`, if set.
+pub(crate) fn web_bot_auth_mode(
+    sink: &mut Sink,
+    node: Option<&Node>,
+) -> Option<super::WebBotAuthMode> {
+    let table = node.and_then(|n| {
+        Table::read(
+            sink,
+            n,
+            &super::schema::ORIGIN_WEB_BOT_AUTH,
+            "`web_bot_auth`",
+        )
+    })?;
+    table
+        .get("mode")
+        .and_then(|n| reader::choice(sink, n, "mode", &WEB_BOT_AUTH_MODES))
 }
 
 /// The spellings of `crawl_delay.action`.

@@ -94,7 +94,12 @@ pub(crate) const VERIFY_DNS: Section = Section {
 
 pub(crate) const WEB_BOT_AUTH: Section = Section {
     place: "in `verify.web_bot_auth`",
-    keys: &["enabled", "max_skew", "agents"],
+    keys: &["enabled", "max_skew", "agents", "mode", "registries"],
+};
+
+pub(crate) const ORIGIN_WEB_BOT_AUTH: Section = Section {
+    place: "in `web_bot_auth` (of an origin or `defaults`)",
+    keys: &["mode"],
 };
 
 pub(crate) const SIGNATURE_AGENT: Section = Section {
@@ -191,6 +196,7 @@ pub(crate) const DEFAULTS: Section = Section {
         "impostors",
         "crawl_delay",
         "offenders",
+        "web_bot_auth",
     ],
 };
 
@@ -268,6 +274,7 @@ pub(crate) const ORIGIN: Section = Section {
         "impostors",
         "crawl_delay",
         "offenders",
+        "web_bot_auth",
     ],
 };
 

@@ -127,6 +127,7 @@ fn minimal_config_gets_every_default() {
             impostors: crate::config::Impostors::Block,
             crawl_delay: crate::config::CrawlDelayConfig::default(),
             offenders: crate::config::OffendersConfig::default(),
+            web_bot_auth: None,
         }]
     );
 }
@@ -427,7 +428,7 @@ fn unknown_key_in_origin_suggests_the_closest() {
     assert_eq!(
         e.to_string(),
         "t.yaml:5:5: unknown key `upstreams` in origin; did you mean `upstream`? \
-         (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders)"
+         (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth)"
     );
 }
 
@@ -454,7 +455,7 @@ origins:
         [
             "t.yaml:1:33: unknown key `tsl` in listener; did you mean `tls`? (expected one of: address, tls, proxy_protocol, http2)",
             "t.yaml:2:12: unknown key `grase` in `shutdown`; did you mean `grace`? (expected one of: grace)",
-            "t.yaml:4:3: unknown key `moed` in `defaults`; did you mean `mode`? (expected one of: mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders)",
+            "t.yaml:4:3: unknown key `moed` in `defaults`; did you mean `mode`? (expected one of: mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth)",
             "t.yaml:5:11: unknown key `staus` in `block`; did you mean `status`? (expected one of: status, body)",
             "t.yaml:6:12: unknown key `refesh` in `defaults.robots`; did you mean `refresh`? (expected one of: refresh, timeout, on_unreachable, max_size)",
             "t.yaml:7:12: unknown key `extras` in `crawlers`; did you mean `extra`? (expected one of: builtin, generic, extra)",
@@ -537,7 +538,7 @@ fn origin_required_keys() {
             "t.yaml:3:5: origin is missing `upstream` (e.g. upstream: 127.0.0.1:8081)",
             "t.yaml:4:5: origin is missing `name` (e.g. name: shop)",
             "t.yaml:4:5: origin is missing `hosts` (list the Host names it serves, e.g. hosts: [shop.example])",
-            "t.yaml:5:5: each origin must be a mapping, not a string (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders)",
+            "t.yaml:5:5: each origin must be a mapping, not a string (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth)",
         ]
     );
 }
@@ -1686,6 +1687,65 @@ defaults:
     for (got, want) in all.iter().zip(expected) {
         assert!(got.starts_with(want), "`{want}` not at the start of: {got}");
     }
+}
+
+#[test]
+fn web_bot_auth_modes_and_registries() {
+    let c = ok(&format!(
+        "verify:
+  web_bot_auth:
+    mode: required
+    registries: [\"https://registry.example/agents.txt\", \"file:registry/agents.txt\"]
+defaults:
+  web_bot_auth: {{mode: observe}}
+{ORIGIN}    web_bot_auth: {{mode: optional}}
+  - name: blog
+    hosts: [blog.example]
+    upstream: \"127.0.0.1:8082\"
+"
+    ));
+    let settings = &c.verify.web_bot_auth;
+    assert_eq!(settings.mode, WebBotAuthMode::Required);
+    assert_eq!(
+        settings.registries,
+        [
+            RegistrySource::Url("https://registry.example/agents.txt".into()),
+            RegistrySource::File(PathBuf::from("/etc/robotsguard/registry/agents.txt")),
+        ]
+    );
+    assert_eq!(c.origins[0].web_bot_auth, Some(WebBotAuthMode::Optional));
+    assert_eq!(c.origins[1].web_bot_auth, Some(WebBotAuthMode::Observe));
+    let plain = ok(ORIGIN);
+    assert_eq!(plain.verify.web_bot_auth.mode, WebBotAuthMode::Optional);
+    assert_eq!(plain.origins[0].web_bot_auth, None);
+
+    let all = errors(&format!(
+        "verify:
+  web_bot_auth:
+    mode: strict
+    registries: [\"ftp://r.example/a\", \"file:\", agents.txt, \"file:a\", \"file:a\"]
+{ORIGIN}    web_bot_auth: {{mode: always, tag: x}}
+"
+    ));
+    let expected = [
+        "t.yaml:3:11: unknown `mode` `strict`",
+        "t.yaml:4:18: registry `ftp://r.example/a` is neither an https URL nor a `file:` path",
+        "t.yaml:4:39: registry `file:` is neither",
+        "t.yaml:4:48: registry `agents.txt` is neither",
+        "t.yaml:4:70: registry `file:a` is listed twice",
+    ];
+    assert!(all.len() >= expected.len() + 2, "{all:#?}");
+    for (got, want) in all.iter().zip(expected) {
+        assert!(got.starts_with(want), "`{want}` not at the start of: {got}");
+    }
+    assert!(
+        all.iter().any(|e| e.contains("unknown `mode` `always`")),
+        "{all:#?}"
+    );
+    assert!(
+        all.iter().any(|e| e.contains("unknown key `tag`")),
+        "{all:#?}"
+    );
 }
 
 #[test]

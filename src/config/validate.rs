@@ -551,6 +551,7 @@ fn defaults(sink: &mut Sink, node: Option<&Node>, known: &KnownCrawlers) -> Defa
         impostors: super::Impostors::Block,
         crawl_delay: super::CrawlDelayConfig::default(),
         offenders: super::OffendersConfig::default(),
+        web_bot_auth: None,
     };
     let Some(table) = node.and_then(|n| Table::read(sink, n, &DEFAULTS, "`defaults`")) else {
         return out;
@@ -573,6 +574,7 @@ fn defaults(sink: &mut Sink, node: Option<&Node>, known: &KnownCrawlers) -> Defa
         origin::upstream_timeouts(sink, table.get("upstream_timeouts"), &out.upstream_timeouts);
     out.crawl_delay = origin::crawl_delay(sink, table.get("crawl_delay"), &out.crawl_delay);
     out.offenders = origin::offenders(sink, table.get("offenders"), &out.offenders);
+    out.web_bot_auth = origin::web_bot_auth_mode(sink, table.get("web_bot_auth"));
     out.upstream_health = origin::upstream_health(sink, &table, &out.upstream_health);
     out.policy = origin::policy(sink, table.get("policy"), &out.policy, known);
     if let Some(robots) = table

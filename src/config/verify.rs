@@ -12,7 +12,10 @@ use super::schema::{
     CRAWLER_VERIFY, SIGNATURE_AGENT, VERIFY, VERIFY_DNS, VERIFY_RANGES, WEB_BOT_AUTH,
 };
 use super::tree::{Node, Value};
-use super::{DnsConfig, FetchProxy, RangesConfig, SignatureAgent, VerifyConfig, WebBotAuthConfig};
+use super::{
+    DnsConfig, FetchProxy, RangesConfig, RegistrySource, SignatureAgent, VerifyConfig,
+    WebBotAuthConfig,
+};
 use crate::crawlers::VerifyData;
 
 /// The most addresses a DNS cache may be told to hold: enough for any site, small enough that
@@ -250,6 +253,44 @@ fn web_bot_auth(
             } else {
                 out.max_skew = d;
             }
+        }
+    }
+    if let Some(mode) = table
+        .get("mode")
+        .and_then(|n| reader::choice(sink, n, "mode", &super::origin::WEB_BOT_AUTH_MODES))
+    {
+        out.mode = mode;
+    }
+    let registries = table
+        .get("registries")
+        .and_then(|n| reader::list(sink, n, "registries"))
+        .unwrap_or_default();
+    for item in registries {
+        let Some(text) = reader::nonempty_string(sink, item, "registries") else {
+            continue;
+        };
+        let source = match text.strip_prefix("file:") {
+            Some(path) if !path.is_empty() => Some(RegistrySource::File(base_dir.join(path))),
+            Some(_) => None,
+            None => url::Url::parse(text)
+                .ok()
+                .filter(|url| matches!(url.scheme(), "https" | "http") && url.host().is_some())
+                .map(|_| RegistrySource::Url(text.to_string())),
+        };
+        match source {
+            Some(source) if !out.registries.contains(&source) => out.registries.push(source),
+            Some(_) => sink.error(
+                item.pos,
+                format!("registry {} is listed twice", quote(text)),
+            ),
+            None => sink.error_hint(
+                item.pos,
+                format!(
+                    "registry {} is neither an https URL nor a `file:` path",
+                    quote(text)
+                ),
+                "e.g. registries: [\"https://registry.example/agents.txt\", \"file:agents.txt\"]",
+            ),
         }
     }
     let items = table

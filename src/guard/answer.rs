@@ -78,17 +78,24 @@ async fn respond_with(
 }
 
 /// Sends a refusal the judgment made, with its `Retry-After` when it has one (a ban's end, a
-/// Crawl-delay's wait).
+/// Crawl-delay's wait) or its `Accept-Signature` (Web Bot Auth).
 pub(super) async fn respond_refusal(
     session: &mut Session,
     refusal: &Refusal,
     body: String,
 ) -> Result<()> {
-    let retry_after = refusal
+    // A refusal carries at most one of them.
+    let extra = refusal
         .why
         .retry_after()
-        .map(|seconds| ("retry-after", seconds.to_string()));
-    respond_with(session, refusal.status, body, retry_after, true).await
+        .map(|seconds| ("retry-after", seconds.to_string()))
+        .or_else(|| {
+            refusal
+                .why
+                .accept_signature()
+                .map(|value| ("accept-signature", value.to_string()))
+        });
+    respond_with(session, refusal.status, body, extra, true).await
 }
 
 /// The body of a ban's 403: that the address is banned, why, and until when. Nothing the client

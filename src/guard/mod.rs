@@ -452,8 +452,26 @@ impl Guard {
             } else {
                 "http"
             };
-            match self.verifier.signature(request, &authority, scheme) {
-                SignatureOutcome::Verified { agent, crawler } => Some(Signed { agent, crawler }),
+            let checked = self.verifier.signature_check(request, &authority, scheme);
+            let wba_mode = crate::judge::web_bot_auth_mode(
+                &snapshot,
+                &self.verifier,
+                request_host(request).unwrap_or_default(),
+            );
+            if !matches!(checked.outcome, SignatureOutcome::Absent) {
+                METRICS
+                    .web_bot_auth_signatures
+                    .with_label_values(&[wba_mode.as_str(), checked.outcome.as_str()])
+                    .inc();
+                tracing::debug!(mode = wba_mode.as_str(), outcome = ?checked.outcome, "Web Bot Auth signature");
+            }
+            match checked.outcome {
+                SignatureOutcome::Verified { agent, crawler } => Some(Signed {
+                    agent,
+                    crawler,
+                    nonce: checked.nonce,
+                    lifetime: checked.lifetime,
+                }),
                 _ => None,
             }
         } else {
@@ -501,6 +519,16 @@ impl Guard {
                 let body = match &refusal.why {
                     RefusedFor::Banned(ban) => banned_body(ban),
                     RefusedFor::Limited { delay, wait } => limited_body(&decision, *delay, *wait),
+                    RefusedFor::SignatureRequired { .. } => {
+                        "403 Forbidden: this site asks this crawler for a Web Bot Auth signature; \
+                         sign the request as the Accept-Signature header describes.\n"
+                            .to_string()
+                    }
+                    RefusedFor::Replayed { .. } => {
+                        "429 Too Many Requests: this signature's nonce was already used; sign \
+                         again with a fresh nonce (Accept-Signature offers one).\n"
+                            .to_string()
+                    }
                     _ => {
                         let path = request_path(session.req_header());
                         let robots_url = robots_url(session, ctx.peer_trusted);

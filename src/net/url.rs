@@ -101,16 +101,46 @@ pub async fn get_url(
     timeout: Duration,
     proxy: Option<&FetchProxy>,
 ) -> Result<Answer, Failure> {
+    get_url_to(connector, url, validators, max_size, timeout, proxy, None).await
+}
+
+/// [`get_url`], refused before any connection when the host resolves to an address `allowed`
+/// (when given) refuses (a URL a client named must not reach the local network). The address checked is the
+/// one connected to, so a name cannot resolve differently between the check and the connection;
+/// through an HTTP proxy the host is resolved here too, for the check.
+pub async fn get_url_to(
+    connector: &Connector,
+    url: &str,
+    validators: &Validators,
+    max_size: usize,
+    timeout: Duration,
+    proxy: Option<&FetchProxy>,
+    allowed: Option<fn(IpAddr) -> bool>,
+) -> Result<Answer, Failure> {
     let target = target_of(url)?;
     let proxy = proxy.filter(|proxy| !proxy.bypasses(&target.hostname));
     let attempt = async {
+        let checked = |address: SocketAddr| {
+            if allowed.is_none_or(|allowed| allowed(address.ip())) {
+                Ok(address)
+            } else {
+                Err(Failure::new(format!(
+                    "`{}` resolves to {}, which is not a public address",
+                    target.hostname,
+                    address.ip()
+                )))
+            }
+        };
         let mut peer = match proxy {
             None => HttpPeer::new(
-                resolve(&target.hostname, target.port).await?,
+                checked(resolve(&target.hostname, target.port).await?)?,
                 target.tls,
                 target.hostname.clone(),
             ),
             Some(proxy) => {
+                if allowed.is_some() {
+                    checked(resolve(&target.hostname, target.port).await?)?;
+                }
                 let address = resolve(&proxy.host, proxy.port)
                     .await
                     .map_err(|e| Failure::caused(format!("the proxy of {}", proxy.from), e))?;

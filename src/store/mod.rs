@@ -63,6 +63,7 @@ pub struct Store {
     delays: CrawlDelays,
     reads: RobotsReads,
     offenders: Arc<Offenders>,
+    nonces: crate::tables::nonces::Nonces,
     shared: Option<Arc<shared::Shared>>,
 }
 
@@ -102,6 +103,7 @@ impl Store {
             delays: CrawlDelays::default(),
             reads: RobotsReads::default(),
             offenders,
+            nonces: crate::tables::nonces::Nonces::default(),
             shared,
         }
     }
@@ -156,6 +158,20 @@ impl Store {
             }
         }
         self.delays.next_admission(key, delay, Millis::coarse_now())
+    }
+
+    /// Records `agent`'s Web Bot Auth `nonce` for `lifetime` (until its signature expires):
+    /// `true` the first time it is seen, `false` for a replay — here, or, with the shared
+    /// store, on any replica (an atomic `SET NX` with that expiry). Kept in this process too,
+    /// so replays here are caught while the store is unreachable.
+    pub async fn first_nonce_use(&self, agent: &str, nonce: &str, lifetime: Duration) -> bool {
+        let now = Instant::now();
+        let here = self.nonces.first_use(agent, nonce, now + lifetime, now);
+        let shared = match self.shared() {
+            Some(shared) => shared.first_nonce_use(agent, nonce, lifetime).await,
+            None => None,
+        };
+        here && shared.unwrap_or(true)
     }
 
     /// Records that `client` fetched `origin`'s robots.txt.

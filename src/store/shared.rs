@@ -356,6 +356,39 @@ impl Shared {
         )
     }
 
+    /// `Some(true)` when `agent`'s `nonce` was not in the store (it is now, for `lifetime`),
+    /// `Some(false)` for a replay, `None` when the store did not answer. The key is a digest:
+    /// nonces are the client's text.
+    pub(super) async fn first_nonce_use(
+        &self,
+        agent: &str,
+        nonce: &str,
+        lifetime: Duration,
+    ) -> Option<bool> {
+        use sha2::Digest;
+        let mut digest = sha2::Sha256::new();
+        digest.update(agent.as_bytes());
+        digest.update([0]);
+        digest.update(nonce.as_bytes());
+        let hex: String = digest
+            .finalize()
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        // Untagged: each nonce is a key on its own, spread over a cluster.
+        let key = self.key_in(false, &["nonce", &hex]);
+        let millis = u64::try_from(lifetime.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        let mut connection = self.live_connection()?;
+        let mut command = redis::cmd("SET");
+        command.arg(&key).arg(1).arg("NX").arg("PX").arg(millis);
+        let set: Option<String> = self
+            .run("web_bot_auth_nonce", command.query_async(&mut connection))
+            .await?;
+        Some(set.is_some())
+    }
+
     pub(super) async fn record_read(&self, origin: &str, client: IpAddr) {
         let key = self.key(&["read", origin, &client.to_string()]);
         let millis = u64::try_from(REMEMBERED.as_millis()).unwrap_or(u64::MAX);

@@ -8,4 +8,5 @@ pub mod compliance;
 pub mod crawl_delay;
 pub(crate) mod deadline_table;
 pub(crate) mod expiring;
+pub mod nonces;
 pub mod offenders;

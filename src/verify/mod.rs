@@ -15,7 +15,9 @@ mod cache;
 pub mod dns;
 pub mod ranges;
 pub mod refresh;
+mod registry;
 pub mod signature;
+mod signature_keys;
 
 use crate::config::VerifyConfig;
 use crate::crawlers::VerifyData;
@@ -73,6 +75,7 @@ impl Verifier {
             signatures: Arc::new(signature::WebBotAuth::new(
                 &settings.web_bot_auth,
                 proxy.as_ref(),
+                settings.refresh,
             )),
             proxy,
         }
@@ -96,6 +99,34 @@ impl Verifier {
         }
         self.signatures
             .verify(request, authority, scheme, std::time::SystemTime::now())
+    }
+
+    /// The request's Web Bot Auth signature checked, with its nonce ([`Verifier::signature`]).
+    pub fn signature_check(
+        &self,
+        request: &pingora::http::RequestHeader,
+        authority: &str,
+        scheme: &str,
+    ) -> signature::Checked {
+        if !self.signatures.is_active() {
+            return signature::Checked {
+                outcome: signature::SignatureOutcome::Absent,
+                nonce: None,
+                lifetime: Duration::ZERO,
+            };
+        }
+        self.signatures
+            .check(request, authority, scheme, std::time::SystemTime::now())
+    }
+
+    /// `verify.web_bot_auth.mode`.
+    pub fn web_bot_auth_mode(&self) -> crate::config::WebBotAuthMode {
+        self.signatures.mode()
+    }
+
+    /// Whether `crawler` has a signing agent (configured or from a registry).
+    pub fn has_signing_agent(&self, crawler: &str) -> bool {
+        self.signatures.has_signing_agent(crawler)
     }
 
     /// The verdict for a request a valid signature of `agent` identified as `crawler`, counted

@@ -4,8 +4,9 @@
 //! around now, and a `keyid` that is the JWK thumbprint of one of that agent's keys, is that
 //! agent's crawler.
 //!
-//! Parsing the signature headers, building the signature base and checking Ed25519 signatures
-//! is Cloudflare's `web-bot-auth` crate. It accepts a valid signature under any key it is
+//! Parsing the signature headers is Cloudflare's `web-bot-auth` crate; the signature base is
+//! rebuilt and checked here (`signature_keys`: Ed25519, RSA-PSS-SHA512, ECDSA P-256),
+//! since the crate verifies Ed25519 only. It accepts a valid signature under any key it is
 //! given, so binding keys to the agent that published them — a keyring per agent, picked by the
 //! request's `Signature-Agent` — is done here, as are the time window and the key directories.
 //!
@@ -25,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use arc_swap::ArcSwapOption;
+use arc_swap::{ArcSwap, ArcSwapOption};
 use async_trait::async_trait;
 use pingora::connectors::http::Connector;
 use pingora::http::RequestHeader;
@@ -35,14 +36,15 @@ use sfv::SerializeValue;
 use web_bot_auth::components::{
     CoveredComponent, DerivedComponent, HTTPField, HTTPFieldParameters,
 };
-use web_bot_auth::keyring::{KeyRing, Thumbprintable};
 use web_bot_auth::message_signatures::SignedMessage;
 use web_bot_auth::{SignatureAgentLink, WebBotAuthVerifier};
 
-use crate::config::WebBotAuthConfig;
+use super::registry::{self, CardKeys};
+use super::signature_keys::{signature_base, KeySet};
+use crate::config::{RegistrySource, WebBotAuthConfig, WebBotAuthMode};
 use crate::fetch::{FileWatcher, Validators};
 use crate::metrics::METRICS;
-use crate::net::url::get_url;
+use crate::net::url::get_url_to;
 
 /// The path of an agent's key directory.
 pub const DIRECTORY_PATH: &str = "/.well-known/http-message-signatures-directory";
@@ -67,6 +69,27 @@ const MAX_RETRY: Duration = Duration::from_secs(3600);
 /// How long a fetch of a key directory may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The `Accept-Signature` value (RFC 9421 §5.1) robotsguard answers with when it wants a
+/// signature: the components the draft profile covers (`@authority` and the `Signature-Agent`
+/// member `sig1`, which the signer's `Signature-Agent` must then use), `created` and `expires`,
+/// `tag="web-bot-auth"`, and a fresh random `nonce` to sign with.
+pub fn accept_signature() -> String {
+    use base64::Engine;
+    let mut bytes = [0u8; 32];
+    // Without the system's randomness (never seen), the time stands in: the nonce is a hint
+    // for the signer, not a secret robotsguard relies on.
+    if getrandom::fill(&mut bytes).is_err() {
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        bytes[..16].copy_from_slice(&now.to_le_bytes());
+    }
+    let nonce = base64::engine::general_purpose::STANDARD.encode(bytes);
+    format!(
+        "sig1=(\"@authority\" \"signature-agent\";key=\"sig1\");created;expires;nonce=\"{nonce}\";tag=\"web-bot-auth\""
+    )
+}
+
 /// What a request's signature says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -90,13 +113,44 @@ pub enum SignatureOutcome {
     Unavailable(String),
 }
 
+impl SignatureOutcome {
+    /// The `outcome` label of `robotsguard_web_bot_auth_signatures_total`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SignatureOutcome::Absent => "absent",
+            SignatureOutcome::Verified { .. } => "verified",
+            SignatureOutcome::Invalid(_) => "invalid",
+            SignatureOutcome::UnknownAgent(_) => "unknown_agent",
+            SignatureOutcome::Unavailable(_) => "unavailable",
+        }
+    }
+}
+
 /// Where an agent's keys come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 enum KeysSource {
-    /// `<agent>/.well-known/http-message-signatures-directory`.
-    Directory(String),
+    /// A key directory: `<agent>/.well-known/http-message-signatures-directory`, or a card's
+    /// `jwks_uri`. `public_only` for one a registry named (never fetched from a loopback,
+    /// private, link-local or unique-local address); an operator's `agents` entry is fetched
+    /// as configured.
+    Directory { url: String, public_only: bool },
     /// A JWKS file.
     File(PathBuf),
+    /// A card's inline `jwks` (in force from the start).
+    Inline,
+}
+
+/// What a signature check found, beyond its outcome: the signature's `nonce` and how long it
+/// stays valid, for the replay check of a verified signature.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    /// The outcome.
+    pub outcome: SignatureOutcome,
+    /// The `nonce` of a verified signature, if it has one.
+    pub nonce: Option<String>,
+    /// How long the signature stays valid from now (its `expires`, plus the clock skew
+    /// tolerated): how long its nonce is remembered.
+    pub lifetime: Duration,
 }
 
 /// One configured agent and its keys.
@@ -106,7 +160,7 @@ struct Agent {
     crawler: String,
     source: KeysSource,
     /// Read by every signed request (lock-free); replaced by the refresher.
-    keys: ArcSwapOption<KeyRing>,
+    keys: ArcSwapOption<KeySet>,
     /// What the refresher knows; never read on the request path.
     status: Mutex<KeysStatus>,
     /// Asks the refresher for the directory now: a signature named a key the agent's set
@@ -123,7 +177,7 @@ impl Agent {
     /// say: a flood of unknown key ids costs one fetch per five minutes. Key files need none
     /// (they are watched).
     fn nudge(&self, now: u64) {
-        if !matches!(self.source, KeysSource::Directory(_)) {
+        if !matches!(self.source, KeysSource::Directory { .. }) {
             return;
         }
         let last = self.last_nudge.load(Ordering::Relaxed);
@@ -155,7 +209,7 @@ pub struct AgentKeys {
     pub agent: String,
     /// The crawler its signatures identify.
     pub crawler: String,
-    /// Usable (Ed25519) keys in force; 0 until the first load succeeds.
+    /// Usable keys (Ed25519, RSA-PSS, ECDSA P-256) in force; 0 until the first load succeeds.
     pub keys: usize,
     /// Why the latest load failed (the keys in force, if any, are the last good ones).
     pub last_error: Option<String>,
@@ -164,12 +218,39 @@ pub struct AgentKeys {
     pub next_load: Option<SystemTime>,
 }
 
-/// The Web Bot Auth verifier: the configured agents and their keys.
+/// The Web Bot Auth verifier: the configured agents, those the registries list, and their keys.
 #[derive(Debug)]
 pub struct WebBotAuth {
     enabled: bool,
     max_skew: Duration,
+    mode: WebBotAuthMode,
     agents: Vec<Arc<Agent>>,
+    registries: Vec<RegistrySource>,
+    /// How often registries are read again.
+    refresh: Duration,
+    /// The agents of the registries' last good copies (never one of `agents`).
+    discovered: ArcSwap<Vec<Arc<Agent>>>,
+    proxy: Option<crate::config::FetchProxy>,
+}
+
+impl Agent {
+    fn new(
+        agent: String,
+        crawler: String,
+        source: KeysSource,
+        proxy: Option<&crate::config::FetchProxy>,
+    ) -> Agent {
+        Agent {
+            agent,
+            crawler,
+            source,
+            keys: ArcSwapOption::empty(),
+            status: Mutex::new(KeysStatus::default()),
+            nudge: tokio::sync::Notify::new(),
+            last_nudge: AtomicU64::new(0),
+            proxy: proxy.cloned(),
+        }
+    }
 }
 
 /// A request as the signature base sees it.
@@ -255,48 +336,127 @@ fn dictionary_member(value: &str, key: &str) -> Option<String> {
 }
 
 impl WebBotAuth {
-    /// The verifier for `config`; keys load once its service runs, key directories through
-    /// `proxy` when given.
-    pub fn new(config: &WebBotAuthConfig, proxy: Option<&crate::config::FetchProxy>) -> WebBotAuth {
+    /// The verifier for `config`; keys and registries load once its service runs, key
+    /// directories and registries through `proxy` when given; registries are read again every
+    /// `refresh`.
+    pub fn new(
+        config: &WebBotAuthConfig,
+        proxy: Option<&crate::config::FetchProxy>,
+        refresh: Duration,
+    ) -> WebBotAuth {
         let agents = config
             .agents
             .iter()
             .map(|agent| {
-                Arc::new(Agent {
-                    agent: agent.agent.clone(),
-                    crawler: agent.crawler.clone(),
-                    source: match &agent.keys {
-                        Some(path) => KeysSource::File(path.clone()),
-                        None => KeysSource::Directory(format!("{}{DIRECTORY_PATH}", agent.agent)),
+                let source = match &agent.keys {
+                    Some(path) => KeysSource::File(path.clone()),
+                    None => KeysSource::Directory {
+                        url: format!("{}{DIRECTORY_PATH}", agent.agent),
+                        public_only: false,
                     },
-                    keys: ArcSwapOption::empty(),
-                    status: Mutex::new(KeysStatus::default()),
-                    nudge: tokio::sync::Notify::new(),
-                    last_nudge: AtomicU64::new(0),
-                    proxy: proxy.cloned(),
-                })
+                };
+                Arc::new(Agent::new(
+                    agent.agent.clone(),
+                    agent.crawler.clone(),
+                    source,
+                    proxy,
+                ))
             })
             .collect();
         WebBotAuth {
             enabled: config.enabled,
             max_skew: config.max_skew,
+            mode: config.mode,
             agents,
+            registries: config.registries.clone(),
+            refresh,
+            discovered: ArcSwap::from_pointee(Vec::new()),
+            proxy: proxy.cloned(),
         }
     }
 
-    /// Whether a request could be checked at all: verification is on and agents are set.
+    /// Whether a request could be checked at all: verification is on and agents or
+    /// registries are set.
     pub fn is_active(&self) -> bool {
-        self.enabled && !self.agents.is_empty()
+        self.enabled && !(self.agents.is_empty() && self.registries.is_empty())
     }
 
-    /// Checks `request`'s signature: `authority` and `scheme` are the request's as the client
-    /// addressed it (`@authority`, `@target-uri`). Cheap and synchronous: keys are in memory.
+    /// `verify.web_bot_auth.mode`: what an origin without its own `web_bot_auth.mode` uses.
+    pub fn mode(&self) -> WebBotAuthMode {
+        self.mode
+    }
+
+    /// Whether `crawler` (a catalogue name, any case) has a signing agent: configured, or
+    /// listed by a registry. `required` refuses its unsigned claims.
+    pub fn has_signing_agent(&self, crawler: &str) -> bool {
+        self.enabled
+            && (self
+                .agents
+                .iter()
+                .any(|agent| agent.crawler.eq_ignore_ascii_case(crawler))
+                || self
+                    .discovered
+                    .load()
+                    .iter()
+                    .any(|agent| agent.crawler.eq_ignore_ascii_case(crawler)))
+    }
+
+    /// The agent whose `Signature-Agent` origin is `origin`: a configured one first.
+    fn agent(&self, origin: &str) -> Option<Arc<Agent>> {
+        self.agents
+            .iter()
+            .find(|agent| agent.agent == origin)
+            .cloned()
+            .or_else(|| {
+                self.discovered
+                    .load()
+                    .iter()
+                    .find(|agent| agent.agent == origin)
+                    .cloned()
+            })
+    }
+
+    /// Checks `request`'s signature ([`WebBotAuth::check`], its outcome only).
     pub fn verify(
         &self,
         request: &RequestHeader,
         authority: &str,
         scheme: &str,
         now: SystemTime,
+    ) -> SignatureOutcome {
+        self.check(request, authority, scheme, now).outcome
+    }
+
+    /// Checks `request`'s signature: `authority` and `scheme` are the request's as the client
+    /// addressed it (`@authority`, `@target-uri`). Cheap and synchronous: keys are in memory.
+    /// The key is looked up in the signing agent's own set, by the thumbprint its `keyid`
+    /// names; its algorithm must be the signature's `alg`, when given.
+    pub fn check(
+        &self,
+        request: &RequestHeader,
+        authority: &str,
+        scheme: &str,
+        now: SystemTime,
+    ) -> Checked {
+        let mut checked = Checked {
+            outcome: SignatureOutcome::Absent,
+            nonce: None,
+            lifetime: Duration::ZERO,
+        };
+        checked.outcome = self.check_outcome(request, authority, scheme, now, &mut checked);
+        if !matches!(checked.outcome, SignatureOutcome::Verified { .. }) {
+            checked.nonce = None;
+        }
+        checked
+    }
+
+    fn check_outcome(
+        &self,
+        request: &RequestHeader,
+        authority: &str,
+        scheme: &str,
+        now: SystemTime,
+        checked: &mut Checked,
     ) -> SignatureOutcome {
         let inputs = request.headers.get_all("signature-input");
         if inputs.iter().next().is_none() {
@@ -340,7 +500,7 @@ impl WebBotAuth {
         }
         let found = named.iter().find_map(|name| {
             let origin = crate::config::https_origin(name)?;
-            self.agents.iter().find(|agent| agent.agent == origin)
+            self.agent(&origin)
         });
         let Some(agent) = found else {
             return SignatureOutcome::UnknownAgent(named.join(", ").chars().take(200).collect());
@@ -363,22 +523,48 @@ impl WebBotAuth {
         if expires.saturating_sub(created) > MAX_LIFETIME.as_secs() as i64 || expires < created {
             return SignatureOutcome::Invalid("a lifetime over 24 hours".into());
         }
+        checked.nonce = details.nonce.clone();
+        checked.lifetime = Duration::from_secs(
+            u64::try_from(expires.saturating_add(skew).saturating_sub(now)).unwrap_or(0),
+        );
         let Some(keys) = agent.keys.load_full() else {
             return SignatureOutcome::Unavailable(format!(
                 "the keys of {} are not loaded",
                 agent.agent
             ));
         };
-        match verifier.verify(&keys, None) {
-            Ok(_) => SignatureOutcome::Verified {
+        let label = verifier.get_parsed_label();
+        let Some(key) = details.keyid.as_deref().and_then(|keyid| keys.get(keyid)) else {
+            agent.nudge(u64::try_from(now).unwrap_or(0));
+            return SignatureOutcome::Invalid(format!("the key is not one of {}'s", agent.agent));
+        };
+        let alg = label
+            .base
+            .parameters
+            .raw
+            .iter()
+            .find(|(name, _)| name.as_str() == "alg")
+            .map(|(_, value)| value.as_string().map(|alg| alg.as_str().to_string()));
+        match alg {
+            Some(Some(alg)) if alg == key.algorithm() => {}
+            Some(alg) => {
+                return SignatureOutcome::Invalid(format!(
+                    "alg {} is not the key's {}",
+                    alg.unwrap_or_default().chars().take(40).collect::<String>(),
+                    key.algorithm()
+                ))
+            }
+            None => {}
+        }
+        let Some(base) = signature_base(&label.base) else {
+            return SignatureOutcome::Invalid("the signature base cannot be built".into());
+        };
+        match key.verify(base.as_bytes(), &label.signature) {
+            Ok(()) => SignatureOutcome::Verified {
                 agent: agent.agent.clone(),
                 crawler: agent.crawler.clone(),
             },
-            Err(web_bot_auth::ImplementationError::NoSuchKey) => {
-                agent.nudge(u64::try_from(now).unwrap_or(0));
-                SignatureOutcome::Invalid(format!("the key is not one of {}'s", agent.agent))
-            }
-            Err(e) => SignatureOutcome::Invalid(format!("{e:?}").chars().take(200).collect()),
+            Err(e) => SignatureOutcome::Invalid(e.chars().take(200).collect()),
         }
     }
 
@@ -386,16 +572,140 @@ impl WebBotAuth {
     /// [`WebBotAuth::service`] instead).
     pub async fn load_once(&self) {
         let connector = Connector::new(None);
-        for agent in &self.agents {
+        let mut registries = Registries::default();
+        self.load_registries(&connector, &mut registries).await;
+        let discovered = self.discovered.load_full();
+        for agent in self.agents.iter().chain(discovered.iter()) {
             let (result, _) = load(agent, &connector).await;
             record(agent, result);
         }
     }
 
-    /// Each configured agent's keys as the refresher last left them.
+    /// Reads every registry and its cards, and puts their agents in force: a registry that
+    /// cannot be read keeps its last good agents, a card that cannot be read its last good
+    /// copy. An agent already in force keeps its loaded keys when its card is unchanged.
+    async fn load_registries(&self, connector: &Connector, registries: &mut Registries) {
+        for source in &self.registries {
+            let name = match source {
+                RegistrySource::Url(url) => url.clone(),
+                RegistrySource::File(path) => format!("file:{}", path.display()),
+            };
+            let text = match registry::fetch_registry(connector, source, self.proxy.as_ref()).await
+            {
+                Ok(text) => text,
+                Err(e) => {
+                    tracing::warn!(registry = %name, "Web Bot Auth registry: {e} (its last good agents stay)");
+                    continue;
+                }
+            };
+            let base = match source {
+                RegistrySource::File(path) => path.parent().map(std::path::Path::to_path_buf),
+                RegistrySource::Url(_) => None,
+            };
+            let mut cards = Vec::new();
+            for url in registry::card_urls(&text) {
+                match registry::fetch_card(connector, &url, base.as_deref(), self.proxy.as_ref())
+                    .await
+                {
+                    Ok(card) => cards.push((url, card)),
+                    Err(e) => {
+                        let shown: String = url.chars().take(120).collect();
+                        tracing::warn!(registry = %name, card = %shown, "Web Bot Auth card: {e}");
+                        if let Some(last) = registries.cards.get(&(name.clone(), url.clone())) {
+                            cards.push((url, last.clone()));
+                        }
+                    }
+                }
+            }
+            METRICS
+                .web_bot_auth_registry_agents
+                .with_label_values(&[&name])
+                .set(i64::try_from(cards.len()).unwrap_or(i64::MAX));
+            registries
+                .cards
+                .retain(|(registry, _), _| *registry != name);
+            for (url, card) in &cards {
+                registries
+                    .cards
+                    .insert((name.clone(), url.clone()), card.clone());
+            }
+            registries.by_registry.insert(name, cards);
+        }
+        let old = self.discovered.load_full();
+        let mut agents: Vec<Arc<Agent>> = Vec::new();
+        for source in &self.registries {
+            let name = match source {
+                RegistrySource::Url(url) => url.clone(),
+                RegistrySource::File(path) => format!("file:{}", path.display()),
+            };
+            for (_, card) in registries.by_registry.get(&name).into_iter().flatten() {
+                let taken = self
+                    .agents
+                    .iter()
+                    .chain(agents.iter())
+                    .any(|a| a.agent == card.agent);
+                if taken {
+                    continue;
+                }
+                agents.push(self.card_agent(card, &old));
+            }
+        }
+        self.discovered.store(Arc::new(agents));
+    }
+
+    /// The agent of `card`: the one in force when the card has not changed (its keys stay
+    /// loaded), else a new one.
+    fn card_agent(&self, card: &registry::Card, old: &[Arc<Agent>]) -> Arc<Agent> {
+        let same = old.iter().find(|agent| {
+            agent.agent == card.agent
+                && agent.crawler == card.crawler
+                && match (&agent.source, &card.keys) {
+                    (KeysSource::Directory { url, .. }, CardKeys::Directory(card_url)) => {
+                        url == card_url
+                    }
+                    _ => false,
+                }
+        });
+        if let Some(agent) = same {
+            return agent.clone();
+        }
+        match &card.keys {
+            CardKeys::Inline(keys) => {
+                let agent = Agent::new(
+                    card.agent.clone(),
+                    card.crawler.clone(),
+                    KeysSource::Inline,
+                    self.proxy.as_ref(),
+                );
+                let count = keys.len();
+                agent.keys.store(Some(Arc::new(keys.clone())));
+                if let Ok(mut status) = agent.status.lock() {
+                    status.keys = count;
+                }
+                METRICS
+                    .verify_signature_keys
+                    .with_label_values(&[&agent.agent])
+                    .set(i64::try_from(count).unwrap_or(i64::MAX));
+                Arc::new(agent)
+            }
+            CardKeys::Directory(url) => Arc::new(Agent::new(
+                card.agent.clone(),
+                card.crawler.clone(),
+                KeysSource::Directory {
+                    url: url.clone(),
+                    public_only: true,
+                },
+                self.proxy.as_ref(),
+            )),
+        }
+    }
+
+    /// Each agent's keys (configured, then the registries') as the refresher last left them.
     pub fn agent_keys(&self) -> Vec<AgentKeys> {
+        let discovered = self.discovered.load_full();
         self.agents
             .iter()
+            .chain(discovered.iter())
             .map(|agent| {
                 let status = agent.status.lock().unwrap_or_else(|e| e.into_inner());
                 AgentKeys {
@@ -429,12 +739,19 @@ impl BackgroundService for KeyRefresher {
         }
         let connector = Arc::new(Connector::new(None));
         let watcher = Arc::new(FileWatcher::new());
-        let tasks: Vec<_> = self
+        let mut tasks: Vec<_> = self
             .auth
             .agents
             .iter()
             .map(|agent| tokio::spawn(keep_keys(agent.clone(), connector.clone(), watcher.clone())))
             .collect();
+        if !self.auth.registries.is_empty() {
+            tasks.push(tokio::spawn(keep_registries(
+                self.auth.clone(),
+                connector.clone(),
+                watcher.clone(),
+            )));
+        }
         let _ = shutdown.wait_for(|stop| *stop).await;
         for task in tasks {
             task.abort();
@@ -442,43 +759,52 @@ impl BackgroundService for KeyRefresher {
     }
 }
 
-/// The most keys of one set imported; a directory lists a few (the current key and the next).
-const MAX_KEYS: usize = 64;
+/// The registries' last good copies, kept by the task that reads them.
+#[derive(Default)]
+struct Registries {
+    /// Per registry, its cards (by URL) in its order.
+    by_registry: std::collections::HashMap<String, Vec<(String, registry::Card)>>,
+    /// Per (registry, card URL), the card's last good copy.
+    cards: std::collections::HashMap<(String, String), registry::Card>,
+}
 
-/// A JWKS as a keyring of its usable (Ed25519) keys, each under its RFC 7638 thumbprint
-/// (computed here from the key, never taken from its `kid`). Keys that cannot be used — other
-/// key types (RSA, EC, post-quantum), other curves, malformed members — are skipped one by one:
-/// a directory that adds a key of a newer kind must not lose its Ed25519 keys. The crate's own
-/// `JSONWebKeySet` would refuse the whole set for one member of an unknown `kty`.
-fn keyring(body: &[u8]) -> Result<(KeyRing, usize), String> {
-    #[derive(serde::Deserialize)]
-    struct Set {
-        keys: Vec<serde_json::Value>,
-    }
-    let set: Set =
-        serde_json::from_slice(body).map_err(|e| format!("not a JSON Web Key Set: {e}"))?;
-    let mut keys = KeyRing::default();
-    let mut usable = 0;
-    for member in set.keys.into_iter().take(MAX_KEYS) {
-        let Ok(jwk) = serde_json::from_value::<Thumbprintable>(member) else {
-            continue;
-        };
-        if matches!(&jwk, Thumbprintable::OKP { crv, .. } if crv == "Ed25519")
-            && keys.try_import_jwk(&jwk).is_ok()
-        {
-            usable += 1;
+/// Reads the registries at start and every `refresh`, and keeps a key task per agent whose
+/// keys are in a directory (started when the agent appears, stopped when it goes).
+async fn keep_registries(
+    auth: Arc<WebBotAuth>,
+    connector: Arc<Connector>,
+    watcher: Arc<FileWatcher>,
+) {
+    let mut registries = Registries::default();
+    let mut tasks: Vec<(Arc<Agent>, tokio::task::JoinHandle<()>)> = Vec::new();
+    loop {
+        auth.load_registries(&connector, &mut registries).await;
+        let agents = auth.discovered.load_full();
+        tasks.retain(|(agent, task)| {
+            let kept = agents.iter().any(|a| Arc::ptr_eq(a, agent));
+            if !kept {
+                task.abort();
+            }
+            kept
+        });
+        for agent in agents.iter() {
+            let known = tasks.iter().any(|(a, _)| Arc::ptr_eq(a, agent));
+            if !known && matches!(agent.source, KeysSource::Directory { .. }) {
+                let task =
+                    tokio::spawn(keep_keys(agent.clone(), connector.clone(), watcher.clone()));
+                tasks.push((agent.clone(), task));
+            }
         }
+        tokio::time::sleep(auth.refresh).await;
     }
-    if usable == 0 {
-        return Err("no Ed25519 key in the set".into());
-    }
-    Ok((keys, usable))
 }
 
 async fn keep_keys(agent: Arc<Agent>, connector: Arc<Connector>, watcher: Arc<FileWatcher>) {
     let changes = match &agent.source {
         KeysSource::File(path) => Some(watcher.subscribe(path)),
-        KeysSource::Directory(_) => None,
+        KeysSource::Directory { .. } => None,
+        // Inline keys never change.
+        KeysSource::Inline => return,
     };
     let mut failures: u32 = 0;
     loop {
@@ -522,9 +848,10 @@ async fn keep_keys(agent: Arc<Agent>, connector: Arc<Connector>, watcher: Arc<Fi
 
 /// Puts a load's keys in force (or keeps the last good ones), and counts and logs it. Failures
 /// are logged once per attempt, and attempts back off from 10 s to an hour.
-fn record(agent: &Agent, result: Result<(KeyRing, usize), String>) {
+fn record(agent: &Agent, result: Result<KeySet, String>) {
     let outcome = match result {
-        Ok((keys, count)) => {
+        Ok(keys) => {
+            let count = keys.len();
             METRICS
                 .verify_signature_keys
                 .with_label_values(&[&agent.agent])
@@ -556,18 +883,21 @@ fn record(agent: &Agent, result: Result<(KeyRing, usize), String>) {
 }
 
 /// An agent's keys from its source, and how long they may be kept.
-async fn load(
-    agent: &Agent,
-    connector: &Connector,
-) -> (Result<(KeyRing, usize), String>, Duration) {
+async fn load(agent: &Agent, connector: &Connector) -> (Result<KeySet, String>, Duration) {
     match &agent.source {
-        KeysSource::Directory(url) => fetch_directory(connector, url, agent.proxy.as_ref()).await,
+        KeysSource::Directory { url, public_only } => {
+            fetch_directory(connector, url, agent.proxy.as_ref(), *public_only).await
+        }
+        KeysSource::Inline => match agent.keys.load_full() {
+            Some(keys) => (Ok((*keys).clone()), MAX_KEYS_TTL),
+            None => (Err("no inline keys".into()), MAX_KEYS_TTL),
+        },
         KeysSource::File(path) => {
             let path = path.clone();
             let read = tokio::task::spawn_blocking(move || crate::verify::ranges::read_file(&path))
                 .await
                 .unwrap_or_else(|e| Err(format!("the read did not finish: {e}")));
-            (read.and_then(|body| keyring(&body)), MAX_KEYS_TTL)
+            (read.and_then(|body| KeySet::from_jwks(&body)), MAX_KEYS_TTL)
         }
     }
 }
@@ -588,18 +918,22 @@ fn keys_ttl(cache_control: Option<&str>) -> Duration {
     })
 }
 
+/// Fetches a key directory; with `public_only` (a directory a registry named), never from a
+/// non-public address.
 async fn fetch_directory(
     connector: &Connector,
     url: &str,
     proxy: Option<&crate::config::FetchProxy>,
-) -> (Result<(KeyRing, usize), String>, Duration) {
-    let answer = match get_url(
+    public_only: bool,
+) -> (Result<KeySet, String>, Duration) {
+    let answer = match get_url_to(
         connector,
         url,
         &Validators::default(),
         MAX_DIRECTORY_BYTES,
         FETCH_TIMEOUT,
         proxy,
+        public_only.then_some(super::is_public as fn(std::net::IpAddr) -> bool),
     )
     .await
     {
@@ -614,7 +948,7 @@ async fn fetch_directory(
     if answer.over_limit {
         return (Err(format!("larger than {MAX_DIRECTORY_BYTES} bytes")), ttl);
     }
-    (keyring(&answer.body), ttl)
+    (KeySet::from_jwks(&answer.body), ttl)
 }
 
 #[cfg(test)]
@@ -638,26 +972,5 @@ mod tests {
         );
         assert_eq!(dictionary_member(value, "sig3"), None);
         assert_eq!(dictionary_member("not a dictionary ((", "sig1"), None);
-    }
-
-    #[test]
-    fn key_sets() {
-        let set = br#"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}]}"#;
-        let (keys, count) = keyring(set).unwrap_or_default();
-        assert_eq!(count, 1);
-        assert!(keys
-            .get(&"poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U".to_string())
-            .is_some());
-        // Keys it cannot use are skipped one by one, not the set.
-        let mixed = br#"{"keys":[{"kty":"AKP","alg":"ML-DSA-44","pub":"AAAA"},{"kty":"OKP","crv":"X25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"},{"kty":"OKP","crv":"Ed25519","x":"short"},"junk",{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs","kid":"other"}]}"#;
-        let (keys, count) = keyring(mixed).unwrap_or_default();
-        assert_eq!(count, 1);
-        assert!(keys
-            .get(&"poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U".to_string())
-            .is_some());
-        assert!(keys.get(&"other".to_string()).is_none());
-        assert!(keyring(br#"{"keys":[]}"#).is_err());
-        assert!(keyring(br#"{"keys":{}}"#).is_err());
-        assert!(keyring(b"<html>").is_err());
     }
 }

@@ -100,15 +100,23 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
         "trusted_proxies: [\"127.0.0.1/32\"]\n\
          state: {{backend: redis, redis: {{url: \"redis://127.0.0.1:{no_store}/0\"}}}}\n\
          verify:\n  dns: {{servers: [\"{}\"], timeout: 1s}}\n  web_bot_auth:\n    \
-         agents: [{{agent: \"https://bot.example\", crawler: ExampleBot, keys: \"file:keys.json\"}}]\n\
+         agents: [{{agent: \"https://bot.example\", crawler: ExampleBot, keys: \"file:keys.json\"}}]\n    \
+         registries: [\"file:registry.txt\"]\n\
          crawlers:\n  extra:\n    - name: ExampleBot\n      \
          verify: {{ips: [\"file:ranges.json\"], rdns: [crawl.example.com]}}\n\
          origins:\n\
          \x20 - name: shop\n    hosts: [\"shop.example\"]\n    upstream: \"{}\"\n\
-         \x20 - name: dead\n    hosts: [\"dead.example\"]\n    upstream: \"{dead}\"\n",
+         \x20 - name: dead\n    hosts: [\"dead.example\"]\n    upstream: \"{dead}\"\n\
+         \x20 - name: signed\n    hosts: [\"signed.example\"]\n    upstream: \"{}\"\n    \
+         robots: {{source: inline, text: \"User-agent: *\\nAllow: /\\n\"}}\n    \
+         web_bot_auth: {{mode: required}}\n",
         dns.addr,
+        shop.addr(),
         shop.addr()
     );
+    // A registry with one inline (data:) card.
+    let card = r#"{"client_id":"https://cards.example","rfc9309-product-token":"CardBot","jwks":{"keys":[{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}]}}"#;
+    let registry = format!("data:application/json,{}\n", card.replace(' ', "%20"));
     let keys = r#"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}]}"#;
     // A TLS listener beside the plain one, for the certificate metrics.
     let certs = tempfile::tempdir().expect("temp dir");
@@ -126,6 +134,7 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
         .files(&[
             ("ranges.json", "[\"192.0.2.0/24\"]"),
             ("keys.json", keys),
+            ("registry.txt", &registry),
             ("tls.pem", &cert),
             ("tls.key", &key),
         ])
@@ -147,6 +156,21 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
     assert_eq!(proxy.get("shop.example", "/page", GPTBOT).status, 200);
     assert_eq!(proxy.get("shop.example", "/page", GPTBOT).status, 429);
     assert_eq!(proxy.get("dead.example", "/page", BROWSER).status, 502);
+    // Web Bot Auth: `required` refuses an unsigned claim of a crawler that signs; a signature
+    // that does not hold is counted.
+    assert_eq!(
+        proxy
+            .get("signed.example", "/page", "ExampleBot/1.0")
+            .status,
+        403
+    );
+    let bad = support::Request::get("/page")
+        .host("signed.example")
+        .ua(BROWSER)
+        .header("Signature-Agent", "sig1=\"https://bot.example\"")
+        .header("Signature-Input", "sig1=(\"@authority\");created=1")
+        .header("Signature", "sig1=:AAAA:");
+    assert_eq!(proxy.send(&bad).status, 200);
     assert!(proxy.wait_log("config reload: watching", 1, Duration::from_secs(10)));
     proxy.signal("HUP");
     assert_eq!(proxy.wait_reloads("success", 1.0), 1.0);

@@ -47,3 +47,4 @@ mod verify_dns;
 mod verify_egress;
 mod verify_signature;
 mod web_bot_auth;
+mod web_bot_auth_draft;

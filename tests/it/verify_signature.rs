@@ -175,8 +175,10 @@ fn verifier(agents: Vec<SignatureAgent>) -> Arc<WebBotAuth> {
             enabled: true,
             max_skew: Duration::from_secs(60),
             agents,
+            ..WebBotAuthConfig::default()
         },
         None,
+        Duration::from_secs(24 * 3600),
     ))
 }
 
@@ -519,7 +521,7 @@ fn unsigned_unknown_and_unloaded() {
         status[0]
             .last_error
             .as_deref()
-            .is_some_and(|e| e.contains("no Ed25519 key")),
+            .is_some_and(|e| e.contains("no usable key")),
         "{status:?}"
     );
 }
