@@ -280,8 +280,10 @@ def check_sigterm(name, port):
     state = json.loads(docker("inspect", name).stdout)[0]["State"]
     if state["ExitCode"] != 0:
         fail(f"exit code {state['ExitCode']} after SIGTERM")
+    # The grace bounds the drain; what must never happen is docker's own 30 s timeout and a SIGKILL.
+    # The slack is wide because a loaded CI machine takes seconds to start and stop containers.
     grace = 4
-    if stopped > grace + 1.5:
+    if stopped > grace + 10:
         fail(f"stopping took {stopped:.1f} s, the grace is {grace} s")
     log(f"SIGTERM: the download in flight finished whole ({received['seconds']:.1f} s), new "
         f"connections refused, exit 0 after {stopped:.1f} s (grace {grace} s)")
