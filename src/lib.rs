@@ -78,6 +78,7 @@ pub mod listener_tls;
 pub mod load;
 pub mod logs;
 pub mod metrics;
+pub mod metrics_reference;
 mod net;
 #[doc(hidden)]
 pub mod preflight;

@@ -706,7 +706,7 @@ pub fn register_into(registry: &Registry) -> prometheus::Result<()> {
 impl Metrics {
     /// Every robotsguard metric (not the process collector), as collectors another registry can
     /// hold; they share their values with the ones here.
-    fn collectors(&self) -> Vec<Box<dyn prometheus::core::Collector>> {
+    pub(crate) fn collectors(&self) -> Vec<Box<dyn prometheus::core::Collector>> {
         vec![
             Box::new(self.requests.clone()),
             Box::new(self.decision_duration.clone()),
