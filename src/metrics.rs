@@ -252,7 +252,7 @@ impl Metrics {
         let requests = counter(
             &registry,
             "robotsguard_requests_total",
-            "Requests by origin, crawler, crawler category and decision (pass, allowed, blocked, would_block).",
+            "Requests by origin, crawler, crawler category and decision (pass, allowed, blocked, would_block, limited, would_limit, banned, error).",
             &["origin", "crawler", "category", "decision"],
         );
         let decision_duration = Histogram::with_opts(

@@ -209,21 +209,21 @@ pub fn reference_markdown() -> String {
          (`process_cpu_seconds_total`, `process_resident_memory_bytes`, `process_open_fds`, \
          `process_max_fds`, `process_start_time_seconds`, `process_threads`, \
          `process_virtual_memory_bytes`) are exported too.\n\n\
-         | metric | type | labels | help |\n| --- | --- | --- | --- |\n",
+         | metric | type | labels | help | values and notes |\n| --- | --- | --- | --- | --- |\n",
     );
     for row in rows() {
         let labels: Vec<String> = row.labels.iter().map(|l| format!("`{l}`")).collect();
-        let mut meaning = row.help.clone();
-        if let Some((_, note)) = NOTES.iter().find(|(name, _)| *name == row.name) {
-            meaning.push_str(" — ");
-            meaning.push_str(note);
-        }
+        let note = NOTES
+            .iter()
+            .find(|(name, _)| *name == row.name)
+            .map_or("", |(_, note)| *note);
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {} | {} |\n",
             row.name,
             row.kind,
             labels.join(", "),
-            meaning.replace('\n', " ")
+            row.help.replace('\n', " ").replace('|', "\\|"),
+            note
         ));
     }
     out

@@ -238,7 +238,7 @@ static DEFAULTS: SectionDoc = SectionDoc {
         key("health_check", Ty::Section(&HEALTH_CHECK), "off", "Active health checks of every upstream address."),
         key("dns_refresh", Ty::Duration, "`30s`", "How often upstream DNS names are resolved again (every address is used)."),
         key("policy", Ty::Section(&POLICY), "", "Who is bound by robots.txt: categories and crawlers passed or blocked, clients and paths never blocked."),
-        key("impostors", IMPOSTORS, "`block`", "What happens to a request whose crawler claim fails verification: `block` (`403`), `report` (proxied, counted, held to the claimed crawler's Crawl-delay), `ignore` (decided as claimed)."),
+        key("impostors", IMPOSTORS, "`block`", "What happens to a request whose crawler claim fails verification: `block` (`403`), `report` (proxied, counted, held to the claimed crawler's Crawl-delay), `ignore` (decided as claimed; `off` is the same, so that Helm's `false` reads as it)."),
         key("crawl_delay", Ty::Section(&CRAWL_DELAY), "", "robots.txt's Crawl-delay as a rate limit."),
         key("offenders", Ty::Section(&OFFENDERS), "", "Banning addresses that keep violating robots.txt."),
     ],
@@ -713,9 +713,6 @@ pub(crate) static SECTIONS: &[&SectionDoc] = &[
     &REPORTS,
 ];
 
-/// Where the schema file is published, for the `$id` and the `yaml-language-server` line.
-pub const SCHEMA_PATH: &str = "config/robotsguard.schema.json";
-
 /// The paths (`defaults.block`, `origins[].block`) where each section appears, walking from
 /// the top level.
 fn section_paths() -> Vec<(&'static str, Vec<String>)> {
@@ -841,12 +838,6 @@ pub fn json_schema() -> String {
     head.insert(
         "$schema".into(),
         json!("https://json-schema.org/draft/2020-12/schema"),
-    );
-    head.insert(
-        "$id".into(),
-        json!(format!(
-            "https://github.com/robotsguard/robotsguard/{SCHEMA_PATH}"
-        )),
     );
     head.insert("title".into(), json!("robotsguard configuration"));
     head.append(top);
@@ -974,8 +965,8 @@ pub fn markdown() -> String {
          `robotsguard_config_restart_required` say so).\n\n\
          Editors complete and check the file with the JSON Schema `config/robotsguard.schema.json` \
          (`robotsguard config schema`): start the file with\n\n\
-         ```yaml\n# yaml-language-server: $schema=https://raw.githubusercontent.com/robotsguard/robotsguard/main/config/robotsguard.schema.json\n```\n\n\
-         or a relative path to the file.\n",
+         ```yaml\n# yaml-language-server: $schema=../config/robotsguard.schema.json\n```\n\n\
+         (a path relative to the config file, or a URL where you serve the schema).\n",
     );
     for section in SECTIONS {
         let where_ = paths

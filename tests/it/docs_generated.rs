@@ -197,8 +197,16 @@ fn path_str(path: &Path) -> &str {
     path.to_str().expect("a UTF-8 temporary path")
 }
 
-/// The subcommands and their long flags, read from `robotsguard help`.
-fn cli_surface() -> Vec<(String, Vec<String>)> {
+/// A subcommand, its long flags and its own subcommands (`config schema`).
+#[derive(Debug)]
+struct Subcommand {
+    name: String,
+    flags: Vec<String>,
+    subs: Vec<String>,
+}
+
+/// The subcommands and their long flags, read from `robotsguard --help`.
+fn cli_surface() -> Vec<Subcommand> {
     let help = String::from_utf8(robotsguard(&["--help"]).stdout).expect("UTF-8 help");
     let mut commands = Vec::new();
     let mut in_commands = false;
@@ -226,18 +234,25 @@ fn cli_surface() -> Vec<(String, Vec<String>)> {
         // `config schema` and `config reference`: subcommands of a subcommand.
         let sub_help = String::from_utf8(robotsguard(&[command.as_str(), "--help"]).stdout)
             .unwrap_or_default();
-        if sub_help.contains("\nCommands:\n") {
-            for line in sub_help.split("\nCommands:\n").nth(1).unwrap_or("").lines() {
+        let mut subs = Vec::new();
+        if let Some(list) = sub_help.split("\nCommands:\n").nth(1) {
+            for line in list.lines() {
                 match line
                     .strip_prefix("  ")
                     .and_then(|l| l.split_whitespace().next())
                 {
-                    Some(sub) if sub != "help" => flags.push(sub.to_owned()),
+                    Some(sub) if sub != "help" => subs.push(sub.to_owned()),
                     _ => break,
                 }
             }
         }
-        out.push((command, flags));
+        flags.sort();
+        flags.dedup();
+        out.push(Subcommand {
+            name: command,
+            flags,
+            subs,
+        });
     }
     out
 }
@@ -327,10 +342,19 @@ fn every_robotsguard_command_line_in_the_docs_is_real() {
                 continue;
             }
             checked += 1;
-            let Some((_, flags)) = surface.iter().find(|(c, _)| c == sub) else {
+            let Some(known) = surface.iter().find(|c| c.name == *sub) else {
                 failures.push(format!("{name}:{line}: no subcommand `{sub}`"));
                 continue;
             };
+            if !known.subs.is_empty() {
+                let next = rest.get(1).copied().unwrap_or("");
+                if !known.subs.iter().any(|s| s == next) {
+                    failures.push(format!(
+                        "{name}:{line}: `robotsguard {sub}` has no subcommand `{next}`"
+                    ));
+                }
+            }
+            let flags = &known.flags;
             for word in rest.iter().skip(1) {
                 if word.starts_with('#') || matches!(*word, "|" | "&&" | ">" | ";" | "/") {
                     break;

@@ -24,7 +24,7 @@ fn documented_metrics() -> BTreeMap<String, Documented> {
     let mut metrics = BTreeMap::new();
     for line in section.lines() {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-        // ["", metric, type, labels, meaning, ""]
+        // ["", metric, type, labels, help, notes, ""]
         if cells.len() < 6 || !cells[1].starts_with("`robotsguard_") {
             continue;
         }
