@@ -15,6 +15,8 @@ mod duration;
 mod error;
 mod origin;
 mod reader;
+// Public for the binary (`robotsguard config schema|reference`), not an API of its own.
+#[doc(hidden)]
 pub mod reference;
 mod schema;
 mod size;

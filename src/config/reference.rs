@@ -4,7 +4,7 @@
 //! one table come `robotsguard config schema` (a JSON Schema, draft 2020-12, for editors) and
 //! `robotsguard config reference` (the book's reference page).
 //!
-//! A new key: add it to its section in `schema.rs`, then a [`Key`] here (the test names the
+//! A new key: add it to its section in `schema.rs`, then a `Key` here (the test names the
 //! missing one), then run `scripts/gen-docs.sh`.
 
 use serde_json::{json, Map, Value};
