@@ -56,9 +56,12 @@ fn metrics_reference_page_is_the_generators_output() {
     generated(&["metrics"], "docs/src/reference/metrics.md");
 }
 
-/// README.md and every page of the book.
+/// README.md, the chart's README and every page of the book.
 fn doc_files() -> Vec<PathBuf> {
-    let mut files = vec![root().join("README.md")];
+    let mut files = vec![
+        root().join("README.md"),
+        root().join("helm/robotsguard/README.md"),
+    ];
     let mut dirs = vec![root().join("docs/src")];
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).expect("docs/src readable") {
@@ -139,6 +142,17 @@ fn as_config(info: &str, body: &str) -> Option<String> {
         .lines()
         .filter(|l| !l.starts_with([' ', '#', '-']) && !l.trim().is_empty())
         .collect();
+    // A Helm values file: its `config:` is a robotsguard config, indented.
+    if top_keys.iter().any(|l| l.starts_with("config:")) {
+        let inner: String = body
+            .lines()
+            .skip_while(|l| !l.starts_with("config:"))
+            .skip(1)
+            .take_while(|l| l.is_empty() || l.starts_with([' ', '#']))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        return as_config("yaml robotsguard", &dedent(&inner));
+    }
     let marked = words.contains(&"robotsguard");
     if !marked
         && (top_keys.is_empty()
