@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the book (docs/) with mdBook, any warning an error, and checks every internal link of the
 # README and the book (scripts/check-doc-links.py). mdBook comes from crates.io, installed once
-# into $CARGO_TARGET_DIR/tools (or target/tools) and reused; no other network is needed.
+# into $CARGO_TARGET_DIR/tools (or target/tools) and reused, without its `serve` and `watch`
+# features (CI only builds); no other network is needed.
 # The generated pages are compared with their generators by `cargo test` (tests/it/docs_generated.rs).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -12,7 +13,7 @@ mdbook="$tools/bin/mdbook"
 if [ ! -x "$mdbook" ] || [ "$("$mdbook" --version)" != "mdbook v$mdbook_version" ]; then
     echo "check-docs: installing mdbook $mdbook_version into $tools" >&2
     CARGO_TARGET_DIR="$tools/build" cargo install --quiet --locked --root "$tools" \
-        mdbook --version "$mdbook_version"
+        --no-default-features --features search mdbook --version "$mdbook_version"
 fi
 python3 scripts/check-doc-links.py
 log="$(mktemp)"
