@@ -106,7 +106,11 @@ def value_at(values, path):
 
 
 def cell(text):
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Table-cell text: pipes escaped, and `<name>` outside code spans kept as text, not HTML."""
+    parts = text.replace("|", "\\|").replace("\n", " ").split("`")
+    for i in range(0, len(parts), 2):
+        parts[i] = parts[i].replace("<", "&lt;").replace(">", "&gt;")
+    return "`".join(parts)
 
 
 def rows():
