@@ -5,7 +5,9 @@
 #      the chart supports and the newest one kubernetes-validate bundles;
 #   3. cross-references a schema cannot see (scripts/check_rendered_chart.py);
 #   4. `robotsguard validate` on the config as the pod would see it;
-#   5. values the chart must refuse, each with its own message.
+#   5. values the chart must refuse, each with its own message;
+#   6. the config JSON Schema against the examples and the rendered configs
+#      (scripts/check-config-schema.py), and the chart README against its generator.
 #
 # Needs a built robotsguard ($ROBOTSGUARD, default target/debug/robotsguard), Python >= 3.11
 # with venv, and the package index for the first run; tools are cached under .cache/.
@@ -65,7 +67,10 @@ check_case() {
     done
     "$python" "$root/scripts/check_rendered_chart.py" "$rendered" "$work/$name.volume" "$namespace"
     "$robotsguard" validate --config-only --config "$work/$name.volume/robotsguard.yaml" >/dev/null
+    rendered_configs+=("$work/$name.volume/robotsguard.yaml")
 }
+
+rendered_configs=()
 
 check_case default
 for values in "$chart"/ci/*-values.yaml; do
@@ -149,5 +154,10 @@ refuse "origins" --set config.origins=null
 # A robots file named like the config would shadow it in the shared volume.
 refuse "robotsFiles" --set-string 'robotsFiles.robotsguard\.yaml=x'
 refuse "kubeVersion" --kube-version 1.29.0
+
+# The config JSON Schema accepts every example config and each config the chart renders, and
+# refuses its invalid samples; the chart's README is its generator's output.
+"$python" "$root/scripts/check-config-schema.py" "${rendered_configs[@]}"
+"$python" "$root/scripts/gen-chart-readme.py" --check
 
 echo "validate-helm: ok" >&2

@@ -78,6 +78,9 @@ pub mod listener_tls;
 pub mod load;
 pub mod logs;
 pub mod metrics;
+// Public for the binary (`robotsguard metrics`), not an API of its own.
+#[doc(hidden)]
+pub mod metrics_reference;
 mod net;
 #[doc(hidden)]
 pub mod preflight;

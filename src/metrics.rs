@@ -264,7 +264,7 @@ impl Metrics {
         let requests = counter(
             &registry,
             "robotsguard_requests_total",
-            "Requests by origin, crawler, crawler category and decision (pass, allowed, blocked, would_block).",
+            "Requests by origin, crawler, crawler category and decision (pass, allowed, blocked, would_block, limited, would_limit, banned, error).",
             &["origin", "crawler", "category", "decision"],
         );
         let decision_duration = Histogram::with_opts(
@@ -739,7 +739,7 @@ pub fn register_into(registry: &Registry) -> prometheus::Result<()> {
 impl Metrics {
     /// Every robotsguard metric (not the process collector), as collectors another registry can
     /// hold; they share their values with the ones here.
-    fn collectors(&self) -> Vec<Box<dyn prometheus::core::Collector>> {
+    pub(crate) fn collectors(&self) -> Vec<Box<dyn prometheus::core::Collector>> {
         vec![
             Box::new(self.requests.clone()),
             Box::new(self.decision_duration.clone()),

@@ -15,6 +15,9 @@ mod duration;
 mod error;
 mod origin;
 mod reader;
+// Public for the binary (`robotsguard config schema|reference`), not an API of its own.
+#[doc(hidden)]
+pub mod reference;
 mod schema;
 mod size;
 mod state;
@@ -1167,6 +1170,11 @@ struct RestartOnly {
     differs: fn(&Config, &Config) -> bool,
     /// Copies the running value into a new config.
     keep: fn(&mut Config, &Config),
+}
+
+/// The names of the restart-only settings (`listen`, `state`, `limits.max_connections`, …).
+pub(crate) fn restart_only_names() -> Vec<&'static str> {
+    RESTART_ONLY.iter().map(|s| s.name).collect()
 }
 
 /// Every restart-only setting, in the order they are reported.

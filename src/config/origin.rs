@@ -32,7 +32,7 @@ pub(crate) const MODES: [(&str, Mode); 3] = [
     ("off", Mode::Off),
 ];
 
-const ON_UNREACHABLE: [(&str, OnUnreachable); 2] = [
+pub(crate) const ON_UNREACHABLE: [(&str, OnUnreachable); 2] = [
     ("disallow", OnUnreachable::Disallow),
     ("allow", OnUnreachable::Allow),
 ];
@@ -320,13 +320,13 @@ pub(crate) fn block(sink: &mut Sink, node: Option<&Node>, base: &BlockConfig) ->
     out
 }
 
-const ESCAPED_SLASHES: [(&str, EscapedSlashes); 3] = [
+pub(crate) const ESCAPED_SLASHES: [(&str, EscapedSlashes); 3] = [
     ("decode", EscapedSlashes::Decode),
     ("reject", EscapedSlashes::Reject),
     ("keep", EscapedSlashes::Keep),
 ];
 
-const FORWARD: [(&str, Forward); 2] = [
+pub(crate) const FORWARD: [(&str, Forward); 2] = [
     ("canonical", Forward::Canonical),
     ("original", Forward::Original),
 ];
@@ -385,7 +385,7 @@ impl KnownCrawlers {
     }
 }
 
-const ACTIONS: [(&str, Action); 3] = [
+pub(crate) const ACTIONS: [(&str, Action); 3] = [
     ("enforce", Action::Enforce),
     ("pass", Action::Pass),
     ("block", Action::Block),
@@ -529,7 +529,7 @@ pub(crate) fn web_bot_auth_mode(
 }
 
 /// The spellings of `crawl_delay.action`.
-const CRAWL_DELAY_ACTIONS: [(&str, super::CrawlDelayAction); 3] = [
+pub(crate) const CRAWL_DELAY_ACTIONS: [(&str, super::CrawlDelayAction); 3] = [
     ("enforce", super::CrawlDelayAction::Enforce),
     ("report", super::CrawlDelayAction::Report),
     ("ignore", super::CrawlDelayAction::Ignore),
@@ -561,14 +561,14 @@ pub(crate) fn crawl_delay(
 }
 
 /// The spellings of `offenders.action`.
-const OFFENDERS_ACTIONS: [(&str, super::OffendersAction); 3] = [
+pub(crate) const OFFENDERS_ACTIONS: [(&str, super::OffendersAction); 3] = [
     ("ban", super::OffendersAction::Ban),
     ("report", super::OffendersAction::Report),
     ("off", super::OffendersAction::Off),
 ];
 
 /// The spellings of `offenders.scope`.
-const BAN_SCOPES: [(&str, super::BanScope); 2] = [
+pub(crate) const BAN_SCOPES: [(&str, super::BanScope); 2] = [
     ("crawlers", super::BanScope::Crawlers),
     ("address", super::BanScope::Address),
 ];
@@ -758,6 +758,11 @@ enum SourceKind {
     Origin,
     File,
     Inline,
+}
+
+/// The words `robots.source` accepts (for the reference).
+pub(crate) fn source_words() -> Vec<&'static str> {
+    SOURCES.iter().map(|(name, _)| *name).collect()
 }
 
 const SOURCES: [(&str, SourceKind); 3] = [

@@ -283,6 +283,47 @@ pub(crate) const UPSTREAM_TLS: Section = Section {
     keys: &["sni", "verify", "ca", "client_cert", "client_key"],
 };
 
+/// Every section, by its name here (a test reads this file's source and checks none is missing).
+#[cfg(test)]
+pub(crate) const ALL: &[(&str, &Section)] = &[
+    ("TOP", &TOP),
+    ("REPORTS", &REPORTS),
+    ("STATE", &STATE),
+    ("STATE_REDIS", &STATE_REDIS),
+    ("STATE_REDIS_SENTINEL", &STATE_REDIS_SENTINEL),
+    ("STATE_REDIS_CLUSTER", &STATE_REDIS_CLUSTER),
+    ("STATE_REDIS_TLS", &STATE_REDIS_TLS),
+    ("VERIFY", &VERIFY),
+    ("VERIFY_RANGES", &VERIFY_RANGES),
+    ("VERIFY_DNS", &VERIFY_DNS),
+    ("WEB_BOT_AUTH", &WEB_BOT_AUTH),
+    ("ORIGIN_WEB_BOT_AUTH", &ORIGIN_WEB_BOT_AUTH),
+    ("SIGNATURE_AGENT", &SIGNATURE_AGENT),
+    ("CRAWLER_VERIFY", &CRAWLER_VERIFY),
+    ("ADMIN", &ADMIN),
+    ("LIMITS", &LIMITS),
+    ("POLICY", &POLICY),
+    ("ACCESS_LOG", &ACCESS_LOG),
+    ("UPSTREAM_TIMEOUTS", &UPSTREAM_TIMEOUTS),
+    ("PASSIVE_HEALTH", &PASSIVE_HEALTH),
+    ("HEALTH_CHECK", &HEALTH_CHECK),
+    ("PATHS", &PATHS),
+    ("SHUTDOWN", &SHUTDOWN),
+    ("LISTENER", &LISTENER),
+    ("LISTENER_TLS", &LISTENER_TLS),
+    ("LISTENER_CERT", &LISTENER_CERT),
+    ("DEFAULTS", &DEFAULTS),
+    ("CRAWL_DELAY", &CRAWL_DELAY),
+    ("OFFENDERS", &OFFENDERS),
+    ("BLOCK", &BLOCK),
+    ("DEFAULT_ROBOTS", &DEFAULT_ROBOTS),
+    ("ROBOTS", &ROBOTS),
+    ("CRAWLERS", &CRAWLERS),
+    ("EXTRA_CRAWLER", &EXTRA_CRAWLER),
+    ("ORIGIN", &ORIGIN),
+    ("UPSTREAM_TLS", &UPSTREAM_TLS),
+];
+
 /// Keys that are valid somewhere, just not where they were written: a better
 /// hint than an edit-distance guess. Typos are left to the edit-distance
 /// suggestion. (section place, key, hint)

@@ -41,6 +41,11 @@ enum Backend {
     Redis,
 }
 
+/// The words `state.backend` accepts (for the reference).
+pub(crate) fn backend_words() -> Vec<&'static str> {
+    BACKENDS.iter().map(|(name, _)| *name).collect()
+}
+
 const BACKENDS: [(&str, Backend); 2] = [("memory", Backend::Memory), ("redis", Backend::Redis)];
 
 /// `state`, over the default (memory).

@@ -440,7 +440,7 @@ fn admin(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<(AdminConfig, 
     }
 }
 
-const ACCESS_LOG_FORMATS: [(&str, AccessLogFormat); 2] = [
+pub(crate) const ACCESS_LOG_FORMATS: [(&str, AccessLogFormat); 2] = [
     ("json", AccessLogFormat::Json),
     ("text", AccessLogFormat::Text),
 ];

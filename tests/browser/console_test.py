@@ -204,7 +204,7 @@ origins:
             page.screenshot(path=os.path.join(shots, "origin.png"), full_page=True)
             if docs:
                 page.set_viewport_size({"width": 1200, "height": 800})
-                page.screenshot(path=os.path.join(root, "docs", "console-origin.png"))
+                page.screenshot(path=os.path.join(root, "docs", "src", "images", "console-origin.png"))
 
             # The violation filter and the CSV download.
             page.select_option("select[name=read_robots]", "no")
@@ -256,7 +256,7 @@ origins:
             if docs:
                 page.goto(base + "/ui/")
                 page.set_viewport_size({"width": 1200, "height": 640})
-                page.screenshot(path=os.path.join(root, "docs", "console-overview.png"))
+                page.screenshot(path=os.path.join(root, "docs", "src", "images", "console-overview.png"))
             browser.close()
             assert not problems, "\n".join(problems)
         print("console_test: every page loaded with no console error; screenshots in", shots)

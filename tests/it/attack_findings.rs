@@ -90,7 +90,7 @@ fn status_of(response: &[u8]) -> u16 {
 /// and for as long as it likes by sending a byte every 59 s (a 1 MiB body: ~2 years).
 ///
 /// **Impact:** the connection cap (`limits.max_connections`) is used up by a handful of idle
-/// sockets that never expire, so the README's "a body must arrive within `limits.body_timeout`"
+/// sockets that never expire, so the book's "a body must arrive within `limits.body_timeout`"
 /// and "bounded by construction" do not hold: with `max_connections: 3`, three such sockets lock
 /// every browser and crawler out for as long as the attacker wishes.
 #[test]
@@ -258,7 +258,7 @@ fn robots_txt_with_another_method_is_not_proxied_for_a_blocked_crawler() {
 }
 
 /// **Attack:** the same query trick on `policy.exempt_paths`, which are matched as prefixes of
-/// the canonical path *and query*: with `exempt_paths: [/ads.txt]` (the README's example),
+/// the canonical path *and query*: with `exempt_paths: [/ads.txt]` (the book's example),
 /// `/ads.txt?rest_route=/wp/v2/posts` is exempt from `block` and from every Disallow.
 ///
 /// **Impact:** as above, on any origin that routes on the query. Safe: match exempt prefixes on
@@ -388,7 +388,7 @@ fn wait_until(seconds: u64, mut done: impl FnMut() -> bool) -> bool {
 /// keep the test short), so once the attacker stops flooding and the WAF lets robotsguard's
 /// address through again, every crawler gets every disallowed path until the next refresh.
 ///
-/// **Impact:** attacker-triggered fail-open (the README's "No attacker-triggered fail-open" names
+/// **Impact:** attacker-triggered fail-open (the book's "No attacker-triggered fail-open" names
 /// exactly this: "flooding it makes the next robots.txt fetch a 429 or a 403"); the one-minute
 /// confirmation is shorter than the blocks WAFs actually impose. Safe: treat 401/403 like redirect
 /// failures (keep a copy younger than 24 h), or require the 4xx to persist far longer than a WAF
@@ -679,7 +679,7 @@ fn certificate(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf
 /// `limits.max_connections` is counted in the edge application, which pingora calls only after
 /// the TLS handshake (and, with `proxy_protocol`, after the PROXY header read before it). A
 /// connection that never completes its handshake is held for pingora's 60 s handshake timeout
-/// without counting against the cap, and there is no limit on how many there are: the README's
+/// without counting against the cap, and there is no limit on how many there are: the book's
 /// "connections in all are bounded" does not hold for TLS listeners, and the descriptors reserved
 /// for upstreams and robots.txt fetches are consumed too.
 ///
@@ -797,7 +797,7 @@ impl Drop for Wsgi {
 /// `HTTP_X_REAL_IP = "203.0.113.66"` (robotsguard never sends one, so it is entirely forged).
 /// Checked by hand with gunicorn 21.2 too: same result.
 ///
-/// **Impact:** the README's "headers through which a client could claim another address are
+/// **Impact:** the book's "headers through which a client could claim another address are
 /// removed" does not hold for such origins: their IP allow-lists, rate limits and audit logs
 /// take the forged address. (nginx and Apache in front of the app drop underscore headers by
 /// default; Python WSGI servers, gunicorn < 22 and CGI setups do not.) Safe: compare header
@@ -884,7 +884,7 @@ fn a_client_that_stops_reading_is_cut_off() {
 /// canonical reading alone (`is_robots_txt(&readings.canonical)`), where `//robots.txt` is
 /// `/robots.txt`. It then forwards the client's bytes, and an app that parses targets as Node's
 /// `new URL(req.url, base)` does reads `//robots.txt` as host `robots.txt` and path `/`: the
-/// home page. The README promises that with `original` "the decision is the most restrictive
+/// home page. The book promises that with `original` "the decision is the most restrictive
 /// over every reading an origin could take", naming exactly this WHATWG reading (exempt paths do
 /// check every reading; the robots.txt shortcut does not).
 ///

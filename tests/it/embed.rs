@@ -1,4 +1,4 @@
-//! `examples/embed.rs`, the README's "Use as a library" proxy, run as a real process: a pingora
+//! `examples/embed.rs`, the book's "Use as a library" proxy, run as a real process: a pingora
 //! proxy of its own with robotsguard's `Guard` in two hooks, in front of a real origin.
 
 use crate::support;

@@ -2,7 +2,7 @@
 //! pathological robots.txt files and an origin that trickles. Each gets a bounded, correct answer;
 //! the proxy never panics and keeps serving everyone else.
 //!
-//! The guarantees these tests hold (README, "Security"):
+//! The guarantees these tests hold (the book, "Security"):
 //! - a request head arrives whole within `limits.header_timeout` from its first byte (or the
 //!   connection's start), however it trickles (408), and within `limits.max_header_bytes` (431);
 //!   a body within `limits.body_timeout` (408); an idle kept-alive connection closes after

@@ -1,5 +1,6 @@
-//! The `/metrics` page of a running proxy, scraped and parsed: every metric the README documents
-//! is there, with the documented type and label names, and the names match `METRIC_NAMES`.
+//! The `/metrics` page of a running proxy, scraped and parsed: every metric the metrics reference
+//! (docs/src/reference/metrics.md, generated from the registry) documents is there, with the
+//! documented type and label names, and the names match `METRIC_NAMES`.
 
 use crate::support;
 
@@ -8,26 +9,22 @@ use std::time::{Duration, Instant};
 
 use support::{Origin, Proxy, BROWSER, GPTBOT};
 
-/// A row of the README's metrics table.
+/// A row of the metrics reference.
 #[derive(Debug)]
 struct Documented {
     kind: String,
     labels: BTreeSet<String>,
 }
 
-/// The `| metric | type | labels | meaning |` table under `## Metrics` in README.md.
+/// The `| metric | type | labels | help |` table of docs/src/reference/metrics.md.
 fn documented_metrics() -> BTreeMap<String, Documented> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
-    let readme = std::fs::read_to_string(&path).expect("README.md readable");
-    let section = readme
-        .split("\n## Metrics\n")
-        .nth(1)
-        .expect("README has a Metrics section");
-    let section = section.split("\n## ").next().unwrap_or(section);
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/reference/metrics.md");
+    let section = std::fs::read_to_string(&path).expect("docs/src/reference/metrics.md readable");
     let mut metrics = BTreeMap::new();
     for line in section.lines() {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-        // ["", metric, type, labels, meaning, ""]
+        // ["", metric, type, labels, help, notes, ""]
         if cells.len() < 6 || !cells[1].starts_with("`robotsguard_") {
             continue;
         }
@@ -79,7 +76,10 @@ fn the_readme_documents_exactly_the_metrics_the_code_names() {
         .iter()
         .map(|name| name.to_string())
         .collect();
-    assert_eq!(documented, named, "README's metrics table vs METRIC_NAMES");
+    assert_eq!(
+        documented, named,
+        "the metrics reference vs METRIC_NAMES (regenerate with scripts/gen-docs.sh)"
+    );
 }
 
 #[test]

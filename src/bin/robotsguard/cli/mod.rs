@@ -69,6 +69,13 @@ pub enum Command {
         #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
         timeout: std::time::Duration,
     },
+    /// Print what the config file may hold: a JSON Schema for editors, or the Markdown reference.
+    Config {
+        #[command(subcommand)]
+        what: ConfigDoc,
+    },
+    /// Print the Markdown reference of every Prometheus metric (name, type, labels, help).
+    Metrics,
     /// Tell which crawler a User-Agent string belongs to.
     Identify {
         /// The User-Agent header value.
@@ -87,6 +94,15 @@ pub enum Command {
     },
 }
 
+/// What `robotsguard config` prints.
+#[derive(Debug, Subcommand)]
+pub enum ConfigDoc {
+    /// The config file's JSON Schema (draft 2020-12), as in config/robotsguard.schema.json.
+    Schema,
+    /// Every key with its type, default, allowed words and whether a reload applies it (Markdown).
+    Reference,
+}
+
 fn init_logging(format: LogFormat) {
     robotsguard::logs::init(format == LogFormat::Json);
 }
@@ -96,6 +112,20 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
         Command::Check(args) => check::run(args),
+        Command::Config { what } => {
+            print!(
+                "{}",
+                match what {
+                    ConfigDoc::Schema => robotsguard::config::reference::json_schema(),
+                    ConfigDoc::Reference => robotsguard::config::reference::markdown(),
+                }
+            );
+            ExitCode::SUCCESS
+        }
+        Command::Metrics => {
+            print!("{}", robotsguard::metrics_reference::reference_markdown());
+            ExitCode::SUCCESS
+        }
         Command::Validate {
             config,
             config_only,

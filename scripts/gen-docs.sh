@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Regenerates every generated documentation file from its source of truth:
+#   config/robotsguard.schema.json        robotsguard config schema     (src/config/reference.rs)
+#   docs/src/reference/configuration.md   robotsguard config reference  (src/config/reference.rs)
+#   docs/src/reference/metrics.md         robotsguard metrics           (src/metrics.rs, src/metrics_reference.rs)
+#   helm/robotsguard/README.md            scripts/gen-chart-readme.py   (values.schema.json, values.yaml)
+# Tests compare each file with its generator's output (tests/it/generated_docs.rs, .ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --quiet --bin robotsguard
+bin="${CARGO_TARGET_DIR:-target}/debug/robotsguard"
+"$bin" config schema > config/robotsguard.schema.json
+"$bin" config reference > docs/src/reference/configuration.md
+"$bin" metrics > docs/src/reference/metrics.md
+if [ -f scripts/gen-chart-readme.py ]; then
+    python3 scripts/gen-chart-readme.py > helm/robotsguard/README.md
+fi
+echo "regenerated: config/robotsguard.schema.json docs/src/reference/{configuration,metrics}.md helm/robotsguard/README.md"

@@ -1,0 +1,308 @@
+//! The metrics reference page (`robotsguard metrics`, the book's `reference/metrics.md`),
+//! generated from the registry itself: every registered metric with its type, labels and help.
+//! The notes below add what a help line is too short for (label values, when it moves); a
+//! metric without a note is still listed.
+
+use prometheus::proto::MetricType;
+
+/// More about a metric than its help line: its label values and when it moves (Markdown).
+const NOTES: &[(&str, &str)] = &[
+    (
+        "robotsguard_requests_total",
+        "requests by decision: `pass` (not a crawler, mode off, or `/robots.txt`), `allowed`, `blocked`, `would_block`, `limited` (429 under `Crawl-delay`), `would_limit` (the same in report), `banned` (a banned address, see \"Repeat offenders\"), or `error` (a request that was to be proxied but failed upstream); `crawler`/`category` are `none` for non-crawlers",
+    ),
+    (
+        "robotsguard_decision_duration_seconds",
+        "time to route, identify and match one request",
+    ),
+    (
+        "robotsguard_request_duration_seconds",
+        "whole request time through the proxy",
+    ),
+    (
+        "robotsguard_upstream_errors_total",
+        "upstream failures: `connect_refused`, `connect_timeout`, `connect_error`, `timeout`, `tls`, `upstream_protocol`, `no_address` (no upstream address to use)",
+    ),
+    (
+        "robotsguard_upstream_request_duration_seconds",
+        "from sending a request upstream to receiving its response header",
+    ),
+    (
+        "robotsguard_upstream_up",
+        "1 while an upstream address takes requests, 0 while it is skipped (failed passive or active health checks); `upstream` is the address",
+    ),
+    (
+        "robotsguard_upstream_unresolved",
+        "1 while none of the origin's upstream names resolves (its requests get `502`)",
+    ),
+    (
+        "robotsguard_robots_fetches_total",
+        "robots.txt fetch outcomes: `ok`, `not_modified`, `unavailable`, `unreachable`, `rate_limited`, `redirect_limit`, `redirect_loop`, `refused_redirect`, `too_large`, `no_rules` (a 2xx with no rule held while the copy in force has rules)",
+    ),
+    (
+        "robotsguard_robots_state",
+        "1 for the state in force: `conditional`, `allow_all`, `disallow_all`",
+    ),
+    (
+        "robotsguard_robots_rules",
+        "rules in the copy in force",
+    ),
+    (
+        "robotsguard_robots_bytes",
+        "bytes of the copy in force",
+    ),
+    (
+        "robotsguard_robots_age_seconds",
+        "seconds since the copy in force was fetched or confirmed by a 304",
+    ),
+    (
+        "robotsguard_robots_last_error_timestamp_seconds",
+        "Unix time of the latest failed fetch or read",
+    ),
+    (
+        "robotsguard_build_info",
+        "always 1",
+    ),
+    (
+        "robotsguard_config_reloads_total",
+        "config reloads: `success`, `failure` (a failed reload keeps the running config)",
+    ),
+    (
+        "robotsguard_config_last_reload_successful",
+        "1 if the latest config load or reload succeeded, else 0",
+    ),
+    (
+        "robotsguard_config_last_reload_timestamp_seconds",
+        "Unix time of the latest successful load or reload",
+    ),
+    (
+        "robotsguard_config_restart_required",
+        "1 while the config file changes `listen`, `admin`, `threads`, `shutdown.grace`, `limits.max_connections`, `limits.max_requests_in_flight`, `verify`, `reports` or `state`, which apply only on restart",
+    ),
+    (
+        "robotsguard_responses_total",
+        "every answer sent to a client by status class (`2xx` … `5xx`); `origin` is `unrouted` for answers given before routing (400, 408, 421, 431)",
+    ),
+    (
+        "robotsguard_downstream_connections",
+        "client connections open now",
+    ),
+    (
+        "robotsguard_downstream_connections_refused_total",
+        "client connections closed on arrival because `limits.max_connections` were open, each with a request in progress",
+    ),
+    (
+        "robotsguard_downstream_connections_evicted_total",
+        "connections waiting for a request head closed at `limits.max_connections` to serve a new connection",
+    ),
+    (
+        "robotsguard_downstream_connections_max",
+        "the connection cap in force",
+    ),
+    (
+        "robotsguard_proxy_protocol_refused_total",
+        "connections to a `proxy_protocol` listener closed because their PROXY header was missing or invalid",
+    ),
+    (
+        "robotsguard_connections_refused_total",
+        "client connections closed before a request was served on them: `max_connections` (every connection had a request in progress), `proxy_untrusted` (a `proxy_protocol` listener's peer not in `trusted_proxies`), `proxy_header` (missing or invalid PROXY header), `handshake_timeout` (TLS handshake not done within `limits.handshake_timeout`); each also logged, at most 5 lines a second",
+    ),
+    (
+        "robotsguard_requests_refused_total",
+        "requests refused before being decided: `max_streams_per_connection` (HTTP/2 streams the connection's stream limit refused with `REFUSED_STREAM`; a header list over `limits.max_header_bytes` is refused the same way and counted here), `max_requests_in_flight` (`REFUSED_STREAM`, or `503` on HTTP/1)",
+    ),
+    (
+        "robotsguard_requests_in_flight",
+        "requests (HTTP/1 requests, HTTP/2 streams) being served now",
+    ),
+    (
+        "robotsguard_requests_in_flight_max",
+        "the cap in force (`limits.max_requests_in_flight`, in places: a request with a head over 8 KiB takes more than one)",
+    ),
+    (
+        "robotsguard_upstream_windows_narrowed_total",
+        "requests sent upstream on connections opened with a narrow TCP receive buffer (8 KiB, or 2 KiB past 256 requests in flight) because more than 64 requests (or a sixteenth of `limits.max_requests_in_flight`) were in flight (see \"Security\")",
+    ),
+    (
+        "robotsguard_crawler_verifications_total",
+        "requests whose crawler claim was checked (see \"Verified crawlers\"), by verdict: `verified`, `impostor`, `unverified`; `crawler` is the catalogue name",
+    ),
+    (
+        "robotsguard_verify_list_fetches_total",
+        "fetches and reads of crawler IP range lists (`list` is the URL or `file:` path): `ok`, `not_modified`, `malformed` (the last good copy stays), `http_error`, `unreachable`",
+    ),
+    (
+        "robotsguard_verify_list_prefixes",
+        "prefixes in the range list in force",
+    ),
+    (
+        "robotsguard_verify_list_last_success_timestamp_seconds",
+        "Unix time the range list in force was fetched, read or confirmed by a 304",
+    ),
+    (
+        "robotsguard_crawler_range_list_loaded",
+        "1 while a copy of the range list is in force, 0 from start until one is (none with `verify.ranges.enabled: false`); `list` is the catalogue's URL, also when a mirror serves it",
+    ),
+    (
+        "robotsguard_verify_dns_lookups_total",
+        "reverse DNS lookups sent for crawler verification (cache hits are not counted): `confirmed`, `no_name`, `failed`",
+    ),
+    (
+        "robotsguard_verify_dns_cache_entries",
+        "addresses in the reverse DNS cache (at most `verify.dns.max_entries`)",
+    ),
+    (
+        "robotsguard_verify_signature_keys",
+        "Web Bot Auth keys loaded for a signing agent of `verify.web_bot_auth.agents`",
+    ),
+    (
+        "robotsguard_verify_signature_key_fetches_total",
+        "fetches of an agent's key directory (or reads of its `keys:` file): `ok`, `failed` (the last good keys stay)",
+    ),
+    (
+        "robotsguard_tls_certificate_expiry_timestamp_seconds",
+        "when each certificate a TLS listener serves expires (Unix time); `name` is its first DNS name (else its file name). Alert `RobotsguardCertificateExpiringSoon` fires under 14 days",
+    ),
+    (
+        "robotsguard_tls_certificate_reloads_total",
+        "certificate files re-read after a change: `loaded` (served from the next handshake on), `failed` (the previous certificate is still served)",
+    ),
+    (
+        "robotsguard_rate_limited_total",
+        "crawler requests answered `429` because they came sooner than robots.txt's `Crawl-delay` (`would_limit` ones are in `robotsguard_requests_total`)",
+    ),
+    (
+        "robotsguard_violations_total",
+        "crawler requests a rule of the robots.txt in force disallows (`blocked` or `would_block`; not policy blocks, impostors or an unreachable robots.txt), by whether that client address fetched this origin's `/robots.txt` within the last 24 hours (`yes`: it read the rules and ignored them)",
+    ),
+    (
+        "robotsguard_bans_total",
+        "client addresses banned for repeated violations (`offenders.action: ban`)",
+    ),
+    (
+        "robotsguard_banned_clients",
+        "bans in force (updated when a ban is added, lifted, or found ended; with the shared store, those of every replica)",
+    ),
+    (
+        "robotsguard_banned_browser_requests_total",
+        "browser requests from banned addresses, refused (`offenders.scope: address`) or proxied (`crawlers`): people behind an address a ban hit",
+    ),
+    (
+        "robotsguard_state_backend_up",
+        "`1` while the state store answers within `state.redis.timeout` (always `1` with `memory`), `0` while decisions fall back to this process's memory",
+    ),
+    (
+        "robotsguard_state_backend_errors_total",
+        "commands to the shared store that failed or timed out: `crawl_delay`, `robots_read`, `violation`, `lift_ban` (requests and the admin endpoint), `check` (the background check), `reload_bans`, `share_bans`, `robots_history` (background work, retried)",
+    ),
+];
+
+/// The Markdown reference of every metric, in registration order.
+pub fn reference_markdown() -> String {
+    let mut out = String::from(
+        "<!-- Generated by `robotsguard metrics` from the metric registry (src/metrics.rs) and the \
+         notes in src/metrics_reference.rs: do not edit; run scripts/gen-docs.sh. -->\n\n\
+         # Metrics reference\n\n\
+         Every metric robotsguard exports on the admin listener's `/metrics`. All names start with \
+         `robotsguard_`; labels are bounded (origin names from the config, crawler names from the \
+         catalogue or `other`, never a raw User-Agent or path). The standard process metrics \
+         (`process_cpu_seconds_total`, `process_resident_memory_bytes`, `process_open_fds`, \
+         `process_max_fds`, `process_start_time_seconds`, `process_threads`, \
+         `process_virtual_memory_bytes`) are exported too.\n\n\
+         | metric | type | labels | help | values and notes |\n| --- | --- | --- | --- | --- |\n",
+    );
+    for row in rows() {
+        let labels: Vec<String> = row.labels.iter().map(|l| format!("`{l}`")).collect();
+        let note = NOTES
+            .iter()
+            .find(|(name, _)| *name == row.name)
+            .map_or("", |(_, note)| *note);
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            row.name,
+            row.kind,
+            labels.join(", "),
+            row.help.replace('\n', " ").replace('|', "\\|"),
+            note
+        ));
+    }
+    out
+}
+
+/// One metric as the registry describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricRow {
+    /// Its full name.
+    pub name: String,
+    /// `counter`, `gauge` or `histogram`.
+    pub kind: &'static str,
+    /// Its label names (histograms' `le` left out).
+    pub labels: Vec<String>,
+    /// Its help line.
+    pub help: String,
+}
+
+/// Every robotsguard metric with its type, labels and help, in registration order.
+pub fn rows() -> Vec<MetricRow> {
+    let mut out = Vec::new();
+    for collector in crate::metrics::METRICS.collectors() {
+        let kinds: Vec<MetricType> = collector
+            .collect()
+            .iter()
+            .map(|family| family.get_field_type())
+            .collect();
+        for (i, desc) in collector.desc().into_iter().enumerate() {
+            let kind = match kinds.get(i).copied() {
+                Some(MetricType::COUNTER) => "counter",
+                Some(MetricType::GAUGE) => "gauge",
+                Some(MetricType::HISTOGRAM) => "histogram",
+                Some(MetricType::SUMMARY) => "summary",
+                _ => "untyped",
+            };
+            let mut labels: Vec<String> = desc
+                .const_label_pairs
+                .iter()
+                .map(|pair| pair.name().to_owned())
+                .collect();
+            labels.extend(desc.variable_labels.iter().cloned());
+            out.push(MetricRow {
+                name: desc.fq_name.clone(),
+                kind,
+                labels,
+                help: desc.help.clone(),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_note_belongs_to_a_registered_metric() {
+        let names: Vec<String> = rows().into_iter().map(|r| r.name).collect();
+        for (name, _) in NOTES {
+            assert!(
+                names.iter().any(|n| n == name),
+                "note for unknown metric {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_registered_metric_is_named_and_typed() {
+        let rows = rows();
+        assert_eq!(rows.len(), crate::metrics::METRIC_NAMES.len());
+        for row in rows {
+            assert!(
+                crate::metrics::METRIC_NAMES.contains(&row.name.as_str()),
+                "{}",
+                row.name
+            );
+            assert_ne!(row.kind, "untyped", "{}", row.name);
+            assert!(!row.help.is_empty(), "{}", row.name);
+        }
+    }
+}
