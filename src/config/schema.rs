@@ -233,7 +233,12 @@ pub(crate) const ROBOTS: Section = Section {
 
 pub(crate) const CRAWLERS: Section = Section {
     place: "in `crawlers`",
-    keys: &["builtin", "generic", "extra"],
+    keys: &["builtin", "generic", "extra", "feeds"],
+};
+
+pub(crate) const FEED: Section = Section {
+    place: "in feed",
+    keys: &["url", "format", "refresh"],
 };
 
 pub(crate) const EXTRA_CRAWLER: Section = Section {

@@ -79,7 +79,8 @@ fn minimal_config_gets_every_default() {
         CrawlersConfig {
             builtin: true,
             generic: true,
-            extra: vec![]
+            extra: vec![],
+            feeds: vec![]
         }
     );
     assert_eq!(c.source_path, None);
@@ -457,7 +458,7 @@ origins:
             "t.yaml:4:3: unknown key `moed` in `defaults`; did you mean `mode`? (expected one of: mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders)",
             "t.yaml:5:11: unknown key `staus` in `block`; did you mean `status`? (expected one of: status, body)",
             "t.yaml:6:12: unknown key `refesh` in `defaults.robots`; did you mean `refresh`? (expected one of: refresh, timeout, on_unreachable, max_size)",
-            "t.yaml:7:12: unknown key `extras` in `crawlers`; did you mean `extra`? (expected one of: builtin, generic, extra)",
+            "t.yaml:7:12: unknown key `extras` in `crawlers`; did you mean `extra`? (expected one of: builtin, generic, extra, feeds)",
             "t.yaml:12:11: unknown key `snii` in upstream `tls`; did you mean `sni`? (expected one of: sni, verify, ca, client_cert, client_key)",
             "t.yaml:13:14: unknown key `max-size` in `robots`; did you mean `max_size`? (expected one of: source, path, text, url, refresh, timeout, on_unreachable, max_size, serve)",
         ]
@@ -1632,6 +1633,7 @@ defaults:
                 "file:/etc/robotsguard/ranges/extra.json".into()
             ],
             rdns: vec!["crawl.bot.example".into()],
+            ..Default::default()
         })
     );
     assert_eq!(c.origins[0].impostors, Impostors::Ignore);

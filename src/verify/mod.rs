@@ -362,6 +362,7 @@ mod tests {
         VerifyData {
             ips: ips.iter().map(|s| s.to_string()).collect(),
             rdns: rdns.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
         }
     }
 
