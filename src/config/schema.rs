@@ -102,6 +102,16 @@ pub(crate) const SIGNATURE_AGENT: Section = Section {
     keys: &["agent", "crawler", "keys"],
 };
 
+pub(crate) const RANGE_LIST: Section = Section {
+    place: "in an `ips` list",
+    keys: &["url", "format"],
+};
+
+pub(crate) const RANGE_LIST_FORMAT: Section = Section {
+    place: "in a list `format`",
+    keys: &["json_pointer", "regex"],
+};
+
 pub(crate) const CRAWLER_VERIFY: Section = Section {
     place: "in crawler `verify`",
     keys: &["ips", "rdns"],

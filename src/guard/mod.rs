@@ -262,10 +262,8 @@ impl Guard {
         let verifier = Arc::new(crate::verify::Verifier::new(&snapshot.config.verify));
         if snapshot.config.verify.ranges.enabled {
             // Every list is reported (not loaded) from the start, before its first fetch.
-            let lists = crate::verify::refresh::list_entries(&snapshot);
-            verifier
-                .lists()
-                .set_entries(lists.iter().map(String::as_str));
+            let lists = crate::verify::refresh::list_formats(&snapshot);
+            verifier.lists().set_lists(&lists);
         }
         let snapshot_state = snapshot.config.state.clone();
         let reports_settings = snapshot.config.reports;

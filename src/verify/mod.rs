@@ -197,7 +197,7 @@ impl Verifier {
         }
         let public = is_public(ip);
         let lists = if self.settings.ranges.enabled || data.ips.is_empty() {
-            self.lists.answer(&data.ips, ip)
+            self.lists.answer(crawler, &data.ips, ip)
         } else {
             ListAnswer::Off
         };

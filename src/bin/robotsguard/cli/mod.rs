@@ -303,10 +303,15 @@ fn verify_claim(
     };
     runtime.block_on(async {
         let verifier = robotsguard::verify::Verifier::new(settings);
+        let with_formats: Vec<(String, robotsguard::crawlers::ListFormat)> = data
+            .ips
+            .iter()
+            .map(|entry| (entry.clone(), data.format_of(entry)))
+            .collect();
         if settings.ranges.enabled {
             let lists = verifier.lists();
             for (list, error) in
-                robotsguard::verify::refresh::load_once(lists, &data.ips, verifier.proxy()).await
+                robotsguard::verify::refresh::load_lists_once(lists, &with_formats, verifier.proxy()).await
             {
                 eprintln!("warning: {list}: {error}");
             }
