@@ -712,6 +712,59 @@ mod tests {
         assert!(validate(0, &bad).is_ok());
     }
 
+    #[test]
+    fn every_list_is_https_and_every_vouched_entry_has_a_source() {
+        let defs = builtin_defs().unwrap_or_default();
+        assert!(!defs.is_empty());
+        for def in &defs {
+            let verify = def.verify.clone().unwrap_or_default();
+            for list in &verify.ips {
+                assert!(list.starts_with("https://"), "{}: {list}", def.name);
+            }
+            for agent in &def.signing_agents {
+                assert!(agent.starts_with("https://"), "{}: {agent}", def.name);
+            }
+            // What an entry vouches for (addresses, names, signatures) must say where from.
+            if def.verify.is_some() || !def.signing_agents.is_empty() {
+                assert!(def.source.starts_with("https://"), "{} has no source", def.name);
+            }
+        }
+        // Added or updated in the 2026 refresh, each with its source.
+        let get = |name: &str| defs.iter().find(|d| d.name == name);
+        for (name, list) in [
+            (
+                "Google-Agent",
+                "https://developers.google.com/static/crawling/ipranges/user-triggered-agents.json",
+            ),
+            (
+                "Googlebot",
+                "https://developers.google.com/static/crawling/ipranges/user-triggered-agents.json",
+            ),
+            ("OAI-AdsBot", "https://openai.com/adsbot.json"),
+            ("Claude-SearchBot", "https://claude.com/crawling/bots.json"),
+            ("Claude-User", "https://claude.com/crawling/bots.json"),
+            ("MistralAI-Index", "https://mistral.ai/mistralai-index-ips.json"),
+        ] {
+            let verify = get(name).and_then(|d| d.verify.clone()).unwrap_or_default();
+            assert!(verify.ips.iter().any(|l| l == list), "{name} lacks {list}");
+        }
+        for name in ["meta-webindexer", "MistralAI-Training"] {
+            assert!(
+                get(name).is_some_and(|d| d.source.starts_with("https://")),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            get("Google-Agent").map(|d| d.signing_agents.clone()),
+            Some(vec!["https://agent.bot.goog".to_string()])
+        );
+        // No list under Google's pre-2026 path.
+        assert!(!defs.iter().any(|d| d
+            .verify
+            .as_ref()
+            .is_some_and(|v| v.ips.iter().any(|l| l.contains("/static/search/apis/ipranges/")))));
+    }
+
     fn def(name: &str, tokens: &[&str], pattern: &str, category: Category) -> CrawlerDef {
         CrawlerDef {
             name: name.into(),
