@@ -153,7 +153,9 @@ fn rebuild(live: &Live) {
                 }
             }
             Err(e) => {
-                tracing::warn!("crawler catalogue with its feeds is not usable ({e}); the one in force stays");
+                tracing::warn!(
+                    "crawler catalogue with its feeds is not usable ({e}); the one in force stays"
+                );
                 return;
             }
         }
@@ -211,7 +213,10 @@ impl BackgroundService for FeedRefresher {
             let urls: Vec<String> = wanted.iter().map(|(f, _)| f.url.clone()).collect();
             for url in &urls {
                 if shared.store.get(url).is_none() {
-                    METRICS.catalogue_feed_loaded.with_label_values(&[url]).set(0);
+                    METRICS
+                        .catalogue_feed_loaded
+                        .with_label_values(&[url])
+                        .set(0);
                 }
             }
             tasks.reconcile(

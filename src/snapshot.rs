@@ -606,7 +606,12 @@ impl Snapshot {
     /// slot (and so its copy); others start pending.
     pub fn build(config: Arc<Config>, previous: Option<&Snapshot>) -> Result<Snapshot, BuildError> {
         let feeds = previous.map_or_else(Arc::default, |p| p.feeds.clone());
-        let keep: Vec<&str> = config.crawlers.feeds.iter().map(|f| f.url.as_str()).collect();
+        let keep: Vec<&str> = config
+            .crawlers
+            .feeds
+            .iter()
+            .map(|f| f.url.as_str())
+            .collect();
         feeds.retain(&keep);
         let feeds_generation = feeds.generation();
         let identifier = build_identifier_with(&config, Some(&feeds))?;
@@ -772,11 +777,21 @@ pub fn build_identifier_with(
     for feed in &config.crawlers.feeds {
         counts.insert(feed.url.clone(), 0);
     }
-    let extra_names: Vec<&str> = config.crawlers.extra.iter().map(|e| e.name.as_str()).collect();
+    let extra_names: Vec<&str> = config
+        .crawlers
+        .extra
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
     for def in &defs {
         let source = match &def.feed {
             Some(feed) => feed.as_str(),
-            None if extra_names.iter().any(|n| n.eq_ignore_ascii_case(&def.name)) => "extra",
+            None if extra_names
+                .iter()
+                .any(|n| n.eq_ignore_ascii_case(&def.name)) =>
+            {
+                "extra"
+            }
             None => "builtin",
         };
         *counts.entry(source.to_string()).or_insert(0) += 1;
@@ -829,9 +844,7 @@ impl Live {
     /// Installs `snapshot` only if `expected` is still the one in force (a feed refresh must not
     /// undo a reload that happened while it built); `false`: it was not installed.
     pub fn install_if_current(&self, expected: &Arc<Snapshot>, snapshot: Snapshot) -> bool {
-        let previous = self
-            .snapshot
-            .compare_and_swap(expected, Arc::new(snapshot));
+        let previous = self.snapshot.compare_and_swap(expected, Arc::new(snapshot));
         let installed = Arc::ptr_eq(&previous, expected);
         if installed {
             self.generation.send_modify(|generation| *generation += 1);

@@ -16,9 +16,8 @@ use super::origin::{self, Defaults, KnownCrawlers, RobotsSettings, MODES};
 use super::reader::{self, Table};
 use super::schema::ACCESS_LOG;
 use super::schema::{
-    FEED,
     ADMIN, CRAWLERS, DEFAULTS, DEFAULT_ADMIN, DEFAULT_BLOCK_STATUS, DEFAULT_GRACE, DEFAULT_LISTEN,
-    DEFAULT_REFRESH, DEFAULT_ROBOTS, DEFAULT_ROBOTS_MAX_SIZE, DEFAULT_TIMEOUT, EXTRA_CRAWLER,
+    DEFAULT_REFRESH, DEFAULT_ROBOTS, DEFAULT_ROBOTS_MAX_SIZE, DEFAULT_TIMEOUT, EXTRA_CRAWLER, FEED,
     LIMITS, LISTENER, LISTENER_CERT, LISTENER_TLS, MAX_MAX_CONNECTIONS, MAX_MAX_HEADER_BYTES,
     MAX_NAME_LEN, MAX_STREAMS_PER_CONNECTION, MAX_THREADS, MIN_MAX_HEADER_BYTES, REPORTS, SHUTDOWN,
     TOP,
@@ -772,7 +771,10 @@ fn feeds(sink: &mut Sink, node: &Node, base_dir: &Path) -> Vec<super::FeedConfig
                 _ => {
                     sink.error_hint(
                         url_node.pos,
-                        format!("feed {} is neither an http(s) URL nor a file: path", quote(text)),
+                        format!(
+                            "feed {} is neither an http(s) URL nor a file: path",
+                            quote(text)
+                        ),
                         "write an http(s) URL or file:path/to/feed (relative to this file)",
                     );
                     continue;
@@ -798,7 +800,10 @@ fn feeds(sink: &mut Sink, node: &Node, base_dir: &Path) -> Vec<super::FeedConfig
             None => Duration::from_secs(24 * 3600),
         };
         if out.iter().any(|feed| feed.url == url) {
-            sink.error(url_node.pos, format!("feed {} is listed twice", quote(text)));
+            sink.error(
+                url_node.pos,
+                format!("feed {} is listed twice", quote(text)),
+            );
             continue;
         }
         out.push(super::FeedConfig {

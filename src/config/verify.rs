@@ -440,7 +440,11 @@ fn list_with_format<'a>(
     use crate::crawlers::ListFormat;
     let table = Table::read(sink, node, &super::schema::RANGE_LIST, "an `ips` list")?;
     let Some(url) = table.get("url") else {
-        sink.error_hint(table.pos, "list is missing `url`", "e.g. {url: \"https://example.com/ips.html\", format: {regex: \"ip: ([0-9./]+)\"}}");
+        sink.error_hint(
+            table.pos,
+            "list is missing `url`",
+            "e.g. {url: \"https://example.com/ips.html\", format: {regex: \"ip: ([0-9./]+)\"}}",
+        );
         return None;
     };
     let format = match table.get("format") {
@@ -449,12 +453,21 @@ fn list_with_format<'a>(
             super::tree::Value::Str(word) if word == "auto" || word == "json" => ListFormat::Auto,
             super::tree::Value::Str(word) if word == "jafar" => ListFormat::Jafar,
             super::tree::Value::Map(_) => {
-                let inner = Table::read(sink, f, &super::schema::RANGE_LIST_FORMAT, "a list `format`")?;
+                let inner = Table::read(
+                    sink,
+                    f,
+                    &super::schema::RANGE_LIST_FORMAT,
+                    "a list `format`",
+                )?;
                 let pointer = inner.get("json_pointer");
                 let regex = inner.get("regex");
                 let format = match (pointer, regex) {
-                    (Some(p), None) => ListFormat::JsonPointer(reader::nonempty_string(sink, p, "json_pointer")?.to_owned()),
-                    (None, Some(r)) => ListFormat::Regex(reader::nonempty_string(sink, r, "regex")?.to_owned()),
+                    (Some(p), None) => ListFormat::JsonPointer(
+                        reader::nonempty_string(sink, p, "json_pointer")?.to_owned(),
+                    ),
+                    (None, Some(r)) => {
+                        ListFormat::Regex(reader::nonempty_string(sink, r, "regex")?.to_owned())
+                    }
                     _ => {
                         sink.error(f.pos, "a list `format` is one of `json_pointer` or `regex`");
                         return None;

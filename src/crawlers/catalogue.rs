@@ -726,7 +726,11 @@ mod tests {
             }
             // What an entry vouches for (addresses, names, signatures) must say where from.
             if def.verify.is_some() || !def.signing_agents.is_empty() {
-                assert!(def.source.starts_with("https://"), "{} has no source", def.name);
+                assert!(
+                    def.source.starts_with("https://"),
+                    "{} has no source",
+                    def.name
+                );
             }
         }
         // Added or updated in the 2026 refresh, each with its source.
@@ -743,7 +747,10 @@ mod tests {
             ("OAI-AdsBot", "https://openai.com/adsbot.json"),
             ("Claude-SearchBot", "https://claude.com/crawling/bots.json"),
             ("Claude-User", "https://claude.com/crawling/bots.json"),
-            ("MistralAI-Index", "https://mistral.ai/mistralai-index-ips.json"),
+            (
+                "MistralAI-Index",
+                "https://mistral.ai/mistralai-index-ips.json",
+            ),
         ] {
             let verify = get(name).and_then(|d| d.verify.clone()).unwrap_or_default();
             assert!(verify.ips.iter().any(|l| l == list), "{name} lacks {list}");
@@ -759,10 +766,10 @@ mod tests {
             Some(vec!["https://agent.bot.goog".to_string()])
         );
         // No list under Google's pre-2026 path.
-        assert!(!defs.iter().any(|d| d
-            .verify
-            .as_ref()
-            .is_some_and(|v| v.ips.iter().any(|l| l.contains("/static/search/apis/ipranges/")))));
+        assert!(!defs.iter().any(|d| d.verify.as_ref().is_some_and(|v| v
+            .ips
+            .iter()
+            .any(|l| l.contains("/static/search/apis/ipranges/")))));
     }
 
     fn def(name: &str, tokens: &[&str], pattern: &str, category: Category) -> CrawlerDef {

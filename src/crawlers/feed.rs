@@ -114,14 +114,7 @@ pub fn map_function(function: &str) -> (Category, Vec<String>) {
     let text = function.to_ascii_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| text.contains(w));
     let mut purposes = Vec::new();
-    if has(&[
-        "train",
-        "scrap",
-        "dataset",
-        "data collect",
-        "llm",
-        "model",
-    ]) {
+    if has(&["train", "scrap", "dataset", "data collect", "llm", "model"]) {
         purposes.push("training".to_string());
     }
     if has(&["search"]) {
@@ -276,8 +269,7 @@ pub fn merge(
     let mut defs = builtin;
     let mut dropped = Vec::new();
     let name_at = |defs: &[CrawlerDef], name: &str| {
-        defs.iter()
-            .position(|d| d.name.eq_ignore_ascii_case(name))
+        defs.iter().position(|d| d.name.eq_ignore_ascii_case(name))
     };
     for feed in feeds {
         for def in feed.iter() {
@@ -299,7 +291,8 @@ pub fn merge(
                 }
             }
             let pattern_owner = defs.iter().position(|d| {
-                d.pattern.eq_ignore_ascii_case(&def.pattern) && Some(&d.name) != same_name.map(|i| &defs[i].name)
+                d.pattern.eq_ignore_ascii_case(&def.pattern)
+                    && Some(&d.name) != same_name.map(|i| &defs[i].name)
             });
             if let Some(owner) = pattern_owner {
                 dropped.push(format!(
@@ -474,7 +467,10 @@ mod tests {
             entry("Gamma", "GammaTwo", Some("two")),
             entry("Delta", "Delta", Some("two")),
         ];
-        let extra = vec![entry("Gamma", "Gamma", None), entry("Epsilon", "Delta", None)];
+        let extra = vec![
+            entry("Gamma", "Gamma", None),
+            entry("Epsilon", "Delta", None),
+        ];
         let (defs, dropped) = merge(builtin, &[&one, &two], extra);
         let got: Vec<(&str, &str, Option<&str>)> = defs
             .iter()

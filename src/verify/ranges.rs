@@ -226,7 +226,9 @@ fn by_pointer(value: &Value, pointer: &str) -> Result<Vec<IpNet>, String> {
                 _ => {}
             }
             if next.len() > MAX_FORMAT_MATCHES {
-                return Err(format!("json_pointer reaches more than {MAX_FORMAT_MATCHES} values"));
+                return Err(format!(
+                    "json_pointer reaches more than {MAX_FORMAT_MATCHES} values"
+                ));
             }
         }
         current = next;
@@ -249,7 +251,9 @@ fn by_pointer(value: &Value, pointer: &str) -> Result<Vec<IpNet>, String> {
             _ => return Err(format!("value {index} the pointer reaches is not a string")),
         }
         if out.len() > MAX_FORMAT_MATCHES {
-            return Err(format!("json_pointer reaches more than {MAX_FORMAT_MATCHES} values"));
+            return Err(format!(
+                "json_pointer reaches more than {MAX_FORMAT_MATCHES} values"
+            ));
         }
     }
     Ok(out)
@@ -259,7 +263,9 @@ fn by_pointer(value: &Value, pointer: &str) -> Result<Vec<IpNet>, String> {
 fn by_regex(text: &str, pattern: &str) -> Result<Vec<IpNet>, String> {
     let regex = compile_format_regex(pattern)?;
     if regex.captures_len() != 2 {
-        return Err(format!("regex {pattern:?} must have exactly one capture group"));
+        return Err(format!(
+            "regex {pattern:?} must have exactly one capture group"
+        ));
     }
     let mut out = Vec::new();
     for captures in regex.captures_iter(text) {
@@ -267,7 +273,9 @@ fn by_regex(text: &str, pattern: &str) -> Result<Vec<IpNet>, String> {
             continue;
         };
         if out.len() == MAX_FORMAT_MATCHES {
-            return Err(format!("the regex matches more than {MAX_FORMAT_MATCHES} times"));
+            return Err(format!(
+                "the regex matches more than {MAX_FORMAT_MATCHES} times"
+            ));
         }
         out.push(prefix(found.as_str())?);
     }
@@ -441,7 +449,11 @@ pub struct ListCopy {
 
 impl ListCopy {
     /// A copy of `parsed`, with its validators.
-    pub fn new(parsed: ParsedList, etag: Option<String>, last_modified: Option<String>) -> ListCopy {
+    pub fn new(
+        parsed: ParsedList,
+        etag: Option<String>,
+        last_modified: Option<String>,
+    ) -> ListCopy {
         let prefixes = parsed.len();
         let mut by_service: HashMap<String, Vec<IpNet>> = HashMap::new();
         for (net, services) in parsed.for_services {
@@ -725,7 +737,10 @@ mod tests {
         let b = "file:/etc/robotsguard/b.json".to_string();
         lists.set_entries([a.as_str(), b.as_str()]);
         let both = [a.clone(), b.clone()];
-        assert_eq!(lists.answer("Bot", &both, ip("192.0.2.1")), ListAnswer::NotLoaded);
+        assert_eq!(
+            lists.answer("Bot", &both, ip("192.0.2.1")),
+            ListAnswer::NotLoaded
+        );
         let load = |entry: &str, prefixes: &[&str]| {
             let slots = lists.slots();
             let slot = slots.iter().find(|s| s.entry == entry).cloned();
@@ -754,8 +769,14 @@ mod tests {
             lists.answer("Bot", &both, ip("198.51.100.1")),
             ListAnswer::In(b.clone())
         );
-        assert_eq!(lists.answer("Bot", &both, ip("203.0.113.1")), ListAnswer::NotIn);
-        assert_eq!(lists.answer("Bot", &[], ip("203.0.113.1")), ListAnswer::NoLists);
+        assert_eq!(
+            lists.answer("Bot", &both, ip("203.0.113.1")),
+            ListAnswer::NotIn
+        );
+        assert_eq!(
+            lists.answer("Bot", &[], ip("203.0.113.1")),
+            ListAnswer::NoLists
+        );
         lists.set_entries([a.as_str()]);
         assert_eq!(lists.slots().len(), 1);
     }
@@ -769,7 +790,10 @@ mod tests {
         ]}"#;
         for (format, content_type) in [
             (ListFormat::Jafar, None),
-            (ListFormat::Auto, Some("application/jafar+json; charset=utf-8")),
+            (
+                ListFormat::Auto,
+                Some("application/jafar+json; charset=utf-8"),
+            ),
             (ListFormat::Auto, None),
         ] {
             let parsed = match parse_list_as(body, &format, content_type) {
@@ -822,7 +846,12 @@ mod tests {
         let parsed = parse_list_as(page, &format, None).unwrap_or_default();
         assert_eq!(parsed.open.len(), 2);
         // No capture group, two groups, no match, a capture that is no address: refused.
-        for pattern in [r"<td>[0-9./]+</td>", r"(a)(b)", r"nomatch(x)", r"<td>(Other)</td>"] {
+        for pattern in [
+            r"<td>[0-9./]+</td>",
+            r"(a)(b)",
+            r"nomatch(x)",
+            r"<td>(Other)</td>",
+        ] {
             assert!(
                 parse_list_as(page, &ListFormat::Regex(pattern.into()), None).is_err(),
                 "{pattern}"

@@ -17,9 +17,9 @@ use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 
 use super::ranges::{parse_list_as, ListCopy, ListSlot, ListSource, RangeLists};
-use crate::crawlers::ListFormat;
 use super::ranges::{read_file, MAX_LIST_BYTES};
 use crate::config::FetchProxy;
+use crate::crawlers::ListFormat;
 use crate::fetch::{FileWatcher, Validators};
 use crate::metrics::METRICS;
 use crate::net::url::get_url;
@@ -239,11 +239,10 @@ async fn keep_fresh(slot: Arc<ListSlot>, lists: Arc<RangeLists>, shared: Arc<Sha
                     .verify_list_prefixes
                     .with_label_values(&[&slot.entry])
                     .set(i64::try_from(copy.prefixes).unwrap_or(i64::MAX));
-                let unchanged = slot
-                    .copy
-                    .load()
-                    .as_ref()
-                    .is_some_and(|old| old.set == copy.set && old.by_service == copy.by_service);
+                let unchanged =
+                    slot.copy.load().as_ref().is_some_and(|old| {
+                        old.set == copy.set && old.by_service == copy.by_service
+                    });
                 if !unchanged {
                     tracing::info!(
                         list = %slot.entry,

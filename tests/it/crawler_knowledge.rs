@@ -87,7 +87,8 @@ origins:
             "NovaFetch": {"operator": "[Nova](https://nova.example/fetch)", "respect": "Unclear", "function": "AI Data Scrapers", "frequency": "No information.", "description": "Collects training data."}}"#,
     );
     assert!(
-        eventually(200, || from(&proxy, "192.0.2.1", "/page", NOVA).status == 403),
+        eventually(200, || from(&proxy, "192.0.2.1", "/page", NOVA).status
+            == 403),
         "the feed's crawler was not blocked:\n{}",
         proxy.stderr()
     );
@@ -98,10 +99,20 @@ origins:
     assert_eq!(explain["crawler"]["feed"], feed.as_str(), "{explain}");
     let metrics = proxy.metrics();
     assert_eq!(
-        metric(&metrics, "robotsguard_catalogue_entries", &[("source", &feed)]),
+        metric(
+            &metrics,
+            "robotsguard_catalogue_entries",
+            &[("source", &feed)]
+        ),
         2.0
     );
-    assert!(metric(&metrics, "robotsguard_catalogue_entries", &[("source", "builtin")]) > 100.0);
+    assert!(
+        metric(
+            &metrics,
+            "robotsguard_catalogue_entries",
+            &[("source", "builtin")]
+        ) > 100.0
+    );
 
     // A feed that no longer parses: refetched (with backoff from the 1 s refresh), never put in
     // force; the last good copy stays.
@@ -123,7 +134,8 @@ origins:
     // And one that drops the crawler takes it out again.
     origin.route("/robots.json", 200, "{}");
     assert!(
-        eventually(200, || from(&proxy, "192.0.2.1", "/page", NOVA).status == 200),
+        eventually(200, || from(&proxy, "192.0.2.1", "/page", NOVA).status
+            == 200),
         "the crawler stayed after the feed dropped it"
     );
 }

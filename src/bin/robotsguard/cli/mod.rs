@@ -310,8 +310,12 @@ fn verify_claim(
             .collect();
         if settings.ranges.enabled {
             let lists = verifier.lists();
-            for (list, error) in
-                robotsguard::verify::refresh::load_lists_once(lists, &with_formats, verifier.proxy()).await
+            for (list, error) in robotsguard::verify::refresh::load_lists_once(
+                lists,
+                &with_formats,
+                verifier.proxy(),
+            )
+            .await
             {
                 eprintln!("warning: {list}: {error}");
             }
