@@ -175,8 +175,14 @@ struct Shared {
     watcher: FileWatcher,
     proxy: Option<FetchProxy>,
     live: Arc<Live>,
-    store: Arc<FeedStore>,
     rebuild: tokio::sync::Notify,
+}
+
+impl Shared {
+    /// The feed store of the snapshot in force (an embedder may install snapshots of its own).
+    fn store(&self) -> Arc<FeedStore> {
+        self.live.load().feeds.clone()
+    }
 }
 
 #[async_trait]
@@ -187,7 +193,6 @@ impl BackgroundService for FeedRefresher {
             watcher: FileWatcher::new(),
             proxy: self.proxy.clone(),
             live: self.live.clone(),
-            store: self.live.load().feeds.clone(),
             rebuild: tokio::sync::Notify::new(),
         });
         let keeper = {
@@ -211,8 +216,9 @@ impl BackgroundService for FeedRefresher {
                 .map(|feed| (feed.clone(), feed.clone()))
                 .collect();
             let urls: Vec<String> = wanted.iter().map(|(f, _)| f.url.clone()).collect();
+            let store = shared.store();
             for url in &urls {
-                if shared.store.get(url).is_none() {
+                if store.get(url).is_none() {
                     METRICS
                         .catalogue_feed_loaded
                         .with_label_values(&[url])
@@ -228,7 +234,10 @@ impl BackgroundService for FeedRefresher {
                     }
                 },
             );
-            // A reload may have installed a catalogue without the newest copies.
+            // Copies of feeds no longer configured go; a reload may also have installed a
+            // catalogue without the newest copies.
+            let keep: Vec<&str> = urls.iter().map(String::as_str).collect();
+            store.retain(&keep);
             shared.rebuild.notify_one();
             if !crate::tasks::next_reload(&mut generations, &mut shutdown).await {
                 break;
@@ -252,7 +261,7 @@ async fn keep_fresh(feed: FeedConfig, shared: Arc<Shared>) {
                 }
             }
             None => {
-                let old = shared.store.get(&feed.url);
+                let old = shared.store().get(&feed.url);
                 fetch(&shared.connector, shared.proxy.as_ref(), old, &feed).await
             }
         };
@@ -260,23 +269,24 @@ async fn keep_fresh(feed: FeedConfig, shared: Arc<Shared>) {
             Got::Fresh(copy) => {
                 loaded(&feed, &copy);
                 let entries = copy.defs.len();
-                if shared.store.put(&feed.url, copy) {
+                if shared.store().put(&feed.url, copy) {
                     tracing::info!(feed = %feed.url, entries, "catalogue feed loaded");
                     shared.rebuild.notify_one();
                 }
                 failures = 0;
             }
             Got::NotModified => {
-                if let Some(old) = shared.store.get(&feed.url) {
+                let store = shared.store();
+                if let Some(old) = store.get(&feed.url) {
                     let mut confirmed = (*old).clone();
                     confirmed.fetched_at = SystemTime::now();
-                    shared.store.put(&feed.url, confirmed);
+                    store.put(&feed.url, confirmed);
                 }
                 failures = 0;
             }
             Got::Failed(error) => {
                 failures = failures.saturating_add(1);
-                let kept = if shared.store.get(&feed.url).is_some() {
+                let kept = if shared.store().get(&feed.url).is_some() {
                     "the last good copy stays in force"
                 } else {
                     "no copy yet: its crawlers are not in the catalogue"

@@ -605,14 +605,9 @@ impl Snapshot {
     /// Builds a snapshot. Origins whose robots settings match one in `previous` keep its robots
     /// slot (and so its copy); others start pending.
     pub fn build(config: Arc<Config>, previous: Option<&Snapshot>) -> Result<Snapshot, BuildError> {
+        // Copies of feeds this config no longer names are left out of its catalogue (the feed
+        // refresher forgets them once the snapshot is in force).
         let feeds = previous.map_or_else(Arc::default, |p| p.feeds.clone());
-        let keep: Vec<&str> = config
-            .crawlers
-            .feeds
-            .iter()
-            .map(|f| f.url.as_str())
-            .collect();
-        feeds.retain(&keep);
         let feeds_generation = feeds.generation();
         let identifier = build_identifier_with(&config, Some(&feeds))?;
         let mut origins = Vec::with_capacity(config.origins.len());

@@ -101,7 +101,7 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
          state: {{backend: redis, redis: {{url: \"redis://127.0.0.1:{no_store}/0\"}}}}\n\
          verify:\n  dns: {{servers: [\"{}\"], timeout: 1s}}\n  web_bot_auth:\n    \
          agents: [{{agent: \"https://bot.example\", crawler: ExampleBot, keys: \"file:keys.json\"}}]\n\
-         crawlers:\n  extra:\n    - name: ExampleBot\n      \
+         crawlers:\n  feeds: [{{url: \"file:feed.json\", format: ai-robots-txt}}]\n  extra:\n    - name: ExampleBot\n      \
          verify: {{ips: [\"file:ranges.json\"], rdns: [crawl.example.com]}}\n\
          origins:\n\
          \x20 - name: shop\n    hosts: [\"shop.example\"]\n    upstream: \"{}\"\n\
@@ -125,6 +125,10 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
         .second_listener(&tls_listener)
         .files(&[
             ("ranges.json", "[\"192.0.2.0/24\"]"),
+            (
+                "feed.json",
+                r#"{"NovaFetch": {"operator": "Nova", "function": "AI Data Scrapers"}}"#,
+            ),
             ("keys.json", keys),
             ("tls.pem", &cert),
             ("tls.key", &key),
