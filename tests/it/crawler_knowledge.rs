@@ -322,3 +322,22 @@ fn validate_refuses_a_broken_file_feed() {
         "{report}"
     );
 }
+
+#[test]
+fn serve_refuses_a_broken_file_feed_as_validate_does() {
+    let config = format!(
+        "listen: [{{address: \"127.0.0.1:{}\"}}]\nadmin: {{address: \"127.0.0.1:{}\"}}\nthreads: 1\n\
+         shutdown: {{grace: 1s}}\ncrawlers:\n  feeds: [{{url: \"file:feed.yaml\", format: robotsguard}}]\n\
+         origins:\n  - {{name: shop, hosts: [shop.example], upstream: \"127.0.0.1:9\"}}\n",
+        support::free_port(),
+        support::free_port()
+    );
+    // A robotsguard feed with an entry that breaks a catalogue rule (a two-letter pattern).
+    let broken = "crawlers:\n  - {name: Ab, tokens: [ab], pattern: Ab, category: other}\n";
+    let (code, err) = crate::fail_fast::serve_exit(&config, &[("feed.yaml", broken)]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("feed.yaml") && err.contains("shorter"),
+        "{err}"
+    );
+}
