@@ -15,7 +15,7 @@ use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 
 use crate::config::{FeedConfig, FetchProxy};
-use crate::crawlers::feed::{parse_feed, FeedCopy, FeedStore, MAX_FEED_BYTES};
+use crate::crawlers::feed::{parse_feed, parse_feed_in, FeedCopy, FeedStore, MAX_FEED_BYTES};
 use crate::fetch::{FileWatcher, Validators};
 use crate::metrics::METRICS;
 use crate::net::url::get_url;
@@ -44,7 +44,7 @@ pub fn load_file(feed: &FeedConfig) -> Result<FeedCopy, String> {
         return Err("not a file: feed".to_string());
     };
     let body = read_capped(path)?;
-    let parsed = parse_feed(feed.format, &body, &feed.url)?;
+    let parsed = parse_feed_in(feed.format, &body, &feed.url, path.parent())?;
     Ok(FeedCopy {
         defs: parsed.defs,
         skipped: parsed.skipped,

@@ -62,6 +62,17 @@ pub struct ParsedFeed {
 /// `robotsguard` feed with an entry that breaks a catalogue rule is refused whole (a team's
 /// own list should be right); an `ai-robots-txt` entry that cannot be an entry is skipped.
 pub fn parse_feed(format: FeedFormat, body: &[u8], feed: &str) -> Result<ParsedFeed, String> {
+    parse_feed_in(format, body, feed, None)
+}
+
+/// [`parse_feed`] for a feed read from a file in `base_dir`: its entries' `file:` range lists
+/// may be relative to that directory (a URL feed's must be absolute).
+pub fn parse_feed_in(
+    format: FeedFormat,
+    body: &[u8],
+    feed: &str,
+    base_dir: Option<&std::path::Path>,
+) -> Result<ParsedFeed, String> {
     if body.len() > MAX_FEED_BYTES {
         return Err(format!("larger than {MAX_FEED_BYTES} bytes"));
     }
@@ -69,7 +80,22 @@ pub fn parse_feed(format: FeedFormat, body: &[u8], feed: &str) -> Result<ParsedF
     let text = text.trim_start_matches('\u{feff}');
     let mut parsed = match format {
         FeedFormat::Robotsguard => {
-            let defs = parse_catalogue_yaml(text).map_err(|e| e.to_string())?;
+            let mut defs = parse_catalogue_yaml(text).map_err(|e| e.to_string())?;
+            if let Some(base) = base_dir {
+                for verify in defs.iter_mut().filter_map(|d| d.verify.as_mut()) {
+                    let absolute = |entry: &mut String| match entry.strip_prefix("file:") {
+                        Some(path) if !path.starts_with('/') && !path.is_empty() => {
+                            *entry = format!("file:{}", base.join(path).display());
+                        }
+                        _ => {}
+                    };
+                    verify.ips.iter_mut().for_each(absolute);
+                    verify
+                        .formats
+                        .iter_mut()
+                        .for_each(|(entry, _)| absolute(entry));
+                }
+            }
             let mut seen = HashMap::new();
             for (index, def) in defs.iter().enumerate() {
                 validate_entry(index, def).map_err(|e| e.to_string())?;
@@ -433,6 +459,29 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn a_file_feed_may_name_lists_beside_it() {
+        let body = "crawlers:\n  - {name: TeamBot, tokens: [teambot], pattern: TeamBot, category: other, verify: {ips: [\"file:lists/team.json\", {url: \"file:lists/page.html\", format: {regex: \"ip=([0-9./]+)\"}}]}}\n";
+        let dir = std::path::Path::new("/etc/robotsguard/feeds");
+        let parsed = match parse_feed_in(FeedFormat::Robotsguard, body.as_bytes(), "f", Some(dir)) {
+            Ok(parsed) => parsed,
+            Err(e) => panic!("{e}"),
+        };
+        let verify = parsed.defs[0].verify.clone().unwrap_or_default();
+        assert_eq!(
+            verify.ips,
+            [
+                "file:/etc/robotsguard/feeds/lists/team.json",
+                "file:/etc/robotsguard/feeds/lists/page.html"
+            ]
+        );
+        assert!(!verify
+            .format_of("file:/etc/robotsguard/feeds/lists/page.html")
+            .is_auto());
+        // From a URL, a relative file is refused.
+        assert!(parse_feed(FeedFormat::Robotsguard, body.as_bytes(), "f").is_err());
     }
 
     fn entry(name: &str, pattern: &str, feed: Option<&str>) -> CrawlerDef {
