@@ -791,7 +791,19 @@ pub fn build_identifier_with(
         };
         *counts.entry(source.to_string()).or_insert(0) += 1;
     }
-    let catalogue = Catalogue::new(defs).map_err(BuildError::Catalogue)?;
+    let from_feeds = defs.iter().any(|def| def.feed.is_some());
+    let catalogue = match Catalogue::new(defs) {
+        Ok(catalogue) => catalogue,
+        // Feed entries are checked one by one and clashes left out, so this is rare (the
+        // automaton's size limit); a feed must never keep the config from loading.
+        Err(e) if from_feeds => {
+            tracing::warn!(
+                "the crawler catalogue with its feeds is not usable ({e}); built without them"
+            );
+            return build_identifier_with(config, None);
+        }
+        Err(e) => return Err(BuildError::Catalogue(e)),
+    };
     let identifier =
         Identifier::new(catalogue, config.crawlers.generic).map_err(BuildError::Catalogue)?;
     if feeds.is_some() {
