@@ -341,3 +341,58 @@ fn serve_refuses_a_broken_file_feed_as_validate_does() {
         "{err}"
     );
 }
+
+#[test]
+fn a_reload_keeps_a_feeds_copy_and_one_that_drops_the_feed_drops_its_crawlers() {
+    let origin = Origin::start();
+    origin.route(
+        "/robots.json",
+        200,
+        r#"{"NovaFetch": {"operator": "Nova", "respect": "No", "function": "AI Data Scrapers"}}"#,
+    );
+    origin.route("/other.json", 200, "{}");
+    let body = |feed: &str, robots: &str| {
+        format!(
+            "crawlers:
+  generic: false
+  feeds:
+    - {{url: \"http://{up}{feed}\", format: ai-robots-txt, refresh: 1h}}
+origins:
+  - name: shop
+    hosts: [\"{HOST}\"]
+    upstream: \"{up}\"
+    robots: {{source: inline, text: \"User-agent: *\\nDisallow: {robots}\\n\"}}
+",
+            up = origin.addr()
+        )
+    };
+    let proxy = Proxy::start(&body("/robots.json", "/"));
+    let feed = format!("http://{}/robots.json", origin.addr());
+    assert!(
+        eventually(200, || proxy.get(HOST, "/page", NOVA).status == 403),
+        "the feed's crawler was not blocked:\n{}",
+        proxy.stderr()
+    );
+    assert!(proxy.wait_log("config reload: watching", 1, Duration::from_secs(10)));
+    let fetches = feed_fetches(&origin, "/robots.json");
+
+    // Another robots.txt, the same feed: its copy carries over (no refetch for an hour).
+    proxy.replace_config(&proxy.config_text(&body("/robots.json", "/private")));
+    assert_eq!(proxy.wait_reloads("success", 1.0), 1.0);
+    assert_eq!(proxy.get(HOST, "/page", NOVA).status, 200);
+    assert_eq!(proxy.get(HOST, "/private/x", NOVA).status, 403);
+    assert_eq!(proxy.get(HOST, "/private/x", support::BROWSER).status, 200);
+    assert_eq!(feed_fetches(&origin, "/robots.json"), fetches);
+
+    // The feed replaced by another: its crawler and its series go.
+    proxy.replace_config(&proxy.config_text(&body("/other.json", "/private")));
+    assert_eq!(proxy.wait_reloads("success", 2.0), 2.0);
+    assert!(
+        eventually(200, || proxy.get(HOST, "/private/x", NOVA).status == 200),
+        "the dropped feed's crawler is still known"
+    );
+    assert!(
+        eventually(200, || !proxy.metrics().contains(&feed)),
+        "the dropped feed's series stay"
+    );
+}
