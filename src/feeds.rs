@@ -200,7 +200,10 @@ impl BackgroundService for FeedRefresher {
             tokio::spawn(async move {
                 loop {
                     shared.rebuild.notified().await;
-                    rebuild(&shared.live);
+                    // Parsing the built-in catalogue and compiling the automata takes
+                    // milliseconds: off the request workers.
+                    let live = shared.live.clone();
+                    let _ = tokio::task::spawn_blocking(move || rebuild(&live)).await;
                 }
             })
         };
