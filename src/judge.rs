@@ -724,6 +724,7 @@ mod tests {
             slot.copy
                 .store(Some(Arc::new(crate::verify::ranges::ListCopy {
                     set: crate::verify::ranges::RangeSet::new(prefixes),
+                    by_service: Vec::new(),
                     prefixes: 1,
                     etag: None,
                     last_modified: None,

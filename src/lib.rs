@@ -70,6 +70,7 @@ pub mod config;
 pub mod console;
 pub mod crawlers;
 pub mod enforce;
+pub mod feeds;
 mod fetch;
 pub mod guard;
 pub mod judge;

@@ -153,6 +153,12 @@ pub struct Metrics {
     /// `robotsguard_crawler_range_list_loaded{list}`: 1 once a copy of the list is in force, 0
     /// until then (from start, for every list crawlers name).
     pub crawler_range_list_loaded: IntGaugeVec,
+    /// `robotsguard_catalogue_feed_loaded{feed}`: 1 while a copy of the catalogue feed is in
+    /// force, 0 while none was ever loaded.
+    pub catalogue_feed_loaded: IntGaugeVec,
+    /// `robotsguard_catalogue_entries{source}`: crawler catalogue entries in force by where
+    /// they came from (`builtin`, `extra`, or a feed's url).
+    pub catalogue_entries: IntGaugeVec,
     /// `robotsguard_state_backend_up`: 1 while the state store answers (always with `memory`),
     /// 0 while decisions fall back to this process's memory.
     pub state_backend_up: IntGauge,
@@ -178,7 +184,7 @@ pub const CONNECTION_REFUSALS: [&str; 4] = [
 pub const REQUEST_REFUSALS: [&str; 2] = ["max_streams_per_connection", "max_requests_in_flight"];
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 50] = [
+pub const METRIC_NAMES: [&str; 52] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -227,6 +233,8 @@ pub const METRIC_NAMES: [&str; 50] = [
     "robotsguard_banned_clients",
     "robotsguard_banned_browser_requests_total",
     "robotsguard_crawler_range_list_loaded",
+    "robotsguard_catalogue_feed_loaded",
+    "robotsguard_catalogue_entries",
     "robotsguard_state_backend_up",
     "robotsguard_state_backend_errors_total",
 ];
@@ -578,6 +586,18 @@ impl Metrics {
             "1 while a copy of the crawler IP range list is in force, 0 while none was ever loaded (claims of its crawlers stay unverified).",
             &["list"],
         );
+        let catalogue_feed_loaded = gauge(
+            &registry,
+            "robotsguard_catalogue_feed_loaded",
+            "1 while a copy of the crawler catalogue feed is in force, 0 while none was ever loaded (its crawlers are not in the catalogue).",
+            &["feed"],
+        );
+        let catalogue_entries = gauge(
+            &registry,
+            "robotsguard_catalogue_entries",
+            "Crawler catalogue entries in force, by where they came from: builtin, extra, or a catalogue feed's url.",
+            &["source"],
+        );
         let state_backend_up = IntGauge::new(
             "robotsguard_state_backend_up",
             "1 while the state store (state.backend) answers within its timeout; 0 while Crawl-delay, strikes and robots.txt reads are decided from this process's memory alone.",
@@ -645,6 +665,8 @@ impl Metrics {
             banned_clients,
             banned_browser_requests,
             crawler_range_list_loaded,
+            catalogue_feed_loaded,
+            catalogue_entries,
             state_backend_up,
             state_backend_errors,
         }
@@ -655,6 +677,12 @@ impl Metrics {
         let _ = self.verify_list_prefixes.remove_label_values(&[list]);
         let _ = self.verify_list_last_success.remove_label_values(&[list]);
         let _ = self.crawler_range_list_loaded.remove_label_values(&[list]);
+    }
+
+    /// Drops the series of a catalogue feed no longer configured.
+    pub fn forget_feed(&self, feed: &str) {
+        let _ = self.catalogue_feed_loaded.remove_label_values(&[feed]);
+        let _ = self.catalogue_entries.remove_label_values(&[feed]);
     }
 
     /// Counts an answer by status class; `origin` is `None` before routing (`unrouted`).
@@ -789,6 +817,8 @@ impl Metrics {
             Box::new(self.banned_clients.clone()),
             Box::new(self.banned_browser_requests.clone()),
             Box::new(self.crawler_range_list_loaded.clone()),
+            Box::new(self.catalogue_feed_loaded.clone()),
+            Box::new(self.catalogue_entries.clone()),
             Box::new(self.state_backend_up.clone()),
             Box::new(self.state_backend_errors.clone()),
         ]

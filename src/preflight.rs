@@ -17,6 +17,9 @@ pub fn problems(config: &Config) -> Vec<String> {
     if let Err(e) = crate::snapshot::build_identifier(config) {
         problems.push(e.to_string());
     }
+    // A feed in a file is read like any other file the config names: a broken one is refused
+    // now rather than silently leaving its crawlers out.
+    problems.extend(crate::feeds::file_problems(&config.crawlers.feeds));
     for origin in &config.origins {
         if let Some(tls) = &origin.upstream_tls {
             if let Err(e) = crate::upstream::tls::load(tls) {

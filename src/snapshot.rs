@@ -16,6 +16,7 @@ use crate::client_address::AddressSet;
 /// Routing looks hosts up in the form the config writes them in; the one normaliser is config's.
 pub use crate::config::normalize_host;
 use crate::config::{Config, OnUnreachable, OriginConfig, RobotsConfig, RobotsSource};
+use crate::crawlers::feed::FeedStore;
 use crate::crawlers::{Catalogue, CatalogueError, Identifier, RobotsTokenScanner};
 use crate::metrics::{OriginRequestSeries, RobotsState};
 use crate::robots::{MatchMode, Robots, RobotsTxt};
@@ -594,13 +595,21 @@ pub struct Snapshot {
     pub origins: Vec<Arc<Origin>>,
     by_host: HashMap<String, usize>,
     by_name: HashMap<String, usize>,
+    /// The catalogue feeds' copies in force, shared by every snapshot of the process.
+    pub feeds: Arc<FeedStore>,
+    /// The feeds' generation the identifier was built with.
+    pub feeds_generation: u64,
 }
 
 impl Snapshot {
     /// Builds a snapshot. Origins whose robots settings match one in `previous` keep its robots
     /// slot (and so its copy); others start pending.
     pub fn build(config: Arc<Config>, previous: Option<&Snapshot>) -> Result<Snapshot, BuildError> {
-        let identifier = build_identifier(&config)?;
+        // Copies of feeds this config no longer names are left out of its catalogue (the feed
+        // refresher forgets them once the snapshot is in force).
+        let feeds = previous.map_or_else(Arc::default, |p| p.feeds.clone());
+        let feeds_generation = feeds.generation();
+        let identifier = build_identifier_with(&config, Some(&feeds))?;
         let mut origins = Vec::with_capacity(config.origins.len());
         let mut by_host = HashMap::new();
         // Looked up by name, so carrying 10,000 origins over stays linear.
@@ -689,6 +698,24 @@ impl Snapshot {
             origins,
             by_host,
             by_name,
+            feeds,
+            feeds_generation,
+        })
+    }
+
+    /// The same snapshot with its catalogue rebuilt from the feeds' copies now in force: what a
+    /// feed refresh installs. Origins, their robots.txt slots and upstreams are shared.
+    pub fn with_fresh_catalogue(&self) -> Result<Snapshot, BuildError> {
+        let feeds_generation = self.feeds.generation();
+        let identifier = build_identifier_with(&self.config, Some(&self.feeds))?;
+        Ok(Snapshot {
+            config: self.config.clone(),
+            identifier,
+            origins: self.origins.clone(),
+            by_host: self.by_host.clone(),
+            by_name: self.by_name.clone(),
+            feeds: self.feeds.clone(),
+            feeds_generation,
         })
     }
 
@@ -723,12 +750,71 @@ pub fn check_upstream_tls(config: &Config) -> Result<(), BuildError> {
 /// The crawler identifier a config asks for: the catalogue (built in, plus `crawlers.extra`)
 /// with its checks, and the generic rules.
 pub fn build_identifier(config: &Config) -> Result<Identifier, BuildError> {
-    let defs = config
+    build_identifier_with(config, None)
+}
+
+/// [`build_identifier`] with the feeds' copies in `feeds` merged in; counts the entries by
+/// where they came from (`robotsguard_catalogue_entries`).
+pub fn build_identifier_with(
+    config: &Config,
+    feeds: Option<&FeedStore>,
+) -> Result<Identifier, BuildError> {
+    let (defs, dropped) = config
         .crawlers
-        .catalogue_defs()
+        .catalogue_defs_with(feeds)
         .map_err(BuildError::Catalogue)?;
-    let catalogue = Catalogue::new(defs).map_err(BuildError::Catalogue)?;
-    Identifier::new(catalogue, config.crawlers.generic).map_err(BuildError::Catalogue)
+    for line in &dropped {
+        tracing::debug!("catalogue feed entry left out: {line}");
+    }
+    let mut counts: HashMap<String, i64> = HashMap::new();
+    counts.insert("builtin".to_string(), 0);
+    counts.insert("extra".to_string(), 0);
+    for feed in &config.crawlers.feeds {
+        counts.insert(feed.url.clone(), 0);
+    }
+    let extra_names: Vec<&str> = config
+        .crawlers
+        .extra
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    for def in &defs {
+        let source = match &def.feed {
+            Some(feed) => feed.as_str(),
+            None if extra_names
+                .iter()
+                .any(|n| n.eq_ignore_ascii_case(&def.name)) =>
+            {
+                "extra"
+            }
+            None => "builtin",
+        };
+        *counts.entry(source.to_string()).or_insert(0) += 1;
+    }
+    let from_feeds = defs.iter().any(|def| def.feed.is_some());
+    let catalogue = match Catalogue::new(defs) {
+        Ok(catalogue) => catalogue,
+        // Feed entries are checked one by one and clashes left out, so this is rare (the
+        // automaton's size limit); a feed must never keep the config from loading.
+        Err(e) if from_feeds => {
+            tracing::warn!(
+                "the crawler catalogue with its feeds is not usable ({e}); built without them"
+            );
+            return build_identifier_with(config, None);
+        }
+        Err(e) => return Err(BuildError::Catalogue(e)),
+    };
+    let identifier =
+        Identifier::new(catalogue, config.crawlers.generic).map_err(BuildError::Catalogue)?;
+    if feeds.is_some() {
+        for (source, count) in counts {
+            crate::metrics::METRICS
+                .catalogue_entries
+                .with_label_values(&[source.as_str()])
+                .set(count);
+        }
+    }
+    Ok(identifier)
 }
 
 /// The snapshot in force, shared by the proxy, the admin listener and the background tasks.
@@ -760,6 +846,17 @@ impl Live {
     pub fn install(&self, snapshot: Snapshot) {
         self.snapshot.store(Arc::new(snapshot));
         self.generation.send_modify(|generation| *generation += 1);
+    }
+
+    /// Installs `snapshot` only if `expected` is still the one in force (a feed refresh must not
+    /// undo a reload that happened while it built); `false`: it was not installed.
+    pub fn install_if_current(&self, expected: &Arc<Snapshot>, snapshot: Snapshot) -> bool {
+        let previous = self.snapshot.compare_and_swap(expected, Arc::new(snapshot));
+        let installed = Arc::ptr_eq(&previous, expected);
+        if installed {
+            self.generation.send_modify(|generation| *generation += 1);
+        }
+        installed
     }
 
     /// Changes whenever a new snapshot is installed.

@@ -858,6 +858,27 @@ pub struct CrawlersConfig {
     pub generic: bool,
     /// Crawlers added by the operator, in file order; names are unique.
     pub extra: Vec<ExtraCrawler>,
+    /// Catalogue feeds (`crawlers.feeds`), in file order; urls are unique.
+    pub feeds: Vec<FeedConfig>,
+}
+
+/// One `crawlers.feeds` entry: where a feed of catalogue entries is published and how.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FeedConfig {
+    /// An `http(s)://` URL, or `file:` and an absolute path; also the feed's name in metrics,
+    /// logs, `identify` and `/explain`.
+    pub url: String,
+    /// How it is written.
+    pub format: crate::crawlers::feed::FeedFormat,
+    /// How often it is fetched (or, for a file, read) again; default 24 hours.
+    pub refresh: Duration,
+}
+
+impl FeedConfig {
+    /// The file it is read from, for a `file:` feed.
+    pub fn file(&self) -> Option<&std::path::Path> {
+        self.url.strip_prefix("file:").map(std::path::Path::new)
+    }
 }
 
 /// An operator-defined crawler.
@@ -1054,17 +1075,29 @@ impl CrawlersConfig {
     /// with each `extra` entry appended or replacing the built-in one of the same name. Checked by
     /// [`crate::crawlers::Catalogue::new`], which `load_*` already ran on it.
     pub fn catalogue_defs(&self) -> Result<Vec<CrawlerDef>, CatalogueError> {
-        let mut defs: Vec<CrawlerDef> = if self.builtin {
+        self.catalogue_defs_with(None).map(|(defs, _)| defs)
+    }
+
+    /// [`CrawlersConfig::catalogue_defs`] with the copies in force of the configured feeds
+    /// merged in (see [`crate::crawlers::feed`]), and one line per feed entry left out.
+    pub fn catalogue_defs_with(
+        &self,
+        feeds: Option<&crate::crawlers::feed::FeedStore>,
+    ) -> Result<(Vec<CrawlerDef>, Vec<String>), CatalogueError> {
+        let builtin: Vec<CrawlerDef> = if self.builtin {
             builtin_defs()?
         } else {
             Vec::new()
         };
-        for extra in &self.extra {
-            // A user entry replaces a built-in one of the same name.
-            defs.retain(|existing| !existing.name.eq_ignore_ascii_case(&extra.name));
-            defs.push(extra.to_def());
-        }
-        Ok(defs)
+        let copies: Vec<_> = feeds.map_or_else(Vec::new, |store| {
+            self.feeds
+                .iter()
+                .filter_map(|feed| store.get(&feed.url))
+                .collect()
+        });
+        let slices: Vec<&[CrawlerDef]> = copies.iter().map(|copy| copy.defs.as_slice()).collect();
+        let extra = self.extra.iter().map(ExtraCrawler::to_def).collect();
+        Ok(crate::crawlers::feed::merge(builtin, &slices, extra))
     }
 }
 
@@ -1078,6 +1111,11 @@ impl ExtraCrawler {
             operator: self.operator.clone().unwrap_or_default(),
             ignores_global: self.ignores_global,
             verify: self.verify.clone(),
+            purposes: Vec::new(),
+            signing_agents: Vec::new(),
+            source: String::new(),
+            replace: false,
+            feed: None,
         }
     }
 }

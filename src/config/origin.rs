@@ -357,6 +357,8 @@ pub(crate) fn paths(sink: &mut Sink, node: Option<&Node>, base: &PathsConfig) ->
 #[derive(Debug, Clone, Default)]
 pub(crate) struct KnownCrawlers {
     pub names: Vec<String>,
+    /// Catalogue feeds are configured: a name outside `names` may come from one.
+    pub open: bool,
 }
 
 impl KnownCrawlers {
@@ -422,7 +424,7 @@ pub(crate) fn policy(
         }
     }
     for (key, key_pos, value) in map_entries(sink, table.get("crawlers"), "crawlers") {
-        let Some(name) = known.find(key) else {
+        let Some(name) = known.find(key).or(known.open.then_some(key)) else {
             sink.error_hint(
                 key_pos,
                 format!("no crawler is named {}{}", quote(key), known.suggest(key)),

@@ -110,6 +110,12 @@ fn categories() -> Vec<&'static str> {
 const MODE: Ty = Ty::Words(|| names(&super::origin::MODES));
 const IMPOSTORS: Ty = Ty::Words(|| names(&super::origin::IMPOSTORS));
 const WEB_BOT_AUTH_MODE: Ty = Ty::Words(|| names(&super::origin::WEB_BOT_AUTH_MODES));
+const FEED_FORMAT: Ty = Ty::Words(|| {
+    crate::crawlers::feed::FeedFormat::ALL
+        .iter()
+        .map(|f| f.as_str())
+        .collect()
+});
 const POLICY_ACTION: Ty = Ty::Words(|| names(&super::origin::ACTIONS));
 
 static TOP: SectionDoc = SectionDoc {
@@ -412,6 +418,24 @@ static CRAWLERS: SectionDoc = SectionDoc {
             "`[]`",
             "More crawlers; an entry named like a built-in one replaces it.",
         ),
+        key(
+            "feeds",
+            Ty::List(&Ty::Section(&FEED)),
+            "`[]`",
+            "Catalogue feeds, merged over the built-in catalogue while the proxy runs (built-in entries win unless a feed entry says `replace: true`; `extra` wins over both).",
+        ),
+    ],
+};
+
+static FEED: SectionDoc = SectionDoc {
+    id: "feed",
+    section: &schema::FEED,
+    title: "A catalogue feed",
+    doc: "Fetched at start and every `refresh` (conditional requests, backoff from 10 s on failure, at most 4 MiB); a copy that does not parse never replaces the last good one.",
+    keys: &[
+        required("url", Ty::Str, "An http(s) URL, or `file:path` (relative to the config file; checked by `validate` and `serve`, re-read when it changes)."),
+        key("format", FEED_FORMAT, "`robotsguard`", "`robotsguard` (the schema of `config/crawlers.yaml`) or `ai-robots-txt` (the ai.robots.txt project's `robots.json`, its `function` mapped to a category and purposes)."),
+        key("refresh", Ty::Duration, "`24h`", "How often it is fetched again (at least `1s`)."),
     ],
 };
 
@@ -437,8 +461,40 @@ static CRAWLER_VERIFY: SectionDoc = SectionDoc {
     title: "A crawler's verification data",
     doc: "",
     keys: &[
-        key("ips", Ty::OneOrList(&Ty::Str), "none", "IP range lists: `http(s)://` URLs or `file:` paths (relative to the config file); the operators' JSON, the `ip_prefix` variant, or plain addresses and networks."),
+        key("ips", Ty::OneOrList(&Ty::AnyOf(&[Ty::Str, Ty::Section(&RANGE_LIST)])), "none", "IP range lists: `http(s)://` URLs or `file:` paths (relative to the config file); the operators' JSON, the `ip_prefix` variant, JAFAR, or plain addresses and networks; or `{url, format}` for a list in another shape."),
         key("rdns", Ty::OneOrList(&Ty::Str), "none", "Reverse DNS suffixes (forward-confirmed, on a label boundary)."),
+    ],
+};
+
+static RANGE_LIST: SectionDoc = SectionDoc {
+    id: "range_list",
+    section: &schema::RANGE_LIST,
+    title: "A range list with its format",
+    doc: "",
+    keys: &[
+        required("url", Ty::Str, "An `http(s)://` URL or a `file:` path."),
+        key("format", Ty::AnyOf(&[Ty::Words(|| vec!["jafar"]), Ty::Section(&RANGE_LIST_FORMAT)]), "by the list's shape", "`jafar` (per-prefix `services`: a prefix vouches only for the crawlers it names), or a selector mapping."),
+    ],
+};
+
+static RANGE_LIST_FORMAT: SectionDoc = SectionDoc {
+    id: "range_list_format",
+    section: &schema::RANGE_LIST_FORMAT,
+    title: "A range list selector",
+    doc: "One of the two keys. At most 100,000 values or matches; more is a broken list.",
+    keys: &[
+        key(
+            "json_pointer",
+            Ty::Str,
+            "none",
+            "A JSON pointer whose `*` steps match every member, e.g. `/prefixes/*/ip_prefix`.",
+        ),
+        key(
+            "regex",
+            Ty::Str,
+            "none",
+            "A regular expression with exactly one capture group, for lists inside text or HTML.",
+        ),
     ],
 };
 
@@ -715,6 +771,9 @@ pub(crate) static SECTIONS: &[&SectionDoc] = &[
     &CRAWLERS,
     &EXTRA_CRAWLER,
     &CRAWLER_VERIFY,
+    &RANGE_LIST,
+    &RANGE_LIST_FORMAT,
+    &FEED,
     &ORIGIN,
     &UPSTREAM_TLS,
     &ROBOTS,

@@ -107,6 +107,16 @@ pub(crate) const SIGNATURE_AGENT: Section = Section {
     keys: &["agent", "crawler", "keys"],
 };
 
+pub(crate) const RANGE_LIST: Section = Section {
+    place: "in an `ips` list",
+    keys: &["url", "format"],
+};
+
+pub(crate) const RANGE_LIST_FORMAT: Section = Section {
+    place: "in a list `format`",
+    keys: &["json_pointer", "regex"],
+};
+
 pub(crate) const CRAWLER_VERIFY: Section = Section {
     place: "in crawler `verify`",
     keys: &["ips", "rdns"],
@@ -239,7 +249,12 @@ pub(crate) const ROBOTS: Section = Section {
 
 pub(crate) const CRAWLERS: Section = Section {
     place: "in `crawlers`",
-    keys: &["builtin", "generic", "extra"],
+    keys: &["builtin", "generic", "extra", "feeds"],
+};
+
+pub(crate) const FEED: Section = Section {
+    place: "in feed",
+    keys: &["url", "format", "refresh"],
 };
 
 pub(crate) const EXTRA_CRAWLER: Section = Section {
@@ -300,6 +315,9 @@ pub(crate) const ALL: &[(&str, &Section)] = &[
     ("ORIGIN_WEB_BOT_AUTH", &ORIGIN_WEB_BOT_AUTH),
     ("SIGNATURE_AGENT", &SIGNATURE_AGENT),
     ("CRAWLER_VERIFY", &CRAWLER_VERIFY),
+    ("RANGE_LIST", &RANGE_LIST),
+    ("RANGE_LIST_FORMAT", &RANGE_LIST_FORMAT),
+    ("FEED", &FEED),
     ("ADMIN", &ADMIN),
     ("LIMITS", &LIMITS),
     ("POLICY", &POLICY),

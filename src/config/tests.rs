@@ -79,7 +79,8 @@ fn minimal_config_gets_every_default() {
         CrawlersConfig {
             builtin: true,
             generic: true,
-            extra: vec![]
+            extra: vec![],
+            feeds: vec![]
         }
     );
     assert_eq!(c.source_path, None);
@@ -458,7 +459,7 @@ origins:
             "t.yaml:4:3: unknown key `moed` in `defaults`; did you mean `mode`? (expected one of: mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth)",
             "t.yaml:5:11: unknown key `staus` in `block`; did you mean `status`? (expected one of: status, body)",
             "t.yaml:6:12: unknown key `refesh` in `defaults.robots`; did you mean `refresh`? (expected one of: refresh, timeout, on_unreachable, max_size)",
-            "t.yaml:7:12: unknown key `extras` in `crawlers`; did you mean `extra`? (expected one of: builtin, generic, extra)",
+            "t.yaml:7:12: unknown key `extras` in `crawlers`; did you mean `extra`? (expected one of: builtin, generic, extra, feeds)",
             "t.yaml:12:11: unknown key `snii` in upstream `tls`; did you mean `sni`? (expected one of: sni, verify, ca, client_cert, client_key)",
             "t.yaml:13:14: unknown key `max-size` in `robots`; did you mean `max_size`? (expected one of: source, path, text, url, refresh, timeout, on_unreachable, max_size, serve)",
         ]
@@ -1633,6 +1634,7 @@ defaults:
                 "file:/etc/robotsguard/ranges/extra.json".into()
             ],
             rdns: vec!["crawl.bot.example".into()],
+            ..Default::default()
         })
     );
     assert_eq!(c.origins[0].impostors, Impostors::Ignore);
@@ -1970,4 +1972,111 @@ fn state_is_restart_only() {
     let mut kept = new.clone();
     keep_restart_only(&mut kept, &old);
     assert_eq!(kept.state, StateConfig::Memory);
+}
+
+// ------------------------------------------------------------------ catalogue feeds
+
+#[test]
+fn catalogue_feeds_and_their_checks() {
+    use crate::crawlers::feed::FeedFormat;
+    let c = ok(&format!(
+        "crawlers:
+  feeds:
+    - {{url: \"https://feeds.example/robots.json\", format: ai-robots-txt, refresh: 6h}}
+    - {{url: \"file:feeds/ours.yaml\"}}
+{ORIGIN}"
+    ));
+    assert_eq!(c.crawlers.feeds.len(), 2);
+    assert_eq!(c.crawlers.feeds[0].format, FeedFormat::AiRobotsTxt);
+    assert_eq!(c.crawlers.feeds[0].refresh, Duration::from_secs(6 * 3600));
+    assert_eq!(c.crawlers.feeds[1].format, FeedFormat::Robotsguard);
+    assert_eq!(c.crawlers.feeds[1].refresh, Duration::from_secs(24 * 3600));
+    assert!(c.crawlers.feeds[1].url.starts_with("file:/"));
+    assert!(c.crawlers.feeds[1].file().is_some());
+    one_error(
+        &format!("crawlers:\n  feeds:\n    - {{url: \"ftp://x.example/f\"}}\n{ORIGIN}"),
+        3,
+        13,
+        "neither an http(s) URL nor a file: path",
+    );
+    one_error(
+        &format!(
+            "crawlers:\n  feeds:\n    - {{url: \"https://x.example/f\", format: json}}\n{ORIGIN}"
+        ),
+        3,
+        44,
+        "format",
+    );
+    one_error(
+        &format!(
+            "crawlers:\n  feeds:\n    - {{url: \"https://x.example/f\", refresh: 10ms}}\n{ORIGIN}"
+        ),
+        3,
+        45,
+        "at least 1s",
+    );
+    one_error(
+        &format!("crawlers:\n  feeds:\n    - {{url: \"https://x.example/f\"}}\n    - {{url: \"https://x.example/f\"}}\n{ORIGIN}"),
+        4,
+        13,
+        "listed twice",
+    );
+    one_error(
+        &format!("crawlers:\n  feeds:\n    - {{format: robotsguard}}\n{ORIGIN}"),
+        3,
+        7,
+        "missing `url`",
+    );
+    // With feeds, a policy may name a crawler a feed will bring.
+    let c = ok(&format!(
+        "crawlers:\n  feeds: [{{url: \"https://x.example/f\"}}]\n{ORIGIN}    policy:\n      crawlers: {{NovaFetch: block}}\n"
+    ));
+    assert_eq!(c.origins[0].policy.crawlers[0].0, "NovaFetch");
+}
+
+#[test]
+fn range_list_formats_in_extra_crawlers() {
+    use crate::crawlers::ListFormat;
+    let c = ok(&format!(
+        "crawlers:
+  extra:
+    - name: PageBot
+      verify:
+        ips:
+          - \"https://a.example/plain.json\"
+          - {{url: \"https://a.example/j.json\", format: jafar}}
+          - {{url: \"https://a.example/p.json\", format: {{json_pointer: \"/prefixes/*/ip_prefix\"}}}}
+          - {{url: \"https://a.example/page.html\", format: {{regex: \"IP: ([0-9./]+)\"}}}}
+{ORIGIN}"
+    ));
+    let verify = c.crawlers.extra[0].verify.clone().unwrap_or_default();
+    assert_eq!(verify.ips.len(), 4);
+    assert_eq!(
+        verify.format_of("https://a.example/plain.json"),
+        ListFormat::Auto
+    );
+    assert_eq!(
+        verify.format_of("https://a.example/j.json"),
+        ListFormat::Jafar
+    );
+    assert_eq!(
+        verify.format_of("https://a.example/p.json"),
+        ListFormat::JsonPointer("/prefixes/*/ip_prefix".into())
+    );
+    assert_eq!(
+        verify.format_of("https://a.example/page.html"),
+        ListFormat::Regex("IP: ([0-9./]+)".into())
+    );
+    for (format, says) in [
+        ("{regex: \"no group\"}", "exactly one"),
+        ("{regex: \"(\"}", "does not compile"),
+        ("{json_pointer: \"prefixes\"}", "start with"),
+        ("{json_pointer: \"/a\", regex: \"(a)\"}", "one of"),
+        ("xml", "a list `format` is"),
+    ] {
+        let all = errors(&format!(
+            "crawlers:\n  extra:\n    - name: PageBot\n      verify:\n        ips: [{{url: \"https://a.example/l\", format: {format}}}]\n{ORIGIN}"
+        ));
+        assert!(all.iter().any(|e| e.contains(says)), "{format}: {all:?}");
+    }
 }

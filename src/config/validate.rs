@@ -17,7 +17,7 @@ use super::reader::{self, Table};
 use super::schema::ACCESS_LOG;
 use super::schema::{
     ADMIN, CRAWLERS, DEFAULTS, DEFAULT_ADMIN, DEFAULT_BLOCK_STATUS, DEFAULT_GRACE, DEFAULT_LISTEN,
-    DEFAULT_REFRESH, DEFAULT_ROBOTS, DEFAULT_ROBOTS_MAX_SIZE, DEFAULT_TIMEOUT, EXTRA_CRAWLER,
+    DEFAULT_REFRESH, DEFAULT_ROBOTS, DEFAULT_ROBOTS_MAX_SIZE, DEFAULT_TIMEOUT, EXTRA_CRAWLER, FEED,
     LIMITS, LISTENER, LISTENER_CERT, LISTENER_TLS, MAX_MAX_CONNECTIONS, MAX_MAX_HEADER_BYTES,
     MAX_NAME_LEN, MAX_STREAMS_PER_CONNECTION, MAX_THREADS, MIN_MAX_HEADER_BYTES, REPORTS, SHUTDOWN,
     TOP,
@@ -57,6 +57,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
             builtin: true,
             generic: true,
             extra: Vec::new(),
+            feeds: Vec::new(),
         },
         origins: Vec::new(),
         verify: super::VerifyConfig::default(),
@@ -610,6 +611,8 @@ fn check_catalogue(
     };
     let names = KnownCrawlers {
         names: defs.iter().map(|d| d.name.clone()).collect(),
+        // Feeds add crawlers while running: a policy may name one before it is there.
+        open: !crawlers.feeds.is_empty(),
     };
     if !report {
         return names;
@@ -694,6 +697,9 @@ fn crawlers(
     {
         out.generic = b;
     }
+    if let Some(n) = table.get("feeds") {
+        out.feeds = feeds(sink, n, base_dir);
+    }
     let items = table
         .get("extra")
         .and_then(|n| reader::list(sink, n, "extra"))
@@ -728,6 +734,87 @@ fn crawlers(
         });
     }
     (out, positions)
+}
+
+/// `crawlers.feeds`: each `{url, format, refresh}`, urls unique, `file:` paths made absolute.
+fn feeds(sink: &mut Sink, node: &Node, base_dir: &Path) -> Vec<super::FeedConfig> {
+    use crate::crawlers::feed::FeedFormat;
+    let mut out: Vec<super::FeedConfig> = Vec::new();
+    let formats: Vec<(&'static str, FeedFormat)> =
+        FeedFormat::ALL.iter().map(|f| (f.as_str(), *f)).collect();
+    for item in reader::list(sink, node, "feeds").unwrap_or_default() {
+        let Some(table) = Table::read(sink, item, &FEED, "each feed") else {
+            continue;
+        };
+        let Some(url_node) = table.get("url") else {
+            sink.error_hint(
+                table.pos,
+                "feed is missing `url`",
+                "e.g. url: https://example.com/crawlers.yaml, or url: \"file:feeds/crawlers.yaml\"",
+            );
+            continue;
+        };
+        let Some(text) = reader::nonempty_string(sink, url_node, "url") else {
+            continue;
+        };
+        let url = match text.strip_prefix("file:") {
+            Some("") => {
+                sink.error(url_node.pos, format!("feed {} names no file", quote(text)));
+                continue;
+            }
+            Some(path) => format!("file:{}", base_dir.join(path).display()),
+            None => match url::Url::parse(text) {
+                Ok(parsed)
+                    if matches!(parsed.scheme(), "http" | "https")
+                        && parsed.host_str().is_some() =>
+                {
+                    text.to_owned()
+                }
+                _ => {
+                    sink.error_hint(
+                        url_node.pos,
+                        format!(
+                            "feed {} is neither an http(s) URL nor a file: path",
+                            quote(text)
+                        ),
+                        "write an http(s) URL or file:path/to/feed (relative to this file)",
+                    );
+                    continue;
+                }
+            },
+        };
+        let format = match table.get("format") {
+            Some(n) => match reader::choice(sink, n, "format", &formats) {
+                Some(format) => format,
+                None => continue,
+            },
+            None => FeedFormat::Robotsguard,
+        };
+        let refresh = match table.get("refresh") {
+            Some(n) => match reader::duration(sink, n, "refresh") {
+                Some(d) if d >= Duration::from_secs(1) => d,
+                Some(_) => {
+                    sink.error(n.pos, "a feed's `refresh` must be at least 1s");
+                    continue;
+                }
+                None => continue,
+            },
+            None => Duration::from_secs(24 * 3600),
+        };
+        if out.iter().any(|feed| feed.url == url) {
+            sink.error(
+                url_node.pos,
+                format!("feed {} is listed twice", quote(text)),
+            );
+            continue;
+        }
+        out.push(super::FeedConfig {
+            url,
+            format,
+            refresh,
+        });
+    }
+    out
 }
 
 /// One `crawlers.extra` entry and the position of its name.

@@ -408,12 +408,28 @@ pub(crate) fn crawler_verify(sink: &mut Sink, node: &Node, base_dir: &Path) -> O
     let mut ok = true;
     if let Some(n) = table.get("ips") {
         for item in reader::one_or_many(n) {
+            // `{url: ..., format: ...}`: a list read other than by its shape.
+            let (item, format) = match &item.value {
+                super::tree::Value::Map(_) => match list_with_format(sink, item) {
+                    Some(pair) => pair,
+                    None => {
+                        ok = false;
+                        continue;
+                    }
+                },
+                _ => (item, crate::crawlers::ListFormat::Auto),
+            };
             let Some(text) = reader::nonempty_string(sink, item, "ips") else {
                 ok = false;
                 continue;
             };
             match list_source(text, base_dir) {
-                Ok(source) => out.ips.push(source),
+                Ok(source) => {
+                    if !format.is_auto() {
+                        out.formats.push((source.clone(), format));
+                    }
+                    out.ips.push(source);
+                }
                 Err(why) => {
                     ok = false;
                     sink.error_hint(
@@ -456,6 +472,67 @@ pub(crate) fn crawler_verify(sink: &mut Sink, node: &Node, base_dir: &Path) -> O
 }
 
 /// An `ips` entry as stored: the URL as written, or `file:` and the absolute path.
+/// An `ips` item written `{url, format}`: the url's node and the format (`jafar`, `auto`,
+/// `{json_pointer: "/prefixes/*/ip_prefix"}` or `{regex: "..."}` with one capture group).
+fn list_with_format<'a>(
+    sink: &mut Sink,
+    node: &'a Node,
+) -> Option<(&'a Node, crate::crawlers::ListFormat)> {
+    use crate::crawlers::ListFormat;
+    let table = Table::read(sink, node, &super::schema::RANGE_LIST, "an `ips` list")?;
+    let Some(url) = table.get("url") else {
+        sink.error_hint(
+            table.pos,
+            "list is missing `url`",
+            "e.g. {url: \"https://example.com/ips.html\", format: {regex: \"ip: ([0-9./]+)\"}}",
+        );
+        return None;
+    };
+    let format = match table.get("format") {
+        None => ListFormat::Auto,
+        Some(f) => match &f.value {
+            super::tree::Value::Str(word) if word == "auto" || word == "json" => ListFormat::Auto,
+            super::tree::Value::Str(word) if word == "jafar" => ListFormat::Jafar,
+            super::tree::Value::Map(_) => {
+                let inner = Table::read(
+                    sink,
+                    f,
+                    &super::schema::RANGE_LIST_FORMAT,
+                    "a list `format`",
+                )?;
+                let pointer = inner.get("json_pointer");
+                let regex = inner.get("regex");
+                let format = match (pointer, regex) {
+                    (Some(p), None) => ListFormat::JsonPointer(
+                        reader::nonempty_string(sink, p, "json_pointer")?.to_owned(),
+                    ),
+                    (None, Some(r)) => {
+                        ListFormat::Regex(reader::nonempty_string(sink, r, "regex")?.to_owned())
+                    }
+                    _ => {
+                        sink.error(f.pos, "a list `format` is one of `json_pointer` or `regex`");
+                        return None;
+                    }
+                };
+                if let Err(e) = crate::crawlers::check_format(&format) {
+                    sink.error(f.pos, e);
+                    return None;
+                }
+                format
+            }
+            _ => {
+                sink.error_hint(
+                    f.pos,
+                    "a list `format` is `auto`, `jafar`, `{json_pointer: ...}` or `{regex: ...}`",
+                    "e.g. format: {json_pointer: \"/prefixes/*/ip_prefix\"}",
+                );
+                return None;
+            }
+        },
+    };
+    Some((url, format))
+}
+
 fn list_source(text: &str, base_dir: &Path) -> Result<String, &'static str> {
     if let Some(path) = text.strip_prefix("file:") {
         if path.is_empty() {

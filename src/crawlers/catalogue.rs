@@ -41,19 +41,130 @@ pub struct CrawlerDef {
     /// How a request claiming to be this crawler is checked; none: it cannot be.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<VerifyData>,
+    /// What its fetches are for, in purpose words (`search`, `training`, `agent`, `other`), as
+    /// a feed states them; empty: not stated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub purposes: Vec<String>,
+    /// Web Bot Auth signature agents (`https://` origins, the `Signature-Agent` value) whose
+    /// valid signatures identify this crawler.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signing_agents: Vec<String>,
+    /// Where the entry's facts come from: the operator's page (an https URL).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
+    /// In a `robotsguard`-format feed: the entry replaces the built-in one of the same name
+    /// (without it, the built-in entry wins).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub replace: bool,
+    /// The feed the entry came from (its `url` as configured); none: built in or `extra`.
+    /// Set when feeds are merged, never read from a file.
+    #[serde(skip)]
+    pub feed: Option<String>,
+}
+
+/// How a published IP range list is read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
+pub enum ListFormat {
+    /// Recognised by its shape: the operators' JSON (`prefixes` of `ipv4Prefix`, `ipv6Prefix`
+    /// or `ip_prefix`), JAFAR (per-prefix `services` honoured), that JSON inside an HTML page,
+    /// a JSON array, or one address or network a line.
+    #[default]
+    Auto,
+    /// JAFAR (`application/jafar+json`): a prefix with `services` vouches only for the
+    /// crawlers it names.
+    Jafar,
+    /// A JSON pointer (RFC 6901) whose `*` segments walk every element of an array or value of
+    /// an object: `/prefixes/*/ip_prefix`. Each string reached is an address or network.
+    JsonPointer(String),
+    /// A regular expression with one capture group, run over the body as text (a list inside
+    /// an HTML page): each capture is an address or network.
+    Regex(String),
+}
+
+impl ListFormat {
+    /// Whether it is the default (recognised by shape).
+    pub fn is_auto(&self) -> bool {
+        matches!(self, ListFormat::Auto)
+    }
 }
 
 /// Where a crawler's operator publishes who its crawler is.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "RawVerifyData")]
 pub struct VerifyData {
-    /// IP range lists: `http(s)://` URLs, or `file:` followed by an absolute path.
+    /// IP range lists: `http(s)://` URLs, or `file:` followed by an absolute path. In a file
+    /// an item may also be `{url: ..., format: ...}` (see `formats`).
     #[serde(default)]
     pub ips: Vec<String>,
     /// Reverse DNS suffixes (lower case, no leading dot): a forward-confirmed name of the
     /// client's address must end in one of them on a label boundary.
     #[serde(default)]
     pub rdns: Vec<String>,
+    /// How a list of `ips` is read when not by its shape: the list's entry and its format.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub formats: Vec<(String, ListFormat)>,
+}
+
+impl VerifyData {
+    /// How the list `entry` is read.
+    pub fn format_of(&self, entry: &str) -> ListFormat {
+        self.formats
+            .iter()
+            .find(|(list, _)| list == entry)
+            .map_or(ListFormat::Auto, |(_, format)| format.clone())
+    }
+}
+
+/// An `ips` item as written: a URL, or a URL with its format.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum IpsItem {
+    Url(String),
+    WithFormat(ListWithFormat),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListWithFormat {
+    url: String,
+    #[serde(default)]
+    format: ListFormat,
+}
+
+/// `verify` as written in a catalogue file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVerifyData {
+    #[serde(default)]
+    ips: Vec<IpsItem>,
+    #[serde(default)]
+    rdns: Vec<String>,
+    #[serde(default)]
+    formats: Vec<(String, ListFormat)>,
+}
+
+impl From<RawVerifyData> for VerifyData {
+    fn from(raw: RawVerifyData) -> VerifyData {
+        let mut out = VerifyData {
+            ips: Vec::with_capacity(raw.ips.len()),
+            rdns: raw.rdns,
+            formats: raw.formats,
+        };
+        for item in raw.ips {
+            match item {
+                IpsItem::Url(url) => out.ips.push(url),
+                IpsItem::WithFormat(ListWithFormat { url, format }) => {
+                    if !format.is_auto() {
+                        out.formats.push((url.clone(), format));
+                    }
+                    out.ips.push(url);
+                }
+            }
+        }
+        out
+    }
 }
 
 /// What a decision reports of a crawler (its name, metric label, category and tokens), made
@@ -72,6 +183,15 @@ pub struct CrawlerInfo {
     /// How its claims are checked, when its operator publishes that.
     #[serde(skip)]
     pub verify: Option<VerifyData>,
+    /// The feed its catalogue entry came from; none: built in or `extra`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub feed: Option<String>,
+    /// Its purposes, as its entry states them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub purposes: Vec<String>,
+    /// Signature agents whose valid signatures identify it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub signing_agents: Vec<String>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -181,6 +301,47 @@ pub fn builtin_defs() -> Result<Vec<CrawlerDef>, CatalogueError> {
     parse_catalogue_yaml(BUILTIN_YAML)
 }
 
+/// The purpose words an entry may state.
+pub const PURPOSES: [&str; 4] = ["search", "training", "agent", "other"];
+
+/// The most captures (or pointer matches) a list read with a `regex` or `json_pointer` format
+/// may yield; more is refused as a broken list, not cut short.
+pub const MAX_FORMAT_MATCHES: usize = 100_000;
+
+/// Whether a list format is usable: a pointer starts with `/`; a regex compiles (within a
+/// size limit) and has exactly one capture group.
+pub fn check_format(format: &ListFormat) -> Result<(), String> {
+    match format {
+        ListFormat::Auto | ListFormat::Jafar => Ok(()),
+        ListFormat::JsonPointer(pointer) => {
+            if pointer.starts_with('/') {
+                Ok(())
+            } else {
+                Err(format!("json_pointer {pointer:?} does not start with `/`"))
+            }
+        }
+        ListFormat::Regex(pattern) => {
+            let regex = compile_format_regex(pattern)?;
+            if regex.captures_len() == 2 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "regex {pattern:?} has {} capture groups; it needs exactly one",
+                    regex.captures_len() - 1
+                ))
+            }
+        }
+    }
+}
+
+/// Compiles a list's `regex` with a size limit (it comes from a config or a feed).
+pub fn compile_format_regex(pattern: &str) -> Result<regex::Regex, String> {
+    regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| format!("regex {pattern:?} does not compile: {e}"))
+}
+
 /// An immutable, validated set of crawler definitions with one Aho-Corasick automaton over
 /// all their patterns. Built once at config load; shared by every request.
 #[derive(Debug, Clone)]
@@ -242,6 +403,9 @@ impl Catalogue {
                     category: def.category,
                     tokens: def.tokens.clone(),
                     verify: def.verify.clone(),
+                    feed: def.feed.clone(),
+                    purposes: def.purposes.clone(),
+                    signing_agents: def.signing_agents.clone(),
                 })
             })
             .collect();
@@ -366,6 +530,11 @@ pub struct NamedEntry {
     pub end: usize,
 }
 
+/// Checks one entry against the rules of [`Catalogue::new`] that concern it alone.
+pub(crate) fn validate_entry(index: usize, def: &CrawlerDef) -> Result<(), CatalogueError> {
+    validate(index, def)
+}
+
 fn validate(index: usize, def: &CrawlerDef) -> Result<(), CatalogueError> {
     let invalid = |reason: String| CatalogueError::Invalid {
         index,
@@ -426,7 +595,31 @@ fn validate(index: usize, def: &CrawlerDef) -> Result<(), CatalogueError> {
     if def.operator.chars().any(char::is_control) {
         return Err(invalid("operator has control characters".into()));
     }
+    for purpose in &def.purposes {
+        if !PURPOSES.contains(&purpose.as_str()) {
+            return Err(invalid(format!(
+                "purpose {purpose:?} is not one of {}",
+                PURPOSES.join(", ")
+            )));
+        }
+    }
+    for agent in &def.signing_agents {
+        if !agent.starts_with("https://") || agent.chars().any(|c| c.is_control() || c == ' ') {
+            return Err(invalid(format!(
+                "signing agent {agent:?} is not an https:// URL"
+            )));
+        }
+    }
+    if !def.source.is_empty() && !def.source.starts_with("https://") {
+        return Err(invalid(format!(
+            "source {:?} is not an https:// URL",
+            def.source
+        )));
+    }
     if let Some(verify) = &def.verify {
+        for (list, format) in &verify.formats {
+            check_format(format).map_err(|e| invalid(format!("verify list {list:?}: {e}")))?;
+        }
         if verify.ips.is_empty() && verify.rdns.is_empty() {
             return Err(invalid("verify names no ips and no rdns".into()));
         }
@@ -502,18 +695,81 @@ mod tests {
         bad.verify = Some(VerifyData {
             ips: vec!["ftp://x".into()],
             rdns: vec![],
+            ..Default::default()
         });
         assert!(validate(0, &bad).is_err());
         bad.verify = Some(VerifyData {
             ips: vec![],
             rdns: vec!["Example.com".into()],
+            ..Default::default()
         });
         assert!(validate(0, &bad).is_err());
         bad.verify = Some(VerifyData {
             ips: vec!["file:/etc/l.json".into()],
             rdns: vec!["crawl.example.com".into()],
+            ..Default::default()
         });
         assert!(validate(0, &bad).is_ok());
+    }
+
+    #[test]
+    fn every_list_is_https_and_every_vouched_entry_has_a_source() {
+        let defs = builtin_defs().unwrap_or_default();
+        assert!(!defs.is_empty());
+        for def in &defs {
+            let verify = def.verify.clone().unwrap_or_default();
+            for list in &verify.ips {
+                assert!(list.starts_with("https://"), "{}: {list}", def.name);
+            }
+            for agent in &def.signing_agents {
+                assert!(agent.starts_with("https://"), "{}: {agent}", def.name);
+            }
+            // What an entry vouches for (addresses, names, signatures) must say where from.
+            if def.verify.is_some() || !def.signing_agents.is_empty() {
+                assert!(
+                    def.source.starts_with("https://"),
+                    "{} has no source",
+                    def.name
+                );
+            }
+        }
+        // Added or updated in the 2026 refresh, each with its source.
+        let get = |name: &str| defs.iter().find(|d| d.name == name);
+        for (name, list) in [
+            (
+                "Google-Agent",
+                "https://developers.google.com/static/crawling/ipranges/user-triggered-agents.json",
+            ),
+            (
+                "Googlebot",
+                "https://developers.google.com/static/crawling/ipranges/user-triggered-agents.json",
+            ),
+            ("OAI-AdsBot", "https://openai.com/adsbot.json"),
+            ("Claude-SearchBot", "https://claude.com/crawling/bots.json"),
+            ("Claude-User", "https://claude.com/crawling/bots.json"),
+            (
+                "MistralAI-Index",
+                "https://mistral.ai/mistralai-index-ips.json",
+            ),
+        ] {
+            let verify = get(name).and_then(|d| d.verify.clone()).unwrap_or_default();
+            assert!(verify.ips.iter().any(|l| l == list), "{name} lacks {list}");
+        }
+        for name in ["meta-webindexer", "MistralAI-Training"] {
+            assert!(
+                get(name).is_some_and(|d| d.source.starts_with("https://")),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            get("Google-Agent").map(|d| d.signing_agents.clone()),
+            Some(vec!["https://agent.bot.goog".to_string()])
+        );
+        // No list under Google's pre-2026 path.
+        assert!(!defs.iter().any(|d| d.verify.as_ref().is_some_and(|v| v
+            .ips
+            .iter()
+            .any(|l| l.contains("/static/search/apis/ipranges/")))));
     }
 
     fn def(name: &str, tokens: &[&str], pattern: &str, category: Category) -> CrawlerDef {
@@ -525,6 +781,11 @@ mod tests {
             operator: String::new(),
             ignores_global: false,
             verify: None,
+            purposes: Vec::new(),
+            signing_agents: Vec::new(),
+            source: String::new(),
+            replace: false,
+            feed: None,
         }
     }
 

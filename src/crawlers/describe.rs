@@ -27,6 +27,9 @@ pub struct OwnedIdentity {
     pub generic_rule: Option<GenericRule>,
     /// Its bounded metric label (the catalogue name, else `other`).
     pub metric_label: String,
+    /// The catalogue feed its entry came from (absent: built in or `crawlers.extra`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub feed: Option<String>,
 }
 
 impl From<&Identity<'_>> for OwnedIdentity {
@@ -40,6 +43,7 @@ impl From<&Identity<'_>> for OwnedIdentity {
             source: id.source,
             generic_rule: id.generic_rule,
             metric_label: id.metric_label().to_owned(),
+            feed: id.def.and_then(|def| def.feed.clone()),
         }
     }
 }
@@ -77,7 +81,12 @@ pub fn describe(identity: Option<&Identity<'_>>) -> String {
     }
     out.push_str("), ");
     match (id.source, id.generic_rule) {
-        (IdentitySource::Catalogue, _) => out.push_str("from the catalogue"),
+        (IdentitySource::Catalogue, _) => match id.def.and_then(|def| def.feed.as_deref()) {
+            Some(feed) => {
+                let _ = write!(out, "from the catalogue feed {feed}");
+            }
+            None => out.push_str("from the catalogue"),
+        },
         (IdentitySource::RobotsTxt, _) => out.push_str("named in this site's robots.txt"),
         (IdentitySource::Generic, Some(rule)) => {
             let _ = write!(out, "by the generic rule: {}", rule.explain());

@@ -7,6 +7,7 @@
 //! - [`Identifier`]: runs the stages (catalogue, robots.txt names, generic rules) on one
 //!   User-Agent and returns a borrowed [`Identity`] with its ordered [`TokenList`].
 //! - [`describe`] and [`report`]: output for the CLI.
+//! - [`feed`]: catalogue feeds read into entries and merged with the built-in ones.
 //!
 //! ```
 //! use robotsguard::crawlers::{Category, Identifier};
@@ -31,6 +32,7 @@
 mod catalogue;
 pub mod category;
 mod describe;
+pub mod feed;
 mod identify;
 mod memo;
 mod robots_tokens;
@@ -40,8 +42,9 @@ mod words;
 pub use words::MAX_NAMES_CONSIDERED;
 
 pub use catalogue::{
-    builtin_defs, parse_catalogue_yaml, Catalogue, CatalogueError, CrawlerDef, CrawlerInfo,
-    NamedEntry, VerifyData, BUILTIN_YAML, MIN_PATTERN_LEN, OTHER_LABEL,
+    builtin_defs, check_format, compile_format_regex, parse_catalogue_yaml, Catalogue,
+    CatalogueError, CrawlerDef, CrawlerInfo, ListFormat, NamedEntry, VerifyData, BUILTIN_YAML,
+    MAX_FORMAT_MATCHES, MIN_PATTERN_LEN, OTHER_LABEL, PURPOSES,
 };
 pub use category::Category;
 pub use describe::{describe, report, IdentityReport, OwnedIdentity};

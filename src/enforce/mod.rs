@@ -88,6 +88,9 @@ impl Crawler {
                 category: identity.category,
                 tokens: identity.tokens.to_vec(),
                 verify: None,
+                feed: None,
+                purposes: Vec::new(),
+                signing_agents: Vec::new(),
             }),
         };
         Crawler {
@@ -126,13 +129,18 @@ impl Crawler {
 impl Serialize for Crawler {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut out = serializer.serialize_struct("Crawler", 6)?;
+        let mut out = serializer.serialize_struct("Crawler", 7)?;
         out.serialize_field("name", &self.info.name)?;
         out.serialize_field("label", &self.info.label)?;
         out.serialize_field("category", &self.info.category)?;
         out.serialize_field("tokens", &self.info.tokens)?;
         out.serialize_field("source", &self.source)?;
         out.serialize_field("ignores_global", &self.ignores_global)?;
+        // Which catalogue feed the entry came from; absent for built-in and `extra` entries.
+        match &self.info.feed {
+            Some(feed) => out.serialize_field("feed", feed)?,
+            None => out.skip_field("feed")?,
+        }
         out.end()
     }
 }

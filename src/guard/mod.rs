@@ -240,8 +240,14 @@ impl Guard {
         unknown_hosts: UnknownHosts,
         registry: Option<&prometheus::Registry>,
     ) -> Result<Guard, GuardError> {
-        let snapshot =
+        let mut snapshot =
             Snapshot::build(Arc::new(config), None).map_err(|e| GuardError(ErrorKind::Build(e)))?;
+        // Feeds in files are in the catalogue from the first request (URLs follow shortly).
+        if crate::feeds::load_files(&snapshot) {
+            snapshot = snapshot
+                .with_fresh_catalogue()
+                .map_err(|e| GuardError(ErrorKind::Build(e)))?;
+        }
         crate::metrics::register_into(registry.unwrap_or(prometheus::default_registry()))
             .map_err(|e| GuardError(ErrorKind::Metrics(e)))?;
         for origin in &snapshot.config.origins {
@@ -256,10 +262,8 @@ impl Guard {
         let verifier = Arc::new(crate::verify::Verifier::new(&snapshot.config.verify));
         if snapshot.config.verify.ranges.enabled {
             // Every list is reported (not loaded) from the start, before its first fetch.
-            let lists = crate::verify::refresh::list_entries(&snapshot);
-            verifier
-                .lists()
-                .set_entries(lists.iter().map(String::as_str));
+            let lists = crate::verify::refresh::list_formats(&snapshot);
+            verifier.lists().set_lists(&lists);
         }
         let snapshot_state = snapshot.config.state.clone();
         let reports_settings = snapshot.config.reports;
@@ -339,6 +343,13 @@ impl Guard {
                 crate::logs::SuppressedLinesReporter,
             )),
         ];
+        services.push(Box::new(background_service(
+            "crawler catalogue feeds",
+            crate::feeds::FeedRefresher {
+                live: self.live.clone(),
+                proxy: self.verifier.proxy().cloned(),
+            },
+        )));
         services.extend(self.verifier.services(self.live.clone()));
         if let Some(store) = self.store.service(self.live.clone()) {
             services.push(Box::new(background_service("shared state store", store)));

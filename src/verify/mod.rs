@@ -228,7 +228,7 @@ impl Verifier {
         }
         let public = is_public(ip);
         let lists = if self.settings.ranges.enabled || data.ips.is_empty() {
-            self.lists.answer(&data.ips, ip)
+            self.lists.answer(crawler, &data.ips, ip)
         } else {
             ListAnswer::Off
         };
@@ -393,6 +393,7 @@ mod tests {
         VerifyData {
             ips: ips.iter().map(|s| s.to_string()).collect(),
             rdns: rdns.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
         }
     }
 

@@ -13,6 +13,7 @@ use ipnet::IpNet;
 use serde_json::Value;
 
 use super::ListAnswer;
+use crate::crawlers::{compile_format_regex, ListFormat, MAX_FORMAT_MATCHES};
 
 /// The most prefixes one list may hold: operators' lists hold hundreds to a few thousand.
 pub const MAX_PREFIXES: usize = 100_000;
@@ -108,26 +109,177 @@ impl RangeSet {
 /// per line (`#` comments). A bare address is one host. A list without a single prefix is an
 /// error: a broken list must not replace a good one.
 pub fn parse_list(body: &[u8]) -> Result<Vec<IpNet>, String> {
+    parse_list_as(body, &ListFormat::Auto, None).map(|parsed| {
+        let mut all = parsed.open;
+        all.extend(parsed.for_services.into_iter().map(|(net, _)| net));
+        all
+    })
+}
+
+/// A list as read: the prefixes that vouch for every crawler naming the list, and (JAFAR) the
+/// prefixes that vouch only for the services they name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParsedList {
+    /// Prefixes without `services`.
+    pub open: Vec<IpNet>,
+    /// Prefixes with `services`, each with the names (lower case).
+    pub for_services: Vec<(IpNet, Vec<String>)>,
+}
+
+impl ParsedList {
+    /// Prefixes held, all told.
+    pub fn len(&self) -> usize {
+        self.open.len() + self.for_services.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The media type of JAFAR lists (draft-illyes-webbotauth-jafar).
+pub const JAFAR_MEDIA_TYPE: &str = "application/jafar+json";
+
+/// Parses a list in `format` ([`ListFormat::Auto`]: by its shape, see [`parse_list`]; a body
+/// served as `application/jafar+json` is read as JAFAR). JAFAR and the shape-recognised JSON
+/// honour a prefix's `services` (a string or a list of names): such a prefix vouches only for
+/// the crawlers it names. A list without a single prefix is an error.
+pub fn parse_list_as(
+    body: &[u8],
+    format: &ListFormat,
+    content_type: Option<&str>,
+) -> Result<ParsedList, String> {
     let text = std::str::from_utf8(body).map_err(|e| format!("not UTF-8 text: {e}"))?;
     let text = text.trim_start_matches('\u{feff}').trim();
     if text.is_empty() {
         return Err("the list is empty".to_string());
     }
-    let prefixes = if text.starts_with('{') || text.starts_with('[') {
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
-        from_json(&value)?
-    } else if text.starts_with('<') {
-        let value = json_in_page(text)
-            .ok_or_else(|| "an HTML page without a JSON list of prefixes in it".to_string())?;
-        from_json(&value)?
-    } else {
-        from_lines(text)?
+    let jafar_type = content_type.is_some_and(|t| {
+        t.split(';')
+            .next()
+            .is_some_and(|m| m.trim().eq_ignore_ascii_case(JAFAR_MEDIA_TYPE))
+    });
+    let parsed = match format {
+        ListFormat::JsonPointer(pointer) => {
+            let value: Value =
+                serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+            ParsedList {
+                open: by_pointer(&value, pointer)?,
+                for_services: Vec::new(),
+            }
+        }
+        ListFormat::Regex(pattern) => ParsedList {
+            open: by_regex(text, pattern)?,
+            for_services: Vec::new(),
+        },
+        ListFormat::Jafar => {
+            let value: Value =
+                serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+            if !value.get("prefixes").is_some_and(Value::is_array) {
+                return Err("a JAFAR list is an object with a `prefixes` array".to_string());
+            }
+            from_json(&value)?
+        }
+        ListFormat::Auto if jafar_type || text.starts_with('{') || text.starts_with('[') => {
+            let value: Value =
+                serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+            from_json(&value)?
+        }
+        ListFormat::Auto if text.starts_with('<') => {
+            let value = json_in_page(text)
+                .ok_or_else(|| "an HTML page without a JSON list of prefixes in it".to_string())?;
+            from_json(&value)?
+        }
+        _ => ParsedList {
+            open: from_lines(text)?,
+            for_services: Vec::new(),
+        },
     };
-    if prefixes.is_empty() {
+    if parsed.is_empty() {
         return Err("the list holds no prefixes".to_string());
     }
-    Ok(prefixes)
+    Ok(parsed)
+}
+
+/// Every string `pointer` reaches in `value`, each an address or network. A `*` segment walks
+/// every element of an array (or value of an object); `~1` and `~0` are `/` and `~`.
+fn by_pointer(value: &Value, pointer: &str) -> Result<Vec<IpNet>, String> {
+    let Some(rest) = pointer.strip_prefix('/') else {
+        return Err(format!("json_pointer {pointer:?} does not start with `/`"));
+    };
+    let segments: Vec<String> = rest
+        .split('/')
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    let mut current: Vec<&Value> = vec![value];
+    for segment in &segments {
+        let mut next = Vec::new();
+        for node in current {
+            match (segment.as_str(), node) {
+                ("*", Value::Array(items)) => next.extend(items.iter()),
+                ("*", Value::Object(map)) => next.extend(map.values()),
+                (key, Value::Object(map)) => next.extend(map.get(key)),
+                (index, Value::Array(items)) => {
+                    next.extend(index.parse::<usize>().ok().and_then(|i| items.get(i)));
+                }
+                _ => {}
+            }
+            if next.len() > MAX_FORMAT_MATCHES {
+                return Err(format!(
+                    "json_pointer reaches more than {MAX_FORMAT_MATCHES} values"
+                ));
+            }
+        }
+        current = next;
+    }
+    let mut out = Vec::with_capacity(current.len());
+    for (index, node) in current.into_iter().enumerate() {
+        match node {
+            Value::String(text) => {
+                out.push(prefix(text).map_err(|e| format!("value {index}: {e}"))?);
+            }
+            // A pointer may stop at an array of strings.
+            Value::Array(items) => {
+                for item in items {
+                    let text = item
+                        .as_str()
+                        .ok_or_else(|| format!("value {index} holds a non-string"))?;
+                    out.push(prefix(text).map_err(|e| format!("value {index}: {e}"))?);
+                }
+            }
+            _ => return Err(format!("value {index} the pointer reaches is not a string")),
+        }
+        if out.len() > MAX_FORMAT_MATCHES {
+            return Err(format!(
+                "json_pointer reaches more than {MAX_FORMAT_MATCHES} values"
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Each capture of `pattern`'s one group over `text`, as an address or network.
+fn by_regex(text: &str, pattern: &str) -> Result<Vec<IpNet>, String> {
+    let regex = compile_format_regex(pattern)?;
+    if regex.captures_len() != 2 {
+        return Err(format!(
+            "regex {pattern:?} must have exactly one capture group"
+        ));
+    }
+    let mut out = Vec::new();
+    for captures in regex.captures_iter(text) {
+        let Some(found) = captures.get(1) else {
+            continue;
+        };
+        if out.len() == MAX_FORMAT_MATCHES {
+            return Err(format!(
+                "the regex matches more than {MAX_FORMAT_MATCHES} times"
+            ));
+        }
+        out.push(prefix(found.as_str())?);
+    }
+    Ok(out)
 }
 
 fn prefix(text: &str) -> Result<IpNet, String> {
@@ -144,7 +296,7 @@ fn cut(text: &str) -> String {
     text.chars().take(64).collect()
 }
 
-fn from_json(value: &Value) -> Result<Vec<IpNet>, String> {
+fn from_json(value: &Value) -> Result<ParsedList, String> {
     let items = match value {
         Value::Object(map) => match map.get("prefixes") {
             Some(Value::Array(items)) => items,
@@ -157,17 +309,38 @@ fn from_json(value: &Value) -> Result<Vec<IpNet>, String> {
     if items.len() > MAX_PREFIXES {
         return Err(format!("more than {MAX_PREFIXES} prefixes"));
     }
-    let mut out = Vec::with_capacity(items.len());
+    let mut out = ParsedList::default();
     for (index, item) in items.iter().enumerate() {
-        let text = match item {
-            Value::String(text) => text.as_str(),
-            Value::Object(entry) => ["ipv4Prefix", "ipv6Prefix", "ip_prefix", "ipv6_prefix"]
-                .iter()
-                .find_map(|key| entry.get(*key).and_then(Value::as_str))
-                .ok_or_else(|| format!("prefix {index} has no ipv4Prefix or ipv6Prefix"))?,
+        let (text, services) = match item {
+            Value::String(text) => (text.as_str(), None),
+            Value::Object(entry) => (
+                ["ipv4Prefix", "ipv6Prefix", "ip_prefix", "ipv6_prefix"]
+                    .iter()
+                    .find_map(|key| entry.get(*key).and_then(Value::as_str))
+                    .ok_or_else(|| format!("prefix {index} has no ipv4Prefix or ipv6Prefix"))?,
+                entry.get("services"),
+            ),
             _ => return Err(format!("prefix {index} is neither a string nor an object")),
         };
-        out.push(prefix(text).map_err(|e| format!("prefix {index}: {e}"))?);
+        let net = prefix(text).map_err(|e| format!("prefix {index}: {e}"))?;
+        let names: Vec<String> = match services {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(name)) => vec![name.trim().to_ascii_lowercase()],
+            Some(Value::Array(names)) => names
+                .iter()
+                .map(|name| {
+                    name.as_str()
+                        .map(|n| n.trim().to_ascii_lowercase())
+                        .ok_or_else(|| format!("prefix {index}: a service is not a string"))
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(format!("prefix {index}: `services` is not a list of names")),
+        };
+        if names.is_empty() {
+            out.open.push(net);
+        } else {
+            out.for_services.push((net, names));
+        }
     }
     Ok(out)
 }
@@ -260,8 +433,10 @@ impl ListSource {
 /// One list's copy in force.
 #[derive(Debug)]
 pub struct ListCopy {
-    /// Its addresses.
+    /// Its addresses that vouch for every crawler naming the list.
     pub set: RangeSet,
+    /// JAFAR: addresses that vouch only for the named services (lower case), by service.
+    pub by_service: Vec<(String, RangeSet)>,
     /// Prefixes as published.
     pub prefixes: usize,
     /// Validators for conditional refreshes.
@@ -272,6 +447,43 @@ pub struct ListCopy {
     pub fetched_at: SystemTime,
 }
 
+impl ListCopy {
+    /// A copy of `parsed`, with its validators.
+    pub fn new(
+        parsed: ParsedList,
+        etag: Option<String>,
+        last_modified: Option<String>,
+    ) -> ListCopy {
+        let prefixes = parsed.len();
+        let mut by_service: HashMap<String, Vec<IpNet>> = HashMap::new();
+        for (net, services) in parsed.for_services {
+            for service in services {
+                by_service.entry(service).or_default().push(net);
+            }
+        }
+        ListCopy {
+            set: RangeSet::new(parsed.open),
+            by_service: by_service
+                .into_iter()
+                .map(|(service, nets)| (service, RangeSet::new(nets)))
+                .collect(),
+            prefixes,
+            etag,
+            last_modified,
+            fetched_at: SystemTime::now(),
+        }
+    }
+
+    /// Whether `ip` is in the list for `crawler`.
+    pub fn contains_for(&self, crawler: &str, ip: IpAddr) -> bool {
+        self.set.contains(ip)
+            || self
+                .by_service
+                .iter()
+                .any(|(service, set)| service.eq_ignore_ascii_case(crawler) && set.contains(ip))
+    }
+}
+
 /// A list, its copy in force (none until the first good answer) and its last error.
 #[derive(Debug)]
 pub struct ListSlot {
@@ -279,6 +491,8 @@ pub struct ListSlot {
     pub entry: String,
     /// Where it comes from.
     pub source: ListSource,
+    /// How it is read.
+    pub format: ListFormat,
     /// The copy in force.
     pub copy: ArcSwapOption<ListCopy>,
     /// The latest failure, when the latest fetch failed.
@@ -310,11 +524,25 @@ impl RangeLists {
     /// `robotsguard_crawler_range_list_loaded` 0 until a copy is in), lists no longer named are
     /// dropped.
     pub fn set_entries<'a>(&self, entries: impl IntoIterator<Item = &'a str>) {
+        let entries: Vec<(String, ListFormat)> = entries
+            .into_iter()
+            .map(|entry| (entry.to_string(), ListFormat::Auto))
+            .collect();
+        self.set_lists(&entries);
+    }
+
+    /// [`RangeLists::set_entries`] with each list's format; a list whose format changed gets
+    /// a new slot (read again in its new format).
+    pub fn set_lists(&self, lists: &[(String, ListFormat)]) {
         self.changed();
-        let wanted: Vec<&str> = entries.into_iter().collect();
         let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
-        slots.retain(|entry, _| wanted.contains(&entry.as_str()));
-        for entry in wanted {
+        slots.retain(|entry, slot| {
+            lists
+                .iter()
+                .any(|(wanted, format)| wanted == entry && *format == slot.format)
+        });
+        for (entry, format) in lists {
+            let entry = entry.as_str();
             if !slots.contains_key(entry) {
                 let source = self
                     .mirrors
@@ -330,6 +558,7 @@ impl RangeLists {
                     Arc::new(ListSlot {
                         entry: entry.to_string(),
                         source: ListSource::from_entry(source),
+                        format: format.clone(),
                         copy: ArcSwapOption::empty(),
                         last_error: Mutex::new(None),
                     }),
@@ -355,8 +584,9 @@ impl RangeLists {
         slots.values().cloned().collect()
     }
 
-    /// What a crawler's lists (`entries`) say of `ip`.
-    pub fn answer(&self, entries: &[String], ip: IpAddr) -> ListAnswer {
+    /// What `crawler`'s lists (`entries`) say of `ip`; a JAFAR prefix with `services` vouches
+    /// only when it names the crawler (case-insensitively).
+    pub fn answer(&self, crawler: &str, entries: &[String], ip: IpAddr) -> ListAnswer {
         if entries.is_empty() {
             return ListAnswer::NoLists;
         }
@@ -365,7 +595,9 @@ impl RangeLists {
         for entry in entries {
             let copy = slots.get(entry).and_then(|slot| slot.copy.load_full());
             match copy {
-                Some(copy) if copy.set.contains(ip) => return ListAnswer::In(entry.clone()),
+                Some(copy) if copy.contains_for(crawler, ip) => {
+                    return ListAnswer::In(entry.clone())
+                }
                 Some(_) => {}
                 None => all_loaded = false,
             }
@@ -505,13 +737,17 @@ mod tests {
         let b = "file:/etc/robotsguard/b.json".to_string();
         lists.set_entries([a.as_str(), b.as_str()]);
         let both = [a.clone(), b.clone()];
-        assert_eq!(lists.answer(&both, ip("192.0.2.1")), ListAnswer::NotLoaded);
+        assert_eq!(
+            lists.answer("Bot", &both, ip("192.0.2.1")),
+            ListAnswer::NotLoaded
+        );
         let load = |entry: &str, prefixes: &[&str]| {
             let slots = lists.slots();
             let slot = slots.iter().find(|s| s.entry == entry).cloned();
             if let Some(slot) = slot {
                 slot.copy.store(Some(Arc::new(ListCopy {
                     set: set(prefixes),
+                    by_service: Vec::new(),
                     prefixes: prefixes.len(),
                     etag: None,
                     last_modified: None,
@@ -521,21 +757,109 @@ mod tests {
         };
         load(&a, &["192.0.2.0/24"]);
         assert_eq!(
-            lists.answer(&both, ip("192.0.2.1")),
+            lists.answer("Bot", &both, ip("192.0.2.1")),
             ListAnswer::In(a.clone())
         );
         assert_eq!(
-            lists.answer(&both, ip("198.51.100.1")),
+            lists.answer("Bot", &both, ip("198.51.100.1")),
             ListAnswer::NotLoaded
         );
         load(&b, &["198.51.100.0/24"]);
         assert_eq!(
-            lists.answer(&both, ip("198.51.100.1")),
+            lists.answer("Bot", &both, ip("198.51.100.1")),
             ListAnswer::In(b.clone())
         );
-        assert_eq!(lists.answer(&both, ip("203.0.113.1")), ListAnswer::NotIn);
-        assert_eq!(lists.answer(&[], ip("203.0.113.1")), ListAnswer::NoLists);
+        assert_eq!(
+            lists.answer("Bot", &both, ip("203.0.113.1")),
+            ListAnswer::NotIn
+        );
+        assert_eq!(
+            lists.answer("Bot", &[], ip("203.0.113.1")),
+            ListAnswer::NoLists
+        );
         lists.set_entries([a.as_str()]);
         assert_eq!(lists.slots().len(), 1);
+    }
+
+    #[test]
+    fn jafar_services_vouch_only_for_the_crawlers_they_name() {
+        let body = br#"{"creationTime": "2026-10-01T00:00:00Z", "prefixes": [
+            {"ipv4Prefix": "192.0.2.0/24"},
+            {"ipv4Prefix": "198.51.100.0/24", "services": ["ExampleBot", "ExampleBot-Image"]},
+            {"ipv6Prefix": "2001:db8::/32", "services": "ExampleAgent"}
+        ]}"#;
+        for (format, content_type) in [
+            (ListFormat::Jafar, None),
+            (
+                ListFormat::Auto,
+                Some("application/jafar+json; charset=utf-8"),
+            ),
+            (ListFormat::Auto, None),
+        ] {
+            let parsed = match parse_list_as(body, &format, content_type) {
+                Ok(parsed) => parsed,
+                Err(e) => panic!("{e}"),
+            };
+            assert_eq!(parsed.open.len(), 1);
+            assert_eq!(parsed.for_services.len(), 2);
+            let copy = ListCopy::new(parsed, None, None);
+            assert!(copy.contains_for("AnyBot", ip("192.0.2.9")));
+            assert!(copy.contains_for("examplebot", ip("198.51.100.9")));
+            assert!(!copy.contains_for("OtherBot", ip("198.51.100.9")));
+            assert!(copy.contains_for("ExampleAgent", ip("2001:db8::1")));
+            assert!(!copy.contains_for("ExampleBot", ip("2001:db8::1")));
+        }
+        assert!(parse_list_as(b"[\"192.0.2.0/24\"]", &ListFormat::Jafar, None).is_err());
+        let bad_services = br#"{"prefixes": [{"ipv4Prefix": "192.0.2.0/24", "services": 7}]}"#;
+        assert!(parse_list_as(bad_services, &ListFormat::Jafar, None).is_err());
+    }
+
+    #[test]
+    fn json_pointer_selectors() {
+        let body = br#"{"syncToken": "1", "prefixes": [
+            {"ip_prefix": "192.0.2.0/24", "region": "x"},
+            {"ip_prefix": "198.51.100.7"}
+        ], "v6": {"a": {"cidrs": ["2001:db8::/48", "2001:db8:1::/48"]}}}"#;
+        let read = |pointer: &str| {
+            parse_list_as(body, &ListFormat::JsonPointer(pointer.into()), None)
+                .map(|parsed| parsed.open.len())
+        };
+        assert_eq!(read("/prefixes/*/ip_prefix"), Ok(2));
+        assert_eq!(read("/prefixes/1/ip_prefix"), Ok(1));
+        assert_eq!(read("/v6/*/cidrs"), Ok(2));
+        assert_eq!(read("/v6/*/cidrs/*"), Ok(2));
+        // Nothing reached, or something that is not an address: refused.
+        assert!(read("/nothing/*").is_err());
+        assert!(read("/syncToken").is_err());
+        assert!(read("/prefixes/*/region").is_err());
+        assert!(read("prefixes").is_err());
+    }
+
+    #[test]
+    fn regex_selectors_read_lists_inside_pages() {
+        let page = b"<html><body><table>
+            <tr><td>Amazonbot</td><td>192.0.2.0/24</td></tr>
+            <tr><td>Amazonbot</td><td>198.51.100.0/25</td></tr>
+            <tr><td>Other</td><td>not an address</td></tr>
+        </table></body></html>";
+        let format = ListFormat::Regex(r"<td>Amazonbot</td><td>([0-9./]+)</td>".into());
+        let parsed = parse_list_as(page, &format, None).unwrap_or_default();
+        assert_eq!(parsed.open.len(), 2);
+        // No capture group, two groups, no match, a capture that is no address: refused.
+        for pattern in [
+            r"<td>[0-9./]+</td>",
+            r"(a)(b)",
+            r"nomatch(x)",
+            r"<td>(Other)</td>",
+        ] {
+            assert!(
+                parse_list_as(page, &ListFormat::Regex(pattern.into()), None).is_err(),
+                "{pattern}"
+            );
+        }
+        // The cap on matches: more than allowed is a broken list, not a cut one.
+        let many = "1.2.3.4\n".repeat(MAX_FORMAT_MATCHES + 1);
+        let every_line = ListFormat::Regex(r"(?m)^([0-9.]+)$".into());
+        assert!(parse_list_as(many.as_bytes(), &every_line, None).is_err());
     }
 }

@@ -16,9 +16,10 @@ use pingora::connectors::http::Connector;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 
-use super::ranges::{parse_list, ListCopy, ListSlot, ListSource, RangeLists, RangeSet};
+use super::ranges::{parse_list_as, ListCopy, ListSlot, ListSource, RangeLists};
 use super::ranges::{read_file, MAX_LIST_BYTES};
 use crate::config::FetchProxy;
+use crate::crawlers::ListFormat;
 use crate::fetch::{FileWatcher, Validators};
 use crate::metrics::METRICS;
 use crate::net::url::get_url;
@@ -36,19 +37,28 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 /// A list that keeps failing gets one summary line per this long.
 pub const SUMMARY_EVERY: Duration = Duration::from_secs(600);
 
-/// The `ips` entries of every crawler in the snapshot's catalogue.
-pub(crate) fn list_entries(snapshot: &Snapshot) -> Vec<String> {
-    let mut entries: Vec<String> = snapshot
+/// The `ips` entries of every crawler in the snapshot's catalogue, each with its format (the
+/// first entry naming a list with a format other than by shape decides it).
+pub(crate) fn list_formats(snapshot: &Snapshot) -> Vec<(String, ListFormat)> {
+    let mut lists: Vec<(String, ListFormat)> = Vec::new();
+    for verify in snapshot
         .identifier
         .catalogue()
         .defs()
         .iter()
         .filter_map(|def| def.verify.as_ref())
-        .flat_map(|verify| verify.ips.iter().cloned())
-        .collect();
-    entries.sort();
-    entries.dedup();
-    entries
+    {
+        for entry in &verify.ips {
+            let format = verify.format_of(entry);
+            match lists.iter_mut().find(|(list, _)| list == entry) {
+                Some(known) if known.1.is_auto() => known.1 = format,
+                Some(_) => {}
+                None => lists.push((entry.clone(), format)),
+            }
+        }
+    }
+    lists.sort_by(|a, b| a.0.cmp(&b.0));
+    lists
 }
 
 /// Fetches or reads each of `entries` once, now (for a one-off check such as `robotsguard
@@ -59,13 +69,26 @@ pub async fn load_once(
     entries: &[String],
     proxy: Option<&FetchProxy>,
 ) -> Vec<(String, String)> {
-    lists.set_entries(entries.iter().map(String::as_str));
+    let entries: Vec<(String, ListFormat)> = entries
+        .iter()
+        .map(|entry| (entry.clone(), ListFormat::Auto))
+        .collect();
+    load_lists_once(lists, &entries, proxy).await
+}
+
+/// [`load_once`] with each list's format.
+pub async fn load_lists_once(
+    lists: &RangeLists,
+    entries: &[(String, ListFormat)],
+    proxy: Option<&FetchProxy>,
+) -> Vec<(String, String)> {
+    lists.set_lists(entries);
     let connector = Connector::new(None);
     let mut failures = Vec::new();
     for slot in lists.slots() {
         let got = match &slot.source {
             ListSource::Url(url) => fetch(&connector, &slot, url, proxy).await,
-            ListSource::File(path) => read(path.clone()).await,
+            ListSource::File(path) => read(path.clone(), &slot.format).await,
         };
         match got {
             Got::Fresh(copy) => {
@@ -103,17 +126,22 @@ impl BackgroundService for ListRefresher {
         let mut generations = self.live.subscribe();
         let mut tasks = crate::tasks::Tasks::new();
         loop {
-            let entries = list_entries(&self.live.load());
-            self.lists.set_entries(entries.iter().map(String::as_str));
+            let lists = list_formats(&self.live.load());
+            self.lists.set_lists(&lists);
+            // Keyed by list and format: a list read in another format is a new task.
             let wanted = self
                 .lists
                 .slots()
                 .into_iter()
-                .map(|slot| (slot.entry.clone(), slot));
+                .map(|slot| ((slot.entry.clone(), slot.format.clone()), slot));
             tasks.reconcile(
                 wanted,
                 |slot| tokio::spawn(keep_fresh(slot, self.lists.clone(), shared.clone())),
-                |entry| METRICS.forget_list(entry),
+                |(entry, _)| {
+                    if !lists.iter().any(|(list, _)| list == entry) {
+                        METRICS.forget_list(entry);
+                    }
+                },
             );
             if !crate::tasks::next_reload(&mut generations, &mut shutdown).await {
                 break;
@@ -193,7 +221,7 @@ async fn keep_fresh(slot: Arc<ListSlot>, lists: Arc<RangeLists>, shared: Arc<Sha
             ListSource::Url(url) => {
                 fetch(&shared.connector, &slot, url, shared.proxy.as_ref()).await
             }
-            ListSource::File(path) => read(path.clone()).await,
+            ListSource::File(path) => read(path.clone(), &slot.format).await,
         };
         if !matches!(got, Got::Failed(..)) {
             let failed = failing.succeeded();
@@ -211,11 +239,10 @@ async fn keep_fresh(slot: Arc<ListSlot>, lists: Arc<RangeLists>, shared: Arc<Sha
                     .verify_list_prefixes
                     .with_label_values(&[&slot.entry])
                     .set(i64::try_from(copy.prefixes).unwrap_or(i64::MAX));
-                let unchanged = slot
-                    .copy
-                    .load()
-                    .as_ref()
-                    .is_some_and(|old| old.set == copy.set);
+                let unchanged =
+                    slot.copy.load().as_ref().is_some_and(|old| {
+                        old.set == copy.set && old.by_service == copy.by_service
+                    });
                 if !unchanged {
                     tracing::info!(
                         list = %slot.entry,
@@ -235,6 +262,7 @@ async fn keep_fresh(slot: Arc<ListSlot>, lists: Arc<RangeLists>, shared: Arc<Sha
                 if let Some(old) = slot.copy.load_full() {
                     let confirmed = ListCopy {
                         set: old.set.clone(),
+                        by_service: old.by_service.clone(),
                         prefixes: old.prefixes,
                         etag: old.etag.clone(),
                         last_modified: old.last_modified.clone(),
@@ -342,24 +370,24 @@ fn jittered(interval: Duration) -> Duration {
     interval.mul_f64(1.0 - f64::from(nanos % 1000) / 10_000.0)
 }
 
-async fn read(path: std::path::PathBuf) -> Got {
+async fn read(path: std::path::PathBuf, format: &ListFormat) -> Got {
     let body = match tokio::task::spawn_blocking(move || read_file(&path)).await {
         Ok(Ok(body)) => body,
         Ok(Err(error)) => return Got::Failed("unreachable", error),
         Err(e) => return Got::Failed("unreachable", format!("the read did not finish: {e}")),
     };
-    parsed(&body, None, None)
+    parsed(&body, format, None, None, None)
 }
 
-fn parsed(body: &[u8], etag: Option<String>, last_modified: Option<String>) -> Got {
-    match parse_list(body) {
-        Ok(prefixes) => Got::Fresh(ListCopy {
-            prefixes: prefixes.len(),
-            set: RangeSet::new(prefixes),
-            etag,
-            last_modified,
-            fetched_at: SystemTime::now(),
-        }),
+fn parsed(
+    body: &[u8],
+    format: &ListFormat,
+    content_type: Option<&str>,
+    etag: Option<String>,
+    last_modified: Option<String>,
+) -> Got {
+    match parse_list_as(body, format, content_type) {
+        Ok(parsed) => Got::Fresh(ListCopy::new(parsed, etag, last_modified)),
         Err(error) => Got::Failed("malformed", error),
     }
 }
@@ -396,7 +424,15 @@ async fn fetch(
             200 if answer.over_limit => {
                 return Got::Failed("malformed", format!("larger than {MAX_LIST_BYTES} bytes"));
             }
-            200 => return parsed(&answer.body, answer.etag, answer.last_modified),
+            200 => {
+                return parsed(
+                    &answer.body,
+                    &slot.format,
+                    answer.content_type.as_deref(),
+                    answer.etag,
+                    answer.last_modified,
+                )
+            }
             304 if slot.copy.load().is_some() => return Got::NotModified,
             301 | 302 | 303 | 307 | 308 => {
                 let Some(location) = answer.location.as_deref() else {

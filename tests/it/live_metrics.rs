@@ -102,7 +102,7 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
          verify:\n  dns: {{servers: [\"{}\"], timeout: 1s}}\n  web_bot_auth:\n    \
          agents: [{{agent: \"https://bot.example\", crawler: ExampleBot, keys: \"file:keys.json\"}}]\n    \
          registries: [\"file:registry.txt\"]\n\
-         crawlers:\n  extra:\n    - name: ExampleBot\n      \
+         crawlers:\n  feeds: [{{url: \"file:feed.json\", format: ai-robots-txt}}]\n  extra:\n    - name: ExampleBot\n      \
          verify: {{ips: [\"file:ranges.json\"], rdns: [crawl.example.com]}}\n\
          origins:\n\
          \x20 - name: shop\n    hosts: [\"shop.example\"]\n    upstream: \"{}\"\n\
@@ -133,6 +133,10 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
         .second_listener(&tls_listener)
         .files(&[
             ("ranges.json", "[\"192.0.2.0/24\"]"),
+            (
+                "feed.json",
+                r#"{"NovaFetch": {"operator": "Nova", "function": "AI Data Scrapers"}}"#,
+            ),
             ("keys.json", keys),
             ("registry.txt", &registry),
             ("tls.pem", &cert),

@@ -10,6 +10,7 @@ mod cli_check;
 mod cli_validate_identify;
 mod console;
 mod crawl_delay;
+mod crawler_knowledge;
 mod dashboard;
 mod docs_generated;
 mod edge_readiness;

@@ -227,6 +227,7 @@ fn identify(
         None => None,
     };
     let identifier = match &config {
+        Some(config) if !config.crawlers.feeds.is_empty() => identifier_with_feeds(config),
         Some(config) => robotsguard::snapshot::build_identifier(config).map_err(|e| e.to_string()),
         None => robotsguard::crawlers::Identifier::builtin(true)
             .map_err(|e| format!("built-in crawler catalogue: {e}")),
@@ -290,6 +291,28 @@ fn identify(
 }
 
 /// Checks one claim now: the crawler's lists are fetched once, reverse DNS asked once.
+/// The identifier of `config` with its catalogue feeds fetched (or read) once, now; a feed
+/// that fails is said on stderr and left out.
+fn identifier_with_feeds(
+    config: &robotsguard::config::Config,
+) -> Result<robotsguard::crawlers::Identifier, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    let store = robotsguard::crawlers::feed::FeedStore::default();
+    let proxy = config.verify.ranges.proxy.clone();
+    let failures = runtime.block_on(robotsguard::feeds::load_once(
+        &store,
+        &config.crawlers.feeds,
+        proxy.as_ref(),
+    ));
+    for (feed, error) in failures {
+        eprintln!("warning: catalogue feed {feed}: {error}");
+    }
+    robotsguard::snapshot::build_identifier_with(config, Some(&store)).map_err(|e| e.to_string())
+}
+
 fn verify_claim(
     settings: &robotsguard::config::VerifyConfig,
     crawler: &str,
@@ -310,10 +333,19 @@ fn verify_claim(
     };
     runtime.block_on(async {
         let verifier = robotsguard::verify::Verifier::new(settings);
+        let with_formats: Vec<(String, robotsguard::crawlers::ListFormat)> = data
+            .ips
+            .iter()
+            .map(|entry| (entry.clone(), data.format_of(entry)))
+            .collect();
         if settings.ranges.enabled {
             let lists = verifier.lists();
-            for (list, error) in
-                robotsguard::verify::refresh::load_once(lists, &data.ips, verifier.proxy()).await
+            for (list, error) in robotsguard::verify::refresh::load_lists_once(
+                lists,
+                &with_formats,
+                verifier.proxy(),
+            )
+            .await
             {
                 eprintln!("warning: {list}: {error}");
             }
