@@ -91,6 +91,7 @@ pub use robotsguard_robots as robots;
 pub mod snapshot;
 pub mod store;
 pub mod tables;
+pub mod traps;
 mod tasks;
 mod upstream;
 mod upstream_keeper;

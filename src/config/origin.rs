@@ -59,6 +59,8 @@ pub(crate) struct Defaults {
     pub impostors: super::Impostors,
     pub crawl_delay: super::CrawlDelayConfig,
     pub offenders: super::OffendersConfig,
+    pub traps: super::TrapsConfig,
+    pub disguised: super::DisguisedConfig,
 }
 
 /// An origin plus what the cross-origin checks need: where its name and
@@ -152,6 +154,8 @@ pub(crate) fn parse_origin(
         .unwrap_or(defaults.impostors);
     let crawl_delay = crawl_delay(sink, table.get("crawl_delay"), &defaults.crawl_delay);
     let offenders = offenders(sink, table.get("offenders"), &defaults.offenders);
+    let traps = super::traps::traps(sink, table.get("traps"), &defaults.traps, base_dir);
+    let disguised = super::traps::disguised(sink, table.get("disguised"), &defaults.disguised);
 
     let config = OriginConfig {
         name: name.as_ref().map(|(n, _)| n.clone()).unwrap_or_default(),
@@ -168,6 +172,8 @@ pub(crate) fn parse_origin(
         impostors,
         crawl_delay,
         offenders,
+        traps,
+        disguised,
     };
     Some(Parsed {
         config,

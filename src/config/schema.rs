@@ -45,7 +45,7 @@ pub(crate) const DEFAULT_REPORTS_WINDOW: Duration = Duration::from_secs(24 * 60 
 
 pub(crate) const STATE: Section = Section {
     place: "in `state`",
-    keys: &["backend", "redis"],
+    keys: &["backend", "redis", "dir"],
 };
 
 pub(crate) const STATE_REDIS: Section = Section {
@@ -191,6 +191,8 @@ pub(crate) const DEFAULTS: Section = Section {
         "impostors",
         "crawl_delay",
         "offenders",
+        "traps",
+        "disguised",
     ],
 };
 
@@ -202,6 +204,16 @@ pub(crate) const CRAWL_DELAY: Section = Section {
 pub(crate) const OFFENDERS: Section = Section {
     place: "in `offenders`",
     keys: &["action", "scope", "strikes", "window", "ban"],
+};
+
+pub(crate) const TRAPS: Section = Section {
+    place: "in `traps`",
+    keys: &["enabled", "paths", "action", "secret_file"],
+};
+
+pub(crate) const DISGUISED: Section = Section {
+    place: "in `disguised`",
+    keys: &["action", "strikes", "window"],
 };
 
 pub(crate) const BLOCK: Section = Section {
@@ -268,6 +280,8 @@ pub(crate) const ORIGIN: Section = Section {
         "impostors",
         "crawl_delay",
         "offenders",
+        "traps",
+        "disguised",
     ],
 };
 

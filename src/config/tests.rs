@@ -127,6 +127,8 @@ fn minimal_config_gets_every_default() {
             impostors: crate::config::Impostors::Block,
             crawl_delay: crate::config::CrawlDelayConfig::default(),
             offenders: crate::config::OffendersConfig::default(),
+            traps: crate::config::TrapsConfig::default(),
+            disguised: crate::config::DisguisedConfig::default(),
         }]
     );
 }
