@@ -240,6 +240,8 @@ impl Guard {
         unknown_hosts: UnknownHosts,
         registry: Option<&prometheus::Registry>,
     ) -> Result<Guard, GuardError> {
+        // Trap paths derived from the deployment's secret need it before the snapshot.
+        crate::store::install_trap_secret(&config);
         let snapshot =
             Snapshot::build(Arc::new(config), None).map_err(|e| GuardError(ErrorKind::Build(e)))?;
         crate::metrics::register_into(registry.unwrap_or(prometheus::default_registry()))

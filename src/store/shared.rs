@@ -13,7 +13,8 @@
 //! last 24 hours (a sorted set, one member per content, scored by when it last stopped being in
 //! force; `robots-history-forgotten:ORIGIN` says until when copies were dropped for the most kept;
 //! `robots-history-version` counts changes), so that a young replica does not take a rule it
-//! never saw change for a settled one. Ban times are the server's clock (`TIME` in the scripts),
+//! never saw change for a settled one; `disguised:ORIGIN:CLIENT` (the `disguised.window`), the
+//! strikes of a disguised crawler; `trap-secret`, the secret trap paths are derived from. Ban times are the server's clock (`TIME` in the scripts),
 //! in milliseconds since the Unix epoch; TTLs are the server's own.
 
 use std::collections::HashMap;
@@ -54,6 +55,10 @@ const ROBOTS_HISTORY: &str = "robots-history";
 /// The key holding, per origin, until when history copies were dropped for the most copies.
 const ROBOTS_FORGOTTEN: &str = "robots-history-forgotten";
 
+/// The key of the deployment's generated trap secret (`traps` without `paths` or
+/// `secret_file`).
+const TRAP_SECRET: &str = "trap-secret";
+
 /// The key every change to a robots.txt history increments.
 const ROBOTS_VERSION: &str = "robots-history-version";
 
@@ -84,6 +89,18 @@ redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[3], ARGV[5], string.format('%d %d %d', now + tonumber(ARGV[6]), now, count))
 redis.pcall('PUBLISH', KEYS[4], redis.call('INCR', KEYS[4]))
 return {read, count, 1}
+";
+
+/// Counts a disguised crawler's strike, or reads its count, for a client that read robots.txt.
+/// KEYS: read, disguised. ARGV: count a strike (1/0), window (ms), strikes. Returns -1 when the
+/// client did not read robots.txt, else the count within the window (which a strike at or past
+/// `strikes` extends from now, so that a crawler that keeps going stays known).
+const DISGUISED_SCRIPT: &str = "
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if ARGV[1] ~= '1' then return tonumber(redis.call('GET', KEYS[2]) or '0') or 0 end
+local count = redis.call('INCR', KEYS[2])
+if count == 1 or count >= tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
+return count
 ";
 
 /// Lifts a ban. KEYS: bans, bans:version. ARGV: the ban's field. Returns 1 when there was one.
@@ -186,6 +203,7 @@ pub(super) struct Shared {
     prune: redis::Script,
     share: redis::Script,
     publish_history: redis::Script,
+    disguised: redis::Script,
 }
 
 impl Shared {
@@ -210,6 +228,7 @@ impl Shared {
             prune: redis::Script::new(PRUNE_SCRIPT),
             share: redis::Script::new(SHARE_SCRIPT),
             publish_history: redis::Script::new(PUBLISH_HISTORY_SCRIPT),
+            disguised: redis::Script::new(DISGUISED_SCRIPT),
         })
     }
 
@@ -418,6 +437,65 @@ impl Shared {
             read_robots: read == 1,
             strike,
         })
+    }
+
+    /// A disguised crawler's count (after counting a strike when `strike`): `Some(None)` when
+    /// the client did not read robots.txt, `None` when the store did not answer.
+    pub(super) async fn disguised(
+        &self,
+        origin: &str,
+        client: IpAddr,
+        strike: bool,
+        settings: crate::config::DisguisedConfig,
+    ) -> Option<Option<u32>> {
+        let address = client.to_string();
+        let mut invocation = self.disguised.prepare_invoke();
+        invocation
+            .key(self.key(&["read", origin, &address]))
+            .key(self.key(&["disguised", origin, &address]))
+            .arg(if strike { "1" } else { "0" })
+            .arg(
+                u64::try_from(settings.window.as_millis())
+                    .unwrap_or(u64::MAX)
+                    .max(1),
+            )
+            .arg(settings.strikes);
+        let mut connection = self.live_connection()?;
+        let count: i64 = self
+            .run("disguised", invocation.invoke_async(&mut connection))
+            .await?;
+        Some(u32::try_from(count).ok())
+    }
+
+    /// The deployment's generated trap secret: `candidate` stored unless one already is, and
+    /// the one stored read back (so every replica gets the first one written).
+    pub(super) async fn trap_secret(&self, candidate: &str) -> Result<Vec<u8>, String> {
+        let mut connection = tokio::time::timeout(
+            BACKGROUND_TIMEOUT,
+            self.endpoint
+                .connect(BACKGROUND_TIMEOUT, BACKGROUND_TIMEOUT, MAX_IN_FLIGHT),
+        )
+        .await
+        .map_err(|_| "connecting took too long".to_owned())?
+        .map_err(|e| e.to_string())?;
+        let key = self.key(&[TRAP_SECRET]);
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET")
+            .arg(&key)
+            .arg(candidate)
+            .arg("NX")
+            .ignore()
+            .cmd("GET")
+            .arg(&key);
+        let (stored,): (Option<String>,) =
+            tokio::time::timeout(BACKGROUND_TIMEOUT, pipe.query_async(&mut connection))
+                .await
+                .map_err(|_| "no answer within 2s".to_owned())?
+                .map_err(|e| e.to_string())?;
+        stored
+            .filter(|secret| !secret.trim().is_empty())
+            .map(|secret| secret.trim().as_bytes().to_vec())
+            .ok_or_else(|| "the store kept no secret".to_owned())
     }
 
     /// `Some(true)` lifted, `Some(false)` no such ban, `None` the store did not answer. Lifting
