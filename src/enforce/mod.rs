@@ -505,7 +505,7 @@ pub struct Readings<'a> {
 
 impl Readings<'_> {
     /// The canonical reading and every other one.
-    fn all(&self) -> impl Iterator<Item = &[u8]> {
+    pub fn all(&self) -> impl Iterator<Item = &[u8]> {
         std::iter::once(&self.canonical[..]).chain(self.others.iter().map(Vec::as_slice))
     }
 }

@@ -503,6 +503,9 @@ impl Guard {
                 let body = match &refusal.why {
                     RefusedFor::Banned(ban) => banned_body(ban),
                     RefusedFor::Limited { delay, wait } => limited_body(&decision, *delay, *wait),
+                    // A trap answers as a path that does not exist: nothing tells the client.
+                    RefusedFor::Trap => "404 Not Found\n".to_string(),
+                    RefusedFor::Disguised => answer::disguised_body(&decision),
                     _ => {
                         let path = request_path(session.req_header());
                         let robots_url = robots_url(session, ctx.peer_trusted);
