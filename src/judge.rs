@@ -459,19 +459,22 @@ impl Judge<'_> {
         };
         decision.why = Why::Trap;
         decision.group = Some("*".to_string());
-        decision.rule = crate::enforce::global_disallows(&decision.robots, &readings.canonical)
-            .flatten();
+        decision.rule =
+            crate::enforce::global_disallows(&decision.robots, &readings.canonical).flatten();
         let mut ban = None;
         if apply {
             if let (true, TrapAction::Ban, Some(client)) = (refuse, settings.action, facts.client) {
-                ban = self.store.ban_now(
-                    origin.name(),
-                    client,
-                    origin.config.offenders.ban,
-                    1,
-                );
+                ban = self
+                    .store
+                    .ban_now(origin.name(), client, origin.config.offenders.ban, 1);
             }
-            crate::logs::trap_hit(origin.name(), facts.client, trap, ban.as_ref(), facts.request_id);
+            crate::logs::trap_hit(
+                origin.name(),
+                facts.client,
+                trap,
+                ban.as_ref(),
+                facts.request_id,
+            );
             log_disallowed(decision, facts);
         }
         Some(Judgment {
@@ -553,7 +556,13 @@ impl Judge<'_> {
                     .store
                     .ban_now(origin.name(), client, offenders.ban, count);
                 if let Some(ban) = &ban {
-                    crate::logs::offender(origin.name(), client, count, Some(ban), facts.request_id);
+                    crate::logs::offender(
+                        origin.name(),
+                        client,
+                        count,
+                        Some(ban),
+                        facts.request_id,
+                    );
                 }
             }
             if count == settings.strikes || ban.is_some() {

@@ -198,14 +198,12 @@ impl RobotsCopy {
         self.served.get_or_init(|| {
             let body = match &self.policy {
                 Policy::Rules(_) => self.body.clone(),
-                Policy::DisallowAll => bytes::Bytes::from(crate::traps::without_rules_text(
-                    true,
-                    &self.traps,
-                )),
-                Policy::AllowAll => bytes::Bytes::from(crate::traps::without_rules_text(
-                    false,
-                    &self.traps,
-                )),
+                Policy::DisallowAll => {
+                    bytes::Bytes::from(crate::traps::without_rules_text(true, &self.traps))
+                }
+                Policy::AllowAll => {
+                    bytes::Bytes::from(crate::traps::without_rules_text(false, &self.traps))
+                }
             };
             // SipHash with fixed keys: deterministic, so replicas agree on the tag.
             let mut hasher = std::hash::DefaultHasher::new();
@@ -441,13 +439,10 @@ impl RobotsSlot {
                 ),
                 _ => {
                     // The limit grows by what was added: the origin's file is cut where it was.
-                    let limit = self.settings.max_size + (body.len() - copy.body.len().min(body.len()));
-                    let compiled = RobotsCopy::from_body(
-                        body.clone(),
-                        limit,
-                        copy.outcome,
-                        String::new(),
-                    );
+                    let limit =
+                        self.settings.max_size + (body.len() - copy.body.len().min(body.len()));
+                    let compiled =
+                        RobotsCopy::from_body(body.clone(), limit, copy.outcome, String::new());
                     (compiled.policy, compiled.scanner, copy.content_since)
                 }
             };

@@ -80,7 +80,10 @@ pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
 pub fn derived_path(secret: &[u8], origin: &str) -> String {
     // No 0/o, 1/l: the path may be read aloud or typed from a log.
     const ALPHABET: &[u8; 32] = b"abcdefghijkmnpqrstuvwxyz23456789";
-    let mac = hmac_sha256(secret, format!("robotsguard trap path\0{origin}").as_bytes());
+    let mac = hmac_sha256(
+        secret,
+        format!("robotsguard trap path\0{origin}").as_bytes(),
+    );
     let mut path = String::with_capacity(17);
     path.push('/');
     for byte in &mac[..16] {
@@ -380,14 +383,29 @@ mod tests {
         assert!(disallowed(&out, "nobody", "/trap"));
         assert!(!disallowed(&out, "nobody", "/x"));
         assert!(disallowed(&with_trap_lines(b"", &traps), "any", "/trap"));
-        assert!(disallowed(&without_rules_text(false, &traps), "any", "/trap"));
-        assert!(!disallowed(&without_rules_text(false, &traps), "any", "/page"));
+        assert!(disallowed(
+            &without_rules_text(false, &traps),
+            "any",
+            "/trap"
+        ));
+        assert!(!disallowed(
+            &without_rules_text(false, &traps),
+            "any",
+            "/page"
+        ));
     }
 
     #[test]
     fn a_hit_is_the_trap_or_below_it() {
         let traps = vec!["/trap".to_string(), "/deep/".to_string()];
-        for path in ["/trap", "/trap/", "/trap/x?y", "/trap?q", "/deep", "/deep/a"] {
+        for path in [
+            "/trap",
+            "/trap/",
+            "/trap/x?y",
+            "/trap?q",
+            "/deep",
+            "/deep/a",
+        ] {
             assert!(hit(&traps, path.as_bytes()).is_some(), "{path}");
         }
         for path in ["/", "/trapdoor", "/deeper", "/x/trap"] {

@@ -161,11 +161,11 @@ pub(crate) fn traps(
                 );
                 continue;
             }
-            if text.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
-                sink.error(
-                    item.pos,
-                    format!("trap path {} holds a space", quote(text)),
-                );
+            if text
+                .bytes()
+                .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+            {
+                sink.error(item.pos, format!("trap path {} holds a space", quote(text)));
                 continue;
             }
             // Compared with canonical request paths, so written in the same form.

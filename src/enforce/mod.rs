@@ -341,9 +341,11 @@ impl Decision {
             }
             Why::Trap => format!(
                 "trap path (traps): the served robots.txt disallows it to every group{}",
-                self.rule
-                    .as_ref()
-                    .map_or(String::new(), |rule| format!(", line {}: {}", rule.line, rule.text()))
+                self.rule.as_ref().map_or(String::new(), |rule| format!(
+                    ", line {}: {}",
+                    rule.line,
+                    rule.text()
+                ))
             ),
             Why::Disguised => {
                 let settings = self.origin.config.disguised;
@@ -930,9 +932,7 @@ pub fn global_disallows(copy: &RobotsCopy, canonical: &[u8]) -> Option<Option<Ma
 /// request that only reads.
 pub fn is_exempt_reading(origin: &Origin, readings: &Readings<'_>) -> bool {
     let prefixes = &origin.config.policy.exempt_paths;
-    readings.reads
-        && !prefixes.is_empty()
-        && readings.all().all(|path| is_exempt(prefixes, path))
+    readings.reads && !prefixes.is_empty() && readings.all().all(|path| is_exempt(prefixes, path))
 }
 
 /// What `policy` says for one crawler named: its own entry, else its category's.

@@ -107,10 +107,10 @@ pub(super) fn banned_body(ban: &crate::tables::offenders::Ban) -> String {
 /// path. Only numbers, rule text and fixed words: nothing the client wrote.
 pub(super) fn disguised_body(decision: &Decision) -> String {
     let settings = decision.origin.config.disguised;
-    let rule = decision
-        .rule
-        .as_ref()
-        .map_or_else(|| "everything".to_string(), |rule| format!("line {}: {}", rule.line, rule.text()));
+    let rule = decision.rule.as_ref().map_or_else(
+        || "everything".to_string(),
+        |rule| format!("line {}: {}", rule.line, rule.text()),
+    );
     format!(
         "403 Forbidden: this client read robots.txt and then asked {} or more times within {} for \
          paths it disallows to every crawler, so it is treated as a crawler (disguised), and \

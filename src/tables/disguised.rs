@@ -107,7 +107,10 @@ mod tests {
         assert_eq!(table.count("blog", a, now), 0);
         // The window runs from the first strike.
         assert_eq!(table.count("shop", a, now + Duration::from_secs(61)), 0);
-        assert_eq!(table.strike("shop", a, settings, now + Duration::from_secs(30)), 3);
+        assert_eq!(
+            table.strike("shop", a, settings, now + Duration::from_secs(30)),
+            3
+        );
         // Reaching the strikes extends the window from the latest.
         assert_eq!(table.count("shop", a, now + Duration::from_secs(80)), 3);
     }

@@ -7,7 +7,7 @@
 pub mod clock;
 pub mod compliance;
 pub mod crawl_delay;
-pub mod disguised;
 pub(crate) mod deadline_table;
+pub mod disguised;
 pub(crate) mod expiring;
 pub mod offenders;

@@ -11,6 +11,7 @@ mod cli_validate_identify;
 mod console;
 mod crawl_delay;
 mod dashboard;
+mod disguised;
 mod edge_readiness;
 mod embed;
 mod evasion;
