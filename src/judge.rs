@@ -1,5 +1,6 @@
 //! The whole judgment of one request, with no HTTP in it: route → robots.txt and policy verdict →
-//! robots.txt read recorded → ban → serve robots.txt → verify → Crawl-delay → strike → answer.
+//! robots.txt read recorded → ban → serve robots.txt → trap hit → disguised crawler → verify →
+//! Crawl-delay → strike → answer.
 //!
 //! Three callers, one answer: the proxy ([`crate::guard::Guard::request_filter`]) judges in
 //! [`Mode::Apply`] (it spends Crawl-delay budgets, records robots.txt reads, counts strikes and
