@@ -1187,4 +1187,96 @@ mod tests {
         assert!(judgment.decision.is_none());
         assert_eq!(judgment.answer.status(), Some(421));
     }
+
+    /// `/private` is disallowed to every group, `/star-only` to `*` only.
+    const EVERY_GROUP: &str = "    robots: {source: inline, text: \"User-agent: GPTBot\\nDisallow: /private\\n\\nUser-agent: *\\nDisallow: /private\\nDisallow: /star-only\\n\"}";
+
+    #[test]
+    fn a_preview_of_a_disguised_crawler_counts_nothing_and_agrees_with_the_proxy() {
+        let bench = bench_for(
+            "",
+            &format!("{EVERY_GROUP}\n    disguised: {{action: block, strikes: 2}}"),
+        );
+        let reader = "192.0.2.20";
+        // Before a read: nothing counts, applied or previewed.
+        for mode in [Mode::Preview, Mode::Apply] {
+            assert_eq!(
+                bench.get(BROWSER, "/private", reader, mode),
+                ("proxy", None, "pass")
+            );
+        }
+        bench.get(BROWSER, "/robots.txt", reader, Mode::Apply);
+        // Previews never strike.
+        for _ in 0..5 {
+            assert_eq!(
+                bench.get(BROWSER, "/private", reader, Mode::Preview),
+                ("proxy", None, "pass")
+            );
+        }
+        // Only paths disallowed to every group count.
+        for _ in 0..3 {
+            assert_eq!(
+                bench.get(BROWSER, "/star-only", reader, Mode::Apply),
+                ("proxy", None, "pass")
+            );
+        }
+        assert_eq!(
+            bench.get(BROWSER, "/private", reader, Mode::Apply),
+            ("proxy", None, "pass")
+        );
+        assert_eq!(
+            bench.get(BROWSER, "/private", reader, Mode::Preview),
+            ("proxy", None, "pass")
+        );
+        assert_eq!(
+            bench.get(BROWSER, "/private", reader, Mode::Apply),
+            ("refuse", Some(403), "disguised")
+        );
+        // Now a crawler bound by `*`: previews say what the proxy says.
+        for mode in [Mode::Preview, Mode::Apply] {
+            assert_eq!(
+                bench.get(BROWSER, "/star-only", reader, mode),
+                ("refuse", Some(403), "disguised")
+            );
+            assert_eq!(
+                bench.get(BROWSER, "/page", reader, mode),
+                ("proxy", None, "pass")
+            );
+        }
+    }
+
+    #[test]
+    fn a_trap_hit_is_judged_alike_in_preview_and_bans_only_when_applied() {
+        let bench = bench_for(
+            "trusted_proxies: [\"192.0.2.1/32\"]",
+            &format!("{EVERY_GROUP}\n    traps: {{enabled: true, paths: [/trap/], action: ban}}"),
+        );
+        assert_eq!(
+            bench.get(BROWSER, "/trap/x", "192.0.2.30", Mode::Preview),
+            ("refuse", Some(404), "trap")
+        );
+        assert!(!bench.banned("192.0.2.30"));
+        assert_eq!(
+            bench.get(BROWSER, "/trap/x", "192.0.2.30", Mode::Apply),
+            ("refuse", Some(404), "trap")
+        );
+        assert!(bench.banned("192.0.2.30"));
+        assert_eq!(
+            bench.get(GPTBOT, "/page", "192.0.2.30", Mode::Apply),
+            ("refuse", Some(403), "banned")
+        );
+        // A trusted proxy's own address never hits.
+        assert_eq!(
+            bench.get(BROWSER, "/trap/x", "192.0.2.1", Mode::Apply),
+            ("proxy", None, "pass")
+        );
+        assert!(!bench.banned("192.0.2.1"));
+        // robots.txt is served by robotsguard, with the trap in every group.
+        let facts = Facts::get(b"shop.example", BROWSER, b"/robots.txt");
+        let Answer::ServeRobots(copy) = bench.judge(&facts, Mode::Preview).answer else {
+            panic!("robots.txt is served");
+        };
+        let served = String::from_utf8_lossy(&copy.served().body).into_owned();
+        assert_eq!(served.matches("Disallow: /trap/\n").count(), 2, "{served}");
+    }
 }
