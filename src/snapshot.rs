@@ -677,12 +677,14 @@ impl Snapshot {
                 .banned_browser_requests
                 .with_label_values(&[name])
                 .inc_by(0);
-            if origin_config.traps.enabled {
-                crate::metrics::METRICS
-                    .trap_hits
-                    .with_label_values(&[name])
-                    .inc_by(0);
-            }
+            crate::metrics::METRICS
+                .trap_hits
+                .with_label_values(&[name])
+                .inc_by(0);
+            crate::metrics::METRICS
+                .disguised_strikes
+                .with_label_values(&[name])
+                .inc_by(0);
             let previous = previous_by_name.get(origin_config.name.as_str());
             let traps = crate::traps::paths_for(&origin_config.traps, name);
             let robots = previous
