@@ -62,7 +62,7 @@ pub enum Lifted {
 /// The state of Crawl-delay budgets, robots.txt reads, strikes and bans.
 pub struct Store {
     delays: CrawlDelays,
-    reads: RobotsReads,
+    reads: Arc<RobotsReads>,
     offenders: Arc<Offenders>,
     disguised: DisguisedStrikes,
     shared: Option<Arc<shared::Shared>>,
@@ -102,7 +102,7 @@ impl Store {
         };
         Store {
             delays: CrawlDelays::default(),
-            reads: RobotsReads::default(),
+            reads: Arc::new(RobotsReads::default()),
             offenders,
             disguised: DisguisedStrikes::default(),
             shared,
@@ -121,9 +121,14 @@ impl Store {
     /// The background loop that keeps the shared store connected, its bans mirrored and the
     /// robots.txt histories of `live`'s origins shared; `None` with the memory backend.
     pub fn service(&self, live: Arc<crate::snapshot::Live>) -> Option<StoreService> {
-        self.shared
-            .as_ref()
-            .map(|shared| StoreService::new(shared.clone(), self.offenders.clone(), live))
+        self.shared.as_ref().map(|shared| {
+            StoreService::new(
+                shared.clone(),
+                self.offenders.clone(),
+                self.reads.clone(),
+                live,
+            )
+        })
     }
 
     /// The shared store, when there is one and it is answering.
@@ -215,12 +220,12 @@ impl Store {
         }
     }
 
-    /// Whether `client` may have read `origin`'s robots.txt within the last 24 hours: what this
-    /// process saw (one load while nobody read robots.txt, a table lookup after), or, with the
-    /// shared store answering, maybe (another replica may have seen the read; the store says
-    /// in [`Store::disguised`]). Every request without a crawler's User-Agent asks.
+    /// Whether `client` read `origin`'s robots.txt within the last 24 hours, as this process
+    /// knows: the reads it saw, and with the shared store those every replica recorded (mirrored
+    /// each second by [`StoreService`]). One load while nobody read robots.txt, a table lookup
+    /// after; never a round trip. Every request without a crawler's User-Agent asks.
     pub fn may_have_read_robots(&self, origin: &str, client: IpAddr) -> bool {
-        self.shared().is_some() || self.reads.read_recently(origin, client, coarse_now())
+        self.reads.read_recently(origin, client, coarse_now())
     }
 
     /// A disguised crawler's strike count on `origin` (counting one more when `strike`), for a

@@ -14,7 +14,9 @@
 //! force; `robots-history-forgotten:ORIGIN` says until when copies were dropped for the most kept;
 //! `robots-history-version` counts changes), so that a young replica does not take a rule it
 //! never saw change for a settled one; `disguised:ORIGIN:CLIENT` (the `disguised.window`), the
-//! strikes of a disguised crawler; `trap-secret`, the secret trap paths are derived from. Ban times are the server's clock (`TIME` in the scripts),
+//! strikes of a disguised crawler; `trap-secret`, the secret trap paths are derived from; and the
+//! sorted set `readers` (`ORIGIN CLIENT` scored by the read's time, a day long), which every
+//! replica mirrors each second into its table of who read robots.txt. Ban times are the server's clock (`TIME` in the scripts),
 //! in milliseconds since the Unix epoch; TTLs are the server's own.
 
 use std::collections::HashMap;
@@ -58,6 +60,13 @@ const ROBOTS_FORGOTTEN: &str = "robots-history-forgotten";
 /// The key of the deployment's generated trap secret (`traps` without `paths` or
 /// `secret_file`).
 const TRAP_SECRET: &str = "trap-secret";
+
+/// The sorted set of robots.txt reads (`ORIGIN CLIENT`, scored by when, in milliseconds):
+/// what every replica mirrors into its own table of readers.
+const READERS: &str = "readers";
+
+/// The most reads mirrored at one check.
+const READERS_PER_CHECK: usize = 50_000;
 
 /// The key every change to a robots.txt history increments.
 const ROBOTS_VERSION: &str = "robots-history-version";
@@ -381,10 +390,22 @@ impl Shared {
         let Some(mut connection) = self.live_connection() else {
             return;
         };
-        let mut command = redis::cmd("SET");
-        command.arg(&key).arg(1).arg("PX").arg(millis);
+        // The readers' log lets every replica mirror who read robots.txt, so that the signal of
+        // disguised crawlers asks the store only about addresses that did.
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET")
+            .arg(&key)
+            .arg(1)
+            .arg("PX")
+            .arg(millis)
+            .ignore()
+            .cmd("ZADD")
+            .arg(self.key(&[READERS]))
+            .arg(unix_millis(SystemTime::now()))
+            .arg(format!("{origin} {client}"))
+            .ignore();
         let _: Option<()> = self
-            .run("robots_read", command.query_async(&mut connection))
+            .run("robots_read", pipe.query_async(&mut connection))
             .await;
     }
 
@@ -523,6 +544,7 @@ impl Shared {
 pub struct StoreService {
     shared: Arc<Shared>,
     offenders: Arc<Offenders>,
+    reads: Arc<crate::tables::compliance::RobotsReads>,
     live: Arc<Live>,
 }
 
@@ -536,6 +558,8 @@ struct Seen {
     robots_loaded: Option<Instant>,
     /// Checks in a row the connection did not answer in time.
     slow_checks: u32,
+    /// Up to when (store milliseconds) robots.txt reads were mirrored.
+    readers_until: Option<u64>,
 }
 
 /// How long a subscription the store refused waits before it is asked for again.
@@ -554,13 +578,71 @@ impl StoreService {
     pub(super) fn new(
         shared: Arc<Shared>,
         offenders: Arc<Offenders>,
+        reads: Arc<crate::tables::compliance::RobotsReads>,
         live: Arc<Live>,
     ) -> StoreService {
         StoreService {
             shared,
             offenders,
+            reads,
             live,
         }
+    }
+
+    /// Mirrors the robots.txt reads any replica recorded since the last check (and forgets
+    /// those older than a day in the store).
+    async fn mirror_readers(&self, mut connection: StoreConnection, seen: &mut Seen) {
+        let now = unix_millis(SystemTime::now());
+        let day = u64::try_from(REMEMBERED.as_millis()).unwrap_or(u64::MAX);
+        // A little overlap: two replicas' clocks, and reads written as this check ran.
+        let since = seen
+            .readers_until
+            .map_or(now.saturating_sub(day), |until| until.saturating_sub(2_000));
+        let key = self.shared.key(&[READERS]);
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZREMRANGEBYSCORE")
+            .arg(&key)
+            .arg("-inf")
+            .arg(format!("({}", now.saturating_sub(day)))
+            .ignore()
+            .cmd("ZRANGEBYSCORE")
+            .arg(&key)
+            .arg(since)
+            .arg("+inf")
+            .arg("WITHSCORES")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(READERS_PER_CHECK);
+        let read = tokio::time::timeout(
+            BACKGROUND_TIMEOUT,
+            pipe.query_async::<(Vec<(String, u64)>,)>(&mut connection),
+        )
+        .await;
+        let (entries,) = match read {
+            Ok(Ok(entries)) => entries,
+            Ok(Err(e)) => return self.background_failed("readers", &e.to_string()),
+            Err(_) => return self.background_failed("readers", "no answer within 2s"),
+        };
+        let here = Instant::now();
+        let mut latest = since;
+        for (member, at) in &entries {
+            latest = latest.max(*at);
+            let Some((origin, client)) = member.split_once(' ') else {
+                continue;
+            };
+            let Ok(client) = client.parse::<IpAddr>() else {
+                continue;
+            };
+            let age = Duration::from_millis(now.saturating_sub(*at));
+            if let Some(left) = REMEMBERED.checked_sub(age) {
+                self.reads.record_until(origin, client, here + left, here);
+            }
+        }
+        seen.readers_until = Some(latest.max(if entries.len() < READERS_PER_CHECK {
+            now
+        } else {
+            latest
+        }));
     }
 
     /// One check: connect if needed, read the versions of the bans and of the robots.txt
@@ -622,6 +704,7 @@ impl StoreService {
             tracing::info!(url = %shared.shown_url, "the shared state store is reachable: state is shared");
         }
         self.share_local_bans(connection.clone()).await;
+        self.mirror_readers(connection.clone(), seen).await;
         if seen.bans_version != Some(bans_version) {
             match self.reload_bans(connection.clone()).await {
                 Ok(()) => seen.bans_version = Some(bans_version),

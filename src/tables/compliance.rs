@@ -53,6 +53,15 @@ impl RobotsReads {
             .extend(self.reads.digest((origin, client)), now + REMEMBERED, now);
     }
 
+    /// Records a read another replica saw, remembered until `until`.
+    pub fn record_until(&self, origin: &str, client: IpAddr, until: Instant, now: Instant) {
+        if !self.any.load(std::sync::atomic::Ordering::Relaxed) {
+            self.any.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.reads
+            .extend(self.reads.digest((origin, client)), until, now);
+    }
+
     /// Whether `client` fetched `origin`'s robots.txt within [`REMEMBERED`] before `now`.
     pub fn read_recently(&self, origin: &str, client: IpAddr, now: Instant) -> bool {
         if !self.any.load(std::sync::atomic::Ordering::Relaxed) {
