@@ -236,6 +236,11 @@ fn a_trap_hit_by_a_browser_is_reported_blocked_or_banned() {
     assert_eq!(explained["decision"], "trap", "{explained}");
     assert_eq!(explained["answer"]["status"], 404, "{explained}");
     assert_eq!(get(&proxy, "203.0.113.6", "/page", BROWSER), 200);
+    // The console's crawler table has a row for the signal.
+    let report = proxy.admin_get("/reports/crawlers?origin=shop").json();
+    let rows = report["crawlers"].as_array().cloned().unwrap_or_default();
+    let trap = rows.iter().find(|row| row["name"] == "trap");
+    assert_eq!(trap.map(|row| row["trap"].clone()), Some(5.into()), "{report}");
     drop(proxy);
 
     // ban: at once, for offenders.ban; under scope crawlers its crawler requests are refused
