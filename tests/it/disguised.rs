@@ -240,7 +240,11 @@ fn a_trap_hit_by_a_browser_is_reported_blocked_or_banned() {
     let report = proxy.admin_get("/reports/crawlers?origin=shop").json();
     let rows = report["crawlers"].as_array().cloned().unwrap_or_default();
     let trap = rows.iter().find(|row| row["name"] == "trap");
-    assert_eq!(trap.map(|row| row["trap"].clone()), Some(5.into()), "{report}");
+    assert_eq!(
+        trap.map(|row| row["trap"].clone()),
+        Some(5.into()),
+        "{report}"
+    );
     drop(proxy);
 
     // ban: at once, for offenders.ban; under scope crawlers its crawler requests are refused
