@@ -324,7 +324,9 @@ fn explanation<'a>(
         mode: decision.origin.config.mode.as_str(),
         decision: decision.outcome.as_str(),
         policy: decision.policy(),
-        robots_served_by: if decision.origin.robots.settings.serve {
+        robots_served_by: if decision.origin.robots.settings.serve
+            || !decision.origin.robots.traps.is_empty()
+        {
             "robotsguard"
         } else {
             "origin"
@@ -507,7 +509,13 @@ fn robots_copy(snapshot: &Snapshot, query: &str) -> Response<Vec<u8>> {
     match snapshot.origin_named(name) {
         Some(origin) => {
             let copy = origin.robots.current();
-            reply(200, "text/plain; charset=utf-8", copy.body.to_vec())
+            // With trap paths, what robotsguard serves (a policy without a file has a text too).
+            let body = if origin.robots.traps.is_empty() {
+                copy.body.to_vec()
+            } else {
+                copy.served().body.to_vec()
+            };
+            reply(200, "text/plain; charset=utf-8", body)
         }
         None => text(404, &format!("no origin named `{name}`\n")),
     }

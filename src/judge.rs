@@ -1,5 +1,6 @@
 //! The whole judgment of one request, with no HTTP in it: route → robots.txt and policy verdict →
-//! robots.txt read recorded → ban → serve robots.txt → verify → Crawl-delay → strike → answer.
+//! robots.txt read recorded → ban → serve robots.txt → trap hit → disguised crawler → verify →
+//! Crawl-delay → strike → answer.
 //!
 //! Three callers, one answer: the proxy ([`crate::guard::Guard::request_filter`]) judges in
 //! [`Mode::Apply`] (it spends Crawl-delay budgets, records robots.txt reads, counts strikes and
@@ -13,10 +14,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::{
-    BanScope, CrawlDelayAction, Mode as OriginMode, OffendersAction, WebBotAuthMode,
+    BanScope, CrawlDelayAction, DisguisedAction, Mode as OriginMode, OffendersAction, TrapAction,
+    WebBotAuthMode,
 };
 use crate::enforce::{
-    decide_request, is_blank_user_agent, Decision, Outcome, Refused, Request as DecideRequest, Why,
+    decide_request, is_blank_user_agent, Crawler, Decision, Outcome, Readings, Refused,
+    Request as DecideRequest, Why,
 };
 use crate::metrics::METRICS;
 use crate::snapshot::{RobotsCopy, Snapshot};
@@ -190,6 +193,11 @@ pub enum RefusedFor {
         /// The `Accept-Signature` value sent.
         accept_signature: String,
     },
+    /// A trap path (`traps.action: block` or `ban`): 404, as a path that does not exist.
+    Trap,
+    /// A disguised crawler asked for a path robots.txt disallows (`disguised.action: block` or
+    /// `ban`): 403.
+    Disguised,
 }
 
 impl RefusedFor {
@@ -283,7 +291,9 @@ impl Judge<'_> {
         let client = facts.client;
         // The copy in force answers any spelling of a robots.txt read, when robotsguard serves
         // it; what goes to the origin, or counts as having read robots.txt, must be exactly that.
-        let serves_robots = decision.origin.robots.settings.serve
+        // With trap paths the copy carrying them is the one every client must read.
+        let traps_on = !decision.origin.robots.traps.is_empty();
+        let serves_robots = (decision.origin.robots.settings.serve || traps_on)
             && asks_for_robots_txt(facts.method, facts.target);
         if let (true, true, Some(client)) = (apply, decision.reads_robots_txt, client) {
             self.store
@@ -302,9 +312,17 @@ impl Judge<'_> {
                     {
                         banned_browser_request(&decision, &ban, facts);
                     }
+                    // A disguised crawler is a crawler, whatever its User-Agent says.
                     let refused = match decision.origin.config.offenders.scope {
                         BanScope::Address => true,
-                        BanScope::Crawlers => decision.is_bannable_crawler(facts.user_agent),
+                        BanScope::Crawlers => {
+                            decision.is_bannable_crawler(facts.user_agent)
+                                || self.store.known_disguised(
+                                    decision.origin.name(),
+                                    client,
+                                    decision.origin.config.disguised,
+                                )
+                        }
                     };
                     if refused {
                         decision.outcome = Outcome::Banned;
@@ -328,6 +346,24 @@ impl Judge<'_> {
                 answer: Answer::ServeRobots(copy),
                 read_robots: None,
             };
+        }
+        let watched = decision.origin.config.mode != OriginMode::Off && !decision.reads_robots_txt;
+        if traps_on && watched {
+            if let Some(judgment) = self.trap(&mut decision, facts, apply) {
+                return judgment;
+            }
+        }
+        // A request without a crawler's User-Agent, from an address that may have read
+        // robots.txt: everyone else (browsers that never read it) pays one lookup, no more.
+        if let (true, None, Some(client)) = (watched, &decision.crawler, client) {
+            if self
+                .store
+                .may_have_read_robots(decision.origin.name(), client)
+            {
+                if let Some(judgment) = self.disguised(&mut decision, facts, client, apply).await {
+                    return judgment;
+                }
+            }
         }
         if let Some(refusal) = self
             .web_bot_auth_refusal(&decision, signed, wba_mode, apply)
@@ -449,6 +485,171 @@ impl Judge<'_> {
             answer,
             read_robots,
         }
+    }
+
+    /// A request for a trap path, from anyone but an allowed client or a trusted proxy's own
+    /// address: counted and logged (applied); `block` and `ban` answer 404 without the origin
+    /// (`ban` also bans the address at once for `offenders.ban`), `report` proxies it as the
+    /// origin answers (unless robots.txt already refuses the crawler). `None`: not a trap hit,
+    /// or one that goes on to the rest of the judgment.
+    fn trap(&self, decision: &mut Decision, facts: &Facts<'_>, apply: bool) -> Option<Judgment> {
+        let origin = decision.origin.clone();
+        if let Some(client) = facts.client {
+            if origin.allow_clients.contains(client)
+                || crate::client_address::is_trusted(&self.snapshot.config.trusted_proxies, client)
+            {
+                return None;
+            }
+        }
+        let readings = crate::enforce::read_target(facts.target, origin.config.paths).ok()?;
+        let traps = &origin.robots.traps;
+        let trap = readings
+            .all()
+            .find_map(|reading| crate::traps::hit(traps, reading))?;
+        let settings = &origin.config.traps;
+        let enforce = origin.config.mode == OriginMode::Enforce;
+        if apply {
+            METRICS.trap_hits.with_label_values(&[origin.name()]).inc();
+        }
+        let refuse = enforce && settings.action != TrapAction::Report;
+        if !refuse && !matches!(decision.outcome, Outcome::Pass | Outcome::Allowed) {
+            // Reported, and robots.txt already refuses (or reports) the crawler for it: that
+            // judgment stands, and counts as the violation it is.
+            if apply {
+                crate::logs::trap_hit(origin.name(), facts.client, trap, None, facts.request_id);
+            }
+            return None;
+        }
+        decision.outcome = if refuse {
+            Outcome::Trap
+        } else {
+            Outcome::WouldTrap
+        };
+        decision.why = Why::Trap;
+        decision.group = Some("*".to_string());
+        decision.rule =
+            crate::enforce::global_disallows(&decision.robots, &readings.canonical).flatten();
+        let mut ban = None;
+        if apply {
+            if let (true, TrapAction::Ban, Some(client)) = (refuse, settings.action, facts.client) {
+                ban = self
+                    .store
+                    .ban_now(origin.name(), client, origin.config.offenders.ban, 1);
+            }
+            crate::logs::trap_hit(
+                origin.name(),
+                facts.client,
+                trap,
+                ban.as_ref(),
+                facts.request_id,
+            );
+            log_disallowed(decision, facts);
+        }
+        Some(Judgment {
+            decision: Some(decision.clone()),
+            answer: if refuse {
+                Answer::Refuse(Refusal {
+                    status: 404,
+                    why: RefusedFor::Trap,
+                })
+            } else {
+                Answer::Proxy
+            },
+            read_robots: None,
+        })
+    }
+
+    /// A request without a crawler's User-Agent from an address that may have read robots.txt:
+    /// a strike when the robots.txt in force disallows the path to every group (exempt paths
+    /// and allowed clients never count, nor a trusted proxy's own address); once the address
+    /// reached `disguised.strikes` within the window it is a crawler named `disguised`, bound
+    /// by the `*` group: `report` logs would_block, `block` answers 403, `ban` bans the address
+    /// with the origin's `offenders` settings. `None`: nothing changes.
+    async fn disguised(
+        &self,
+        decision: &mut Decision,
+        facts: &Facts<'_>,
+        client: IpAddr,
+        apply: bool,
+    ) -> Option<Judgment> {
+        let origin = decision.origin.clone();
+        if origin.allow_clients.contains(client)
+            || crate::client_address::is_trusted(&self.snapshot.config.trusted_proxies, client)
+        {
+            return None;
+        }
+        let mut readings: Readings<'_> =
+            crate::enforce::read_target(facts.target, origin.config.paths).ok()?;
+        readings.reads = *facts.method == http::Method::GET || *facts.method == http::Method::HEAD;
+        if crate::enforce::is_exempt_reading(&origin, &readings) {
+            return None;
+        }
+        let copy = decision.robots.clone();
+        let rule = readings
+            .all()
+            .find_map(|reading| crate::enforce::global_disallows(&copy, reading))?;
+        let strike = readings
+            .all()
+            .any(|reading| crate::enforce::disallowed_to_every_group(&copy, reading));
+        let settings = origin.config.disguised;
+        let count = self
+            .store
+            .disguised(origin.name(), client, strike && apply, settings)
+            .await?;
+        if strike && apply {
+            METRICS
+                .disguised_strikes
+                .with_label_values(&[origin.name()])
+                .inc();
+        }
+        if count < settings.strikes {
+            return None;
+        }
+        let enforce = origin.config.mode == OriginMode::Enforce;
+        let refuse = enforce && settings.action != DisguisedAction::Report;
+        decision.crawler = Some(Crawler::signal("disguised"));
+        decision.outcome = if refuse {
+            Outcome::Disguised
+        } else {
+            Outcome::WouldDisguised
+        };
+        decision.why = Why::Disguised;
+        decision.group = Some("*".to_string());
+        decision.rule = rule;
+        if apply {
+            let mut ban = None;
+            if refuse && settings.action == DisguisedAction::Ban {
+                let offenders = origin.config.offenders;
+                ban = self
+                    .store
+                    .ban_now(origin.name(), client, offenders.ban, count);
+                if let Some(ban) = &ban {
+                    crate::logs::offender(
+                        origin.name(),
+                        client,
+                        count,
+                        Some(ban),
+                        facts.request_id,
+                    );
+                }
+            }
+            if count == settings.strikes || ban.is_some() {
+                crate::logs::disguised_crawler(origin.name(), client, count, settings.action);
+            }
+            log_disallowed(decision, facts);
+        }
+        Some(Judgment {
+            decision: Some(decision.clone()),
+            answer: if refuse {
+                Answer::Refuse(Refusal {
+                    status: 403,
+                    why: RefusedFor::Disguised,
+                })
+            } else {
+                Answer::Proxy
+            },
+            read_robots: Some(true),
+        })
     }
 
     /// The delay that applies to a crawler robots.txt allows and how long it must still wait
@@ -1126,5 +1327,97 @@ mod tests {
         let judgment = bench.judge(&facts, Mode::Preview);
         assert!(judgment.decision.is_none());
         assert_eq!(judgment.answer.status(), Some(421));
+    }
+
+    /// `/private` is disallowed to every group, `/star-only` to `*` only.
+    const EVERY_GROUP: &str = "    robots: {source: inline, text: \"User-agent: GPTBot\\nDisallow: /private\\n\\nUser-agent: *\\nDisallow: /private\\nDisallow: /star-only\\n\"}";
+
+    #[test]
+    fn a_preview_of_a_disguised_crawler_counts_nothing_and_agrees_with_the_proxy() {
+        let bench = bench_for(
+            "",
+            &format!("{EVERY_GROUP}\n    disguised: {{action: block, strikes: 2}}"),
+        );
+        let reader = "192.0.2.20";
+        // Before a read: nothing counts, applied or previewed.
+        for mode in [Mode::Preview, Mode::Apply] {
+            assert_eq!(
+                bench.get(BROWSER, "/private", reader, mode),
+                ("proxy", None, "pass")
+            );
+        }
+        bench.get(BROWSER, "/robots.txt", reader, Mode::Apply);
+        // Previews never strike.
+        for _ in 0..5 {
+            assert_eq!(
+                bench.get(BROWSER, "/private", reader, Mode::Preview),
+                ("proxy", None, "pass")
+            );
+        }
+        // Only paths disallowed to every group count.
+        for _ in 0..3 {
+            assert_eq!(
+                bench.get(BROWSER, "/star-only", reader, Mode::Apply),
+                ("proxy", None, "pass")
+            );
+        }
+        assert_eq!(
+            bench.get(BROWSER, "/private", reader, Mode::Apply),
+            ("proxy", None, "pass")
+        );
+        assert_eq!(
+            bench.get(BROWSER, "/private", reader, Mode::Preview),
+            ("proxy", None, "pass")
+        );
+        assert_eq!(
+            bench.get(BROWSER, "/private", reader, Mode::Apply),
+            ("refuse", Some(403), "disguised")
+        );
+        // Now a crawler bound by `*`: previews say what the proxy says.
+        for mode in [Mode::Preview, Mode::Apply] {
+            assert_eq!(
+                bench.get(BROWSER, "/star-only", reader, mode),
+                ("refuse", Some(403), "disguised")
+            );
+            assert_eq!(
+                bench.get(BROWSER, "/page", reader, mode),
+                ("proxy", None, "pass")
+            );
+        }
+    }
+
+    #[test]
+    fn a_trap_hit_is_judged_alike_in_preview_and_bans_only_when_applied() {
+        let bench = bench_for(
+            "trusted_proxies: [\"192.0.2.1/32\"]",
+            &format!("{EVERY_GROUP}\n    traps: {{enabled: true, paths: [/trap/], action: ban}}"),
+        );
+        assert_eq!(
+            bench.get(BROWSER, "/trap/x", "192.0.2.30", Mode::Preview),
+            ("refuse", Some(404), "trap")
+        );
+        assert!(!bench.banned("192.0.2.30"));
+        assert_eq!(
+            bench.get(BROWSER, "/trap/x", "192.0.2.30", Mode::Apply),
+            ("refuse", Some(404), "trap")
+        );
+        assert!(bench.banned("192.0.2.30"));
+        assert_eq!(
+            bench.get(GPTBOT, "/page", "192.0.2.30", Mode::Apply),
+            ("refuse", Some(403), "banned")
+        );
+        // A trusted proxy's own address never hits.
+        assert_eq!(
+            bench.get(BROWSER, "/trap/x", "192.0.2.1", Mode::Apply),
+            ("proxy", None, "pass")
+        );
+        assert!(!bench.banned("192.0.2.1"));
+        // robots.txt is served by robotsguard, with the trap in every group.
+        let facts = Facts::get(b"shop.example", BROWSER, b"/robots.txt");
+        let Answer::ServeRobots(copy) = bench.judge(&facts, Mode::Preview).answer else {
+            panic!("robots.txt is served");
+        };
+        let served = String::from_utf8_lossy(&copy.served().body).into_owned();
+        assert_eq!(served.matches("Disallow: /trap/\n").count(), 2, "{served}");
     }
 }

@@ -96,6 +96,7 @@ pub mod snapshot;
 pub mod store;
 pub mod tables;
 mod tasks;
+pub mod traps;
 mod upstream;
 mod upstream_keeper;
 pub mod verify;

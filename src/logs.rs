@@ -245,6 +245,10 @@ pub(crate) fn disallowed_request(
     let verb = match decision.outcome {
         Outcome::Blocked => "blocked",
         Outcome::WouldBlock => "would block (report mode)",
+        Outcome::Trap => "trap hit, refused",
+        Outcome::WouldTrap => "trap hit (report)",
+        Outcome::Disguised => "blocked, disguised crawler",
+        Outcome::WouldDisguised => "would_block (report), disguised crawler",
         _ => return,
     };
     if !REQUEST_LINES.admit() {
@@ -366,6 +370,56 @@ pub(crate) fn offender(
             "client would be banned (offenders: report): it keeps fetching what robots.txt disallows"
         ),
     }
+}
+
+/// Logs a request for a trap path (and the ban it led to), rate-limited with the offender lines.
+pub(crate) fn trap_hit(
+    origin: &str,
+    client: Option<std::net::IpAddr>,
+    trap: &str,
+    ban: Option<&crate::tables::offenders::Ban>,
+    request_id: Option<&str>,
+) {
+    if !OFFENDER_LINES.admit() {
+        return;
+    }
+    let client = client.map_or_else(|| "unknown".to_string(), |c| c.to_string());
+    match ban {
+        Some(ban) => tracing::warn!(
+            origin,
+            client = %client,
+            trap,
+            until = %rfc3339(ban.until),
+            request_id,
+            "trap hit: client banned (it asked for a path robots.txt disallows to every crawler)"
+        ),
+        None => tracing::warn!(
+            origin,
+            client = %client,
+            trap,
+            request_id,
+            "trap hit: a client asked for a path robots.txt disallows to every crawler"
+        ),
+    }
+}
+
+/// Logs an address that became a disguised crawler, rate-limited with the offender lines.
+pub(crate) fn disguised_crawler(
+    origin: &str,
+    client: std::net::IpAddr,
+    strikes: u32,
+    action: crate::config::DisguisedAction,
+) {
+    if !OFFENDER_LINES.admit() {
+        return;
+    }
+    tracing::warn!(
+        origin,
+        client = %client,
+        strikes,
+        action = action.as_str(),
+        "disguised crawler: it read robots.txt, then kept asking for what it disallows to every crawler, with no crawler's User-Agent"
+    );
 }
 
 /// Logs the first browser request from a banned address, per ban (rate-limited with the

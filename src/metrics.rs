@@ -150,6 +150,12 @@ pub struct Metrics {
     /// `robotsguard_banned_browser_requests_total{origin}`: browser requests from banned
     /// addresses (whether refused or not): how an operator sees a ban hit a shared address.
     pub banned_browser_requests: IntCounterVec,
+    /// `robotsguard_trap_hits_total{origin}`: requests for a trap path (`traps`), whatever the
+    /// User-Agent, whatever `traps.action` did with them.
+    pub trap_hits: IntCounterVec,
+    /// `robotsguard_disguised_strikes_total{origin}`: requests without a crawler's User-Agent,
+    /// from an address that read robots.txt, for a path it disallows to every group.
+    pub disguised_strikes: IntCounterVec,
     /// `robotsguard_crawler_range_list_loaded{list}`: 1 once a copy of the list is in force, 0
     /// until then (from start, for every list crawlers name).
     pub crawler_range_list_loaded: IntGaugeVec,
@@ -184,7 +190,7 @@ pub const CONNECTION_REFUSALS: [&str; 4] = [
 pub const REQUEST_REFUSALS: [&str; 2] = ["max_streams_per_connection", "max_requests_in_flight"];
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 52] = [
+pub const METRIC_NAMES: [&str; 54] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -232,6 +238,8 @@ pub const METRIC_NAMES: [&str; 52] = [
     "robotsguard_bans_total",
     "robotsguard_banned_clients",
     "robotsguard_banned_browser_requests_total",
+    "robotsguard_trap_hits_total",
+    "robotsguard_disguised_strikes_total",
     "robotsguard_crawler_range_list_loaded",
     "robotsguard_catalogue_feed_loaded",
     "robotsguard_catalogue_entries",
@@ -580,6 +588,18 @@ impl Metrics {
             "Browser requests from banned client addresses, by origin: people behind an address a ban hit (a NAT, an office, a load balancer missing from trusted_proxies).",
             &["origin"],
         );
+        let trap_hits = counter(
+            &registry,
+            "robotsguard_trap_hits_total",
+            "Requests for a trap path (traps), by origin: paths the served robots.txt disallows to every group, which only a client ignoring it requests.",
+            &["origin"],
+        );
+        let disguised_strikes = counter(
+            &registry,
+            "robotsguard_disguised_strikes_total",
+            "Requests without a crawler's User-Agent for a path robots.txt disallows to every group, from an address that read robots.txt (disguised).",
+            &["origin"],
+        );
         let crawler_range_list_loaded = gauge(
             &registry,
             "robotsguard_crawler_range_list_loaded",
@@ -664,6 +684,8 @@ impl Metrics {
             bans,
             banned_clients,
             banned_browser_requests,
+            trap_hits,
+            disguised_strikes,
             crawler_range_list_loaded,
             catalogue_feed_loaded,
             catalogue_entries,
@@ -734,6 +756,8 @@ impl Metrics {
         let _ = self.bans.remove_label_values(&[origin]);
         let _ = self.banned_clients.remove_label_values(&[origin]);
         let _ = self.banned_browser_requests.remove_label_values(&[origin]);
+        let _ = self.trap_hits.remove_label_values(&[origin]);
+        let _ = self.disguised_strikes.remove_label_values(&[origin]);
     }
 }
 
@@ -816,6 +840,8 @@ impl Metrics {
             Box::new(self.bans.clone()),
             Box::new(self.banned_clients.clone()),
             Box::new(self.banned_browser_requests.clone()),
+            Box::new(self.trap_hits.clone()),
+            Box::new(self.disguised_strikes.clone()),
             Box::new(self.crawler_range_list_loaded.clone()),
             Box::new(self.catalogue_feed_loaded.clone()),
             Box::new(self.catalogue_entries.clone()),

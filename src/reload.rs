@@ -187,8 +187,11 @@ impl Reloader {
         let build_started = Instant::now();
         let built = {
             let previous = previous.clone();
-            tokio::task::spawn_blocking(move || Snapshot::build(Arc::new(config), Some(&previous)))
-                .await
+            tokio::task::spawn_blocking(move || {
+                crate::store::install_trap_secret(&config);
+                Snapshot::build(Arc::new(config), Some(&previous))
+            })
+            .await
         };
         let snapshot = match built {
             Ok(Ok(snapshot)) => snapshot,

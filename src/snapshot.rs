@@ -115,6 +115,9 @@ pub struct RobotsCopy {
     pub content_since: SystemTime,
     /// What robotsguard answers `GET /robots.txt` with (`robots.serve`), made on first use.
     served: std::sync::OnceLock<ServedRobots>,
+    /// The trap paths whose `Disallow:` lines this copy carries in every group (`traps`): in its
+    /// body when it has rules, in what is served when it has none.
+    pub traps: Arc<[String]>,
 }
 
 /// The robots.txt robotsguard serves for a copy: its bytes, or for a policy without a file the
@@ -187,6 +190,7 @@ impl RobotsCopy {
             unavailable_since: None,
             content_since: SystemTime::now(),
             served: std::sync::OnceLock::new(),
+            traps: Arc::from(Vec::new()),
         }
     }
 
@@ -195,8 +199,12 @@ impl RobotsCopy {
         self.served.get_or_init(|| {
             let body = match &self.policy {
                 Policy::Rules(_) => self.body.clone(),
-                Policy::DisallowAll => bytes::Bytes::from_static(b"User-agent: *\nDisallow: /\n"),
-                Policy::AllowAll => bytes::Bytes::from_static(b"User-agent: *\nDisallow:\n"),
+                Policy::DisallowAll => {
+                    bytes::Bytes::from(crate::traps::without_rules_text(true, &self.traps))
+                }
+                Policy::AllowAll => {
+                    bytes::Bytes::from(crate::traps::without_rules_text(false, &self.traps))
+                }
             };
             // SipHash with fixed keys: deterministic, so replicas agree on the tag.
             let mut hasher = std::hash::DefaultHasher::new();
@@ -254,6 +262,8 @@ pub struct RobotsSlot {
     /// The copies in force before the current one within [`HISTORY`], for "disallowed by every
     /// robots.txt in force over the last 24 hours".
     history: std::sync::Mutex<History>,
+    /// The origin's trap paths (`traps`): every copy stored here carries their lines.
+    pub traps: Arc<[String]>,
 }
 
 /// How far back earlier robots.txt copies are kept: RFC 9309 lets crawlers cache robots.txt for
@@ -333,23 +343,33 @@ impl History {
 }
 
 impl RobotsSlot {
-    fn new(settings: RobotsConfig) -> RobotsSlot {
+    fn new(settings: RobotsConfig, traps: Arc<[String]>) -> RobotsSlot {
         let initial = match &settings.source {
             RobotsSource::Inline { text } => {
+                let body = if traps.is_empty() {
+                    text.clone().into_bytes()
+                } else {
+                    crate::traps::with_trap_lines(text.as_bytes(), &traps)
+                };
                 let mut copy = RobotsCopy::from_body(
-                    bytes::Bytes::from(text.clone().into_bytes()),
+                    bytes::Bytes::from(body),
                     settings.max_size,
                     CopyOutcome::Ok,
                     "inline robots.txt from the config".to_string(),
                 );
                 copy.source = "inline (config)".to_string();
+                copy.traps = traps.clone();
                 copy
             }
-            _ => RobotsCopy::unreachable(
-                settings.on_unreachable,
-                "robots.txt not fetched yet".to_string(),
-                CopyOutcome::Pending,
-            ),
+            _ => {
+                let mut copy = RobotsCopy::unreachable(
+                    settings.on_unreachable,
+                    "robots.txt not fetched yet".to_string(),
+                    CopyOutcome::Pending,
+                );
+                copy.traps = traps.clone();
+                copy
+            }
         };
         let ready = matches!(settings.source, RobotsSource::Inline { .. });
         let initial = Arc::new(initial);
@@ -370,14 +390,15 @@ impl RobotsSlot {
                 unpublished: std::collections::VecDeque::new(),
                 timeline,
             }),
+            traps,
         }
     }
 
     /// A slot for new settings of an origin that had `old`: what was in force before stays in
     /// the 24-hour history (a rule added by a config reload is as young as any other), the copy
     /// `old` had in force included, ended now.
-    fn succeeding(old: &RobotsSlot, settings: RobotsConfig) -> RobotsSlot {
-        let slot = RobotsSlot::new(settings);
+    fn succeeding(old: &RobotsSlot, settings: RobotsConfig, traps: Arc<[String]>) -> RobotsSlot {
+        let slot = RobotsSlot::new(settings, traps);
         let (Ok(old_history), Ok(mut history)) = (old.history.lock(), slot.history.lock()) else {
             return slot;
         };
@@ -400,6 +421,40 @@ impl RobotsSlot {
         slot
     }
 
+    /// `copy` carrying the slot's trap lines in every group (a copy that already does, one kept
+    /// after a failed fetch, is returned as it is). The compiled rules of the copy in force are
+    /// taken again when the text with the trap lines is the same.
+    fn with_traps(&self, mut copy: RobotsCopy) -> RobotsCopy {
+        if self.traps.is_empty() || *copy.traps == *self.traps {
+            return copy;
+        }
+        copy.traps = self.traps.clone();
+        if matches!(copy.policy, Policy::Rules(_)) {
+            let body = bytes::Bytes::from(crate::traps::with_trap_lines(&copy.body, &self.traps));
+            let current = self.current();
+            let (policy, scanner, content_since) = match &current.policy {
+                Policy::Rules(rules) if current.body == body => (
+                    Policy::Rules(rules.clone()),
+                    current.scanner.clone(),
+                    current.content_since,
+                ),
+                _ => {
+                    // The limit grows by what was added: the origin's file is cut where it was.
+                    let limit =
+                        self.settings.max_size + (body.len() - copy.body.len().min(body.len()));
+                    let compiled =
+                        RobotsCopy::from_body(body.clone(), limit, copy.outcome, String::new());
+                    (compiled.policy, compiled.scanner, copy.content_since)
+                }
+            };
+            copy.policy = policy;
+            copy.scanner = scanner;
+            copy.content_since = content_since;
+            copy.body = body;
+        }
+        copy
+    }
+
     /// The copy in force.
     pub fn current(&self) -> Arc<RobotsCopy> {
         self.current.load_full()
@@ -407,7 +462,7 @@ impl RobotsSlot {
 
     /// Stores a new outcome and marks the slot ready.
     pub fn store(&self, copy: RobotsCopy) {
-        let new = Arc::new(copy);
+        let new = Arc::new(self.with_traps(copy));
         let old = self.current.swap(new.clone());
         self.ready.store(true, Ordering::Release);
         if let Ok(mut history) = self.history.lock() {
@@ -631,11 +686,21 @@ impl Snapshot {
                 .banned_browser_requests
                 .with_label_values(&[name])
                 .inc_by(0);
+            crate::metrics::METRICS
+                .trap_hits
+                .with_label_values(&[name])
+                .inc_by(0);
+            crate::metrics::METRICS
+                .disguised_strikes
+                .with_label_values(&[name])
+                .inc_by(0);
             let previous = previous_by_name.get(origin_config.name.as_str());
+            let traps = crate::traps::paths_for(&origin_config.traps, name);
             let robots = previous
                 .filter(|old| {
                     old.config.hosts.first() == origin_config.hosts.first()
                         && old.robots.settings == origin_config.robots
+                        && old.robots.traps == traps
                         && old.config.upstreams == origin_config.upstreams
                         && old.config.upstream_tls == origin_config.upstream_tls
                 })
@@ -643,8 +708,8 @@ impl Snapshot {
                 .unwrap_or_else(|| {
                     let settings = origin_config.robots.clone();
                     Arc::new(match previous {
-                        Some(old) => RobotsSlot::succeeding(&old.robots, settings),
-                        None => RobotsSlot::new(settings),
+                        Some(old) => RobotsSlot::succeeding(&old.robots, settings, traps),
+                        None => RobotsSlot::new(settings, traps),
                     })
                 });
             // A reload keeps what is known of unchanged upstreams (addresses, health); a new

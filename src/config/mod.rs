@@ -23,6 +23,7 @@ mod size;
 mod state;
 pub use state::{Credentials, RedisClient, RedisNode, RedisTopology};
 mod template;
+mod traps;
 mod tree;
 mod validate;
 mod verify;
@@ -42,6 +43,7 @@ use crate::crawlers::{builtin_defs, CatalogueError, Category, CrawlerDef, Verify
 
 pub use error::{ConfigError, ConfigErrors};
 pub use template::{render_body, BODY_PLACEHOLDERS};
+pub use traps::{DisguisedAction, DisguisedConfig, TrapAction, TrapSecret, TrapsConfig};
 
 /// The whole, checked configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,6 +70,9 @@ pub struct Config {
     pub verify: VerifyConfig,
     /// Where Crawl-delay budgets, strike counts, bans and robots.txt reads are kept.
     pub state: StateConfig,
+    /// `state.dir`: where this process keeps what must outlive it without a shared store (the
+    /// generated trap secret); `None`: the default chain of [`crate::config::DEFAULT_STATE_DIR`].
+    pub state_dir: Option<PathBuf>,
     /// What the reports keep (`/reports/*`, the console).
     pub reports: ReportsConfig,
     /// The absolute path the config was loaded from (`None` from `load_str`).
@@ -1042,7 +1047,16 @@ pub struct OriginConfig {
     pub offenders: OffendersConfig,
     /// `web_bot_auth.mode` for this origin (or `defaults`); `None`: `verify.web_bot_auth.mode`.
     pub web_bot_auth: Option<WebBotAuthMode>,
+    /// Trap paths in the robots.txt served, and what a hit does.
+    pub traps: TrapsConfig,
+    /// Clients without a crawler's User-Agent that read robots.txt and take what it forbids.
+    pub disguised: DisguisedConfig,
 }
+
+/// The default `state.dir`, tried after `$STATE_DIRECTORY` (systemd's `StateDirectory=`) and
+/// before `$XDG_STATE_HOME/robotsguard` (or `~/.local/state/robotsguard`): the first one that
+/// can be written is used.
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/robotsguard";
 
 /// An upstream server address.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -1263,6 +1277,11 @@ const RESTART_ONLY: &[RestartOnly] = &[
         name: "state",
         differs: |old, new| old.state != new.state,
         keep: |new, running| new.state.clone_from(&running.state),
+    },
+    RestartOnly {
+        name: "state.dir",
+        differs: |old, new| old.state_dir != new.state_dir,
+        keep: |new, running| new.state_dir.clone_from(&running.state_dir),
     },
 ];
 

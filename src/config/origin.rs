@@ -60,6 +60,8 @@ pub(crate) struct Defaults {
     pub crawl_delay: super::CrawlDelayConfig,
     pub offenders: super::OffendersConfig,
     pub web_bot_auth: Option<super::WebBotAuthMode>,
+    pub traps: super::TrapsConfig,
+    pub disguised: super::DisguisedConfig,
 }
 
 /// An origin plus what the cross-origin checks need: where its name and
@@ -154,6 +156,8 @@ pub(crate) fn parse_origin(
     let crawl_delay = crawl_delay(sink, table.get("crawl_delay"), &defaults.crawl_delay);
     let offenders = offenders(sink, table.get("offenders"), &defaults.offenders);
     let web_bot_auth = web_bot_auth_mode(sink, table.get("web_bot_auth")).or(defaults.web_bot_auth);
+    let traps = super::traps::traps(sink, table.get("traps"), &defaults.traps, base_dir);
+    let disguised = super::traps::disguised(sink, table.get("disguised"), &defaults.disguised);
 
     let config = OriginConfig {
         name: name.as_ref().map(|(n, _)| n.clone()).unwrap_or_default(),
@@ -171,6 +175,8 @@ pub(crate) fn parse_origin(
         crawl_delay,
         offenders,
         web_bot_auth,
+        traps,
+        disguised,
     };
     Some(Parsed {
         config,

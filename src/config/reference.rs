@@ -249,6 +249,8 @@ static DEFAULTS: SectionDoc = SectionDoc {
         key("crawl_delay", Ty::Section(&CRAWL_DELAY), "", "robots.txt's Crawl-delay as a rate limit."),
         key("offenders", Ty::Section(&OFFENDERS), "", "Banning addresses that keep violating robots.txt."),
         key("web_bot_auth", Ty::Section(&ORIGIN_WEB_BOT_AUTH), "`verify.web_bot_auth.mode`", "Web Bot Auth's mode for every origin."),
+        key("traps", Ty::Section(&TRAPS), "off", "Trap paths in the robots.txt served: a request for one is a trap hit, whatever its User-Agent."),
+        key("disguised", Ty::Section(&DISGUISED), "`{action: report, strikes: 5, window: 10m}`", "Clients without a crawler's User-Agent that read robots.txt and then take what it disallows to every group."),
     ],
 };
 
@@ -498,6 +500,31 @@ static RANGE_LIST_FORMAT: SectionDoc = SectionDoc {
     ],
 };
 
+static TRAPS: SectionDoc = SectionDoc {
+    id: "traps",
+    section: &schema::TRAPS,
+    title: "Trap paths",
+    doc: "With traps on, robotsguard serves the origin's robots.txt itself (whatever its source), with one `Disallow:` line per trap path in every group (and a `User-agent: *` group when the file has none). A request for a trap path or below it, from anyone but `policy.allow_clients` and the trusted proxies' own addresses, is a trap hit.",
+    keys: &[
+        key("enabled", Ty::Bool, "`false`", "Put trap paths in the robots.txt served and watch them."),
+        key("paths", Ty::List(&Ty::Str), "one derived path", "The trap paths (plain paths, at most 16); none: one per origin, `/` and 16 letters and digits, an HMAC-SHA-256 of the origin's name under the secret (the same in every replica and across restarts)."),
+        key("action", Ty::Words(|| names(&super::traps::TRAP_ACTIONS)), "`report`", "`report` (counted and logged, answered by the origin), `block` (`404` without contacting the origin), `ban` (`404`, and the address banned at once for `offenders.ban`, refused as `offenders.scope` says). `mode: report` only reports."),
+        key("secret_file", Ty::Str, "the generated secret", "A file holding the secret trap paths are derived from; without it, a secret generated at first start and kept in the shared store (`state.backend: redis`) or in `state.dir`."),
+    ],
+};
+
+static DISGUISED: SectionDoc = SectionDoc {
+    id: "disguised",
+    section: &schema::DISGUISED,
+    title: "Disguised crawlers",
+    doc: "A client without a crawler's User-Agent that read `/robots.txt` (GET or HEAD) and then, `strikes` times within `window`, asks for paths the robots.txt in force disallows to every group is the crawler `disguised` (bound by the `*` group) for that origin. Exempt paths, allowed clients and trusted proxies never count.",
+    keys: &[
+        key("action", Ty::Words(|| names(&super::traps::DISGUISED_ACTIONS)), "`report`", "`report` (proxied, logged as would_block, decision `would_disguised`), `block` (`403` on the paths robots.txt disallows, with a body saying why), `ban` (banned with the origin's `offenders` settings)."),
+        key("strikes", Ty::Int { min: 1, max: 1_000_000 }, "`5`", "Requests for paths disallowed to every group that make the address a disguised crawler."),
+        key("window", Ty::Duration, "`10m`", "Within how long (from the first; each later one extends it)."),
+    ],
+};
+
 static ORIGIN: SectionDoc = SectionDoc {
     id: "origin",
     section: &schema::ORIGIN,
@@ -521,6 +548,8 @@ static ORIGIN: SectionDoc = SectionDoc {
         key("crawl_delay", Ty::Section(&CRAWL_DELAY), "from `defaults`", "As `defaults.crawl_delay`."),
         key("offenders", Ty::Section(&OFFENDERS), "from `defaults`", "As `defaults.offenders`."),
         key("web_bot_auth", Ty::Section(&ORIGIN_WEB_BOT_AUTH), "from `defaults`", "As `defaults.web_bot_auth`."),
+        key("traps", Ty::Section(&TRAPS), "from `defaults`", "As `defaults.traps`."),
+        key("disguised", Ty::Section(&DISGUISED), "from `defaults`", "As `defaults.disguised`."),
     ],
 };
 
@@ -634,6 +663,12 @@ static STATE: SectionDoc = SectionDoc {
             Ty::Section(&STATE_REDIS),
             "",
             "The store, with `backend: redis`.",
+        ),
+        key(
+            "dir",
+            Ty::Str,
+            "`$STATE_DIRECTORY`, else `/var/lib/robotsguard`, else `$XDG_STATE_HOME/robotsguard`: the first that can be written",
+            "Where this process keeps the generated trap secret (file `trap-secret`, mode 0600) without a shared store.",
         ),
     ],
 };
@@ -782,6 +817,8 @@ pub(crate) static SECTIONS: &[&SectionDoc] = &[
     &VERIFY_DNS,
     &WEB_BOT_AUTH,
     &ORIGIN_WEB_BOT_AUTH,
+    &TRAPS,
+    &DISGUISED,
     &SIGNATURE_AGENT,
     &STATE,
     &STATE_REDIS,

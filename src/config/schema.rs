@@ -45,7 +45,7 @@ pub(crate) const DEFAULT_REPORTS_WINDOW: Duration = Duration::from_secs(24 * 60 
 
 pub(crate) const STATE: Section = Section {
     place: "in `state`",
-    keys: &["backend", "redis"],
+    keys: &["backend", "redis", "dir"],
 };
 
 pub(crate) const STATE_REDIS: Section = Section {
@@ -207,6 +207,8 @@ pub(crate) const DEFAULTS: Section = Section {
         "crawl_delay",
         "offenders",
         "web_bot_auth",
+        "traps",
+        "disguised",
     ],
 };
 
@@ -218,6 +220,16 @@ pub(crate) const CRAWL_DELAY: Section = Section {
 pub(crate) const OFFENDERS: Section = Section {
     place: "in `offenders`",
     keys: &["action", "scope", "strikes", "window", "ban"],
+};
+
+pub(crate) const TRAPS: Section = Section {
+    place: "in `traps`",
+    keys: &["enabled", "paths", "action", "secret_file"],
+};
+
+pub(crate) const DISGUISED: Section = Section {
+    place: "in `disguised`",
+    keys: &["action", "strikes", "window"],
 };
 
 pub(crate) const BLOCK: Section = Section {
@@ -290,6 +302,8 @@ pub(crate) const ORIGIN: Section = Section {
         "crawl_delay",
         "offenders",
         "web_bot_auth",
+        "traps",
+        "disguised",
     ],
 };
 
@@ -313,6 +327,8 @@ pub(crate) const ALL: &[(&str, &Section)] = &[
     ("VERIFY_DNS", &VERIFY_DNS),
     ("WEB_BOT_AUTH", &WEB_BOT_AUTH),
     ("ORIGIN_WEB_BOT_AUTH", &ORIGIN_WEB_BOT_AUTH),
+    ("TRAPS", &TRAPS),
+    ("DISGUISED", &DISGUISED),
     ("SIGNATURE_AGENT", &SIGNATURE_AGENT),
     ("CRAWLER_VERIFY", &CRAWLER_VERIFY),
     ("RANGE_LIST", &RANGE_LIST),

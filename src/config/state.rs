@@ -48,11 +48,24 @@ pub(crate) fn backend_words() -> Vec<&'static str> {
 
 const BACKENDS: [(&str, Backend); 2] = [("memory", Backend::Memory), ("redis", Backend::Redis)];
 
-/// `state`, over the default (memory).
-pub(crate) fn state(sink: &mut Sink, node: Option<&Node>, base_dir: &Path) -> StateConfig {
+/// `state`, over the default (memory), and `state.dir` when given.
+pub(crate) fn state(
+    sink: &mut Sink,
+    node: Option<&Node>,
+    base_dir: &Path,
+) -> (StateConfig, Option<std::path::PathBuf>) {
     let Some(table) = node.and_then(|n| Table::read(sink, n, &STATE, "`state`")) else {
-        return StateConfig::Memory;
+        return (StateConfig::Memory, None);
     };
+    let dir = table
+        .get("dir")
+        .and_then(|n| reader::nonempty_string(sink, n, "dir"))
+        .map(|dir| base_dir.join(dir));
+    (backend(sink, &table, base_dir), dir)
+}
+
+/// `state.backend` and `state.redis`.
+fn backend(sink: &mut Sink, table: &Table<'_>, base_dir: &Path) -> StateConfig {
     let backend = table
         .get("backend")
         .and_then(|n| reader::choice(sink, n, "backend", &BACKENDS))

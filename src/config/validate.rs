@@ -62,6 +62,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
         origins: Vec::new(),
         verify: super::VerifyConfig::default(),
         state: super::StateConfig::default(),
+        state_dir: None,
         reports: super::ReportsConfig::default(),
         source_path: None,
     };
@@ -132,7 +133,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
     let known = check_catalogue(sink, &config.crawlers, &extra_positions, check);
     config.verify =
         super::verify::verify(sink, top.get("verify"), base_dir, &known, &config.crawlers);
-    config.state = super::state::state(sink, top.get("state"), base_dir);
+    (config.state, config.state_dir) = super::state::state(sink, top.get("state"), base_dir);
     if let Some(table) = top
         .get("reports")
         .and_then(|n| Table::read(sink, n, &REPORTS, "`reports`"))
@@ -157,7 +158,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
             }
         }
     }
-    let defaults = defaults(sink, top.get("defaults"), &known);
+    let defaults = defaults(sink, top.get("defaults"), &known, base_dir);
     config.origins = origins(sink, &top, &defaults, base_dir, &known);
     config
 }
@@ -532,7 +533,12 @@ fn check_admin_clash(sink: &mut Sink, admin: SocketAddr, pos: Pos, listen: &[(Li
 }
 
 /// `defaults`, over the built-in defaults.
-fn defaults(sink: &mut Sink, node: Option<&Node>, known: &KnownCrawlers) -> Defaults {
+fn defaults(
+    sink: &mut Sink,
+    node: Option<&Node>,
+    known: &KnownCrawlers,
+    base_dir: &Path,
+) -> Defaults {
     let mut out = Defaults {
         mode: Mode::Enforce,
         block: BlockConfig {
@@ -553,6 +559,8 @@ fn defaults(sink: &mut Sink, node: Option<&Node>, known: &KnownCrawlers) -> Defa
         crawl_delay: super::CrawlDelayConfig::default(),
         offenders: super::OffendersConfig::default(),
         web_bot_auth: None,
+        traps: super::TrapsConfig::default(),
+        disguised: super::DisguisedConfig::default(),
     };
     let Some(table) = node.and_then(|n| Table::read(sink, n, &DEFAULTS, "`defaults`")) else {
         return out;
@@ -576,6 +584,8 @@ fn defaults(sink: &mut Sink, node: Option<&Node>, known: &KnownCrawlers) -> Defa
     out.crawl_delay = origin::crawl_delay(sink, table.get("crawl_delay"), &out.crawl_delay);
     out.offenders = origin::offenders(sink, table.get("offenders"), &out.offenders);
     out.web_bot_auth = origin::web_bot_auth_mode(sink, table.get("web_bot_auth"));
+    out.traps = super::traps::traps(sink, table.get("traps"), &out.traps, base_dir);
+    out.disguised = super::traps::disguised(sink, table.get("disguised"), &out.disguised);
     out.upstream_health = origin::upstream_health(sink, &table, &out.upstream_health);
     out.policy = origin::policy(sink, table.get("policy"), &out.policy, known);
     if let Some(robots) = table

@@ -124,7 +124,7 @@ pub(crate) fn crawler_rows(console: &Console, scope: &Scope) -> Vec<CrawlerRepor
     })
 }
 
-const CRAWLER_COLUMNS: [&str; 20] = [
+const CRAWLER_COLUMNS: [&str; 24] = [
     "name",
     "category",
     "operator",
@@ -145,6 +145,10 @@ const CRAWLER_COLUMNS: [&str; 20] = [
     "bytes",
     "first_seen",
     "last_seen",
+    "trap",
+    "would_trap",
+    "disguised",
+    "would_disguised",
 ];
 
 fn crawler_cells(row: &CrawlerReport) -> Vec<String> {
@@ -172,6 +176,8 @@ fn crawler_cells(row: &CrawlerReport) -> Vec<String> {
     );
     cells.push(rfc3339(row.first_seen));
     cells.push(rfc3339(row.last_seen));
+    // The signals' columns come last: spreadsheets reading the earlier ones by position go on.
+    cells.extend([t.trap, t.would_trap, t.disguised, t.would_disguised].map(|n| n.to_string()));
     cells
 }
 

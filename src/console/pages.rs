@@ -436,10 +436,11 @@ async fn origin_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Respo
                 escape(&row.operator),
                 format!("<span class=\"num\">{}</span>", number(t.requests)),
                 number(t.allowed),
-                number(t.blocked),
+                // The signals' rows (`trap`, `disguised`) show their refusals as blocked.
+                number(t.blocked + t.trap + t.disguised),
                 number(t.limited),
                 number(t.banned),
-                number(t.would_block),
+                number(t.would_block + t.would_trap + t.would_disguised),
                 format!(
                     "{} / {} / {}",
                     number(t.verified),

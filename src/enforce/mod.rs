@@ -49,6 +49,18 @@ pub enum Outcome {
     WouldLimit,
     /// The client address is banned from the origin for repeated violations: answered 403.
     Banned,
+    /// A trap path (`traps`) was requested and `traps.action` is `block` or `ban`: answered 404
+    /// without contacting the origin.
+    Trap,
+    /// A trap path was requested and `traps.action` is `report`: proxied, counted and logged.
+    WouldTrap,
+    /// A disguised crawler (`disguised`: read robots.txt, then took what it disallows to every
+    /// group, without a crawler's User-Agent) asked for a path robots.txt disallows, and
+    /// `disguised.action` is `block` or `ban`: answered 403.
+    Disguised,
+    /// As `Disguised`, but `disguised.action` is `report` or the origin only reports: proxied,
+    /// counted and logged (as would_block).
+    WouldDisguised,
 }
 
 impl Outcome {
@@ -62,6 +74,10 @@ impl Outcome {
             Outcome::Limited => "limited",
             Outcome::WouldLimit => "would_limit",
             Outcome::Banned => "banned",
+            Outcome::Trap => "trap",
+            Outcome::WouldTrap => "would_trap",
+            Outcome::Disguised => "disguised",
+            Outcome::WouldDisguised => "would_disguised",
         }
     }
 }
@@ -97,6 +113,26 @@ impl Crawler {
             info,
             source: identity.source,
             ignores_global: identity.ignores_global,
+        }
+    }
+
+    /// The crawler a signal found behind a browser's User-Agent (`disguised`): named, labelled
+    /// and bound by robots.txt as a crawler of that name with no group of its own (the `*`
+    /// group applies).
+    pub fn signal(name: &str) -> Crawler {
+        Crawler {
+            info: Arc::new(CrawlerInfo {
+                name: name.to_string(),
+                label: name.to_string(),
+                category: Category::Other,
+                tokens: vec![name.to_string()],
+                verify: None,
+                feed: None,
+                purposes: Vec::new(),
+                signing_agents: Vec::new(),
+            }),
+            source: IdentitySource::Generic,
+            ignores_global: false,
         }
     }
 
@@ -228,6 +264,11 @@ pub enum Why {
     NoRuleMatched,
     /// The request claims a crawler it is not ([`Decision::verification`]).
     Impostor,
+    /// The path is a trap (`traps`): robots.txt disallows it to every group.
+    Trap,
+    /// The client read robots.txt and then, without a crawler's User-Agent, kept asking for what
+    /// it disallows to every group (`disguised`).
+    Disguised,
 }
 
 /// Which `policy` entry decided.
@@ -309,6 +350,29 @@ impl Decision {
                 let how = self.verification.as_ref().map_or("", |v| v.how.as_str());
                 format!("the request claims to be {crawler} and is not ({how})")
             }
+            Why::Trap => format!(
+                "trap path (traps): the served robots.txt disallows it to every group{}",
+                self.rule.as_ref().map_or(String::new(), |rule| format!(
+                    ", line {}: {}",
+                    rule.line,
+                    rule.text()
+                ))
+            ),
+            Why::Disguised => {
+                let settings = self.origin.config.disguised;
+                format!(
+                    "disguised crawler: read robots.txt, then asked {} or more times within {} \
+                     for paths it disallows to every group, with no crawler's User-Agent{}",
+                    settings.strikes,
+                    humantime::format_duration(settings.window),
+                    self.rule.as_ref().map_or(String::new(), |rule| format!(
+                        "; group `{}`, line {}: {}",
+                        self.group.as_deref().unwrap_or("*"),
+                        rule.line,
+                        rule.text()
+                    ))
+                )
+            }
         }
     }
 
@@ -339,6 +403,8 @@ impl Decision {
             Why::NotCrawler => "not a crawler".to_string(),
             Why::ModeOff => "mode off".to_string(),
             Why::Impostor => "impostors".to_string(),
+            Why::Trap => "traps".to_string(),
+            Why::Disguised => "disguised".to_string(),
             Why::AllowAll | Why::DisallowAll | Why::NoGroup | Why::Rule | Why::NoRuleMatched => {
                 "robots.txt".to_string()
             }
@@ -355,6 +421,10 @@ impl Decision {
                     .to_string()
             }
             Why::PolicyBlock(_) => "this site does not admit this crawler".to_string(),
+            Why::Disguised => "this client read robots.txt and then kept asking for what it \
+                               disallows to every crawler; it is treated as a crawler, and \
+                               robots.txt disallows this path"
+                .to_string(),
             Why::Impostor => {
                 let crawler = self
                     .verification
@@ -448,7 +518,7 @@ pub struct Readings<'a> {
 
 impl Readings<'_> {
     /// The canonical reading and every other one.
-    fn all(&self) -> impl Iterator<Item = &[u8]> {
+    pub fn all(&self) -> impl Iterator<Item = &[u8]> {
         std::iter::once(&self.canonical[..]).chain(self.others.iter().map(Vec::as_slice))
     }
 }
@@ -827,6 +897,53 @@ pub fn copy_disallows(copy: &RobotsCopy, decision: &Decision, path: &[u8]) -> bo
             .allowed
     });
     disallowed
+}
+
+/// Whether `copy` disallows the canonical path `canonical` to every group it has: `*` and each
+/// named one (a file without a `*` group lets a crawler of any other name fetch it). What the
+/// signal of disguised crawlers counts.
+pub fn disallowed_to_every_group(copy: &RobotsCopy, canonical: &[u8]) -> bool {
+    let rules = match &copy.policy {
+        Policy::AllowAll => return false,
+        Policy::DisallowAll => return true,
+        Policy::Rules(rules) => rules,
+    };
+    // A token no group can be named: the `*` group's verdict.
+    let global = rules.verdict_with_canonical_path(&[], canonical, GlobalFallback::Use);
+    if global.allowed || global.group != GroupMatch::Global {
+        return false;
+    }
+    rules.agent_names().all(|name| {
+        !rules
+            .verdict_with_canonical_path(&[name], canonical, GlobalFallback::Ignore)
+            .allowed
+    })
+}
+
+/// The verdict of `copy`'s `*` group for the canonical path `canonical` (what binds a crawler
+/// with no group of its own, such as a disguised one), when it disallows it: the deciding rule.
+pub fn global_disallows(copy: &RobotsCopy, canonical: &[u8]) -> Option<Option<MatchedRule>> {
+    match &copy.policy {
+        Policy::AllowAll => None,
+        Policy::DisallowAll => Some(None),
+        Policy::Rules(rules) => {
+            let verdict = rules.verdict_with_canonical_path(&[], canonical, GlobalFallback::Use);
+            (!verdict.allowed).then(|| {
+                verdict.rule.map(|rule| MatchedRule {
+                    line: rule.line,
+                    directive: rule.directive.as_str(),
+                    pattern: rule.pattern.to_string(),
+                })
+            })
+        }
+    }
+}
+
+/// Whether every reading of a target is under one of the origin's `policy.exempt_paths`, for a
+/// request that only reads.
+pub fn is_exempt_reading(origin: &Origin, readings: &Readings<'_>) -> bool {
+    let prefixes = &origin.config.policy.exempt_paths;
+    readings.reads && !prefixes.is_empty() && readings.all().all(|path| is_exempt(prefixes, path))
 }
 
 /// What `policy` says for one crawler named: its own entry, else its category's.

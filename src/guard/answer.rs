@@ -110,6 +110,23 @@ pub(super) fn banned_body(ban: &crate::tables::offenders::Ban) -> String {
     )
 }
 
+/// The body of a 403 for a disguised crawler: why it is one, and the rule that disallows the
+/// path. Only numbers, rule text and fixed words: nothing the client wrote.
+pub(super) fn disguised_body(decision: &Decision) -> String {
+    let settings = decision.origin.config.disguised;
+    let rule = decision.rule.as_ref().map_or_else(
+        || "everything".to_string(),
+        |rule| format!("line {}: {}", rule.line, rule.text()),
+    );
+    format!(
+        "403 Forbidden: this client read robots.txt and then asked {} or more times within {} for \
+         paths it disallows to every crawler, so it is treated as a crawler (disguised), and \
+         robots.txt disallows this path to crawlers ({rule}).\n",
+        settings.strikes,
+        humantime::format_duration(settings.window)
+    )
+}
+
 /// The body of a 429 for `decision`: which crawler, the delay applied (robots.txt's, capped), and
 /// when to come back. Only names from the catalogue and numbers: nothing the client wrote.
 pub(super) fn limited_body(

@@ -240,6 +240,8 @@ impl Guard {
         unknown_hosts: UnknownHosts,
         registry: Option<&prometheus::Registry>,
     ) -> Result<Guard, GuardError> {
+        // Trap paths derived from the deployment's secret need it before the snapshot.
+        crate::store::install_trap_secret(&config);
         let mut snapshot =
             Snapshot::build(Arc::new(config), None).map_err(|e| GuardError(ErrorKind::Build(e)))?;
         // Feeds in files are in the catalogue from the first request (URLs follow shortly).
@@ -540,6 +542,9 @@ impl Guard {
                          again with a fresh nonce (Accept-Signature offers one).\n"
                             .to_string()
                     }
+                    // A trap answers as a path that does not exist: nothing tells the client.
+                    RefusedFor::Trap => "404 Not Found\n".to_string(),
+                    RefusedFor::Disguised => answer::disguised_body(&decision),
                     _ => {
                         let path = request_path(session.req_header());
                         let robots_url = robots_url(session, ctx.peer_trusted);

@@ -67,6 +67,18 @@ pub struct Tally {
     pub impostor: u64,
     /// Response body bytes sent from the origin (refusals not counted).
     pub bytes: u64,
+    /// Trap paths requested and refused (`traps.action: block` or `ban`).
+    #[serde(default)]
+    pub trap: u64,
+    /// Trap paths requested and proxied (`traps.action: report`).
+    #[serde(default)]
+    pub would_trap: u64,
+    /// Refused as a disguised crawler.
+    #[serde(default)]
+    pub disguised: u64,
+    /// Would have been refused as a disguised crawler (report).
+    #[serde(default)]
+    pub would_disguised: u64,
 }
 
 impl Tally {
@@ -84,6 +96,10 @@ impl Tally {
         self.unverified += other.unverified;
         self.impostor += other.impostor;
         self.bytes += other.bytes;
+        self.trap += other.trap;
+        self.would_trap += other.would_trap;
+        self.disguised += other.disguised;
+        self.would_disguised += other.would_disguised;
     }
 
     fn of(decision: &Decision, failed: bool, bytes: u64) -> Tally {
@@ -91,7 +107,11 @@ impl Tally {
         // robotsguard serves), not of robotsguard's refusals.
         let refused = matches!(
             decision.outcome,
-            Outcome::Blocked | Outcome::Limited | Outcome::Banned
+            Outcome::Blocked
+                | Outcome::Limited
+                | Outcome::Banned
+                | Outcome::Trap
+                | Outcome::Disguised
         );
         let mut tally = Tally {
             requests: 1,
@@ -109,6 +129,10 @@ impl Tally {
                 Outcome::Limited => tally.limited = 1,
                 Outcome::WouldLimit => tally.would_limit = 1,
                 Outcome::Banned => tally.banned = 1,
+                Outcome::Trap => tally.trap = 1,
+                Outcome::WouldTrap => tally.would_trap = 1,
+                Outcome::Disguised => tally.disguised = 1,
+                Outcome::WouldDisguised => tally.would_disguised = 1,
             }
         }
         match decision.verification.as_ref().map(|v| v.result) {
@@ -389,18 +413,25 @@ impl Reports {
         {
             prune(&mut report, oldest, grid);
         }
-        let Some(crawler) = &decision.crawler else {
-            return;
+        // A signal that catches clients whatever their User-Agent has a row of its own (the
+        // disguised crawler is the decision's crawler already).
+        let (name, category) = if matches!(decision.outcome, Outcome::Trap | Outcome::WouldTrap) {
+            ("trap", "other")
+        } else {
+            let Some(crawler) = &decision.crawler else {
+                return;
+            };
+            (crawler.name(), crawler.category().as_str())
         };
         let rows = report.crawlers.len();
-        let name = if rows < MAX_CRAWLER_ROWS || report.crawlers.contains_key(crawler.name()) {
-            crawler.name()
+        let name = if rows < MAX_CRAWLER_ROWS || report.crawlers.contains_key(name) {
+            name
         } else {
             "other"
         };
         let row = report.crawlers.entry(name.to_string()).or_default();
         if row.category.is_empty() {
-            row.category = crawler.category().as_str().to_string();
+            row.category = category.to_string();
             row.first_seen = now;
         }
         row.last_seen = now;

@@ -17,11 +17,12 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::config::{OffendersAction, OffendersConfig, StateConfig};
+use crate::config::{Config, DisguisedConfig, OffendersAction, OffendersConfig, StateConfig};
 use crate::metrics::METRICS;
 use crate::tables::clock::{coarse_now, Millis};
 use crate::tables::compliance::RobotsReads;
 use crate::tables::crawl_delay::{Admission, BudgetKey, CrawlDelays};
+use crate::tables::disguised::DisguisedStrikes;
 use crate::tables::offenders::{Ban, Offenders, Strike};
 
 pub use self::reports::{Coverage, ReportsPublisher, PUBLISH_EVERY};
@@ -61,9 +62,10 @@ pub enum Lifted {
 /// The state of Crawl-delay budgets, robots.txt reads, strikes and bans.
 pub struct Store {
     delays: CrawlDelays,
-    reads: RobotsReads,
+    reads: Arc<RobotsReads>,
     offenders: Arc<Offenders>,
     nonces: crate::tables::nonces::Nonces,
+    disguised: DisguisedStrikes,
     shared: Option<Arc<shared::Shared>>,
 }
 
@@ -101,9 +103,10 @@ impl Store {
         };
         Store {
             delays: CrawlDelays::default(),
-            reads: RobotsReads::default(),
+            reads: Arc::new(RobotsReads::default()),
             offenders,
             nonces: crate::tables::nonces::Nonces::default(),
+            disguised: DisguisedStrikes::default(),
             shared,
         }
     }
@@ -120,9 +123,14 @@ impl Store {
     /// The background loop that keeps the shared store connected, its bans mirrored and the
     /// robots.txt histories of `live`'s origins shared; `None` with the memory backend.
     pub fn service(&self, live: Arc<crate::snapshot::Live>) -> Option<StoreService> {
-        self.shared
-            .as_ref()
-            .map(|shared| StoreService::new(shared.clone(), self.offenders.clone(), live))
+        self.shared.as_ref().map(|shared| {
+            StoreService::new(
+                shared.clone(),
+                self.offenders.clone(),
+                self.reads.clone(),
+                live,
+            )
+        })
     }
 
     /// The shared store, when there is one and it is answering.
@@ -228,6 +236,66 @@ impl Store {
         }
     }
 
+    /// Whether `client` read `origin`'s robots.txt within the last 24 hours, as this process
+    /// knows: the reads it saw, and with the shared store those every replica recorded (mirrored
+    /// each second by [`StoreService`]). One load while nobody read robots.txt, a table lookup
+    /// after; never a round trip. Every request without a crawler's User-Agent asks.
+    pub fn may_have_read_robots(&self, origin: &str, client: IpAddr) -> bool {
+        self.reads.read_recently(origin, client, coarse_now())
+    }
+
+    /// A disguised crawler's strike count on `origin` (counting one more when `strike`), for a
+    /// client that read robots.txt within the last 24 hours; `None` when it did not. One round
+    /// trip with the shared store.
+    pub async fn disguised(
+        &self,
+        origin: &str,
+        client: IpAddr,
+        strike: bool,
+        settings: DisguisedConfig,
+    ) -> Option<u32> {
+        if let Some(shared) = self.shared() {
+            if let Some(answer) = shared.disguised(origin, client, strike, settings).await {
+                if let Some(count) = answer {
+                    // Mirrored for the ban check, which never waits for the store.
+                    self.disguised
+                        .mirror(origin, client, count, settings, coarse_now());
+                }
+                return answer;
+            }
+        }
+        let now = coarse_now();
+        if !self.reads.read_recently(origin, client, now) {
+            return None;
+        }
+        Some(if strike {
+            self.disguised.strike(origin, client, settings, now)
+        } else {
+            self.disguised.count(origin, client, now)
+        })
+    }
+
+    /// Whether this process knows `client` as a disguised crawler on `origin` now (at least
+    /// `settings.strikes`): from memory, never a round trip.
+    pub fn known_disguised(&self, origin: &str, client: IpAddr, settings: DisguisedConfig) -> bool {
+        self.disguised.count(origin, client, coarse_now()) >= settings.strikes
+    }
+
+    /// Bans `client` from `origin` at once for `length` (a trap hit, a disguised crawler), here;
+    /// with the shared store, the background loop writes it there within a second. `None` when
+    /// the most bans are in force.
+    pub fn ban_now(
+        &self,
+        origin: &str,
+        client: IpAddr,
+        length: Duration,
+        strikes: u32,
+    ) -> Option<Ban> {
+        let now = SystemTime::now();
+        let ban = Ban::new(origin, client, now, now + length, strikes, Instant::now());
+        self.offenders.impose(ban, Instant::now())
+    }
+
     /// The ban in force for `client` on `origin`, if any: from memory, never a round trip, and
     /// without reading the clock unless the address has a ban (every request asks).
     pub fn banned(&self, origin: &str, client: IpAddr) -> Option<Ban> {
@@ -262,6 +330,82 @@ impl Store {
     pub fn offenders(&self) -> Arc<Offenders> {
         self.offenders.clone()
     }
+}
+
+/// Installs the deployment's generated trap secret when an origin of `config` needs it (`traps`
+/// enabled without `paths` or `secret_file`) and none is installed yet: from the shared store
+/// with `state.backend: redis` (the first replica's is every replica's), else from `state.dir`.
+/// Called before the snapshot is built (start and reload); blocks for a few seconds at most.
+pub fn install_trap_secret(config: &Config) {
+    static INSTALLED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+    let needed = config.origins.iter().any(|origin| {
+        origin.traps.enabled && origin.traps.paths.is_empty() && origin.traps.secret.is_none()
+    });
+    let Ok(mut installed) = INSTALLED.lock() else {
+        return;
+    };
+    if !needed || *installed {
+        return;
+    }
+    let mut problems = Vec::new();
+    if let StateConfig::Redis(settings) = &config.state {
+        match shared_trap_secret(settings) {
+            Ok(secret) => {
+                crate::traps::install_generated_secret(&secret);
+                *installed = true;
+                return;
+            }
+            Err(e) => problems.push(format!("the shared store: {e}")),
+        }
+    }
+    match crate::traps::secret_in_dir(config.state_dir.as_deref()) {
+        Ok((secret, file)) => {
+            if !problems.is_empty() {
+                tracing::warn!(
+                    problems = %problems.join("; "),
+                    file = %file.display(),
+                    "the trap secret is not shared: trap paths may differ between replicas until a restart reaches the store"
+                );
+            }
+            crate::traps::install_generated_secret(&secret);
+            *installed = true;
+        }
+        Err(e) => {
+            problems.push(format!("state.dir: {e}"));
+            tracing::warn!(
+                problems = %problems.join("; "),
+                "no place to keep the trap secret: trap paths change when this process restarts (set traps.secret_file or state.dir)"
+            );
+        }
+    }
+}
+
+/// The trap secret kept in the shared store, a few tries over a few seconds.
+fn shared_trap_secret(settings: &crate::config::RedisConfig) -> Result<Vec<u8>, String> {
+    let settings = settings.clone();
+    // A thread of its own: the caller may be on an async runtime, where another cannot block.
+    let worker = std::thread::spawn(move || -> Result<Vec<u8>, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let shared = shared::Shared::new(&settings).ok_or("the store's settings cannot be used")?;
+        let candidate = crate::traps::new_secret();
+        let mut last = String::new();
+        for attempt in 0..3 {
+            if attempt > 0 {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            match runtime.block_on(shared.trap_secret(&candidate)) {
+                Ok(secret) => return Ok(secret),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    });
+    worker
+        .join()
+        .unwrap_or_else(|_| Err("the lookup failed".to_owned()))
 }
 
 /// Milliseconds since the Unix epoch (how the store writes times).

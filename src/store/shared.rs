@@ -13,7 +13,10 @@
 //! last 24 hours (a sorted set, one member per content, scored by when it last stopped being in
 //! force; `robots-history-forgotten:ORIGIN` says until when copies were dropped for the most kept;
 //! `robots-history-version` counts changes), so that a young replica does not take a rule it
-//! never saw change for a settled one. Ban times are the server's clock (`TIME` in the scripts),
+//! never saw change for a settled one; `disguised:ORIGIN:CLIENT` (the `disguised.window`), the
+//! strikes of a disguised crawler; `trap-secret`, the secret trap paths are derived from; and the
+//! sorted set `readers` (`ORIGIN CLIENT` scored by the read's time, a day long), which every
+//! replica mirrors each second into its table of who read robots.txt. Ban times are the server's clock (`TIME` in the scripts),
 //! in milliseconds since the Unix epoch; TTLs are the server's own.
 
 use std::collections::HashMap;
@@ -54,6 +57,17 @@ const ROBOTS_HISTORY: &str = "robots-history";
 /// The key holding, per origin, until when history copies were dropped for the most copies.
 const ROBOTS_FORGOTTEN: &str = "robots-history-forgotten";
 
+/// The key of the deployment's generated trap secret (`traps` without `paths` or
+/// `secret_file`).
+const TRAP_SECRET: &str = "trap-secret";
+
+/// The sorted set of robots.txt reads (`ORIGIN CLIENT`, scored by when, in milliseconds):
+/// what every replica mirrors into its own table of readers.
+const READERS: &str = "readers";
+
+/// The most reads mirrored at one check.
+const READERS_PER_CHECK: usize = 50_000;
+
 /// The key every change to a robots.txt history increments.
 const ROBOTS_VERSION: &str = "robots-history-version";
 
@@ -84,6 +98,18 @@ redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[3], ARGV[5], string.format('%d %d %d', now + tonumber(ARGV[6]), now, count))
 redis.pcall('PUBLISH', KEYS[4], redis.call('INCR', KEYS[4]))
 return {read, count, 1}
+";
+
+/// Counts a disguised crawler's strike, or reads its count, for a client that read robots.txt.
+/// KEYS: read, disguised. ARGV: count a strike (1/0), window (ms), strikes. Returns -1 when the
+/// client did not read robots.txt, else the count within the window (which a strike at or past
+/// `strikes` extends from now, so that a crawler that keeps going stays known).
+const DISGUISED_SCRIPT: &str = "
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if ARGV[1] ~= '1' then return tonumber(redis.call('GET', KEYS[2]) or '0') or 0 end
+local count = redis.call('INCR', KEYS[2])
+if count == 1 or count >= tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
+return count
 ";
 
 /// Lifts a ban. KEYS: bans, bans:version. ARGV: the ban's field. Returns 1 when there was one.
@@ -186,6 +212,7 @@ pub(super) struct Shared {
     prune: redis::Script,
     share: redis::Script,
     publish_history: redis::Script,
+    disguised: redis::Script,
 }
 
 impl Shared {
@@ -210,6 +237,7 @@ impl Shared {
             prune: redis::Script::new(PRUNE_SCRIPT),
             share: redis::Script::new(SHARE_SCRIPT),
             publish_history: redis::Script::new(PUBLISH_HISTORY_SCRIPT),
+            disguised: redis::Script::new(DISGUISED_SCRIPT),
         })
     }
 
@@ -395,10 +423,22 @@ impl Shared {
         let Some(mut connection) = self.live_connection() else {
             return;
         };
-        let mut command = redis::cmd("SET");
-        command.arg(&key).arg(1).arg("PX").arg(millis);
+        // The readers' log lets every replica mirror who read robots.txt, so that the signal of
+        // disguised crawlers asks the store only about addresses that did.
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET")
+            .arg(&key)
+            .arg(1)
+            .arg("PX")
+            .arg(millis)
+            .ignore()
+            .cmd("ZADD")
+            .arg(self.key(&[READERS]))
+            .arg(unix_millis(SystemTime::now()))
+            .arg(format!("{origin} {client}"))
+            .ignore();
         let _: Option<()> = self
-            .run("robots_read", command.query_async(&mut connection))
+            .run("robots_read", pipe.query_async(&mut connection))
             .await;
     }
 
@@ -453,6 +493,65 @@ impl Shared {
         })
     }
 
+    /// A disguised crawler's count (after counting a strike when `strike`): `Some(None)` when
+    /// the client did not read robots.txt, `None` when the store did not answer.
+    pub(super) async fn disguised(
+        &self,
+        origin: &str,
+        client: IpAddr,
+        strike: bool,
+        settings: crate::config::DisguisedConfig,
+    ) -> Option<Option<u32>> {
+        let address = client.to_string();
+        let mut invocation = self.disguised.prepare_invoke();
+        invocation
+            .key(self.key(&["read", origin, &address]))
+            .key(self.key(&["disguised", origin, &address]))
+            .arg(if strike { "1" } else { "0" })
+            .arg(
+                u64::try_from(settings.window.as_millis())
+                    .unwrap_or(u64::MAX)
+                    .max(1),
+            )
+            .arg(settings.strikes);
+        let mut connection = self.live_connection()?;
+        let count: i64 = self
+            .run("disguised", invocation.invoke_async(&mut connection))
+            .await?;
+        Some(u32::try_from(count).ok())
+    }
+
+    /// The deployment's generated trap secret: `candidate` stored unless one already is, and
+    /// the one stored read back (so every replica gets the first one written).
+    pub(super) async fn trap_secret(&self, candidate: &str) -> Result<Vec<u8>, String> {
+        let mut connection = tokio::time::timeout(
+            BACKGROUND_TIMEOUT,
+            self.endpoint
+                .connect(BACKGROUND_TIMEOUT, BACKGROUND_TIMEOUT, MAX_IN_FLIGHT),
+        )
+        .await
+        .map_err(|_| "connecting took too long".to_owned())?
+        .map_err(|e| e.to_string())?;
+        let key = self.key(&[TRAP_SECRET]);
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET")
+            .arg(&key)
+            .arg(candidate)
+            .arg("NX")
+            .ignore()
+            .cmd("GET")
+            .arg(&key);
+        let (stored,): (Option<String>,) =
+            tokio::time::timeout(BACKGROUND_TIMEOUT, pipe.query_async(&mut connection))
+                .await
+                .map_err(|_| "no answer within 2s".to_owned())?
+                .map_err(|e| e.to_string())?;
+        stored
+            .filter(|secret| !secret.trim().is_empty())
+            .map(|secret| secret.trim().as_bytes().to_vec())
+            .ok_or_else(|| "the store kept no secret".to_owned())
+    }
+
     /// `Some(true)` lifted, `Some(false)` no such ban, `None` the store did not answer. Lifting
     /// is an operator's action, so it waits up to the background timeout, not the request one.
     pub(super) async fn lift(&self, origin: &str, client: IpAddr) -> Option<bool> {
@@ -478,6 +577,7 @@ impl Shared {
 pub struct StoreService {
     shared: Arc<Shared>,
     offenders: Arc<Offenders>,
+    reads: Arc<crate::tables::compliance::RobotsReads>,
     live: Arc<Live>,
 }
 
@@ -491,6 +591,8 @@ struct Seen {
     robots_loaded: Option<Instant>,
     /// Checks in a row the connection did not answer in time.
     slow_checks: u32,
+    /// Up to when (store milliseconds) robots.txt reads were mirrored.
+    readers_until: Option<u64>,
 }
 
 /// How long a subscription the store refused waits before it is asked for again.
@@ -509,13 +611,71 @@ impl StoreService {
     pub(super) fn new(
         shared: Arc<Shared>,
         offenders: Arc<Offenders>,
+        reads: Arc<crate::tables::compliance::RobotsReads>,
         live: Arc<Live>,
     ) -> StoreService {
         StoreService {
             shared,
             offenders,
+            reads,
             live,
         }
+    }
+
+    /// Mirrors the robots.txt reads any replica recorded since the last check (and forgets
+    /// those older than a day in the store).
+    async fn mirror_readers(&self, mut connection: StoreConnection, seen: &mut Seen) {
+        let now = unix_millis(SystemTime::now());
+        let day = u64::try_from(REMEMBERED.as_millis()).unwrap_or(u64::MAX);
+        // A little overlap: two replicas' clocks, and reads written as this check ran.
+        let since = seen
+            .readers_until
+            .map_or(now.saturating_sub(day), |until| until.saturating_sub(2_000));
+        let key = self.shared.key(&[READERS]);
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZREMRANGEBYSCORE")
+            .arg(&key)
+            .arg("-inf")
+            .arg(format!("({}", now.saturating_sub(day)))
+            .ignore()
+            .cmd("ZRANGEBYSCORE")
+            .arg(&key)
+            .arg(since)
+            .arg("+inf")
+            .arg("WITHSCORES")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(READERS_PER_CHECK);
+        let read = tokio::time::timeout(
+            BACKGROUND_TIMEOUT,
+            pipe.query_async::<(Vec<(String, u64)>,)>(&mut connection),
+        )
+        .await;
+        let (entries,) = match read {
+            Ok(Ok(entries)) => entries,
+            Ok(Err(e)) => return self.background_failed("readers", &e.to_string()),
+            Err(_) => return self.background_failed("readers", "no answer within 2s"),
+        };
+        let here = Instant::now();
+        let mut latest = since;
+        for (member, at) in &entries {
+            latest = latest.max(*at);
+            let Some((origin, client)) = member.split_once(' ') else {
+                continue;
+            };
+            let Ok(client) = client.parse::<IpAddr>() else {
+                continue;
+            };
+            let age = Duration::from_millis(now.saturating_sub(*at));
+            if let Some(left) = REMEMBERED.checked_sub(age) {
+                self.reads.record_until(origin, client, here + left, here);
+            }
+        }
+        seen.readers_until = Some(latest.max(if entries.len() < READERS_PER_CHECK {
+            now
+        } else {
+            latest
+        }));
     }
 
     /// One check: connect if needed, read the versions of the bans and of the robots.txt
@@ -577,6 +737,7 @@ impl StoreService {
             tracing::info!(url = %shared.shown_url, "the shared state store is reachable: state is shared");
         }
         self.share_local_bans(connection.clone()).await;
+        self.mirror_readers(connection.clone(), seen).await;
         if seen.bans_version != Some(bans_version) {
             match self.reload_bans(connection.clone()).await {
                 Ok(()) => seen.bans_version = Some(bans_version),

@@ -21,6 +21,9 @@ pub const MAX_CLIENTS: usize = 1 << 20;
 /// Who read each origin's robots.txt within [`REMEMBERED`].
 pub struct RobotsReads {
     reads: ExpiringKeys,
+    /// Whether any read was ever recorded: until then, asking costs one load (every browser
+    /// request asks, for the signal of disguised crawlers).
+    any: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for RobotsReads {
@@ -35,6 +38,7 @@ impl Default for RobotsReads {
     fn default() -> Self {
         RobotsReads {
             reads: ExpiringKeys::with_capacity(MAX_CLIENTS),
+            any: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -42,12 +46,27 @@ impl Default for RobotsReads {
 impl RobotsReads {
     /// Records that `client` fetched `origin`'s robots.txt at `now`.
     pub fn record(&self, origin: &str, client: IpAddr, now: Instant) {
+        if !self.any.load(std::sync::atomic::Ordering::Relaxed) {
+            self.any.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         self.reads
             .extend(self.reads.digest((origin, client)), now + REMEMBERED, now);
     }
 
+    /// Records a read another replica saw, remembered until `until`.
+    pub fn record_until(&self, origin: &str, client: IpAddr, until: Instant, now: Instant) {
+        if !self.any.load(std::sync::atomic::Ordering::Relaxed) {
+            self.any.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.reads
+            .extend(self.reads.digest((origin, client)), until, now);
+    }
+
     /// Whether `client` fetched `origin`'s robots.txt within [`REMEMBERED`] before `now`.
     pub fn read_recently(&self, origin: &str, client: IpAddr, now: Instant) -> bool {
+        if !self.any.load(std::sync::atomic::Ordering::Relaxed) {
+            return false;
+        }
         self.reads
             .holds_until(self.reads.digest((origin, client)), now)
             .is_some()

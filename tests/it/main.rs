@@ -12,6 +12,7 @@ mod console;
 mod crawl_delay;
 mod crawler_knowledge;
 mod dashboard;
+mod disguised;
 mod docs_generated;
 mod edge_readiness;
 mod embed;
