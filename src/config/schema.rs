@@ -128,7 +128,13 @@ pub(crate) const LIMITS: Section = Section {
 
 pub(crate) const POLICY: Section = Section {
     place: "in `policy`",
-    keys: &["categories", "crawlers", "allow_clients", "exempt_paths"],
+    keys: &[
+        "categories",
+        "crawlers",
+        "purposes",
+        "allow_clients",
+        "exempt_paths",
+    ],
 };
 
 pub(crate) const ACCESS_LOG: Section = Section {
@@ -191,12 +197,18 @@ pub(crate) const DEFAULTS: Section = Section {
         "impostors",
         "crawl_delay",
         "offenders",
+        "content_signals",
     ],
 };
 
 pub(crate) const CRAWL_DELAY: Section = Section {
     place: "in `crawl_delay`",
-    keys: &["action", "max"],
+    keys: &["action", "max", "crawlers"],
+};
+
+pub(crate) const CONTENT_SIGNALS: Section = Section {
+    place: "in `content_signals`",
+    keys: &["action", "header"],
 };
 
 pub(crate) const OFFENDERS: Section = Section {
@@ -206,7 +218,7 @@ pub(crate) const OFFENDERS: Section = Section {
 
 pub(crate) const BLOCK: Section = Section {
     place: "in `block`",
-    keys: &["status", "body"],
+    keys: &["status", "body", "license_url"],
 };
 
 /// `defaults.robots`: only the settings that make sense for every origin.
@@ -246,6 +258,8 @@ pub(crate) const EXTRA_CRAWLER: Section = Section {
         "operator",
         "ignores_global",
         "verify",
+        "purposes",
+        "ignores_crawl_delay",
     ],
 };
 
@@ -268,6 +282,7 @@ pub(crate) const ORIGIN: Section = Section {
         "impostors",
         "crawl_delay",
         "offenders",
+        "content_signals",
     ],
 };
 

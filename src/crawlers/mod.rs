@@ -33,6 +33,7 @@ pub mod category;
 mod describe;
 mod identify;
 mod memo;
+pub mod purpose;
 mod robots_tokens;
 mod verdicts;
 mod words;
@@ -49,4 +50,5 @@ pub use identify::{
     GenericRule, Identifier, Identity, IdentitySource, Named, TokenIter, TokenList, EMPTY_UA_NAME,
     UNNAMED_NAME,
 };
+pub use purpose::{Purpose, Purposes};
 pub use robots_tokens::{RobotsTokenScanner, MIN_ROBOTS_TOKEN_LEN};

@@ -91,7 +91,7 @@ impl Tally {
         // robotsguard serves), not of robotsguard's refusals.
         let refused = matches!(
             decision.outcome,
-            Outcome::Blocked | Outcome::Limited | Outcome::Banned
+            Outcome::Blocked | Outcome::Limited | Outcome::Banned | Outcome::PaymentRequired
         );
         let mut tally = Tally {
             requests: 1,
@@ -104,7 +104,8 @@ impl Tally {
             match decision.outcome {
                 Outcome::Pass => tally.passed = 1,
                 Outcome::Allowed => tally.allowed = 1,
-                Outcome::Blocked => tally.blocked = 1,
+                // A licence answer refuses the page as a block does.
+                Outcome::Blocked | Outcome::PaymentRequired => tally.blocked = 1,
                 Outcome::WouldBlock => tally.would_block = 1,
                 Outcome::Limited => tally.limited = 1,
                 Outcome::WouldLimit => tally.would_limit = 1,
