@@ -498,7 +498,7 @@ impl Judge<'_> {
 
 /// What `crawl_delay` does for the decision's crawler: `crawl_delay.crawlers` for it, else
 /// `report` for a crawler documented to ignore `Crawl-delay`, else `crawl_delay.action`.
-fn crawl_delay_action(decision: &Decision) -> CrawlDelayAction {
+pub fn crawl_delay_action(decision: &Decision) -> CrawlDelayAction {
     let settings = &decision.origin.config.crawl_delay;
     match &decision.crawler {
         Some(crawler) => settings.action_for(crawler.name(), crawler.ignores_crawl_delay()),
