@@ -419,8 +419,10 @@ impl Reports {
                 }
             }
         }
-        let violation = matches!(decision.outcome, Outcome::Blocked | Outcome::WouldBlock)
-            && decision.why == Why::Rule;
+        let violation = matches!(
+            decision.outcome,
+            Outcome::Blocked | Outcome::WouldBlock | Outcome::PaymentRequired
+        ) && decision.why == Why::Rule;
         if let (true, Some(rule)) = (violation, &decision.rule) {
             let canonical = match &decision.rewritten_target {
                 Some(target) => std::borrow::Cow::Borrowed(&target[..]),
@@ -437,7 +439,10 @@ impl Reports {
                 directive: rule.directive.to_string(),
                 pattern: rule.pattern.chars().take(MAX_PATH_BYTES).collect(),
                 read_robots: observed.read_robots.unwrap_or(false),
-                enforced: decision.outcome == Outcome::Blocked,
+                enforced: matches!(
+                    decision.outcome,
+                    Outcome::Blocked | Outcome::PaymentRequired
+                ),
             };
             let mut clients = Distinct::default();
             if let Some(client) = observed.client {
