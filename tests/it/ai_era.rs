@@ -341,3 +341,28 @@ fn config_names_purposes_and_crawlers_it_knows() {
         assert!(stderr.contains(needle), "{extra}: {stderr}");
     }
 }
+
+#[test]
+fn crawlers_added_in_the_config_take_purposes_or_their_categorys() {
+    let origin = Origin::start();
+    let body = format!(
+        "crawlers:\n  extra:\n    - {{name: HelperBot, category: ai-search, purposes: [agent]}}\n    \
+         - {{name: IndexBot, category: ai-search}}\n{}",
+        site(
+            &origin,
+            HOST,
+            &format!(
+                "    policy: {{purposes: {{agent: block}}}}\n{}",
+                inline_robots("User-agent: *\nAllow: /\n")
+            )
+        )
+    );
+    let proxy = Proxy::start(&body);
+    assert_eq!(status(&proxy, "/a", "HelperBot/1.0"), 403);
+    assert_eq!(status(&proxy, "/a", "IndexBot/1.0"), 200);
+    let (_, explain) = proxy.explain(HOST, "IndexBot/1.0", "/a");
+    assert_eq!(
+        explain["crawler"]["purposes"],
+        serde_json::json!(["search"])
+    );
+}
