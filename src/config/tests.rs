@@ -1206,6 +1206,7 @@ fn every_example_loads() {
     assert_eq!(
         names,
         [
+            "ai-purposes.yaml",
             "block-ai-training.yaml",
             "fail-open.yaml",
             "file-robots.yaml",
