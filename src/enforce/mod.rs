@@ -221,7 +221,8 @@ pub struct AppliedPreference {
     /// Its line in the robots.txt (1-based).
     pub line: u32,
     /// The line as written (`Content-Signal: search=yes, ai-train=no`).
-    pub text: String,
+    #[serde(serialize_with = "serialize_str")]
+    pub text: Arc<str>,
     /// It is scoped to a path (the longest matching one), not group-wide.
     pub scoped: bool,
 }
@@ -234,7 +235,13 @@ pub struct SignalRefusal {
     /// The line's number in the robots.txt.
     pub line: u32,
     /// The line as written.
-    pub text: String,
+    #[serde(serialize_with = "serialize_str")]
+    pub text: Arc<str>,
+}
+
+/// Shared text serialises as the text.
+fn serialize_str<S: serde::Serializer>(text: &Arc<str>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(text)
 }
 
 /// Why a decision came out as it did.
@@ -864,7 +871,7 @@ fn apply_preferences(decision: &mut Decision, preferences: &Preferences<'_>) {
         .enumerate()
         .map(|(index, line)| AppliedPreference {
             line: line.line,
-            text: line.display(),
+            text: line.shown.clone(),
             scoped: index < scoped,
         })
         .collect();
@@ -882,7 +889,7 @@ fn apply_preferences(decision: &mut Decision, preferences: &Preferences<'_>) {
         (!statement.allowed).then(|| SignalRefusal {
             purpose,
             line: statement.line.line,
-            text: statement.line.display(),
+            text: statement.line.shown.clone(),
         })
     });
     if let Some(refusal) = refused {

@@ -429,7 +429,7 @@ impl Robots {
             scoped.sort_by_key(|line| line.line);
         }
         Preferences {
-            group_wide: lines.group_wide.iter().collect(),
+            group_wide: &lines.group_wide,
             scoped,
         }
     }

@@ -619,12 +619,14 @@ impl Builder {
                 DiagnosticKind::MalformedPreference { key: kind.as_str() },
             );
         };
+        let shown = format!("{}: {text}", kind.as_str()).into();
         self.robots.groups[group].preferences.push(PreferenceLine {
             kind,
             line: line_number,
             path,
             entries,
             text: text.into_owned(),
+            shown,
         });
     }
 }

@@ -81,12 +81,15 @@ pub struct PreferenceLine {
     pub entries: Vec<PreferenceEntry>,
     /// The value as written after the key (comment and surrounding whitespace removed).
     pub text: String,
+    /// `Content-Signal: search=yes, ai-train=no`: the line as it reads, made once at parse time
+    /// so that a decision can quote it for a reference count.
+    pub shown: std::sync::Arc<str>,
 }
 
 impl PreferenceLine {
     /// `Content-Signal: search=yes, ai-train=no`, as the line reads.
     pub fn display(&self) -> String {
-        format!("{}: {}", self.kind.as_str(), self.text)
+        self.shown.to_string()
     }
 
     /// The value this line gives `category`, if it states one (the last member naming it).
@@ -158,7 +161,7 @@ pub struct Statement<'a> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Preferences<'a> {
     /// Group-wide lines, in file order.
-    pub group_wide: Vec<&'a PreferenceLine>,
+    pub group_wide: &'a [PreferenceLine],
     /// Path-scoped lines of the longest matching path (several when lines repeat the path), in
     /// file order.
     pub scoped: Vec<&'a PreferenceLine>,
@@ -172,14 +175,15 @@ impl<'a> Preferences<'a> {
 
     /// Every applicable line: path-scoped first, then group-wide.
     pub fn lines(&self) -> impl Iterator<Item = &'a PreferenceLine> + '_ {
-        self.scoped.iter().chain(self.group_wide.iter()).copied()
+        self.scoped.iter().copied().chain(self.group_wide.iter())
     }
 
     /// What the lines say about `category`: the path-scoped lines speak first, then the
     /// group-wide ones; among lines of one scope that disagree, `no` wins (combining, as aipref
     /// asks, rather than letting the most permissive line win). `None`: no statement.
     pub fn statement(&self, category: Use) -> Option<Statement<'a>> {
-        resolve(&self.scoped, category).or_else(|| resolve(&self.group_wide, category))
+        resolve(self.scoped.iter().copied(), category)
+            .or_else(|| resolve(self.group_wide.iter(), category))
     }
 
     /// The aipref response header value for these preferences (`train-ai=n, search=y`), or
@@ -200,9 +204,12 @@ impl<'a> Preferences<'a> {
     }
 }
 
-fn resolve<'a>(lines: &[&'a PreferenceLine], category: Use) -> Option<Statement<'a>> {
+fn resolve<'a>(
+    lines: impl Iterator<Item = &'a PreferenceLine>,
+    category: Use,
+) -> Option<Statement<'a>> {
     let mut found: Option<Statement<'a>> = None;
-    for &line in lines {
+    for line in lines {
         let allowed = match line.value_for(category).map(|entry| &entry.value) {
             Some(PreferenceValue::Yes) => true,
             Some(PreferenceValue::No) => false,
