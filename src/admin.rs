@@ -355,9 +355,9 @@ fn explanation<'a>(
         ban: None,
         answer: None,
         read_robots: None,
-        preferences: &decision.preferences,
-        content_signal: decision.content_signal.as_ref(),
-        content_usage: decision.content_usage.as_deref(),
+        preferences: decision.preferences(),
+        content_signal: decision.content_signal(),
+        content_usage: decision.content_usage(),
         robots: RobotsInfo {
             state: copy.policy.state_label(),
             outcome: copy.outcome.as_str(),

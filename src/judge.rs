@@ -370,7 +370,7 @@ impl Judge<'_> {
             read_robots = Some(read);
         }
         if apply {
-            if let Some(hit) = &decision.content_signal {
+            if let Some(hit) = decision.content_signal() {
                 let action = if decision.outcome == Outcome::Blocked {
                     "enforce"
                 } else {
@@ -394,7 +394,7 @@ impl Judge<'_> {
                     // The terms a 402 points at are for every crawler to read.
                     decision.outcome = Outcome::Pass;
                     decision.why = Why::LicenseUrl;
-                    decision.content_signal = None;
+                    decision.clear_content_signal();
                 } else {
                     decision.outcome = Outcome::PaymentRequired;
                     license = url.into_link();

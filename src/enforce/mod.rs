@@ -205,12 +205,21 @@ pub struct Decision {
     /// of its target is exactly `/robots.txt`, without a query (`/robots.txt?rest_route=...` is
     /// WordPress's REST API). Only such a request passes a ban.
     pub reads_robots_txt: bool,
+    /// What robots.txt's `Content-Signal` and `Content-Usage` lines say about the request, when
+    /// they say anything; boxed, so that a decision under a robots.txt without such lines stays
+    /// as small (and as cheap to move) as before.
+    pub usage: Option<Box<UsagePreferences>>,
+}
+
+/// What robots.txt's preference lines say about one request.
+#[derive(Debug, Clone, Default)]
+pub struct UsagePreferences {
     /// The `Content-Signal` and `Content-Usage` lines that apply to the crawler on the path
-    /// (empty when robots.txt has none, or the path is not the crawler's to fetch).
-    pub preferences: Vec<AppliedPreference>,
+    /// (empty when the path is not the crawler's to fetch).
+    pub lines: Vec<AppliedPreference>,
     /// The preference line that refuses the crawler's purpose on the path, when one does
     /// (`content_signals.action` other than `ignore`).
-    pub content_signal: Option<SignalRefusal>,
+    pub refusal: Option<SignalRefusal>,
     /// The `Content-Usage` header value proxied responses carry (`content_signals.header`).
     pub content_usage: Option<String>,
 }
@@ -297,6 +306,35 @@ pub enum PolicyBy {
 }
 
 impl Decision {
+    /// The `Content-Signal` and `Content-Usage` lines that apply to the crawler on the path.
+    pub fn preferences(&self) -> &[AppliedPreference] {
+        self.usage.as_ref().map_or(&[], |usage| &usage.lines)
+    }
+
+    /// The preference line that refuses the crawler's purpose on the path, when one does.
+    pub fn content_signal(&self) -> Option<&SignalRefusal> {
+        self.usage.as_ref().and_then(|usage| usage.refusal.as_ref())
+    }
+
+    /// The `Content-Usage` header value proxied responses carry (`content_signals.header`).
+    pub fn content_usage(&self) -> Option<&str> {
+        self.usage
+            .as_ref()
+            .and_then(|usage| usage.content_usage.as_deref())
+    }
+
+    /// Forgets a content-signal refusal (the request is refused, or let through, for another
+    /// reason).
+    pub fn clear_content_signal(&mut self) {
+        if let Some(usage) = &mut self.usage {
+            usage.refusal = None;
+        }
+    }
+
+    fn usage_mut(&mut self) -> &mut UsagePreferences {
+        self.usage.get_or_insert_with(Box::default)
+    }
+
     /// Whether the crawler's identity was verified (range lists, reverse DNS or a signature).
     pub fn is_verified(&self) -> bool {
         self.verification
@@ -347,7 +385,7 @@ impl Decision {
             Why::ExemptPath => "the path is exempt (policy.exempt_paths)".to_string(),
             Why::AllowedClient => "the client is allowed (policy.allow_clients)".to_string(),
             Why::PolicyPass(_) | Why::PolicyBlock(_) | Why::PolicyLicense(_) => self.policy(),
-            Why::ContentSignal => match &self.content_signal {
+            Why::ContentSignal => match self.content_signal() {
                 Some(hit) => format!("line {}: {} refuses {}", hit.line, hit.text, hit.purpose),
                 None => "a content signal refuses this use".to_string(),
             },
@@ -653,7 +691,9 @@ pub fn decide_request(snapshot: &Snapshot, request: &Request<'_>) -> Result<Deci
         request.budgets,
     );
     if origin.config.content_signals.header {
-        decision.content_usage = content_usage_header(&decision, &readings.canonical);
+        if let Some(header) = content_usage_header(&decision, &readings.canonical) {
+            decision.usage_mut().content_usage = Some(header);
+        }
     }
     if origin.config.paths.forward == Forward::Canonical && readings.canonical[..] != *path {
         decision.rewritten_target = Some(readings.canonical.into_owned());
@@ -706,9 +746,7 @@ fn decide_named(
         verification: None,
         crawl_delay: None,
         reads_robots_txt: readings.reads && readings.all().all(|path| path == b"/robots.txt"),
-        preferences: Vec::new(),
-        content_signal: None,
-        content_usage: None,
+        usage: None,
     };
     if named.is_empty() {
         return decision;
@@ -844,14 +882,14 @@ fn decide_named(
                             rules.preferences_with_canonical_path(&verdict, &readings.canonical);
                         apply_preferences(&mut decision, &preferences);
                     }
-                    decision.content_signal.is_some() && signals == SignalAction::Enforce
+                    decision.content_signal().is_some() && signals == SignalAction::Enforce
                 }
                 (None, None) => false,
             }
         }
     };
     decision.outcome = match (disallowed, origin.config.mode) {
-        (false, _) if decision.content_signal.is_some() => Outcome::WouldBlock,
+        (false, _) if decision.content_signal().is_some() => Outcome::WouldBlock,
         (false, _) => Outcome::Allowed,
         (true, Mode::Report) => Outcome::WouldBlock,
         (true, _) => Outcome::Blocked,
@@ -866,7 +904,7 @@ fn apply_preferences(decision: &mut Decision, preferences: &Preferences<'_>) {
         return;
     }
     let scoped = preferences.scoped.len();
-    decision.preferences = preferences
+    decision.usage_mut().lines = preferences
         .lines()
         .enumerate()
         .map(|(index, line)| AppliedPreference {
@@ -893,7 +931,7 @@ fn apply_preferences(decision: &mut Decision, preferences: &Preferences<'_>) {
         })
     });
     if let Some(refusal) = refused {
-        decision.content_signal = Some(refusal);
+        decision.usage_mut().refusal = Some(refusal);
         decision.why = Why::ContentSignal;
     }
 }

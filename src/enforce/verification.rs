@@ -114,7 +114,7 @@ impl Decision {
             self.why = Why::Impostor;
             self.rule = None;
             // Refused for who it is, not for what the site's lines say.
-            self.content_signal = None;
+            self.clear_content_signal();
         }
         self.verification = Some(verification);
     }

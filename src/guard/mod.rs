@@ -784,11 +784,7 @@ impl Guard {
     /// proxied response gets a `Content-Usage` header stating the robots.txt preferences that
     /// apply to its path (aipref's attach form), unless the origin sent one.
     pub fn response_headers(&self, response: &mut ResponseHeader, ctx: &GuardContext) {
-        let Some(value) = ctx
-            .decision
-            .as_ref()
-            .and_then(|d| d.content_usage.as_deref())
-        else {
+        let Some(value) = ctx.decision.as_ref().and_then(|d| d.content_usage()) else {
             return;
         };
         if response.headers.contains_key("content-usage") {
