@@ -121,7 +121,41 @@ fn decide_mix(c: &mut Criterion) {
             }
         })
     });
+    // The same mix on the medium file with Content-Signal and Content-Usage lines in every group
+    // (one group-wide, one path-scoped), enforced: the cost those lines add to a decision.
+    let signals = snapshot_of(
+        &with_preference_lines(MEDIUM),
+        "    content_signals: {action: enforce}\n".to_string(),
+    );
+    group.bench_function("medium_ua_mix_signals", |b| {
+        b.iter(|| {
+            for (user_agent, path) in REQUESTS {
+                let decision = decide(
+                    &signals,
+                    b"shop.example",
+                    black_box(user_agent.as_bytes()),
+                    path.as_bytes(),
+                );
+                black_box(decision.map(|d| d.outcome).ok());
+            }
+        })
+    });
     group.finish();
+}
+
+/// `robots` with a `Content-Signal` and a path-scoped `Content-Usage` line after each
+/// `User-agent` line (preference lines do not end a group's run of `User-agent` lines).
+fn with_preference_lines(robots: &str) -> String {
+    let mut out = String::with_capacity(robots.len() * 2);
+    for line in robots.lines() {
+        out.push_str(line);
+        out.push('\n');
+        if line.to_ascii_lowercase().starts_with("user-agent") {
+            out.push_str("Content-Signal: search=yes, ai-input=yes, ai-train=no\n");
+            out.push_str("Content-Usage: /blog/ train-ai=y\n");
+        }
+    }
+    out
 }
 
 /// A config with `count` origins, each with its own small inline robots.txt.

@@ -144,6 +144,13 @@ struct Explanation<'a> {
     /// For a request a robots.txt rule disallows: whether `client` read robots.txt within the
     /// last 24 hours.
     read_robots: Option<bool>,
+    /// The robots.txt `Content-Signal` and `Content-Usage` lines that apply to the crawler on
+    /// the path, each with its line.
+    preferences: &'a [crate::enforce::AppliedPreference],
+    /// The line that refuses one of the crawler's purposes there, when one does.
+    content_signal: Option<&'a crate::enforce::SignalRefusal>,
+    /// The `Content-Usage` header proxied responses carry (`content_signals.header`).
+    content_usage: Option<&'a str>,
     robots: RobotsInfo<'a>,
 }
 
@@ -151,6 +158,9 @@ struct Explanation<'a> {
 struct AnswerInfo {
     action: &'static str,
     status: Option<u16>,
+    /// For a licence answer (402): the URL its `Link: <url>; rel="license"` points at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    license: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -176,7 +186,7 @@ async fn crawl_delay_info(
     let wait = store.next_admission(key, delay).await.unwrap_or_default();
     Some(CrawlDelayInfo {
         seconds: delay.as_secs_f64(),
-        action: decision.origin.config.crawl_delay.action.as_str(),
+        action: crate::judge::crawl_delay_action(decision).as_str(),
         budget: if decision.is_verified_as_deciding_crawler() {
             "crawler"
         } else {
@@ -262,6 +272,13 @@ async fn explain(
     let answer = AnswerInfo {
         action: judgment.answer.action(),
         status: judgment.answer.status(),
+        license: match &judgment.answer {
+            Answer::Refuse(Refusal {
+                why: RefusedFor::PaymentRequired { license },
+                ..
+            }) => license.clone(),
+            _ => None,
+        },
     };
     let Some(decision) = &judgment.decision else {
         return match judgment.answer {
@@ -340,6 +357,9 @@ fn explanation<'a>(
         ban: None,
         answer: None,
         read_robots: None,
+        preferences: decision.preferences(),
+        content_signal: decision.content_signal(),
+        content_usage: decision.content_usage(),
         robots: RobotsInfo {
             state: copy.policy.state_label(),
             outcome: copy.outcome.as_str(),

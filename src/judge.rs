@@ -198,6 +198,13 @@ pub enum RefusedFor {
     /// A disguised crawler asked for a path robots.txt disallows (`disguised.action: block` or
     /// `ban`): 403.
     Disguised,
+    /// The origin answers the crawler with its licence terms (402): `block.status: 402`, or a
+    /// `license` policy action.
+    PaymentRequired {
+        /// The licence URL the answer's `Link: <url>; rel="license"` points at
+        /// (`block.license_url`, else robots.txt's `License:` line), when there is one.
+        license: Option<String>,
+    },
 }
 
 impl RefusedFor {
@@ -381,7 +388,11 @@ impl Judge<'_> {
                 read_robots: None,
             };
         }
-        let robots_allows = decision.outcome == Outcome::Allowed;
+        // A content signal in report mode leaves the request as robots.txt allowed it: still held
+        // to Crawl-delay.
+        let signal_reported =
+            decision.why == Why::ContentSignal && decision.outcome == Outcome::WouldBlock;
+        let robots_allows = decision.outcome == Outcome::Allowed || signal_reported;
         if let Some(signed) = signed {
             let verification = if apply {
                 Verifier::signed(&signed.crawler, &signed.agent)
@@ -402,10 +413,11 @@ impl Judge<'_> {
         // Crawl-delay of the claim, per address, as an unverified claim is.
         let reported_impostor =
             decision.why == Why::Impostor && decision.outcome == Outcome::WouldBlock;
-        if robots_allows && (decision.outcome == Outcome::Allowed || reported_impostor) {
+        if robots_allows
+            && (decision.outcome == Outcome::Allowed || reported_impostor || signal_reported)
+        {
             if let Some((delay, wait)) = self.crawl_delay_wait(&decision, client, apply).await {
-                let settings = decision.origin.config.crawl_delay;
-                if settings.action == CrawlDelayAction::Enforce
+                if crawl_delay_action(&decision) == CrawlDelayAction::Enforce
                     && decision.origin.config.mode == OriginMode::Enforce
                 {
                     if apply {
@@ -428,7 +440,7 @@ impl Judge<'_> {
                         read_robots: None,
                     };
                 }
-                if !reported_impostor {
+                if !reported_impostor && !signal_reported {
                     decision.outcome = Outcome::WouldLimit;
                 }
             }
@@ -461,24 +473,61 @@ impl Judge<'_> {
             }
             read_robots = Some(read);
         }
-        if apply && matches!(decision.outcome, Outcome::Blocked | Outcome::WouldBlock) {
+        if apply {
+            if let Some(hit) = decision.content_signal() {
+                let action = if decision.outcome == Outcome::Blocked {
+                    "enforce"
+                } else {
+                    "report"
+                };
+                METRICS
+                    .content_signals
+                    .with_label_values(&[
+                        decision.origin.name(),
+                        decision.crawler_label(),
+                        hit.purpose.as_str(),
+                        action,
+                    ])
+                    .inc();
+            }
+        }
+        let mut license = None;
+        if decision.outcome == Outcome::Blocked && decision.why != Why::Impostor {
+            if let Some(url) = licence_answer(&decision) {
+                if targets_licence(&url, facts) {
+                    // The terms a 402 points at are for every crawler to read.
+                    decision.outcome = Outcome::Pass;
+                    decision.why = Why::LicenseUrl;
+                    decision.clear_content_signal();
+                } else {
+                    decision.outcome = Outcome::PaymentRequired;
+                    license = url.into_link();
+                }
+            }
+        }
+        if apply
+            && matches!(
+                decision.outcome,
+                Outcome::Blocked | Outcome::WouldBlock | Outcome::PaymentRequired
+            )
+        {
             log_disallowed(&decision, facts);
         }
-        let answer = if decision.outcome == Outcome::Blocked {
+        let answer = match decision.outcome {
             // An impostor is refused for who it is, not for a robots.txt rule: always 403.
-            Answer::Refuse(if decision.why == Why::Impostor {
-                Refusal {
-                    status: 403,
-                    why: RefusedFor::Impostor,
-                }
-            } else {
-                Refusal {
-                    status: decision.origin.config.block.status,
-                    why: RefusedFor::Blocked,
-                }
-            })
-        } else {
-            Answer::Proxy
+            Outcome::Blocked if decision.why == Why::Impostor => Answer::Refuse(Refusal {
+                status: 403,
+                why: RefusedFor::Impostor,
+            }),
+            Outcome::Blocked => Answer::Refuse(Refusal {
+                status: refusal_status(&decision),
+                why: RefusedFor::Blocked,
+            }),
+            Outcome::PaymentRequired => Answer::Refuse(Refusal {
+                status: 402,
+                why: RefusedFor::PaymentRequired { license },
+            }),
+            _ => Answer::Proxy,
         };
         Judgment {
             decision: Some(decision),
@@ -734,7 +783,7 @@ impl Judge<'_> {
         client: Option<IpAddr>,
         apply: bool,
     ) -> Option<(Duration, Duration)> {
-        if decision.origin.config.crawl_delay.action == CrawlDelayAction::Ignore {
+        if crawl_delay_action(decision) == CrawlDelayAction::Ignore {
             return None;
         }
         let (key, delay) = decision.budget(client)?;
@@ -787,6 +836,102 @@ impl Judge<'_> {
         }
         violation.read_robots
     }
+}
+
+/// What `crawl_delay` does for the decision's crawler: `crawl_delay.crawlers` for it, else
+/// `report` for a crawler documented to ignore `Crawl-delay`, else `crawl_delay.action`.
+pub fn crawl_delay_action(decision: &Decision) -> CrawlDelayAction {
+    let settings = &decision.origin.config.crawl_delay;
+    match &decision.crawler {
+        Some(crawler) => settings.action_for(crawler.name(), crawler.ignores_crawl_delay()),
+        None => settings.action,
+    }
+}
+
+/// The status of a block that is not a licence answer: the origin's `block.status`, except that
+/// a `402` there becomes `403` for the requests that get no licence answer (agents acting for a
+/// person).
+pub fn refusal_status(decision: &Decision) -> u16 {
+    match decision.origin.config.block.status {
+        402 => 403,
+        status => status,
+    }
+}
+
+/// Where a licence answer's `Link` points, or that it has none.
+enum Licence {
+    /// `block.license_url`, or robots.txt's `License:` line.
+    Url(String),
+    /// A licence answer without a licence URL.
+    Unnamed,
+}
+
+impl Licence {
+    fn into_link(self) -> Option<String> {
+        match self {
+            Licence::Url(url) => Some(url),
+            Licence::Unnamed => None,
+        }
+    }
+}
+
+/// Whether a blocked decision is answered with the origin's licence (402), and where the
+/// licence is: a `license` policy action always; `block.status: 402` for every crawler but
+/// those fetching for a person (`agent` purpose), who get 403 unless a policy says `license`
+/// for them.
+fn licence_answer(decision: &Decision) -> Option<Licence> {
+    let by_policy = matches!(decision.why, Why::PolicyLicense(_));
+    let by_status = decision.origin.config.block.status == 402
+        && !decision
+            .crawler
+            .as_ref()
+            .is_some_and(|c| c.purposes().contains(crate::crawlers::Purpose::Agent));
+    if !by_policy && !by_status {
+        return None;
+    }
+    let url = decision
+        .origin
+        .config
+        .block
+        .license_url
+        .clone()
+        .or_else(|| match &decision.robots.policy {
+            crate::snapshot::Policy::Rules(rules) => {
+                rules.licenses().first().map(|l| l.url.clone())
+            }
+            _ => None,
+        });
+    Some(url.map_or(Licence::Unnamed, Licence::Url))
+}
+
+/// Whether the request is for the licence URL itself (same host, same path and query).
+fn targets_licence(licence: &Licence, facts: &Facts<'_>) -> bool {
+    let Licence::Url(url) = licence else {
+        return false;
+    };
+    let lower = url
+        .get(..8)
+        .map(str::to_ascii_lowercase)
+        .unwrap_or_default();
+    let rest = if lower.starts_with("https://") {
+        &url[8..]
+    } else if lower.starts_with("http://") {
+        &url[7..]
+    } else {
+        return false;
+    };
+    let (authority, path) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    let path = path.split('#').next().unwrap_or_default();
+    let path = if path.is_empty() { "/" } else { path };
+    let same_host = match (
+        crate::config::normalize_host(authority.as_bytes()),
+        crate::config::normalize_host(facts.host),
+    ) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    };
+    same_host
+        && crate::robots::canonicalize(path.as_bytes()) == crate::robots::canonicalize(facts.target)
 }
 
 /// The log line of a request refused, or that would be (rate-limited there).

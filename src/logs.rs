@@ -244,6 +244,7 @@ pub(crate) fn disallowed_request(
 ) {
     let verb = match decision.outcome {
         Outcome::Blocked => "blocked",
+        Outcome::PaymentRequired => "answered with the licence (402)",
         Outcome::WouldBlock => "would block (report mode)",
         Outcome::Trap => "trap hit, refused",
         Outcome::WouldTrap => "trap hit (report)",
@@ -265,6 +266,7 @@ pub(crate) fn disallowed_request(
         line = decision.rule.as_ref().map(|r| r.line),
         rule = decision.rule.as_ref().map(|r| r.text()),
         verification = decision.verification.as_ref().map(|v| v.result.as_str()),
+        policy = %decision.policy(),
         request_id,
         "{verb}: {}",
         decision.reason()

@@ -140,6 +140,10 @@ pub struct Metrics {
     /// `robotsguard_rate_limited_total{origin, crawler}`: requests answered 429 under robots.txt's
     /// `Crawl-delay`.
     pub rate_limited: IntCounterVec,
+    /// `robotsguard_content_signals_total{origin, crawler, purpose, action}`: crawler requests a
+    /// robots.txt `Content-Signal` or `Content-Usage` line refuses for one of the crawler's
+    /// purposes (`action`: `enforce`, refused; `report`, proxied and counted).
+    pub content_signals: IntCounterVec,
     /// `robotsguard_violations_total{origin, crawler, read_robots}`: crawler requests robots.txt
     /// disallows, by whether the client fetched robots.txt within the last 24 hours.
     pub violations: IntCounterVec,
@@ -190,7 +194,7 @@ pub const CONNECTION_REFUSALS: [&str; 4] = [
 pub const REQUEST_REFUSALS: [&str; 2] = ["max_streams_per_connection", "max_requests_in_flight"];
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 54] = [
+pub const METRIC_NAMES: [&str; 55] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -234,6 +238,7 @@ pub const METRIC_NAMES: [&str; 54] = [
     "robotsguard_tls_certificate_expiry_timestamp_seconds",
     "robotsguard_tls_certificate_reloads_total",
     "robotsguard_rate_limited_total",
+    "robotsguard_content_signals_total",
     "robotsguard_violations_total",
     "robotsguard_bans_total",
     "robotsguard_banned_clients",
@@ -564,6 +569,12 @@ impl Metrics {
             "Crawler requests answered 429 because they came sooner than robots.txt's Crawl-delay, by origin and crawler.",
             &["origin", "crawler"],
         );
+        let content_signals = counter(
+            &registry,
+            "robotsguard_content_signals_total",
+            "Crawler requests a robots.txt Content-Signal or Content-Usage line refuses for one of the crawler's purposes, by origin, crawler, purpose and action (enforce: refused; report: proxied and counted).",
+            &["origin", "crawler", "purpose", "action"],
+        );
         let violations = counter(
             &registry,
             "robotsguard_violations_total",
@@ -680,6 +691,7 @@ impl Metrics {
             tls_certificate_expiry,
             tls_certificate_reloads,
             rate_limited,
+            content_signals,
             violations,
             bans,
             banned_clients,
@@ -836,6 +848,7 @@ impl Metrics {
             Box::new(self.tls_certificate_expiry.clone()),
             Box::new(self.tls_certificate_reloads.clone()),
             Box::new(self.rate_limited.clone()),
+            Box::new(self.content_signals.clone()),
             Box::new(self.violations.clone()),
             Box::new(self.bans.clone()),
             Box::new(self.banned_clients.clone()),

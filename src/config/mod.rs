@@ -472,12 +472,16 @@ impl OffendersAction {
 }
 
 /// `crawl_delay`: robots.txt's `Crawl-delay` as a rate limit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CrawlDelayConfig {
     /// What is done with a request that comes sooner than its crawler's delay.
     pub action: CrawlDelayAction,
     /// Longer delays are taken as this long.
     pub max: Duration,
+    /// `crawl_delay.crawlers`: the action per crawler (as the catalogue spells its name),
+    /// winning over `action` and over the catalogue's mark for crawlers that ignore
+    /// `Crawl-delay`.
+    pub crawlers: Vec<(String, CrawlDelayAction)>,
 }
 
 impl Default for CrawlDelayConfig {
@@ -485,6 +489,68 @@ impl Default for CrawlDelayConfig {
         CrawlDelayConfig {
             action: CrawlDelayAction::Enforce,
             max: Duration::from_secs(60),
+            crawlers: Vec::new(),
+        }
+    }
+}
+
+impl CrawlDelayConfig {
+    /// The action for crawler `name`: its own entry in `crawlers`; else `report` for a crawler
+    /// documented to ignore `Crawl-delay` (a 429 would slow its whole crawl of the site), unless
+    /// `action` is `ignore`; else `action`.
+    pub fn action_for(&self, name: &str, ignores_crawl_delay: bool) -> CrawlDelayAction {
+        if let Some((_, action)) = self
+            .crawlers
+            .iter()
+            .find(|(crawler, _)| crawler.eq_ignore_ascii_case(name))
+        {
+            return *action;
+        }
+        match self.action {
+            CrawlDelayAction::Enforce if ignores_crawl_delay => CrawlDelayAction::Report,
+            action => action,
+        }
+    }
+}
+
+/// `content_signals`: what the `Content-Signal` and `Content-Usage` lines of robots.txt do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ContentSignalsConfig {
+    /// What is done with a crawler whose purpose the lines refuse on the path.
+    pub action: SignalAction,
+    /// Proxied responses carry a `Content-Usage` header with the preferences for the path,
+    /// unless the origin sent one.
+    pub header: bool,
+}
+
+impl Default for ContentSignalsConfig {
+    fn default() -> Self {
+        ContentSignalsConfig {
+            action: SignalAction::Report,
+            header: false,
+        }
+    }
+}
+
+/// `content_signals.action`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SignalAction {
+    /// Refuse the request with the block response.
+    Enforce,
+    /// Proxy it, counted and logged as `would_block` (policy `content-signal`).
+    Report,
+    /// The lines are not looked at.
+    Ignore,
+}
+
+impl SignalAction {
+    /// The spelling used in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignalAction::Enforce => "enforce",
+            SignalAction::Report => "report",
+            SignalAction::Ignore => "ignore",
         }
     }
 }
@@ -619,15 +685,29 @@ pub enum Action {
     Pass,
     /// Blocked on every path but `/robots.txt` and the exempt paths.
     Block,
+    /// Refused with the origin's licence answer (`402` and a `Link` to the licence terms) on
+    /// every path but `/robots.txt`, the exempt paths and the licence itself.
+    License,
 }
 
 impl Action {
+    /// How restrictive the action is: pass < enforce < license < block.
+    pub fn restriction(self) -> u8 {
+        match self {
+            Action::Pass => 0,
+            Action::Enforce => 1,
+            Action::License => 2,
+            Action::Block => 3,
+        }
+    }
+
     /// The spelling used in the config, logs and metrics.
     pub fn as_str(self) -> &'static str {
         match self {
             Action::Enforce => "enforce",
             Action::Pass => "pass",
             Action::Block => "block",
+            Action::License => "license",
         }
     }
 }
@@ -637,8 +717,13 @@ impl Action {
 pub struct PolicyConfig {
     /// The action per category, indexed by [`Category::index`].
     pub categories: [Action; Category::ALL.len()],
-    /// Actions per crawler (as the catalogue spells its name); they win over categories.
+    /// Actions per crawler (as the catalogue spells its name); they win over purposes and
+    /// categories.
     pub crawlers: Vec<(String, Action)>,
+    /// Actions per purpose, indexed by [`crate::crawlers::Purpose::index`]; they win over
+    /// categories. A crawler with several purposes gets the most restrictive action written for
+    /// them.
+    pub purposes: [Option<Action>; crate::crawlers::Purpose::ALL.len()],
     /// Clients (networks) never blocked, whatever their User-Agent.
     pub allow_clients: Vec<ipnet::IpNet>,
     /// Path prefixes (canonical form) never blocked.
@@ -655,6 +740,7 @@ impl Default for PolicyConfig {
         PolicyConfig {
             categories,
             crawlers: Vec::new(),
+            purposes: [None; crate::crawlers::Purpose::ALL.len()],
             allow_clients: Vec::new(),
             exempt_paths: Vec::new(),
         }
@@ -665,6 +751,19 @@ impl PolicyConfig {
     /// The action for a category.
     pub fn category(&self, category: Category) -> Action {
         self.categories[category.index()]
+    }
+
+    /// The most restrictive action `policy.purposes` writes for any of `purposes` (block, then
+    /// license, then enforce, then pass), if it writes one.
+    pub fn purposes(&self, purposes: crate::crawlers::Purposes) -> Option<Action> {
+        // Most configs write none: one comparison instead of a walk over the purposes.
+        if self.purposes == [None; crate::crawlers::Purpose::ALL.len()] {
+            return None;
+        }
+        purposes
+            .iter()
+            .filter_map(|purpose| self.purposes[purpose.index()])
+            .max_by_key(|action| action.restriction())
     }
 
     /// The action written for crawler `name` (case-insensitive), if any.
@@ -905,6 +1004,11 @@ pub struct ExtraCrawler {
     pub ignores_global: bool,
     /// Where its operator publishes who it is (`file:` paths made absolute).
     pub verify: Option<VerifyData>,
+    /// What its fetches are for; empty: derived from `category`.
+    pub purposes: Vec<crate::crawlers::Purpose>,
+    /// Its operator documents that it ignores `Crawl-delay` (reported, not enforced, unless
+    /// `crawl_delay.crawlers` says otherwise).
+    pub ignores_crawl_delay: bool,
 }
 
 /// What happens to a crawler request that robots.txt disallows.
@@ -944,6 +1048,9 @@ pub struct BlockConfig {
     /// A template using only [`BODY_PLACEHOLDERS`] as `{name}`; other
     /// braces are literal. `None` means the built-in body.
     pub body: Option<String>,
+    /// `block.license_url`: where a `402` answer's `Link: <url>; rel="license"` points; absent,
+    /// robots.txt's `License:` line does.
+    pub license_url: Option<String>,
 }
 
 /// How an origin's robots.txt is obtained and kept fresh.
@@ -1043,6 +1150,8 @@ pub struct OriginConfig {
     pub impostors: Impostors,
     /// Whether robots.txt's `Crawl-delay` is enforced as a rate limit, and its cap.
     pub crawl_delay: CrawlDelayConfig,
+    /// What robots.txt's `Content-Signal` and `Content-Usage` lines do.
+    pub content_signals: ContentSignalsConfig,
     /// Bans for clients that keep fetching what robots.txt disallows.
     pub offenders: OffendersConfig,
     /// `web_bot_auth.mode` for this origin (or `defaults`); `None`: `verify.web_bot_auth.mode`.
@@ -1125,7 +1234,8 @@ impl ExtraCrawler {
             operator: self.operator.clone().unwrap_or_default(),
             ignores_global: self.ignores_global,
             verify: self.verify.clone(),
-            purposes: Vec::new(),
+            purposes: self.purposes.clone(),
+            ignores_crawl_delay: self.ignores_crawl_delay,
             signing_agents: Vec::new(),
             source: String::new(),
             replace: false,

@@ -15,7 +15,8 @@ use super::schema::{
     UPSTREAM_TLS,
 };
 use super::schema::{
-    CRAWL_DELAY, HEALTH_CHECK, OFFENDERS, PASSIVE_HEALTH, POLICY, UPSTREAM_TIMEOUTS,
+    CONTENT_SIGNALS, CRAWL_DELAY, HEALTH_CHECK, OFFENDERS, PASSIVE_HEALTH, POLICY,
+    UPSTREAM_TIMEOUTS,
 };
 use super::template::check_body;
 use super::tree::{Node, Value};
@@ -24,7 +25,7 @@ use super::{
     BlockConfig, EscapedSlashes, Forward, Mode, OnUnreachable, OriginConfig, PathsConfig,
     RobotsConfig, RobotsSource, UpstreamTls,
 };
-use crate::crawlers::Category;
+use crate::crawlers::{Category, Purpose};
 
 pub(crate) const MODES: [(&str, Mode); 3] = [
     ("enforce", Mode::Enforce),
@@ -62,6 +63,7 @@ pub(crate) struct Defaults {
     pub web_bot_auth: Option<super::WebBotAuthMode>,
     pub traps: super::TrapsConfig,
     pub disguised: super::DisguisedConfig,
+    pub content_signals: super::ContentSignalsConfig,
 }
 
 /// An origin plus what the cross-origin checks need: where its name and
@@ -153,11 +155,16 @@ pub(crate) fn parse_origin(
         .get("impostors")
         .and_then(|n| reader::choice(sink, n, "impostors", &IMPOSTORS))
         .unwrap_or(defaults.impostors);
-    let crawl_delay = crawl_delay(sink, table.get("crawl_delay"), &defaults.crawl_delay);
+    let crawl_delay = crawl_delay(sink, table.get("crawl_delay"), &defaults.crawl_delay, known);
     let offenders = offenders(sink, table.get("offenders"), &defaults.offenders);
     let web_bot_auth = web_bot_auth_mode(sink, table.get("web_bot_auth")).or(defaults.web_bot_auth);
     let traps = super::traps::traps(sink, table.get("traps"), &defaults.traps, base_dir);
     let disguised = super::traps::disguised(sink, table.get("disguised"), &defaults.disguised);
+    let content_signals = content_signals(
+        sink,
+        table.get("content_signals"),
+        &defaults.content_signals,
+    );
 
     let config = OriginConfig {
         name: name.as_ref().map(|(n, _)| n.clone()).unwrap_or_default(),
@@ -177,6 +184,7 @@ pub(crate) fn parse_origin(
         web_bot_auth,
         traps,
         disguised,
+        content_signals,
     };
     Some(Parsed {
         config,
@@ -323,6 +331,76 @@ pub(crate) fn block(sink: &mut Sink, node: Option<&Node>, base: &BlockConfig) ->
             }
         }
     }
+    if let Some(n) = table.get("license_url") {
+        if let Some(url) = reader::nonempty_string(sink, n, "license_url") {
+            let lower = url.to_ascii_lowercase();
+            let absolute = (lower.starts_with("https://") || lower.starts_with("http://"))
+                && !url
+                    .bytes()
+                    .any(|b| b.is_ascii_whitespace() || b.is_ascii_control() || b == b'>');
+            if absolute {
+                out.license_url = Some(url.to_owned());
+            } else {
+                sink.error_hint(
+                    n.pos,
+                    format!(
+                        "`license_url` must be an absolute http(s) URL, not {}",
+                        quote(url)
+                    ),
+                    "e.g. license_url: https://shop.example/license.xml",
+                );
+            }
+        }
+    }
+    out
+}
+
+/// The spellings of `content_signals.action`.
+pub(crate) const SIGNAL_ACTIONS: [(&str, super::SignalAction); 3] = [
+    ("enforce", super::SignalAction::Enforce),
+    ("report", super::SignalAction::Report),
+    ("ignore", super::SignalAction::Ignore),
+];
+
+/// Reads a `content_signals` section over `base`, key by key.
+pub(crate) fn content_signals(
+    sink: &mut Sink,
+    node: Option<&Node>,
+    base: &super::ContentSignalsConfig,
+) -> super::ContentSignalsConfig {
+    let mut out = *base;
+    let Some(table) =
+        node.and_then(|n| Table::read(sink, n, &CONTENT_SIGNALS, "`content_signals`"))
+    else {
+        return out;
+    };
+    if let Some(action) = table
+        .get("action")
+        .and_then(|n| reader::choice(sink, n, "action", &SIGNAL_ACTIONS))
+    {
+        out.action = action;
+    }
+    if let Some(header) = table
+        .get("header")
+        .and_then(|n| reader::boolean(sink, n, "header"))
+    {
+        out.header = header;
+    }
+    out
+}
+
+/// A list of purposes (`[search, training]`), for `crawlers.extra` entries.
+pub(crate) fn purpose_list(sink: &mut Sink, node: &Node) -> Vec<Purpose> {
+    let choices: Vec<(&'static str, Purpose)> =
+        Purpose::ALL.iter().map(|p| (p.as_str(), *p)).collect();
+    let mut out = Vec::new();
+    for item in reader::one_or_many(node) {
+        if let Some(purpose) = reader::choice(sink, item, "purposes", &choices) {
+            if !out.contains(&purpose) {
+                out.push(purpose);
+            }
+        }
+    }
     out
 }
 
@@ -393,10 +471,11 @@ impl KnownCrawlers {
     }
 }
 
-pub(crate) const ACTIONS: [(&str, Action); 3] = [
+pub(crate) const ACTIONS: [(&str, Action); 4] = [
     ("enforce", Action::Enforce),
     ("pass", Action::Pass),
     ("block", Action::Block),
+    ("license", Action::License),
 ];
 
 /// Reads a `policy` section over `base`: `categories` and `crawlers` entry by entry,
@@ -444,6 +523,24 @@ pub(crate) fn policy(
         out.crawlers
             .retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
         out.crawlers.push((name.to_owned(), action));
+    }
+    let purpose_names: Vec<&str> = Purpose::ALL.iter().map(|p| p.as_str()).collect();
+    for (key, key_pos, value) in map_entries(sink, table.get("purposes"), "purposes") {
+        let Some(purpose) = Purpose::ALL.iter().find(|p| p.as_str() == key) else {
+            sink.error_hint(
+                key_pos,
+                format!(
+                    "unknown purpose {}{}",
+                    quote(key),
+                    did_you_mean(key, &purpose_names)
+                ),
+                one_of(&purpose_names),
+            );
+            continue;
+        };
+        if let Some(action) = reader::choice(sink, value, key, &ACTIONS) {
+            out.purposes[purpose.index()] = Some(action);
+        }
     }
     if let Some(n) = table.get("allow_clients") {
         out.allow_clients = reader::networks(sink, n, "allow_clients");
@@ -548,11 +645,28 @@ pub(crate) fn crawl_delay(
     sink: &mut Sink,
     node: Option<&Node>,
     base: &super::CrawlDelayConfig,
+    known: &KnownCrawlers,
 ) -> super::CrawlDelayConfig {
-    let mut out = *base;
+    let mut out = base.clone();
     let Some(table) = node.and_then(|n| Table::read(sink, n, &CRAWL_DELAY, "`crawl_delay`")) else {
         return out;
     };
+    for (key, key_pos, value) in map_entries(sink, table.get("crawlers"), "crawlers") {
+        // A typo would silently leave the crawler on the default: unknown names are errors.
+        let Some(name) = known.find(key) else {
+            sink.error_hint(
+                key_pos,
+                format!("no crawler is named {}{}", quote(key), known.suggest(key)),
+                "use a name from `robotsguard identify` or config/crawlers.yaml, or add it under `crawlers.extra`",
+            );
+            continue;
+        };
+        if let Some(action) = reader::choice(sink, value, key, &CRAWL_DELAY_ACTIONS) {
+            out.crawlers
+                .retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
+            out.crawlers.push((name.to_owned(), action));
+        }
+    }
     if let Some(action) = table
         .get("action")
         .and_then(|n| reader::choice(sink, n, "action", &CRAWL_DELAY_ACTIONS))

@@ -100,6 +100,13 @@ fn names<T>(options: &[(&'static str, T)]) -> Vec<&'static str> {
     options.iter().map(|(name, _)| *name).collect()
 }
 
+fn purposes() -> Vec<&'static str> {
+    crate::crawlers::Purpose::ALL
+        .iter()
+        .map(|p| p.as_str())
+        .collect()
+}
+
 fn categories() -> Vec<&'static str> {
     crate::crawlers::Category::ALL
         .iter()
@@ -251,6 +258,7 @@ static DEFAULTS: SectionDoc = SectionDoc {
         key("web_bot_auth", Ty::Section(&ORIGIN_WEB_BOT_AUTH), "`verify.web_bot_auth.mode`", "Web Bot Auth's mode for every origin."),
         key("traps", Ty::Section(&TRAPS), "off", "Trap paths in the robots.txt served: a request for one is a trap hit, whatever its User-Agent."),
         key("disguised", Ty::Section(&DISGUISED), "`{action: report, strikes: 5, window: 10m}`", "Clients without a crawler's User-Agent that read robots.txt and then take what it disallows to every group."),
+        key("content_signals", Ty::Section(&CONTENT_SIGNALS), "`{action: report, header: false}`", "robots.txt's Content-Signal and Content-Usage lines, per crawler purpose."),
     ],
 };
 
@@ -260,8 +268,9 @@ static BLOCK: SectionDoc = SectionDoc {
     title: "The block answer",
     doc: "",
     keys: &[
-        key("status", Ty::Int { min: 400, max: 599 }, "`403`", "Status of the block response."),
+        key("status", Ty::Int { min: 400, max: 599 }, "`403`", "Status of the block response; `402` is the licence answer (with `Link: <url>; rel=\"license\"`; agents still get `403` unless a `license` policy action says otherwise)."),
         key("body", Ty::Str, "built-in text", "Body template; placeholders `{crawler} {path} {line} {rule} {robots_url} {origin} {client}`, other braces literal; expanded in one pass."),
+        key("license_url", Ty::Url, "robots.txt's `License:` line", "The licence terms a `402` answer links to; every crawler may fetch it."),
     ],
 };
 
@@ -365,7 +374,8 @@ static POLICY: SectionDoc = SectionDoc {
     doc: "Who is bound by robots.txt. `enforce`: robots.txt decides; `pass`: never blocked; `block`: blocked everywhere but `/robots.txt` and exempt paths.",
     keys: &[
         key("categories", Ty::MapOf { keys: Some(categories), value: &POLICY_ACTION }, "`{library: pass, monitoring: pass}`, every other category `enforce`", "Per crawler category; merged category by category."),
-        key("crawlers", Ty::MapOf { keys: None, value: &POLICY_ACTION }, "`{}`", "Per crawler, by catalogue name (case-insensitive); wins over its category; merged crawler by crawler."),
+        key("crawlers", Ty::MapOf { keys: None, value: &POLICY_ACTION }, "`{}`", "Per crawler, by catalogue name (case-insensitive); wins over its purposes and category; merged crawler by crawler."),
+        key("purposes", Ty::MapOf { keys: Some(purposes), value: &POLICY_ACTION }, "`{}`", "Per purpose (`search`, `training`, `agent`, `other`): wins over the category, loses to `crawlers`; a crawler with several purposes gets the most restrictive of their actions. `license` answers with the origin's licence (`402`)."),
         key("allow_clients", Ty::OneOrList(&Ty::Network), "`[]`", "Client networks never blocked, whatever the User-Agent."),
         key("exempt_paths", Ty::OneOrList(&Ty::Str), "`[]`", "Path prefixes (starting with `/`, matched on the canonical path) never blocked for GET and HEAD without a query."),
     ],
@@ -379,6 +389,18 @@ static CRAWL_DELAY: SectionDoc = SectionDoc {
     keys: &[
         key("action", Ty::Words(|| names(&super::origin::CRAWL_DELAY_ACTIONS)), "`enforce`", "`enforce` (a request sooner than its group's delay after the previous admitted one gets `429` with `Retry-After`), `report` (proxied, counted `would_limit`), `ignore`."),
         key("max", Ty::Duration, "`60s`", "Longer delays are taken as this long."),
+        key("crawlers", Ty::MapOf { keys: None, value: &Ty::Words(|| names(&super::origin::CRAWL_DELAY_ACTIONS)) }, "`report` for crawlers the catalogue marks as ignoring Crawl-delay (the Google family, Applebot, Amazonbot), `action` for the rest", "Per crawler, by catalogue name: `enforce`, `report` or `ignore`."),
+    ],
+};
+
+static CONTENT_SIGNALS: SectionDoc = SectionDoc {
+    id: "content_signals",
+    section: &schema::CONTENT_SIGNALS,
+    title: "Content signals",
+    doc: "robots.txt's `Content-Signal:` (`search`, `ai-input`, `ai-train`) and `Content-Usage:` (`train-ai`, `search`) lines, for the crawler's group and the path (path-scoped lines by longest match, only on paths the group may crawl).",
+    keys: &[
+        key("action", Ty::Words(|| names(&super::origin::SIGNAL_ACTIONS)), "`report`", "`enforce` (a crawler whose purposes include `training` is refused on `ai-train=no`/`train-ai=n`, `search` on `search=no`/`search=n`, `agent` on `ai-input=no`), `report` (counted and logged as would_block, policy `content-signal`), `ignore`."),
+        key("header", Ty::Bool, "`false`", "Proxied responses carry `Content-Usage` with the preferences for the path, unless the origin set one."),
     ],
 };
 
@@ -454,6 +476,8 @@ static EXTRA_CRAWLER: SectionDoc = SectionDoc {
         key("operator", Ty::Str, "none", "Who runs it (shown by `identify`)."),
         key("ignores_global", Ty::Bool, "`false`", "Obeys only groups that name it, never `*` (like AdsBot)."),
         key("verify", Ty::Section(&CRAWLER_VERIFY), "none", "How its claim is checked."),
+        key("purposes", Ty::List(&Ty::Words(purposes)), "from its category", "What its fetches are for: `search`, `training`, `agent`, `other`."),
+        key("ignores_crawl_delay", Ty::Bool, "`false`", "Its operator documents that it ignores Crawl-delay: the delay is reported, not enforced, unless `crawl_delay.crawlers` says otherwise."),
     ],
 };
 
@@ -550,6 +574,7 @@ static ORIGIN: SectionDoc = SectionDoc {
         key("web_bot_auth", Ty::Section(&ORIGIN_WEB_BOT_AUTH), "from `defaults`", "As `defaults.web_bot_auth`."),
         key("traps", Ty::Section(&TRAPS), "from `defaults`", "As `defaults.traps`."),
         key("disguised", Ty::Section(&DISGUISED), "from `defaults`", "As `defaults.disguised`."),
+        key("content_signals", Ty::Section(&CONTENT_SIGNALS), "from `defaults`", "As `defaults.content_signals`."),
     ],
 };
 
@@ -802,6 +827,7 @@ pub(crate) static SECTIONS: &[&SectionDoc] = &[
     &HEALTH_CHECK,
     &POLICY,
     &CRAWL_DELAY,
+    &CONTENT_SIGNALS,
     &OFFENDERS,
     &CRAWLERS,
     &EXTRA_CRAWLER,

@@ -143,7 +143,13 @@ pub(crate) const LIMITS: Section = Section {
 
 pub(crate) const POLICY: Section = Section {
     place: "in `policy`",
-    keys: &["categories", "crawlers", "allow_clients", "exempt_paths"],
+    keys: &[
+        "categories",
+        "crawlers",
+        "purposes",
+        "allow_clients",
+        "exempt_paths",
+    ],
 };
 
 pub(crate) const ACCESS_LOG: Section = Section {
@@ -209,12 +215,18 @@ pub(crate) const DEFAULTS: Section = Section {
         "web_bot_auth",
         "traps",
         "disguised",
+        "content_signals",
     ],
 };
 
 pub(crate) const CRAWL_DELAY: Section = Section {
     place: "in `crawl_delay`",
-    keys: &["action", "max"],
+    keys: &["action", "max", "crawlers"],
+};
+
+pub(crate) const CONTENT_SIGNALS: Section = Section {
+    place: "in `content_signals`",
+    keys: &["action", "header"],
 };
 
 pub(crate) const OFFENDERS: Section = Section {
@@ -234,7 +246,7 @@ pub(crate) const DISGUISED: Section = Section {
 
 pub(crate) const BLOCK: Section = Section {
     place: "in `block`",
-    keys: &["status", "body"],
+    keys: &["status", "body", "license_url"],
 };
 
 /// `defaults.robots`: only the settings that make sense for every origin.
@@ -279,6 +291,8 @@ pub(crate) const EXTRA_CRAWLER: Section = Section {
         "operator",
         "ignores_global",
         "verify",
+        "purposes",
+        "ignores_crawl_delay",
     ],
 };
 
@@ -304,6 +318,7 @@ pub(crate) const ORIGIN: Section = Section {
         "web_bot_auth",
         "traps",
         "disguised",
+        "content_signals",
     ],
 };
 
@@ -328,6 +343,7 @@ pub(crate) const ALL: &[(&str, &Section)] = &[
     ("WEB_BOT_AUTH", &WEB_BOT_AUTH),
     ("ORIGIN_WEB_BOT_AUTH", &ORIGIN_WEB_BOT_AUTH),
     ("TRAPS", &TRAPS),
+    ("CONTENT_SIGNALS", &CONTENT_SIGNALS),
     ("DISGUISED", &DISGUISED),
     ("SIGNATURE_AGENT", &SIGNATURE_AGENT),
     ("CRAWLER_VERIFY", &CRAWLER_VERIFY),

@@ -98,7 +98,8 @@ fn minimal_config_gets_every_default() {
             mode: Mode::Enforce,
             block: BlockConfig {
                 status: 403,
-                body: None
+                body: None,
+                license_url: None,
             },
             robots: RobotsConfig {
                 source: RobotsSource::Origin { url: None },
@@ -131,6 +132,7 @@ fn minimal_config_gets_every_default() {
             web_bot_auth: None,
             traps: crate::config::TrapsConfig::default(),
             disguised: crate::config::DisguisedConfig::default(),
+            content_signals: crate::config::ContentSignalsConfig::default(),
         }]
     );
 }
@@ -201,7 +203,8 @@ origins:
         a.block,
         BlockConfig {
             status: 429,
-            body: Some("no, {crawler}".into())
+            body: Some("no, {crawler}".into()),
+            license_url: None,
         }
     );
     assert_eq!(a.robots.refresh, Duration::from_secs(3600));
@@ -216,7 +219,8 @@ origins:
         b.block,
         BlockConfig {
             status: 451,
-            body: Some("no, {crawler}".into())
+            body: Some("no, {crawler}".into()),
+            license_url: None,
         }
     );
     assert_eq!(
@@ -354,6 +358,8 @@ fn extra_crawlers_and_their_defaults() {
                 operator: Some("Example Inc".into()),
                 ignores_global: true,
                 verify: None,
+                purposes: Vec::new(),
+                ignores_crawl_delay: false,
             },
             ExtraCrawler {
                 name: "Other_Bot".into(),
@@ -363,6 +369,8 @@ fn extra_crawlers_and_their_defaults() {
                 operator: None,
                 ignores_global: false,
                 verify: None,
+                purposes: Vec::new(),
+                ignores_crawl_delay: false,
             },
         ]
     );
@@ -431,7 +439,7 @@ fn unknown_key_in_origin_suggests_the_closest() {
     assert_eq!(
         e.to_string(),
         "t.yaml:5:5: unknown key `upstreams` in origin; did you mean `upstream`? \
-         (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth, traps, disguised)"
+         (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth, traps, disguised, content_signals)"
     );
 }
 
@@ -458,8 +466,8 @@ origins:
         [
             "t.yaml:1:33: unknown key `tsl` in listener; did you mean `tls`? (expected one of: address, tls, proxy_protocol, http2)",
             "t.yaml:2:12: unknown key `grase` in `shutdown`; did you mean `grace`? (expected one of: grace)",
-            "t.yaml:4:3: unknown key `moed` in `defaults`; did you mean `mode`? (expected one of: mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth, traps, disguised)",
-            "t.yaml:5:11: unknown key `staus` in `block`; did you mean `status`? (expected one of: status, body)",
+            "t.yaml:4:3: unknown key `moed` in `defaults`; did you mean `mode`? (expected one of: mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth, traps, disguised, content_signals)",
+            "t.yaml:5:11: unknown key `staus` in `block`; did you mean `status`? (expected one of: status, body, license_url)",
             "t.yaml:6:12: unknown key `refesh` in `defaults.robots`; did you mean `refresh`? (expected one of: refresh, timeout, on_unreachable, max_size)",
             "t.yaml:7:12: unknown key `extras` in `crawlers`; did you mean `extra`? (expected one of: builtin, generic, extra, feeds)",
             "t.yaml:12:11: unknown key `snii` in upstream `tls`; did you mean `sni`? (expected one of: sni, verify, ca, client_cert, client_key)",
@@ -541,7 +549,7 @@ fn origin_required_keys() {
             "t.yaml:3:5: origin is missing `upstream` (e.g. upstream: 127.0.0.1:8081)",
             "t.yaml:4:5: origin is missing `name` (e.g. name: shop)",
             "t.yaml:4:5: origin is missing `hosts` (list the Host names it serves, e.g. hosts: [shop.example])",
-            "t.yaml:5:5: each origin must be a mapping, not a string (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth, traps, disguised)",
+            "t.yaml:5:5: each origin must be a mapping, not a string (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth, traps, disguised, content_signals)",
         ]
     );
 }
@@ -1202,6 +1210,7 @@ fn every_example_loads() {
     assert_eq!(
         names,
         [
+            "ai-purposes.yaml",
             "block-ai-training.yaml",
             "fail-open.yaml",
             "file-robots.yaml",

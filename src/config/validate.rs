@@ -542,6 +542,7 @@ fn defaults(
     let mut out = Defaults {
         mode: Mode::Enforce,
         block: BlockConfig {
+            license_url: None,
             status: DEFAULT_BLOCK_STATUS,
             body: None,
         },
@@ -561,6 +562,7 @@ fn defaults(
         web_bot_auth: None,
         traps: super::TrapsConfig::default(),
         disguised: super::DisguisedConfig::default(),
+        content_signals: super::ContentSignalsConfig::default(),
     };
     let Some(table) = node.and_then(|n| Table::read(sink, n, &DEFAULTS, "`defaults`")) else {
         return out;
@@ -581,11 +583,13 @@ fn defaults(
     out.paths = origin::paths(sink, table.get("paths"), &out.paths);
     out.upstream_timeouts =
         origin::upstream_timeouts(sink, table.get("upstream_timeouts"), &out.upstream_timeouts);
-    out.crawl_delay = origin::crawl_delay(sink, table.get("crawl_delay"), &out.crawl_delay);
+    out.crawl_delay = origin::crawl_delay(sink, table.get("crawl_delay"), &out.crawl_delay, known);
     out.offenders = origin::offenders(sink, table.get("offenders"), &out.offenders);
     out.web_bot_auth = origin::web_bot_auth_mode(sink, table.get("web_bot_auth"));
     out.traps = super::traps::traps(sink, table.get("traps"), &out.traps, base_dir);
     out.disguised = super::traps::disguised(sink, table.get("disguised"), &out.disguised);
+    out.content_signals =
+        origin::content_signals(sink, table.get("content_signals"), &out.content_signals);
     out.upstream_health = origin::upstream_health(sink, &table, &out.upstream_health);
     out.policy = origin::policy(sink, table.get("policy"), &out.policy, known);
     if let Some(robots) = table
@@ -916,6 +920,14 @@ fn extra_crawler(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<(Extra
         Some(n) => Some(super::verify::crawler_verify(sink, n, base_dir)?),
         None => None,
     };
+    let purposes = table
+        .get("purposes")
+        .map(|n| super::origin::purpose_list(sink, n))
+        .unwrap_or_default();
+    let ignores_crawl_delay = table
+        .get("ignores_crawl_delay")
+        .and_then(|n| reader::boolean(sink, n, "ignores_crawl_delay"))
+        .unwrap_or(false);
 
     let crawler = ExtraCrawler {
         name: name?.to_owned(),
@@ -925,6 +937,8 @@ fn extra_crawler(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<(Extra
         operator,
         ignores_global,
         verify,
+        purposes,
+        ignores_crawl_delay,
     };
     Some((crawler, name_node.map_or(table.pos, |n| n.pos)))
 }

@@ -8,6 +8,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use serde::{Deserialize, Serialize};
 
 use super::category::Category;
+use super::purpose::{Purpose, Purposes};
 use super::words::{bounded_whole_words, is_whole_word, MAX_NAMES_CONSIDERED};
 
 /// The built-in catalogue, compiled into the binary.
@@ -41,10 +42,14 @@ pub struct CrawlerDef {
     /// How a request claiming to be this crawler is checked; none: it cannot be.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<VerifyData>,
-    /// What its fetches are for, in purpose words (`search`, `training`, `agent`, `other`), as
-    /// a feed states them; empty: not stated.
+    /// What its fetches are for; empty: derived from the category ([`CrawlerDef::purposes`]).
+    /// The built-in catalogue lists them in its `purposes` table.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub purposes: Vec<String>,
+    pub purposes: Vec<Purpose>,
+    /// Its operator documents that it ignores robots.txt's `Crawl-delay`: a `429` would slow
+    /// its whole crawl of the site, so the delay is reported rather than enforced by default.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ignores_crawl_delay: bool,
     /// Web Bot Auth signature agents (`https://` origins, the `Signature-Agent` value) whose
     /// valid signatures identify this crawler.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -87,6 +92,17 @@ impl ListFormat {
     /// Whether it is the default (recognised by shape).
     pub fn is_auto(&self) -> bool {
         matches!(self, ListFormat::Auto)
+    }
+}
+
+impl CrawlerDef {
+    /// What its fetches are for: the listed purposes, else those of its category.
+    pub fn purposes(&self) -> Purposes {
+        if self.purposes.is_empty() {
+            Purposes::from_category(self.category)
+        } else {
+            Purposes::of(&self.purposes)
+        }
     }
 }
 
@@ -186,9 +202,10 @@ pub struct CrawlerInfo {
     /// The feed its catalogue entry came from; none: built in or `extra`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub feed: Option<String>,
-    /// Its purposes, as its entry states them.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub purposes: Vec<String>,
+    /// What its fetches are for.
+    pub purposes: Purposes,
+    /// It ignores `Crawl-delay` (documented by its operator).
+    pub ignores_crawl_delay: bool,
     /// Signature agents whose valid signatures identify it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub signing_agents: Vec<String>,
@@ -203,6 +220,12 @@ fn is_false(b: &bool) -> bool {
 #[serde(deny_unknown_fields)]
 struct CatalogueFile {
     crawlers: Vec<CrawlerDef>,
+    /// Purposes by crawler name, for entries that list none of their own.
+    #[serde(default)]
+    purposes: std::collections::BTreeMap<String, Vec<Purpose>>,
+    /// Names of crawlers documented to ignore `Crawl-delay`.
+    #[serde(default)]
+    ignores_crawl_delay: Vec<String>,
 }
 
 /// Why a catalogue could not be loaded or built. The parser's and the automaton builder's
@@ -290,9 +313,28 @@ impl std::error::Error for CatalogueError {
 /// Parse a catalogue file (`crawlers: [...]`) without validating it; [`Catalogue::new`]
 /// validates.
 pub fn parse_catalogue_yaml(text: &str) -> Result<Vec<CrawlerDef>, CatalogueError> {
-    serde_saphyr::from_str::<CatalogueFile>(text)
-        .map(|file| file.crawlers)
-        .map_err(|e| CatalogueError::Parse(Box::new(e)))
+    let file = serde_saphyr::from_str::<CatalogueFile>(text)
+        .map_err(|e| CatalogueError::Parse(Box::new(e)))?;
+    let mut defs = file.crawlers;
+    for def in &mut defs {
+        if def.purposes.is_empty() {
+            if let Some((_, purposes)) = file
+                .purposes
+                .iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case(&def.name))
+            {
+                def.purposes = purposes.clone();
+            }
+        }
+        if file
+            .ignores_crawl_delay
+            .iter()
+            .any(|name| name.eq_ignore_ascii_case(&def.name))
+        {
+            def.ignores_crawl_delay = true;
+        }
+    }
+    Ok(defs)
 }
 
 /// The entries of the built-in catalogue. A unit test proves this is `Ok`; callers still get
@@ -404,7 +446,8 @@ impl Catalogue {
                     tokens: def.tokens.clone(),
                     verify: def.verify.clone(),
                     feed: def.feed.clone(),
-                    purposes: def.purposes.clone(),
+                    purposes: def.purposes(),
+                    ignores_crawl_delay: def.ignores_crawl_delay,
                     signing_agents: def.signing_agents.clone(),
                 })
             })
@@ -595,14 +638,6 @@ fn validate(index: usize, def: &CrawlerDef) -> Result<(), CatalogueError> {
     if def.operator.chars().any(char::is_control) {
         return Err(invalid("operator has control characters".into()));
     }
-    for purpose in &def.purposes {
-        if !PURPOSES.contains(&purpose.as_str()) {
-            return Err(invalid(format!(
-                "purpose {purpose:?} is not one of {}",
-                PURPOSES.join(", ")
-            )));
-        }
-    }
     for agent in &def.signing_agents {
         if !agent.starts_with("https://") || agent.chars().any(|c| c.is_control() || c == ' ') {
             return Err(invalid(format!(
@@ -782,6 +817,7 @@ mod tests {
             ignores_global: false,
             verify: None,
             purposes: Vec::new(),
+            ignores_crawl_delay: false,
             signing_agents: Vec::new(),
             source: String::new(),
             replace: false,
@@ -838,6 +874,40 @@ mod tests {
                 assert_eq!(t, &t.to_lowercase(), "{}", d.name);
             }
         }
+    }
+
+    #[test]
+    fn every_builtin_entry_has_purposes_and_every_row_names_an_entry() {
+        let file: CatalogueFile = serde_saphyr::from_str(BUILTIN_YAML).unwrap();
+        let names: Vec<String> = file
+            .crawlers
+            .iter()
+            .map(|d| d.name.to_ascii_lowercase())
+            .collect();
+        for def in &file.crawlers {
+            let row = file
+                .purposes
+                .keys()
+                .any(|name| name.eq_ignore_ascii_case(&def.name));
+            assert!(row, "{} has no row in `purposes`", def.name);
+        }
+        for name in file.purposes.keys().chain(&file.ignores_crawl_delay) {
+            assert!(
+                names.contains(&name.to_ascii_lowercase()),
+                "{name} names no catalogue entry"
+            );
+        }
+        let defs = builtin_defs().unwrap();
+        let get = |name: &str| defs.iter().find(|d| d.name == name).unwrap();
+        use super::super::purpose::Purpose::*;
+        assert_eq!(get("Googlebot").purposes, vec![Search, Training]);
+        assert_eq!(get("GPTBot").purposes, vec![Training]);
+        assert_eq!(get("ChatGPT-User").purposes, vec![Agent]);
+        assert_eq!(get("OAI-SearchBot").purposes, vec![Search]);
+        assert!(get("Googlebot").ignores_crawl_delay);
+        assert!(get("Applebot").ignores_crawl_delay);
+        assert!(get("Amazonbot").ignores_crawl_delay);
+        assert!(!get("bingbot").ignores_crawl_delay);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::category::Category;
 use super::identify::{GenericRule, Identity, IdentitySource};
+use super::purpose::Purposes;
 
 /// An [`Identity`] detached from the identifier and the UA, for output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -20,6 +21,10 @@ pub struct OwnedIdentity {
     pub operator: String,
     /// It obeys only groups naming it, not the `*` group.
     pub ignores_global: bool,
+    /// What its fetches are for (`search`, `training`, `agent`, `other`).
+    pub purposes: Purposes,
+    /// Its operator documents that it ignores `Crawl-delay`.
+    pub ignores_crawl_delay: bool,
     /// The stage that identified it.
     pub source: IdentitySource,
     /// The generic rule that matched, for a crawler found by the generic stage.
@@ -40,6 +45,8 @@ impl From<&Identity<'_>> for OwnedIdentity {
             category: id.category,
             operator: id.operator.to_owned(),
             ignores_global: id.ignores_global,
+            purposes: id.purposes,
+            ignores_crawl_delay: id.ignores_crawl_delay,
             source: id.source,
             generic_rule: id.generic_rule,
             metric_label: id.metric_label().to_owned(),
@@ -112,6 +119,16 @@ pub fn describe(identity: Option<&Identity<'_>>) -> String {
     } else {
         out.push_str("only *");
     }
+    out.push_str("\npurposes: ");
+    for (index, purpose) in id.purposes.iter().enumerate() {
+        if index > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(purpose.as_str());
+    }
+    if id.ignores_crawl_delay {
+        out.push_str(" (ignores Crawl-delay)");
+    }
     out
 }
 
@@ -134,16 +151,18 @@ mod tests {
         assert_eq!(
             describe(id.as_ref()),
             "crawler Googlebot-Image (search, operated by Google), from the catalogue\n\
-             robots.txt groups tried: googlebot-image, googlebot, then *"
+             robots.txt groups tried: googlebot-image, googlebot, then *\n\
+             purposes: search, training (ignores Crawl-delay)"
         );
         let id = idf.identify(b"AdsBot-Google (+http://www.google.com/adsbot.html)", None);
-        assert!(describe(id.as_ref()).ends_with("adsbot-google (ignores the * group)"));
+        assert!(describe(id.as_ref()).contains("adsbot-google (ignores the * group)\n"));
         let robots = RobotsTokenScanner::new(["AcmeAgent"]);
         let id = idf.identify(b"AcmeAgent/2", Some(&robots));
         assert_eq!(
             describe(id.as_ref()),
             "crawler AcmeAgent (other), named in this site's robots.txt\n\
-             robots.txt groups tried: AcmeAgent, then *"
+             robots.txt groups tried: AcmeAgent, then *\n\
+             purposes: other"
         );
         let id = idf.identify(b"", None);
         let text = describe(id.as_ref());
@@ -151,7 +170,10 @@ mod tests {
             text.contains("generic rule: the User-Agent is empty"),
             "{text}"
         );
-        assert!(text.ends_with("robots.txt groups tried: only *"), "{text}");
+        assert!(
+            text.ends_with("robots.txt groups tried: only *\npurposes: other"),
+            "{text}"
+        );
         assert_eq!(
             describe(None),
             "not a crawler: no catalogue entry, robots.txt name or generic rule matched"
@@ -170,6 +192,8 @@ mod tests {
             "category": "search",
             "operator": "Google",
             "ignores_global": false,
+            "purposes": ["search", "training"],
+            "ignores_crawl_delay": true,
             "source": "catalogue",
             "metric_label": "Googlebot-Image",
         });
@@ -184,6 +208,8 @@ mod tests {
             "category": "other",
             "operator": "",
             "ignores_global": false,
+            "purposes": ["other"],
+            "ignores_crawl_delay": false,
             "source": "generic",
             "generic_rule": "automation-word",
             "metric_label": "other",

@@ -207,7 +207,12 @@ fn ai_robots_txt(text: &str) -> Result<ParsedFeed, String> {
             operator,
             ignores_global: false,
             verify: None,
-            purposes,
+            // The mapping's words are the purposes' own spellings.
+            purposes: crate::crawlers::Purpose::ALL
+                .into_iter()
+                .filter(|p| purposes.iter().any(|word| word == p.as_str()))
+                .collect(),
+            ignores_crawl_delay: false,
             signing_agents: Vec::new(),
             source: source.unwrap_or_default(),
             replace: false,
@@ -420,7 +425,7 @@ mod tests {
         assert_eq!(ai2.category, Category::AiTraining);
         assert_eq!(ai2.feed.as_deref(), Some("f"));
         assert_eq!(parsed.defs[4].category, Category::AiSearch);
-        assert_eq!(parsed.defs[2].purposes, ["agent"]);
+        assert_eq!(parsed.defs[2].purposes, [crate::crawlers::Purpose::Agent]);
         assert_eq!(parsed.defs[3].category, Category::Other);
         // Too short, and not ASCII: skipped, with why.
         assert_eq!(parsed.skipped.len(), 2, "{:?}", parsed.skipped);
@@ -494,6 +499,7 @@ mod tests {
             ignores_global: false,
             verify: None,
             purposes: Vec::new(),
+            ignores_crawl_delay: false,
             signing_agents: Vec::new(),
             source: String::new(),
             replace: false,

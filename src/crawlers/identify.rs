@@ -10,6 +10,7 @@ use super::catalogue::{
 };
 use super::category::Category;
 use super::memo::{self, Memo};
+use super::purpose::Purposes;
 use super::robots_tokens::RobotsTokenScanner;
 use super::verdicts::{FoundToken, GenericVerdict, TokenScan};
 
@@ -236,6 +237,10 @@ pub struct Identity<'a> {
     pub operator: &'a str,
     /// Skips the `*` group (catalogue entries only).
     pub ignores_global: bool,
+    /// What its fetches are for (outside the catalogue: its category's).
+    pub purposes: Purposes,
+    /// Documented to ignore `Crawl-delay` (catalogue entries only).
+    pub ignores_crawl_delay: bool,
     /// Which stage identified it.
     pub source: IdentitySource,
     /// Set when `source` is [`IdentitySource::Generic`].
@@ -255,6 +260,8 @@ impl<'a> Identity<'a> {
             category: def.category,
             operator: &def.operator,
             ignores_global: def.ignores_global,
+            purposes: info.map_or_else(|| def.purposes(), |info| info.purposes),
+            ignores_crawl_delay: def.ignores_crawl_delay,
             source: IdentitySource::Catalogue,
             generic_rule: None,
             def: Some(def),
@@ -274,6 +281,8 @@ impl<'a> Identity<'a> {
             category,
             operator: "",
             ignores_global: false,
+            purposes: Purposes::from_category(category),
+            ignores_crawl_delay: false,
             source,
             generic_rule,
             def: None,

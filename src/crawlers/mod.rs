@@ -35,6 +35,7 @@ mod describe;
 pub mod feed;
 mod identify;
 mod memo;
+pub mod purpose;
 mod robots_tokens;
 mod verdicts;
 mod words;
@@ -52,4 +53,5 @@ pub use identify::{
     GenericRule, Identifier, Identity, IdentitySource, Named, TokenIter, TokenList, EMPTY_UA_NAME,
     UNNAMED_NAME,
 };
+pub use purpose::{Purpose, Purposes};
 pub use robots_tokens::{RobotsTokenScanner, MIN_ROBOTS_TOKEN_LEN};

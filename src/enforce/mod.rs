@@ -13,13 +13,13 @@ use serde::Serialize;
 
 use crate::config::{
     normalize_host, Action, CrawlDelayAction, EscapedSlashes, Forward, Mode, PathsConfig,
-    PolicyConfig,
+    PolicyConfig, SignalAction,
 };
-use crate::crawlers::{Category, CrawlerInfo, Identity, IdentitySource};
+use crate::crawlers::{Category, CrawlerInfo, Identity, IdentitySource, Purpose, Purposes};
 use crate::robots::canonical::{
     authority_reading, canonicalize_decoding_slashes, has_escaped_slash,
 };
-use crate::robots::{canonicalize, GlobalFallback, GroupMatch, Verdict};
+use crate::robots::{canonicalize, GlobalFallback, GroupMatch, Preferences, Use, Verdict};
 use crate::snapshot::{Origin, Policy, RobotsCopy, Snapshot};
 use crate::tables::crawl_delay::{BudgetKey, CrawlDelays, MAX_DELAY};
 
@@ -61,6 +61,9 @@ pub enum Outcome {
     /// As `Disguised`, but `disguised.action` is `report` or the origin only reports: proxied,
     /// counted and logged (as would_block).
     WouldDisguised,
+    /// Refused with the origin's licence answer: `402` with a `Link` to the licence terms
+    /// (`block.status: 402`, or a `license` policy action).
+    PaymentRequired,
 }
 
 impl Outcome {
@@ -78,6 +81,7 @@ impl Outcome {
             Outcome::WouldTrap => "would_trap",
             Outcome::Disguised => "disguised",
             Outcome::WouldDisguised => "would_disguised",
+            Outcome::PaymentRequired => "payment_required",
         }
     }
 }
@@ -105,7 +109,8 @@ impl Crawler {
                 tokens: identity.tokens.to_vec(),
                 verify: None,
                 feed: None,
-                purposes: Vec::new(),
+                purposes: identity.purposes,
+                ignores_crawl_delay: identity.ignores_crawl_delay,
                 signing_agents: Vec::new(),
             }),
         };
@@ -128,7 +133,8 @@ impl Crawler {
                 tokens: vec![name.to_string()],
                 verify: None,
                 feed: None,
-                purposes: Vec::new(),
+                purposes: crate::crawlers::Purposes::from_category(Category::Other),
+                ignores_crawl_delay: false,
                 signing_agents: Vec::new(),
             }),
             source: IdentitySource::Generic,
@@ -156,6 +162,16 @@ impl Crawler {
         &self.info.tokens
     }
 
+    /// What its fetches are for.
+    pub fn purposes(&self) -> Purposes {
+        self.info.purposes
+    }
+
+    /// Its operator documents that it ignores `Crawl-delay`.
+    pub fn ignores_crawl_delay(&self) -> bool {
+        self.info.ignores_crawl_delay
+    }
+
     /// How a claim to be this crawler is checked, when its operator publishes that.
     pub fn verify_data(&self) -> Option<&crate::crawlers::VerifyData> {
         self.info.verify.as_ref()
@@ -165,10 +181,12 @@ impl Crawler {
 impl Serialize for Crawler {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut out = serializer.serialize_struct("Crawler", 7)?;
+        let mut out = serializer.serialize_struct("Crawler", 9)?;
         out.serialize_field("name", &self.info.name)?;
         out.serialize_field("label", &self.info.label)?;
         out.serialize_field("category", &self.info.category)?;
+        out.serialize_field("purposes", &self.info.purposes)?;
+        out.serialize_field("ignores_crawl_delay", &self.info.ignores_crawl_delay)?;
         out.serialize_field("tokens", &self.info.tokens)?;
         out.serialize_field("source", &self.source)?;
         out.serialize_field("ignores_global", &self.ignores_global)?;
@@ -231,6 +249,52 @@ pub struct Decision {
     /// of its target is exactly `/robots.txt`, without a query (`/robots.txt?rest_route=...` is
     /// WordPress's REST API). Only such a request passes a ban.
     pub reads_robots_txt: bool,
+    /// What robots.txt's `Content-Signal` and `Content-Usage` lines say about the request, when
+    /// they say anything; boxed, so that a decision under a robots.txt without such lines stays
+    /// as small (and as cheap to move) as before.
+    pub usage: Option<Box<UsagePreferences>>,
+}
+
+/// What robots.txt's preference lines say about one request.
+#[derive(Debug, Clone, Default)]
+pub struct UsagePreferences {
+    /// The `Content-Signal` and `Content-Usage` lines that apply to the crawler on the path
+    /// (empty when the path is not the crawler's to fetch).
+    pub lines: Vec<AppliedPreference>,
+    /// The preference line that refuses the crawler's purpose on the path, when one does
+    /// (`content_signals.action` other than `ignore`).
+    pub refusal: Option<SignalRefusal>,
+    /// The `Content-Usage` header value proxied responses carry (`content_signals.header`).
+    pub content_usage: Option<String>,
+}
+
+/// A `Content-Signal` or `Content-Usage` line that applies to a request, for `/explain`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AppliedPreference {
+    /// Its line in the robots.txt (1-based).
+    pub line: u32,
+    /// The line as written (`Content-Signal: search=yes, ai-train=no`).
+    #[serde(serialize_with = "serialize_str")]
+    pub text: Arc<str>,
+    /// It is scoped to a path (the longest matching one), not group-wide.
+    pub scoped: bool,
+}
+
+/// The preference line that refuses one of the crawler's purposes on the path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SignalRefusal {
+    /// The purpose refused.
+    pub purpose: Purpose,
+    /// The line's number in the robots.txt.
+    pub line: u32,
+    /// The line as written.
+    #[serde(serialize_with = "serialize_str")]
+    pub text: Arc<str>,
+}
+
+/// Shared text serialises as the text.
+fn serialize_str<S: serde::Serializer>(text: &Arc<str>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(text)
 }
 
 /// Why a decision came out as it did.
@@ -269,6 +333,13 @@ pub enum Why {
     /// The client read robots.txt and then, without a crawler's User-Agent, kept asking for what
     /// it disallows to every group (`disguised`).
     Disguised,
+    /// `policy` answers the crawler with the origin's licence (by name, purpose or category).
+    PolicyLicense(PolicyBy),
+    /// robots.txt allows the path, but a `Content-Signal` or `Content-Usage` line refuses one
+    /// of the crawler's purposes there ([`Decision::content_signal`]).
+    ContentSignal,
+    /// The request is for the licence terms a `402` answer points at: every crawler may read it.
+    LicenseUrl,
 }
 
 /// Which `policy` entry decided.
@@ -279,9 +350,40 @@ pub enum PolicyBy {
     Crawler,
     /// `policy.categories`, for the crawler's category.
     Category,
+    /// `policy.purposes`, for one of the crawler's purposes (the most restrictive).
+    Purpose,
 }
 
 impl Decision {
+    /// The `Content-Signal` and `Content-Usage` lines that apply to the crawler on the path.
+    pub fn preferences(&self) -> &[AppliedPreference] {
+        self.usage.as_ref().map_or(&[], |usage| &usage.lines)
+    }
+
+    /// The preference line that refuses the crawler's purpose on the path, when one does.
+    pub fn content_signal(&self) -> Option<&SignalRefusal> {
+        self.usage.as_ref().and_then(|usage| usage.refusal.as_ref())
+    }
+
+    /// The `Content-Usage` header value proxied responses carry (`content_signals.header`).
+    pub fn content_usage(&self) -> Option<&str> {
+        self.usage
+            .as_ref()
+            .and_then(|usage| usage.content_usage.as_deref())
+    }
+
+    /// Forgets a content-signal refusal (the request is refused, or let through, for another
+    /// reason).
+    pub fn clear_content_signal(&mut self) {
+        if let Some(usage) = &mut self.usage {
+            usage.refusal = None;
+        }
+    }
+
+    fn usage_mut(&mut self) -> &mut UsagePreferences {
+        self.usage.get_or_insert_with(Box::default)
+    }
+
     /// Whether the crawler's identity was verified (range lists, reverse DNS or a signature).
     pub fn is_verified(&self) -> bool {
         self.verification
@@ -331,7 +433,12 @@ impl Decision {
             Why::RobotsTxtPath => "robots.txt is always allowed".to_string(),
             Why::ExemptPath => "the path is exempt (policy.exempt_paths)".to_string(),
             Why::AllowedClient => "the client is allowed (policy.allow_clients)".to_string(),
-            Why::PolicyPass(_) | Why::PolicyBlock(_) => self.policy(),
+            Why::PolicyPass(_) | Why::PolicyBlock(_) | Why::PolicyLicense(_) => self.policy(),
+            Why::ContentSignal => match self.content_signal() {
+                Some(hit) => format!("line {}: {} refuses {}", hit.line, hit.text, hit.purpose),
+                None => "a content signal refuses this use".to_string(),
+            },
+            Why::LicenseUrl => "the licence terms are always readable".to_string(),
             Why::AllowAll => format!("robots.txt allows everything ({})", self.robots.reason),
             Why::DisallowAll => format!("robots.txt disallows everything ({})", self.robots.reason),
             Why::NoGroup => "no robots.txt group applies to this crawler".to_string(),
@@ -381,11 +488,11 @@ impl Decision {
     pub fn policy(&self) -> String {
         let crawler = self.crawler.as_ref();
         match self.why {
-            Why::PolicyPass(by) | Why::PolicyBlock(by) => {
-                let action = if matches!(self.why, Why::PolicyPass(_)) {
-                    "pass"
-                } else {
-                    "block"
+            Why::PolicyPass(by) | Why::PolicyBlock(by) | Why::PolicyLicense(by) => {
+                let action = match self.why {
+                    Why::PolicyPass(_) => "pass",
+                    Why::PolicyLicense(_) => "license",
+                    _ => "block",
                 };
                 match by {
                     PolicyBy::Crawler => {
@@ -394,6 +501,10 @@ impl Decision {
                     PolicyBy::Category => format!(
                         "category {}: {action}",
                         crawler.map_or("other", |c| c.category().as_str())
+                    ),
+                    PolicyBy::Purpose => format!(
+                        "purpose {}: {action}",
+                        crawler.map_or_else(String::new, |c| c.purposes().joined())
                     ),
                 }
             }
@@ -405,6 +516,8 @@ impl Decision {
             Why::Impostor => "impostors".to_string(),
             Why::Trap => "traps".to_string(),
             Why::Disguised => "disguised".to_string(),
+            Why::ContentSignal => "content-signal".to_string(),
+            Why::LicenseUrl => "licence URL".to_string(),
             Why::AllowAll | Why::DisallowAll | Why::NoGroup | Why::Rule | Why::NoRuleMatched => {
                 "robots.txt".to_string()
             }
@@ -425,6 +538,9 @@ impl Decision {
                                disallows to every crawler; it is treated as a crawler, and \
                                robots.txt disallows this path"
                 .to_string(),
+            Why::PolicyLicense(_) => {
+                "this site licenses its content to this crawler on its terms".to_string()
+            }
             Why::Impostor => {
                 let crawler = self
                     .verification
@@ -453,6 +569,7 @@ impl Decision {
         let policy = &self.origin.config.policy;
         let action = policy
             .crawler(crawler.name())
+            .or_else(|| policy.purposes(crawler.purposes()))
             .unwrap_or_else(|| policy.category(crawler.category()));
         action != crate::config::Action::Pass
     }
@@ -651,6 +768,11 @@ pub fn decide_request(snapshot: &Snapshot, request: &Request<'_>) -> Result<Deci
         request.signed_by,
         request.budgets,
     );
+    if origin.config.content_signals.header {
+        if let Some(header) = content_usage_header(&decision, &readings.canonical) {
+            decision.usage_mut().content_usage = Some(header);
+        }
+    }
     if origin.config.paths.forward == Forward::Canonical && readings.canonical[..] != *path {
         decision.rewritten_target = Some(readings.canonical.into_owned());
     }
@@ -702,6 +824,7 @@ fn decide_named(
         verification: None,
         crawl_delay: None,
         reads_robots_txt: readings.reads && readings.all().all(|path| path == b"/robots.txt"),
+        usage: None,
     };
     if named.is_empty() {
         return decision;
@@ -738,6 +861,7 @@ fn decide_named(
     let mut enforced = 0usize;
     let mut first_enforced: Option<&Identity<'_>> = None;
     let mut passed_by = None;
+    let mut licensed_by = None;
     for identity in named.iter() {
         let (action, by) = action_for(policy, identity);
         match action {
@@ -751,6 +875,10 @@ fn decide_named(
                 };
                 return decision;
             }
+            Action::License => {
+                // A block of another crawler named is still more restrictive: look on.
+                licensed_by.get_or_insert((identity, by));
+            }
             Action::Pass => {
                 passed_by.get_or_insert((identity, by));
             }
@@ -759,6 +887,16 @@ fn decide_named(
                 first_enforced.get_or_insert(identity);
             }
         }
+    }
+    if let Some((identity, by)) = licensed_by {
+        decision.why = Why::PolicyLicense(by);
+        set_deciding_crawler(&mut decision, identity);
+        decision.outcome = if origin.config.mode == Mode::Report {
+            Outcome::WouldBlock
+        } else {
+            Outcome::Blocked
+        };
+        return decision;
     }
     if enforced == 0 {
         if let Some((identity, by)) = passed_by {
@@ -816,18 +954,86 @@ fn decide_named(
                         set_deciding_crawler(&mut decision, first);
                     }
                     record_verdict(&mut decision, &verdict);
-                    false
+                    let signals = origin.config.content_signals.action;
+                    if signals != SignalAction::Ignore && rules.has_preferences() {
+                        let preferences =
+                            rules.preferences_with_canonical_path(&verdict, &readings.canonical);
+                        apply_preferences(&mut decision, &preferences);
+                    }
+                    decision.content_signal().is_some() && signals == SignalAction::Enforce
                 }
                 (None, None) => false,
             }
         }
     };
     decision.outcome = match (disallowed, origin.config.mode) {
+        (false, _) if decision.content_signal().is_some() => Outcome::WouldBlock,
         (false, _) => Outcome::Allowed,
         (true, Mode::Report) => Outcome::WouldBlock,
         (true, _) => Outcome::Blocked,
     };
     decision
+}
+
+/// Records the preference lines that apply and, when one refuses a purpose of the decision's
+/// crawler, the refusal (the decision then says why: [`Why::ContentSignal`]).
+fn apply_preferences(decision: &mut Decision, preferences: &Preferences<'_>) {
+    if preferences.is_empty() {
+        return;
+    }
+    let scoped = preferences.scoped.len();
+    decision.usage_mut().lines = preferences
+        .lines()
+        .enumerate()
+        .map(|(index, line)| AppliedPreference {
+            line: line.line,
+            text: line.shown.clone(),
+            scoped: index < scoped,
+        })
+        .collect();
+    let Some(crawler) = &decision.crawler else {
+        return;
+    };
+    let refused = crawler.purposes().iter().find_map(|purpose| {
+        let category = match purpose {
+            Purpose::Search => Use::Search,
+            Purpose::Training => Use::TrainAi,
+            Purpose::Agent => Use::AiInput,
+            Purpose::Other => return None,
+        };
+        let statement = preferences.statement(category)?;
+        (!statement.allowed).then(|| SignalRefusal {
+            purpose,
+            line: statement.line.line,
+            text: statement.line.shown.clone(),
+        })
+    });
+    if let Some(refusal) = refused {
+        decision.usage_mut().refusal = Some(refusal);
+        decision.why = Why::ContentSignal;
+    }
+}
+
+/// The `Content-Usage` header value for a decided request (`content_signals.header`): the
+/// preferences of the crawler's group on the path, or of the `*` group for everyone else.
+fn content_usage_header(decision: &Decision, canonical: &[u8]) -> Option<String> {
+    let Policy::Rules(rules) = &decision.robots.policy else {
+        return None;
+    };
+    if !rules.has_preferences() {
+        return None;
+    }
+    let (tokens, count, fallback) = match &decision.crawler {
+        Some(crawler) => {
+            let (tokens, count) = robots_tokens(crawler.tokens().iter().map(String::as_str));
+            (tokens, count, global_fallback(crawler.ignores_global))
+        }
+        None => ([""; MAX_TOKENS], 0, GlobalFallback::Use),
+    };
+    let verdict = rules.verdict_with_canonical_path(&tokens[..count], canonical, fallback);
+    rules
+        .preferences_with_canonical_path(&verdict, canonical)
+        .content_usage_header()
 }
 
 /// Starts loading the budget an allowed request of `identity` (the first crawler robots.txt is
@@ -946,12 +1152,16 @@ pub fn is_exempt_reading(origin: &Origin, readings: &Readings<'_>) -> bool {
     readings.reads && !prefixes.is_empty() && readings.all().all(|path| is_exempt(prefixes, path))
 }
 
-/// What `policy` says for one crawler named: its own entry, else its category's.
+/// What `policy` says for one crawler named: its own entry, else the most restrictive entry
+/// for its purposes, else its category's.
 fn action_for(policy: &PolicyConfig, identity: &Identity<'_>) -> (Action, PolicyBy) {
     if !policy.crawlers.is_empty() {
         if let Some(action) = policy.crawler(identity.name) {
             return (action, PolicyBy::Crawler);
         }
+    }
+    if let Some(action) = policy.purposes(identity.purposes) {
+        return (action, PolicyBy::Purpose);
     }
     (policy.category(identity.category), PolicyBy::Category)
 }

@@ -76,7 +76,9 @@ impl Decision {
     /// `/robots.txt` and origins in mode `off` are not checked (nothing would change), and
     /// neither are crawlers of origins that ignore impostors.
     pub fn wants_verification(&self) -> bool {
-        let open = matches!(self.outcome, Outcome::Pass | Outcome::Allowed);
+        // A content signal only reported leaves the request as open as robots.txt allowed it.
+        let open = matches!(self.outcome, Outcome::Pass | Outcome::Allowed)
+            || (self.outcome == Outcome::WouldBlock && self.why == Why::ContentSignal);
         let checkable = !matches!(
             self.why,
             Why::NotCrawler
@@ -111,6 +113,8 @@ impl Decision {
             };
             self.why = Why::Impostor;
             self.rule = None;
+            // Refused for who it is, not for what the site's lines say.
+            self.clear_content_signal();
         }
         self.verification = Some(verification);
     }

@@ -8,8 +8,8 @@ use pingora::proxy::Session;
 
 use super::request::{body_is_drainable, client_keeps_alive};
 use crate::config::render_body;
-use crate::enforce::{Decision, Why};
-use crate::judge::Refusal;
+use crate::enforce::{Decision, Outcome, Why};
+use crate::judge::{Refusal, RefusedFor};
 use crate::snapshot::RobotsCopy;
 
 /// How long a connection answered by robotsguard stays open for the next request (the server's
@@ -85,16 +85,18 @@ pub(super) async fn respond_refusal(
     body: String,
 ) -> Result<()> {
     // A refusal carries at most one of them.
-    let extra = refusal
-        .why
-        .retry_after()
-        .map(|seconds| ("retry-after", seconds.to_string()))
-        .or_else(|| {
-            refusal
-                .why
-                .accept_signature()
-                .map(|value| ("accept-signature", value.to_string()))
-        });
+    let extra = match &refusal.why {
+        RefusedFor::PaymentRequired { license: Some(url) } => {
+            Some(("link", format!("<{url}>; rel=\"license\"")))
+        }
+        why => why
+            .retry_after()
+            .map(|seconds| ("retry-after", seconds.to_string()))
+            .or_else(|| {
+                why.accept_signature()
+                    .map(|value| ("accept-signature", value.to_string()))
+            }),
+    };
     respond_with(session, refusal.status, body, extra, true).await
 }
 
@@ -222,17 +224,42 @@ pub fn block_body(decision: &Decision, path: &str, robots_url: &str, client: &st
                  Enforced by robotsguard.\n"
             )
         }
+        None if decision.outcome == Outcome::PaymentRequired => {
+            let license = decision
+                .origin
+                .config
+                .block
+                .license_url
+                .clone()
+                .or_else(|| match &decision.robots.policy {
+                    crate::snapshot::Policy::Rules(rules) => {
+                        rules.licenses().first().map(|l| l.url.clone())
+                    }
+                    _ => None,
+                });
+            let terms = license.map_or_else(
+                || "Ask this site for its licence terms.".to_string(),
+                |url| format!("Licence terms: {url}"),
+            );
+            format!(
+                "402 Payment Required: this site licenses {path} to {crawler} on its terms.\n\
+                 {terms}\n\
+                 This site's robots.txt: {robots_url}\n\
+                 Your address: {client}\n\
+                 Enforced by robotsguard.\n"
+            )
+        }
         None if matches!(decision.why, Why::PolicyBlock(_)) => format!(
             "{}: this site does not admit {crawler}.\n\
              This site's robots.txt: {robots_url}\n\
              Your address: {client}\n\
              Enforced by robotsguard.\n",
-            status_line(decision.origin.config.block.status)
+            status_line(crate::judge::refusal_status(decision))
         ),
         // The answer to one request in ten in a crawler-heavy mix: written into one buffer rather
         // than through a chain of `format!`s.
         None => {
-            let status = decision.origin.config.block.status;
+            let status = crate::judge::refusal_status(decision);
             let reason = decision.rule.is_none().then(|| decision.public_reason());
             let mut body = String::with_capacity(
                 200 + crawler.len() + path.len() + robots_url.len() + client.len(),

@@ -824,6 +824,22 @@ impl Guard {
         }
     }
 
+    /// Call from `response_filter` with the response's header: with `content_signals.header`, a
+    /// proxied response gets a `Content-Usage` header stating the robots.txt preferences that
+    /// apply to its path (aipref's attach form), unless the origin sent one.
+    pub fn response_headers(&self, response: &mut ResponseHeader, ctx: &GuardContext) {
+        let Some(value) = ctx.decision.as_ref().and_then(|d| d.content_usage()) else {
+            return;
+        };
+        if response.headers.contains_key("content-usage") {
+            return;
+        }
+        if let Ok(value) = http::HeaderValue::from_str(value) {
+            // Only an invalid header value could fail, and the one built here is valid.
+            let _ = response.insert_header("content-usage", value);
+        }
+    }
+
     /// Call from `response_body_filter`; see [`Guard::response_filter`]. Holds at most the
     /// origin's `robots.max_size` bytes of one `/robots.txt` response.
     pub fn response_body_filter(

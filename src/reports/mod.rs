@@ -112,6 +112,7 @@ impl Tally {
                 | Outcome::Banned
                 | Outcome::Trap
                 | Outcome::Disguised
+                | Outcome::PaymentRequired
         );
         let mut tally = Tally {
             requests: 1,
@@ -124,7 +125,8 @@ impl Tally {
             match decision.outcome {
                 Outcome::Pass => tally.passed = 1,
                 Outcome::Allowed => tally.allowed = 1,
-                Outcome::Blocked => tally.blocked = 1,
+                // A licence answer refuses the page as a block does.
+                Outcome::Blocked | Outcome::PaymentRequired => tally.blocked = 1,
                 Outcome::WouldBlock => tally.would_block = 1,
                 Outcome::Limited => tally.limited = 1,
                 Outcome::WouldLimit => tally.would_limit = 1,
@@ -449,8 +451,10 @@ impl Reports {
                 }
             }
         }
-        let violation = matches!(decision.outcome, Outcome::Blocked | Outcome::WouldBlock)
-            && decision.why == Why::Rule;
+        let violation = matches!(
+            decision.outcome,
+            Outcome::Blocked | Outcome::WouldBlock | Outcome::PaymentRequired
+        ) && decision.why == Why::Rule;
         if let (true, Some(rule)) = (violation, &decision.rule) {
             let canonical = match &decision.rewritten_target {
                 Some(target) => std::borrow::Cow::Borrowed(&target[..]),
@@ -467,7 +471,10 @@ impl Reports {
                 directive: rule.directive.to_string(),
                 pattern: rule.pattern.chars().take(MAX_PATH_BYTES).collect(),
                 read_robots: observed.read_robots.unwrap_or(false),
-                enforced: decision.outcome == Outcome::Blocked,
+                enforced: matches!(
+                    decision.outcome,
+                    Outcome::Blocked | Outcome::PaymentRequired
+                ),
             };
             let mut clients = Distinct::default();
             if let Some(client) = observed.client {

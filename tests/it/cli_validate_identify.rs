@@ -241,7 +241,8 @@ fn identify_in_words() {
     assert_eq!(
         stdout(&output),
         "crawler Googlebot-Image (search, operated by Google), from the catalogue\n\
-         robots.txt groups tried: googlebot-image, googlebot, then *\n"
+         robots.txt groups tried: googlebot-image, googlebot, then *\n\
+         purposes: search, training (ignores Crawl-delay)\n"
     );
 }
 

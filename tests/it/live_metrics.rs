@@ -87,7 +87,8 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
     let shop = Origin::start();
     shop.robots(
         200,
-        "User-agent: GPTBot\nCrawl-delay: 60\nDisallow: /private\n",
+        // The Content-Signal line is reported (the default), for robotsguard_content_signals_total.
+        "User-agent: GPTBot\nCrawl-delay: 60\nContent-Signal: ai-train=no\nDisallow: /private\n",
     );
     // An upstream nobody listens on: its robots.txt fetch and its requests fail.
     let dead = std::net::SocketAddr::from(([127, 0, 0, 1], support::free_port()));

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod ai_era;
 mod attack_findings;
 mod ban_scope;
 mod cli_check;

@@ -92,6 +92,7 @@ pub mod check;
 mod matcher;
 mod parse;
 mod pattern;
+pub mod prefs;
 mod url;
 
 pub use canonical::canonicalize;
@@ -101,6 +102,10 @@ pub use parse::{
     Directive, Group, RobotsTxt, Rule, Sitemap, DEFAULT_MAX_SIZE, MAX_LINE_BYTES,
 };
 pub use pattern::{escape_pattern, pattern_matches};
+pub use prefs::{
+    License, PreferenceEntry, PreferenceKind, PreferenceLine, PreferenceValue, Preferences,
+    Statement, Use,
+};
 pub use url::path_params_query;
 
 /// The README's examples run as doctests too.

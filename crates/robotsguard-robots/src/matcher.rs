@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use super::canonical::canonicalize;
 use super::parse::{Directive, Group, RobotsTxt};
-use super::pattern::{matches_after_prefix, PatternShape};
+use super::pattern::{matches_after_prefix, pattern_matches, PatternShape};
+use super::prefs::{License, PreferenceLine, Preferences};
 use super::url::path_params_query;
 
 /// How paths and patterns are compared.
@@ -102,6 +103,55 @@ struct CompiledRule {
     required: u64,
 }
 
+/// The preference lines of each set of groups, or `None` when the file has neither preference
+/// nor licence lines.
+fn compile_prefs(
+    parsed: &RobotsTxt,
+    sets: &[Vec<u32>],
+    mode: MatchMode,
+) -> Option<Box<CompiledPrefs>> {
+    let any_lines = parsed
+        .groups
+        .iter()
+        .any(|group| !group.preferences.is_empty());
+    if !any_lines && parsed.licenses.is_empty() {
+        return None;
+    }
+    let per_index = sets
+        .iter()
+        .map(|groups| {
+            let mut index = IndexPrefs::default();
+            let lines = groups
+                .iter()
+                .flat_map(|&group| parsed.groups[group as usize].preferences.iter());
+            for line in lines {
+                match &line.path {
+                    None => index.group_wide.push(line.clone()),
+                    Some(path) => {
+                        let form = match mode {
+                            MatchMode::Exact => path.clone(),
+                            MatchMode::Canonical => {
+                                String::from_utf8_lossy(&canonicalize(path.as_bytes())).into_owned()
+                            }
+                        };
+                        index.scoped.push((form, line.clone()));
+                    }
+                }
+            }
+            index.group_wide.sort_by_key(|line| line.line);
+            // Longest first; a stable sort keeps file order among equals.
+            index
+                .scoped
+                .sort_by_key(|(form, line)| (std::cmp::Reverse(form.len()), line.line));
+            index
+        })
+        .collect();
+    Some(Box::new(CompiledPrefs {
+        per_index,
+        licenses: parsed.licenses.clone(),
+    }))
+}
+
 /// A 64-bit set of byte classes (`byte % 64`). Distinct bytes may share a bit, which only makes
 /// the filter weaker, never wrong.
 fn byte_set(bytes: &[u8]) -> u64 {
@@ -193,6 +243,25 @@ pub struct Robots {
     rule_count: usize,
     /// Some group states a valid `Crawl-delay`.
     any_crawl_delay: bool,
+    /// Preference and licence lines, when the file has any: boxed so that a file without them
+    /// costs one pointer and its verdicts never look.
+    prefs: Option<Box<CompiledPrefs>>,
+}
+
+/// The preference lines of each rule index, and the file's licences.
+#[derive(Debug, Clone, Default)]
+struct CompiledPrefs {
+    /// Per rule index (same numbering as `Robots::indexes`).
+    per_index: Vec<IndexPrefs>,
+    licenses: Vec<License>,
+}
+
+/// The preference lines of one set of groups.
+#[derive(Debug, Clone, Default)]
+struct IndexPrefs {
+    group_wide: Vec<PreferenceLine>,
+    /// Path-scoped lines with the form their path is matched in, longest first.
+    scoped: Vec<(String, PreferenceLine)>,
 }
 
 impl Robots {
@@ -291,6 +360,7 @@ impl Robots {
             .indexes
             .iter()
             .any(|index| index.crawl_delay.is_some());
+        robots.prefs = compile_prefs(parsed, &sets, mode);
         robots.agents = agents
             .into_iter()
             .zip(agent_indexes)
@@ -299,6 +369,84 @@ impl Robots {
         robots.arena.shrink_to_fit();
         robots.rules.shrink_to_fit();
         robots
+    }
+
+    /// The `Content-Signal` and `Content-Usage` lines that apply to the group behind `verdict`
+    /// (a verdict of this robots.txt) on `path` (path and query, as given to
+    /// [`Robots::verdict`]): the group's group-wide lines and its path-scoped lines with the
+    /// longest matching path. Empty where the verdict disallows the path (aipref: preferences
+    /// apply only to paths the group may crawl) or no group applies. See [`crate::prefs`].
+    pub fn preferences(&self, verdict: &Verdict<'_>, path: &[u8]) -> Preferences<'_> {
+        self.preferences_inner(verdict, path, false)
+    }
+
+    /// [`Robots::preferences`] for a path already in canonical form (as given to
+    /// [`Robots::verdict_with_canonical_path`]).
+    pub fn preferences_with_canonical_path(
+        &self,
+        verdict: &Verdict<'_>,
+        canonical_path: &[u8],
+    ) -> Preferences<'_> {
+        self.preferences_inner(verdict, canonical_path, true)
+    }
+
+    fn preferences_inner(
+        &self,
+        verdict: &Verdict<'_>,
+        path: &[u8],
+        already_canonical: bool,
+    ) -> Preferences<'_> {
+        let Some(prefs) = &self.prefs else {
+            return Preferences::default();
+        };
+        if !verdict.allowed {
+            return Preferences::default();
+        }
+        let index = match verdict.group {
+            GroupMatch::Agent(name) => self.find_agent(name).map(|(_, index)| index),
+            GroupMatch::Global => self.global,
+            GroupMatch::None => None,
+        };
+        let Some(lines) = index.and_then(|index| prefs.per_index.get(index as usize)) else {
+            return Preferences::default();
+        };
+        let mut scoped = Vec::new();
+        if !lines.scoped.is_empty() {
+            let path = match self.mode {
+                MatchMode::Canonical if !already_canonical => canonicalize(path),
+                MatchMode::Exact | MatchMode::Canonical => std::borrow::Cow::Borrowed(path),
+            };
+            let mut longest = None;
+            for (form, line) in &lines.scoped {
+                if longest.is_some_and(|length| form.len() < length) {
+                    break;
+                }
+                if !form.is_empty() && pattern_matches(form.as_bytes(), &path) {
+                    longest = Some(form.len());
+                    scoped.push(line);
+                }
+            }
+            scoped.sort_by_key(|line| line.line);
+        }
+        Preferences {
+            group_wide: &lines.group_wide,
+            scoped,
+        }
+    }
+
+    /// Whether any group has a `Content-Signal` or `Content-Usage` line.
+    pub fn has_preferences(&self) -> bool {
+        self.prefs.as_ref().is_some_and(|prefs| {
+            prefs
+                .per_index
+                .iter()
+                .any(|index| !index.group_wide.is_empty() || !index.scoped.is_empty())
+        })
+    }
+
+    /// The file's `License` lines (RSL), in file order.
+    pub fn licenses(&self) -> &[License] {
+        self.prefs.as_ref().map_or(&[], |prefs| &prefs.licenses)
     }
 
     /// Whether any group states a valid `Crawl-delay` (when none does, no request of this

@@ -5,6 +5,10 @@
 //! recorded as a [`Diagnostic`] with its line number so `validate` and `/explain` can show it.
 
 use super::pattern::escape_pattern;
+use super::prefs::{
+    is_absolute_http_url, parse_content_signal, parse_content_usage, License, PreferenceKind,
+    PreferenceLine,
+};
 
 /// Google keeps at most this many bytes of a line (2083 × 8 − 1); the rest of the line is dropped.
 pub const MAX_LINE_BYTES: usize = 2083 * 8 - 1;
@@ -74,6 +78,9 @@ pub struct Group {
     pub rules: Vec<Rule>,
     /// The non-standard `Crawl-delay`, in seconds, when the group states a valid one.
     pub crawl_delay: Option<f64>,
+    /// Its `Content-Signal` and `Content-Usage` lines, in file order (they never change a
+    /// verdict; see [`crate::prefs`]).
+    pub preferences: Vec<PreferenceLine>,
 }
 
 impl Group {
@@ -132,6 +139,16 @@ pub enum DiagnosticKind {
     },
     /// `Crawl-delay` whose value is not a non-negative number, or that appears outside a group.
     InvalidCrawlDelay,
+    /// A `Content-Signal` or `Content-Usage` line whose value could not be read: the line is
+    /// ignored, the rest of the file is not.
+    MalformedPreference {
+        /// `Content-Signal` or `Content-Usage`.
+        key: &'static str,
+    },
+    /// A `Content-Signal` or `Content-Usage` line before any `User-agent` line.
+    PreferenceOutsideGroup,
+    /// A `License` line whose value is not an absolute `http`/`https` URL.
+    InvalidLicense,
     /// Bytes past the size limit were ignored.
     TruncatedAtSizeLimit {
         /// The bytes parsed.
@@ -178,6 +195,15 @@ impl std::fmt::Display for Diagnostic {
             DiagnosticKind::InvalidCrawlDelay => {
                 f.write_str("Crawl-delay is not a non-negative number or is outside a group")
             }
+            DiagnosticKind::MalformedPreference { key } => {
+                write!(f, "{key} value could not be read; line ignored")
+            }
+            DiagnosticKind::PreferenceOutsideGroup => {
+                f.write_str("preference line before any User-agent line; it applies to no crawler")
+            }
+            DiagnosticKind::InvalidLicense => {
+                f.write_str("License is not an absolute http(s) URL; line ignored")
+            }
             DiagnosticKind::TruncatedAtSizeLimit { limit, size } => write!(
                 f,
                 "file of {size} bytes: only the first {limit} bytes were parsed"
@@ -199,6 +225,8 @@ pub struct RobotsTxt {
     pub lines: u32,
     /// Bytes parsed (after the size limit).
     pub parsed_bytes: usize,
+    /// Its `License` lines (RSL), in file order; they belong to no group.
+    pub licenses: Vec<License>,
 }
 
 impl RobotsTxt {
@@ -551,8 +579,55 @@ impl Builder {
             }
             return;
         }
+        if key.eq_ignore_ascii_case(b"content-signal") {
+            return self.preference(line_number, PreferenceKind::ContentSignal, value);
+        }
+        if key.eq_ignore_ascii_case(b"content-usage") {
+            return self.preference(line_number, PreferenceKind::ContentUsage, value);
+        }
+        if key.eq_ignore_ascii_case(b"license") {
+            let url = String::from_utf8_lossy(value);
+            if is_absolute_http_url(&url) {
+                self.robots.licenses.push(License {
+                    url: url.into_owned(),
+                    line: line_number,
+                });
+            } else {
+                self.diagnose(line_number, DiagnosticKind::InvalidLicense);
+            }
+            return;
+        }
         let key = String::from_utf8_lossy(key).into_owned();
         self.diagnose(line_number, DiagnosticKind::UnknownKey(key));
+    }
+
+    /// A `Content-Signal` or `Content-Usage` line: kept in the current group, like `Crawl-delay`
+    /// it does not end the group's `User-agent` run (Google ignores the line altogether).
+    fn preference(&mut self, line_number: u32, kind: PreferenceKind, value: &[u8]) {
+        let Some(group) = self.current else {
+            return self.diagnose(line_number, DiagnosticKind::PreferenceOutsideGroup);
+        };
+        let text = String::from_utf8_lossy(value);
+        let parsed = match kind {
+            PreferenceKind::ContentSignal => parse_content_signal(&text).map(|e| (None, e)),
+            PreferenceKind::ContentUsage => parse_content_usage(&text)
+                .map(|(path, entries)| (path.map(|p| escape_pattern(p.as_bytes())), entries)),
+        };
+        let Some((path, entries)) = parsed else {
+            return self.diagnose(
+                line_number,
+                DiagnosticKind::MalformedPreference { key: kind.as_str() },
+            );
+        };
+        let shown = format!("{}: {text}", kind.as_str()).into();
+        self.robots.groups[group].preferences.push(PreferenceLine {
+            kind,
+            line: line_number,
+            path,
+            entries,
+            text: text.into_owned(),
+            shown,
+        });
     }
 }
 

@@ -80,6 +80,7 @@ impl ProxyHttp for RobotsGuardProxy {
         ctx: &mut GuardContext,
     ) -> Result<()> {
         self.guard.response_filter(response, ctx);
+        self.guard.response_headers(response, ctx);
         Ok(())
     }
 

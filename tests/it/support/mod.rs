@@ -267,6 +267,8 @@ struct Route {
     body: Vec<u8>,
     /// Wait this long before answering.
     delay: Duration,
+    /// More header lines, each ending in CRLF.
+    extra_headers: String,
 }
 
 #[derive(Default)]
@@ -324,6 +326,27 @@ impl Origin {
                 status,
                 body: body.as_bytes().to_vec(),
                 delay,
+                extra_headers: String::new(),
+            },
+        );
+        self
+    }
+
+    /// As [`Origin::route`], with one more response header.
+    pub fn route_with_header(
+        &self,
+        path: &str,
+        status: u16,
+        body: &str,
+        header: (&str, &str),
+    ) -> &Origin {
+        self.state.routes.lock().expect("routes lock").insert(
+            path.to_string(),
+            Route {
+                status,
+                body: body.as_bytes().to_vec(),
+                delay: Duration::ZERO,
+                extra_headers: format!("{}: {}\r\n", header.0, header.1),
             },
         );
         self
@@ -426,6 +449,7 @@ fn serve_connection(stream: TcpStream, state: &OriginState, stop: &AtomicBool) {
                 status: 200,
                 body: format!("origin: {target}").into_bytes(),
                 delay: Duration::ZERO,
+                extra_headers: String::new(),
             });
         state
             .received
@@ -441,10 +465,11 @@ fn serve_connection(stream: TcpStream, state: &OriginState, stop: &AtomicBool) {
             thread::sleep(route.delay);
         }
         let mut out = format!(
-            "HTTP/1.1 {} {}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nx-origin: yes\r\n{}\r\n",
+            "HTTP/1.1 {} {}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nx-origin: yes\r\n{}{}\r\n",
             route.status,
             reason(route.status),
             route.body.len(),
+            route.extra_headers,
             if close { "connection: close\r\n" } else { "" }
         )
         .into_bytes();

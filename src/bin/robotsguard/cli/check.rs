@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use robotsguard::robots::check::{Batch, BatchError, UrlVerdict};
 use robotsguard::robots::{path_params_query, MatchMode, Robots, RobotsTxt, Verdict};
+use robotsguard::robots::{Preferences, Use};
 
 /// Exit code when every URL is allowed.
 pub const EXIT_ALLOWED: u8 = 0;
@@ -124,12 +125,30 @@ fn run_urls(args: &CheckArgs) -> Result<u8, String> {
         if args.summary {
             return Ok(());
         }
+        let preferences = robots.preferences(&verdict, &path);
         if args.json {
             let record = UrlVerdict::new(url, &path, &verdict);
-            serde_json::to_writer(&mut *out, &record)?;
+            if preferences.is_empty() {
+                serde_json::to_writer(&mut *out, &record)?;
+            } else {
+                let mut value = serde_json::to_value(&record)?;
+                if let Some(object) = value.as_object_mut() {
+                    object.insert("preferences".into(), preferences_json(&preferences));
+                }
+                serde_json::to_writer(&mut *out, &value)?;
+            }
             writeln!(out)
         } else {
-            writeln!(out, "{}", describe(&path, &verdict))
+            writeln!(out, "{}", describe(&path, &verdict))?;
+            for line in preferences.lines() {
+                writeln!(
+                    out,
+                    "            preference  line {}: {}",
+                    line.line,
+                    line.display()
+                )?;
+            }
+            Ok(())
         }
     };
     let write_error = |e: io::Error| format!("cannot write output: {e}");
@@ -196,6 +215,31 @@ impl Tally {
             self.disallowed += 1;
         }
     }
+}
+
+/// The preferences that apply to a URL, for `--json`: each use's statement (`true` yes, `false`
+/// no, `null` none) with the line that made it, and every applicable line.
+fn preferences_json(preferences: &Preferences<'_>) -> serde_json::Value {
+    let statement = |category: Use| match preferences.statement(category) {
+        Some(s) => serde_json::json!({"allowed": s.allowed, "line": s.line.line}),
+        None => serde_json::Value::Null,
+    };
+    let lines: Vec<serde_json::Value> = preferences
+        .lines()
+        .map(|line| {
+            serde_json::json!({
+                "line": line.line,
+                "text": line.display(),
+                "path": line.path,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "search": statement(Use::Search),
+        "ai_input": statement(Use::AiInput),
+        "train_ai": statement(Use::TrainAi),
+        "lines": lines,
+    })
 }
 
 /// `disallowed  /private/x  (line 7: Disallow: /private)`
