@@ -58,6 +58,8 @@ fi
 "$cyclonedx" cyclonedx --format json --spec-version 1.5 --target x86_64-unknown-linux-gnu \
     --override-filename "robotsguard-$version.cdx" >/dev/null
 mv "robotsguard-$version.cdx.json" "$out/"
+# The tool writes one per workspace member; the binary's (above) covers the engine crate's crates.
+rm -f crates/*/"robotsguard-$version.cdx.json"
 
 (cd "$out" && sha256sum robotsguard-* >SHA256SUMS && sha256sum -c --quiet SHA256SUMS)
 echo "release: $line"
