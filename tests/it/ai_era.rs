@@ -171,11 +171,12 @@ fn content_signals_reported_by_default_and_ignored_when_asked() {
         metric(&metrics, "robotsguard_content_signals_total", &labels),
         1.0
     );
+    // robotsguard_requests_total is counted in the logging phase, after the answer is sent.
     assert_eq!(
-        metric(
-            &metrics,
+        proxy.wait_metric(
             "robotsguard_requests_total",
-            &[("origin", "shop"), ("decision", "would_block")]
+            &[("origin", "shop"), ("decision", "would_block")],
+            1.0
         ),
         1.0
     );
@@ -230,12 +231,11 @@ fn a_402_points_at_the_licence_from_config_or_robots_txt() {
     assert!(agent.text().starts_with("403"), "{}", agent.text());
     assert_eq!(agent.header("link"), None);
     assert_eq!(status(&proxy, "/robots.txt", GPTBOT), 200);
-    let metrics = proxy.metrics();
     assert_eq!(
-        metric(
-            &metrics,
+        proxy.wait_metric(
             "robotsguard_requests_total",
-            &[("origin", "shop"), ("decision", "payment_required")]
+            &[("origin", "shop"), ("decision", "payment_required")],
+            1.0
         ),
         1.0
     );
@@ -273,16 +273,15 @@ fn crawl_delay_is_reported_for_crawlers_that_ignore_it_unless_overridden() {
     }
     assert_eq!(status(&proxy, "/a", GPTBOT), 200);
     assert_eq!(status(&proxy, "/b", GPTBOT), 429);
-    let metrics = proxy.metrics();
     assert_eq!(
-        metric(
-            &metrics,
+        proxy.wait_metric(
             "robotsguard_requests_total",
             &[
                 ("origin", "shop"),
                 ("crawler", "Googlebot"),
                 ("decision", "would_limit")
-            ]
+            ],
+            2.0
         ),
         2.0
     );

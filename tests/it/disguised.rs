@@ -8,7 +8,8 @@
 
 use crate::support;
 
-use std::time::Duration;
+use std::thread;
+use std::time::{Duration, Instant};
 
 use support::redis::RedisServer;
 use support::{metric, Origin, Proxy, Request, BROWSER, GPTBOT};
@@ -73,15 +74,26 @@ fn trap_hits(proxy: &Proxy) -> f64 {
     )
 }
 
-fn decisions(proxy: &Proxy, decision: &str, crawler: &str) -> f64 {
-    support::samples(&proxy.metrics(), "robotsguard_requests_total")
-        .iter()
-        .filter(|(labels, _)| {
-            labels.get("decision").map(String::as_str) == Some(decision)
-                && labels.get("crawler").map(String::as_str) == Some(crawler)
-        })
-        .map(|(_, value)| value)
-        .sum()
+/// The requests counted with `decision` for `crawler`, once they reach `expected` (they are
+/// counted in the logging phase, after the answer is sent), or what they are after 5 s.
+fn decisions(proxy: &Proxy, decision: &str, crawler: &str, expected: f64) -> f64 {
+    let count = || -> f64 {
+        support::samples(&proxy.metrics(), "robotsguard_requests_total")
+            .iter()
+            .filter(|(labels, _)| {
+                labels.get("decision").map(String::as_str) == Some(decision)
+                    && labels.get("crawler").map(String::as_str) == Some(crawler)
+            })
+            .map(|(_, value)| value)
+            .sum()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut seen = count();
+    while seen < expected && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+        seen = count();
+    }
+    seen
 }
 
 #[test]
@@ -428,7 +440,7 @@ fn a_browser_that_read_robots_txt_and_takes_what_it_forbids_everyone_is_a_disgui
     assert_eq!(get(&proxy, reader, "/gpt-only/x", BROWSER), 200);
     assert_eq!(get(&proxy, reader, "/page", BROWSER), 200);
     assert_eq!(strikes(&proxy), 3.0);
-    assert_eq!(decisions(&proxy, "disguised", "disguised"), 2.0);
+    assert_eq!(decisions(&proxy, "disguised", "disguised", 2.0), 2.0);
     let (_, explained) = proxy.explain_from("shop.example", BROWSER, "/private/d", reader);
     assert_eq!(explained["decision"], "disguised", "{explained}");
     assert_eq!(explained["crawler"]["name"], "disguised", "{explained}");
@@ -462,7 +474,7 @@ fn a_head_of_robots_txt_counts_as_a_read_and_report_mode_only_logs() {
         4
     );
     assert_eq!(strikes(&proxy), 4.0);
-    assert_eq!(decisions(&proxy, "would_disguised", "disguised"), 3.0);
+    assert_eq!(decisions(&proxy, "would_disguised", "disguised", 3.0), 3.0);
     assert!(proxy.wait_log(
         "would_block (report), disguised crawler",
         1,
