@@ -343,9 +343,6 @@ pub fn builtin_defs() -> Result<Vec<CrawlerDef>, CatalogueError> {
     parse_catalogue_yaml(BUILTIN_YAML)
 }
 
-/// The purpose words an entry may state.
-pub const PURPOSES: [&str; 4] = ["search", "training", "agent", "other"];
-
 /// The most captures (or pointer matches) a list read with a `regex` or `json_pointer` format
 /// may yield; more is refused as a broken list, not cut short.
 pub const MAX_FORMAT_MATCHES: usize = 100_000;

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use super::catalogue::{parse_catalogue_yaml, validate_entry, CrawlerDef};
 use super::category::Category;
+use super::purpose::Purpose;
 
 /// The largest feed body read: the ai.robots.txt list is ~60 KiB, the built-in catalogue ~80.
 pub const MAX_FEED_BYTES: usize = 4 * 1024 * 1024;
@@ -136,15 +137,15 @@ pub fn parse_feed_in(
 /// search (`ai-search`), agent (`ai-assistant`); `other` otherwise. So the project's own
 /// headings map as "AI Data Scrapers" → ai-training, "AI Search Crawlers" → ai-search,
 /// "AI Assistants" and "AI Agents" → ai-assistant, "Undocumented AI Agents" → ai-assistant.
-pub fn map_function(function: &str) -> (Category, Vec<String>) {
+pub fn map_function(function: &str) -> (Category, Vec<Purpose>) {
     let text = function.to_ascii_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| text.contains(w));
     let mut purposes = Vec::new();
     if has(&["train", "scrap", "dataset", "data collect", "llm", "model"]) {
-        purposes.push("training".to_string());
+        purposes.push(Purpose::Training);
     }
     if has(&["search"]) {
-        purposes.push("search".to_string());
+        purposes.push(Purpose::Search);
     }
     if has(&[
         "assistant",
@@ -154,16 +155,16 @@ pub fn map_function(function: &str) -> (Category, Vec<String>) {
         "real-time",
         "browsing",
     ]) {
-        purposes.push("agent".to_string());
+        purposes.push(Purpose::Agent);
     }
-    let category = match purposes.first().map(String::as_str) {
-        Some("training") => Category::AiTraining,
-        Some("search") => Category::AiSearch,
-        Some("agent") => Category::AiAssistant,
+    let category = match purposes.first() {
+        Some(Purpose::Training) => Category::AiTraining,
+        Some(Purpose::Search) => Category::AiSearch,
+        Some(Purpose::Agent) => Category::AiAssistant,
         _ => Category::Other,
     };
     if purposes.is_empty() {
-        purposes.push("other".to_string());
+        purposes.push(Purpose::Other);
     }
     (category, purposes)
 }
@@ -207,11 +208,7 @@ fn ai_robots_txt(text: &str) -> Result<ParsedFeed, String> {
             operator,
             ignores_global: false,
             verify: None,
-            // The mapping's words are the purposes' own spellings.
-            purposes: crate::crawlers::Purpose::ALL
-                .into_iter()
-                .filter(|p| purposes.iter().any(|word| word == p.as_str()))
-                .collect(),
+            purposes,
             ignores_crawl_delay: false,
             signing_agents: Vec::new(),
             source: source.unwrap_or_default(),
@@ -401,6 +398,7 @@ mod tests {
         for (function, category, purposes) in cases {
             let (got_category, got_purposes) = map_function(function);
             assert_eq!(got_category, category, "{function}");
+            let got_purposes: Vec<&str> = got_purposes.iter().map(|p| p.as_str()).collect();
             assert_eq!(got_purposes, purposes, "{function}");
         }
     }
@@ -425,7 +423,7 @@ mod tests {
         assert_eq!(ai2.category, Category::AiTraining);
         assert_eq!(ai2.feed.as_deref(), Some("f"));
         assert_eq!(parsed.defs[4].category, Category::AiSearch);
-        assert_eq!(parsed.defs[2].purposes, [crate::crawlers::Purpose::Agent]);
+        assert_eq!(parsed.defs[2].purposes, [Purpose::Agent]);
         assert_eq!(parsed.defs[3].category, Category::Other);
         // Too short, and not ASCII: skipped, with why.
         assert_eq!(parsed.skipped.len(), 2, "{:?}", parsed.skipped);

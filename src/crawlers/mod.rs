@@ -45,7 +45,7 @@ pub use words::MAX_NAMES_CONSIDERED;
 pub use catalogue::{
     builtin_defs, check_format, compile_format_regex, parse_catalogue_yaml, Catalogue,
     CatalogueError, CrawlerDef, CrawlerInfo, ListFormat, NamedEntry, VerifyData, BUILTIN_YAML,
-    MAX_FORMAT_MATCHES, MIN_PATTERN_LEN, OTHER_LABEL, PURPOSES,
+    MAX_FORMAT_MATCHES, MIN_PATTERN_LEN, OTHER_LABEL,
 };
 pub use category::Category;
 pub use describe::{describe, report, IdentityReport, OwnedIdentity};
