@@ -26,7 +26,7 @@
 //! The engine and identification also stand alone: [`robots`] parses and matches robots.txt
 //! exactly as Google's reference library does (it is the `robotsguard-robots` crate, which
 //! depends on no part of the proxy and can be used on its own), and [`crawlers`] tells which
-//! crawler sent a User-Agent.
+//! crawler sent a User-Agent (the `robotsguard-crawlers` crate, likewise alone).
 //!
 //! # Layers
 //!
@@ -35,7 +35,8 @@
 //!
 //! 1. [`robots`]: the robots.txt engine, a crate of its own (`crates/robotsguard-robots`), so
 //!    the compiler keeps it from using anything above it. Pure: bytes in, verdicts out.
-//! 2. [`crawlers`]: the crawler catalogue and User-Agent identification. Pure.
+//! 2. [`crawlers`]: the crawler catalogue and User-Agent identification, a crate of its own
+//!    (`crates/robotsguard-crawlers`). Pure.
 //! 3. [`config`]: the YAML config, checked, with `file:line:column` errors.
 //! 4. [`metrics`]: the Prometheus metrics, registered once, in a registry of your choice.
 //! 5. [`tables`]: this process's tables with expiry (the coarse clock, Crawl-delay budgets, who
@@ -68,7 +69,10 @@ pub mod admin;
 mod client_address;
 pub mod config;
 pub mod console;
-pub mod crawlers;
+/// The crawler catalogue and User-Agent identification: the `robotsguard-crawlers` crate, at the
+/// path the proxy's modules and embedders use (`robotsguard::crawlers`).
+#[doc(inline)]
+pub use robotsguard_crawlers as crawlers;
 pub mod enforce;
 pub mod feeds;
 mod fetch;

@@ -513,7 +513,7 @@ pub(crate) fn policy(
             sink.error_hint(
                 key_pos,
                 format!("no crawler is named {}{}", quote(key), known.suggest(key)),
-                "use a name from `robotsguard identify` or config/crawlers.yaml, or add it under `crawlers.extra`",
+                "use a name from `robotsguard identify` or crates/robotsguard-crawlers/crawlers.yaml, or add it under `crawlers.extra`",
             );
             continue;
         };
@@ -657,7 +657,7 @@ pub(crate) fn crawl_delay(
             sink.error_hint(
                 key_pos,
                 format!("no crawler is named {}{}", quote(key), known.suggest(key)),
-                "use a name from `robotsguard identify` or config/crawlers.yaml, or add it under `crawlers.extra`",
+                "use a name from `robotsguard identify` or crates/robotsguard-crawlers/crawlers.yaml, or add it under `crawlers.extra`",
             );
             continue;
         };

@@ -428,7 +428,7 @@ static CRAWLERS: SectionDoc = SectionDoc {
             "builtin",
             Ty::Bool,
             "`true`",
-            "Use the built-in catalogue (`config/crawlers.yaml`).",
+            "Use the built-in catalogue (`crates/robotsguard-crawlers/crawlers.yaml`).",
         ),
         key(
             "generic",
@@ -458,7 +458,7 @@ static FEED: SectionDoc = SectionDoc {
     doc: "Fetched at start and every `refresh` (conditional requests, backoff from 10 s on failure, at most 4 MiB); a copy that does not parse never replaces the last good one.",
     keys: &[
         required("url", Ty::Str, "An http(s) URL, or `file:path` (relative to the config file; checked by `validate` and `serve`, re-read when it changes)."),
-        key("format", FEED_FORMAT, "`robotsguard`", "`robotsguard` (the schema of `config/crawlers.yaml`) or `ai-robots-txt` (the ai.robots.txt project's `robots.json`, its `function` mapped to a category and purposes)."),
+        key("format", FEED_FORMAT, "`robotsguard`", "`robotsguard` (the schema of `crates/robotsguard-crawlers/crawlers.yaml`) or `ai-robots-txt` (the ai.robots.txt project's `robots.json`, its `function` mapped to a category and purposes)."),
         key("refresh", Ty::Duration, "`24h`", "How often it is fetched again (at least `1s`)."),
     ],
 };

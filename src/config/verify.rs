@@ -116,7 +116,7 @@ fn ranges(
                             key.pos,
                             format!("{} is not a list URL", quote(list)),
                             "each key is the URL of a crawler's IP range list, as the catalogue \
-                             names it (config/crawlers.yaml lists them under `verify: {ips}`)",
+                             names it (crates/robotsguard-crawlers/crawlers.yaml lists them under `verify: {ips}`)",
                         );
                         continue;
                     }
@@ -125,7 +125,7 @@ fn ranges(
                             key.pos,
                             format!("no crawler's `verify.ips` names {}", quote(list)),
                             "mirror a list the catalogue or crawlers.extra names \
-                             (config/crawlers.yaml lists them under `verify: {ips}`)",
+                             (crates/robotsguard-crawlers/crawlers.yaml lists them under `verify: {ips}`)",
                         );
                         continue;
                     }

@@ -1,6 +1,6 @@
 //! Byte-level word rules shared by every User-Agent matcher: what a word byte is and when a match
 //! is a whole word. (How robots.txt reduces a name to its product token is the robots engine's:
-//! [`crate::robots::product_token`].)
+//! [`robotsguard_robots::product_token`].)
 
 /// Whether `b` continues a word: ASCII letters and digits, `_`, and every non-ASCII byte.
 ///

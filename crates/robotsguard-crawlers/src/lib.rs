@@ -1,6 +1,6 @@
 //! Crawler catalogue and User-Agent identification: tells which crawler sent a request and which robots.txt tokens it answers to. Pure code: no I/O, no async.
 //!
-//! - [`Catalogue`]: the known crawlers (built in from `config/crawlers.yaml`, or supplied by
+//! - [`Catalogue`]: the known crawlers (built in from `crates/robotsguard-crawlers/crawlers.yaml`, or supplied by
 //!   config) with one Aho-Corasick automaton over their User-Agent patterns.
 //! - [`RobotsTokenScanner`]: per origin, the product tokens its robots.txt names, so that a
 //!   crawler missing from the catalogue still meets the group written for it.
@@ -10,7 +10,7 @@
 //! - [`feed`]: catalogue feeds read into entries and merged with the built-in ones.
 //!
 //! ```
-//! use robotsguard::crawlers::{Category, Identifier};
+//! use robotsguard_crawlers::{Category, Identifier};
 //!
 //! let identifier = Identifier::builtin(true)?;
 //! let ua = b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
@@ -22,12 +22,14 @@
 //! assert!(identifier
 //!     .identify(b"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0", None)
 //!     .is_none());
-//! # Ok::<(), robotsguard::crawlers::CatalogueError>(())
+//! # Ok::<(), robotsguard_crawlers::CatalogueError>(())
 //! ```
 //!
 //! Whole-word rule (all stages): a match must not have an ASCII letter, digit, `_` or
 //! non-ASCII byte immediately before or after it; `-`, `.`, `/`, spaces and other
 //! punctuation are boundaries. Matching is ASCII case-insensitive.
+
+#![deny(missing_docs)]
 
 mod catalogue;
 pub mod category;
@@ -55,3 +57,8 @@ pub use identify::{
 };
 pub use purpose::{Purpose, Purposes};
 pub use robots_tokens::{RobotsTokenScanner, MIN_ROBOTS_TOKEN_LEN};
+
+/// The README's examples run as doctests too.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

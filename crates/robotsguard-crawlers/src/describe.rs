@@ -135,7 +135,7 @@ pub fn describe(identity: Option<&Identity<'_>>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crawlers::{Identifier, RobotsTokenScanner};
+    use crate::{Identifier, RobotsTokenScanner};
 
     fn identifier() -> Identifier {
         match Identifier::builtin(true) {

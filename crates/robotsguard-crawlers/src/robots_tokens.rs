@@ -7,7 +7,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use super::memo;
 use super::verdicts::{FoundToken, TokenScan};
 use super::words::{bounded_whole_words, is_whole_word, MAX_NAMES_CONSIDERED};
-use crate::robots::product_token;
+use robotsguard_robots::product_token;
 
 /// Shortest robots.txt name the scanner uses. One- and two-letter names would match stray
 /// fragments of ordinary UAs (`U` in `(Windows; U; ...)`, `NT`, `OS`).

@@ -395,7 +395,7 @@ impl<'a> Named<'a> {
     fn has_token(&self, token: &str) -> bool {
         self.iter().any(|identity| {
             identity.tokens.iter().any(|own| {
-                let own = crate::robots::reduce_agent_name(own.as_bytes());
+                let own = robotsguard_robots::reduce_agent_name(own.as_bytes());
                 own.eq_ignore_ascii_case(token.as_bytes())
             })
         })
@@ -914,7 +914,7 @@ fn is_field_delimiter(b: u8) -> bool {
 /// Bytes of a generic token: robots.txt's `[A-Za-z_-]` plus digits (kept so `Foo2Bot` stays
 /// one name; robots.txt matching later looks at its leading run only).
 fn is_generic_token_byte(b: u8) -> bool {
-    crate::robots::is_product_token_byte(b) || b.is_ascii_digit()
+    robotsguard_robots::is_product_token_byte(b) || b.is_ascii_digit()
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -1187,11 +1187,7 @@ mod tests {
             }
         }
         let all = id.identify_all(ua.as_bytes(), None);
-        assert!(
-            all.len() <= crate::crawlers::MAX_NAMES_CONSIDERED,
-            "{}",
-            all.len()
-        );
+        assert!(all.len() <= crate::MAX_NAMES_CONSIDERED, "{}", all.len());
         assert_eq!(all.primary().map(|p| p.name), Some("GPTBot"));
         let tokens: Vec<&str> = names_list
             .iter()
@@ -1200,7 +1196,7 @@ mod tests {
         let scanner = RobotsTokenScanner::new(tokens);
         let all = id.identify_all(ua.as_bytes(), Some(&scanner));
         assert!(
-            all.len() <= 2 * crate::crawlers::MAX_NAMES_CONSIDERED,
+            all.len() <= 2 * crate::MAX_NAMES_CONSIDERED,
             "{}",
             all.len()
         );

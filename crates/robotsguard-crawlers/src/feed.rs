@@ -541,7 +541,7 @@ mod tests {
         // alpha (name), Clash (pattern), Gamma of feed two (name), Delta (extra's pattern).
         assert_eq!(dropped.len(), 4, "{dropped:?}");
         assert!(
-            crate::crawlers::Catalogue::new(defs).is_ok(),
+            crate::Catalogue::new(defs).is_ok(),
             "the merge is a valid catalogue"
         );
     }

@@ -12,7 +12,7 @@ use super::purpose::{Purpose, Purposes};
 use super::words::{bounded_whole_words, is_whole_word, MAX_NAMES_CONSIDERED};
 
 /// The built-in catalogue, compiled into the binary.
-pub const BUILTIN_YAML: &str = include_str!("../../config/crawlers.yaml");
+pub const BUILTIN_YAML: &str = include_str!("../crawlers.yaml");
 
 /// Shortest accepted pattern. Shorter literals would match unrelated words in ordinary
 /// User-Agents far too easily.
@@ -21,7 +21,7 @@ pub const MIN_PATTERN_LEN: usize = 3;
 /// The metric label every non-catalogue identity shares; no catalogue entry may take it.
 pub const OTHER_LABEL: &str = "other";
 
-/// One known crawler, as written in `config/crawlers.yaml`.
+/// One known crawler, as written in `crates/robotsguard-crawlers/crawlers.yaml`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CrawlerDef {
