@@ -39,6 +39,10 @@ pub enum Mode {
     Preview,
 }
 
+/// How long a signed claim whose agent's keys are not loaded is told to wait (`Retry-After`):
+/// the first retries of a failed key fetch come within it.
+pub const KEYS_UNAVAILABLE_RETRY: Duration = Duration::from_secs(60);
+
 /// A crawler a valid Web Bot Auth signature identified (whatever the User-Agent says).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Signed {
@@ -90,6 +94,10 @@ pub struct Facts<'a> {
     pub client: Option<IpAddr>,
     /// A verified Web Bot Auth signature, when the request carries one.
     pub signed: Option<&'a Signed>,
+    /// The request is signed by a known agent whose keys are not loaded (yet, or not
+    /// reachable): its signature can be neither accepted nor refused. Under `required` a claim
+    /// of a signing crawler is then told to come back (503), never let through unverified.
+    pub keys_unavailable: bool,
     /// The request id the access log and the origin see, when there is one: the log lines of
     /// a refusal, a ban or a banned address's browser request carry it.
     pub request_id: Option<&'a str>,
@@ -105,6 +113,7 @@ impl<'a> Facts<'a> {
             method: &http::Method::GET,
             client: None,
             signed: None,
+            keys_unavailable: false,
             request_id: None,
         }
     }
@@ -193,6 +202,11 @@ pub enum RefusedFor {
         /// The `Accept-Signature` value sent.
         accept_signature: String,
     },
+    /// Web Bot Auth `required`: the request claims a crawler that signs and is signed by an
+    /// agent whose keys are not loaded, so the signature cannot be checked now (503 with
+    /// `Retry-After`). Neither let through (anyone could name such an agent) nor refused as
+    /// unsigned (it is signed).
+    KeysUnavailable,
     /// A trap path (`traps.action: block` or `ban`): 404, as a path that does not exist.
     Trap,
     /// A disguised crawler asked for a path robots.txt disallows (`disguised.action: block` or
@@ -222,6 +236,7 @@ impl RefusedFor {
         match self {
             RefusedFor::Banned(ban) => Some(crate::tables::offenders::seconds_left(ban)),
             RefusedFor::Limited { wait, .. } => Some(retry_after_seconds(*wait)),
+            RefusedFor::KeysUnavailable => Some(KEYS_UNAVAILABLE_RETRY.as_secs()),
             _ => None,
         }
     }
@@ -373,13 +388,13 @@ impl Judge<'_> {
             }
         }
         if let Some(refusal) = self
-            .web_bot_auth_refusal(&decision, signed, wba_mode, apply)
+            .web_bot_auth_refusal(&decision, signed, facts.keys_unavailable, wba_mode, apply)
             .await
         {
             // Counted and logged as what the client gets: refused (403), or told to come
             // back (429).
             decision.outcome = match refusal.why {
-                RefusedFor::Replayed { .. } => Outcome::Limited,
+                RefusedFor::Replayed { .. } | RefusedFor::KeysUnavailable => Outcome::Limited,
                 _ => Outcome::Blocked,
             };
             return Judgment {
@@ -708,11 +723,13 @@ impl Judge<'_> {
     /// whose nonce was seen before while still valid (429; recorded in [`Mode::Apply`] only, so
     /// a preview never spends a nonce), and under `required`, a claim of a crawler that has a
     /// signing agent, allowed by robots.txt on an enforcing origin, without a valid signature
-    /// (403). Both carry a fresh `Accept-Signature`.
+    /// (403; both carry a fresh `Accept-Signature`), or, when its signature's agent has no
+    /// keys loaded, 503 with `Retry-After`.
     async fn web_bot_auth_refusal(
         &self,
         decision: &Decision,
         signed: Option<&Signed>,
+        keys_unavailable: bool,
         wba_mode: WebBotAuthMode,
         apply: bool,
     ) -> Option<Refusal> {
@@ -762,6 +779,18 @@ impl Judge<'_> {
             .any(|name| self.verifier.has_signing_agent(name));
         if !claims_signer {
             return None;
+        }
+        if keys_unavailable {
+            if apply {
+                METRICS
+                    .web_bot_auth_refusals
+                    .with_label_values(&[origin, "keys_unavailable"])
+                    .inc();
+            }
+            return Some(Refusal {
+                status: 503,
+                why: RefusedFor::KeysUnavailable,
+            });
         }
         if apply {
             METRICS
