@@ -1093,6 +1093,7 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}\n{yaml}"));
         let snapshot = Snapshot::build(Arc::new(config), None).expect("snapshot");
         let verifier = Verifier::new(&snapshot.config.verify);
+        verifier.set_catalogue_agents(snapshot.identifier.catalogue());
         verifier.lists().set_entries(["file:/listed.json"]);
         for slot in verifier.lists().slots() {
             let prefixes: Vec<ipnet::IpNet> = vec!["198.51.100.0/24".parse().expect("a prefix")];
@@ -1593,5 +1594,55 @@ mod tests {
         };
         let served = String::from_utf8_lossy(&copy.served().body).into_owned();
         assert_eq!(served.matches("Disallow: /trap/\n").count(), 2, "{served}");
+    }
+
+    #[test]
+    fn under_required_a_catalogue_signers_claim_needs_its_signature_and_unchecked_keys_mean_later() {
+        let robots = "    robots: {source: inline, text: \"User-agent: *\\nDisallow: /private\\n\"}";
+        let required = bench_for("verify: {web_bot_auth: {mode: required}}", robots);
+        let optional = bench_for("", robots);
+        // Google-Agent signs as https://agent.bot.goog by its built-in entry.
+        let claim: &[u8] = b"Mozilla/5.0 (compatible; Google-Agent)";
+        let unsigned = Facts::get(b"shop.example", claim, b"/page");
+        let answer = required.judge(&unsigned, Mode::Preview).answer;
+        assert_eq!(answer.status(), Some(403));
+        let Answer::Refuse(refusal) = &answer else {
+            panic!("{answer:?}")
+        };
+        assert!(refusal.why.accept_signature().is_some(), "{refusal:?}");
+        // Signed, by an agent whose keys are not loaded: neither passed nor told to sign.
+        let unchecked = Facts {
+            keys_unavailable: true,
+            ..unsigned
+        };
+        let answer = required.judge(&unchecked, Mode::Preview).answer;
+        assert_eq!(answer.status(), Some(503));
+        let Answer::Refuse(refusal) = &answer else {
+            panic!("{answer:?}")
+        };
+        assert_eq!(
+            refusal.why.retry_after(),
+            Some(KEYS_UNAVAILABLE_RETRY.as_secs())
+        );
+        assert!(refusal.why.accept_signature().is_none());
+        // A valid signature of its agent lets the claim through.
+        let signed = Signed::new("https://agent.bot.goog", "Google-Agent");
+        let verified = Facts {
+            signed: Some(&signed),
+            ..unsigned
+        };
+        assert_eq!(required.judge(&verified, Mode::Preview).answer.action(), "proxy");
+        // A browser, or a crawler that does not sign, is asked for nothing.
+        for ua in [BROWSER, GPTBOT] {
+            let facts = Facts {
+                keys_unavailable: true,
+                ..Facts::get(b"shop.example", ua, b"/page")
+            };
+            assert_eq!(required.judge(&facts, Mode::Preview).answer.action(), "proxy");
+        }
+        // `optional` asks nothing of either.
+        for facts in [&unsigned, &unchecked] {
+            assert_eq!(optional.judge(facts, Mode::Preview).answer.action(), "proxy");
+        }
     }
 }
