@@ -1597,8 +1597,10 @@ mod tests {
     }
 
     #[test]
-    fn under_required_a_catalogue_signers_claim_needs_its_signature_and_unchecked_keys_mean_later() {
-        let robots = "    robots: {source: inline, text: \"User-agent: *\\nDisallow: /private\\n\"}";
+    fn under_required_a_catalogue_signers_claim_needs_its_signature_and_unchecked_keys_mean_later()
+    {
+        let robots =
+            "    robots: {source: inline, text: \"User-agent: *\\nDisallow: /private\\n\"}";
         let required = bench_for("verify: {web_bot_auth: {mode: required}}", robots);
         let optional = bench_for("", robots);
         // Google-Agent signs as https://agent.bot.goog by its built-in entry.
@@ -1631,18 +1633,27 @@ mod tests {
             signed: Some(&signed),
             ..unsigned
         };
-        assert_eq!(required.judge(&verified, Mode::Preview).answer.action(), "proxy");
+        assert_eq!(
+            required.judge(&verified, Mode::Preview).answer.action(),
+            "proxy"
+        );
         // A browser, or a crawler that does not sign, is asked for nothing.
         for ua in [BROWSER, GPTBOT] {
             let facts = Facts {
                 keys_unavailable: true,
                 ..Facts::get(b"shop.example", ua, b"/page")
             };
-            assert_eq!(required.judge(&facts, Mode::Preview).answer.action(), "proxy");
+            assert_eq!(
+                required.judge(&facts, Mode::Preview).answer.action(),
+                "proxy"
+            );
         }
         // `optional` asks nothing of either.
         for facts in [&unsigned, &unchecked] {
-            assert_eq!(optional.judge(facts, Mode::Preview).answer.action(), "proxy");
+            assert_eq!(
+                optional.judge(facts, Mode::Preview).answer.action(),
+                "proxy"
+            );
         }
     }
 }

@@ -192,10 +192,7 @@ pub(crate) fn file_problems(registries: &[RegistrySource]) -> Vec<String> {
         let RegistrySource::File(path) = source else {
             continue;
         };
-        let name = format!(
-            "verify.web_bot_auth.registries `file:{}`",
-            path.display()
-        );
+        let name = format!("verify.web_bot_auth.registries `file:{}`", path.display());
         let text = match registry_text(path) {
             Ok(text) => text,
             Err(e) => {

@@ -457,7 +457,10 @@ impl WebBotAuth {
             }
         }
         let changed = agents.len() != old.len()
-            || agents.iter().zip(old.iter()).any(|(a, b)| !Arc::ptr_eq(a, b));
+            || agents
+                .iter()
+                .zip(old.iter())
+                .any(|(a, b)| !Arc::ptr_eq(a, b));
         if changed {
             self.catalogue.store(Arc::new(agents));
         }
@@ -674,7 +677,12 @@ impl WebBotAuth {
         self.load_registries(&connector, &mut registries).await;
         let discovered = self.discovered.load_full();
         let catalogue = self.catalogue_agents();
-        for agent in self.agents.iter().chain(discovered.iter()).chain(&catalogue) {
+        for agent in self
+            .agents
+            .iter()
+            .chain(discovered.iter())
+            .chain(&catalogue)
+        {
             let (result, _) = load(agent, &connector).await;
             record(agent, result);
         }
@@ -974,7 +982,9 @@ async fn keep_keys(agent: Arc<Agent>, connector: Arc<Connector>, watcher: Arc<Fi
             // Fetched again a little before the directory says it expires (and, for the
             // catalogue's agents, at least every `verify.refresh`).
             let before_expiry = ttl.mul_f64(0.9);
-            agent.refresh.map_or(before_expiry, |refresh| before_expiry.min(refresh))
+            agent
+                .refresh
+                .map_or(before_expiry, |refresh| before_expiry.min(refresh))
         } else {
             FIRST_RETRY
                 .saturating_mul(1u32 << (failures - 1).min(16))
@@ -1185,7 +1195,11 @@ mod tests {
             // The operator's agent stays the operator's; the same agent spelled twice is one.
             entry(
                 "TeamBot",
-                &["https://op.example", "https://Team.example/", "https://team.example"],
+                &[
+                    "https://op.example",
+                    "https://Team.example/",
+                    "https://team.example",
+                ],
             ),
             // An agent an earlier entry took stays that entry's.
             entry("OtherBot", &["https://team.example"]),
@@ -1209,7 +1223,12 @@ mod tests {
             ]
         );
         assert!(auth.is_active());
-        assert_eq!(auth.agent("https://op.example").map(|a| a.crawler.clone()).as_deref(), Some("OpBot"));
+        assert_eq!(
+            auth.agent("https://op.example")
+                .map(|a| a.crawler.clone())
+                .as_deref(),
+            Some("OpBot")
+        );
         assert!(auth.has_signing_agent("teambot"));
         assert!(!auth.has_signing_agent("OtherBot"));
         // Catalogue agents are fetched from public addresses only, unless the operator said.
@@ -1228,7 +1247,9 @@ mod tests {
         auth.discovered
             .store(Arc::new(vec![auth.card_agent(&card, &[])]));
         assert_eq!(
-            auth.agent("https://reg.example").map(|a| a.crawler.clone()).as_deref(),
+            auth.agent("https://reg.example")
+                .map(|a| a.crawler.clone())
+                .as_deref(),
             Some("CardBot")
         );
         assert!(!auth.has_signing_agent("RegBot"));
@@ -1236,8 +1257,13 @@ mod tests {
         // The same catalogue again changes nothing (loaded keys stay); an entry gone takes its
         // agent with it.
         assert!(!auth.set_catalogue(&first));
-        assert!(matches!((&cached, auth.agent("https://team.example")), (Some(a), Some(b)) if Arc::ptr_eq(a, &b)));
-        assert!(auth.set_catalogue(&catalogue(vec![entry("InternalBot", &["https://10.0.0.7:8443"])])));
+        assert!(
+            matches!((&cached, auth.agent("https://team.example")), (Some(a), Some(b)) if Arc::ptr_eq(a, &b))
+        );
+        assert!(auth.set_catalogue(&catalogue(vec![entry(
+            "InternalBot",
+            &["https://10.0.0.7:8443"]
+        )])));
         assert!(auth.agent("https://team.example").is_none());
         assert!(!auth.has_signing_agent("TeamBot"));
         assert!(auth.has_signing_agent("InternalBot"));

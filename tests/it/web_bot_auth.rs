@@ -456,7 +456,11 @@ fn a_feed_entrys_signing_agent_verifies_its_signatures_and_required_asks_for_the
             &[("agent", &agent)],
         ) >= 1.0
     });
-    assert!(loaded, "the feed agent's keys did not load:\n{}", proxy.stderr());
+    assert!(
+        loaded,
+        "the feed agent's keys did not load:\n{}",
+        proxy.stderr()
+    );
     let claim = "TeamBot/1.0 (+https://team.example/bot)";
     // Signed by the feed entry's agent: TeamBot, whatever the User-Agent says.
     let signing = Signing {
@@ -471,7 +475,11 @@ fn a_feed_entrys_signing_agent_verifies_its_signatures_and_required_asks_for_the
     // Unsigned, the claim is asked for a signature under `required`, and /explain agrees.
     let answer = proxy.get(HOST, "/public", claim);
     assert_eq!(answer.status, 403, "{}", answer.text());
-    assert!(answer.header("accept-signature").is_some(), "{:?}", answer.headers);
+    assert!(
+        answer.header("accept-signature").is_some(),
+        "{:?}",
+        answer.headers
+    );
     assert_explained(&proxy, HOST, claim, "/public", 403);
     // Under `optional` (the blog) it passes as before, and /explain agrees.
     assert_eq!(proxy.get("blog.example", "/public", claim).status, 200);
@@ -486,7 +494,12 @@ fn a_feed_entrys_signing_agent_verifies_its_signatures_and_required_asks_for_the
     );
     assert_explained(&proxy, HOST, claim, "/public", 200);
     let answer = signed(&proxy, "/private/report", &signing);
-    assert_eq!(answer.status, 200, "no agent, no identification: {}", answer.text());
+    assert_eq!(
+        answer.status,
+        200,
+        "no agent, no identification: {}",
+        answer.text()
+    );
 }
 
 #[test]
