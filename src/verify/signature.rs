@@ -487,11 +487,20 @@ impl WebBotAuth {
     /// listed by a registry, or named by its catalogue entry (built in, a feed's, `extra`).
     /// `required` refuses its unsigned claims.
     pub fn has_signing_agent(&self, crawler: &str) -> bool {
+        if !self.enabled {
+            return false;
+        }
         let signs = |agent: &Arc<Agent>| agent.crawler.eq_ignore_ascii_case(crawler);
-        self.enabled
-            && (self.agents.iter().any(signs)
-                || self.discovered.load().iter().any(signs)
-                || self.catalogue_agents().iter().any(signs))
+        let discovered = self.discovered.load();
+        // On the request path (under `required`): no allocation, the registries' agents
+        // shadowing the catalogue's in place.
+        self.agents.iter().any(signs)
+            || discovered.iter().any(signs)
+            || self
+                .catalogue
+                .load()
+                .iter()
+                .any(|agent| signs(agent) && !discovered.iter().any(|d| d.agent == agent.agent))
     }
 
     /// The agent whose `Signature-Agent` origin is `origin`: the operator's, else a
