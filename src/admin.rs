@@ -261,6 +261,7 @@ async fn explain(
         method: &method,
         client,
         signed: None,
+        keys_unavailable: false,
         request_id: None,
     };
     let judge = Judge {

@@ -39,6 +39,10 @@ pub enum Mode {
     Preview,
 }
 
+/// How long a signed claim whose agent's keys are not loaded is told to wait (`Retry-After`):
+/// the first retries of a failed key fetch come within it.
+pub const KEYS_UNAVAILABLE_RETRY: Duration = Duration::from_secs(60);
+
 /// A crawler a valid Web Bot Auth signature identified (whatever the User-Agent says).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Signed {
@@ -90,6 +94,10 @@ pub struct Facts<'a> {
     pub client: Option<IpAddr>,
     /// A verified Web Bot Auth signature, when the request carries one.
     pub signed: Option<&'a Signed>,
+    /// The request is signed by a known agent whose keys are not loaded (yet, or not
+    /// reachable): its signature can be neither accepted nor refused. Under `required` a claim
+    /// of a signing crawler is then told to come back (503), never let through unverified.
+    pub keys_unavailable: bool,
     /// The request id the access log and the origin see, when there is one: the log lines of
     /// a refusal, a ban or a banned address's browser request carry it.
     pub request_id: Option<&'a str>,
@@ -105,6 +113,7 @@ impl<'a> Facts<'a> {
             method: &http::Method::GET,
             client: None,
             signed: None,
+            keys_unavailable: false,
             request_id: None,
         }
     }
@@ -193,6 +202,11 @@ pub enum RefusedFor {
         /// The `Accept-Signature` value sent.
         accept_signature: String,
     },
+    /// Web Bot Auth `required`: the request claims a crawler that signs and is signed by an
+    /// agent whose keys are not loaded, so the signature cannot be checked now (503 with
+    /// `Retry-After`). Neither let through (anyone could name such an agent) nor refused as
+    /// unsigned (it is signed).
+    KeysUnavailable,
     /// A trap path (`traps.action: block` or `ban`): 404, as a path that does not exist.
     Trap,
     /// A disguised crawler asked for a path robots.txt disallows (`disguised.action: block` or
@@ -222,6 +236,7 @@ impl RefusedFor {
         match self {
             RefusedFor::Banned(ban) => Some(crate::tables::offenders::seconds_left(ban)),
             RefusedFor::Limited { wait, .. } => Some(retry_after_seconds(*wait)),
+            RefusedFor::KeysUnavailable => Some(KEYS_UNAVAILABLE_RETRY.as_secs()),
             _ => None,
         }
     }
@@ -373,13 +388,13 @@ impl Judge<'_> {
             }
         }
         if let Some(refusal) = self
-            .web_bot_auth_refusal(&decision, signed, wba_mode, apply)
+            .web_bot_auth_refusal(&decision, signed, facts.keys_unavailable, wba_mode, apply)
             .await
         {
             // Counted and logged as what the client gets: refused (403), or told to come
             // back (429).
             decision.outcome = match refusal.why {
-                RefusedFor::Replayed { .. } => Outcome::Limited,
+                RefusedFor::Replayed { .. } | RefusedFor::KeysUnavailable => Outcome::Limited,
                 _ => Outcome::Blocked,
             };
             return Judgment {
@@ -708,11 +723,13 @@ impl Judge<'_> {
     /// whose nonce was seen before while still valid (429; recorded in [`Mode::Apply`] only, so
     /// a preview never spends a nonce), and under `required`, a claim of a crawler that has a
     /// signing agent, allowed by robots.txt on an enforcing origin, without a valid signature
-    /// (403). Both carry a fresh `Accept-Signature`.
+    /// (403; both carry a fresh `Accept-Signature`), or, when its signature's agent has no
+    /// keys loaded, 503 with `Retry-After`.
     async fn web_bot_auth_refusal(
         &self,
         decision: &Decision,
         signed: Option<&Signed>,
+        keys_unavailable: bool,
         wba_mode: WebBotAuthMode,
         apply: bool,
     ) -> Option<Refusal> {
@@ -762,6 +779,18 @@ impl Judge<'_> {
             .any(|name| self.verifier.has_signing_agent(name));
         if !claims_signer {
             return None;
+        }
+        if keys_unavailable {
+            if apply {
+                METRICS
+                    .web_bot_auth_refusals
+                    .with_label_values(&[origin, "keys_unavailable"])
+                    .inc();
+            }
+            return Some(Refusal {
+                status: 503,
+                why: RefusedFor::KeysUnavailable,
+            });
         }
         if apply {
             METRICS
@@ -1064,6 +1093,7 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}\n{yaml}"));
         let snapshot = Snapshot::build(Arc::new(config), None).expect("snapshot");
         let verifier = Verifier::new(&snapshot.config.verify);
+        verifier.set_catalogue_agents(snapshot.identifier.catalogue());
         verifier.lists().set_entries(["file:/listed.json"]);
         for slot in verifier.lists().slots() {
             let prefixes: Vec<ipnet::IpNet> = vec!["198.51.100.0/24".parse().expect("a prefix")];
@@ -1564,5 +1594,66 @@ mod tests {
         };
         let served = String::from_utf8_lossy(&copy.served().body).into_owned();
         assert_eq!(served.matches("Disallow: /trap/\n").count(), 2, "{served}");
+    }
+
+    #[test]
+    fn under_required_a_catalogue_signers_claim_needs_its_signature_and_unchecked_keys_mean_later()
+    {
+        let robots =
+            "    robots: {source: inline, text: \"User-agent: *\\nDisallow: /private\\n\"}";
+        let required = bench_for("verify: {web_bot_auth: {mode: required}}", robots);
+        let optional = bench_for("", robots);
+        // Google-Agent signs as https://agent.bot.goog by its built-in entry.
+        let claim: &[u8] = b"Mozilla/5.0 (compatible; Google-Agent)";
+        let unsigned = Facts::get(b"shop.example", claim, b"/page");
+        let answer = required.judge(&unsigned, Mode::Preview).answer;
+        assert_eq!(answer.status(), Some(403));
+        let Answer::Refuse(refusal) = &answer else {
+            panic!("{answer:?}")
+        };
+        assert!(refusal.why.accept_signature().is_some(), "{refusal:?}");
+        // Signed, by an agent whose keys are not loaded: neither passed nor told to sign.
+        let unchecked = Facts {
+            keys_unavailable: true,
+            ..unsigned
+        };
+        let answer = required.judge(&unchecked, Mode::Preview).answer;
+        assert_eq!(answer.status(), Some(503));
+        let Answer::Refuse(refusal) = &answer else {
+            panic!("{answer:?}")
+        };
+        assert_eq!(
+            refusal.why.retry_after(),
+            Some(KEYS_UNAVAILABLE_RETRY.as_secs())
+        );
+        assert!(refusal.why.accept_signature().is_none());
+        // A valid signature of its agent lets the claim through.
+        let signed = Signed::new("https://agent.bot.goog", "Google-Agent");
+        let verified = Facts {
+            signed: Some(&signed),
+            ..unsigned
+        };
+        assert_eq!(
+            required.judge(&verified, Mode::Preview).answer.action(),
+            "proxy"
+        );
+        // A browser, or a crawler that does not sign, is asked for nothing.
+        for ua in [BROWSER, GPTBOT] {
+            let facts = Facts {
+                keys_unavailable: true,
+                ..Facts::get(b"shop.example", ua, b"/page")
+            };
+            assert_eq!(
+                required.judge(&facts, Mode::Preview).answer.action(),
+                "proxy"
+            );
+        }
+        // `optional` asks nothing of either.
+        for facts in [&unsigned, &unchecked] {
+            assert_eq!(
+                optional.judge(facts, Mode::Preview).answer.action(),
+                "proxy"
+            );
+        }
     }
 }

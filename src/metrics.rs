@@ -126,7 +126,7 @@ pub struct Metrics {
     /// in force and what the signature came to.
     pub web_bot_auth_signatures: IntCounterVec,
     /// `robotsguard_web_bot_auth_refusals_total{origin, reason}`: requests refused for Web Bot
-    /// Auth (`signature_required`: 403; `replayed`: 429).
+    /// Auth (`signature_required`: 403; `replayed`: 429; `keys_unavailable`: 503).
     pub web_bot_auth_refusals: IntCounterVec,
     /// `robotsguard_web_bot_auth_registry_agents{registry}`: signing agents a registry lists
     /// (the last good list's).
@@ -542,7 +542,7 @@ impl Metrics {
         let web_bot_auth_refusals = counter(
             &registry,
             "robotsguard_web_bot_auth_refusals_total",
-            "Requests refused for Web Bot Auth, by origin and reason (signature_required: 403, replayed: 429).",
+            "Requests refused for Web Bot Auth, by origin and reason (signature_required: 403, replayed: 429, keys_unavailable: 503).",
             &["origin", "reason"],
         );
         let web_bot_auth_registry_agents = gauge(

@@ -9,7 +9,7 @@
 use crate::config::{AccessLogPath, Config, RobotsSource, StateConfig};
 
 /// Every problem that keeps `config` from running here, one line each (empty: none): the crawler
-/// catalogue, each origin's upstream TLS files, each TLS listener's certificates, each
+/// catalogue and its `file:` feeds, the `file:` Web Bot Auth registries, each origin's upstream TLS files, each TLS listener's certificates, each
 /// `file` robots.txt, the shared store's URL and certificates, the admin token file, and the
 /// access log file's directory.
 pub fn problems(config: &Config) -> Vec<String> {
@@ -20,6 +20,12 @@ pub fn problems(config: &Config) -> Vec<String> {
     // A feed in a file is read like any other file the config names: a broken one is refused
     // now rather than silently leaving its crawlers out.
     problems.extend(crate::feeds::file_problems(&config.crawlers.feeds));
+    // So is a registry of signing agents in a file, with the cards it keeps beside it.
+    if config.verify.web_bot_auth.enabled {
+        problems.extend(crate::verify::registry_file_problems(
+            &config.verify.web_bot_auth.registries,
+        ));
+    }
     for origin in &config.origins {
         if let Some(tls) = &origin.upstream_tls {
             if let Err(e) = crate::upstream::tls::load(tls) {

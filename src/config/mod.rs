@@ -339,6 +339,10 @@ pub struct WebBotAuthConfig {
     /// Registries of signature-agent cards (`verify.web_bot_auth.registries`), each an https
     /// URL or a `file:` path; their agents join `agents` (which win on the same agent).
     pub registries: Vec<RegistrySource>,
+    /// Agents (https origins) not in `agents` whose key directories may be fetched from
+    /// non-public addresses (`verify.web_bot_auth.private_agents`): the operator's word that
+    /// an agent the catalogue, a feed or a registry names lives inside its network.
+    pub private_agents: Vec<String>,
 }
 
 impl Default for WebBotAuthConfig {
@@ -349,6 +353,7 @@ impl Default for WebBotAuthConfig {
             agents: Vec::new(),
             mode: WebBotAuthMode::Optional,
             registries: Vec::new(),
+            private_agents: Vec::new(),
         }
     }
 }

@@ -643,6 +643,7 @@ static WEB_BOT_AUTH: SectionDoc = SectionDoc {
         key("agents", Ty::List(&Ty::Section(&SIGNATURE_AGENT)), "`[]`", "The signing agents trusted."),
         key("mode", WEB_BOT_AUTH_MODE, "`optional`", "What signatures may change: `observe` (verified and counted, no decision changed), `optional` (a valid signature identifies its crawler; a replayed nonce gets `429`), `required` (also: a request claiming a crawler that has a signing agent and carrying no valid signature gets `403` with `Accept-Signature`). An origin or `defaults` may set its own."),
         key("registries", Ty::List(&Ty::Str), "`[]`", "Registries of signature-agent cards (an https URL or `file:path`; one card URL a line, `#` comments; cards `https:`, `data:`, or `file:` in a `file:` registry), whose agents join `agents` (which win); read at start and every `verify.refresh`, the last good copy kept."),
+        key("private_agents", Ty::List(&Ty::Url), "`[]`", "Agents (https origins) the catalogue, a feed or a registry names whose key directory may be fetched from a loopback, private or link-local address (an agent inside your network). Any other agent not in `agents` is fetched from public addresses only."),
     ],
 };
 

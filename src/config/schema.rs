@@ -94,7 +94,14 @@ pub(crate) const VERIFY_DNS: Section = Section {
 
 pub(crate) const WEB_BOT_AUTH: Section = Section {
     place: "in `verify.web_bot_auth`",
-    keys: &["enabled", "max_skew", "agents", "mode", "registries"],
+    keys: &[
+        "enabled",
+        "max_skew",
+        "agents",
+        "mode",
+        "registries",
+        "private_agents",
+    ],
 };
 
 pub(crate) const ORIGIN_WEB_BOT_AUTH: Section = Section {

@@ -293,6 +293,29 @@ fn web_bot_auth(
             ),
         }
     }
+    let private = table
+        .get("private_agents")
+        .and_then(|n| reader::list(sink, n, "private_agents"))
+        .unwrap_or_default();
+    for item in private {
+        let Some(text) = reader::nonempty_string(sink, item, "private_agents") else {
+            continue;
+        };
+        match https_origin(text) {
+            Some(origin) if !out.private_agents.contains(&origin) => {
+                out.private_agents.push(origin)
+            }
+            Some(_) => sink.error(
+                item.pos,
+                format!("private agent {} is listed twice", quote(text)),
+            ),
+            None => sink.error_hint(
+                item.pos,
+                format!("private agent {} is not an https origin", quote(text)),
+                "e.g. private_agents: [\"https://agent.internal.example\"]",
+            ),
+        }
+    }
     let items = table
         .get("agents")
         .and_then(|n| reader::list(sink, n, "agents"))

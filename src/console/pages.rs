@@ -805,6 +805,7 @@ async fn explain_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Resp
         method: &method,
         client: client_ip,
         signed: None,
+        keys_unavailable: false,
         request_id: None,
     };
     let judge = Judge {

@@ -262,6 +262,9 @@ impl Guard {
             }
         }
         let verifier = Arc::new(crate::verify::Verifier::new(&snapshot.config.verify));
+        // Claims of crawlers whose catalogue entry names a signing agent are known to be
+        // signable from the first request, before their keys load.
+        verifier.set_catalogue_agents(snapshot.identifier.catalogue());
         if snapshot.config.verify.ranges.enabled {
             // Every list is reported (not loaded) from the start, before its first fetch.
             let lists = crate::verify::refresh::list_formats(&snapshot);
@@ -453,6 +456,7 @@ impl Guard {
             return refuse(session, 400, "unsupported request target").await;
         };
         // A Web Bot Auth signature names its crawler whatever the User-Agent says.
+        let mut keys_unavailable = false;
         let signed = if request.headers.contains_key("signature-input") {
             let authority = String::from_utf8_lossy(request_host(request).unwrap_or_default());
             let forwarded_https = ctx.peer_trusted
@@ -485,6 +489,10 @@ impl Guard {
                     nonce: checked.nonce,
                     lifetime: checked.lifetime,
                 }),
+                SignatureOutcome::Unavailable(_) => {
+                    keys_unavailable = true;
+                    None
+                }
                 _ => None,
             }
         } else {
@@ -498,6 +506,7 @@ impl Guard {
             method: &request.method,
             client: ctx.client,
             signed: signed.as_ref(),
+            keys_unavailable,
             request_id: request_id.as_ref().and_then(|id| id.to_str().ok()),
         };
         let judgment = self.judge_with(&snapshot, &facts, JudgeMode::Apply).await;
@@ -535,6 +544,11 @@ impl Guard {
                     RefusedFor::SignatureRequired { .. } => {
                         "403 Forbidden: this site asks this crawler for a Web Bot Auth signature; \
                          sign the request as the Accept-Signature header describes.\n"
+                            .to_string()
+                    }
+                    RefusedFor::KeysUnavailable => {
+                        "503 Service Unavailable: this site cannot check this crawler's Web Bot \
+                         Auth signature right now; try again later.\n"
                             .to_string()
                     }
                     RefusedFor::Replayed { .. } => {

@@ -25,6 +25,13 @@ use crate::enforce::{Decision, Verification, VerificationResult};
 use crate::metrics::METRICS;
 use crate::snapshot::{Live, Snapshot};
 
+/// What keeps the `file:` Web Bot Auth registries (and the `file:` and `data:` cards they list)
+/// from being read, one line each naming the file; checked before `serve` starts and by
+/// `validate`.
+pub fn registry_file_problems(registries: &[crate::config::RegistrySource]) -> Vec<String> {
+    registry::file_problems(registries)
+}
+
 /// How long a verdict per (crawler, address) is reused before its sources are asked again
 /// (they keep their own, longer-lived data).
 const VERDICT_TTL: Duration = Duration::from_secs(60);
@@ -124,7 +131,8 @@ impl Verifier {
         self.signatures.mode()
     }
 
-    /// Whether `crawler` has a signing agent (configured or from a registry).
+    /// Whether `crawler` has a signing agent (configured, from a registry, or its catalogue
+    /// entry's).
     pub fn has_signing_agent(&self, crawler: &str) -> bool {
         self.signatures.has_signing_agent(crawler)
     }
@@ -145,28 +153,34 @@ impl Verifier {
     }
 
     /// The background services: the range list refresher (lists named by `live`'s catalogue;
-    /// none with `verify.ranges.enabled: false`) and, with signing agents configured, their
-    /// keys' refresher.
+    /// none with `verify.ranges.enabled: false`) and, unless Web Bot Auth is off, the signing
+    /// agents' keys' refresher (configured, registries', and `live`'s catalogue's).
     pub fn services(&self, live: Arc<Live>) -> Vec<Box<dyn ServiceWithDependents>> {
         let mut services: Vec<Box<dyn ServiceWithDependents>> = Vec::new();
         if self.settings.ranges.enabled {
             services.push(Box::new(background_service(
                 "crawler range lists",
                 refresh::ListRefresher {
-                    live,
+                    live: live.clone(),
                     lists: self.lists.clone(),
                     refresh: self.settings.refresh,
                     proxy: self.proxy.clone(),
                 },
             )));
         }
-        if self.signatures.is_active() {
+        if self.settings.web_bot_auth.enabled {
             services.push(Box::new(background_service(
                 "Web Bot Auth keys",
-                self.signatures.service(),
+                self.signatures.service(Some(live)),
             )));
         }
         services
+    }
+
+    /// Puts the signing agents `catalogue` names in force (their keys load once the services
+    /// run, which then follow the catalogue in force).
+    pub fn set_catalogue_agents(&self, catalogue: &crate::crawlers::Catalogue) {
+        self.signatures.set_catalogue(catalogue);
     }
 
     /// Checks every claim of `decision` from `client`: an impostor claim wins, else the

@@ -157,9 +157,9 @@ struct Shared {
     proxy: Option<FetchProxy>,
 }
 
-/// A list's run of failures, for its log lines.
+/// A run of failures (a list's, an agent's keys'), for its log lines.
 #[derive(Debug, Default)]
-struct Failing {
+pub(crate) struct Failing {
     /// Attempts failed in a row.
     attempts: u32,
     /// Failed attempts not yet in a line.
@@ -171,7 +171,7 @@ struct Failing {
 impl Failing {
     /// The line to write for a failure now, if any: the first of a run, then a summary at most
     /// every [`SUMMARY_EVERY`].
-    fn failed(&mut self, now: Instant) -> Option<FailureLine> {
+    pub(crate) fn failed(&mut self, now: Instant) -> Option<FailureLine> {
         self.attempts = self.attempts.saturating_add(1);
         self.unsaid = self.unsaid.saturating_add(1);
         let line = match self.said_at {
@@ -188,13 +188,14 @@ impl Failing {
     }
 
     /// Ends the run; returns how many attempts had failed.
-    fn succeeded(&mut self) -> u32 {
+    pub(crate) fn succeeded(&mut self) -> u32 {
         std::mem::take(self).attempts
     }
 }
 
+/// The line a failure gets: the first of a run, or a summary.
 #[derive(Debug, PartialEq, Eq)]
-enum FailureLine {
+pub(crate) enum FailureLine {
     First,
     Summary { attempts: u32, since_last: u32 },
 }

@@ -141,22 +141,81 @@ pub(crate) async fn fetch_public(
 }
 
 /// Reads a local file of at most `max` bytes.
+fn read_capped_now(path: &Path, max: usize) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut body = Vec::new();
+    file.take(max as u64 + 1)
+        .read_to_end(&mut body)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if body.len() > max {
+        return Err(format!("{} is larger than {max} bytes", path.display()));
+    }
+    Ok(body)
+}
+
+/// [`read_capped_now`] off the async workers.
 async fn read_capped(path: PathBuf, max: usize) -> Result<Vec<u8>, String> {
-    tokio::task::spawn_blocking(move || {
-        use std::io::Read;
-        let file = std::fs::File::open(&path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let mut body = Vec::new();
-        file.take(max as u64 + 1)
-            .read_to_end(&mut body)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        if body.len() > max {
-            return Err(format!("{} is larger than {max} bytes", path.display()));
+    tokio::task::spawn_blocking(move || read_capped_now(&path, max))
+        .await
+        .unwrap_or_else(|e| Err(format!("the read did not finish: {e}")))
+}
+
+/// A `data:` card's bytes.
+fn data_card(url: &str) -> Result<Vec<u8>, String> {
+    let data = data_url::DataUrl::process(url).map_err(|e| format!("a bad data: URL ({e:?})"))?;
+    let (body, _) = data
+        .decode_to_vec()
+        .map_err(|e| format!("a bad data: URL ({e:?})"))?;
+    if body.len() > MAX_CARD_BYTES {
+        return Err(format!("a data: card larger than {MAX_CARD_BYTES} bytes"));
+    }
+    Ok(body)
+}
+
+/// A registry file's text, read now.
+fn registry_text(path: &Path) -> Result<String, String> {
+    let body = read_capped_now(path, MAX_REGISTRY_BYTES)?;
+    String::from_utf8(body).map_err(|_| "the registry is not UTF-8 text".to_string())
+}
+
+/// What keeps the `file:` registries of `registries` from being read, one line each, naming
+/// the registry (and the card): the file itself (missing, unreadable, over the cap, not
+/// UTF-8) and each `file:` or `data:` card it lists (unreadable, not a card). Cards at https
+/// URLs are fetched at run time and not checked here. `validate`, `serve` and a reload refuse
+/// the same (as a `file:` catalogue feed): a broken local registry is a mistake to fix, not a
+/// list to run without.
+pub(crate) fn file_problems(registries: &[RegistrySource]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for source in registries {
+        let RegistrySource::File(path) = source else {
+            continue;
+        };
+        let name = format!("verify.web_bot_auth.registries `file:{}`", path.display());
+        let text = match registry_text(path) {
+            Ok(text) => text,
+            Err(e) => {
+                problems.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        let base = path.parent().unwrap_or(Path::new("/"));
+        for url in card_urls(&text) {
+            let body = if url.starts_with("data:") {
+                data_card(&url)
+            } else if let Some(card) = url.strip_prefix("file:") {
+                read_capped_now(&base.join(card), MAX_CARD_BYTES)
+            } else {
+                continue;
+            };
+            if let Err(e) = body.and_then(|body| parse_card(&body)) {
+                let shown: String = url.chars().take(120).collect();
+                problems.push(format!("{name}: card `{shown}`: {e}"));
+            }
         }
-        Ok(body)
-    })
-    .await
-    .unwrap_or_else(|e| Err(format!("the read did not finish: {e}")))
+    }
+    problems
 }
 
 /// A registry's text: the operator's URL (fetched as configured, through the proxy) or file.
@@ -200,15 +259,7 @@ pub(crate) async fn fetch_card(
     proxy: Option<&FetchProxy>,
 ) -> Result<Card, String> {
     let body = if url.starts_with("data:") {
-        let data =
-            data_url::DataUrl::process(url).map_err(|e| format!("a bad data: URL ({e:?})"))?;
-        let (body, _) = data
-            .decode_to_vec()
-            .map_err(|e| format!("a bad data: URL ({e:?})"))?;
-        if body.len() > MAX_CARD_BYTES {
-            return Err(format!("a data: card larger than {MAX_CARD_BYTES} bytes"));
-        }
-        body
+        data_card(url)?
     } else if let Some(path) = url.strip_prefix("file:") {
         let Some(base) = base else {
             return Err("a `file:` card is only read from a `file:` registry".into());

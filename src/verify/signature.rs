@@ -39,12 +39,15 @@ use web_bot_auth::components::{
 use web_bot_auth::message_signatures::SignedMessage;
 use web_bot_auth::{SignatureAgentLink, WebBotAuthVerifier};
 
+use super::refresh::{Failing, FailureLine};
 use super::registry::{self, CardKeys};
 use super::signature_keys::{signature_base, KeySet};
 use crate::config::{RegistrySource, WebBotAuthConfig, WebBotAuthMode};
+use crate::crawlers::Catalogue;
 use crate::fetch::{FileWatcher, Validators};
 use crate::metrics::METRICS;
 use crate::net::url::get_url_to;
+use crate::snapshot::Live;
 
 /// The path of an agent's key directory.
 pub const DIRECTORY_PATH: &str = "/.well-known/http-message-signatures-directory";
@@ -130,9 +133,9 @@ impl SignatureOutcome {
 #[derive(Debug, Clone)]
 enum KeysSource {
     /// A key directory: `<agent>/.well-known/http-message-signatures-directory`, or a card's
-    /// `jwks_uri`. `public_only` for one a registry named (never fetched from a loopback,
-    /// private, link-local or unique-local address); an operator's `agents` entry is fetched
-    /// as configured.
+    /// `jwks_uri`. `public_only` for one a registry or the catalogue named (never fetched from
+    /// a loopback, private, link-local or unique-local address) unless the operator listed its
+    /// origin in `private_agents`; an operator's `agents` entry is fetched as configured.
     Directory { url: String, public_only: bool },
     /// A JWKS file.
     File(PathBuf),
@@ -170,6 +173,9 @@ struct Agent {
     last_nudge: AtomicU64,
     /// The HTTP proxy its key directory is fetched through, if any.
     proxy: Option<crate::config::FetchProxy>,
+    /// The longest its keys are kept before a fetch, whatever the directory's `max-age`
+    /// (`verify.refresh`, for the catalogue's agents).
+    refresh: Option<Duration>,
 }
 
 impl Agent {
@@ -200,6 +206,8 @@ struct KeysStatus {
     keys: usize,
     last_error: Option<String>,
     next_load: Option<SystemTime>,
+    /// The run of failed loads, for its rate-limited log lines.
+    failing: Failing,
 }
 
 /// What is known of one configured agent's keys: for `/explain`, logs and tests.
@@ -218,7 +226,9 @@ pub struct AgentKeys {
     pub next_load: Option<SystemTime>,
 }
 
-/// The Web Bot Auth verifier: the configured agents, those the registries list, and their keys.
+/// The Web Bot Auth verifier: the configured agents, those the registries list, those the
+/// crawler catalogue names (built in, feeds, `crawlers.extra`), and their keys. The same agent
+/// is the operator's (`agents`) first, else a registry's, else the catalogue's.
 #[derive(Debug)]
 pub struct WebBotAuth {
     enabled: bool,
@@ -230,6 +240,11 @@ pub struct WebBotAuth {
     refresh: Duration,
     /// The agents of the registries' last good copies (never one of `agents`).
     discovered: ArcSwap<Vec<Arc<Agent>>>,
+    /// The signing agents of the catalogue in force (never one of `agents`; one a registry
+    /// also lists is the registry's). Follows the catalogue: feed refreshes and reloads.
+    catalogue: ArcSwap<Vec<Arc<Agent>>>,
+    /// `private_agents`: origins whose directories may be fetched from non-public addresses.
+    private_agents: Vec<String>,
     proxy: Option<crate::config::FetchProxy>,
 }
 
@@ -249,6 +264,7 @@ impl Agent {
             nudge: tokio::sync::Notify::new(),
             last_nudge: AtomicU64::new(0),
             proxy: proxy.cloned(),
+            refresh: None,
         }
     }
 }
@@ -371,14 +387,95 @@ impl WebBotAuth {
             registries: config.registries.clone(),
             refresh,
             discovered: ArcSwap::from_pointee(Vec::new()),
+            catalogue: ArcSwap::from_pointee(Vec::new()),
+            private_agents: config.private_agents.clone(),
             proxy: proxy.cloned(),
         }
     }
 
-    /// Whether a request could be checked at all: verification is on and agents or
-    /// registries are set.
+    /// Whether a request could be checked at all: verification is on and agents, registries
+    /// or catalogue agents are there.
     pub fn is_active(&self) -> bool {
-        self.enabled && !(self.agents.is_empty() && self.registries.is_empty())
+        self.enabled
+            && !(self.agents.is_empty()
+                && self.registries.is_empty()
+                && self.catalogue.load().is_empty())
+    }
+
+    /// Whether a directory at `url`, named by a registry or the catalogue, is fetched from
+    /// public addresses only: unless its origin is one of `private_agents`.
+    fn public_only(&self, url: &str) -> bool {
+        let origin = url::Url::parse(url).ok().and_then(|url| {
+            let host = url.host_str()?.to_ascii_lowercase();
+            Some(match url.port() {
+                Some(port) => format!("https://{host}:{port}"),
+                None => format!("https://{host}"),
+            })
+        });
+        !(url.starts_with("https://")
+            && origin.is_some_and(|origin| self.private_agents.contains(&origin)))
+    }
+
+    /// Puts the signing agents `catalogue` names in force: each (agent, crawler) once, the
+    /// first entry naming an agent keeping it, none that `agents` configures. An agent already
+    /// in force for the same crawler keeps its loaded keys. `true` when the set changed.
+    pub fn set_catalogue(&self, catalogue: &Catalogue) -> bool {
+        let old = self.catalogue.load_full();
+        let mut agents: Vec<Arc<Agent>> = Vec::new();
+        for def in catalogue.defs() {
+            for named in &def.signing_agents {
+                let Some(origin) = crate::config::https_origin(named) else {
+                    continue;
+                };
+                let taken = self
+                    .agents
+                    .iter()
+                    .chain(agents.iter())
+                    .any(|agent| agent.agent == origin);
+                if taken {
+                    continue;
+                }
+                let kept = old
+                    .iter()
+                    .find(|agent| agent.agent == origin && agent.crawler == def.name);
+                let agent = match kept {
+                    Some(agent) => agent.clone(),
+                    None => {
+                        let url = format!("{origin}{DIRECTORY_PATH}");
+                        let public_only = self.public_only(&url);
+                        let mut agent = Agent::new(
+                            origin,
+                            def.name.clone(),
+                            KeysSource::Directory { url, public_only },
+                            self.proxy.as_ref(),
+                        );
+                        agent.refresh = Some(self.refresh);
+                        Arc::new(agent)
+                    }
+                };
+                agents.push(agent);
+            }
+        }
+        let changed = agents.len() != old.len()
+            || agents
+                .iter()
+                .zip(old.iter())
+                .any(|(a, b)| !Arc::ptr_eq(a, b));
+        if changed {
+            self.catalogue.store(Arc::new(agents));
+        }
+        changed
+    }
+
+    /// The catalogue's agents in force for lookups: those no registry also lists.
+    fn catalogue_agents(&self) -> Vec<Arc<Agent>> {
+        let discovered = self.discovered.load();
+        self.catalogue
+            .load()
+            .iter()
+            .filter(|agent| !discovered.iter().any(|d| d.agent == agent.agent))
+            .cloned()
+            .collect()
     }
 
     /// `verify.web_bot_auth.mode`: what an origin without its own `web_bot_auth.mode` uses.
@@ -386,22 +483,28 @@ impl WebBotAuth {
         self.mode
     }
 
-    /// Whether `crawler` (a catalogue name, any case) has a signing agent: configured, or
-    /// listed by a registry. `required` refuses its unsigned claims.
+    /// Whether `crawler` (a catalogue name, any case) has a signing agent: configured,
+    /// listed by a registry, or named by its catalogue entry (built in, a feed's, `extra`).
+    /// `required` refuses its unsigned claims.
     pub fn has_signing_agent(&self, crawler: &str) -> bool {
-        self.enabled
-            && (self
-                .agents
+        if !self.enabled {
+            return false;
+        }
+        let signs = |agent: &Arc<Agent>| agent.crawler.eq_ignore_ascii_case(crawler);
+        let discovered = self.discovered.load();
+        // On the request path (under `required`): no allocation, the registries' agents
+        // shadowing the catalogue's in place.
+        self.agents.iter().any(signs)
+            || discovered.iter().any(signs)
+            || self
+                .catalogue
+                .load()
                 .iter()
-                .any(|agent| agent.crawler.eq_ignore_ascii_case(crawler))
-                || self
-                    .discovered
-                    .load()
-                    .iter()
-                    .any(|agent| agent.crawler.eq_ignore_ascii_case(crawler)))
+                .any(|agent| signs(agent) && !discovered.iter().any(|d| d.agent == agent.agent))
     }
 
-    /// The agent whose `Signature-Agent` origin is `origin`: a configured one first.
+    /// The agent whose `Signature-Agent` origin is `origin`: the operator's, else a
+    /// registry's, else the catalogue's.
     fn agent(&self, origin: &str) -> Option<Arc<Agent>> {
         self.agents
             .iter()
@@ -409,6 +512,13 @@ impl WebBotAuth {
             .cloned()
             .or_else(|| {
                 self.discovered
+                    .load()
+                    .iter()
+                    .find(|agent| agent.agent == origin)
+                    .cloned()
+            })
+            .or_else(|| {
+                self.catalogue
                     .load()
                     .iter()
                     .find(|agent| agent.agent == origin)
@@ -575,7 +685,13 @@ impl WebBotAuth {
         let mut registries = Registries::default();
         self.load_registries(&connector, &mut registries).await;
         let discovered = self.discovered.load_full();
-        for agent in self.agents.iter().chain(discovered.iter()) {
+        let catalogue = self.catalogue_agents();
+        for agent in self
+            .agents
+            .iter()
+            .chain(discovered.iter())
+            .chain(&catalogue)
+        {
             let (result, _) = load(agent, &connector).await;
             record(agent, result);
         }
@@ -693,19 +809,22 @@ impl WebBotAuth {
                 card.crawler.clone(),
                 KeysSource::Directory {
                     url: url.clone(),
-                    public_only: true,
+                    public_only: self.public_only(url),
                 },
                 self.proxy.as_ref(),
             )),
         }
     }
 
-    /// Each agent's keys (configured, then the registries') as the refresher last left them.
+    /// Each agent's keys (configured, then the registries', then the catalogue's) as the
+    /// refresher last left them.
     pub fn agent_keys(&self) -> Vec<AgentKeys> {
         let discovered = self.discovered.load_full();
+        let catalogue = self.catalogue_agents();
         self.agents
             .iter()
             .chain(discovered.iter())
+            .chain(&catalogue)
             .map(|agent| {
                 let status = agent.status.lock().unwrap_or_else(|e| e.into_inner());
                 AgentKeys {
@@ -719,9 +838,14 @@ impl WebBotAuth {
             .collect()
     }
 
-    /// The background service loading and refreshing the agents' keys.
-    pub fn service(self: &Arc<Self>) -> KeyRefresher {
-        KeyRefresher { auth: self.clone() }
+    /// The background service loading and refreshing the agents' keys: the configured ones
+    /// and the registries'; with `live`, also the catalogue's, following it through reloads
+    /// and feed refreshes.
+    pub fn service(self: &Arc<Self>, live: Option<Arc<Live>>) -> KeyRefresher {
+        KeyRefresher {
+            auth: self.clone(),
+            live,
+        }
     }
 }
 
@@ -729,6 +853,44 @@ impl WebBotAuth {
 /// files read and re-read when they change; the last good keys are kept through failures.
 pub struct KeyRefresher {
     auth: Arc<WebBotAuth>,
+    live: Option<Arc<Live>>,
+}
+
+/// One key task per agent of `agents` whose keys are in a directory: started for agents new
+/// to `tasks`, stopped (and their series dropped) for agents gone from it.
+fn reconcile_key_tasks(
+    tasks: &mut Vec<(Arc<Agent>, tokio::task::JoinHandle<()>)>,
+    agents: &[Arc<Agent>],
+    connector: &Arc<Connector>,
+    watcher: &Arc<FileWatcher>,
+) {
+    tasks.retain(|(agent, task)| {
+        let kept = agents.iter().any(|a| Arc::ptr_eq(a, agent));
+        if !kept {
+            task.abort();
+            if !agents.iter().any(|a| a.agent == agent.agent) {
+                forget_agent(&agent.agent);
+            }
+        }
+        kept
+    });
+    for agent in agents {
+        let known = tasks.iter().any(|(a, _)| Arc::ptr_eq(a, agent));
+        if !known && matches!(agent.source, KeysSource::Directory { .. }) {
+            let task = tokio::spawn(keep_keys(agent.clone(), connector.clone(), watcher.clone()));
+            tasks.push((agent.clone(), task));
+        }
+    }
+}
+
+/// Drops the key series of an agent no longer in force.
+fn forget_agent(agent: &str) {
+    let _ = METRICS.verify_signature_keys.remove_label_values(&[agent]);
+    for outcome in ["ok", "failed"] {
+        let _ = METRICS
+            .verify_signature_key_fetches
+            .remove_label_values(&[agent, outcome]);
+    }
 }
 
 #[async_trait]
@@ -752,8 +914,31 @@ impl BackgroundService for KeyRefresher {
                 watcher.clone(),
             )));
         }
-        let _ = shutdown.wait_for(|stop| *stop).await;
+        // The catalogue's agents follow the catalogue in force: tasks start for agents new to
+        // it and stop for agents of entries gone (a reload, a feed refresh).
+        let mut catalogue_tasks = Vec::new();
+        match &self.live {
+            Some(live) => {
+                let mut generations = live.subscribe();
+                loop {
+                    self.auth.set_catalogue(live.load().identifier.catalogue());
+                    let agents = self.auth.catalogue.load_full();
+                    reconcile_key_tasks(&mut catalogue_tasks, &agents, &connector, &watcher);
+                    if !crate::tasks::next_reload(&mut generations, &mut shutdown).await {
+                        break;
+                    }
+                }
+            }
+            None => {
+                let agents = self.auth.catalogue.load_full();
+                reconcile_key_tasks(&mut catalogue_tasks, &agents, &connector, &watcher);
+                let _ = shutdown.wait_for(|stop| *stop).await;
+            }
+        }
         for task in tasks {
+            task.abort();
+        }
+        for (_, task) in catalogue_tasks {
             task.abort();
         }
     }
@@ -780,21 +965,7 @@ async fn keep_registries(
     loop {
         auth.load_registries(&connector, &mut registries).await;
         let agents = auth.discovered.load_full();
-        tasks.retain(|(agent, task)| {
-            let kept = agents.iter().any(|a| Arc::ptr_eq(a, agent));
-            if !kept {
-                task.abort();
-            }
-            kept
-        });
-        for agent in agents.iter() {
-            let known = tasks.iter().any(|(a, _)| Arc::ptr_eq(a, agent));
-            if !known && matches!(agent.source, KeysSource::Directory { .. }) {
-                let task =
-                    tokio::spawn(keep_keys(agent.clone(), connector.clone(), watcher.clone()));
-                tasks.push((agent.clone(), task));
-            }
-        }
+        reconcile_key_tasks(&mut tasks, &agents, &connector, &watcher);
         tokio::time::sleep(auth.refresh).await;
     }
 }
@@ -817,8 +988,12 @@ async fn keep_keys(agent: Arc<Agent>, connector: Arc<Connector>, watcher: Arc<Fi
             0
         };
         let delay = if failures == 0 {
-            // Fetched again a little before the directory says it expires.
-            ttl.mul_f64(0.9)
+            // Fetched again a little before the directory says it expires (and, for the
+            // catalogue's agents, at least every `verify.refresh`).
+            let before_expiry = ttl.mul_f64(0.9);
+            agent
+                .refresh
+                .map_or(before_expiry, |refresh| before_expiry.min(refresh))
         } else {
             FIRST_RETRY
                 .saturating_mul(1u32 << (failures - 1).min(16))
@@ -846,8 +1021,9 @@ async fn keep_keys(agent: Arc<Agent>, connector: Arc<Connector>, watcher: Arc<Fi
     }
 }
 
-/// Puts a load's keys in force (or keeps the last good ones), and counts and logs it. Failures
-/// are logged once per attempt, and attempts back off from 10 s to an hour.
+/// Puts a load's keys in force (or keeps the last good ones), and counts and logs it. A run of
+/// failures is said once, then summed up at most every ten minutes (an offline deployment's
+/// built-in agents fail for good); attempts back off from 10 s to an hour.
 fn record(agent: &Agent, result: Result<KeySet, String>) {
     let outcome = match result {
         Ok(keys) => {
@@ -858,6 +1034,7 @@ fn record(agent: &Agent, result: Result<KeySet, String>) {
                 .set(i64::try_from(count).unwrap_or(i64::MAX));
             agent.keys.store(Some(Arc::new(keys)));
             let mut status = agent.status.lock().unwrap_or_else(|e| e.into_inner());
+            status.failing.succeeded();
             if status.last_error.take().is_some() {
                 tracing::info!(agent = %agent.agent, keys = count, "Web Bot Auth keys loaded again");
             }
@@ -870,8 +1047,26 @@ fn record(agent: &Agent, result: Result<KeySet, String>) {
             } else {
                 "its signatures cannot be checked until they load"
             };
-            tracing::warn!(agent = %agent.agent, "Web Bot Auth keys: {error} ({kept})");
             let mut status = agent.status.lock().unwrap_or_else(|e| e.into_inner());
+            match status.failing.failed(std::time::Instant::now()) {
+                Some(FailureLine::First) => tracing::warn!(
+                    agent = %agent.agent,
+                    crawler = %agent.crawler,
+                    "Web Bot Auth keys: {error} ({kept}; retried with backoff, next said at \
+                     most every 10 minutes)"
+                ),
+                Some(FailureLine::Summary {
+                    attempts,
+                    since_last,
+                }) => tracing::warn!(
+                    agent = %agent.agent,
+                    crawler = %agent.crawler,
+                    attempts,
+                    since_last,
+                    "Web Bot Auth keys still failing: {error} ({kept})"
+                ),
+                None => {}
+            }
             status.last_error = Some(error);
             "failed"
         }
@@ -961,6 +1156,138 @@ mod tests {
         assert_eq!(keys_ttl(Some("public, max-age=10")), MIN_KEYS_TTL);
         assert_eq!(keys_ttl(Some("max-age=9999999")), MAX_KEYS_TTL);
         assert_eq!(keys_ttl(None), Duration::from_secs(3600));
+    }
+
+    fn entry(name: &str, agents: &[&str]) -> crate::crawlers::CrawlerDef {
+        crate::crawlers::CrawlerDef {
+            name: name.into(),
+            tokens: vec![name.to_ascii_lowercase()],
+            pattern: name.into(),
+            category: crate::crawlers::Category::AiAssistant,
+            operator: String::new(),
+            ignores_global: false,
+            verify: None,
+            purposes: Vec::new(),
+            ignores_crawl_delay: false,
+            signing_agents: agents.iter().map(|a| a.to_string()).collect(),
+            source: String::new(),
+            replace: false,
+            feed: None,
+        }
+    }
+
+    fn catalogue(defs: Vec<crate::crawlers::CrawlerDef>) -> Catalogue {
+        Catalogue::new(defs).unwrap_or_else(|e| unreachable!("{e}"))
+    }
+
+    fn public_only(auth: &WebBotAuth, agent: &str) -> Option<bool> {
+        auth.agent(agent).and_then(|agent| match &agent.source {
+            KeysSource::Directory { public_only, .. } => Some(*public_only),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn catalogue_agents_come_after_the_operators_and_the_registries() {
+        let config = WebBotAuthConfig {
+            agents: vec![crate::config::SignatureAgent {
+                agent: "https://op.example".into(),
+                crawler: "OpBot".into(),
+                keys: None,
+            }],
+            private_agents: vec!["https://10.0.0.7:8443".into()],
+            ..WebBotAuthConfig::default()
+        };
+        let auth = WebBotAuth::new(&config, None, Duration::from_secs(600));
+        assert!(!auth.has_signing_agent("TeamBot"));
+        let first = catalogue(vec![
+            // The operator's agent stays the operator's; the same agent spelled twice is one.
+            entry(
+                "TeamBot",
+                &[
+                    "https://op.example",
+                    "https://Team.example/",
+                    "https://team.example",
+                ],
+            ),
+            // An agent an earlier entry took stays that entry's.
+            entry("OtherBot", &["https://team.example"]),
+            entry("InternalBot", &["https://10.0.0.7:8443"]),
+            entry("RegBot", &["https://reg.example"]),
+        ]);
+        assert!(auth.set_catalogue(&first));
+        let listed: Vec<(String, String)> = auth
+            .agent_keys()
+            .into_iter()
+            .map(|keys| (keys.agent, keys.crawler))
+            .collect();
+        let pair = |a: &str, c: &str| (a.to_string(), c.to_string());
+        assert_eq!(
+            listed,
+            [
+                pair("https://op.example", "OpBot"),
+                pair("https://team.example", "TeamBot"),
+                pair("https://10.0.0.7:8443", "InternalBot"),
+                pair("https://reg.example", "RegBot"),
+            ]
+        );
+        assert!(auth.is_active());
+        assert_eq!(
+            auth.agent("https://op.example")
+                .map(|a| a.crawler.clone())
+                .as_deref(),
+            Some("OpBot")
+        );
+        assert!(auth.has_signing_agent("teambot"));
+        assert!(!auth.has_signing_agent("OtherBot"));
+        // Catalogue agents are fetched from public addresses only, unless the operator said.
+        assert_eq!(public_only(&auth, "https://team.example"), Some(true));
+        assert_eq!(public_only(&auth, "https://10.0.0.7:8443"), Some(false));
+        assert_eq!(public_only(&auth, "https://op.example"), Some(false));
+        let cached = auth.agent("https://team.example");
+        // A registry listing the same agent wins over the catalogue.
+        let card = registry::Card {
+            agent: "https://reg.example".into(),
+            crawler: "CardBot".into(),
+            keys: CardKeys::Directory(
+                "https://reg.example/.well-known/http-message-signatures-directory".into(),
+            ),
+        };
+        auth.discovered
+            .store(Arc::new(vec![auth.card_agent(&card, &[])]));
+        assert_eq!(
+            auth.agent("https://reg.example")
+                .map(|a| a.crawler.clone())
+                .as_deref(),
+            Some("CardBot")
+        );
+        assert!(!auth.has_signing_agent("RegBot"));
+        assert!(auth.has_signing_agent("CardBot"));
+        // The same catalogue again changes nothing (loaded keys stay); an entry gone takes its
+        // agent with it.
+        assert!(!auth.set_catalogue(&first));
+        assert!(
+            matches!((&cached, auth.agent("https://team.example")), (Some(a), Some(b)) if Arc::ptr_eq(a, &b))
+        );
+        assert!(auth.set_catalogue(&catalogue(vec![entry(
+            "InternalBot",
+            &["https://10.0.0.7:8443"]
+        )])));
+        assert!(auth.agent("https://team.example").is_none());
+        assert!(!auth.has_signing_agent("TeamBot"));
+        assert!(auth.has_signing_agent("InternalBot"));
+        // Web Bot Auth off: nobody signs.
+        let off = WebBotAuth::new(
+            &WebBotAuthConfig {
+                enabled: false,
+                ..WebBotAuthConfig::default()
+            },
+            None,
+            Duration::from_secs(600),
+        );
+        off.set_catalogue(&first);
+        assert!(!off.has_signing_agent("TeamBot"));
+        assert!(!off.is_active());
     }
 
     #[test]

@@ -48,6 +48,9 @@ fn config(top: &str, origin: &str) -> String {
     config_with("", "", top, origin)
 }
 
+/// A `file:` registry of Web Bot Auth agents, `agents.txt` beside the config.
+const REGISTRY: &str = "verify: {web_bot_auth: {registries: [\"file:agents.txt\"]}}\n";
+
 const INLINE: &str = "    robots: {source: inline, text: \"User-agent: *\\nDisallow: /x\\n\"}\n";
 
 /// A config both commands must refuse: what they must say, and the files beside it.
@@ -151,6 +154,37 @@ fn error_cases() -> Vec<Case> {
             "no crawler's `verify.ips` names",
         ),
         case(
+            "a missing Web Bot Auth registry file",
+            REGISTRY.into(),
+            INLINE.into(),
+            vec![],
+            "verify.web_bot_auth.registries `file:",
+        ),
+        case(
+            "a registry listing a card file that is missing",
+            REGISTRY.into(),
+            INLINE.into(),
+            vec![("agents.txt", "# ours\nfile:card.json\n")],
+            "card `file:card.json`: cannot read",
+        ),
+        case(
+            "a registry listing a card that is not JSON",
+            REGISTRY.into(),
+            INLINE.into(),
+            vec![("agents.txt", "file:card.json\n"), ("card.json", "<html>")],
+            "card `file:card.json`: not a JSON card",
+        ),
+        case(
+            "a registry inlining a card without its crawler",
+            REGISTRY.into(),
+            INLINE.into(),
+            vec![(
+                "agents.txt",
+                "data:application/json,{\"client_id\":\"https://a.example\"}\n",
+            )],
+            "no usable `rfc9309-product-token`",
+        ),
+        case(
             "an unknown key",
             "acess_log: {format: json}\n".into(),
             INLINE.into(),
@@ -181,10 +215,20 @@ fn every_config_validate_refuses_serve_refuses_too() {
 #[test]
 fn a_config_validate_accepts_serve_starts_with() {
     let top = "trusted_proxies: [\"127.0.0.0/8\"]\n\
-               state: {backend: redis, redis: {url_file: redis-url, timeout: 50ms}}\n";
+               state: {backend: redis, redis: {url_file: redis-url, timeout: 50ms}}\n\
+               verify: {web_bot_auth: {registries: [\"file:agents.txt\"]}}\n";
     let origin = "    robots: {source: file, path: robots.txt}\n    mode: off\n";
     let files = [
         ("robots.txt", "User-agent: *\nDisallow: /x\n"),
+        // A card file beside it, and one at an https URL (fetched at run time, not checked).
+        (
+            "agents.txt",
+            "file:card.json\nhttps://registry.example/card.json\n",
+        ),
+        (
+            "card.json",
+            "{\"client_id\":\"https://cards.example\",\"rfc9309-product-token\":\"CardBot\"}",
+        ),
         // Nothing listens there: the store is unreachable, which is no reason not to start.
         ("redis-url", "redis://127.0.0.1:9/0"),
     ];

@@ -681,7 +681,7 @@ fn key_files_are_reread_when_they_change_and_the_last_good_keys_stay() {
     let auth = verifier(vec![agent(AGENT, "SignedBot", Some(path.clone()))]);
     let runtime = runtime();
     let (stop, shutdown) = tokio::sync::watch::channel(false);
-    let service = auth.service();
+    let service = auth.service(None);
     runtime.spawn(async move { service.start(shutdown).await });
     wait_for(&auth, "the first keys", |keys| keys.keys == 1);
     assert_eq!(
@@ -751,7 +751,7 @@ fn run_service(
     auth: &Arc<WebBotAuth>,
 ) -> tokio::sync::watch::Sender<bool> {
     let (stop, shutdown) = tokio::sync::watch::channel(false);
-    let service = auth.service();
+    let service = auth.service(None);
     runtime.spawn(async move { service.start(shutdown).await });
     stop
 }

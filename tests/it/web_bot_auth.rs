@@ -367,3 +367,209 @@ fn a_missing_directory_leaves_signatures_unchecked() {
         proxy.stderr()
     );
 }
+
+/// A robotsguard-format feed entry for `TeamBot` whose signing agent is `agent` (none: the
+/// entry names no agent).
+fn team_feed(agent: Option<&str>) -> String {
+    let agents = agent.map_or(String::new(), |agent| {
+        format!(", signing_agents: [\"{agent}\"]")
+    });
+    format!(
+        "crawlers:\n  - {{name: TeamBot, tokens: [teambot], pattern: TeamBot, category: ai-assistant, operator: Team, source: \"https://team.example/bot\"{agents}}}\n"
+    )
+}
+
+/// A proxy for shop.example (`required`) and blog.example (`optional`), whose catalogue gets
+/// `TeamBot` from a `file:` feed; `private` is the `private_agents` line (or none).
+fn feed_setup(feed: &str, private: &str) -> (Origin, Proxy) {
+    let origin = Origin::start();
+    let robots = "robots: {source: inline, text: \"User-agent: TeamBot\\nDisallow: /private\\n\"}";
+    let config = format!(
+        "verify:
+  web_bot_auth:
+    mode: required
+{private}crawlers:
+  feeds:
+    - {{url: \"file:team.yaml\", format: robotsguard, refresh: 1h}}
+origins:
+  - name: shop
+    hosts: [\"{HOST}\"]
+    upstream: \"{addr}\"
+    {robots}
+  - name: blog
+    hosts: [blog.example]
+    upstream: \"{addr}\"
+    {robots}
+    web_bot_auth: {{mode: optional}}
+",
+        addr = origin.addr()
+    );
+    let proxy = Proxy::builder(&config)
+        .files(&[("team.yaml", feed)])
+        .start();
+    (origin, proxy)
+}
+
+fn wait_until(mut check: impl FnMut() -> bool) -> bool {
+    (0..400).any(|_| {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+        false
+    })
+}
+
+/// Checks the answer `/explain` gives for `ua` on `host` and `path` is `status`.
+fn assert_explained(proxy: &Proxy, host: &str, ua: &str, path: &str, status: u16) {
+    let (code, explain) = proxy.explain(host, ua, path);
+    assert_eq!(code, 200, "{explain}");
+    let shown = explain["answer"]["status"].as_u64();
+    match status {
+        200 => assert_eq!(explain["answer"]["action"], "proxy", "{explain}"),
+        _ => assert_eq!(shown, Some(u64::from(status)), "{explain}"),
+    }
+}
+
+#[test]
+fn a_feed_entrys_signing_agent_verifies_its_signatures_and_required_asks_for_them() {
+    let good = key(31);
+    let root = tempfile::tempdir().expect("temp dir");
+    let directory = root.path().join(".well-known");
+    std::fs::create_dir_all(&directory).expect("directory made");
+    std::fs::write(
+        directory.join("http-message-signatures-directory"),
+        jwks(&[&good]),
+    )
+    .expect("key directory written");
+    let server = https_server(root.path());
+    let agent = format!("https://127.0.0.1:{}", server.port);
+    // The agent lives on loopback: only the operator's `private_agents` lets it be fetched.
+    let (origin, proxy) = feed_setup(
+        &team_feed(Some(&agent)),
+        &format!("    private_agents: [\"{agent}\"]\n"),
+    );
+    let loaded = wait_until(|| {
+        metric(
+            &proxy.metrics(),
+            "robotsguard_verify_signature_keys",
+            &[("agent", &agent)],
+        ) >= 1.0
+    });
+    assert!(
+        loaded,
+        "the feed agent's keys did not load:\n{}",
+        proxy.stderr()
+    );
+    let claim = "TeamBot/1.0 (+https://team.example/bot)";
+    // Signed by the feed entry's agent: TeamBot, whatever the User-Agent says.
+    let signing = Signing {
+        agent: &agent,
+        ..Signing::new(&good)
+    };
+    let answer = signed(&proxy, "/private/report", &signing);
+    assert_eq!(answer.status, 403, "{}", answer.text());
+    assert!(answer.text().contains("TeamBot"), "{}", answer.text());
+    assert!(answer.header("accept-signature").is_none());
+    assert_eq!(signed(&proxy, "/public", &signing).status, 200);
+    // Unsigned, the claim is asked for a signature under `required`, and /explain agrees.
+    let answer = proxy.get(HOST, "/public", claim);
+    assert_eq!(answer.status, 403, "{}", answer.text());
+    assert!(
+        answer.header("accept-signature").is_some(),
+        "{:?}",
+        answer.headers
+    );
+    assert_explained(&proxy, HOST, claim, "/public", 403);
+    // Under `optional` (the blog) it passes as before, and /explain agrees.
+    assert_eq!(proxy.get("blog.example", "/public", claim).status, 200);
+    assert_explained(&proxy, "blog.example", claim, "/public", 200);
+    assert_eq!(origin.proxied_to("/public").len(), 2);
+    // The feed drops the agent: TeamBot no longer signs, and is no longer asked to.
+    std::fs::write(proxy.dir.path().join("team.yaml"), team_feed(None)).expect("written");
+    assert!(
+        wait_until(|| proxy.get(HOST, "/public", claim).status == 200),
+        "the dropped agent is still required:\n{}",
+        proxy.stderr()
+    );
+    assert_explained(&proxy, HOST, claim, "/public", 200);
+    let answer = signed(&proxy, "/private/report", &signing);
+    assert_eq!(
+        answer.status,
+        200,
+        "no agent, no identification: {}",
+        answer.text()
+    );
+}
+
+#[test]
+fn a_feed_agent_on_loopback_is_not_fetched_and_its_signed_claims_are_told_to_come_back() {
+    let good = key(32);
+    let root = tempfile::tempdir().expect("temp dir");
+    let directory = root.path().join(".well-known");
+    std::fs::create_dir_all(&directory).expect("directory made");
+    std::fs::write(
+        directory.join("http-message-signatures-directory"),
+        jwks(&[&good]),
+    )
+    .expect("key directory written");
+    let server = https_server(root.path());
+    let agent = format!("https://127.0.0.1:{}", server.port);
+    // The same feed, without the operator's word: the directory is never fetched.
+    let (_origin, proxy) = feed_setup(&team_feed(Some(&agent)), "");
+    let failed = wait_until(|| {
+        metric(
+            &proxy.metrics(),
+            "robotsguard_verify_signature_key_fetches_total",
+            &[("agent", &agent), ("outcome", "failed")],
+        ) >= 1.0
+    });
+    assert!(failed, "{}", proxy.stderr());
+    assert!(
+        proxy.wait_log("not a public address", 1, Duration::from_secs(5)),
+        "{}",
+        proxy.stderr()
+    );
+    let claim = "TeamBot/1.0 (+https://team.example/bot)";
+    // Signed, but its agent's keys are not loaded: neither let through nor asked to sign.
+    let mut request = Request::get("/public").host(HOST).ua(claim);
+    for (name, value) in (Signing {
+        agent: &agent,
+        ..Signing::new(&good)
+    })
+    .headers()
+    {
+        request = request.header(name, &value);
+    }
+    let answer = proxy.send(&request);
+    assert_eq!(answer.status, 503, "{}", answer.text());
+    assert_eq!(answer.header("retry-after"), Some("60"));
+    assert!(answer.header("accept-signature").is_none());
+    // Unsigned: asked for a signature, as any claim of a signing crawler.
+    assert_eq!(proxy.get(HOST, "/public", claim).status, 403);
+    // A browser's signed request is not a claim: it passes, unidentified.
+    let signing = Signing {
+        agent: &agent,
+        ..Signing::new(&good)
+    };
+    assert_eq!(signed(&proxy, "/private/report", &signing).status, 200);
+    assert_eq!(
+        metric(
+            &proxy.metrics(),
+            "robotsguard_web_bot_auth_refusals_total",
+            &[("origin", "shop"), ("reason", "keys_unavailable")]
+        ),
+        1.0
+    );
+    // One warning for the run of failures, however many retries follow.
+    assert_eq!(
+        proxy
+            .stderr()
+            .lines()
+            .filter(|line| line.contains("WARN") && line.contains(&agent))
+            .count(),
+        1,
+        "{}",
+        proxy.stderr()
+    );
+}
