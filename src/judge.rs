@@ -18,7 +18,7 @@ use crate::config::{
     WebBotAuthMode,
 };
 use crate::enforce::{
-    decide_request, is_blank_user_agent, Crawler, Decision, Outcome, Readings, Refused,
+    decide_routed, is_blank_user_agent, route, Crawler, Decision, Outcome, Readings, Refused,
     Request as DecideRequest, Why,
 };
 use crate::metrics::METRICS;
@@ -272,25 +272,33 @@ impl Judge<'_> {
     pub async fn judge(&self, facts: &Facts<'_>, mode: Mode) -> Judgment {
         let apply = mode == Mode::Apply;
         let decided = Instant::now();
+        // Routed once: the origin gives both the Web Bot Auth mode and the decision.
+        let routed = route(self.snapshot, facts.host);
+        let wba_mode = routed
+            .ok()
+            .and_then(|origin| origin.config.web_bot_auth)
+            .unwrap_or_else(|| self.verifier.web_bot_auth_mode());
         // `observe`: a signature is verified and counted, never let change the decision.
-        let wba_mode = web_bot_auth_mode(self.snapshot, self.verifier, facts.host);
         let signed = facts.signed.filter(|_| wba_mode != WebBotAuthMode::Observe);
-        let decision = decide_request(
-            self.snapshot,
-            &DecideRequest {
-                host: facts.host,
-                user_agent: facts.user_agent,
-                path: facts.target,
-                client: facts.client,
-                method: facts.method,
-                signed_by: signed.map(|signed| signed.crawler.as_str()),
-                budgets: if apply {
-                    self.store.local_budgets()
-                } else {
-                    None
+        let decision = routed.and_then(|origin| {
+            decide_routed(
+                self.snapshot,
+                origin,
+                &DecideRequest {
+                    host: facts.host,
+                    user_agent: facts.user_agent,
+                    path: facts.target,
+                    client: facts.client,
+                    method: facts.method,
+                    signed_by: signed.map(|signed| signed.crawler.as_str()),
+                    budgets: if apply {
+                        self.store.local_budgets()
+                    } else {
+                        None
+                    },
                 },
-            },
-        );
+            )
+        });
         if apply {
             METRICS
                 .decision_duration

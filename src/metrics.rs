@@ -886,13 +886,64 @@ pub struct RequestSeries {
     responses: [IntCounter; 5],
     /// `robotsguard_upstream_request_duration_seconds{origin}`.
     pub upstream_duration: Histogram,
+    /// `robotsguard_requests_total{origin, crawler, category, decision}` of other requests:
+    /// by crawler label, each (category, decision) seen with its counter. A label lookup hashes
+    /// all four values under the vector's lock and clones the counter; the labels are bounded
+    /// (catalogue names and `other`), so each counter is looked up once and kept here.
+    crawler_requests: CrawlerRequestCounters,
 }
+
+/// Counters by crawler label, then by (category, decision).
+type CrawlerRequestCounters = parking_lot::RwLock<
+    std::collections::HashMap<
+        Box<str>,
+        Vec<(&'static str, &'static str, IntCounter)>,
+        foldhash::fast::RandomState,
+    >,
+>;
 
 impl RequestSeries {
     /// Counts an answer to a request routed to this origin.
     pub fn count_response(&self, status: u16) {
         let class = usize::from(status / 100).clamp(1, 5) - 1;
         self.responses[class].inc();
+    }
+
+    /// Counts a request to `origin` (this series' origin) in `robotsguard_requests_total`:
+    /// a crawler's, or one that failed (a client that is not a crawler and passes is
+    /// [`RequestSeries::not_crawler_passed`]).
+    pub fn count_request(
+        &self,
+        origin: &str,
+        crawler: &str,
+        category: &'static str,
+        decision: &'static str,
+    ) {
+        let find = |series: &[(&'static str, &'static str, IntCounter)]| {
+            series
+                .iter()
+                .find(|(c, d, _)| *c == category && *d == decision)
+                .map(|(_, _, counter)| counter.clone())
+        };
+        if let Some(series) = self.crawler_requests.read().get(crawler) {
+            if let Some((_, _, counter)) = series
+                .iter()
+                .find(|(c, d, _)| *c == category && *d == decision)
+            {
+                counter.inc();
+                return;
+            }
+        }
+        let mut table = self.crawler_requests.write();
+        let series = table.entry(crawler.into()).or_default();
+        let counter = find(series).unwrap_or_else(|| {
+            let counter = METRICS
+                .requests
+                .with_label_values(&[origin, crawler, category, decision]);
+            series.push((category, decision, counter.clone()));
+            counter
+        });
+        counter.inc();
     }
 }
 
@@ -907,6 +958,7 @@ impl OriginRequestSeries {
             responses: ["1xx", "2xx", "3xx", "4xx", "5xx"]
                 .map(|class| METRICS.responses.with_label_values(&[origin, class])),
             upstream_duration: METRICS.upstream_duration.with_label_values(&[origin]),
+            crawler_requests: Default::default(),
         })
     }
 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use arc_swap::ArcSwap;
+use foldhash::fast::RandomState;
 
 use crate::client_address::AddressSet;
 /// Routing looks hosts up in the form the config writes them in; the one normaliser is config's.
@@ -648,8 +649,10 @@ pub struct Snapshot {
     pub identifier: Identifier,
     /// The origins, in config order.
     pub origins: Vec<Arc<Origin>>,
-    by_host: HashMap<String, usize>,
-    by_name: HashMap<String, usize>,
+    /// Keyed by a fast seeded hash rather than SipHash: every request looks its Host up here,
+    /// and its keys come from the config, so a client can only look up, never add collisions.
+    by_host: HashMap<Box<[u8]>, usize, RandomState>,
+    by_name: HashMap<String, usize, RandomState>,
     /// The catalogue feeds' copies in force, shared by every snapshot of the process.
     pub feeds: Arc<FeedStore>,
     /// The feeds' generation the identifier was built with.
@@ -666,7 +669,7 @@ impl Snapshot {
         let feeds_generation = feeds.generation();
         let identifier = build_identifier_with(&config, Some(&feeds))?;
         let mut origins = Vec::with_capacity(config.origins.len());
-        let mut by_host = HashMap::new();
+        let mut by_host = HashMap::default();
         // Looked up by name, so carrying 10,000 origins over stays linear.
         let previous_by_name: HashMap<&str, &Arc<Origin>> = previous
             .map(|snapshot| snapshot.origins.iter().map(|o| (o.name(), o)).collect())
@@ -741,7 +744,7 @@ impl Snapshot {
                 None => Default::default(),
             };
             for host in &origin_config.hosts {
-                by_host.insert(host.clone(), origins.len());
+                by_host.insert(host.as_bytes().into(), origins.len());
             }
             origins.push(Arc::new(Origin {
                 allow_clients: AddressSet::new(&origin_config.policy.allow_clients),
@@ -786,6 +789,11 @@ impl Snapshot {
 
     /// The origin serving `host` (already normalised with [`normalize_host`]).
     pub fn origin_for(&self, host: &str) -> Option<&Arc<Origin>> {
+        self.origin_for_bytes(host.as_bytes())
+    }
+
+    /// [`Snapshot::origin_for`] a host normalised with [`crate::config::normalize_host_bytes`].
+    pub fn origin_for_bytes(&self, host: &[u8]) -> Option<&Arc<Origin>> {
         self.by_host.get(host).map(|&index| &self.origins[index])
     }
 

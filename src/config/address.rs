@@ -159,20 +159,49 @@ fn canonical(text: &str) -> Result<String, Problem> {
 ///
 /// One pass over the bytes, borrowing unless a letter needs folding: it runs on every request.
 pub fn normalize_host(raw: &[u8]) -> Option<Cow<'_, str>> {
+    match normalize_host_bytes(raw)? {
+        Cow::Borrowed(host) => std::str::from_utf8(host).ok().map(Cow::Borrowed),
+        Cow::Owned(host) => String::from_utf8(host).ok().map(Cow::Owned),
+    }
+}
+
+/// What a byte of a host name is, for [`normalize_host_bytes`]: one table lookup per byte.
+const HOST_NAME_BYTE: [u8; 256] = {
+    let mut classes = [HOST_BYTE_INVALID; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        classes[byte] = match byte as u8 {
+            b'a'..=b'z' | b'0'..=b'9' | b'.' | b'-' | b'_' => HOST_BYTE_KEPT,
+            b'A'..=b'Z' => HOST_BYTE_UPPER,
+            b':' => HOST_BYTE_COLON,
+            _ => HOST_BYTE_INVALID,
+        };
+        byte += 1;
+    }
+    classes
+};
+const HOST_BYTE_INVALID: u8 = 0;
+const HOST_BYTE_KEPT: u8 = 1;
+const HOST_BYTE_UPPER: u8 = 2;
+const HOST_BYTE_COLON: u8 = 3;
+
+/// [`normalize_host`] as ASCII bytes: what routing looks up, without checking again as UTF-8
+/// the bytes the pass over them already admitted.
+pub fn normalize_host_bytes(raw: &[u8]) -> Option<Cow<'_, [u8]>> {
     let raw = raw.trim_ascii();
     if raw.is_empty() || raw.len() > 300 {
         return None;
     }
     if raw[0] == b'[' {
-        return normalize_ipv6_host(raw);
+        return normalize_ipv6_host(raw).map(|host| Cow::Owned(host.into_owned().into_bytes()));
     }
     let mut colon = None;
     let mut upper = false;
     for (index, &byte) in raw.iter().enumerate() {
-        match byte {
-            b'a'..=b'z' | b'0'..=b'9' | b'.' | b'-' | b'_' => {}
-            b'A'..=b'Z' => upper = true,
-            b':' => colon = Some(index),
+        match HOST_NAME_BYTE[usize::from(byte)] {
+            HOST_BYTE_KEPT => {}
+            HOST_BYTE_UPPER => upper = true,
+            HOST_BYTE_COLON => colon = Some(index),
             _ => return None,
         }
     }
@@ -185,8 +214,6 @@ pub fn normalize_host(raw: &[u8]) -> Option<Cow<'_, str>> {
     if host.is_empty() {
         return None;
     }
-    // Only the bytes matched above remain: ASCII, so valid UTF-8.
-    let host = std::str::from_utf8(host).ok()?;
     Some(if upper {
         Cow::Owned(host.to_ascii_lowercase())
     } else {
@@ -435,6 +462,29 @@ mod tests {
         assert_eq!(normalize_host(b"user@shop.example"), None);
         assert_eq!(normalize_host(b"shop.example:http"), None);
         assert_eq!(normalize_host(b"\xff"), None);
+    }
+
+    #[test]
+    fn every_byte_of_a_host_name_is_kept_folded_or_refused() {
+        for byte in 0..=u8::MAX {
+            let host = [b'a', byte, b'b'];
+            let expected: Option<Vec<u8>> = match byte {
+                b'a'..=b'z' | b'0'..=b'9' | b'.' | b'-' | b'_' => Some(host.to_vec()),
+                b'A'..=b'Z' => Some(vec![b'a', byte.to_ascii_lowercase(), b'b']),
+                // A port must be digits; anything else names no host.
+                _ => None,
+            };
+            assert_eq!(
+                normalize_host_bytes(&host).map(Cow::into_owned),
+                expected,
+                "byte {byte:#04x}"
+            );
+            assert_eq!(
+                normalize_host(&host).map(|text| text.into_owned().into_bytes()),
+                expected,
+                "byte {byte:#04x}"
+            );
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! The file format is documented, key by key, in `config/robotsguard.yaml`.
 
 mod address;
-pub use address::normalize_host;
+pub use address::{normalize_host, normalize_host_bytes};
 mod duration;
 mod error;
 mod origin;

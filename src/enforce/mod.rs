@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::config::{
-    normalize_host, Action, CrawlDelayAction, EscapedSlashes, Forward, Mode, PathsConfig,
+    normalize_host_bytes, Action, CrawlDelayAction, EscapedSlashes, Forward, Mode, PathsConfig,
     PolicyConfig, SignalAction,
 };
 use crate::crawlers::{Category, CrawlerInfo, Identity, IdentitySource, Purpose, Purposes};
@@ -580,7 +580,7 @@ impl Decision {
     }
 
     /// The `category` metric label, or `none` for a non-crawler.
-    pub fn category_label(&self) -> &str {
+    pub fn category_label(&self) -> &'static str {
         self.crawler
             .as_ref()
             .map_or("none", |c| c.category().as_str())
@@ -754,8 +754,22 @@ pub struct Request<'a> {
 /// Decides `request`: routes it, reads its target, and decides under every crawler it claims
 /// (the one a signature identified first).
 pub fn decide_request(snapshot: &Snapshot, request: &Request<'_>) -> Result<Decision, Refused> {
-    let host = normalize_host(request.host).ok_or(Refused::UnknownHost)?;
-    let origin = snapshot.origin_for(&host).ok_or(Refused::UnknownHost)?;
+    decide_routed(snapshot, route(snapshot, request.host)?, request)
+}
+
+/// The origin that serves `host` (the Host header or `:authority` as sent).
+pub fn route<'s>(snapshot: &'s Snapshot, host: &[u8]) -> Result<&'s Arc<Origin>, Refused> {
+    let host = normalize_host_bytes(host).ok_or(Refused::UnknownHost)?;
+    snapshot.origin_for_bytes(&host).ok_or(Refused::UnknownHost)
+}
+
+/// [`decide_request`] for a request [`route`] already routed to `origin` (its `host` is not
+/// read again).
+pub fn decide_routed(
+    snapshot: &Snapshot,
+    origin: &Arc<Origin>,
+    request: &Request<'_>,
+) -> Result<Decision, Refused> {
     let path = request.path;
     let mut readings = read_target(path, origin.config.paths)?;
     readings.reads = *request.method == http::Method::GET || *request.method == http::Method::HEAD;
@@ -811,11 +825,16 @@ fn decide_named(
         origin: origin.clone(),
         outcome: Outcome::Pass,
         crawler: named.primary().map(Crawler::from_identity),
-        also_named: named
-            .iter()
-            .skip(1)
-            .map(|identity| identity.name.to_string())
-            .collect(),
+        // Most requests name one crawler or none: nothing to collect.
+        also_named: if named.len() > 1 {
+            named
+                .iter()
+                .skip(1)
+                .map(|identity| identity.name.to_string())
+                .collect()
+        } else {
+            Vec::new()
+        },
         group: None,
         rule: None,
         why: Why::NotCrawler,

@@ -985,28 +985,19 @@ impl Guard {
         if let Some(status) = status {
             series.count_response(status);
         }
-        if ctx.failed {
-            METRICS
-                .requests
-                .with_label_values(&[
-                    origin,
-                    decision.crawler_label(),
-                    decision.category_label(),
-                    "error",
-                ])
-                .inc();
-        } else if decision.crawler.is_none() && decision.outcome == Outcome::Pass {
+        if !ctx.failed && decision.crawler.is_none() && decision.outcome == Outcome::Pass {
             series.not_crawler_passed.inc();
         } else {
-            METRICS
-                .requests
-                .with_label_values(&[
-                    origin,
-                    decision.crawler_label(),
-                    decision.category_label(),
-                    decision.outcome.as_str(),
-                ])
-                .inc();
+            series.count_request(
+                origin,
+                decision.crawler_label(),
+                decision.category_label(),
+                if ctx.failed {
+                    "error"
+                } else {
+                    decision.outcome.as_str()
+                },
+            );
         }
         series.duration.observe(ctx.started.elapsed().as_secs_f64());
     }

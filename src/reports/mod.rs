@@ -431,7 +431,16 @@ impl Reports {
         } else {
             "other"
         };
-        let row = report.crawlers.entry(name.to_string()).or_default();
+        // Looked up before inserting: a crawler's row exists after its first request, and
+        // `entry` would allocate the name on every one.
+        if !report.crawlers.contains_key(name) {
+            report
+                .crawlers
+                .insert(name.to_string(), CrawlerRow::default());
+        }
+        let Some(row) = report.crawlers.get_mut(name) else {
+            return;
+        };
         if row.category.is_empty() {
             row.category = category.to_string();
             row.first_seen = now;

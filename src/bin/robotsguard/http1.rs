@@ -62,7 +62,10 @@ pub async fn serve(
         let limits = app.guard.config().limits;
         let already = start.take().unwrap_or_default();
         let idle = app.slots.idle();
+        // `biased`: polled in this order, without drawing a random number per request to pick a
+        // first branch (which branch wins a tie does not matter here).
         let head = tokio::select! {
+            biased;
             head = read_head(&mut stream, already, &limits, first) => head,
             // Completed, it ends the connection: it is never polled again.
             () = &mut shutting_down, if !first => Head::Closed,
