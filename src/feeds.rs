@@ -43,7 +43,7 @@ pub fn load_file(feed: &FeedConfig) -> Result<FeedCopy, String> {
     let Some(path) = feed.file() else {
         return Err("not a file: feed".to_string());
     };
-    let body = read_capped(path)?;
+    let body = crate::net::file::read_capped(path, MAX_FEED_BYTES)?;
     let parsed = parse_feed_in(feed.format, &body, &feed.url, path.parent())?;
     Ok(FeedCopy {
         defs: parsed.defs,
@@ -52,23 +52,6 @@ pub fn load_file(feed: &FeedConfig) -> Result<FeedCopy, String> {
         last_modified: None,
         fetched_at: SystemTime::now(),
     })
-}
-
-fn read_capped(path: &std::path::Path) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let file =
-        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut body = Vec::new();
-    file.take(MAX_FEED_BYTES as u64 + 1)
-        .read_to_end(&mut body)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if body.len() > MAX_FEED_BYTES {
-        return Err(format!(
-            "{} is larger than {MAX_FEED_BYTES} bytes",
-            path.display()
-        ));
-    }
-    Ok(body)
 }
 
 /// Problems with the config's `file:` feeds (each read and parsed), one line each.

@@ -55,6 +55,10 @@ use request::{
     MAX_USER_AGENT,
 };
 
+/// Parsed once: every request is asked whether it carries a Web Bot Auth signature (a name
+/// given as text would be parsed on each).
+const SIGNATURE_INPUT: http::HeaderName = http::HeaderName::from_static("signature-input");
+
 /// robots.txt enforcement for pingora proxies. Cheap to clone: clones share the origins, the
 /// robots.txt copies and the config reloads.
 ///
@@ -457,7 +461,7 @@ impl Guard {
         };
         // A Web Bot Auth signature names its crawler whatever the User-Agent says.
         let mut keys_unavailable = false;
-        let signed = if request.headers.contains_key("signature-input") {
+        let signed = if request.headers.contains_key(SIGNATURE_INPUT) {
             let authority = String::from_utf8_lossy(request_host(request).unwrap_or_default());
             let forwarded_https = ctx.peer_trusted
                 && request

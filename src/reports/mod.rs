@@ -326,7 +326,8 @@ impl Grid {
 pub struct Reports {
     settings: ReportsConfig,
     grid: Grid,
-    origins: RwLock<HashMap<Arc<str>, Arc<Mutex<OriginReport>>>>,
+    /// Keyed by configured origin names only (clients cannot add keys), so the fast hash.
+    origins: RwLock<HashMap<Arc<str>, Arc<Mutex<OriginReport>>, foldhash::fast::RandomState>>,
     /// The wall clock at a moment of the monotonic one: requests read the cheap coarse clock.
     anchor: (Instant, u64),
 }
@@ -365,7 +366,7 @@ impl Reports {
         Reports {
             settings,
             grid: Grid::new(settings.window),
-            origins: RwLock::new(HashMap::new()),
+            origins: RwLock::new(HashMap::default()),
             anchor: (crate::tables::clock::coarse_now(), now),
         }
     }

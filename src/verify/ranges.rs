@@ -612,20 +612,7 @@ impl RangeLists {
 
 /// Reads a list file: at most [`MAX_LIST_BYTES`].
 pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let file =
-        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut body = Vec::new();
-    file.take(MAX_LIST_BYTES as u64 + 1)
-        .read_to_end(&mut body)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if body.len() > MAX_LIST_BYTES {
-        return Err(format!(
-            "{} is larger than {MAX_LIST_BYTES} bytes",
-            path.display()
-        ));
-    }
-    Ok(body)
+    crate::net::file::read_capped(path, MAX_LIST_BYTES)
 }
 
 #[cfg(test)]

@@ -140,24 +140,9 @@ pub(crate) async fn fetch_public(
     Ok(answer.body.to_vec())
 }
 
-/// Reads a local file of at most `max` bytes.
-fn read_capped_now(path: &Path, max: usize) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let file =
-        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut body = Vec::new();
-    file.take(max as u64 + 1)
-        .read_to_end(&mut body)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if body.len() > max {
-        return Err(format!("{} is larger than {max} bytes", path.display()));
-    }
-    Ok(body)
-}
-
-/// [`read_capped_now`] off the async workers.
+/// [`crate::net::file::read_capped`] off the async workers.
 async fn read_capped(path: PathBuf, max: usize) -> Result<Vec<u8>, String> {
-    tokio::task::spawn_blocking(move || read_capped_now(&path, max))
+    tokio::task::spawn_blocking(move || crate::net::file::read_capped(&path, max))
         .await
         .unwrap_or_else(|e| Err(format!("the read did not finish: {e}")))
 }
@@ -176,7 +161,7 @@ fn data_card(url: &str) -> Result<Vec<u8>, String> {
 
 /// A registry file's text, read now.
 fn registry_text(path: &Path) -> Result<String, String> {
-    let body = read_capped_now(path, MAX_REGISTRY_BYTES)?;
+    let body = crate::net::file::read_capped(path, MAX_REGISTRY_BYTES)?;
     String::from_utf8(body).map_err(|_| "the registry is not UTF-8 text".to_string())
 }
 
@@ -205,7 +190,7 @@ pub(crate) fn file_problems(registries: &[RegistrySource]) -> Vec<String> {
             let body = if url.starts_with("data:") {
                 data_card(&url)
             } else if let Some(card) = url.strip_prefix("file:") {
-                read_capped_now(&base.join(card), MAX_CARD_BYTES)
+                crate::net::file::read_capped(&base.join(card), MAX_CARD_BYTES)
             } else {
                 continue;
             };
