@@ -289,9 +289,7 @@ async fn keep_fresh(feed: FeedConfig, shared: Arc<Shared>) {
         let delay = if failures == 0 {
             feed.refresh
         } else {
-            FIRST_RETRY
-                .saturating_mul(1u32 << (failures - 1).min(16))
-                .min(feed.refresh)
+            crate::tasks::backoff(FIRST_RETRY, failures, feed.refresh)
         };
         tokio::select! {
             _ = tokio::time::sleep(delay) => {}

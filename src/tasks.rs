@@ -1,13 +1,22 @@
 //! One background task per key, following config reloads: the robots.txt refresher (a task per
 //! robots.txt slot), the upstream keeper (per set of upstreams) and the range list refresher (per
 //! list) each name, after every reload, the keys that must have a task; tasks of keys no longer
-//! named are stopped.
+//! named are stopped. Also the backoff those tasks wait after failures.
 
 use std::collections::HashMap;
 use std::hash::Hash;
+use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+
+/// The wait before retrying work that failed `failures` times in a row (at least once):
+/// `first`, doubled for each further failure, never more than `cap`.
+pub(crate) fn backoff(first: Duration, failures: u32, cap: Duration) -> Duration {
+    first
+        .saturating_mul(1u32 << failures.saturating_sub(1).min(16))
+        .min(cap)
+}
 
 /// The running tasks, by key. Dropping it stops them all.
 pub(crate) struct Tasks<K: Hash + Eq> {
@@ -69,6 +78,15 @@ pub(crate) async fn next_reload(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn backoff_doubles_from_the_first_wait_up_to_the_cap() {
+        let first = Duration::from_secs(10);
+        let cap = Duration::from_secs(300);
+        let waits: Vec<u64> = (1..=7).map(|n| backoff(first, n, cap).as_secs()).collect();
+        assert_eq!(waits, [10, 20, 40, 80, 160, 300, 300]);
+        assert_eq!(backoff(first, u32::MAX, cap), cap);
+    }
     use super::*;
 
     #[tokio::test]

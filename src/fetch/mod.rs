@@ -223,9 +223,7 @@ async fn keep_fresh(origin: Arc<Origin>, shared: Arc<Shared>) {
 /// Retry-After); an unconfirmed 4xx is retried after [`CONFIRM_UNAVAILABLE_AFTER`].
 fn next_delay(refresh: &Duration, fetched: &Fetched, failures: u32) -> Duration {
     if failures > 0 {
-        let backoff = FIRST_RETRY
-            .saturating_mul(1u32 << (failures - 1).min(16))
-            .min(*refresh);
+        let backoff = crate::tasks::backoff(FIRST_RETRY, failures, *refresh);
         match fetched.kept {
             // The confirming fetch must come at least this late to count.
             Some(Kept::Unconfirmed4xx | Kept::UnconfirmedNoRules) => {

@@ -323,9 +323,7 @@ async fn keep_fresh(slot: Arc<ListSlot>, lists: Arc<RangeLists>, shared: Arc<Sha
         let delay = if failures == 0 {
             jittered(shared.refresh)
         } else {
-            FIRST_RETRY
-                .saturating_mul(1u32 << (failures - 1).min(16))
-                .min(shared.refresh)
+            crate::tasks::backoff(FIRST_RETRY, failures, shared.refresh)
         };
         tokio::select! {
             _ = tokio::time::sleep(delay) => {}

@@ -995,9 +995,7 @@ async fn keep_keys(agent: Arc<Agent>, connector: Arc<Connector>, watcher: Arc<Fi
                 .refresh
                 .map_or(before_expiry, |refresh| before_expiry.min(refresh))
         } else {
-            FIRST_RETRY
-                .saturating_mul(1u32 << (failures - 1).min(16))
-                .min(MAX_RETRY)
+            crate::tasks::backoff(FIRST_RETRY, failures, MAX_RETRY)
         };
         if let Ok(mut status) = agent.status.lock() {
             status.next_load = SystemTime::now().checked_add(delay);
