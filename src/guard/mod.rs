@@ -148,6 +148,14 @@ impl GuardError {
 /// What one request carries between the [`Guard`] hooks. Keep one in your proxy's `CTX` (made
 /// with [`GuardContext::new`] in `new_ctx`) and pass it to each hook.
 pub struct GuardContext {
+    /// Boxed: pingora keeps the `CTX` inside the future of every request, a future that is
+    /// moved into a box of its own per request, and copied there whole; the state inline made
+    /// that copy several times its size larger.
+    state: Box<RequestState>,
+}
+
+/// What [`GuardContext`] holds.
+struct RequestState {
     started: Instant,
     decision: Option<Decision>,
     /// The client: the peer, or what a trusted proxy forwarded for.
@@ -187,19 +195,21 @@ impl GuardContext {
     /// A context for a new request.
     pub fn new() -> GuardContext {
         GuardContext {
-            started: Instant::now(),
-            decision: None,
-            client: None,
-            peer_trusted: false,
-            upstream: None,
-            connect_failed: smallvec::SmallVec::new(),
-            upstream_sent: None,
-            failed: false,
-            request_id: None,
-            absolute_form: false,
-            body_deadline: None,
-            robots_seen: None,
-            read_robots: None,
+            state: Box::new(RequestState {
+                started: Instant::now(),
+                decision: None,
+                client: None,
+                peer_trusted: false,
+                upstream: None,
+                connect_failed: smallvec::SmallVec::new(),
+                upstream_sent: None,
+                failed: false,
+                request_id: None,
+                absolute_form: false,
+                body_deadline: None,
+                robots_seen: None,
+                read_robots: None,
+            }),
         }
     }
 
@@ -207,13 +217,13 @@ impl GuardContext {
     /// for a request it refused before deciding (malformed, unknown host) and for an unknown host
     /// under [`UnknownHosts::Pass`].
     pub fn decision(&self) -> Option<&Decision> {
-        self.decision.as_ref()
+        self.state.decision.as_ref()
     }
 
     /// The client's address: the peer's, or the one a trusted proxy forwarded
     /// (`trusted_proxies`). `None` for a Unix-socket client or before `request_filter`.
     pub fn client(&self) -> Option<IpAddr> {
-        self.client
+        self.state.client
     }
 }
 
@@ -414,9 +424,10 @@ impl Guard {
         let snapshot = self.live.load();
         let peer = peer_ip(session);
         let trusted = &snapshot.config.trusted_proxies;
-        ctx.peer_trusted = peer.is_some_and(|ip| crate::client_address::is_trusted(trusted, ip));
-        ctx.client = peer.map(|ip| {
-            if ctx.peer_trusted {
+        ctx.state.peer_trusted =
+            peer.is_some_and(|ip| crate::client_address::is_trusted(trusted, ip));
+        ctx.state.client = peer.map(|ip| {
+            if ctx.state.peer_trusted {
                 let values = session
                     .req_header()
                     .headers
@@ -429,7 +440,7 @@ impl Guard {
             }
         });
         if snapshot.config.access_log.is_some() {
-            ctx.request_id = Some(request_id(session.req_header(), ctx.peer_trusted));
+            ctx.state.request_id = Some(request_id(session.req_header(), ctx.state.peer_trusted));
         }
         // The body, whether proxied or drained after an answer of ours, must arrive within
         // limits.body_timeout: per read, and in all for a drain (a proxied body's total is
@@ -463,7 +474,7 @@ impl Guard {
         let mut keys_unavailable = false;
         let signed = if request.headers.contains_key(SIGNATURE_INPUT) {
             let authority = String::from_utf8_lossy(request_host(request).unwrap_or_default());
-            let forwarded_https = ctx.peer_trusted
+            let forwarded_https = ctx.state.peer_trusted
                 && request
                     .headers
                     .get(X_FORWARDED_PROTO)
@@ -502,20 +513,20 @@ impl Guard {
         } else {
             None
         };
-        let request_id = ctx.request_id.clone();
+        let request_id = ctx.state.request_id.clone();
         let facts = Facts {
             host: request_host(request).unwrap_or_default(),
             user_agent,
             target: target.decided_path(),
             method: &request.method,
-            client: ctx.client,
+            client: ctx.state.client,
             signed: signed.as_ref(),
             keys_unavailable,
             request_id: request_id.as_ref().and_then(|id| id.to_str().ok()),
         };
         let judgment = self.judge_with(&snapshot, &facts, JudgeMode::Apply).await;
-        ctx.absolute_form = matches!(target, Target::Absolute(_));
-        ctx.read_robots = judgment.read_robots;
+        ctx.state.absolute_form = matches!(target, Target::Absolute(_));
+        ctx.state.read_robots = judgment.read_robots;
         let Some(decision) = judgment.decision else {
             return match judgment.answer {
                 Answer::Refuse(Refusal {
@@ -537,7 +548,7 @@ impl Guard {
             Answer::Proxy => {}
             Answer::ServeRobots(copy) => {
                 let refresh = decision.origin.robots.settings.refresh;
-                ctx.decision = Some(decision);
+                ctx.state.decision = Some(decision);
                 serve_robots(session, &copy, refresh).await?;
                 return Ok(true);
             }
@@ -565,11 +576,11 @@ impl Guard {
                     RefusedFor::Disguised => answer::disguised_body(&decision),
                     _ => {
                         let path = request_path(session.req_header());
-                        let robots_url = robots_url(session, ctx.peer_trusted);
-                        block_body(&decision, path, &robots_url, &client_text(ctx.client))
+                        let robots_url = robots_url(session, ctx.state.peer_trusted);
+                        block_body(&decision, path, &robots_url, &client_text(ctx.state.client))
                     }
                 };
-                ctx.decision = Some(decision);
+                ctx.state.decision = Some(decision);
                 respond_refusal(session, &refusal, body).await?;
                 return Ok(true);
             }
@@ -582,10 +593,10 @@ impl Guard {
             )
             && request.raw_path() == b"/robots.txt"
         {
-            ctx.robots_seen = Some(BytesMut::new());
+            ctx.state.robots_seen = Some(BytesMut::new());
         }
-        ctx.body_deadline = Some(Instant::now() + limits.body_timeout);
-        ctx.decision = Some(decision);
+        ctx.state.body_deadline = Some(Instant::now() + limits.body_timeout);
+        ctx.state.decision = Some(decision);
         Ok(false)
     }
 
@@ -657,7 +668,7 @@ impl Guard {
         end_of_stream: bool,
         ctx: &mut GuardContext,
     ) -> Result<()> {
-        let Some(deadline) = ctx.body_deadline else {
+        let Some(deadline) = ctx.state.body_deadline else {
             return Ok(());
         };
         if end_of_stream {
@@ -681,14 +692,14 @@ impl Guard {
     /// (round robin over healthy addresses, skipping one this request could not connect to). Your
     /// proxy may choose its own peer instead.
     pub fn upstream_peer(&self, ctx: &mut GuardContext) -> Result<Box<HttpPeer>> {
-        let Some(decision) = &ctx.decision else {
+        let Some(decision) = &ctx.state.decision else {
             return Error::e_explain(
                 ErrorType::InternalError,
                 "Guard::upstream_peer: the request has no decision (request_filter did not route it)",
             );
         };
         let origin = &decision.origin;
-        let Some(upstream) = origin.upstreams.pick(&ctx.connect_failed) else {
+        let Some(upstream) = origin.upstreams.pick(&ctx.state.connect_failed) else {
             let why = origin.upstreams.resolution_error.load();
             return Error::e_explain(
                 ErrorType::HTTPStatus(502),
@@ -722,20 +733,21 @@ impl Guard {
             }));
             METRICS.upstream_windows_narrowed.inc();
         }
-        ctx.upstream = Some(upstream);
+        ctx.state.upstream = Some(upstream);
         Ok(Box::new(peer))
     }
 
     /// Call from `fail_to_connect` (with [`Guard::upstream_peer`]): counts the failure towards
     /// skipping that upstream and retries once on another, since nothing reached the first.
     pub fn fail_to_connect(&self, ctx: &mut GuardContext, mut e: Box<Error>) -> Box<Error> {
-        if let (Some(decision), Some(upstream)) = (&ctx.decision, &ctx.upstream) {
+        if let (Some(decision), Some(upstream)) = (&ctx.state.decision, &ctx.state.upstream) {
             let upstreams = &decision.origin.upstreams;
             if upstreams.record_failure(upstream) {
                 crate::logs::upstream_skipped(decision.origin.name(), upstream.address);
             }
-            ctx.connect_failed.push(upstream.address);
-            if ctx.connect_failed.len() < 2 && upstreams.has_other(&ctx.connect_failed) {
+            ctx.state.connect_failed.push(upstream.address);
+            if ctx.state.connect_failed.len() < 2 && upstreams.has_other(&ctx.state.connect_failed)
+            {
                 e.set_retry(true);
             }
         }
@@ -753,7 +765,7 @@ impl Guard {
         upstream_request: &mut RequestHeader,
         ctx: &mut GuardContext,
     ) -> Result<()> {
-        let Some(decision) = ctx.decision.as_ref() else {
+        let Some(decision) = ctx.state.decision.as_ref() else {
             // Not ours (an unknown host under UnknownHosts::Pass).
             return Ok(());
         };
@@ -762,7 +774,7 @@ impl Guard {
         let target: Option<Cow<'_, [u8]>> = if let Some(target) = &decision.rewritten_target {
             // `paths.forward: canonical`: the origin gets exactly the path it was decided on.
             Some(Cow::Borrowed(target))
-        } else if ctx.absolute_form {
+        } else if ctx.state.absolute_form {
             // An absolute-form target (`GET http://host/path`) is forwarded in origin-form.
             // pingora has already checked that its authority agrees with Host; the parsed URI
             // holds the path and query.
@@ -777,20 +789,20 @@ impl Guard {
             upstream_request,
             target.as_deref(),
             &Forwarding {
-                peer_trusted: ctx.peer_trusted,
-                from: if ctx.peer_trusted {
+                peer_trusted: ctx.state.peer_trusted,
+                from: if ctx.state.peer_trusted {
                     peer_ip(session)
                 } else {
-                    ctx.client
+                    ctx.state.client
                 },
                 tls: is_tls(session),
                 // request_filter routed this request by this host, so it is there and valid.
                 host: request_host(session.req_header()).unwrap_or_default(),
-                request_id: ctx.request_id.as_ref(),
+                request_id: ctx.state.request_id.as_ref(),
                 nominated: &connection_nominations(session.req_header()),
             },
         )?;
-        ctx.upstream_sent = Some(Instant::now());
+        ctx.state.upstream_sent = Some(Instant::now());
         Ok(())
     }
 
@@ -803,9 +815,9 @@ impl Guard {
     /// Call from `upstream_response_filter` (with [`Guard::upstream_peer`]): the upstream
     /// answered, so it is healthy; its response time is measured.
     pub fn upstream_response_filter(&self, ctx: &mut GuardContext) {
-        if let (Some(decision), Some(upstream)) = (&ctx.decision, &ctx.upstream) {
+        if let (Some(decision), Some(upstream)) = (&ctx.state.decision, &ctx.state.upstream) {
             decision.origin.upstreams.record_success(upstream);
-            if let Some(sent) = ctx.upstream_sent {
+            if let Some(sent) = ctx.state.upstream_sent {
                 decision
                     .origin
                     .request_series
@@ -820,7 +832,7 @@ impl Guard {
     /// fetches `/robots.txt` through the proxy and the origin's differs from the copy in force,
     /// robotsguard refreshes its copy at once instead of at the next scheduled refresh.
     pub fn response_filter(&self, response: &ResponseHeader, ctx: &mut GuardContext) {
-        if ctx.robots_seen.is_none() {
+        if ctx.state.robots_seen.is_none() {
             return;
         }
         // Only a plain-text 200 body (or one of no declared type) can be compared with the
@@ -838,7 +850,7 @@ impl Guard {
                 value.len() >= 10 && value[..10].eq_ignore_ascii_case(b"text/plain")
             });
         if response.status.as_u16() != 200 || !identity || !plain_text {
-            ctx.robots_seen = None;
+            ctx.state.robots_seen = None;
         }
     }
 
@@ -846,7 +858,7 @@ impl Guard {
     /// proxied response gets a `Content-Usage` header stating the robots.txt preferences that
     /// apply to its path (aipref's attach form), unless the origin sent one.
     pub fn response_headers(&self, response: &mut ResponseHeader, ctx: &GuardContext) {
-        let Some(value) = ctx.decision.as_ref().and_then(|d| d.content_usage()) else {
+        let Some(value) = ctx.state.decision.as_ref().and_then(|d| d.content_usage()) else {
             return;
         };
         if response.headers.contains_key("content-usage") {
@@ -866,13 +878,15 @@ impl Guard {
         end_of_stream: bool,
         ctx: &mut GuardContext,
     ) {
-        let (Some(seen), Some(decision)) = (ctx.robots_seen.as_mut(), ctx.decision.as_ref()) else {
+        let (Some(seen), Some(decision)) =
+            (ctx.state.robots_seen.as_mut(), ctx.state.decision.as_ref())
+        else {
             return;
         };
         let limit = decision.origin.robots.settings.max_size;
         if let Some(chunk) = body {
             if seen.len() + chunk.len() > limit {
-                ctx.robots_seen = None;
+                ctx.state.robots_seen = None;
                 return;
             }
             seen.extend_from_slice(chunk);
@@ -887,7 +901,7 @@ impl Guard {
                 );
                 decision.origin.robots.refresh_requested.notify_one();
             }
-            ctx.robots_seen = None;
+            ctx.state.robots_seen = None;
         }
     }
 
@@ -903,7 +917,7 @@ impl Guard {
     ) -> FailToProxy {
         let upstream_failure = e.esource() == &ErrorSource::Upstream
             || matches!(e.etype(), ErrorType::HTTPStatus(502));
-        if let Some(decision) = &ctx.decision {
+        if let Some(decision) = &ctx.state.decision {
             let kind = match e.etype() {
                 ErrorType::ConnectTimedout => "connect_timeout",
                 ErrorType::ConnectRefused => "connect_refused",
@@ -915,14 +929,14 @@ impl Guard {
                 _ => "other",
             };
             if upstream_failure || kind != "other" {
-                ctx.failed = true;
+                ctx.state.failed = true;
                 METRICS
                     .upstream_errors
                     .with_label_values(&[decision.origin.name(), kind])
                     .inc();
             }
             // A hung upstream counts towards skipping it, like one that refuses connections.
-            if let (Some(upstream), "timeout") = (&ctx.upstream, kind) {
+            if let (Some(upstream), "timeout") = (&ctx.state.upstream, kind) {
                 if decision.origin.upstreams.record_failure(upstream) {
                     crate::logs::upstream_skipped(decision.origin.name(), upstream.address);
                 }
@@ -947,7 +961,7 @@ impl Guard {
             },
         };
         crate::logs::proxy_failure(
-            ctx.decision.as_ref().map(|d| d.origin.name()),
+            ctx.state.decision.as_ref().map(|d| d.origin.name()),
             code,
             &e.to_string(),
         );
@@ -969,7 +983,7 @@ impl Guard {
         if let Some(settings) = &self.live.load().config.access_log {
             access_log(settings, session, ctx, status);
         }
-        let Some(decision) = &ctx.decision else {
+        let Some(decision) = &ctx.state.decision else {
             if let Some(status) = status {
                 METRICS.count_response(None, status);
             }
@@ -978,10 +992,10 @@ impl Guard {
         let target = request_target(session.req_header());
         self.reports.record(&crate::reports::Observed {
             decision,
-            failed: ctx.failed,
-            client: ctx.client,
+            failed: ctx.state.failed,
+            client: ctx.state.client,
             bytes: session.body_bytes_sent() as u64,
-            read_robots: ctx.read_robots,
+            read_robots: ctx.state.read_robots,
             target: target.as_ref().map_or(&b"/"[..], Target::decided_path),
         });
         let origin = decision.origin.name();
@@ -989,21 +1003,23 @@ impl Guard {
         if let Some(status) = status {
             series.count_response(status);
         }
-        if !ctx.failed && decision.crawler.is_none() && decision.outcome == Outcome::Pass {
+        if !ctx.state.failed && decision.crawler.is_none() && decision.outcome == Outcome::Pass {
             series.not_crawler_passed.inc();
         } else {
             series.count_request(
                 origin,
                 decision.crawler_label(),
                 decision.category_label(),
-                if ctx.failed {
+                if ctx.state.failed {
                     "error"
                 } else {
                     decision.outcome.as_str()
                 },
             );
         }
-        series.duration.observe(ctx.started.elapsed().as_secs_f64());
+        series
+            .duration
+            .observe(ctx.state.started.elapsed().as_secs_f64());
     }
 }
 
@@ -1036,25 +1052,25 @@ fn access_log(
         .headers
         .get(http::header::USER_AGENT)
         .map_or(&[][..], HeaderValue::as_bytes);
-    let decision = ctx.decision.as_ref();
+    let decision = ctx.state.decision.as_ref();
     let record = crate::logs::AccessRecord {
-        client: ctx.client,
+        client: ctx.state.client,
         host,
         method: request.method.as_str(),
         path: request.raw_path(),
         status: status.unwrap_or(0),
         bytes: session.body_bytes_sent(),
-        duration: ctx.started.elapsed(),
+        duration: ctx.state.started.elapsed(),
         user_agent,
         origin: decision.map(|d| d.origin.name()),
         crawler: decision.and_then(|d| d.crawler.as_ref()).map(|c| c.name()),
         decision: match decision {
             None => "unrouted",
-            Some(_) if ctx.failed => "error",
+            Some(_) if ctx.state.failed => "error",
             Some(d) => d.outcome.as_str(),
         },
-        upstream: ctx.upstream.as_ref().map(|u| u.address),
-        request_id: ctx.request_id.as_ref().map(HeaderValue::as_bytes),
+        upstream: ctx.state.upstream.as_ref().map(|u| u.address),
+        request_id: ctx.state.request_id.as_ref().map(HeaderValue::as_bytes),
     };
     crate::logs::access(settings, &record);
 }

@@ -434,13 +434,9 @@ impl Reports {
         };
         // Looked up before inserting: a crawler's row exists after its first request, and
         // `entry` would allocate the name on every one.
-        if !report.crawlers.contains_key(name) {
-            report
-                .crawlers
-                .insert(name.to_string(), CrawlerRow::default());
-        }
-        let Some(row) = report.crawlers.get_mut(name) else {
-            return;
+        let row = match report.crawlers.get_mut(name) {
+            Some(row) => row,
+            None => report.crawlers.entry(name.to_string()).or_default(),
         };
         if row.category.is_empty() {
             row.category = category.to_string();

@@ -37,8 +37,10 @@ pub struct SpaceSaving<K: Eq + Hash + Clone + Ord, V> {
     capacity: usize,
     entries: Vec<Counted<K, V>>,
     index: HashMap<K, usize>,
-    /// `(count, key)` of every entry, to find the least counted one in O(log n).
-    order: BTreeSet<(u64, K)>,
+    /// `(count, position in entries)` of every entry, to find the least counted one in
+    /// O(log n). Positions rather than keys: a count that changes moves its entry here without
+    /// cloning the key (a violation's key holds several strings).
+    order: BTreeSet<(u64, usize)>,
 }
 
 impl<K: Eq + Hash + Clone + Ord, V: Mergeable + Clone> SpaceSaving<K, V> {
@@ -57,15 +59,16 @@ impl<K: Eq + Hash + Clone + Ord, V: Mergeable + Clone> SpaceSaving<K, V> {
     pub fn add(&mut self, key: &K, count: u64, value: &V) {
         if let Some(&at) = self.index.get(key) {
             let entry = &mut self.entries[at];
-            self.order.remove(&(entry.count, entry.key.clone()));
+            self.order.remove(&(entry.count, at));
             entry.count += count;
             entry.value.merge(value);
-            self.order.insert((entry.count, entry.key.clone()));
+            self.order.insert((entry.count, at));
             return;
         }
         if self.entries.len() < self.capacity {
-            self.index.insert(key.clone(), self.entries.len());
-            self.order.insert((count, key.clone()));
+            let at = self.entries.len();
+            self.index.insert(key.clone(), at);
+            self.order.insert((count, at));
             self.entries.push(Counted {
                 key: key.clone(),
                 count,
@@ -74,12 +77,14 @@ impl<K: Eq + Hash + Clone + Ord, V: Mergeable + Clone> SpaceSaving<K, V> {
             });
             return;
         }
-        let Some((least, least_key)) = self.order.pop_first() else {
+        // The least counted entry gives its place (of several, the one earliest in `entries`).
+        let Some((least, at)) = self.order.pop_first() else {
             return;
         };
-        let Some(at) = self.index.remove(&least_key) else {
+        let Some(evicted) = self.entries.get(at) else {
             return;
         };
+        self.index.remove(&evicted.key);
         self.entries[at] = Counted {
             key: key.clone(),
             count: least + count,
@@ -87,7 +92,7 @@ impl<K: Eq + Hash + Clone + Ord, V: Mergeable + Clone> SpaceSaving<K, V> {
             value: value.clone(),
         };
         self.index.insert(key.clone(), at);
-        self.order.insert((least + count, key.clone()));
+        self.order.insert((least + count, at));
     }
 
     /// Merges a whole counted entry (from another slice or replica), keeping its error.

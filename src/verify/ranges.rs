@@ -503,7 +503,9 @@ pub struct ListSlot {
 /// list and survive config reloads while some crawler still names them.
 #[derive(Debug, Default)]
 pub struct RangeLists {
-    slots: RwLock<HashMap<String, Arc<ListSlot>>>,
+    /// Keyed by configured and catalogue list names (not client input), so the fast hash: a
+    /// crawler's claim looks its lists up here on every request.
+    slots: RwLock<HashMap<String, Arc<ListSlot>, foldhash::fast::RandomState>>,
     /// `verify.ranges.mirrors`: a list's URL and what to fetch or read instead.
     mirrors: Vec<(String, String)>,
     /// Bumped whenever what the lists say may have changed (a copy stored, the set of lists

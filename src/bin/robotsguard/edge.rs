@@ -180,7 +180,13 @@ impl Slots {
     /// one. Each wait has a `Notify` of its own: a notification that arrives as the wait ends (a
     /// request came in) stays with it, rather than closing the connection at its next wait.
     pub(crate) fn idle(self: &Arc<Self>) -> Idle {
-        let close = Arc::new(Notify::new());
+        self.idle_with(None)
+    }
+
+    /// [`Slots::idle`], reusing the `Notify` that [`Idle::release`] gave back from the
+    /// connection's previous wait (an HTTP/1 connection waits before every request).
+    pub(crate) fn idle_with(self: &Arc<Self>, close: Option<Arc<Notify>>) -> Idle {
+        let close = close.unwrap_or_else(|| Arc::new(Notify::new()));
         let number = match self.waiting.lock() {
             Ok(mut waiting) => {
                 let number = waiting.next;
@@ -194,6 +200,7 @@ impl Slots {
             slots: self.clone(),
             number,
             close,
+            listed: true,
         }
     }
 }
@@ -203,6 +210,8 @@ pub(crate) struct Idle {
     slots: Arc<Slots>,
     number: u64,
     close: Arc<Notify>,
+    /// Still in the list (not yet left by [`Idle::release`]).
+    listed: bool,
 }
 
 impl Idle {
@@ -210,16 +219,37 @@ impl Idle {
     pub(crate) async fn evicted(&self) {
         self.close.notified().await;
     }
+
+    /// Leaves the list; whether this wait was still in it (an evicting connection takes its
+    /// choice out of the list before notifying it).
+    fn leave(&mut self) -> bool {
+        if !std::mem::take(&mut self.listed) {
+            return false;
+        }
+        let Ok(mut waiting) = self.slots.waiting.lock() else {
+            return false;
+        };
+        // Numbers are handed out in order and the list keeps it.
+        match waiting.list.binary_search_by_key(&self.number, |(n, _)| *n) {
+            Ok(position) => {
+                waiting.list.remove(position);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Leaves the list and gives back the `Notify` for the connection's next wait, unless an
+    /// evicting connection chose this one: its notification may be stored in the `Notify`
+    /// (the wait ended as it came), and must not close the connection at its next wait.
+    pub(crate) fn release(mut self) -> Option<Arc<Notify>> {
+        self.leave().then(|| self.close.clone())
+    }
 }
 
 impl Drop for Idle {
     fn drop(&mut self) {
-        if let Ok(mut waiting) = self.slots.waiting.lock() {
-            // Numbers are handed out in order and the list keeps it.
-            if let Ok(position) = waiting.list.binary_search_by_key(&self.number, |(n, _)| *n) {
-                waiting.list.remove(position);
-            }
-        }
+        self.leave();
     }
 }
 

@@ -57,11 +57,12 @@ pub async fn serve(
     let mut start = Some(start);
     // Made once per connection rather than once per request: each request waits on it.
     let mut shutting_down = std::pin::pin!(wait_for_shutdown(shutdown.clone()));
+    let mut close = None;
     loop {
         // Limits are read per request, so a reload applies to open connections too.
         let limits = app.guard.config().limits;
         let already = start.take().unwrap_or_default();
-        let idle = app.slots.idle();
+        let idle = app.slots.idle_with(close.take());
         // `biased`: polled in this order, without drawing a random number per request to pick a
         // first branch (which branch wins a tie does not matter here).
         let head = tokio::select! {
@@ -71,7 +72,7 @@ pub async fn serve(
             () = &mut shutting_down, if !first => Head::Closed,
             () = idle.evicted() => Head::Closed,
         };
-        drop(idle);
+        close = idle.release();
         let prefix = match head {
             Head::Ready(prefix) => prefix,
             Head::Closed => return End::Closed,
@@ -187,7 +188,13 @@ async fn read_head(
         if buf.capacity() - buf.len() < 1024 {
             buf.reserve(buf.len().max(4096));
         }
-        let read = tokio::time::timeout_at(deadline, stream.read_buf(&mut buf)).await;
+        // pingora's timer wheel (10 ms resolution, one shared timer per tick) rather than a
+        // tokio timer per read: this wait is armed for every request, as pingora arms its own
+        // read timeout when it reads a head itself. The deadline stays fixed: each read gets
+        // only what is left of it.
+        let left = deadline.saturating_duration_since(Instant::now());
+        let read =
+            pingora::prelude::fast_timeout::fast_timeout(left, stream.read_buf(&mut buf)).await;
         match read {
             Err(_elapsed) if buf.is_empty() => return Head::Closed,
             Err(_elapsed) => return Head::TimedOut,
