@@ -51,12 +51,12 @@ use forward::{
     X_FORWARDED_PROTO,
 };
 use request::{
-    client_text, is_tls, peer_ip, request_host, request_path, request_target, Target,
+    client_text, is_tls, peer_ip, request_host, request_path, request_target, scan_headers, Target,
     MAX_USER_AGENT,
 };
 
-/// Parsed once: every request is asked whether it carries a Web Bot Auth signature (a name
-/// given as text would be parsed on each).
+/// The header that marks a Web Bot Auth signature ([`request::scan_headers`] looks for it on
+/// every request).
 const SIGNATURE_INPUT: http::HeaderName = http::HeaderName::from_static("signature-input");
 
 /// robots.txt enforcement for pingora proxies. Cheap to clone: clones share the origins, the
@@ -183,6 +183,9 @@ struct RequestState {
     robots_seen: Option<BytesMut>,
     /// For a request a robots.txt rule disallowed: whether the client had read robots.txt.
     read_robots: Option<bool>,
+    /// The request has a `Connection` header (whose nominations `upstream_request_filter`
+    /// reads); until `request_filter` has looked, assumed so.
+    connection_header: bool,
 }
 
 impl Default for GuardContext {
@@ -209,6 +212,7 @@ impl GuardContext {
                 body_deadline: None,
                 robots_seen: None,
                 read_robots: None,
+                connection_header: true,
             }),
         }
     }
@@ -453,9 +457,10 @@ impl Guard {
         // limits.idle_timeout ends it.
         session.set_write_timeout(Some(limits.idle_timeout));
         let request = session.req_header();
-        let mut user_agents = request.headers.get_all(http::header::USER_AGENT).iter();
-        let user_agent = user_agents.next().map_or(&[][..], HeaderValue::as_bytes);
-        if user_agents.next().is_some() {
+        let scan = scan_headers(&request.headers);
+        ctx.state.connection_header = scan.connection;
+        let user_agent = scan.user_agent.map_or(&[][..], HeaderValue::as_bytes);
+        if scan.user_agents > 1 {
             // Deciding on one and forwarding both would let the origin read the other.
             return refuse(
                 session,
@@ -472,7 +477,7 @@ impl Guard {
         };
         // A Web Bot Auth signature names its crawler whatever the User-Agent says.
         let mut keys_unavailable = false;
-        let signed = if request.headers.contains_key(SIGNATURE_INPUT) {
+        let signed = if scan.signature_input {
             let authority = String::from_utf8_lossy(request_host(request).unwrap_or_default());
             let forwarded_https = ctx.state.peer_trusted
                 && request
@@ -710,7 +715,8 @@ impl Guard {
                 ),
             );
         };
-        let mut peer = http_peer(origin, upstream.address);
+        // Boxed at once: `HttpPeer` is large, and pingora takes it boxed.
+        let mut peer = Box::new(http_peer(origin, upstream.address));
         // pingora would refuse a request whose `Connection` header names `Host` or an
         // `X-Forwarded-*` header, and drop any other header named there before
         // `upstream_request_filter` runs, the User-Agent included; the filter does it instead,
@@ -734,7 +740,7 @@ impl Guard {
             METRICS.upstream_windows_narrowed.inc();
         }
         ctx.state.upstream = Some(upstream);
-        Ok(Box::new(peer))
+        Ok(peer)
     }
 
     /// Call from `fail_to_connect` (with [`Guard::upstream_peer`]): counts the failure towards
@@ -799,7 +805,11 @@ impl Guard {
                 // request_filter routed this request by this host, so it is there and valid.
                 host: request_host(session.req_header()).unwrap_or_default(),
                 request_id: ctx.state.request_id.as_ref(),
-                nominated: &connection_nominations(session.req_header()),
+                nominated: &if ctx.state.connection_header {
+                    connection_nominations(session.req_header())
+                } else {
+                    Vec::new()
+                },
             },
         )?;
         ctx.state.upstream_sent = Some(Instant::now());

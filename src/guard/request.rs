@@ -3,6 +3,7 @@
 
 use std::net::IpAddr;
 
+use http::{HeaderMap, HeaderValue};
 use pingora::http::RequestHeader;
 use pingora::proxy::Session;
 
@@ -24,6 +25,39 @@ pub(super) fn request_host(request: &RequestHeader) -> Option<&[u8]> {
         return None;
     }
     Some(first.as_bytes())
+}
+
+/// What [`super::Guard::request_filter`] reads of the request's header names, in one pass over
+/// the headers rather than a hashed lookup per name (most requests carry a handful of headers).
+pub(super) struct HeaderScan<'a> {
+    /// The first `User-Agent` value.
+    pub user_agent: Option<&'a HeaderValue>,
+    /// How many `User-Agent` values there are.
+    pub user_agents: usize,
+    /// A Web Bot Auth `Signature-Input` is there.
+    pub signature_input: bool,
+    /// A `Connection` header is there (it may nominate headers as hop-by-hop).
+    pub connection: bool,
+}
+
+pub(super) fn scan_headers(headers: &HeaderMap) -> HeaderScan<'_> {
+    let mut scan = HeaderScan {
+        user_agent: None,
+        user_agents: 0,
+        signature_input: false,
+        connection: false,
+    };
+    for (name, value) in headers {
+        if *name == http::header::USER_AGENT {
+            scan.user_agents += 1;
+            scan.user_agent.get_or_insert(value);
+        } else if *name == http::header::CONNECTION {
+            scan.connection = true;
+        } else if *name == super::SIGNATURE_INPUT {
+            scan.signature_input = true;
+        }
+    }
+    scan
 }
 
 /// The request target's path and query (`/` when it has none, as for `*`).

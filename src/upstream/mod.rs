@@ -61,8 +61,12 @@ impl Peer {
 
     /// Whether requests may go here now.
     pub fn is_healthy(&self) -> bool {
-        self.checked_up.load(Ordering::Relaxed)
-            && self.skipped_until.load(Ordering::Relaxed) <= now_millis()
+        if !self.checked_up.load(Ordering::Relaxed) {
+            return false;
+        }
+        // 0 when the upstream was never skipped or has recovered: no clock read on every pick.
+        let skipped_until = self.skipped_until.load(Ordering::Relaxed);
+        skipped_until == 0 || skipped_until <= now_millis()
     }
 
     fn publish(&self) {
