@@ -86,6 +86,35 @@ fn duplicate_host_headers_are_refused() {
     assert!(origin.proxied().is_empty(), "{:?}", origin.proxied());
 }
 
+/// Deciding on one User-Agent and forwarding both would let the origin read the other: a crawler
+/// could pass as a browser to robotsguard and as itself to the origin.
+#[test]
+fn two_user_agent_headers_are_refused_whatever_their_order() {
+    let (origin, proxy) = shop();
+    for agents in [
+        format!("User-Agent: {BROWSER}\r\nUser-Agent: {GPTBOT}"),
+        format!("User-Agent: {GPTBOT}\r\nUser-Agent: {BROWSER}"),
+        format!("User-Agent: {BROWSER}\r\nAccept: */*\r\nuser-agent: {BROWSER}"),
+    ] {
+        let request = format!("GET /private/a HTTP/1.1\r\nHost: {SHOP}\r\n{agents}\r\n\r\n");
+        let response = proxy.raw(request.as_bytes());
+        assert_eq!(
+            response.as_ref().map(|r| r.status).ok(),
+            Some(400),
+            "{agents}"
+        );
+    }
+    // One User-Agent, among other headers, is decided as usual.
+    let request = format!(
+        "GET /page HTTP/1.1\r\nHost: {SHOP}\r\nAccept: */*\r\nUser-Agent: {BROWSER}\r\nConnection: close\r\n\r\n"
+    );
+    assert_eq!(
+        proxy.raw(request.as_bytes()).map(|r| r.status).ok(),
+        Some(200)
+    );
+    assert_eq!(origin.proxied().len(), 1, "{:?}", origin.proxied());
+}
+
 #[test]
 fn an_absolute_form_target_cannot_reach_another_host() {
     let (origin, proxy) = shop();
