@@ -612,10 +612,12 @@ fn upstream_connections_stay_within_the_request_cap_and_metrics_answer() {
     drop(clients);
     assert!(answered_metrics >= 5, "/metrics stopped answering");
     assert!(refused >= 160.0 - 64.0, "refused {refused} of 160 streams");
-    // 4 client connections and at most 64 upstream ones, and a few descriptors of the process's
-    // own (the admin requests themselves among them); 160 upstream connections without the cap.
+    // 4 client connections and at most 64 upstream ones, and descriptors of the process's own
+    // (the admin requests themselves, and what it opens lazily after `before` was read, such as
+    // the robots.txt fetch: 72 to 75 in all on a quiet machine, up to 87 seen under a loaded
+    // CI); 160 upstream connections without the cap.
     assert!(
-        peak - before <= 4.0 + 64.0 + 16.0,
+        peak - before <= 4.0 + 64.0 + 32.0,
         "open descriptors grew from {before} to {peak}"
     );
 }
