@@ -137,6 +137,8 @@ pub(super) struct Forwarding<'a> {
     pub tls: bool,
     /// The Host the request was routed by.
     pub host: &'a [u8],
+    /// The same, when it came as the request's `Host` header: sent as `X-Forwarded-Host` as it is.
+    pub host_header: Option<&'a HeaderValue>,
     pub request_id: Option<&'a HeaderValue>,
     /// Headers the client nominated as hop-by-hop ([`connection_nominations`]).
     pub nominated: &'a [HeaderName],
@@ -203,8 +205,11 @@ fn set_forwarding_headers(headers: &mut HeaderMap, facts: &Forwarding<'_>) -> Re
             .map_err(too_many)?;
     }
     if !(facts.peer_trusted && headers.contains_key(X_FORWARDED_HOST)) {
-        let host = HeaderValue::from_bytes(facts.host)
-            .map_err(|e| Error::because(ErrorType::InvalidHTTPHeader, "X-Forwarded-Host", e))?;
+        let host = match facts.host_header {
+            Some(host) => host.clone(),
+            None => HeaderValue::from_bytes(facts.host)
+                .map_err(|e| Error::because(ErrorType::InvalidHTTPHeader, "X-Forwarded-Host", e))?,
+        };
         headers
             .try_insert(X_FORWARDED_HOST, host)
             .map_err(too_many)?;
@@ -351,6 +356,7 @@ mod tests {
             from: Some(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7))),
             tls: true,
             host: b"shop.example",
+            host_header: None,
             request_id: None,
             nominated: &[],
         }

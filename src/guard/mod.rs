@@ -186,6 +186,8 @@ struct RequestState {
     /// The request has a `Connection` header (whose nominations `upstream_request_filter`
     /// reads); until `request_filter` has looked, assumed so.
     connection_header: bool,
+    /// The request's one `Host` header when it named the host (see `HeaderScan::host_header`).
+    host_header: Option<HeaderValue>,
 }
 
 impl Default for GuardContext {
@@ -213,6 +215,7 @@ impl GuardContext {
                 robots_seen: None,
                 read_robots: None,
                 connection_header: true,
+                host_header: None,
             }),
         }
     }
@@ -459,6 +462,13 @@ impl Guard {
         let request = session.req_header();
         let scan = scan_headers(&request.headers);
         ctx.state.connection_header = scan.connection;
+        // Kept for X-Forwarded-Host (a clone shares the bytes pingora read the head into).
+        let host_header = scan.host_header(request);
+        ctx.state.host_header = host_header.cloned();
+        let host = match host_header {
+            Some(value) => Some(value.as_bytes()),
+            None => request_host(request),
+        };
         let user_agent = scan.user_agent.map_or(&[][..], HeaderValue::as_bytes);
         if scan.user_agents > 1 {
             // Deciding on one and forwarding both would let the origin read the other.
@@ -478,7 +488,7 @@ impl Guard {
         // A Web Bot Auth signature names its crawler whatever the User-Agent says.
         let mut keys_unavailable = false;
         let signed = if scan.signature_input {
-            let authority = String::from_utf8_lossy(request_host(request).unwrap_or_default());
+            let authority = String::from_utf8_lossy(host.unwrap_or_default());
             let forwarded_https = ctx.state.peer_trusted
                 && request
                     .headers
@@ -493,7 +503,7 @@ impl Guard {
             let wba_mode = crate::judge::web_bot_auth_mode(
                 &snapshot,
                 &self.verifier,
-                request_host(request).unwrap_or_default(),
+                host.unwrap_or_default(),
             );
             if !matches!(checked.outcome, SignatureOutcome::Absent) {
                 METRICS
@@ -520,7 +530,7 @@ impl Guard {
         };
         let request_id = ctx.state.request_id.clone();
         let facts = Facts {
-            host: request_host(request).unwrap_or_default(),
+            host: host.unwrap_or_default(),
             user_agent,
             target: target.decided_path(),
             method: &request.method,
@@ -803,7 +813,11 @@ impl Guard {
                 },
                 tls: is_tls(session),
                 // request_filter routed this request by this host, so it is there and valid.
-                host: request_host(session.req_header()).unwrap_or_default(),
+                host: match &ctx.state.host_header {
+                    Some(value) => value.as_bytes(),
+                    None => request_host(session.req_header()).unwrap_or_default(),
+                },
+                host_header: ctx.state.host_header.as_ref(),
                 request_id: ctx.state.request_id.as_ref(),
                 nominated: &if ctx.state.connection_header {
                     connection_nominations(session.req_header())

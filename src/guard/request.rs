@@ -38,6 +38,21 @@ pub(super) struct HeaderScan<'a> {
     pub signature_input: bool,
     /// A `Connection` header is there (it may nominate headers as hop-by-hop).
     pub connection: bool,
+    /// The first `Host` value, and how many there are.
+    pub host: Option<&'a HeaderValue>,
+    pub hosts: usize,
+}
+
+impl<'a> HeaderScan<'a> {
+    /// The `Host` header that names the request's host, as [`request_host`] reads it: the one
+    /// `Host` value when the target carries no authority (an HTTP/2 `:authority` or an
+    /// absolute-form target comes first).
+    pub(super) fn host_header(&self, request: &RequestHeader) -> Option<&'a HeaderValue> {
+        if request.uri.authority().is_some() || self.hosts != 1 {
+            return None;
+        }
+        self.host
+    }
 }
 
 pub(super) fn scan_headers(headers: &HeaderMap) -> HeaderScan<'_> {
@@ -46,11 +61,16 @@ pub(super) fn scan_headers(headers: &HeaderMap) -> HeaderScan<'_> {
         user_agents: 0,
         signature_input: false,
         connection: false,
+        host: None,
+        hosts: 0,
     };
     for (name, value) in headers {
         if *name == http::header::USER_AGENT {
             scan.user_agents += 1;
             scan.user_agent.get_or_insert(value);
+        } else if *name == http::header::HOST {
+            scan.hosts += 1;
+            scan.host.get_or_insert(value);
         } else if *name == http::header::CONNECTION {
             scan.connection = true;
         } else if *name == super::SIGNATURE_INPUT {
