@@ -468,6 +468,30 @@ mod tests {
     }
 
     #[test]
+    fn the_host_header_is_forwarded_as_x_forwarded_host_byte_for_byte() {
+        // A Host value beyond ASCII is a valid header value; it goes on as it came.
+        let received = HeaderValue::from_bytes(b"shop.example:8080\xe9").expect("a header value");
+        let mut upstream = request(b"/", &[]);
+        let with_header = Forwarding {
+            host: received.as_bytes(),
+            host_header: Some(&received),
+            ..facts(false)
+        };
+        forward(&mut upstream, None, &with_header).expect("forwarded");
+        assert_eq!(upstream.headers.get(X_FORWARDED_HOST), Some(&received));
+        // Without the header (an HTTP/2 authority), the routed host's bytes are sent.
+        let mut upstream = request(b"/", &[]);
+        forward(&mut upstream, None, &facts(false)).expect("forwarded");
+        assert_eq!(
+            upstream
+                .headers
+                .get(X_FORWARDED_HOST)
+                .map(HeaderValue::as_bytes),
+            Some(&b"shop.example"[..])
+        );
+    }
+
+    #[test]
     fn a_trusted_proxys_chain_grows_and_its_scheme_and_host_are_kept() {
         let mut upstream = request(
             b"/",
