@@ -78,6 +78,7 @@ pub(crate) async fn next_reload(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn backoff_doubles_from_the_first_wait_up_to_the_cap() {
@@ -87,7 +88,6 @@ mod tests {
         assert_eq!(waits, [10, 20, 40, 80, 160, 300, 300]);
         assert_eq!(backoff(first, u32::MAX, cap), cap);
     }
-    use super::*;
 
     #[tokio::test]
     async fn tasks_start_for_new_keys_and_stop_for_keys_gone() {

@@ -51,8 +51,8 @@ use forward::{
     X_FORWARDED_PROTO,
 };
 use request::{
-    client_text, is_tls, peer_ip, request_host, request_path, request_target, scan_headers, Target,
-    MAX_USER_AGENT,
+    client_text, is_tls, peer_ip, request_host, request_path, request_target, routed_host,
+    scan_headers, Target, MAX_USER_AGENT,
 };
 
 /// The header that marks a Web Bot Auth signature ([`request::scan_headers`] looks for it on
@@ -465,10 +465,7 @@ impl Guard {
         // Kept for X-Forwarded-Host (a clone shares the bytes pingora read the head into).
         let host_header = scan.host_header(request);
         ctx.state.host_header = host_header.cloned();
-        let host = match host_header {
-            Some(value) => Some(value.as_bytes()),
-            None => request_host(request),
-        };
+        let host = routed_host(host_header, request);
         let user_agent = scan.user_agent.map_or(&[][..], HeaderValue::as_bytes);
         if scan.user_agents > 1 {
             // Deciding on one and forwarding both would let the origin read the other.
@@ -813,10 +810,8 @@ impl Guard {
                 },
                 tls: is_tls(session),
                 // request_filter routed this request by this host, so it is there and valid.
-                host: match &ctx.state.host_header {
-                    Some(value) => value.as_bytes(),
-                    None => request_host(session.req_header()).unwrap_or_default(),
-                },
+                host: routed_host(ctx.state.host_header.as_ref(), session.req_header())
+                    .unwrap_or_default(),
                 host_header: ctx.state.host_header.as_ref(),
                 request_id: ctx.state.request_id.as_ref(),
                 nominated: &if ctx.state.connection_header {

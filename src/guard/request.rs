@@ -27,6 +27,17 @@ pub(super) fn request_host(request: &RequestHeader) -> Option<&[u8]> {
     Some(first.as_bytes())
 }
 
+/// The Host the request is routed by, as [`request_host`] reads it, from the `Host` value
+/// [`HeaderScan::host_header`] already found when there is one.
+pub(super) fn routed_host<'a>(
+    host_header: Option<&'a HeaderValue>,
+    request: &'a RequestHeader,
+) -> Option<&'a [u8]> {
+    host_header
+        .map(HeaderValue::as_bytes)
+        .or_else(|| request_host(request))
+}
+
 /// What [`super::Guard::request_filter`] reads of the request's header names, in one pass over
 /// the headers rather than a hashed lookup per name (most requests carry a handful of headers).
 pub(super) struct HeaderScan<'a> {
