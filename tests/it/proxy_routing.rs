@@ -115,6 +115,23 @@ fn two_user_agent_headers_are_refused_whatever_their_order() {
     assert_eq!(origin.proxied().len(), 1, "{:?}", origin.proxied());
 }
 
+/// An absolute-form target names the host itself: the origin is told the host it was routed by
+/// and gets the request in origin-form.
+#[test]
+fn an_absolute_form_request_forwards_the_host_it_was_routed_by() {
+    let (origin, proxy) = shop();
+    let request = format!(
+        "GET http://{SHOP}/page?x=1 HTTP/1.1\r\nHost: {SHOP}\r\nUser-Agent: {BROWSER}\r\nConnection: close\r\n\r\n"
+    );
+    assert_eq!(
+        proxy.raw(request.as_bytes()).map(|r| r.status).ok(),
+        Some(200)
+    );
+    let seen = origin.proxied_to("/page?x=1");
+    assert_eq!(seen.len(), 1, "{:?}", origin.proxied());
+    assert_eq!(seen[0].header("x-forwarded-host"), Some(SHOP));
+}
+
 #[test]
 fn an_absolute_form_target_cannot_reach_another_host() {
     let (origin, proxy) = shop();

@@ -372,8 +372,34 @@ fn http2_over_tls_and_h2c_are_decided_like_http1() {
             );
         }
     }
-    // Only the browsers' requests reached the origin (robots.txt is answered by the proxy).
-    assert_eq!(origin.proxied_to("/private/page").len(), 4);
+    // Only the browsers' requests reached the origin (robots.txt is answered by the proxy),
+    // each telling it the host the client named: HTTP/2's `:authority` and HTTP/1.1's `Host`
+    // alike, with the scheme of the listener.
+    let seen = origin.proxied_to("/private/page");
+    assert_eq!(seen.len(), 4);
+    let mut forwarded: Vec<(String, String)> = seen
+        .iter()
+        .map(|request| {
+            (
+                request.header("x-forwarded-host").unwrap_or("").to_string(),
+                request
+                    .header("x-forwarded-proto")
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        })
+        .collect();
+    forwarded.sort();
+    let tls_host = format!("shop.example:{tls_port}");
+    let h2c_host = format!("shop.example:{h2c_port}");
+    let mut expected = vec![
+        (tls_host.clone(), "https".to_string()),
+        (tls_host, "https".to_string()),
+        (h2c_host.clone(), "http".to_string()),
+        (h2c_host, "http".to_string()),
+    ];
+    expected.sort();
+    assert_eq!(forwarded, expected);
     for proxy in [&tls_proxy, &h2c_proxy] {
         let blocked = metric(
             &proxy.metrics(),
