@@ -4,9 +4,11 @@
 //!
 //! - bare (the default): `upstream_peer` only, no timeout anywhere;
 //! - `--production`: the timeouts any proxy facing the Internet must set, with robotsguard's
-//!   defaults: upstream connect 5 s, upstream read, write and idle 60 s, and per request the
-//!   client's body reads, drain and writes 60 s. pingora arms a timer per read and write for each,
-//!   which a bare pass-through never pays; this is the fair floor for robotsguard's own cost.
+//!   defaults: upstream connect 5 s, upstream read, write and idle 60 s, per request the client's
+//!   body reads, drain and writes 60 s, and the wait for the next request on a kept-alive
+//!   connection 60 s (`limits.idle_timeout`; pingora's own default waits for ever). pingora arms a
+//!   timer per read and write for each, which a bare pass-through never pays; this is the fair
+//!   floor for robotsguard's own cost.
 //!
 //! ```sh
 //! cargo run --release --example passthrough -- 127.0.0.1:18081 127.0.0.1:18080 2
@@ -50,6 +52,9 @@ impl ProxyHttp for PassThrough {
             session.set_read_timeout(Some(IO_TIMEOUT));
             session.set_total_drain_timeout(Some(IO_TIMEOUT));
             session.set_write_timeout(Some(IO_TIMEOUT));
+            // pingora resets it from each request's Connection header (kept alive for ever, for
+            // HTTP/1.1), so it is set again on every request.
+            session.set_keepalive(Some(IO_TIMEOUT.as_secs()));
         }
         Ok(false)
     }

@@ -1010,13 +1010,11 @@ pub fn asks_for_robots_txt(method: &http::Method, target: &[u8]) -> bool {
     if *method != http::Method::GET && *method != http::Method::HEAD {
         return false;
     }
-    let path = &target[..memchr::memchr(b'?', target).unwrap_or(target.len())];
-    // Every request asks this; almost none can be it. Canonicalizing keeps the last segment's
-    // last character (decoding `%74`) or leaves a trailing slash, so a path that ends in
-    // neither `t` nor `%74` cannot read as `/robots.txt`.
-    if !(path.ends_with(b"t") || path.ends_with(b"%74")) {
+    // Every request asks this; almost none can be it.
+    if !crate::enforce::may_read_as_robots_txt(target) {
         return false;
     }
+    let path = &target[..memchr::memchr(b'?', target).unwrap_or(target.len())];
     crate::robots::canonical::canonicalize_decoding_slashes(path).as_ref() == b"/robots.txt"
 }
 

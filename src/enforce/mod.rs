@@ -15,7 +15,7 @@ use crate::config::{
     normalize_host_bytes, Action, CrawlDelayAction, EscapedSlashes, Forward, Mode, PathsConfig,
     PolicyConfig, SignalAction,
 };
-use crate::crawlers::{Category, CrawlerInfo, Identity, IdentitySource, Purpose, Purposes};
+use crate::crawlers::{Category, CrawlerInfo, Identity, IdentitySource, Named, Purpose, Purposes};
 use crate::robots::canonical::{
     authority_reading, canonicalize_decoding_slashes, has_escaped_slash,
 };
@@ -771,12 +771,28 @@ pub fn decide_routed(
     request: &Request<'_>,
 ) -> Result<Decision, Refused> {
     let path = request.path;
-    let mut readings = read_target(path, origin.config.paths)?;
+    let paths = origin.config.paths;
+    let robots = origin.robots.current();
+    let named = identify(snapshot, &robots, request.user_agent, request.signed_by);
+    // A request that names no crawler needs its target read only to tell whether it reads
+    // robots.txt, for a Content-Usage header, or to forward it canonical: most requests are
+    // browsers', and their path is not canonicalised for nothing.
+    if named.is_empty()
+        && !origin.config.content_signals.header
+        && paths.forward != Forward::Canonical
+        && !may_read_as_robots_txt(path)
+    {
+        if paths.escaped_slashes == EscapedSlashes::Reject && has_escaped_slash(path) {
+            return Err(Refused::EscapedSlash);
+        }
+        return Ok(unnamed_decision(origin, &robots, false));
+    }
+    let mut readings = read_target(path, paths)?;
     readings.reads = *request.method == http::Method::GET || *request.method == http::Method::HEAD;
-    let mut decision = decide_named(
-        snapshot,
+    let mut decision = decide_identified(
         origin,
-        request.user_agent,
+        &robots,
+        named,
         &readings,
         request.client,
         request.signed_by,
@@ -815,15 +831,76 @@ fn decide_named(
     budgets: Option<&CrawlDelays>,
 ) -> Decision {
     let robots = origin.robots.current();
-    let mut named = snapshot
+    let named = identify(snapshot, &robots, user_agent, signed_by);
+    decide_identified(origin, &robots, named, readings, client, signed_by, budgets)
+}
+
+/// The crawlers a User-Agent names (with a Web Bot Auth signature's crawler first).
+fn identify<'a>(
+    snapshot: &'a Snapshot,
+    robots: &'a RobotsCopy,
+    user_agent: &'a [u8],
+    signed_by: Option<&str>,
+) -> Named<'a> {
+    let named = snapshot
         .identifier
         .identify_all(user_agent, Some(&robots.scanner));
-    if let Some(signed) = signed_by.and_then(|name| snapshot.identifier.entry_named(name)) {
-        named = named.with_primary(signed);
+    match signed_by.and_then(|name| snapshot.identifier.entry_named(name)) {
+        Some(signed) => named.with_primary(signed),
+        None => named,
     }
-    let mut decision = Decision {
+}
+
+/// The decision for a request that names no crawler: it passes.
+fn unnamed_decision(
+    origin: &Arc<Origin>,
+    robots: &Arc<RobotsCopy>,
+    reads_robots_txt: bool,
+) -> Decision {
+    Decision {
         origin: origin.clone(),
         outcome: Outcome::Pass,
+        crawler: None,
+        also_named: Vec::new(),
+        group: None,
+        rule: None,
+        why: Why::NotCrawler,
+        robots: robots.clone(),
+        rewritten_target: None,
+        verification: None,
+        crawl_delay: None,
+        reads_robots_txt,
+        usage: None,
+    }
+}
+
+/// Whether some reading of `target` (path and query as sent) could be `/robots.txt`: a
+/// canonical reading keeps the path's last character (decoding `%74`) or leaves a trailing
+/// slash, so a path that ends in neither `t` nor `%74` cannot read as `/robots.txt`. Cheap:
+/// almost every request is asked, and almost none can be it.
+pub fn may_read_as_robots_txt(target: &[u8]) -> bool {
+    let path = match target.iter().position(|&b| b == b'?') {
+        Some(query) => &target[..query],
+        None => target,
+    };
+    path.ends_with(b"t") || path.ends_with(b"%74")
+}
+
+#[allow(clippy::too_many_arguments)]
+fn decide_identified(
+    origin: &Arc<Origin>,
+    robots: &Arc<RobotsCopy>,
+    named: Named<'_>,
+    readings: &Readings<'_>,
+    client: Option<IpAddr>,
+    signed_by: Option<&str>,
+    budgets: Option<&CrawlDelays>,
+) -> Decision {
+    let reads_robots_txt = readings.reads && readings.all().all(|path| path == b"/robots.txt");
+    if named.is_empty() {
+        return unnamed_decision(origin, robots, reads_robots_txt);
+    }
+    let mut decision = Decision {
         crawler: named.primary().map(Crawler::from_identity),
         // Most requests name one crawler or none: nothing to collect.
         also_named: if named.len() > 1 {
@@ -835,19 +912,8 @@ fn decide_named(
         } else {
             Vec::new()
         },
-        group: None,
-        rule: None,
-        why: Why::NotCrawler,
-        robots: robots.clone(),
-        rewritten_target: None,
-        verification: None,
-        crawl_delay: None,
-        reads_robots_txt: readings.reads && readings.all().all(|path| path == b"/robots.txt"),
-        usage: None,
+        ..unnamed_decision(origin, robots, reads_robots_txt)
     };
-    if named.is_empty() {
-        return decision;
-    }
     if origin.config.mode == Mode::Off {
         decision.why = Why::ModeOff;
         return decision;

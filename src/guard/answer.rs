@@ -196,21 +196,23 @@ fn push_status_line(out: &mut String, status: u16) {
 /// code that answers blocked requests its own way.
 pub fn block_body(decision: &Decision, path: &str, robots_url: &str, client: &str) -> String {
     let crawler = decision.crawler.as_ref().map_or("crawler", |c| c.name());
-    let (line, rule) = match &decision.rule {
-        Some(rule) => (rule.line.to_string(), rule.text()),
-        None => (String::from("-"), decision.public_reason()),
-    };
     match &decision.origin.config.block.body {
-        Some(template) => render_body(template, |name| match name {
-            "crawler" => Some(crawler),
-            "path" => Some(path),
-            "line" => Some(line.as_str()),
-            "rule" => Some(rule.as_str()),
-            "robots_url" => Some(robots_url),
-            "origin" => Some(decision.origin.name()),
-            "client" => Some(client),
-            _ => None,
-        }),
+        Some(template) => {
+            let (line, rule) = match &decision.rule {
+                Some(rule) => (rule.line.to_string(), rule.text()),
+                None => (String::from("-"), decision.public_reason()),
+            };
+            render_body(template, |name| match name {
+                "crawler" => Some(crawler),
+                "path" => Some(path),
+                "line" => Some(line.as_str()),
+                "rule" => Some(rule.as_str()),
+                "robots_url" => Some(robots_url),
+                "origin" => Some(decision.origin.name()),
+                "client" => Some(client),
+                _ => None,
+            })
+        }
         None if decision.why == Why::Impostor => {
             let claimed = decision
                 .verification

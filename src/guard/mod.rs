@@ -188,6 +188,9 @@ struct RequestState {
     connection_header: bool,
     /// The request's one `Host` header when it named the host (see `HeaderScan::host_header`).
     host_header: Option<HeaderValue>,
+    /// `request_filter` found no `access_log` in force: `logging` need not look again (a
+    /// reload in between applies from the next request).
+    access_log_off: bool,
 }
 
 impl Default for GuardContext {
@@ -216,6 +219,7 @@ impl GuardContext {
                 read_robots: None,
                 connection_header: true,
                 host_header: None,
+                access_log_off: false,
             }),
         }
     }
@@ -306,6 +310,12 @@ impl Guard {
     /// The config in force (a reload replaces it).
     pub fn config(&self) -> Arc<Config> {
         self.live.load().config.clone()
+    }
+
+    /// The `limits` in force: [`Guard::config`]'s, without holding the config (a connection
+    /// reads them before every request).
+    pub fn limits(&self) -> crate::config::Limits {
+        self.live.load().config.limits
     }
 
     /// The origins, robots.txt copies and crawler catalogue in force, for [`crate::enforce`]'s
@@ -448,6 +458,8 @@ impl Guard {
         });
         if snapshot.config.access_log.is_some() {
             ctx.state.request_id = Some(request_id(session.req_header(), ctx.state.peer_trusted));
+        } else {
+            ctx.state.access_log_off = true;
         }
         // The body, whether proxied or drained after an answer of ours, must arrive within
         // limits.body_timeout: per read, and in all for a drain (a proxied body's total is
@@ -607,7 +619,8 @@ impl Guard {
         {
             ctx.state.robots_seen = Some(BytesMut::new());
         }
-        ctx.state.body_deadline = Some(Instant::now() + limits.body_timeout);
+        // From when the head was read (the context is made then): no clock read of its own.
+        ctx.state.body_deadline = Some(ctx.state.started + limits.body_timeout);
         ctx.state.decision = Some(decision);
         Ok(false)
     }
@@ -722,8 +735,7 @@ impl Guard {
                 ),
             );
         };
-        // Boxed at once: `HttpPeer` is large, and pingora takes it boxed.
-        let mut peer = Box::new(http_peer(origin, upstream.address));
+        let mut peer = http_peer(origin, upstream.address);
         // pingora would refuse a request whose `Connection` header names `Host` or an
         // `X-Forwarded-*` header, and drop any other header named there before
         // `upstream_request_filter` runs, the User-Agent included; the filter does it instead,
@@ -999,8 +1011,10 @@ impl Guard {
         let status = session
             .response_written()
             .map(|response| response.status.as_u16());
-        if let Some(settings) = &self.live.load().config.access_log {
-            access_log(settings, session, ctx, status);
+        if !ctx.state.access_log_off {
+            if let Some(settings) = &self.live.load().config.access_log {
+                access_log(settings, session, ctx, status);
+            }
         }
         let Some(decision) = &ctx.state.decision else {
             if let Some(status) = status {

@@ -241,7 +241,7 @@ impl Store {
     /// each second by [`StoreService`]). One load while nobody read robots.txt, a table lookup
     /// after; never a round trip. Every request without a crawler's User-Agent asks.
     pub fn may_have_read_robots(&self, origin: &str, client: IpAddr) -> bool {
-        self.reads.read_recently(origin, client, coarse_now())
+        self.reads.any() && self.reads.read_recently(origin, client, coarse_now())
     }
 
     /// A disguised crawler's strike count on `origin` (counting one more when `strike`), for a

@@ -62,6 +62,11 @@ impl RobotsReads {
             .extend(self.reads.digest((origin, client)), until, now);
     }
 
+    /// Whether any read was ever recorded: while none was, nothing needs the clock.
+    pub fn any(&self) -> bool {
+        self.any.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Whether `client` fetched `origin`'s robots.txt within [`REMEMBERED`] before `now`.
     pub fn read_recently(&self, origin: &str, client: IpAddr, now: Instant) -> bool {
         if !self.any.load(std::sync::atomic::Ordering::Relaxed) {

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -127,6 +127,8 @@ pub struct Offenders {
     /// Serialises changes to `bans`.
     changing: Mutex<()>,
     bans: ArcSwap<HashMap<u64, Ban>>,
+    /// Whether `bans` holds any: every request asks, and almost always there is none.
+    any_bans: AtomicBool,
 }
 
 impl std::fmt::Debug for Offenders {
@@ -144,6 +146,7 @@ impl Default for Offenders {
             hasher: RandomState::default(),
             changing: Mutex::new(()),
             bans: ArcSwap::from_pointee(HashMap::new()),
+            any_bans: AtomicBool::new(false),
         }
     }
 }
@@ -165,10 +168,10 @@ impl Offenders {
         client: IpAddr,
         clock: impl FnOnce() -> Instant,
     ) -> Option<Ban> {
-        let bans = self.bans.load();
-        if bans.is_empty() {
+        if !self.any_bans.load(Ordering::Acquire) {
             return None;
         }
+        let bans = self.bans.load();
         let ban = bans.get(&self.key(origin, client))?;
         let now = clock();
         if ban.ends > now {
@@ -375,7 +378,10 @@ impl Offenders {
                     .set(0);
             }
         }
+        let any = !bans.is_empty();
         self.bans.store(Arc::new(bans));
+        // After the map: a request that sees the flag finds the bans.
+        self.any_bans.store(any, Ordering::Release);
     }
 }
 

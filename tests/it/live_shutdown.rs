@@ -1,9 +1,11 @@
 //! Shutdown and upgrade of the real binary: SIGTERM lets an in-flight request finish within
-//! `shutdown.grace`; `serve --upgrade` plus SIGQUIT hands the listening sockets to a new process
-//! without failing a request.
+//! `shutdown.grace`, closes kept-alive connections waiting for their next request and still
+//! serves a connection's first request; `serve --upgrade` plus SIGQUIT hands the listening
+//! sockets to a new process without failing a request.
 
 use crate::support;
 
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,7 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use support::live::{try_open, try_send, Launch};
-use support::{site, Origin, Proxy, Request, BROWSER};
+use support::{metric, site, Origin, Proxy, Request, BROWSER};
 
 #[test]
 fn sigterm_lets_an_in_flight_slow_request_finish() {
@@ -72,6 +74,79 @@ fn sigterm_lets_an_in_flight_slow_request_finish() {
         log.contains("All runtimes exited"),
         "the last lines are flushed: {log}"
     );
+}
+
+/// Waits until `stream` is closed by the proxy (reading what it sends); whether it was within
+/// `wait`.
+fn closed_within(stream: &mut TcpStream, wait: Duration) -> bool {
+    let deadline = Instant::now() + wait;
+    let mut buf = [0u8; 1024];
+    for _ in 0..10_000 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        let _ = stream.set_read_timeout(Some(left.min(Duration::from_millis(100))));
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
+#[test]
+fn sigterm_closes_waiting_kept_alive_connections_and_serves_first_requests() {
+    let origin = Origin::start();
+    let body = site(&origin, "shop.example", "");
+    let mut proxy = Launch::new(&body).grace("4s").start();
+    let addr = proxy.addr;
+    let request = Request::get("/page").host("shop.example").ua(BROWSER);
+
+    // One connection kept alive after its first answer, waiting for its next request; another
+    // accepted but with no request sent yet.
+    let mut kept = try_open(addr).expect("connects");
+    let answer = try_send(&mut kept, &request).expect("the first request is answered");
+    assert_eq!(answer.status, 200);
+    let mut kept = kept.into_stream();
+    let mut fresh = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connects");
+    // Both are the proxy's before it is told to stop.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for _ in 0..1000 {
+        let open = metric(&proxy.metrics(), "robotsguard_downstream_connections", &[]);
+        if open >= 2.0 || Instant::now() > deadline {
+            break;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    proxy.signal("TERM");
+
+    // The waiting connection is closed at once, well within the 4 s grace...
+    assert!(
+        closed_within(&mut kept, Duration::from_secs(3)),
+        "a kept-alive connection waiting for its next request is closed at shutdown"
+    );
+    // ...while the process still serves the other connection's first request, and then closes it.
+    fresh.write_all(&request.to_bytes()).expect("sends");
+    let _ = fresh.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut first = Vec::new();
+    let _ = fresh.read_to_end(&mut first);
+    let text = String::from_utf8_lossy(&first);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        text.to_ascii_lowercase().contains("connection: close"),
+        "the answer after shutdown closes its connection: {text}"
+    );
+    let status = proxy
+        .wait_exit(Duration::from_secs(20))
+        .expect("the process exits");
+    assert!(status.success(), "exit status {status}\n{}", proxy.stderr());
 }
 
 #[test]

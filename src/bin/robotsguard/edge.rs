@@ -139,7 +139,20 @@ pub struct Slots {
 #[derive(Default)]
 struct WaitingForRequests {
     next: u64,
-    list: VecDeque<(u64, Arc<Notify>)>,
+    list: VecDeque<Waiting>,
+    /// The server is shutting down: a kept-alive connection's wait for its next request ends at
+    /// once.
+    shutting_down: bool,
+}
+
+/// One connection's wait for a request.
+struct Waiting {
+    number: u64,
+    /// Notified when the connection is to close.
+    close: Arc<Notify>,
+    /// Between two requests of a kept-alive connection (not before its first): such a wait
+    /// also ends when the server shuts down.
+    kept_alive: bool,
 }
 
 /// How long a new connection waits for the slot of the connection it closed.
@@ -160,7 +173,7 @@ impl Slots {
             return Some(slot);
         }
         let oldest = self.waiting.lock().ok()?.list.pop_front();
-        let Some((_, close)) = oldest else {
+        let Some(Waiting { close, .. }) = oldest else {
             METRICS.connections_refused.inc();
             return None;
         };
@@ -180,18 +193,38 @@ impl Slots {
     /// one. Each wait has a `Notify` of its own: a notification that arrives as the wait ends (a
     /// request came in) stays with it, rather than closing the connection at its next wait.
     pub(crate) fn idle(self: &Arc<Self>) -> Idle {
-        self.idle_with(None)
+        self.idle_with(None, false)
     }
 
     /// [`Slots::idle`], reusing the `Notify` that [`Idle::release`] gave back from the
-    /// connection's previous wait (an HTTP/1 connection waits before every request).
-    pub(crate) fn idle_with(self: &Arc<Self>, close: Option<Arc<Notify>>) -> Idle {
+    /// connection's previous wait (an HTTP/1 connection waits before every request). A
+    /// `kept_alive` wait (for a request after the first) also ends when the server shuts down:
+    /// the same notification, so that a connection waits on one thing, not two.
+    pub(crate) fn idle_with(
+        self: &Arc<Self>,
+        close: Option<Arc<Notify>>,
+        kept_alive: bool,
+    ) -> Idle {
         let close = close.unwrap_or_else(|| Arc::new(Notify::new()));
         let number = match self.waiting.lock() {
+            Ok(waiting) if kept_alive && waiting.shutting_down => {
+                // Not listed: nothing evicts it, and it ends at once.
+                close.notify_one();
+                return Idle {
+                    slots: self.clone(),
+                    number: u64::MAX,
+                    close,
+                    listed: false,
+                };
+            }
             Ok(mut waiting) => {
                 let number = waiting.next;
                 waiting.next += 1;
-                waiting.list.push_back((number, close.clone()));
+                waiting.list.push_back(Waiting {
+                    number,
+                    close: close.clone(),
+                    kept_alive,
+                });
                 number
             }
             Err(_) => u64::MAX,
@@ -202,6 +235,24 @@ impl Slots {
             close,
             listed: true,
         }
+    }
+}
+
+impl Slots {
+    /// The server is shutting down: every kept-alive connection waiting for its next request
+    /// closes now, and any that starts such a wait later closes at once (a connection waiting
+    /// for its first request, or with a request in progress, is served).
+    pub(crate) fn shut_down(&self) {
+        let Ok(mut waiting) = self.waiting.lock() else {
+            return;
+        };
+        waiting.shutting_down = true;
+        waiting.list.retain(|wait| {
+            if wait.kept_alive {
+                wait.close.notify_one();
+            }
+            !wait.kept_alive
+        });
     }
 }
 
@@ -230,7 +281,10 @@ impl Idle {
             return false;
         };
         // Numbers are handed out in order and the list keeps it.
-        match waiting.list.binary_search_by_key(&self.number, |(n, _)| *n) {
+        match waiting
+            .list
+            .binary_search_by_key(&self.number, |w| w.number)
+        {
             Ok(position) => {
                 waiting.list.remove(position);
                 true
@@ -285,7 +339,7 @@ impl EdgeApp {
     /// The PROXY header (from trusted peers only) and the TLS handshake, within their deadlines
     /// and while a newer connection may evict this one.
     async fn start(&self, mut stream: Stream, started: Instant) -> Start {
-        let limits = self.guard.config().limits;
+        let limits = self.guard.limits();
         let local = local_address(&stream);
         let mut rest = BytesMut::new();
         let idle = self.slots.idle();
@@ -398,6 +452,8 @@ impl ServerApp for EdgeApp {
     }
 
     async fn cleanup(&self) {
+        // Called once the listeners stop accepting, as shutdown begins.
+        self.slots.shut_down();
         pingora::apps::HttpServerApp::http_cleanup(&*self.proxy).await;
     }
 }

@@ -2,8 +2,9 @@
 //! trickling cannot move (`limits.header_timeout`) and a byte cap (`limits.max_header_bytes`),
 //! then handed to pingora whole as the start of the stream, so pingora never waits on the client
 //! for a head. Between requests the connection waits at most `limits.idle_timeout`, and may be
-//! closed for a newer connection at the connection cap. Each request holds a permit of
-//! `limits.max_requests_in_flight` while pingora serves it; past the cap it is answered `503`.
+//! closed for a newer connection at the connection cap, or when the server shuts down. Each
+//! request holds a permit of `limits.max_requests_in_flight` while pingora serves it; past the
+//! cap it is answered `503`.
 //!
 //! pingora reads a request head with a read timeout that restarts on every read and a 1 MiB
 //! buffer per connection, so without this a client trickling a byte every few seconds would hold
@@ -55,26 +56,23 @@ pub async fn serve(
     let mut persistent: Option<HttpPersistentSettings> = None;
     let mut first = true;
     let mut start = Some(start);
-    // Made once per connection rather than once per request: each request waits on it.
-    let mut shutting_down = std::pin::pin!(wait_for_shutdown(shutdown.clone()));
     let mut close = None;
     loop {
         // Limits are read per request, so a reload applies to open connections too.
-        let limits = app.guard.config().limits;
+        let limits = app.guard.limits();
         let already = start.take().unwrap_or_default();
-        let idle = app.slots.idle_with(close.take());
+        // Ends for a newer connection at the cap, or, between requests, at shutdown.
+        let idle = app.slots.idle_with(close.take(), !first);
         // `biased`: polled in this order, without drawing a random number per request to pick a
         // first branch (which branch wins a tie does not matter here).
         let head = tokio::select! {
             biased;
             head = read_head(&mut stream, already, &limits, first) => head,
-            // Completed, it ends the connection: it is never polled again.
-            () = &mut shutting_down, if !first => Head::Closed,
             () = idle.evicted() => Head::Closed,
         };
         close = idle.release();
-        let prefix = match head {
-            Head::Ready(prefix) => prefix,
+        let (prefix, head_bytes) = match head {
+            Head::Ready(prefix, head_bytes) => (prefix, head_bytes),
             Head::Closed => return End::Closed,
             Head::TimedOut => {
                 refuse(&mut stream, 408, "the request head did not arrive in time").await;
@@ -99,7 +97,6 @@ pub async fn serve(
                 }
             };
         }
-        let head_bytes = head_end(&prefix).unwrap_or(prefix.len());
         let Some(_permit) = app
             .in_flight
             .try_take(robotsguard::load::weight(head_bytes))
@@ -138,15 +135,12 @@ pub async fn serve(
     }
 }
 
-async fn wait_for_shutdown(mut shutdown: ShutdownWatch) {
-    let _ = shutdown.wait_for(|stop| *stop).await;
-}
-
 /// What came of reading one request head.
 #[derive(Debug)]
 enum Head {
-    /// The head is complete (possibly followed by body bytes): hand all of it to pingora.
-    Ready(BytesMut),
+    /// The head is complete (possibly followed by body bytes): hand all of it to pingora. With
+    /// the head's length.
+    Ready(BytesMut, usize),
     /// The client closed, or sent nothing before the idle (or, on a new connection, header)
     /// timeout: nothing to answer.
     Closed,
@@ -165,25 +159,30 @@ async fn read_head(
     limits: &Limits,
     new_connection: bool,
 ) -> Head {
-    let mut buf = already;
+    let mut buf = if already.capacity() == 0 {
+        BytesMut::with_capacity(4096)
+    } else {
+        already
+    };
     if buf.capacity() < 4096 {
         buf.reserve(4096 - buf.len());
     }
     if !buf.is_empty() {
         match head_state(&buf, limits.max_header_bytes) {
-            HeadState::Complete => return Head::Ready(buf),
+            HeadState::Complete(end) => return Head::Ready(buf, end),
             HeadState::TooLarge => return Head::TooLarge,
             HeadState::Partial => {}
         }
     }
-    let mut deadline = Instant::now()
-        + if new_connection {
-            limits.header_timeout
-        } else {
-            limits.idle_timeout
-        };
-    // On a kept-alive connection, the wait for the first byte is idle time.
-    let mut idle = !new_connection;
+    // The header deadline, fixed once it runs: on a new connection from now; on a kept-alive one
+    // from the first byte, the wait for which is idle time. Most heads arrive in one read, so
+    // the clock is read only when one does not.
+    let mut deadline = new_connection.then(|| Instant::now() + limits.header_timeout);
+    let mut left = if new_connection {
+        limits.header_timeout
+    } else {
+        limits.idle_timeout
+    };
     loop {
         if buf.capacity() - buf.len() < 1024 {
             buf.reserve(buf.len().max(4096));
@@ -192,7 +191,6 @@ async fn read_head(
         // tokio timer per read: this wait is armed for every request, as pingora arms its own
         // read timeout when it reads a head itself. The deadline stays fixed: each read gets
         // only what is left of it.
-        let left = deadline.saturating_duration_since(Instant::now());
         let read =
             pingora::prelude::fast_timeout::fast_timeout(left, stream.read_buf(&mut buf)).await;
         match read {
@@ -201,21 +199,21 @@ async fn read_head(
             Ok(Err(_)) | Ok(Ok(0)) => return Head::Closed,
             Ok(Ok(_)) => {}
         }
-        if idle {
-            idle = false;
-            deadline = Instant::now() + limits.header_timeout;
-        }
         match head_state(&buf, limits.max_header_bytes) {
-            HeadState::Complete => return Head::Ready(buf),
+            HeadState::Complete(end) => return Head::Ready(buf, end),
             HeadState::TooLarge => return Head::TooLarge,
             HeadState::Partial => {}
         }
+        let now = Instant::now();
+        let deadline = *deadline.get_or_insert(now + limits.header_timeout);
+        left = deadline.saturating_duration_since(now);
     }
 }
 
 #[derive(Debug, PartialEq, Eq)]
 enum HeadState {
-    Complete,
+    /// Where the head ends.
+    Complete(usize),
     Partial,
     TooLarge,
 }
@@ -225,7 +223,7 @@ enum HeadState {
 /// would cost as much as pingora's own for every request.
 fn head_state(buf: &[u8], max_bytes: usize) -> HeadState {
     match head_end(buf) {
-        Some(end) if end <= max_bytes => HeadState::Complete,
+        Some(end) if end <= max_bytes => HeadState::Complete(end),
         Some(_) => HeadState::TooLarge,
         None if buf.len() > max_bytes => HeadState::TooLarge,
         None => HeadState::Partial,
@@ -285,11 +283,11 @@ mod tests {
         let max = 64;
         assert_eq!(
             head_state(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", max),
-            HeadState::Complete
+            HeadState::Complete(27)
         );
         assert_eq!(
             head_state(b"GET / HTTP/1.1\nHost: a\n\n", max),
-            HeadState::Complete
+            HeadState::Complete(24)
         );
         assert_eq!(
             head_state(b"GET / HTTP/1.1\r\nHost: a\r\n", max),
@@ -298,7 +296,7 @@ mod tests {
         // Body bytes after the head do not count against the cap.
         let mut with_body = b"POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\n".to_vec();
         with_body.extend_from_slice(&[b'x'; 100]);
-        assert_eq!(head_state(&with_body, max), HeadState::Complete);
+        assert_eq!(head_state(&with_body, max), HeadState::Complete(40));
         let long = format!("GET / HTTP/1.1\r\nX: {}\r\n", "a".repeat(100));
         assert_eq!(head_state(long.as_bytes(), max), HeadState::TooLarge);
         let long_complete = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(100));
@@ -309,7 +307,7 @@ mod tests {
         // What httparse refuses goes to pingora once it is whole, so pingora can answer 400.
         assert_eq!(
             head_state(b"GET /a b HTTP/1.1\r\n\r\n", max),
-            HeadState::Complete
+            HeadState::Complete(21)
         );
         assert_eq!(
             head_state(b"GET /a b HTTP/1.1\r\n", max),
@@ -318,11 +316,11 @@ mod tests {
         // Mixed line endings end a head as they do for httparse.
         assert_eq!(
             head_state(b"GET / HTTP/1.1\r\nHost: a\n\r\n", max),
-            HeadState::Complete
+            HeadState::Complete(26)
         );
         assert_eq!(
             head_state(b"GET / HTTP/1.1\nHost: a\r\n\n", max),
-            HeadState::Complete
+            HeadState::Complete(25)
         );
         assert_eq!(
             head_state(b"GET / HTTP/1.1\r\nHost: a\n\r", max),
@@ -336,7 +334,7 @@ mod tests {
         );
         assert_eq!(
             head_state(b"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", max),
-            HeadState::Complete
+            HeadState::Complete(29)
         );
         let leading = format!("{}GET / HTTP/1.1\r\n", "\r\n".repeat(40));
         assert_eq!(head_state(leading.as_bytes(), max), HeadState::TooLarge);

@@ -85,7 +85,7 @@ async fn evicted(idle: Option<&Idle>) {
 /// Serves one HTTP/2 connection until it closes, times out or is evicted. `started`: when the
 /// connection was accepted.
 pub async fn serve(app: &EdgeApp, stream: Stream, started: Instant, shutdown: &ShutdownWatch) {
-    let limits = app.guard.config().limits;
+    let limits = app.guard.limits();
     let digest = Arc::new(Digest {
         ssl_digest: stream.get_ssl_digest(),
         timing_digest: stream.get_timing_digest(),
@@ -121,7 +121,7 @@ pub async fn serve(app: &EdgeApp, stream: Stream, started: Instant, shutdown: &S
         let idle_until = if first {
             first_head_by
         } else {
-            idle_since + app.guard.config().limits.idle_timeout
+            idle_since + app.guard.limits().idle_timeout
         };
         let accepted = tokio::select! {
             biased;

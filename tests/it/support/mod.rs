@@ -592,6 +592,11 @@ impl Conn {
             .unwrap_or_else(|e| panic!("{} {}: {e}", request.method, request.target))
     }
 
+    /// The connection itself, once every answer read from it is whole (nothing is buffered).
+    pub fn into_stream(self) -> TcpStream {
+        self.wire.stream
+    }
+
     /// Sends raw bytes.
     pub fn write(&mut self, bytes: &[u8]) {
         self.wire
