@@ -1072,6 +1072,57 @@ mod tests {
         assert!(!asks_for_robots_txt(&http::Method::POST, b"/robots.txt"));
     }
 
+    /// A request that names no crawler skips reading its target only where nothing needs it:
+    /// whether it reads robots.txt and whether it is refused for an escaped slash come out as
+    /// they do from the whole reading, under every `paths` setting.
+    #[test]
+    fn a_browser_is_judged_as_the_whole_reading_would_judge_it() {
+        let targets = [
+            "/robots.txt",
+            "/robots.txt?x=1",
+            "/%72obots.txt",
+            "/robots.tx%74",
+            "/a/../robots.txt",
+            "//robots.txt",
+            "/\\robots.txt",
+            "/x%2F..%2Frobots.txt",
+            "/robots.txt/",
+            "/robots.txt%2F",
+            "/cart",
+            "/private%2Fa",
+            "/private%5ca",
+            "/search?q=%2F",
+            "/",
+        ];
+        for paths in [
+            "{}",
+            "{forward: original}",
+            "{forward: original, escaped_slashes: reject}",
+            "{forward: original, escaped_slashes: keep}",
+            "{escaped_slashes: reject}",
+        ] {
+            let bench = bench_for(
+                "",
+                &format!("    robots: {{source: inline, text: \"User-agent: *\\nDisallow: /private\\n\"}}\n    paths: {paths}"),
+            );
+            let origin = bench.snapshot.origins[0].clone();
+            for target in targets {
+                let facts = Facts::get(b"shop.example", BROWSER, target.as_bytes());
+                let judgment = bench.judge(&facts, Mode::Preview);
+                let whole = crate::enforce::read_target(target.as_bytes(), origin.config.paths);
+                match whole {
+                    Err(_) => assert_eq!(judgment.answer.status(), Some(400), "{paths} {target}"),
+                    Ok(readings) => {
+                        let reads = readings.all().all(|path| path == b"/robots.txt");
+                        let decision = judgment.decision.expect("a decision");
+                        assert_eq!(decision.reads_robots_txt, reads, "{paths} {target}");
+                        assert!(decision.crawler.is_none(), "{paths} {target}");
+                    }
+                }
+            }
+        }
+    }
+
     /// A snapshot of `origin` (YAML of one origin's settings, indented as under `origins:`)
     /// for shop.example, with `ListedBot`, a crawler whose one range list holds 198.51.100.0/24
     /// (stubbed: the list's copy is stored directly, no fetch).
