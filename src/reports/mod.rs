@@ -363,11 +363,16 @@ impl Reports {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
+        Reports::starting_at(settings, now)
+    }
+
+    /// Empty reports whose clock reads `unix` (Unix seconds) now.
+    fn starting_at(settings: ReportsConfig, unix: u64) -> Reports {
         Reports {
             settings,
             grid: Grid::new(settings.window),
             origins: RwLock::new(HashMap::default()),
-            anchor: (crate::tables::clock::coarse_now(), now),
+            anchor: (crate::tables::clock::coarse_now(), unix),
         }
     }
 
@@ -582,11 +587,13 @@ impl Reports {
         }
     }
 
-    /// The time range a query covers: `since`/`until` clamped to the window.
+    /// The time range a query covers: `since`/`until` clamped to the window. `until` is where
+    /// it ends (buckets starting there are out); by default after the current second, so that a
+    /// request counted this second is in, also in the first second of a bucket.
     pub fn range(&self, since: Option<u64>, until: Option<u64>) -> (u64, u64) {
         let now = self.now();
         let oldest = now.saturating_sub(self.grid.window);
-        let until = until.unwrap_or(now).min(now + 1);
+        let until = until.unwrap_or(now + 1).min(now + 1);
         let since = since.unwrap_or(oldest).max(oldest);
         (since, until.max(since))
     }

@@ -164,3 +164,26 @@ fn the_range_selects_buckets() {
         .crawlers(now - 7200, now - 3600, |_| String::new())
         .is_empty());
 }
+
+/// A request counted in the first second of a bucket is in a report asked for that same second
+/// (the default range used to end at the current second, which left that bucket out).
+#[test]
+fn a_request_is_reported_in_the_second_its_bucket_starts() {
+    let settings = ReportsConfig::default();
+    let width = Grid::new(settings.window).bucket;
+    // A bucket (and a client and violation slice) starts exactly now.
+    let start = 1_800_000_000 - 1_800_000_000 % (width * CLIENT_SLICES * VIOLATION_SLICES);
+    let reports = Reports::starting_at(settings, start);
+    let snapshot = snapshot();
+    let blocked = decide(&snapshot, "GPTBot/1.2", "/private/a");
+    observe(&reports, &blocked, "192.0.2.1", "/private/a", 0);
+    let (since, until) = reports.range(None, None);
+    assert_eq!(reports.now(), start, "the test ran within the second");
+    let merged = reports.merge(&[reports.local("shop")]);
+    assert_eq!(merged.totals(since, until).requests, 1);
+    let crawlers = merged.crawlers(since, until, |_| String::new());
+    assert_eq!(crawlers.len(), 1, "{crawlers:?}");
+    assert_eq!(crawlers[0].tally.requests, 1);
+    assert_eq!(crawlers[0].distinct_clients, 1);
+    assert_eq!(merged.violations(since, until).rows.len(), 1);
+}
