@@ -236,9 +236,7 @@ impl Slots {
             listed: true,
         }
     }
-}
 
-impl Slots {
     /// The server is shutting down: every kept-alive connection waiting for its next request
     /// closes now, and any that starts such a wait later closes at once (a connection waiting
     /// for its first request, or with a request in progress, is served).
