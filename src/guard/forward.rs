@@ -256,15 +256,16 @@ pub(super) fn robots_url(session: &Session, peer_trusted: bool) -> String {
         _ if is_tls(session) => "https",
         _ => "http",
     };
-    let forwarded_host = forwarded(X_FORWARDED_HOST)
-        .filter(|host| crate::snapshot::normalize_host(host.as_bytes()).is_some());
-    // The Host routed, so it is a valid host[:port]; keep the port the client used.
-    let routed = request_host(request).unwrap_or_default().trim_ascii();
-    let routed = String::from_utf8_lossy(routed);
-    let host = forwarded_host.unwrap_or(&routed);
+    let host = match forwarded(X_FORWARDED_HOST)
+        .filter(|host| crate::snapshot::normalize_host(host.as_bytes()).is_some())
+    {
+        Some(forwarded) => std::borrow::Cow::Borrowed(forwarded),
+        // The Host routed, so it is a valid host[:port]; keep the port the client used.
+        None => String::from_utf8_lossy(request_host(request).unwrap_or_default().trim_ascii()),
+    };
     // One buffer rather than `format!`: every blocked request names its robots.txt.
     let mut url = String::with_capacity(scheme.len() + host.len() + 14);
-    for part in [scheme, "://", host, "/robots.txt"] {
+    for part in [scheme, "://", &host, "/robots.txt"] {
         url.push_str(part);
     }
     url

@@ -27,7 +27,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use support::nginx::Nginx;
-use support::{inline_robots, metric, site, Origin, Proxy, Request, BROWSER, GPTBOT};
+use support::{
+    closed_within, inline_robots, metric, site, Origin, Proxy, Request, BROWSER, GPTBOT,
+};
 
 const HOST: &str = "shop.example";
 
@@ -44,30 +46,6 @@ fn wait_until(seconds: u64, mut check: impl FnMut() -> bool) -> bool {
         thread::sleep(Duration::from_millis(50));
     }
     check()
-}
-
-/// How long until the proxy closes `stream` (reading and discarding what it sends), or `None`
-/// if it is still open after `wait`.
-fn closed_within(stream: &mut TcpStream, wait: Duration) -> Option<Duration> {
-    let started = Instant::now();
-    let mut buf = [0u8; 4096];
-    loop {
-        let left = wait.saturating_sub(started.elapsed());
-        if left.is_zero() {
-            return None;
-        }
-        let _ = stream.set_read_timeout(Some(left.min(Duration::from_millis(100))));
-        match stream.read(&mut buf) {
-            Ok(0) => return Some(started.elapsed()),
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(_) => return Some(started.elapsed()),
-        }
-    }
 }
 
 /// A GET of `/page` through the proxy on a fresh connection: its status, or 0 when the

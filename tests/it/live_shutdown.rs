@@ -13,7 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use support::live::{try_open, try_send, Launch};
-use support::{metric, site, Origin, Proxy, Request, BROWSER};
+use support::{closed_within, metric, site, Origin, Proxy, Request, BROWSER};
 
 #[test]
 fn sigterm_lets_an_in_flight_slow_request_finish() {
@@ -76,31 +76,6 @@ fn sigterm_lets_an_in_flight_slow_request_finish() {
     );
 }
 
-/// Waits until `stream` is closed by the proxy (reading what it sends); whether it was within
-/// `wait`.
-fn closed_within(stream: &mut TcpStream, wait: Duration) -> bool {
-    let deadline = Instant::now() + wait;
-    let mut buf = [0u8; 1024];
-    for _ in 0..10_000 {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return false;
-        }
-        let _ = stream.set_read_timeout(Some(left.min(Duration::from_millis(100))));
-        match stream.read(&mut buf) {
-            Ok(0) => return true,
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(_) => return true,
-        }
-    }
-    false
-}
-
 #[test]
 fn sigterm_closes_waiting_kept_alive_connections_and_serves_first_requests() {
     let origin = Origin::start();
@@ -129,7 +104,7 @@ fn sigterm_closes_waiting_kept_alive_connections_and_serves_first_requests() {
 
     // The waiting connection is closed at once, well within the 4 s grace...
     assert!(
-        closed_within(&mut kept, Duration::from_secs(3)),
+        closed_within(&mut kept, Duration::from_secs(3)).is_some(),
         "a kept-alive connection waiting for its next request is closed at shutdown"
     );
     // ...while the process still serves the other connection's first request, and then closes it.

@@ -564,6 +564,30 @@ impl Response {
     }
 }
 
+/// How long until the proxy closes `stream` (reading and discarding what it sends), or `None`
+/// if it is still open after `wait`.
+pub fn closed_within(stream: &mut TcpStream, wait: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    let mut buf = [0u8; 4096];
+    loop {
+        let left = wait.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            return None;
+        }
+        let _ = stream.set_read_timeout(Some(left.min(Duration::from_millis(100))));
+        match stream.read(&mut buf) {
+            Ok(0) => return Some(started.elapsed()),
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return Some(started.elapsed()),
+        }
+    }
+}
+
 /// One client connection.
 pub struct Conn {
     wire: Wire,
