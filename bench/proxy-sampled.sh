@@ -61,8 +61,8 @@ sample() { # label port round
   perf report -i "$data" --no-children --sort comm,dso,sym -F period,comm,dso,sym -g none --stdio \
     -t "$(printf '\t')" 2>/dev/null |
     grep -v '^#' | grep -v '^$' >"$work/$1-$3.syms" || true
-  echo "$1 $3 $requests" >>"$work/requests"
-  echo "sampled $1 round $3: $requests requests" >&2
+  echo "$1 $3 ${requests:-0}" >>"$work/requests"
+  echo "sampled $1 round $3: ${requests:-0} requests" >&2
 }
 
 echo "# rounds=$ROUNDS duration=${DURATION}s connections=$CONNECTIONS proxy_cpus=$PROXY_CPUS load_cpus=$LOAD_CPUS, perf cpu-clock at 4999 Hz"
@@ -94,7 +94,7 @@ def load(label, round_, requests):
 runs = collections.defaultdict(list)
 for text in open(f"{work}/requests"):
     label, round_, requests = text.split()
-    if int(requests or 0) > 0:
+    if int(requests) > 0:
         runs[label].append(load(label, round_, int(requests)))
 guard, production = runs["robotsguard"], runs["production"]
 if not guard or not production:
