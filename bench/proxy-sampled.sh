@@ -72,7 +72,7 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 
 python3 - "$work" "$TOP" <<'PY'
-import collections, re, statistics, sys
+import collections, statistics, sys
 work, top = sys.argv[1], int(sys.argv[2])
 
 def load(label, round_, requests):
@@ -84,10 +84,10 @@ def load(label, round_, requests):
         if len(fields) != 4 or not fields[0].isdigit():
             continue
         period, task, dso, symbol = fields
-        kind, _, symbol = symbol.partition(" ")
+        marker, _, symbol = symbol.partition(" ")
         if dso in ("robotsguard", "passthrough"):
             dso = "proxy"
-        kind = "idle" if task == "swapper" else "kernel" if kind == "[k]" else "user"
+        kind = "idle" if task == "swapper" else "kernel" if marker == "[k]" else "user"
         times[(kind, dso, symbol)] += int(period) / 1e3 / requests
     return times
 
@@ -110,7 +110,7 @@ print("\nper request on the proxy's CPU, median over rounds (µs): robotsguard, 
 for name, keep in (
     ("busy (all but idle)", lambda k: k[0] != "idle"),
     ("idle", lambda k: k[0] == "idle"),
-    ("kernel, for the proxy's tasks", lambda k: k[0] == "kernel"),
+    ("kernel, for busy tasks", lambda k: k[0] == "kernel"),
     ("user space, run by both", lambda k: k[0] == "user" and k in both),
     ("user space, robotsguard only", lambda k: k[0] == "user" and k not in production_symbols),
     ("user space, production only", lambda k: k[0] == "user" and k not in guard_symbols),
