@@ -99,6 +99,10 @@ impl Drop for ListServer {
     }
 }
 
+/// How long a request waits for the loopback DNS server: generous, because the whole suite shares
+/// two cores and a reverse-DNS check answered late is (rightly) "unverified", not "impostor".
+const DNS_TIMEOUT_SECS: u64 = 5;
+
 const GOOGLE_LIST: &str = r#"{"creationTime": "2026-11-20T00:00:00", "prefixes": [{"ipv4Prefix": "192.0.2.0/28"}, {"ipv6Prefix": "2001:db8:4860::/48"}]}"#;
 
 /// A site behind robotsguard, whose Googlebot is verified by `list` (a URL) and by the ranges
@@ -109,7 +113,7 @@ fn setup(list: &ListServer, dns: &DnsServer, origin_extra: &str, refresh: &str) 
         "trusted_proxies: [\"127.0.0.1/32\"]
 verify:
   refresh: {refresh}
-  dns: {{servers: [\"{dns}\"], timeout: 1s, positive_ttl: 1h, negative_ttl: 1h}}
+  dns: {{servers: [\"{dns}\"], timeout: {DNS_TIMEOUT_SECS}s, positive_ttl: 1h, negative_ttl: 1h}}
 crawlers:
   extra:
     - name: Googlebot
@@ -294,12 +298,12 @@ fn what_cannot_be_checked_is_unverified_and_passes() {
     let list = ListServer::start(GOOGLE_LIST);
     let dns = DnsServer::start();
     let (origin, proxy) = setup(&list, &dns, "", "24h");
-    // DNS down: the first request waits at most the timeout (1 s), and passes.
+    // DNS down: the first request waits at most the timeout, and passes.
     dns.set_mode(Mode::Down);
     let started = Instant::now();
     let answer = from(&proxy, "203.0.113.20", "/public", GOOGLEBOT);
     assert_eq!(answer.status, 200, "{}", answer.text());
-    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(started.elapsed() < Duration::from_secs(2 * DNS_TIMEOUT_SECS));
     // SERVFAIL: the same.
     dns.set_mode(Mode::ServFail);
     assert_eq!(
