@@ -854,7 +854,10 @@ impl Judge<'_> {
                 .origin
                 .robots
                 .throughout_history(Instant::now(), |copy| {
-                    crate::enforce::copy_disallows(copy, decision, facts.target)
+                    // The copy the decision was made with disallowed it (that is the block):
+                    // matching it again would only repeat the decision's work.
+                    std::ptr::eq(copy, Arc::as_ptr(&decision.robots))
+                        || crate::enforce::copy_disallows(copy, decision, facts.target)
                 }))
         .then_some(StrikeRequest {
             settings,

@@ -595,8 +595,12 @@ impl RangeLists {
         let slots = self.slots.read().unwrap_or_else(|e| e.into_inner());
         let mut all_loaded = true;
         for entry in entries {
-            let copy = slots.get(entry).and_then(|slot| slot.copy.load_full());
-            match copy {
+            // A guard rather than a counted reference: the copy is only read here.
+            let Some(slot) = slots.get(entry) else {
+                all_loaded = false;
+                continue;
+            };
+            match &*slot.copy.load() {
                 Some(copy) if copy.contains_for(crawler, ip) => {
                     return ListAnswer::In(entry.clone())
                 }
