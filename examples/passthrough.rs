@@ -29,7 +29,7 @@ use pingora::server::configuration::{Opt, ServerConf};
 // not the allocator.
 #[cfg(feature = "jemalloc")]
 #[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+static ALLOCATOR: robotsguard::allocator::Allocator = robotsguard::allocator::Allocator;
 
 struct PassThrough {
     upstream: std::net::SocketAddr,

@@ -66,6 +66,8 @@
 #![deny(missing_docs)]
 
 pub mod admin;
+#[cfg(feature = "jemalloc")]
+pub mod allocator;
 mod client_address;
 pub mod config;
 pub mod console;

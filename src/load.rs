@@ -27,8 +27,6 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-
 use crate::metrics::METRICS;
 
 /// Requests in flight above which new upstream exchanges get a narrow receive window: this, or
@@ -56,7 +54,9 @@ static SQUEEZE_THRESHOLD: AtomicUsize = AtomicUsize::new(SQUEEZE_ABOVE);
 /// The process-wide cap on requests in flight.
 #[derive(Debug)]
 pub struct InFlight {
-    semaphore: Arc<Semaphore>,
+    /// Places taken now. A counter rather than a semaphore: a request past the cap is refused,
+    /// never queued, so nothing waits for a place and taking and giving one back need no lock.
+    taken: Arc<AtomicUsize>,
     max: usize,
 }
 
@@ -73,11 +73,13 @@ pub fn weight(head_bytes: usize) -> u32 {
 /// One request's places under the cap; released when dropped.
 #[derive(Debug)]
 pub struct Permit {
-    _permit: OwnedSemaphorePermit,
+    taken: Arc<AtomicUsize>,
+    places: usize,
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
+        self.taken.fetch_sub(self.places, Ordering::AcqRel);
         IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
         METRICS.requests_in_flight.dec();
     }
@@ -93,7 +95,7 @@ impl InFlight {
             .max_requests_in_flight
             .set(i64::try_from(max).unwrap_or(i64::MAX));
         Arc::new(InFlight {
-            semaphore: Arc::new(Semaphore::new(max)),
+            taken: Arc::new(AtomicUsize::new(0)),
             max,
         })
     }
@@ -101,11 +103,20 @@ impl InFlight {
     /// A permit for one more request taking `places` (see [`weight`]), or `None` when that many
     /// are not free (the caller refuses the request and counts it).
     pub fn try_take(&self, places: u32) -> Option<Permit> {
-        let places = places.clamp(1, u32::try_from(self.max).unwrap_or(u32::MAX));
-        let permit = self.semaphore.clone().try_acquire_many_owned(places).ok()?;
+        let places = usize::try_from(places)
+            .unwrap_or(usize::MAX)
+            .clamp(1, self.max);
+        self.taken
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |taken| {
+                taken.checked_add(places).filter(|after| *after <= self.max)
+            })
+            .ok()?;
         IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
         METRICS.requests_in_flight.inc();
-        Some(Permit { _permit: permit })
+        Some(Permit {
+            taken: self.taken.clone(),
+            places,
+        })
     }
 
     /// The cap.

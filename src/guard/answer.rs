@@ -2,6 +2,7 @@
 //! robots.txt copy in force. Their text is ours: never an upstream's error or an internal one.
 
 use bytes::Bytes;
+use http::header::{self, HeaderName, HeaderValue};
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::Session;
@@ -45,21 +46,28 @@ pub(super) async fn respond_closing(
 }
 
 /// A plain-text answer of ours, with one more header when given.
+///
+/// Built without pingora's map of header-name spellings, with names already parsed: pingora
+/// writes the standard ones title-cased (`Content-Type`), the others lower-case, as every name
+/// here is spelled anyway.
 async fn respond_with(
     session: &mut Session,
     status: u16,
     body: String,
-    extra: Option<(&'static str, String)>,
+    extra: Option<(HeaderName, String)>,
     keep: bool,
 ) -> Result<()> {
     let body = Bytes::from(body);
-    let mut header = ResponseHeader::build(status, Some(5))?;
-    header.insert_header("content-type", "text/plain; charset=utf-8")?;
-    header.insert_header("cache-control", "no-store")?;
+    let mut header = ResponseHeader::build_no_case(status, Some(5))?;
+    header.insert_header(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    )?;
+    header.insert_header(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))?;
     if let Some((name, value)) = extra {
         header.insert_header(name, value)?;
     }
-    header.insert_header("content-length", http::HeaderValue::from(body.len()))?;
+    header.insert_header(header::CONTENT_LENGTH, HeaderValue::from(body.len()))?;
     if keep {
         keep_connection_if_possible(session);
     } else {
@@ -87,14 +95,18 @@ pub(super) async fn respond_refusal(
     // A refusal carries at most one of them.
     let extra = match &refusal.why {
         RefusedFor::PaymentRequired { license: Some(url) } => {
-            Some(("link", format!("<{url}>; rel=\"license\"")))
+            Some((header::LINK, format!("<{url}>; rel=\"license\"")))
         }
         why => why
             .retry_after()
-            .map(|seconds| ("retry-after", seconds.to_string()))
+            .map(|seconds| (header::RETRY_AFTER, seconds.to_string()))
             .or_else(|| {
-                why.accept_signature()
-                    .map(|value| ("accept-signature", value.to_string()))
+                why.accept_signature().map(|value| {
+                    (
+                        HeaderName::from_static("accept-signature"),
+                        value.to_string(),
+                    )
+                })
             }),
     };
     respond_with(session, refusal.status, body, extra, true).await

@@ -1022,15 +1022,19 @@ impl Guard {
             }
             return;
         };
+        let now = Instant::now();
         let target = request_target(session.req_header());
-        self.reports.record(&crate::reports::Observed {
-            decision,
-            failed: ctx.state.failed,
-            client: ctx.state.client,
-            bytes: session.body_bytes_sent() as u64,
-            read_robots: ctx.state.read_robots,
-            target: target.as_ref().map_or(&b"/"[..], Target::decided_path),
-        });
+        self.reports.record_at(
+            &crate::reports::Observed {
+                decision,
+                failed: ctx.state.failed,
+                client: ctx.state.client,
+                bytes: session.body_bytes_sent() as u64,
+                read_robots: ctx.state.read_robots,
+                target: target.as_ref().map_or(&b"/"[..], Target::decided_path),
+            },
+            now,
+        );
         let origin = decision.origin.name();
         let series = decision.origin.request_series.get(origin);
         if let Some(status) = status {
@@ -1050,9 +1054,10 @@ impl Guard {
                 },
             );
         }
-        series
-            .duration
-            .observe(ctx.state.started.elapsed().as_secs_f64());
+        series.duration.observe(
+            now.saturating_duration_since(ctx.state.started)
+                .as_secs_f64(),
+        );
     }
 }
 

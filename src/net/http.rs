@@ -22,7 +22,9 @@ pub fn user_agent() -> String {
 pub fn http_peer(origin: &Origin, address: SocketAddr) -> Box<HttpPeer> {
     let (tls, sni, verify) = match &origin.config.upstream_tls {
         Some(tls) => (true, tls.sni.clone(), tls.verify),
-        None => (false, origin.primary_host().to_string(), true),
+        // No server name over plain HTTP: pingora sends none and pools the connections by
+        // address (the Host header names the origin on each request).
+        None => (false, String::new(), true),
     };
     let mut peer = Box::new(HttpPeer::new(address, tls, sni));
     peer.options.verify_cert = verify;

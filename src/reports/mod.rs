@@ -102,9 +102,50 @@ impl Tally {
         self.would_disguised += other.would_disguised;
     }
 
-    fn of(decision: &Decision, failed: bool, bytes: u64) -> Tally {
-        // What the crawler took: bytes of answers that came from the origin (or the robots.txt
-        // robotsguard serves), not of robotsguard's refusals.
+    /// Adds one request, as `counted` describes it.
+    fn count(&mut self, counted: &OneRequest) {
+        self.requests += 1;
+        self.bytes += counted.bytes;
+        if counted.failed {
+            self.errors += 1;
+        } else {
+            *match counted.outcome {
+                Outcome::Pass => &mut self.passed,
+                Outcome::Allowed => &mut self.allowed,
+                // A licence answer refuses the page as a block does.
+                Outcome::Blocked | Outcome::PaymentRequired => &mut self.blocked,
+                Outcome::WouldBlock => &mut self.would_block,
+                Outcome::Limited => &mut self.limited,
+                Outcome::WouldLimit => &mut self.would_limit,
+                Outcome::Banned => &mut self.banned,
+                Outcome::Trap => &mut self.trap,
+                Outcome::WouldTrap => &mut self.would_trap,
+                Outcome::Disguised => &mut self.disguised,
+                Outcome::WouldDisguised => &mut self.would_disguised,
+            } += 1;
+        }
+        match counted.verification {
+            Some(VerificationResult::Verified) => self.verified += 1,
+            Some(VerificationResult::Impostor) => self.impostor += 1,
+            Some(VerificationResult::Unverified) => self.unverified += 1,
+            None => {}
+        }
+    }
+}
+
+/// One request as the reports count it: added to the origin's totals and to its crawler's row
+/// (a whole [`Tally`] of ones and zeros added twice cost several times as much).
+struct OneRequest {
+    outcome: Outcome,
+    failed: bool,
+    verification: Option<VerificationResult>,
+    /// Bytes the client took: of answers that came from the origin (or the robots.txt
+    /// robotsguard serves), not of robotsguard's refusals.
+    bytes: u64,
+}
+
+impl OneRequest {
+    fn of(decision: &Decision, failed: bool, bytes: u64) -> OneRequest {
         let refused = matches!(
             decision.outcome,
             Outcome::Blocked
@@ -114,39 +155,18 @@ impl Tally {
                 | Outcome::Disguised
                 | Outcome::PaymentRequired
         );
-        let mut tally = Tally {
-            requests: 1,
-            bytes: if refused { 0 } else { bytes },
-            ..Tally::default()
-        };
-        if failed {
-            tally.errors = 1;
-        } else {
-            match decision.outcome {
-                Outcome::Pass => tally.passed = 1,
-                Outcome::Allowed => tally.allowed = 1,
-                // A licence answer refuses the page as a block does.
-                Outcome::Blocked | Outcome::PaymentRequired => tally.blocked = 1,
-                Outcome::WouldBlock => tally.would_block = 1,
-                Outcome::Limited => tally.limited = 1,
-                Outcome::WouldLimit => tally.would_limit = 1,
-                Outcome::Banned => tally.banned = 1,
-                Outcome::Trap => tally.trap = 1,
-                Outcome::WouldTrap => tally.would_trap = 1,
-                Outcome::Disguised => tally.disguised = 1,
-                Outcome::WouldDisguised => tally.would_disguised = 1,
-            }
-        }
-        match decision.verification.as_ref().map(|v| v.result) {
-            Some(VerificationResult::Verified) => tally.verified = 1,
-            Some(VerificationResult::Impostor) => tally.impostor = 1,
-            Some(VerificationResult::Unverified) => tally.unverified = 1,
+        let verification = match decision.verification.as_ref().map(|v| v.result) {
             None if decision.crawler.is_some() && decision.why != Why::NotCrawler => {
-                tally.unverified = 1
+                Some(VerificationResult::Unverified)
             }
-            None => {}
+            result => result,
+        };
+        OneRequest {
+            outcome: decision.outcome,
+            failed,
+            verification,
+            bytes: if refused { 0 } else { bytes },
         }
-        tally
     }
 }
 
@@ -383,10 +403,13 @@ impl Reports {
 
     /// Now, in Unix seconds, by the coarse clock.
     pub fn now(&self) -> u64 {
+        self.unix_at(crate::tables::clock::coarse_now())
+    }
+
+    /// `at`, in Unix seconds.
+    fn unix_at(&self, at: Instant) -> u64 {
         let (instant, unix) = self.anchor;
-        unix + crate::tables::clock::coarse_now()
-            .saturating_duration_since(instant)
-            .as_secs()
+        unix + at.saturating_duration_since(instant).as_secs()
     }
 
     fn origin(&self, name: &str) -> Arc<Mutex<OriginReport>> {
@@ -400,17 +423,22 @@ impl Reports {
             .clone()
     }
 
-    /// Counts one request.
+    /// Counts one request, now.
     pub fn record(&self, observed: &Observed<'_>) {
+        self.record_at(observed, crate::tables::clock::coarse_now());
+    }
+
+    /// Counts one request that ended `at` (the proxy has just read the clock for its duration).
+    pub fn record_at(&self, observed: &Observed<'_>, at: Instant) {
         let decision = observed.decision;
-        let now = self.now();
+        let now = self.unix_at(at);
         let grid = self.grid;
-        let tally = Tally::of(decision, observed.failed, observed.bytes);
+        let counted = OneRequest::of(decision, observed.failed, observed.bytes);
         let report = self.origin(decision.origin.name());
         let mut report = report.lock();
         report.dirty = true;
         if let Some(bucket) = report.totals.at(Grid::start(now, grid.bucket)) {
-            bucket.add(&tally);
+            bucket.count(&counted);
         }
         let oldest = now.saturating_sub(grid.window);
         if report
@@ -449,7 +477,7 @@ impl Reports {
         }
         row.last_seen = now;
         if let Some(bucket) = row.counts.at(Grid::start(now, grid.bucket)) {
-            bucket.add(&tally);
+            bucket.count(&counted);
         }
         if let Some(client) = observed.client {
             let slice = Grid::start(now, grid.client_slice);

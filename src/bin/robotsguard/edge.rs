@@ -148,11 +148,35 @@ struct WaitingForRequests {
 /// One connection's wait for a request.
 struct Waiting {
     number: u64,
-    /// Notified when the connection is to close.
-    close: Arc<Notify>,
+    /// How the connection is told to close.
+    close: Closer,
     /// Between two requests of a kept-alive connection (not before its first): such a wait
     /// also ends when the server shuts down.
     kept_alive: bool,
+}
+
+/// How a waiting connection is closed for a newer one (or at shutdown).
+enum Closer {
+    /// A wait that selects on [`Idle::evicted`] (a TLS handshake, a PROXY header, an HTTP/2
+    /// connection without a stream).
+    Notify(Arc<Notify>),
+    /// An HTTP/1 connection reading its next request head ([`HeadWait`]): its socket's reading
+    /// side is shut down, which ends the read with end-of-file. Only ever called with the
+    /// `waiting` lock held, and a wait leaves the list under that lock before its socket can
+    /// close, so the descriptor is the connection's own.
+    Socket(std::os::fd::RawFd),
+}
+
+impl Closer {
+    fn close(&self) {
+        match self {
+            Closer::Notify(notify) => notify.notify_one(),
+            Closer::Socket(fd) => {
+                // Fails only for a socket the client already closed, which ends the read too.
+                let _ = nix::sys::socket::shutdown(*fd, nix::sys::socket::Shutdown::Read);
+            }
+        }
+    }
 }
 
 /// How long a new connection waits for the slot of the connection it closed.
@@ -172,12 +196,16 @@ impl Slots {
         if let Ok(slot) = self.semaphore.clone().try_acquire_owned() {
             return Some(slot);
         }
-        let oldest = self.waiting.lock().ok()?.list.pop_front();
-        let Some(Waiting { close, .. }) = oldest else {
-            METRICS.connections_refused.inc();
-            return None;
-        };
-        close.notify_one();
+        {
+            let mut waiting = self.waiting.lock().ok()?;
+            let Some(oldest) = waiting.list.pop_front() else {
+                drop(waiting);
+                METRICS.connections_refused.inc();
+                return None;
+            };
+            // Under the lock: a socket still listed is still open (see `Closer::Socket`).
+            oldest.close.close();
+        }
         METRICS.connections_evicted.inc();
         match tokio::time::timeout(EVICTION_WAIT, self.semaphore.clone().acquire_owned()).await {
             Ok(Ok(slot)) => Some(slot),
@@ -190,50 +218,72 @@ impl Slots {
 
     /// Marks the calling connection as having no request in progress until the returned guard
     /// is dropped; [`Idle::evicted`] completes when the connection is to be closed for a newer
-    /// one. Each wait has a `Notify` of its own: a notification that arrives as the wait ends (a
-    /// request came in) stays with it, rather than closing the connection at its next wait.
+    /// one. Each wait has a `Notify` of its own: a notification that arrives as the wait ends
+    /// stays with it.
     pub(crate) fn idle(self: &Arc<Self>) -> Idle {
-        self.idle_with(None, false)
-    }
-
-    /// [`Slots::idle`], reusing the `Notify` that [`Idle::release`] gave back from the
-    /// connection's previous wait (an HTTP/1 connection waits before every request). A
-    /// `kept_alive` wait (for a request after the first) also ends when the server shuts down:
-    /// the same notification, so that a connection waits on one thing, not two.
-    pub(crate) fn idle_with(
-        self: &Arc<Self>,
-        close: Option<Arc<Notify>>,
-        kept_alive: bool,
-    ) -> Idle {
-        let close = close.unwrap_or_else(|| Arc::new(Notify::new()));
-        let number = match self.waiting.lock() {
-            Ok(waiting) if kept_alive && waiting.shutting_down => {
-                // Not listed: nothing evicts it, and it ends at once.
-                close.notify_one();
-                return Idle {
-                    slots: self.clone(),
-                    number: u64::MAX,
-                    close,
-                    listed: false,
-                };
-            }
-            Ok(mut waiting) => {
-                let number = waiting.next;
-                waiting.next += 1;
-                waiting.list.push_back(Waiting {
-                    number,
-                    close: close.clone(),
-                    kept_alive,
-                });
-                number
-            }
-            Err(_) => u64::MAX,
-        };
+        let close = Arc::new(Notify::new());
+        let number = self.list(Closer::Notify(close.clone()), false);
         Idle {
             slots: self.clone(),
+            number: number.unwrap_or(u64::MAX),
+            close,
+            listed: number.is_some(),
+        }
+    }
+
+    /// Lists an HTTP/1 connection about to read its next request head (every request's wait:
+    /// nothing is registered beyond this entry, see [`HeadWait`]). A `kept_alive` wait (for a
+    /// request after the first) ends at once when the server is shutting down.
+    pub(crate) fn wait_for_head<'a>(
+        &'a self,
+        stream: &'a mut Stream,
+        kept_alive: bool,
+    ) -> HeadWait<'a> {
+        let number = self.list(Closer::Socket(stream.id()), kept_alive);
+        HeadWait {
+            slots: self,
+            number: number.unwrap_or(u64::MAX),
+            listed: number.is_some(),
+            stream,
+        }
+    }
+
+    /// Adds a wait to the list, with its number; `None` when it is not listed (a kept-alive
+    /// wait at shutdown, closed at once instead).
+    fn list(&self, close: Closer, kept_alive: bool) -> Option<u64> {
+        let mut waiting = self.waiting.lock().ok()?;
+        if kept_alive && waiting.shutting_down {
+            close.close();
+            return None;
+        }
+        let number = waiting.next;
+        waiting.next += 1;
+        waiting.list.push_back(Waiting {
             number,
             close,
-            listed: true,
+            kept_alive,
+        });
+        Some(number)
+    }
+
+    /// Takes wait `number` out of the list; whether it was still there (an evicting connection
+    /// takes its choice out before closing it).
+    fn unlist(&self, number: u64) -> bool {
+        let Ok(mut waiting) = self.waiting.lock() else {
+            return false;
+        };
+        // Most often the newest wait (a connection alone in the list, or the one whose request
+        // came first); else numbers are handed out in order and the list keeps it.
+        if waiting.list.back().is_some_and(|w| w.number == number) {
+            waiting.list.pop_back();
+            return true;
+        }
+        match waiting.list.binary_search_by_key(&number, |w| w.number) {
+            Ok(position) => {
+                waiting.list.remove(position);
+                true
+            }
+            Err(_) => false,
         }
     }
 
@@ -247,7 +297,7 @@ impl Slots {
         waiting.shutting_down = true;
         waiting.list.retain(|wait| {
             if wait.kept_alive {
-                wait.close.notify_one();
+                wait.close.close();
             }
             !wait.kept_alive
         });
@@ -259,7 +309,7 @@ pub(crate) struct Idle {
     slots: Arc<Slots>,
     number: u64,
     close: Arc<Notify>,
-    /// Still in the list (not yet left by [`Idle::release`]).
+    /// Still in the list.
     listed: bool,
 }
 
@@ -268,40 +318,37 @@ impl Idle {
     pub(crate) async fn evicted(&self) {
         self.close.notified().await;
     }
-
-    /// Leaves the list; whether this wait was still in it (an evicting connection takes its
-    /// choice out of the list before notifying it).
-    fn leave(&mut self) -> bool {
-        if !std::mem::take(&mut self.listed) {
-            return false;
-        }
-        let Ok(mut waiting) = self.slots.waiting.lock() else {
-            return false;
-        };
-        // Numbers are handed out in order and the list keeps it.
-        match waiting
-            .list
-            .binary_search_by_key(&self.number, |w| w.number)
-        {
-            Ok(position) => {
-                waiting.list.remove(position);
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    /// Leaves the list and gives back the `Notify` for the connection's next wait, unless an
-    /// evicting connection chose this one: its notification may be stored in the `Notify`
-    /// (the wait ended as it came), and must not close the connection at its next wait.
-    pub(crate) fn release(mut self) -> Option<Arc<Notify>> {
-        self.leave().then(|| self.close.clone())
-    }
 }
 
 impl Drop for Idle {
     fn drop(&mut self) {
-        self.leave();
+        if self.listed {
+            self.slots.unlist(self.number);
+        }
+    }
+}
+
+/// An HTTP/1 connection's wait for its next request head, listed among the connections without
+/// a request in progress until dropped. It holds the stream, so the socket cannot close while
+/// listed; read through [`HeadWait::stream`].
+pub(crate) struct HeadWait<'a> {
+    slots: &'a Slots,
+    number: u64,
+    listed: bool,
+    stream: &'a mut Stream,
+}
+
+impl HeadWait<'_> {
+    pub(crate) fn stream(&mut self) -> &mut Stream {
+        self.stream
+    }
+}
+
+impl Drop for HeadWait<'_> {
+    fn drop(&mut self) {
+        if self.listed {
+            self.slots.unlist(self.number);
+        }
     }
 }
 

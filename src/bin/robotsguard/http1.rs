@@ -56,21 +56,15 @@ pub async fn serve(
     let mut persistent: Option<HttpPersistentSettings> = None;
     let mut first = true;
     let mut start = Some(start);
-    let mut close = None;
     loop {
         // Limits are read per request, so a reload applies to open connections too.
         let limits = app.guard.limits();
         let already = start.take().unwrap_or_default();
-        // Ends for a newer connection at the cap, or, between requests, at shutdown.
-        let idle = app.slots.idle_with(close.take(), !first);
-        // `biased`: polled in this order, without drawing a random number per request to pick a
-        // first branch (which branch wins a tie does not matter here).
-        let head = tokio::select! {
-            biased;
-            head = read_head(&mut stream, already, &limits, first) => head,
-            () = idle.evicted() => Head::Closed,
-        };
-        close = idle.release();
+        // Ends (the read sees end-of-file) for a newer connection at the cap, or, between
+        // requests, at shutdown.
+        let mut wait = app.slots.wait_for_head(&mut stream, !first);
+        let head = read_head(wait.stream(), already, &limits, first).await;
+        drop(wait);
         let (prefix, head_bytes) = match head {
             Head::Ready(prefix, head_bytes) => (prefix, head_bytes),
             Head::Closed => return End::Closed,

@@ -5,11 +5,12 @@
 /// request, and glibc's malloc spends more per call as a long-running proxy's heap fragments
 /// (~13k of the ~104k user-space instructions per request; docs/BENCHMARKS.md, "Whole proxy").
 /// jemalloc rather than mimalloc: within 4 % of its speed here, with 418 MiB instead of 492 MiB
-/// resident for 10,000 origins. Set in the binary, not the library, so code embedding the
+/// resident for 10,000 origins. Small growths are moved more cheaply than jemalloc's `realloc`
+/// does ([`robotsguard::allocator`]). Set in the binary, not the library, so code embedding the
 /// library keeps its own choice.
 #[cfg(feature = "jemalloc")]
 #[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+static ALLOCATOR: robotsguard::allocator::Allocator = robotsguard::allocator::Allocator;
 
 /// What `--version` prints after the name: the package version and the commit it was built from
 /// (`build.rs`; `unknown` when built without git and without `ROBOTSGUARD_COMMIT`).
