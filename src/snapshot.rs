@@ -915,6 +915,12 @@ impl Live {
         self.snapshot.load_full()
     }
 
+    /// The snapshot in force, for a short read: no reference is counted (see
+    /// [`arc_swap::Guard`]); not to be held across an await.
+    pub fn peek(&self) -> arc_swap::Guard<Arc<Snapshot>> {
+        self.snapshot.load()
+    }
+
     /// Swaps in a new snapshot; requests already running finish on the one they loaded.
     pub fn install(&self, snapshot: Snapshot) {
         self.snapshot.store(Arc::new(snapshot));

@@ -421,6 +421,37 @@ mod tests {
         assert!(msg(parse_host(&"a.".repeat(130))).contains("253"));
     }
 
+    proptest::proptest! {
+        /// Routing looks a Host up as sent before normalising it (`enforce::route`): that is
+        /// right only if every host the config keeps normalises to itself.
+        #[test]
+        fn a_configured_host_normalises_to_itself(raw in "[ a-zA-Z0-9.:\\[\\]_-]{0,40}") {
+            if let Ok(kept) = parse_host(&raw) {
+                proptest::prop_assert_eq!(
+                    normalize_host_bytes(kept.as_bytes()).as_deref(),
+                    Some(kept.as_bytes())
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn configured_hosts_normalise_to_themselves() {
+        for text in [
+            "Shop.Example",
+            "shop.example.",
+            "[0:0::1]",
+            "127.0.0.1",
+            "xn--bcher-kva.example",
+        ] {
+            let kept = parse_host(text).unwrap_or_else(|e| panic!("{text}: {}", e.message));
+            assert_eq!(
+                normalize_host_bytes(kept.as_bytes()).as_deref(),
+                Some(kept.as_bytes())
+            );
+        }
+    }
+
     #[test]
     fn host_header_normalisation() {
         assert_eq!(

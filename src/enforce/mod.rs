@@ -759,6 +759,12 @@ pub fn decide_request(snapshot: &Snapshot, request: &Request<'_>) -> Result<Deci
 
 /// The origin that serves `host` (the Host header or `:authority` as sent).
 pub fn route<'s>(snapshot: &'s Snapshot, host: &[u8]) -> Result<&'s Arc<Origin>, Refused> {
+    // Configured hosts are kept normalised, and normalising a normalised host changes nothing:
+    // a Host that is a key as sent (lower-case, no port, the usual case) routes where its
+    // normalised form would, without the pass over its bytes.
+    if let Some(origin) = snapshot.origin_for_bytes(host) {
+        return Ok(origin);
+    }
     let host = normalize_host_bytes(host).ok_or(Refused::UnknownHost)?;
     snapshot.origin_for_bytes(&host).ok_or(Refused::UnknownHost)
 }

@@ -315,7 +315,7 @@ impl Guard {
     /// The `limits` in force: [`Guard::config`]'s, without holding the config (a connection
     /// reads them before every request).
     pub fn limits(&self) -> crate::config::Limits {
-        self.live.load().config.limits
+        self.live.peek().config.limits
     }
 
     /// The origins, robots.txt copies and crawler catalogue in force, for [`crate::enforce`]'s
@@ -438,7 +438,8 @@ impl Guard {
     ) -> Result<bool> {
         // CONNECT never gets here: pingora refuses it with 405 unless CONNECT proxying is
         // enabled, which robotsguard never does (tests/it/proxy_routing.rs checks the refusal).
-        let snapshot = self.live.load();
+        // Not counted (a guard): dropped once the judgment is made.
+        let snapshot = self.live.peek();
         let peer = peer_ip(session);
         let trusted = &snapshot.config.trusted_proxies;
         ctx.state.peer_trusted =
@@ -549,6 +550,7 @@ impl Guard {
             request_id: request_id.as_ref().and_then(|id| id.to_str().ok()),
         };
         let judgment = self.judge_with(&snapshot, &facts, JudgeMode::Apply).await;
+        drop(snapshot);
         ctx.state.absolute_form = matches!(target, Target::Absolute(_));
         ctx.state.read_robots = judgment.read_robots;
         let Some(decision) = judgment.decision else {
