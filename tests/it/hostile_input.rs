@@ -523,6 +523,50 @@ fn at_the_cap_a_new_connection_evicts_the_one_idle_longest() {
     assert!(!newest_closed, "the newest idle connection was closed");
 }
 
+/// A kept-alive connection between two requests is evicted the same way (its wait for the next
+/// head ends with its socket's reading side shut down): the one idle longest closes, and the
+/// others go on serving requests on their connections.
+#[test]
+fn at_the_cap_the_kept_alive_connection_idle_longest_is_evicted_and_the_others_serve_on() {
+    let (_origin, proxy) = limited("max_connections: 4, header_timeout: 30s, idle_timeout: 30s");
+    let request = format!("GET /public HTTP/1.1\r\nHost: {HOST}\r\nUser-Agent: {BROWSER}\r\n\r\n");
+    let mut kept: Vec<Conn> = Vec::new();
+    for _ in 0..4 {
+        let mut conn = Conn::open(proxy.addr);
+        conn.write(request.as_bytes());
+        let answer = conn
+            .read_response(false)
+            .expect("the first request is answered");
+        assert_eq!(answer.status, 200);
+        kept.push(conn);
+        thread::sleep(Duration::from_millis(150));
+    }
+    thread::sleep(Duration::from_millis(300));
+    let answer = proxy
+        .raw(request.as_bytes())
+        .expect("the newcomer is answered");
+    assert_eq!(answer.status, 200);
+    let evicted = support::metric(
+        &proxy.metrics(),
+        "robotsguard_downstream_connections_evicted_total",
+        &[],
+    );
+    assert_eq!(evicted, 1.0);
+    let mut oldest = kept.remove(0).into_stream();
+    let (_, oldest_closed) = read_until_closed(&mut oldest, Duration::from_secs(2));
+    assert!(
+        oldest_closed,
+        "the kept-alive connection idle longest was not closed"
+    );
+    for (index, conn) in kept.iter_mut().enumerate() {
+        conn.write(request.as_bytes());
+        let answer = conn
+            .read_response(false)
+            .unwrap_or_else(|e| panic!("kept-alive connection {}: {e}", index + 1));
+        assert_eq!(answer.status, 200);
+    }
+}
+
 #[test]
 fn a_trickled_body_gets_408_at_the_body_deadline() {
     let (_origin, proxy) = limited("body_timeout: 2s");
