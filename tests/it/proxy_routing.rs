@@ -26,6 +26,51 @@ fn assert_refused(response: &Result<Response, String>, what: &str) {
     }
 }
 
+/// A Host as sent is looked up before it is normalised: every other spelling of the configured
+/// host (case, port, trailing dot, spaces) must still reach the same origin and be held to its
+/// robots.txt, and a name that merely starts like it must not.
+#[test]
+fn every_spelling_of_a_configured_host_is_routed_and_enforced_alike() {
+    let (origin, proxy) = shop();
+    for host in [
+        "shop.example",
+        "SHOP.EXAMPLE",
+        "Shop.Example.",
+        "shop.example:8080",
+        "shop.example.:80",
+    ] {
+        let blocked = proxy.get(host, "/private/a", GPTBOT);
+        assert_eq!(blocked.status, 403, "{host}: {}", blocked.text());
+        let passed = proxy.get(host, "/public", GPTBOT);
+        assert_eq!(passed.status, 200, "{host}: {}", passed.text());
+    }
+    let spaced = proxy.raw(
+        format!("GET /private/a HTTP/1.1\r\nHost:  shop.example \r\nUser-Agent: {GPTBOT}\r\n\r\n")
+            .as_bytes(),
+    );
+    assert_eq!(
+        spaced.as_ref().map(|r| r.status).ok(),
+        Some(403),
+        "spaces around the Host"
+    );
+    for host in [
+        "shop.example.evil",
+        "shop.exampl",
+        "xshop.example",
+        "shop..example",
+    ] {
+        let response = proxy.get(host, "/public", GPTBOT);
+        assert_eq!(response.status, 421, "{host}: {}", response.text());
+    }
+    assert!(
+        origin
+            .received()
+            .iter()
+            .all(|seen| !seen.target.starts_with("/private")),
+        "a disallowed path reached the origin"
+    );
+}
+
 #[test]
 fn an_unknown_host_is_misdirected_and_never_proxied() {
     let (origin, proxy) = shop();

@@ -222,12 +222,10 @@ impl Slots {
     /// stays with it.
     pub(crate) fn idle(self: &Arc<Self>) -> Idle {
         let close = Arc::new(Notify::new());
-        let number = self.list(Closer::Notify(close.clone()), false);
         Idle {
             slots: self.clone(),
-            number: number.unwrap_or(u64::MAX),
+            number: self.list(Closer::Notify(close.clone()), false),
             close,
-            listed: number.is_some(),
         }
     }
 
@@ -239,11 +237,9 @@ impl Slots {
         stream: &'a mut Stream,
         kept_alive: bool,
     ) -> HeadWait<'a> {
-        let number = self.list(Closer::Socket(stream.id()), kept_alive);
         HeadWait {
             slots: self,
-            number: number.unwrap_or(u64::MAX),
-            listed: number.is_some(),
+            number: self.list(Closer::Socket(stream.id()), kept_alive),
             stream,
         }
     }
@@ -266,24 +262,18 @@ impl Slots {
         Some(number)
     }
 
-    /// Takes wait `number` out of the list; whether it was still there (an evicting connection
-    /// takes its choice out before closing it).
-    fn unlist(&self, number: u64) -> bool {
+    /// Takes wait `number` out of the list, unless an evicting connection already took it out
+    /// to close it.
+    fn unlist(&self, number: u64) {
         let Ok(mut waiting) = self.waiting.lock() else {
-            return false;
+            return;
         };
         // Most often the newest wait (a connection alone in the list, or the one whose request
         // came first); else numbers are handed out in order and the list keeps it.
         if waiting.list.back().is_some_and(|w| w.number == number) {
             waiting.list.pop_back();
-            return true;
-        }
-        match waiting.list.binary_search_by_key(&number, |w| w.number) {
-            Ok(position) => {
-                waiting.list.remove(position);
-                true
-            }
-            Err(_) => false,
+        } else if let Ok(position) = waiting.list.binary_search_by_key(&number, |w| w.number) {
+            waiting.list.remove(position);
         }
     }
 
@@ -307,10 +297,9 @@ impl Slots {
 /// A connection's place among those without a request in progress; leaves it when dropped.
 pub(crate) struct Idle {
     slots: Arc<Slots>,
-    number: u64,
+    /// Its number in the list; `None` when it was not listed.
+    number: Option<u64>,
     close: Arc<Notify>,
-    /// Still in the list.
-    listed: bool,
 }
 
 impl Idle {
@@ -322,8 +311,8 @@ impl Idle {
 
 impl Drop for Idle {
     fn drop(&mut self) {
-        if self.listed {
-            self.slots.unlist(self.number);
+        if let Some(number) = self.number {
+            self.slots.unlist(number);
         }
     }
 }
@@ -333,8 +322,8 @@ impl Drop for Idle {
 /// listed; read through [`HeadWait::stream`].
 pub(crate) struct HeadWait<'a> {
     slots: &'a Slots,
-    number: u64,
-    listed: bool,
+    /// Its number in the list; `None` when it was not listed (closed at once at shutdown).
+    number: Option<u64>,
     stream: &'a mut Stream,
 }
 
@@ -346,8 +335,8 @@ impl HeadWait<'_> {
 
 impl Drop for HeadWait<'_> {
     fn drop(&mut self) {
-        if self.listed {
-            self.slots.unlist(self.number);
+        if let Some(number) = self.number {
+            self.slots.unlist(number);
         }
     }
 }
