@@ -490,3 +490,96 @@ fn a_pair_that_cannot_be_served_is_refused_at_start_with_its_files_named() {
     let (code, stderr) = run("validate", &config("blog.key"));
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+/// An HTTP/1.1 connection over TLS waiting for its next request is evicted like a plain one (its
+/// socket's reading side shut down under the TLS session): at the cap the one idle longest
+/// closes, the newest stays open, and the newcomer is served. `openssl s_client` holds each
+/// connection open after one request.
+#[test]
+fn at_the_cap_a_kept_alive_tls_connection_idle_longest_is_evicted() {
+    let certs = tempfile::tempdir().expect("temp dir");
+    make_ca(certs.path(), "ca");
+    let (cert, key) = make_leaf(certs.path(), "ca", "shop", "DNS:shop.example", false);
+    let origin = Origin::start();
+    let body = format!(
+        "limits: {{max_connections: 3, header_timeout: 30s, idle_timeout: 30s}}\n{}",
+        site(
+            &origin,
+            "shop.example",
+            &inline_robots("User-agent: *\nAllow: /\n")
+        )
+    );
+    let files = [("shop.pem", pem(&cert)), ("shop.key", pem(&key))];
+    let files: Vec<(&str, &str)> = files.iter().map(|(n, c)| (*n, c.as_str())).collect();
+    let proxy = Proxy::builder(&body)
+        .listener("tls: {cert: shop.pem, key: shop.key}")
+        .files(&files)
+        .start();
+    let port = proxy.addr.port();
+    let request =
+        format!("GET /page HTTP/1.1\r\nHost: shop.example\r\nUser-Agent: {BROWSER}\r\n\r\n");
+    let mut clients: Vec<std::process::Child> = Vec::new();
+    for _ in 0..3 {
+        let mut client = Command::new("timeout")
+            .args([
+                "60",
+                "openssl",
+                "s_client",
+                "-quiet",
+                "-servername",
+                "shop.example",
+            ])
+            .arg("-connect")
+            .arg(format!("127.0.0.1:{port}"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("openssl s_client starts");
+        let stdin = client.stdin.as_mut().expect("stdin");
+        std::io::Write::write_all(stdin, request.as_bytes()).expect("request written");
+        clients.push(client);
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    // Each has had its answer and waits, kept alive, for its next request.
+    assert!(
+        wait_for_metrics(&proxy, |text| {
+            metric(text, "robotsguard_requests_total", &[("decision", "pass")]) >= 3.0
+        }),
+        "the three first requests were not served"
+    );
+    let (status, _, _) = curl(
+        &[
+            "-k",
+            "--resolve",
+            &format!("shop.example:{port}:127.0.0.1"),
+            "--http1.1",
+        ],
+        &format!("https://shop.example:{port}/page"),
+        BROWSER,
+    );
+    assert_eq!(status, 200, "the newcomer at the cap was not served");
+    assert_eq!(
+        metric(
+            &proxy.metrics(),
+            "robotsguard_downstream_connections_evicted_total",
+            &[]
+        ),
+        1.0
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while clients[0].try_wait().expect("status").is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let oldest_closed = clients[0].try_wait().expect("status").is_some();
+    let newest_open = clients[2].try_wait().expect("status").is_none();
+    for client in &mut clients {
+        let _ = client.kill();
+        let _ = client.wait();
+    }
+    assert!(
+        oldest_closed,
+        "the TLS connection idle longest was not closed"
+    );
+    assert!(newest_open, "the newest TLS connection was closed");
+}
