@@ -6,7 +6,7 @@
 //! [`Snapshot`].
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -899,6 +899,8 @@ pub fn build_identifier_with(
 pub struct Live {
     snapshot: ArcSwap<Snapshot>,
     generation: tokio::sync::watch::Sender<u64>,
+    /// Snapshots installed so far, counted after each is in force (see [`Live::installs`]).
+    installs: AtomicU64,
 }
 
 impl Live {
@@ -907,6 +909,7 @@ impl Live {
         Live {
             snapshot: ArcSwap::from_pointee(snapshot),
             generation: tokio::sync::watch::Sender::new(0),
+            installs: AtomicU64::new(0),
         }
     }
 
@@ -924,6 +927,7 @@ impl Live {
     /// Swaps in a new snapshot; requests already running finish on the one they loaded.
     pub fn install(&self, snapshot: Snapshot) {
         self.snapshot.store(Arc::new(snapshot));
+        self.installs.fetch_add(1, Ordering::Release);
         self.generation.send_modify(|generation| *generation += 1);
     }
 
@@ -933,9 +937,35 @@ impl Live {
         let previous = self.snapshot.compare_and_swap(expected, Arc::new(snapshot));
         let installed = Arc::ptr_eq(&previous, expected);
         if installed {
+            self.installs.fetch_add(1, Ordering::Release);
             self.generation.send_modify(|generation| *generation += 1);
         }
         installed
+    }
+
+    /// How many snapshots were installed so far. One atomic load: a reader that kept a value
+    /// read from the snapshot at count `n` knows it is still the one in force while this is `n`
+    /// (a snapshot installed after the count was read shows in the next count).
+    pub fn installs(&self) -> u64 {
+        self.installs.load(Ordering::Acquire)
+    }
+
+    /// The `limits` in force, read through `kept` (the limits read last and the
+    /// [`Live::installs`] count they were read at): the snapshot is loaded again only when
+    /// another was installed since.
+    pub fn limits_kept(
+        &self,
+        kept: &mut Option<(u64, crate::config::Limits)>,
+    ) -> crate::config::Limits {
+        let installs = self.installs();
+        match kept {
+            Some((seen, limits)) if *seen == installs => *limits,
+            _ => {
+                let limits = self.peek().config.limits;
+                *kept = Some((installs, limits));
+                limits
+            }
+        }
     }
 
     /// Changes whenever a new snapshot is installed.
@@ -947,6 +977,38 @@ impl Live {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn snapshot_with_header_timeout(seconds: u64) -> Snapshot {
+        let yaml = format!(
+            "limits: {{header_timeout: {seconds}s}}\norigins:\n  - name: shop\n    hosts: \
+             [shop.example]\n    upstream: \"127.0.0.1:9\"\n    robots: {{source: inline, text: \
+             \"User-agent: *\\nDisallow: /private\\n\"}}\n"
+        );
+        let config = crate::config::load_str(&yaml, "test.yaml", std::path::Path::new("/"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        Snapshot::build(Arc::new(config), None).expect("snapshot")
+    }
+
+    /// A connection keeps the limits it read, and reads them again after every install, whether
+    /// by a reload or by a refresh that checked it was still current.
+    #[test]
+    fn kept_limits_are_read_again_once_another_snapshot_is_installed() {
+        let live = Live::new(snapshot_with_header_timeout(10));
+        let mut kept = None;
+        let seconds = |limits: crate::config::Limits| limits.header_timeout.as_secs();
+        assert_eq!(seconds(live.limits_kept(&mut kept)), 10);
+        assert_eq!(kept.map(|(installs, _)| installs), Some(0));
+        live.install(snapshot_with_header_timeout(3));
+        assert_eq!(seconds(live.limits_kept(&mut kept)), 3);
+        assert_eq!(seconds(live.limits_kept(&mut kept)), 3);
+        let current = live.load();
+        assert!(live.install_if_current(&current, snapshot_with_header_timeout(7)));
+        assert_eq!(seconds(live.limits_kept(&mut kept)), 7);
+        // Not installed: the kept limits stay.
+        assert!(!live.install_if_current(&current, snapshot_with_header_timeout(1)));
+        assert_eq!(seconds(live.limits_kept(&mut kept)), 7);
+        assert_eq!(live.installs(), 2);
+    }
 
     fn compiled(copy: &RobotsCopy) -> &Arc<Robots> {
         match &copy.policy {

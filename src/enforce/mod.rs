@@ -885,7 +885,7 @@ fn unnamed_decision(
 /// slash, so a path that ends in neither `t` nor `%74` cannot read as `/robots.txt`. Cheap:
 /// almost every request is asked, and almost none can be it.
 pub fn may_read_as_robots_txt(target: &[u8]) -> bool {
-    let path = match target.iter().position(|&b| b == b'?') {
+    let path = match memchr::memchr(b'?', target) {
         Some(query) => &target[..query],
         None => target,
     };

@@ -318,6 +318,16 @@ impl Guard {
         self.live.peek().config.limits
     }
 
+    /// [`Guard::limits`] for a reader that asks again and again (a connection, before each
+    /// request): `kept` holds the limits it read last, read again only when a snapshot was
+    /// installed since, so that most requests pay one atomic load rather than a snapshot load.
+    pub fn limits_kept(
+        &self,
+        kept: &mut Option<(u64, crate::config::Limits)>,
+    ) -> crate::config::Limits {
+        self.live.limits_kept(kept)
+    }
+
     /// The origins, robots.txt copies and crawler catalogue in force, for [`crate::enforce`]'s
     /// functions and for reading robots.txt state.
     pub fn snapshot(&self) -> Arc<Snapshot> {
@@ -549,7 +559,14 @@ impl Guard {
             keys_unavailable,
             request_id: request_id.as_ref().and_then(|id| id.to_str().ok()),
         };
-        let judgment = self.judge_with(&snapshot, &facts, JudgeMode::Apply).await;
+        // Not through `judge_with`: each async layer moves the judgment once more.
+        let judgment = Judge {
+            snapshot: &snapshot,
+            verifier: &self.verifier,
+            store: &self.store,
+        }
+        .judge(&facts, JudgeMode::Apply)
+        .await;
         drop(snapshot);
         ctx.state.absolute_form = matches!(target, Target::Absolute(_));
         ctx.state.read_robots = judgment.read_robots;

@@ -149,10 +149,14 @@ const MAX_DRAINED_BODY: u64 = 1024 * 1024;
 
 /// Whether the request's body (if any) is small enough to drain after answering it ourselves.
 pub(super) fn body_is_drainable(request: &RequestHeader) -> bool {
-    if request.headers.contains_key("transfer-encoding") {
+    // Names as constants: a name given as text is parsed again on every lookup.
+    if request
+        .headers
+        .contains_key(http::header::TRANSFER_ENCODING)
+    {
         return false;
     }
-    match request.headers.get("content-length") {
+    match request.headers.get(http::header::CONTENT_LENGTH) {
         None => true,
         Some(value) => std::str::from_utf8(value.as_bytes())
             .ok()

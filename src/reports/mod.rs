@@ -233,6 +233,69 @@ pub struct ViolationKey {
     pub enforced: bool,
 }
 
+/// A [`ViolationKey`] in borrowed form: what a request's violation is looked up by, so that a
+/// row already counted costs no strings. The path is the logical text with a trailing `…` (of a
+/// cut path) held apart, so a probe cut from a request and a key read back agree.
+#[derive(Debug, Hash, PartialEq)]
+pub struct ViolationProbe<'a> {
+    crawler: &'a str,
+    verification: &'a str,
+    path: &'a str,
+    path_cut: bool,
+    line: u32,
+    directive: &'a str,
+    pattern: &'a str,
+    read_robots: bool,
+    enforced: bool,
+}
+
+impl ViolationProbe<'_> {
+    fn to_key(&self) -> ViolationKey {
+        let mut path = String::with_capacity(self.path.len() + if self.path_cut { 3 } else { 0 });
+        path.push_str(self.path);
+        if self.path_cut {
+            path.push(ELLIPSIS);
+        }
+        ViolationKey {
+            crawler: self.crawler.to_string(),
+            verification: self.verification.to_string(),
+            path,
+            line: self.line,
+            directive: self.directive.to_string(),
+            pattern: self.pattern.to_string(),
+            read_robots: self.read_robots,
+            enforced: self.enforced,
+        }
+    }
+}
+
+/// What ends a path cut at [`MAX_PATH_BYTES`].
+const ELLIPSIS: char = '…';
+
+impl sketch::SketchKey for ViolationKey {
+    type Probe<'a> = ViolationProbe<'a>;
+    fn probe(&self) -> ViolationProbe<'_> {
+        let (path, path_cut) = match self.path.strip_suffix(ELLIPSIS) {
+            Some(head) => (head, true),
+            None => (self.path.as_str(), false),
+        };
+        ViolationProbe {
+            crawler: &self.crawler,
+            verification: &self.verification,
+            path,
+            path_cut,
+            line: self.line,
+            directive: &self.directive,
+            pattern: &self.pattern,
+            read_robots: self.read_robots,
+            enforced: self.enforced,
+        }
+    }
+    fn matches(&self, probe: &ViolationProbe<'_>) -> bool {
+        self.probe() == *probe
+    }
+}
+
 /// What a violation row carries besides its count.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ViolationSeen {
@@ -499,30 +562,37 @@ impl Reports {
                 Some(target) => std::borrow::Cow::Borrowed(&target[..]),
                 None => crate::robots::canonicalize(observed.target),
             };
-            let key = ViolationKey {
-                crawler: name.to_string(),
-                verification: match decision.verification.as_ref().map(|v| v.result) {
-                    Some(result) => result.as_str().to_string(),
-                    None => VerificationResult::Unverified.as_str().to_string(),
-                },
-                path: truncated(&canonical),
+            // The path as a row keeps it: lossy UTF-8, cut at MAX_PATH_BYTES (then ending in
+            // `…`); the pattern is cut at as many characters.
+            let path_cut = canonical.len() > MAX_PATH_BYTES;
+            let path = String::from_utf8_lossy(&canonical[..canonical.len().min(MAX_PATH_BYTES)]);
+            let pattern = match rule.pattern.char_indices().nth(MAX_PATH_BYTES) {
+                Some((end, _)) => &rule.pattern[..end],
+                None => rule.pattern.as_str(),
+            };
+            // A path that itself ends in `…` cannot come from a request (canonical paths are
+            // ASCII), but is kept as a key would read it back.
+            let (path, path_cut) = match (path_cut, path.strip_suffix(ELLIPSIS)) {
+                (false, Some(head)) => (head, true),
+                _ => (path.as_ref(), path_cut),
+            };
+            let probe = ViolationProbe {
+                crawler: name,
+                verification: decision
+                    .verification
+                    .as_ref()
+                    .map_or(VerificationResult::Unverified, |v| v.result)
+                    .as_str(),
+                path,
+                path_cut,
                 line: rule.line,
-                directive: rule.directive.to_string(),
-                pattern: rule.pattern.chars().take(MAX_PATH_BYTES).collect(),
+                directive: rule.directive,
+                pattern,
                 read_robots: observed.read_robots.unwrap_or(false),
                 enforced: matches!(
                     decision.outcome,
                     Outcome::Blocked | Outcome::PaymentRequired
                 ),
-            };
-            let mut clients = Distinct::default();
-            if let Some(client) = observed.client {
-                clients.insert(&client);
-            }
-            let seen = ViolationSeen {
-                first_seen: now,
-                last_seen: now,
-                clients,
             };
             let slice = Grid::start(now, grid.violation_slice);
             let top = self.settings.top;
@@ -530,7 +600,30 @@ impl Reports {
                 report.violations.push_back((slice, SpaceSaving::new(top)));
             }
             if let Some((_, sketch)) = report.violations.back_mut() {
-                sketch.add(&key, 1, &seen);
+                let client = observed.client;
+                sketch.add_with(
+                    probe,
+                    1,
+                    ViolationProbe::to_key,
+                    |seen| {
+                        seen.first_seen = seen.first_seen.min(now);
+                        seen.last_seen = seen.last_seen.max(now);
+                        if let Some(client) = client {
+                            seen.clients.insert(&client);
+                        }
+                    },
+                    || {
+                        let mut clients = Distinct::default();
+                        if let Some(client) = client {
+                            clients.insert(&client);
+                        }
+                        ViolationSeen {
+                            first_seen: now,
+                            last_seen: now,
+                            clients,
+                        }
+                    },
+                );
             }
         }
     }
@@ -702,16 +795,6 @@ fn publish(report: &OriginReport) -> Published {
             })
             .collect(),
     }
-}
-
-/// A path as a violation row keeps it: UTF-8 (lossy), at most [`MAX_PATH_BYTES`] bytes.
-fn truncated(path: &[u8]) -> String {
-    if path.len() <= MAX_PATH_BYTES {
-        return String::from_utf8_lossy(path).into_owned();
-    }
-    let mut text = String::from_utf8_lossy(&path[..MAX_PATH_BYTES]).into_owned();
-    text.push('…');
-    text
 }
 
 /// Reports merged from one or more replicas, ready to be queried.

@@ -7,9 +7,10 @@
 //! while each entry here carries its own data (first and last seen, distinct clients) that must
 //! be merged across time slices and replicas.
 
-use std::collections::{BTreeSet, HashMap};
-use std::hash::Hash;
+use std::collections::BTreeSet;
+use std::hash::{BuildHasher, Hash};
 
+use hashbrown::HashTable;
 use serde::{Deserialize, Serialize};
 
 /// One counted key.
@@ -31,25 +32,53 @@ pub trait Mergeable {
     fn merge(&mut self, other: &Self);
 }
 
+/// A key the sketch can look up by a borrowed form of it, so that counting a key already there
+/// builds no owned key (a violation's key holds several strings). Keys are hashed and compared
+/// through that form only, so a probe and the key it was made into always agree.
+pub trait SketchKey: Clone + Ord {
+    /// The borrowed form.
+    type Probe<'a>: Hash + PartialEq
+    where
+        Self: 'a;
+    /// The key in its borrowed form.
+    fn probe(&self) -> Self::Probe<'_>;
+    /// Whether `probe` stands for this key (`self.probe() == *probe`, across lifetimes).
+    fn matches(&self, probe: &Self::Probe<'_>) -> bool;
+}
+
+impl SketchKey for String {
+    type Probe<'a> = &'a str;
+    fn probe(&self) -> &str {
+        self
+    }
+    fn matches(&self, probe: &&str) -> bool {
+        self == probe
+    }
+}
+
 /// The space-saving sketch.
 #[derive(Debug, Clone)]
-pub struct SpaceSaving<K: Eq + Hash + Clone + Ord, V> {
+pub struct SpaceSaving<K, V> {
     capacity: usize,
     entries: Vec<Counted<K, V>>,
-    index: HashMap<K, usize>,
+    /// Positions in `entries`, found by the hash of their key's probe. A table of positions
+    /// rather than a map from keys: a lookup needs no owned key, and no key is stored twice.
+    index: HashTable<usize>,
+    hasher: foldhash::fast::RandomState,
     /// `(count, position in entries)` of every entry, to find the least counted one in
     /// O(log n). Positions rather than keys: a count that changes moves its entry here without
-    /// cloning the key (a violation's key holds several strings).
+    /// cloning the key.
     order: BTreeSet<(u64, usize)>,
 }
 
-impl<K: Eq + Hash + Clone + Ord, V: Mergeable + Clone> SpaceSaving<K, V> {
+impl<K: SketchKey, V: Mergeable + Clone> SpaceSaving<K, V> {
     /// An empty sketch for at most `capacity` keys (at least 1).
     pub fn new(capacity: usize) -> Self {
         SpaceSaving {
             capacity: capacity.max(1),
             entries: Vec::new(),
-            index: HashMap::new(),
+            index: HashTable::new(),
+            hasher: foldhash::fast::RandomState::default(),
             order: BTreeSet::new(),
         }
     }
@@ -57,49 +86,93 @@ impl<K: Eq + Hash + Clone + Ord, V: Mergeable + Clone> SpaceSaving<K, V> {
     /// Counts `count` more of `key`; `value` is merged into its data, or becomes the data of a
     /// key new to the sketch (which may take the least counted key's place).
     pub fn add(&mut self, key: &K, count: u64, value: &V) {
-        if let Some(&at) = self.index.get(key) {
+        self.add_with(
+            key.probe(),
+            count,
+            |_| key.clone(),
+            |data| data.merge(value),
+            || value.clone(),
+        );
+    }
+
+    /// Counts `count` more of the key `probe` stands for: `seen` updates the data of a key
+    /// already counted; a new key is built by `key` with data `fresh` (and may take the least
+    /// counted key's place).
+    pub fn add_with<'p>(
+        &mut self,
+        probe: K::Probe<'p>,
+        count: u64,
+        key: impl FnOnce(&K::Probe<'p>) -> K,
+        seen: impl FnOnce(&mut V),
+        fresh: impl FnOnce() -> V,
+    ) {
+        let hash = self.hasher.hash_one(&probe);
+        if let Some(at) = self.position(hash, &probe) {
             let entry = &mut self.entries[at];
             self.order.remove(&(entry.count, at));
             entry.count += count;
-            entry.value.merge(value);
+            seen(&mut entry.value);
             self.order.insert((entry.count, at));
             return;
         }
-        if self.entries.len() < self.capacity {
+        let at = if self.entries.len() < self.capacity {
             let at = self.entries.len();
-            self.index.insert(key.clone(), at);
-            self.order.insert((count, at));
             self.entries.push(Counted {
-                key: key.clone(),
+                key: key(&probe),
                 count,
                 error: 0,
-                value: value.clone(),
+                value: fresh(),
             });
-            return;
-        }
-        // The least counted entry gives its place (of several, the one earliest in `entries`).
-        let Some((least, at)) = self.order.pop_first() else {
-            return;
+            self.order.insert((count, at));
+            at
+        } else {
+            // The least counted entry gives its place (of several, the one earliest in
+            // `entries`).
+            let Some((least, at)) = self.order.pop_first() else {
+                return;
+            };
+            let Some(evicted) = self.entries.get(at) else {
+                return;
+            };
+            let evicted_hash = self.hasher.hash_one(evicted.key.probe());
+            if let Ok(slot) = self.index.find_entry(evicted_hash, |&other| other == at) {
+                slot.remove();
+            }
+            self.entries[at] = Counted {
+                key: key(&probe),
+                count: least + count,
+                error: least,
+                value: fresh(),
+            };
+            self.order.insert((least + count, at));
+            at
         };
-        let Some(evicted) = self.entries.get(at) else {
-            return;
-        };
-        self.index.remove(&evicted.key);
-        self.entries[at] = Counted {
-            key: key.clone(),
-            count: least + count,
-            error: least,
-            value: value.clone(),
-        };
-        self.index.insert(key.clone(), at);
-        self.order.insert((least + count, at));
+        let (entries, hasher) = (&self.entries, &self.hasher);
+        self.index.insert_unique(hash, at, |&other| {
+            hasher.hash_one(entries[other].key.probe())
+        });
+    }
+
+    /// Where the key `probe` (hashed to `hash`) is counted.
+    fn position(&self, hash: u64, probe: &K::Probe<'_>) -> Option<usize> {
+        let entries = &self.entries;
+        self.index
+            .find(hash, |&at| entries[at].key.matches(probe))
+            .copied()
+    }
+
+    fn position_of(&self, key: &K) -> Option<usize> {
+        let probe = key.probe();
+        self.position(self.hasher.hash_one(&probe), &probe)
     }
 
     /// Merges a whole counted entry (from another slice or replica), keeping its error.
     pub fn merge_entry(&mut self, entry: &Counted<K, V>) {
-        let before_error = self.index.get(&entry.key).map(|&at| self.entries[at].error);
+        let before_error = self
+            .position_of(&entry.key)
+            .map(|at| self.entries[at].error);
         self.add(&entry.key, entry.count, &entry.value);
-        if let Some(&at) = self.index.get(&entry.key) {
+        if let Some(at) = self.position_of(&entry.key) {
             let inherited = match before_error {
                 Some(error) => error,
                 None => self.entries[at].error,

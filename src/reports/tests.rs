@@ -187,3 +187,44 @@ fn a_request_is_reported_in_the_second_its_bucket_starts() {
     assert_eq!(crawlers[0].distinct_clients, 1);
     assert_eq!(merged.violations(since, until).rows.len(), 1);
 }
+
+/// A violation already counted is found again by what the request gives (no key is built for
+/// it), also when its path was cut at `MAX_PATH_BYTES`: one row, counted once per request, with
+/// every client and both times, and the same row after a merge of the sketch into another.
+#[test]
+fn a_violation_counted_again_is_one_row_whether_or_not_its_path_was_cut() {
+    let snapshot = snapshot();
+    let reports = Reports::new(ReportsConfig::default());
+    let long = format!("/private/{}", "y".repeat(MAX_PATH_BYTES));
+    for path in ["/private/short", long.as_str()] {
+        let decision = decide(&snapshot, "GPTBot/1.2", path);
+        for client in ["192.0.2.1", "192.0.2.2", "192.0.2.3"] {
+            observe(&reports, &decision, client, path, 0);
+        }
+    }
+    let merged = reports.merge(&[reports.local("shop")]);
+    let (since, until) = reports.range(None, None);
+    let violations = merged.violations(since, until);
+    let mut rows: Vec<(String, u64, u64)> = violations
+        .rows
+        .iter()
+        .map(|row| (row.key.path.clone(), row.count, row.count_error))
+        .collect();
+    rows.sort();
+    let cut = format!("{}…", &long[..MAX_PATH_BYTES]);
+    assert_eq!(
+        rows,
+        vec![("/private/short".to_string(), 3, 0), (cut, 3, 0)]
+    );
+    assert!(violations.rows.iter().all(|row| row.distinct_clients == 3));
+
+    // A sketch read back (as from the shared store) and counted into again keeps one row per key.
+    let mut sketch: Violations = SpaceSaving::new(10);
+    for row in &violations.rows {
+        sketch.add(&row.key, row.count, &ViolationSeen::default());
+        sketch.add(&row.key, 1, &ViolationSeen::default());
+    }
+    let mut counts: Vec<u64> = sketch.entries().iter().map(|entry| entry.count).collect();
+    counts.sort();
+    assert_eq!(counts, vec![4, 4]);
+}

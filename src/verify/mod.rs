@@ -264,9 +264,12 @@ impl Verifier {
             }
         };
         let verification = Arc::new(verdict(crawler, data, public, &lists, &dns));
-        // An unverified verdict is not kept: its cause (a list not loaded, DNS down) heals on
-        // its own, and asking the sources again is cheap (the DNS failure is cached there).
-        if verification.result != VerificationResult::Unverified {
+        // An unverified verdict on a public address is not kept: its cause (a list not loaded,
+        // DNS down) heals on its own, and asking the sources again is cheap (the DNS failure is
+        // cached there). One on an address that is not public is final while the lists stay as
+        // they are (DNS is never asked for it, and the cache is keyed by the lists' version), so
+        // it is kept like any other.
+        if verification.result != VerificationResult::Unverified || !public {
             self.verdicts.put(ip, verification.clone(), now, version);
         }
         verification
@@ -409,6 +412,29 @@ mod tests {
             rdns: rdns.iter().map(|s| s.to_string()).collect(),
             ..Default::default()
         }
+    }
+
+    /// A claim from an address that is not public is unverified for good while the lists stay
+    /// as they are, so it is answered from the cache like any other final verdict; one that is
+    /// unverified for a cause that heals (here, reverse DNS turned off) is asked again.
+    #[tokio::test]
+    async fn an_unverified_claim_is_cached_only_when_its_address_is_not_public() {
+        let mut settings = VerifyConfig::default();
+        settings.ranges.enabled = false;
+        settings.dns.enabled = false;
+        let verifier = Verifier::new(&settings);
+        let google = data(&[], &["googlebot.com"]);
+        let loopback: IpAddr = "127.0.0.1".parse().expect("an address");
+        let public: IpAddr = "192.0.2.44".parse().expect("an address");
+        assert!(verifier.cached("Googlebot", loopback).is_none());
+        let first = verifier.verify_one("Googlebot", &google, loopback).await;
+        assert_eq!(first.result, VerificationResult::Unverified);
+        let cached = verifier.cached("Googlebot", loopback).expect("kept");
+        assert_eq!(cached.result, VerificationResult::Unverified);
+        assert!(Arc::ptr_eq(&first, &cached));
+        let healing = verifier.verify_one("Googlebot", &google, public).await;
+        assert_eq!(healing.result, VerificationResult::Unverified);
+        assert!(verifier.cached("Googlebot", public).is_none());
     }
 
     #[test]

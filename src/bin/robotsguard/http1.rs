@@ -56,9 +56,10 @@ pub async fn serve(
     let mut persistent: Option<HttpPersistentSettings> = None;
     let mut first = true;
     let mut start = Some(start);
+    let mut kept_limits = None;
     loop {
         // Limits are read per request, so a reload applies to open connections too.
-        let limits = app.guard.limits();
+        let limits = app.guard.limits_kept(&mut kept_limits);
         let already = start.take().unwrap_or_default();
         // Ends (the read sees end-of-file) for a newer connection at the cap, or, between
         // requests, at shutdown.
