@@ -272,13 +272,18 @@ impl ViolationProbe<'_> {
 /// What ends a path cut at [`MAX_PATH_BYTES`].
 const ELLIPSIS: char = '…';
 
+/// A row's path with its trailing `…` (of a cut path) held apart: `(head, cut)`.
+fn split_ellipsis(path: &str) -> (&str, bool) {
+    match path.strip_suffix(ELLIPSIS) {
+        Some(head) => (head, true),
+        None => (path, false),
+    }
+}
+
 impl sketch::SketchKey for ViolationKey {
     type Probe<'a> = ViolationProbe<'a>;
     fn probe(&self) -> ViolationProbe<'_> {
-        let (path, path_cut) = match self.path.strip_suffix(ELLIPSIS) {
-            Some(head) => (head, true),
-            None => (self.path.as_str(), false),
-        };
+        let (path, path_cut) = split_ellipsis(&self.path);
         ViolationProbe {
             crawler: &self.crawler,
             verification: &self.verification,
@@ -305,6 +310,30 @@ pub struct ViolationSeen {
     pub last_seen: u64,
     /// Distinct clients (approximate).
     pub clients: Distinct,
+}
+
+impl ViolationSeen {
+    /// A violation seen for the first time, at `now`, from `client`.
+    fn first(now: u64, client: Option<IpAddr>) -> ViolationSeen {
+        let mut seen = ViolationSeen {
+            first_seen: now,
+            last_seen: now,
+            clients: Distinct::default(),
+        };
+        if let Some(client) = client {
+            seen.clients.insert(&client);
+        }
+        seen
+    }
+
+    /// [`Mergeable::merge`] of [`ViolationSeen::first`], without building it.
+    fn seen_again(&mut self, now: u64, client: Option<IpAddr>) {
+        self.first_seen = self.first_seen.min(now);
+        self.last_seen = self.last_seen.max(now);
+        if let Some(client) = client {
+            self.clients.insert(&client);
+        }
+    }
 }
 
 impl Mergeable for ViolationSeen {
@@ -571,10 +600,11 @@ impl Reports {
                 None => rule.pattern.as_str(),
             };
             // A path that itself ends in `…` cannot come from a request (canonical paths are
-            // ASCII), but is kept as a key would read it back.
-            let (path, path_cut) = match (path_cut, path.strip_suffix(ELLIPSIS)) {
-                (false, Some(head)) => (head, true),
-                _ => (path.as_ref(), path_cut),
+            // ASCII), but is split as a key read back would be.
+            let (path, path_cut) = if path_cut {
+                (path.as_ref(), true)
+            } else {
+                split_ellipsis(&path)
             };
             let probe = ViolationProbe {
                 crawler: name,
@@ -605,24 +635,8 @@ impl Reports {
                     probe,
                     1,
                     ViolationProbe::to_key,
-                    |seen| {
-                        seen.first_seen = seen.first_seen.min(now);
-                        seen.last_seen = seen.last_seen.max(now);
-                        if let Some(client) = client {
-                            seen.clients.insert(&client);
-                        }
-                    },
-                    || {
-                        let mut clients = Distinct::default();
-                        if let Some(client) = client {
-                            clients.insert(&client);
-                        }
-                        ViolationSeen {
-                            first_seen: now,
-                            last_seen: now,
-                            clients,
-                        }
-                    },
+                    |seen| seen.seen_again(now, client),
+                    || ViolationSeen::first(now, client),
                 );
             }
         }

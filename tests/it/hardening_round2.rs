@@ -299,15 +299,7 @@ fn a_preface_only_h2c_connection_is_closed_and_evicted() {
 fn client_hello(port: u16) -> Vec<u8> {
     let listener = TcpListener::bind("127.0.0.1:0").expect("binds");
     let addr = listener.local_addr().expect("address");
-    let mut client = Command::new("openssl")
-        .args(["s_client", "-quiet", "-alpn", "h2", "-servername", HOST])
-        .arg("-connect")
-        .arg(addr.to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("openssl runs");
+    let mut client = support::tls::s_client(&addr.to_string(), HOST, Some("h2"));
     let _ = port;
     let (mut stream, _) = listener.accept().expect("openssl connects");
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
@@ -325,15 +317,7 @@ fn client_hello(port: u16) -> Vec<u8> {
 
 /// `openssl s_client` connected to `port` with ALPN `h2` that sends nothing after the handshake.
 fn silent_tls_client(port: u16) -> Child {
-    Command::new("openssl")
-        .args(["s_client", "-quiet", "-alpn", "h2", "-servername", HOST])
-        .arg("-connect")
-        .arg(format!("127.0.0.1:{port}"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("openssl runs")
+    support::tls::s_client(&format!("127.0.0.1:{port}"), HOST, Some("h2"))
 }
 
 /// **Finding:** a TLS connection that completed its handshake with ALPN `h2` and then went silent

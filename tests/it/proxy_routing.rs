@@ -26,24 +26,12 @@ fn assert_refused(response: &Result<Response, String>, what: &str) {
     }
 }
 
-/// A Host as sent is looked up before it is normalised: every other spelling of the configured
-/// host (case, port, trailing dot, spaces) must still reach the same origin and be held to its
-/// robots.txt, and a name that merely starts like it must not.
+/// A Host as sent is looked up before it is normalised: a spelling with spaces around it must
+/// still reach the configured origin and be held to its robots.txt, and a name that merely
+/// starts or ends like it must not (the other spellings: `hosts_match_regardless_of_case_port_and_trailing_dot`).
 #[test]
-fn every_spelling_of_a_configured_host_is_routed_and_enforced_alike() {
+fn a_spaced_host_is_routed_and_enforced_and_near_misses_are_not() {
     let (origin, proxy) = shop();
-    for host in [
-        "shop.example",
-        "SHOP.EXAMPLE",
-        "Shop.Example.",
-        "shop.example:8080",
-        "shop.example.:80",
-    ] {
-        let blocked = proxy.get(host, "/private/a", GPTBOT);
-        assert_eq!(blocked.status, 403, "{host}: {}", blocked.text());
-        let passed = proxy.get(host, "/public", GPTBOT);
-        assert_eq!(passed.status, 200, "{host}: {}", passed.text());
-    }
     let spaced = proxy.raw(
         format!("GET /private/a HTTP/1.1\r\nHost:  shop.example \r\nUser-Agent: {GPTBOT}\r\n\r\n")
             .as_bytes(),

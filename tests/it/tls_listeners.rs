@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::tls::{make_ca, make_leaf};
+use support::tls::{make_ca, make_leaf, s_client};
 use support::{inline_robots, metric, site, Origin, Proxy, BROWSER, GPTBOT};
 
 /// The subject line of the certificate the listener on `port` serves for `server_name` (no SNI
@@ -520,22 +520,7 @@ fn at_the_cap_a_kept_alive_tls_connection_idle_longest_is_evicted() {
         format!("GET /page HTTP/1.1\r\nHost: shop.example\r\nUser-Agent: {BROWSER}\r\n\r\n");
     let mut clients: Vec<std::process::Child> = Vec::new();
     for _ in 0..3 {
-        let mut client = Command::new("timeout")
-            .args([
-                "60",
-                "openssl",
-                "s_client",
-                "-quiet",
-                "-servername",
-                "shop.example",
-            ])
-            .arg("-connect")
-            .arg(format!("127.0.0.1:{port}"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("openssl s_client starts");
+        let mut client = s_client(&format!("127.0.0.1:{port}"), "shop.example", None);
         let stdin = client.stdin.as_mut().expect("stdin");
         std::io::Write::write_all(stdin, request.as_bytes()).expect("request written");
         clients.push(client);

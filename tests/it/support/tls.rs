@@ -182,3 +182,28 @@ pub fn trusted_server_certificate() -> &'static (tempfile::TempDir, PathBuf, Pat
         (dir, cert, key)
     })
 }
+
+/// `openssl s_client -quiet` connected to `addr` (`host:port`) with SNI `server_name` (and ALPN
+/// `alpn`), its input piped (what the test writes is sent over TLS), its output discarded. It
+/// ends after 60 s whatever happens; tests kill it sooner.
+pub fn s_client(addr: &str, server_name: &str, alpn: Option<&str>) -> Child {
+    let mut command = Command::new("timeout");
+    command.args([
+        "60",
+        "openssl",
+        "s_client",
+        "-quiet",
+        "-servername",
+        server_name,
+    ]);
+    if let Some(alpn) = alpn {
+        command.args(["-alpn", alpn]);
+    }
+    command
+        .args(["-connect", addr])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("openssl s_client runs")
+}
