@@ -7,7 +7,6 @@
 //! order, expiry wheels) this cache does not need — entries expire by time and a full shard is
 //! simply emptied.
 
-use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::net::IpAddr;
 use std::sync::{Arc, RwLock};
@@ -17,6 +16,9 @@ use crate::enforce::Verification;
 
 const SHARDS: usize = 16;
 
+/// One shard's addresses, each with the verdicts on the crawlers it claimed.
+type Shard = hashbrown::HashTable<(IpAddr, Vec<Entry>)>;
+
 struct Entry {
     crawler: Arc<str>,
     verification: Arc<Verification>,
@@ -25,9 +27,10 @@ struct Entry {
     version: u64,
 }
 
-/// Verdicts by address, each address holding the crawlers it claimed.
+/// Verdicts by address, each address holding the crawlers it claimed. One keyed hash of the
+/// address (addresses are the client's choice) picks the shard and probes its table.
 pub(crate) struct VerdictCache {
-    shards: [RwLock<HashMap<IpAddr, Vec<Entry>>>; SHARDS],
+    shards: [RwLock<Shard>; SHARDS],
     hasher: std::collections::hash_map::RandomState,
     per_shard: usize,
     ttl: Duration,
@@ -37,16 +40,20 @@ impl VerdictCache {
     /// At most about `max_entries` addresses, each verdict kept `ttl`.
     pub(crate) fn new(max_entries: usize, ttl: Duration) -> VerdictCache {
         VerdictCache {
-            shards: std::array::from_fn(|_| RwLock::new(HashMap::new())),
+            shards: std::array::from_fn(|_| RwLock::new(Shard::new())),
             hasher: std::collections::hash_map::RandomState::new(),
             per_shard: (max_entries / SHARDS).max(1),
             ttl,
         }
     }
 
-    fn shard(&self, ip: &IpAddr) -> &RwLock<HashMap<IpAddr, Vec<Entry>>> {
+    /// The address's hash and its shard. The shard comes from bits the table does not use at
+    /// any size it can reach (it places by the low bits and tags by the top ones), so one
+    /// shard's addresses still spread over its table.
+    fn shard(&self, ip: &IpAddr) -> (u64, &RwLock<Shard>) {
+        let hash = self.hasher.hash_one(ip);
         // The modulo keeps the index in bounds whatever the hash.
-        &self.shards[(self.hasher.hash_one(ip) as usize) % SHARDS]
+        (hash, &self.shards[((hash >> 32) as usize) % SHARDS])
     }
 
     /// The unexpired verdict on `crawler` (exact catalogue name) from `ip`, reached under
@@ -58,9 +65,11 @@ impl VerdictCache {
         now: Instant,
         version: u64,
     ) -> Option<Arc<Verification>> {
-        let shard = self.shard(&ip).read().unwrap_or_else(|e| e.into_inner());
+        let (hash, shard) = self.shard(&ip);
+        let shard = shard.read().unwrap_or_else(|e| e.into_inner());
         shard
-            .get(&ip)?
+            .find(hash, |(held, _)| *held == ip)?
+            .1
             .iter()
             .find(|entry| {
                 &*entry.crawler == crawler && entry.until > now && entry.version == version
@@ -76,11 +85,13 @@ impl VerdictCache {
         now: Instant,
         version: u64,
     ) {
-        let mut shard = self.shard(&ip).write().unwrap_or_else(|e| e.into_inner());
-        if shard.len() >= self.per_shard && !shard.contains_key(&ip) {
+        let (hash, shard) = self.shard(&ip);
+        let mut shard = shard.write().unwrap_or_else(|e| e.into_inner());
+        let rehash = |(held, _): &(IpAddr, Vec<Entry>)| self.hasher.hash_one(held);
+        if shard.len() >= self.per_shard && shard.find(hash, |(held, _)| *held == ip).is_none() {
             // Expired entries first; a shard still full of live ones is emptied (cheap, bounded,
             // and the verdicts come back from the sources' own caches).
-            shard.retain(|_, entries| {
+            shard.retain(|(_, entries)| {
                 entries.retain(|entry| entry.until > now);
                 !entries.is_empty()
             });
@@ -88,7 +99,10 @@ impl VerdictCache {
                 shard.clear();
             }
         }
-        let entries = shard.entry(ip).or_default();
+        let (_, entries) = shard
+            .entry(hash, |(held, _)| *held == ip, rehash)
+            .or_insert_with(|| (ip, Vec::new()))
+            .into_mut();
         entries.retain(|entry| entry.until > now && *entry.crawler != *verification.crawler);
         // A User-Agent names few crawlers; a client naming ever more must not grow one entry.
         entries.truncate(7);

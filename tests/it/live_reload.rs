@@ -365,3 +365,107 @@ fn origins_added_are_fetched_and_origins_removed_are_dropped() {
         proxy.stderr()
     );
 }
+
+/// A reload that lowers `limits.header_timeout` applies to a connection kept alive from before
+/// it: the connection's next request head is held to the new deadline, not the one it opened
+/// under (a connection may not keep a laxer limit than the config in force).
+#[test]
+fn a_lowered_header_timeout_applies_to_a_connection_already_kept_alive() {
+    use std::io::{Read, Write};
+    let origin = Origin::start();
+    let proxy = Proxy::start(&format!(
+        "limits: {{header_timeout: 60s, idle_timeout: 60s}}\n{}",
+        shop(&origin, POLICY_A)
+    ));
+    assert!(proxy.wait_log("config reload: watching", 1, Duration::from_secs(10)));
+    let mut stream = std::net::TcpStream::connect(proxy.addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("read timeout");
+    let request = format!("GET /x HTTP/1.1\r\nHost: shop.example\r\nUser-Agent: {BROWSER}\r\n\r\n");
+    stream.write_all(request.as_bytes()).expect("first request");
+    let mut first = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // The origin answers `/x` with a short body; the head and some body are enough to know the
+    // request was served and the connection stays open.
+    while !String::from_utf8_lossy(&first).contains("\r\n\r\n") && Instant::now() < deadline {
+        match stream.read(&mut chunk) {
+            Ok(0) => panic!("the proxy closed the kept-alive connection after its first answer"),
+            Ok(n) => first.extend_from_slice(&chunk[..n]),
+            Err(_) => {}
+        }
+    }
+    assert!(
+        String::from_utf8_lossy(&first).starts_with("HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&first)
+    );
+
+    let lowered = proxy.config_text(&format!(
+        "limits: {{header_timeout: 2s, idle_timeout: 60s}}\n{}",
+        shop(&origin, POLICY_A)
+    ));
+    proxy.replace_config(&lowered);
+    assert_eq!(proxy.wait_reloads("success", 1.0), 1.0);
+    // Drain what is left of the first answer's body before the next request starts.
+    thread::sleep(Duration::from_millis(300));
+    while let Ok(n) = stream.read(&mut chunk) {
+        if n == 0 {
+            panic!("the proxy closed the kept-alive connection at the reload");
+        }
+    }
+
+    // The next head, trickled a byte every 300 ms: a per-read timeout never fires, the head's
+    // deadline does, at the reloaded 2 s rather than the 60 s in force when the connection opened.
+    stream
+        .write_all(b"GET /x HTTP/1.1\r\nHost: shop.example\r\nX-Slow: ")
+        .expect("second head starts");
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    let mut closed = false;
+    for _ in 0..40 {
+        if stream.write_all(b"a").is_err() {
+            closed = true;
+            break;
+        }
+        let pause = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < pause {
+            match stream.read(&mut chunk) {
+                Ok(0) => {
+                    closed = true;
+                    break;
+                }
+                Ok(n) => answer.extend_from_slice(&chunk[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => {
+                    closed = true;
+                    break;
+                }
+            }
+        }
+        if closed {
+            break;
+        }
+    }
+    let elapsed = started.elapsed();
+    assert!(closed, "the trickling connection was never closed");
+    assert!(
+        elapsed < Duration::from_secs(6),
+        "closed after {elapsed:?}, not at the reloaded 2 s deadline"
+    );
+    assert!(
+        String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 408"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    assert_eq!(
+        origin.proxied().len(),
+        1,
+        "only the first request reached the origin"
+    );
+}

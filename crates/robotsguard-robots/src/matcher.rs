@@ -230,6 +230,11 @@ impl Best {
     };
 }
 
+/// The first byte of an agent name or token, 0 for an empty one (which sorts first too).
+fn first_byte(name: &str) -> u8 {
+    name.as_bytes().first().copied().unwrap_or(0)
+}
+
 /// A robots.txt compiled for fast verdicts. Immutable; share it behind an `Arc`.
 #[derive(Debug, Clone, Default)]
 pub struct Robots {
@@ -239,6 +244,10 @@ pub struct Robots {
     indexes: Vec<RuleIndex>,
     /// Lower-cased agent names with the index their groups compile to, sorted by name.
     agents: Vec<(Box<str>, u32)>,
+    /// Where the names starting with each byte begin in `agents`, and at 256 where they end
+    /// (empty when there are none): a lookup compares only the few names that share the
+    /// token's first byte, where a binary search compared several names byte by byte.
+    agent_starts: Box<[u32]>,
     global: Option<u32>,
     rule_count: usize,
     /// Some group states a valid `Crawl-delay`.
@@ -366,6 +375,18 @@ impl Robots {
             .zip(agent_indexes)
             .map(|((name, _), index)| (name.into_boxed_str(), index))
             .collect();
+        robots.agent_starts = if robots.agents.is_empty() {
+            Box::default()
+        } else {
+            (0..=256)
+                .map(|byte| {
+                    let before = robots
+                        .agents
+                        .partition_point(|(name, _)| usize::from(first_byte(name)) < byte);
+                    u32::try_from(before).unwrap_or(u32::MAX)
+                })
+                .collect()
+        };
         robots.arena.shrink_to_fit();
         robots.rules.shrink_to_fit();
         robots
@@ -485,6 +506,7 @@ impl Robots {
                 })
                 .sum::<usize>()
             + self.agents.capacity() * size_of::<(Box<str>, u32)>()
+            + self.agent_starts.len() * size_of::<u32>()
             + self
                 .agents
                 .iter()
@@ -584,21 +606,16 @@ impl Robots {
     }
 
     fn find_agent(&self, token: &str) -> Option<(&str, u32)> {
-        let token = token.as_bytes();
-        // Names are stored lower-cased; tokens usually are too (the catalogue's are), so most
-        // lookups compare slices directly and only mixed-case tokens fold case byte by byte.
-        let found = if token.iter().any(u8::is_ascii_uppercase) {
-            self.agents.binary_search_by(|(name, _)| {
-                let name = name.as_bytes().iter().copied();
-                name.cmp(token.iter().map(u8::to_ascii_lowercase))
-            })
-        } else {
-            self.agents
-                .binary_search_by(|(name, _)| name.as_bytes().cmp(token))
-        };
-        found
-            .ok()
-            .map(|index| (&*self.agents[index].0, self.agents[index].1))
+        let first = usize::from(first_byte(token).to_ascii_lowercase());
+        let start = *self.agent_starts.get(first)? as usize;
+        let end = *self.agent_starts.get(first + 1)? as usize;
+        // Names are stored lower-cased; a token of the catalogue's is too, and any other is
+        // compared without regard to ASCII case.
+        self.agents
+            .get(start..end)?
+            .iter()
+            .find(|(name, _)| name.as_bytes().eq_ignore_ascii_case(token.as_bytes()))
+            .map(|(name, index)| (&**name, *index))
     }
 
     /// Compiles a group's rules (and derived ones) into the rule table; returns how many it added.
@@ -865,5 +882,65 @@ mod tests {
         assert_eq!(none.verdict(&["other"], b"/").crawl_delay, None);
         assert!(robots.has_crawl_delay());
         assert!(!none.has_crawl_delay());
+    }
+
+    /// Every agent is found by its own name in any ASCII case, whichever byte it starts with
+    /// (`-`, `_`, names sharing a first byte, a name that is a prefix of another), and a near
+    /// miss finds none.
+    #[test]
+    fn agents_are_found_by_name_in_any_case_and_near_misses_are_not() {
+        let names = [
+            "-dash",
+            "_under",
+            "a",
+            "ab",
+            "abc",
+            "AdsBot",
+            "Googlebot",
+            "googlebot-image",
+            "GPTBot",
+            "z",
+            "zz-top",
+        ];
+        let mut text = String::new();
+        for (line, name) in names.iter().enumerate() {
+            text.push_str(&format!("User-agent: {name}\nDisallow: /only-{line}\n\n"));
+        }
+        let robots = Robots::parse(text.as_bytes());
+        for (line, name) in names.iter().enumerate() {
+            let path = format!("/only-{line}");
+            for spelling in [
+                name.to_string(),
+                name.to_ascii_lowercase(),
+                name.to_ascii_uppercase(),
+            ] {
+                let verdict = robots.verdict(&[&spelling], path.as_bytes());
+                assert!(!verdict.allowed, "{spelling} was not found");
+                assert_eq!(
+                    verdict.group,
+                    GroupMatch::Agent(&name.to_ascii_lowercase()),
+                    "{spelling}"
+                );
+            }
+        }
+        for miss in [
+            "",
+            "-",
+            "_",
+            "abcd",
+            "aa",
+            "googlebo",
+            "googlebot-imag",
+            "zzz",
+            "\u{e9}",
+        ] {
+            assert_eq!(
+                robots.verdict(&[miss], b"/only-0").group,
+                GroupMatch::None,
+                "{miss:?} matched a group"
+            );
+        }
+        let empty = Robots::parse(b"Disallow: /\n");
+        assert_eq!(empty.verdict(&["a"], b"/").group, GroupMatch::None);
     }
 }

@@ -20,7 +20,6 @@
 //! - **Requests in flight** ([`robotsguard::load::InFlight`], `limits.max_requests_in_flight`):
 //!   every request holds a permit while it is served; past the cap it is refused.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -36,6 +35,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use crate::proxy::RobotsGuardProxy;
+use crate::waits::{Ticket, Waits};
 use robotsguard::guard::Guard;
 use robotsguard::load::InFlight;
 use robotsguard::metrics::METRICS;
@@ -138,8 +138,7 @@ pub struct Slots {
 /// Connections without a request in progress, oldest first.
 #[derive(Default)]
 struct WaitingForRequests {
-    next: u64,
-    list: VecDeque<Waiting>,
+    list: Waits<Waiting>,
     /// The server is shutting down: a kept-alive connection's wait for its next request ends at
     /// once.
     shutting_down: bool,
@@ -147,7 +146,6 @@ struct WaitingForRequests {
 
 /// One connection's wait for a request.
 struct Waiting {
-    number: u64,
     /// How the connection is told to close.
     close: Closer,
     /// Between two requests of a kept-alive connection (not before its first): such a wait
@@ -198,7 +196,7 @@ impl Slots {
         }
         {
             let mut waiting = self.waiting.lock().ok()?;
-            let Some(oldest) = waiting.list.pop_front() else {
+            let Some(oldest) = waiting.list.pop_oldest() else {
                 drop(waiting);
                 METRICS.connections_refused.inc();
                 return None;
@@ -224,7 +222,7 @@ impl Slots {
         let close = Arc::new(Notify::new());
         Idle {
             slots: self.clone(),
-            number: self.list(Closer::Notify(close.clone()), false),
+            ticket: self.list(Closer::Notify(close.clone()), false),
             close,
         }
     }
@@ -239,41 +237,27 @@ impl Slots {
     ) -> HeadWait<'a> {
         HeadWait {
             slots: self,
-            number: self.list(Closer::Socket(stream.id()), kept_alive),
+            ticket: self.list(Closer::Socket(stream.id()), kept_alive),
             stream,
         }
     }
 
-    /// Adds a wait to the list, with its number; `None` when it is not listed (a kept-alive
+    /// Adds a wait to the list, with its place; `None` when it is not listed (a kept-alive
     /// wait at shutdown, closed at once instead).
-    fn list(&self, close: Closer, kept_alive: bool) -> Option<u64> {
+    fn list(&self, close: Closer, kept_alive: bool) -> Option<Ticket> {
         let mut waiting = self.waiting.lock().ok()?;
         if kept_alive && waiting.shutting_down {
             close.close();
             return None;
         }
-        let number = waiting.next;
-        waiting.next += 1;
-        waiting.list.push_back(Waiting {
-            number,
-            close,
-            kept_alive,
-        });
-        Some(number)
+        Some(waiting.list.push(Waiting { close, kept_alive }))
     }
 
-    /// Takes wait `number` out of the list, unless an evicting connection already took it out
-    /// to close it.
-    fn unlist(&self, number: u64) {
-        let Ok(mut waiting) = self.waiting.lock() else {
-            return;
-        };
-        // Most often the newest wait (a connection alone in the list, or the one whose request
-        // came first); else numbers are handed out in order and the list keeps it.
-        if waiting.list.back().is_some_and(|w| w.number == number) {
-            waiting.list.pop_back();
-        } else if let Ok(position) = waiting.list.binary_search_by_key(&number, |w| w.number) {
-            waiting.list.remove(position);
+    /// Takes the wait `ticket` names out of the list, unless an evicting connection already
+    /// took it out to close it.
+    fn unlist(&self, ticket: Ticket) {
+        if let Ok(mut waiting) = self.waiting.lock() {
+            waiting.list.remove(ticket);
         }
     }
 
@@ -297,8 +281,8 @@ impl Slots {
 /// A connection's place among those without a request in progress; leaves it when dropped.
 pub(crate) struct Idle {
     slots: Arc<Slots>,
-    /// Its number in the list; `None` when it was not listed.
-    number: Option<u64>,
+    /// Its place in the list; `None` when it was not listed.
+    ticket: Option<Ticket>,
     close: Arc<Notify>,
 }
 
@@ -311,8 +295,8 @@ impl Idle {
 
 impl Drop for Idle {
     fn drop(&mut self) {
-        if let Some(number) = self.number {
-            self.slots.unlist(number);
+        if let Some(ticket) = self.ticket {
+            self.slots.unlist(ticket);
         }
     }
 }
@@ -322,8 +306,8 @@ impl Drop for Idle {
 /// listed; read through [`HeadWait::stream`].
 pub(crate) struct HeadWait<'a> {
     slots: &'a Slots,
-    /// Its number in the list; `None` when it was not listed (closed at once at shutdown).
-    number: Option<u64>,
+    /// Its place in the list; `None` when it was not listed (closed at once at shutdown).
+    ticket: Option<Ticket>,
     stream: &'a mut Stream,
 }
 
@@ -335,8 +319,8 @@ impl HeadWait<'_> {
 
 impl Drop for HeadWait<'_> {
     fn drop(&mut self) {
-        if let Some(number) = self.number {
-            self.slots.unlist(number);
+        if let Some(ticket) = self.ticket {
+            self.slots.unlist(ticket);
         }
     }
 }

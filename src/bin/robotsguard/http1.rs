@@ -58,13 +58,22 @@ pub async fn serve(
     let mut start = Some(start);
     let mut kept_limits = None;
     loop {
-        // Limits are read per request, so a reload applies to open connections too.
-        let limits = app.guard.limits_kept(&mut kept_limits);
+        // Limits are read per request, so a reload applies to open connections too (and read
+        // again at a kept-alive connection's next first byte: a reload while it was idle
+        // applies to the head that follows).
+        let mut limits = app.guard.limits_kept(&mut kept_limits);
         let already = start.take().unwrap_or_default();
         // Ends (the read sees end-of-file) for a newer connection at the cap, or, between
         // requests, at shutdown.
         let mut wait = app.slots.wait_for_head(&mut stream, !first);
-        let head = read_head(wait.stream(), already, &limits, first).await;
+        let head = read_head(
+            wait.stream(),
+            already,
+            &mut limits,
+            || app.guard.limits_kept(&mut kept_limits),
+            first,
+        )
+        .await;
         drop(wait);
         let (prefix, head_bytes) = match head {
             Head::Ready(prefix, head_bytes) => (prefix, head_bytes),
@@ -147,11 +156,13 @@ enum Head {
 
 /// Reads one request head, after the bytes `already` read (what followed a PROXY header). On a
 /// new connection the header deadline runs from now; on a kept-alive one the idle timeout applies
-/// until the first byte, and the header deadline from there.
+/// until the first byte, and from there the header deadline and size of the limits in force then
+/// (`in_force`; `limits` is updated to them).
 async fn read_head(
     stream: &mut Stream,
     already: BytesMut,
-    limits: &Limits,
+    limits: &mut Limits,
+    mut in_force: impl FnMut() -> Limits,
     new_connection: bool,
 ) -> Head {
     let mut buf = if already.capacity() == 0 {
@@ -193,6 +204,11 @@ async fn read_head(
             Err(_elapsed) => return Head::TimedOut,
             Ok(Err(_)) | Ok(Ok(0)) => return Head::Closed,
             Ok(Ok(_)) => {}
+        }
+        if deadline.is_none() {
+            // A kept-alive connection's first byte: its wait was idle time, during which a
+            // reload may have installed other limits.
+            *limits = in_force();
         }
         match head_state(&buf, limits.max_header_bytes) {
             HeadState::Complete(end) => return Head::Ready(buf, end),

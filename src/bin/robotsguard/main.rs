@@ -30,6 +30,7 @@ mod http2;
 mod proxy;
 mod proxy_protocol;
 mod server;
+mod waits;
 
 fn main() -> std::process::ExitCode {
     cli::main()
