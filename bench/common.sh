@@ -45,12 +45,12 @@ CONF
 # directory of their own: robotsguard watches it, and logs and results written to DIR must not
 # look like robots.txt or config changes.
 #
-# The operators' IP range lists the catalogue names are mirrored to local files (one made-up
-# prefix each, none covering loopback, so every crawler claim in bench/mix.lua stays
-# `unverified` as it would be with no list at all): a deployment loads each list once and
-# refreshes it daily, while a machine without egress would retry every list with backoff from
-# 10 s through the whole measurement, a cost per second that the slower the machine, the more
-# it adds per request. docs/BENCHMARKS.md ("Range lists in the benchmarks") has the figures.
+# The operators' IP range lists the catalogue names are mirrored to local files (a
+# documentation-range prefix each, none covering loopback, so every crawler claim in
+# bench/mix.lua stays `unverified` as it would be with no list at all): a deployment loads each
+# list once and refreshes it daily, while a machine without egress would retry every list with
+# backoff from 10 s through the whole measurement, a cost per second that the slower the
+# machine, the more it adds per request. docs/BENCHMARKS.md (issue 34, step 30) has the figures.
 write_guard_config() {
   mkdir -p "$1/conf/lists"
   { cat crates/robotsguard-robots/benches/data/medium.txt; printf '\nUser-agent: CCBot\nDisallow: /\n'; } >"$1/conf/robots.txt"
@@ -66,9 +66,13 @@ CONF
   local url index=0
   for url in $(grep -oE 'ips: \[[^]]*\]' crates/robotsguard-crawlers/crawlers.yaml | grep -oE 'https://[^"]+' | sort -u); do
     index=$((index + 1))
-    printf '{"creationTime": "2026-11-01T00:00:00", "prefixes": [{"ipv4Prefix": "192.0.2.%d/32"}]}\n' "$index" >"$1/conf/lists/$index.json"
+    printf '{"creationTime": "2026-11-01T00:00:00", "prefixes": [{"ipv4Prefix": "192.0.2.1/32"}]}\n' >"$1/conf/lists/$index.json"
     printf '      "%s": "file:%s"\n' "$url" "$1/conf/lists/$index.json" >>"$1/conf/robotsguard.yaml"
   done
+  if [ "$index" -eq 0 ]; then
+    echo "bench/common.sh: no range list URL found in crates/robotsguard-crawlers/crawlers.yaml (its 'ips: [...]' form changed?)" >&2
+    return 1
+  fi
   cat >>"$1/conf/robotsguard.yaml" <<CONF
 origins:
   - name: bench

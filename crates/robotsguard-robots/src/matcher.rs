@@ -245,8 +245,8 @@ pub struct Robots {
     /// Lower-cased agent names with the index their groups compile to, sorted by name.
     agents: Vec<(Box<str>, u32)>,
     /// Where the names starting with each byte begin in `agents`, and at 256 where they end
-    /// (empty when there are none): a lookup compares only the few names that share the
-    /// token's first byte, where a binary search compared several names byte by byte.
+    /// (empty when there are none): a lookup searches only the names that share the token's
+    /// first byte, most often one or two.
     agent_starts: Box<[u32]>,
     global: Option<u32>,
     rule_count: usize,
@@ -609,13 +609,20 @@ impl Robots {
         let first = usize::from(first_byte(token).to_ascii_lowercase());
         let start = *self.agent_starts.get(first)? as usize;
         let end = *self.agent_starts.get(first + 1)? as usize;
-        // Names are stored lower-cased; a token of the catalogue's is too, and any other is
-        // compared without regard to ASCII case.
-        self.agents
-            .get(start..end)?
-            .iter()
-            .find(|(name, _)| name.as_bytes().eq_ignore_ascii_case(token.as_bytes()))
-            .map(|(name, index)| (&**name, *index))
+        let bucket = self.agents.get(start..end)?;
+        let token = token.as_bytes();
+        // Names are stored lower-cased; tokens usually are too (the catalogue's are), so most
+        // lookups compare slices directly and only mixed-case tokens fold case byte by byte. A
+        // bucket is searched, not scanned: a file may give thousands of names one first byte.
+        let found = if token.iter().any(u8::is_ascii_uppercase) {
+            bucket.binary_search_by(|(name, _)| {
+                let name = name.as_bytes().iter().copied();
+                name.cmp(token.iter().map(u8::to_ascii_lowercase))
+            })
+        } else {
+            bucket.binary_search_by(|(name, _)| name.as_bytes().cmp(token))
+        };
+        found.ok().map(|index| (&*bucket[index].0, bucket[index].1))
     }
 
     /// Compiles a group's rules (and derived ones) into the rule table; returns how many it added.
@@ -942,5 +949,38 @@ mod tests {
         }
         let empty = Robots::parse(b"Disallow: /\n");
         assert_eq!(empty.verdict(&["a"], b"/").group, GroupMatch::None);
+    }
+
+    /// A file whose agents all share a first byte and a length (the worst case for a lookup)
+    /// still finds each of them, in any case, and no near miss.
+    #[test]
+    fn agents_sharing_a_first_byte_are_each_found() {
+        let letters = |n: usize| -> String {
+            let alphabet = b"abcdefghijklmnopqrstuvwxyz";
+            (0..3)
+                .map(|place| char::from(alphabet[n / 26usize.pow(place) % 26]))
+                .collect()
+        };
+        let names: Vec<String> = (0..2000).map(|n| format!("g{}", letters(n))).collect();
+        let mut text = String::new();
+        for name in &names {
+            text.push_str(&format!("User-agent: {name}\n"));
+        }
+        text.push_str("Disallow: /shared\n");
+        let robots = Robots::parse(text.as_bytes());
+        for name in names.iter().step_by(7) {
+            for spelling in [name.clone(), name.to_ascii_uppercase()] {
+                let verdict = robots.verdict(&[&spelling], b"/shared");
+                assert_eq!(verdict.group, GroupMatch::Agent(name), "{spelling}");
+                assert!(!verdict.allowed, "{spelling}");
+            }
+        }
+        for miss in ["gzzzz", "gzz", "g", "ga-a"] {
+            assert_eq!(
+                robots.verdict(&[miss], b"/shared").group,
+                GroupMatch::None,
+                "{miss}"
+            );
+        }
     }
 }
