@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use support::trickle::{read_until_closed, trickle_until_closed};
 use support::{inline_robots, site, Conn, Origin, Proxy, Request, BROWSER, GPTBOT};
 
 const HOST: &str = "shop.example";
@@ -260,28 +261,6 @@ fn garbage_and_truncated_requests_get_bounded_answers() {
     still_healthy(&proxy);
 }
 
-/// Reads until the proxy closes the connection or `within` passes: what it sent, and whether it
-/// closed.
-fn read_until_closed(stream: &mut TcpStream, within: Duration) -> (Vec<u8>, bool) {
-    let deadline = Instant::now() + within;
-    let mut received = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
-    while Instant::now() < deadline {
-        match stream.read(&mut chunk) {
-            Ok(0) => return (received, true),
-            Ok(n) => received.extend_from_slice(&chunk[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(_) => return (received, true),
-        }
-    }
-    (received, false)
-}
-
 fn limited(limits: &str) -> (Origin, Proxy) {
     let origin = Origin::start();
     let body = format!(
@@ -306,20 +285,7 @@ fn leading_empty_lines_do_not_end_the_head_deadline() {
         .write_all(b"\r\n\r\n\n\nGET /public HTTP/1.1\r\nHost: shop.example\r\nX-Slow: ")
         .expect("head start");
     let started = Instant::now();
-    let mut answer = Vec::new();
-    let mut closed = false;
-    for _ in 0..40 {
-        if stream.write_all(b"a").is_err() {
-            closed = true;
-            break;
-        }
-        let (got, gone) = read_until_closed(&mut stream, Duration::from_millis(300));
-        answer.extend(got);
-        if gone {
-            closed = true;
-            break;
-        }
-    }
+    let (answer, closed) = trickle_until_closed(&mut stream, b'a');
     let elapsed = started.elapsed();
     assert!(closed, "the trickling connection was never closed");
     assert!(
@@ -342,21 +308,8 @@ fn a_trickled_head_gets_408_at_the_header_deadline() {
         .write_all(b"GET /public HTTP/1.1\r\nHost: shop.example\r\nX-Slow: ")
         .expect("head start");
     let started = Instant::now();
-    let mut answer = Vec::new();
-    let mut closed = false;
     // A byte every 300 ms keeps a per-read timeout from ever firing; the deadline does not move.
-    for _ in 0..40 {
-        if stream.write_all(b"a").is_err() {
-            closed = true;
-            break;
-        }
-        let (got, gone) = read_until_closed(&mut stream, Duration::from_millis(300));
-        answer.extend(got);
-        if gone {
-            closed = true;
-            break;
-        }
-    }
+    let (answer, closed) = trickle_until_closed(&mut stream, b'a');
     let elapsed = started.elapsed();
     assert!(closed, "the trickling connection was never closed");
     assert!(
@@ -574,20 +527,7 @@ fn a_trickled_body_gets_408_at_the_body_deadline() {
         )
         .expect("head");
     let started = Instant::now();
-    let mut closed = false;
-    let mut answer = Vec::new();
-    for _ in 0..40 {
-        if stream.write_all(b"x").is_err() {
-            closed = true;
-            break;
-        }
-        let (got, gone) = read_until_closed(&mut stream, Duration::from_millis(300));
-        answer.extend(got);
-        if gone {
-            closed = true;
-            break;
-        }
-    }
+    let (answer, closed) = trickle_until_closed(&mut stream, b'x');
     assert!(closed, "a body trickled forever");
     assert!(
         started.elapsed() < Duration::from_secs(7),

@@ -428,36 +428,7 @@ fn a_lowered_header_timeout_applies_to_a_connection_already_kept_alive() {
         .write_all(b"GET /x HTTP/1.1\r\nHost: shop.example\r\nX-Slow: ")
         .expect("second head starts");
     let started = Instant::now();
-    let mut answer = Vec::new();
-    let mut closed = false;
-    for _ in 0..40 {
-        if stream.write_all(b"a").is_err() {
-            closed = true;
-            break;
-        }
-        let pause = Instant::now() + Duration::from_millis(300);
-        while Instant::now() < pause {
-            match stream.read(&mut chunk) {
-                Ok(0) => {
-                    closed = true;
-                    break;
-                }
-                Ok(n) => answer.extend_from_slice(&chunk[..n]),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
-                Err(_) => {
-                    closed = true;
-                    break;
-                }
-            }
-        }
-        if closed {
-            break;
-        }
-    }
+    let (answer, closed) = support::trickle::trickle_until_closed(&mut stream, b'a');
     let elapsed = started.elapsed();
     assert!(closed, "the trickling connection was never closed");
     assert!(

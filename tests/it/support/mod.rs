@@ -1159,4 +1159,5 @@ pub mod live;
 pub mod nginx;
 pub mod redis;
 pub mod tls;
+pub mod trickle;
 pub mod whatwg;
