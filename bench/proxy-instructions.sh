@@ -6,23 +6,28 @@
 # valgrind's callgrind with one worker thread and driven by the same wrk mix as
 # bench/proxy-compare.sh (bench/mix.lua, keep-alive, 4 connections).
 #
-#   bench/proxy-instructions.sh                 # 20 s of load per proxy
-#   DURATION=40 KEEP=/tmp/cg bench/proxy-instructions.sh   # keep the profiles for callgrind_annotate
+#   bench/proxy-instructions.sh                 # 3 rounds of 20 s of load per proxy
+#   ROUNDS=5 DURATION=40 KEEP=/tmp/cg bench/proxy-instructions.sh   # keep the profiles (and logs)
 #
 # Why a second benchmark: on a small shared machine the wall-clock comparison swings by tens of
 # per cent from round to round (docs/BENCHMARKS.md, "Whole proxy"), because the kernel's share of
 # each request (loopback TCP, wake-ups of the other CPU) changes with how requests happen to batch.
-# Counting the instructions each proxy executes in user space per request is repeatable to under one
-# per cent, whatever else the machine is doing, and isolates exactly what the hooks add. It counts
-# no kernel work, which both proxies share.
+# Counting the instructions each proxy executes in user space isolates what the hooks add, and
+# counts no kernel work, which both proxies share.
 #
 # Method: start the proxy under callgrind, warm it with 3 s of load, zero the counters, run
-# DURATION seconds of load, dump the counters, divide by the requests wrk completed.
+# DURATION seconds of load, dump the counters, divide by the requests wrk completed. The three
+# proxies run one after the other in each of ROUNDS rounds, and the ratios reported are the
+# medians of the rounds' ratios: part of what a proxy does is done per second rather than per
+# request (the allocator's thread-cache collection every 10 ms, pingora's timer tick), so its
+# share per request follows how many requests valgrind completed in the round, which moves from
+# round to round by more than a step of tuning does (docs/BENCHMARKS.md, issue 34).
 # Needs valgrind, wrk and nginx (installed from Debian packages when missing). Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DURATION=${DURATION:-20}
+ROUNDS=${ROUNDS:-3}
 CONNECTIONS=${CONNECTIONS:-4}
 
 . bench/common.sh
@@ -30,29 +35,35 @@ need wrk wrk
 need nginx nginx
 need valgrind valgrind
 
-cargo build --profile profiling --bin robotsguard --example passthrough >/dev/null
+# BINARIES=DIR measures a build kept aside (DIR/robotsguard and DIR/passthrough) instead of
+# building this checkout: two builds can then be compared on the same machine, round by round.
+if [ -n "${BINARIES:-}" ]; then
+  guard_bin=$BINARIES/robotsguard pass_bin=$BINARIES/passthrough
+else
+  cargo build --profile profiling --bin robotsguard --example passthrough >/dev/null
+  guard_bin=${CARGO_TARGET_DIR:-target}/profiling/robotsguard
+  pass_bin=${CARGO_TARGET_DIR:-target}/profiling/examples/passthrough
+fi
 work=$(mktemp -d)
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work"/*.out* "$work"/*.wrk "$KEEP"/ 2>/dev/null || true; fi
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work"/*.out* "$work"/*.wrk "$work"/*.log "$KEEP"/ 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-ORIGIN_PORT=$(free_port); GUARD_PORT=$(free_port); ADMIN_PORT=$(free_port); PASS_PORT=$(free_port); PROD_PORT=$(free_port)
+ORIGIN_PORT=$(free_port)
 
 write_origin_config "$work" "$ORIGIN_PORT"
 nginx -c "$work/nginx.conf" -p "$work" & pids+=($!)
 
-# The same robots.txt and config as bench/proxy-compare.sh, with one worker thread.
-write_guard_config "$work" "$GUARD_PORT" "$ADMIN_PORT" "$ORIGIN_PORT" 1
-
-measure() { # label port command...
-  local label=$1 port=$2 pid requests total
+measure() { # label port command... (the round is $round)
+  local label=$1 port=$2 pid requests total out
   shift 2
-  valgrind --tool=callgrind --callgrind-out-file="$work/$label.out" "$@" 2>"$work/$label.valgrind.log" &
+  out="$work/$label.r$round"
+  valgrind --tool=callgrind --callgrind-out-file="$out.out" "$@" 2>"$out.valgrind.log" &
   pid=$!
   pids+=("$pid")
   # Under valgrind start-up takes seconds; wait up to 60 s for the first answer.
@@ -62,27 +73,46 @@ measure() { # label port command...
   done
   wrk -t1 -c"$CONNECTIONS" -d3s -s bench/mix.lua "http://127.0.0.1:$port/" >/dev/null
   callgrind_control --zero "$pid" >/dev/null 2>&1
-  wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s bench/mix.lua "http://127.0.0.1:$port/" >"$work/$label.wrk"
+  wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s bench/mix.lua "http://127.0.0.1:$port/" >"$out.wrk"
   callgrind_control --dump "$pid" >/dev/null 2>&1
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
-  requests=$(grep -oE '[0-9]+ requests in' "$work/$label.wrk" | grep -oE '^[0-9]+')
+  requests=$(grep -oE '[0-9]+ requests in' "$out.wrk" | grep -oE '^[0-9]+')
   # The dump made on request is the file with suffix .1 (the exit dump is the other).
-  total=$(awk '/^summary:/ {print $2}' "$work/$label.out.1")
-  echo "$label $requests $total" >>"$work/results"
-  printf '%s\t%s requests\t%.0f instructions/request\n' "$label" "$requests" "$(python3 -c "print($total / $requests)")"
+  total=$(awk '/^summary:/ {print $2}' "$out.out.1")
+  echo "$round $label $requests $total" >>"$work/results"
+  printf 'round %s\t%s\t%s requests\t%.0f instructions/request\n' "$round" "$label" "$requests" "$(python3 -c "print($total / $requests)")"
 }
 
-echo "# duration=${DURATION}s connections=$CONNECTIONS threads=1, user-space instructions (callgrind Ir)"
-RUST_LOG=warn measure robotsguard "$GUARD_PORT" "${CARGO_TARGET_DIR:-target}"/profiling/robotsguard serve --config "$work/conf/robotsguard.yaml"
-measure passthrough "$PASS_PORT" "${CARGO_TARGET_DIR:-target}"/profiling/examples/passthrough "127.0.0.1:$PASS_PORT" "127.0.0.1:$ORIGIN_PORT" 1
-measure passthrough-production "$PROD_PORT" "${CARGO_TARGET_DIR:-target}"/profiling/examples/passthrough --production "127.0.0.1:$PROD_PORT" "127.0.0.1:$ORIGIN_PORT" 1
+echo "# duration=${DURATION}s connections=$CONNECTIONS threads=1 rounds=$ROUNDS, user-space instructions (callgrind Ir)"
+for round in $(seq 1 "$ROUNDS"); do
+  # Fresh ports (and config) each round: a port just closed may still be held by the kernel.
+  GUARD_PORT=$(free_port); ADMIN_PORT=$(free_port); PASS_PORT=$(free_port); PROD_PORT=$(free_port)
+  # The same robots.txt and config as bench/proxy-compare.sh, with one worker thread.
+  write_guard_config "$work/r$round" "$GUARD_PORT" "$ADMIN_PORT" "$ORIGIN_PORT" 1
+  RUST_LOG=${RUST_LOG:-warn} measure robotsguard "$GUARD_PORT" "$guard_bin" serve --config "$work/r$round/conf/robotsguard.yaml"
+  measure passthrough "$PASS_PORT" "$pass_bin" "127.0.0.1:$PASS_PORT" "127.0.0.1:$ORIGIN_PORT" 1
+  measure passthrough-production "$PROD_PORT" "$pass_bin" --production "127.0.0.1:$PROD_PORT" "127.0.0.1:$ORIGIN_PORT" 1
+done
 
 python3 - "$work/results" <<'PY'
-import sys
-rows = {label: int(total) / int(requests) for label, requests, total in (l.split() for l in open(sys.argv[1]))}
-guard, bare, production = rows["robotsguard"], rows["passthrough"], rows["passthrough-production"]
-print(f"ratio robotsguard / bare pass-through: {guard / bare:.3f} ({guard - bare:+.0f} instructions per request)")
+import statistics, sys
+per_round = {}
+for line in open(sys.argv[1]):
+    round_, label, requests, total = line.split()
+    per_round.setdefault(round_, {})[label] = int(total) / int(requests)
+bare_ratios, production_ratios = [], []
+for round_, rows in sorted(per_round.items(), key=lambda item: int(item[0])):
+    guard, bare, production = rows["robotsguard"], rows["passthrough"], rows["passthrough-production"]
+    bare_ratios.append(guard / bare)
+    production_ratios.append(guard / production)
+    print(f"round {round_}: ratios {guard / bare:.3f} (bare), {guard / production:.3f} (production); "
+          f"{guard - production:+.0f} instructions per request against production")
+medians = {label: statistics.median(rows[label] for rows in per_round.values())
+           for label in ("robotsguard", "passthrough", "passthrough-production")}
+print(f"median instructions per request: robotsguard {medians['robotsguard']:.0f}, bare "
+      f"{medians['passthrough']:.0f}, production {medians['passthrough-production']:.0f}")
+print(f"ratio robotsguard / bare pass-through: {statistics.median(bare_ratios):.3f} (median of {len(bare_ratios)} rounds)")
 # The last line is the one the target is set on (docs/BENCHMARKS.md): against the production floor.
-print(f"ratio robotsguard / production pass-through: {guard / production:.3f} ({guard - production:+.0f} instructions per request)")
+print(f"ratio robotsguard / production pass-through: {statistics.median(production_ratios):.3f} (median of {len(production_ratios)} rounds)")
 PY

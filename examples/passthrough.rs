@@ -14,9 +14,12 @@
 //! cargo run --release --example passthrough -- 127.0.0.1:18081 127.0.0.1:18080 2
 //! cargo run --release --example passthrough -- --production 127.0.0.1:18081 127.0.0.1:18080 2
 //! cargo run --release --example passthrough -- 127.0.0.1:18443 127.0.0.1:18080 2 cert.pem key.pem
+//! cargo run --release --example passthrough -- --h2c 127.0.0.1:18081 127.0.0.1:18080 2
 //! ```
 //! (listen address, upstream address, worker threads; with a certificate and key, the listener
-//! is TLS with HTTP/2 offered by ALPN, as robotsguard's TLS listeners are by default)
+//! is TLS with HTTP/2 offered by ALPN, as robotsguard's TLS listeners are by default; with
+//! `--h2c`, the plain listener also takes HTTP/2 with prior knowledge, as robotsguard's does with
+//! `http2: true`)
 
 use std::time::Duration;
 
@@ -75,10 +78,11 @@ impl ProxyHttp for PassThrough {
 fn main() {
     let mut args: Vec<String> = std::env::args().collect();
     let production = args.iter().any(|a| a == "--production");
-    args.retain(|a| a != "--production");
+    let h2c = args.iter().any(|a| a == "--h2c");
+    args.retain(|a| a != "--production" && a != "--h2c");
     let (Some(listen), Some(upstream)) = (args.get(1), args.get(2)) else {
         eprintln!(
-            "usage: passthrough [--production] LISTEN_ADDR UPSTREAM_ADDR [THREADS [CERT KEY]]"
+            "usage: passthrough [--production] [--h2c] LISTEN_ADDR UPSTREAM_ADDR [THREADS [CERT KEY]]"
         );
         std::process::exit(2);
     };
@@ -102,6 +106,14 @@ fn main() {
             production,
         },
     );
+    if h2c {
+        if let Some(proxy) = service.app_logic_mut() {
+            // Non-exhaustive: made by `default`, then changed.
+            let mut options = pingora::apps::HttpServerOptions::default();
+            options.h2c = true;
+            proxy.server_options = Some(options);
+        }
+    }
     match (args.get(4), args.get(5)) {
         (Some(cert), Some(key)) => {
             let mut tls = match pingora::listeners::tls::TlsSettings::intermediate(cert, key) {

@@ -53,7 +53,8 @@ pub fn options(limits: &Limits) -> H2Options {
 #[derive(Default)]
 struct Open {
     count: AtomicUsize,
-    /// Signalled when a stream ends, so the connection loop can start counting idle time.
+    /// Signalled when the last open stream ends, so the connection loop can start counting idle
+    /// time. Only then: a signal per stream would wake the loop once more for every request.
     ended: Notify,
 }
 
@@ -69,8 +70,9 @@ impl OpenStream {
 
 impl Drop for OpenStream {
     fn drop(&mut self) {
-        self.0.count.fetch_sub(1, Ordering::AcqRel);
-        self.0.ended.notify_one();
+        if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.ended.notify_one();
+        }
     }
 }
 
