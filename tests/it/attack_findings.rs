@@ -47,26 +47,7 @@ const HOST: &str = "shop.example";
 fn send_and_watch(addr: SocketAddr, bytes: &[u8], wait: Duration) -> (Vec<u8>, bool) {
     let mut stream = TcpStream::connect(addr).expect("connects to the proxy");
     stream.write_all(bytes).expect("request written");
-    let deadline = Instant::now() + wait;
-    let mut got = Vec::new();
-    let mut chunk = [0u8; 16 * 1024];
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return (got, false);
-        }
-        let _ = stream.set_read_timeout(Some(left.min(Duration::from_millis(200))));
-        match stream.read(&mut chunk) {
-            Ok(0) => return (got, true),
-            Ok(n) => got.extend_from_slice(&chunk[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(_) => return (got, true),
-        }
-    }
+    support::trickle::read_until_closed(&mut stream, wait)
 }
 
 fn status_of(response: &[u8]) -> u16 {
