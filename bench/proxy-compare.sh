@@ -6,6 +6,7 @@
 #
 #   bench/proxy-compare.sh            # defaults: 9 rounds of 5 s, 64 connections
 #   ROUNDS=15 DURATION=5 bench/proxy-compare.sh
+#   WAKEUPS=1 ROUNDS=3 bench/proxy-compare.sh   # also count the machine's wake-ups per request
 #
 # CPUs: the proxy under test gets its own CPUs (PROXY_CPUS, default: CPU 0) and one worker thread
 # per CPU; the load generator and the origin share the others (LOAD_CPUS, default: the rest).
@@ -13,6 +14,12 @@
 # cores and the result measures the scheduler as much as the proxy; pinned, the proxy's CPU is
 # the bottleneck, so the throughput ratio is the ratio of what each proxy costs per request.
 # On a 1-CPU machine nothing is pinned.
+#
+# WAKEUPS=1 (needs perf from Debian's linux-perf, and the sched and ipi tracepoints) counts, over
+# each run, every task wake-up on the machine and the inter-processor interrupts sent, per request:
+# the proxy's sends wake wrk and nginx on the other CPU whenever they have caught up and gone to
+# sleep, the slower the proxy the more often, and on a virtual machine each such wake-up costs the
+# sender microseconds (docs/BENCHMARKS.md, issue 34, step 36).
 #
 # Traffic: keep-alive; ~70 % browsers, ~20 % crawlers that robots.txt allows, ~10 % crawlers it
 # blocks (bench/mix.lua). Needs wrk and nginx (installed from Debian packages when missing).
@@ -75,14 +82,26 @@ check 403 'CCBot/2.0 (https://commoncrawl.org/faq/)' /articles/1
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TICKS=$(getconf CLK_TCK)
 
+WAKEUPS=${WAKEUPS:-}
+if [ -n "$WAKEUPS" ] && ! perf stat -e sched:sched_waking,ipi:ipi_send_cpu -a -o /dev/null -- true 2>/dev/null; then
+  echo "WAKEUPS=1: perf cannot count the sched:sched_waking and ipi:ipi_send_cpu tracepoints here" >&2
+  exit 1
+fi
+
 run() { # label port pid
-  local before after out
+  local before after out counter=""
   before=$( [ -n "$3" ] && cpu_ticks "$3" || echo 0 )
+  if [ -n "$WAKEUPS" ]; then
+    perf stat -x, -e sched:sched_waking,ipi:ipi_send_cpu -a -o "$work/wakeups" -- sleep "$DURATION" 2>/dev/null &
+    counter=$!
+  fi
   out=$("${pin_load[@]}" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s bench/mix.lua "http://127.0.0.1:$2/")
   after=$( [ -n "$3" ] && cpu_ticks "$3" || echo 0 )
-  python3 - "$1" "$before" "$after" "$TICKS" <<PY
+  if [ -n "$counter" ]; then wait "$counter"; fi
+  python3 - "$1" "$before" "$after" "$TICKS" "${counter:+$work/wakeups}" <<PY
 import re, sys
 label, before, after, ticks = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+wakeups_file = sys.argv[5]
 out = """$out"""
 def seconds(text):
     value, unit = re.match(r"([\d.]+)(us|ms|s)", text).groups()
@@ -94,12 +113,21 @@ p50 = seconds(re.search(r"^\s*50%\s+(\S+)", out, re.M).group(1))
 p99 = seconds(re.search(r"^\s*99%\s+(\S+)", out, re.M).group(1))
 errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
 cpu_us = (after - before) / ticks / total * 1e6 if total and after > before else 0.0
-print(f"{label}\t{rps:.0f}\t{p50*1e3:.3f}\t{p99*1e3:.3f}\t{cpu_us:.2f}\t{errors.group(1) if errors else 0}")
+row = f"{label}\t{rps:.0f}\t{p50*1e3:.3f}\t{p99*1e3:.3f}\t{cpu_us:.2f}\t{errors.group(1) if errors else 0}"
+if wakeups_file:
+    # perf's CSV: count,unit,event,...; the counter ran for the same DURATION as wrk.
+    counts = {}
+    for line in open(wakeups_file):
+        fields = line.split(",")
+        if len(fields) > 2 and fields[0].strip().isdigit():
+            counts[fields[2]] = int(fields[0])
+    row += f"\t{counts.get('sched:sched_waking', 0) / total:.3f}\t{counts.get('ipi:ipi_send_cpu', 0) / total:.3f}"
+print(row)
 PY
 }
 
 echo "# rounds=$ROUNDS duration=${DURATION}s connections=$CONNECTIONS proxy_threads=$PROXY_THREADS wrk_threads=$WRK_THREADS proxy_cpus=$PROXY_CPUS load_cpus=$LOAD_CPUS"
-echo -e "run\treq/s\tp50_ms\tp99_ms\tcpu_us/req\tnon2xx"
+echo -e "run\treq/s\tp50_ms\tp99_ms\tcpu_us/req\tnon2xx${WAKEUPS:+\twakeups/req\tipis/req}"
 results="$work/results.tsv"
 run origin-direct "$ORIGIN_PORT" "" | tee -a "$results"
 for round in $(seq 1 "$ROUNDS"); do
@@ -112,10 +140,13 @@ python3 - "$results" <<'PY'
 import statistics, sys
 rows = [line.split("\t") for line in open(sys.argv[1]) if line.strip()]
 by = {}
-for label, rps, p50, p99, cpu, _ in rows:
+wakeups = {}
+for label, rps, p50, p99, cpu, _, *woken in rows:
     kind, _, round_ = label.rpartition("-")
     if kind in ("robotsguard", "passthrough", "production"):
         by.setdefault(round_, {})[kind] = (float(rps), float(p50), float(p99), float(cpu))
+        if woken:
+            wakeups.setdefault(kind, []).append(tuple(map(float, woken)))
 complete = {r: pair for r, pair in by.items() if len(pair) == 3}
 def ratios(anchor):
     out = []
@@ -127,6 +158,12 @@ print("\nper side, median over rounds: req/s, p50 ms, p99 ms, cpu us/req")
 for kind in ("robotsguard", "passthrough", "production"):
     cols = list(zip(*[pair[kind] for pair in complete.values()]))
     print(kind + "\t" + "\t".join(f"{statistics.median(c):.3f}" for c in cols))
+if wakeups:
+    print("\nwake-ups on the machine per request, median over rounds: task wake-ups, inter-processor interrupts")
+    for kind in ("robotsguard", "passthrough", "production"):
+        columns = list(zip(*wakeups.get(kind, [])))
+        if columns:
+            print(kind + "\t" + "\t".join(f"{statistics.median(c):.3f}" for c in columns))
 for anchor, name in (("passthrough", "bare pass-through"), ("production", "production pass-through")):
     rows = ratios(anchor)
     print(f"\nrobotsguard / {name}: round\tthroughput_ratio\tp50_ratio\tp99_ratio\tcpu_ratio")

@@ -8,6 +8,7 @@
 #
 #   bench/proxy-instructions.sh                 # 3 rounds of 20 s of load per proxy
 #   ROUNDS=5 DURATION=40 KEEP=/tmp/cg bench/proxy-instructions.sh   # keep the profiles (and logs)
+#   CACHE_SIM=1 ROUNDS=1 bench/proxy-instructions.sh   # also simulated cache misses and branches
 #
 # Why a second benchmark: on a small shared machine the wall-clock comparison swings by tens of
 # per cent from round to round (docs/BENCHMARKS.md, "Whole proxy"), because the kernel's share of
@@ -22,6 +23,11 @@
 # request (the allocator's thread-cache collection every 10 ms, pingora's timer tick), so its
 # share per request follows how many requests valgrind completed in the round, which moves from
 # round to round by more than a step of tuning does (docs/BENCHMARKS.md, issue 34).
+# CACHE_SIM=1 also has callgrind simulate the caches and branch predictors (--cache-sim=yes
+# --branch-sim=yes; valgrind then completes several times fewer requests) and prints, per request,
+# the instruction-cache and data-cache misses and the mispredicted branches of each proxy: equal
+# instruction counts can still take unequal time, and this says by how much the code's footprint
+# differs (docs/BENCHMARKS.md, issue 34, step 36).
 # Needs valgrind, wrk and nginx (installed from Debian packages when missing). Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +35,9 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-20}
 ROUNDS=${ROUNDS:-3}
 CONNECTIONS=${CONNECTIONS:-4}
+CACHE_SIM=${CACHE_SIM:-}
+simulate=()
+if [ -n "$CACHE_SIM" ]; then simulate=(--cache-sim=yes --branch-sim=yes); fi
 
 . bench/common.sh
 need wrk wrk
@@ -63,7 +72,7 @@ measure() { # label port command... (the round is $round)
   local label=$1 port=$2 pid requests total out
   shift 2
   out="$work/$label.r$round"
-  valgrind --tool=callgrind --callgrind-out-file="$out.out" "$@" 2>"$out.valgrind.log" &
+  valgrind --tool=callgrind "${simulate[@]}" --callgrind-out-file="$out.out" "$@" 2>"$out.valgrind.log" &
   pid=$!
   pids+=("$pid")
   # Under valgrind start-up takes seconds; wait up to 60 s for the first answer.
@@ -81,6 +90,8 @@ measure() { # label port command... (the round is $round)
   # The dump made on request is the file with suffix .1 (the exit dump is the other).
   total=$(awk '/^summary:/ {print $2}' "$out.out.1")
   echo "$round $label $requests $total" >>"$work/results"
+  # Every event callgrind counted ("events:" names them, "summary:" totals them).
+  printf '%s %s %s %s\n' "$round" "$label" "$requests" "$(awk '/^events:/ {sub(/^events: /, ""); e = $0} /^summary:/ {sub(/^summary: /, ""); print e "|" $0}' "$out.out.1")" >>"$work/events"
   printf 'round %s\t%s\t%s requests\t%.0f instructions/request\n' "$round" "$label" "$requests" "$(python3 -c "print($total / $requests)")"
 }
 
@@ -94,6 +105,28 @@ for round in $(seq 1 "$ROUNDS"); do
   measure passthrough "$PASS_PORT" "$pass_bin" "127.0.0.1:$PASS_PORT" "127.0.0.1:$ORIGIN_PORT" 1
   measure passthrough-production "$PROD_PORT" "$pass_bin" --production "127.0.0.1:$PROD_PORT" "127.0.0.1:$ORIGIN_PORT" 1
 done
+
+if [ -n "$CACHE_SIM" ]; then
+  python3 - "$work/events" <<'PY'
+import statistics, sys
+# Instruction-cache misses (I1mr), first-level data-cache read and write misses (D1mr, D1mw),
+# mispredicted conditional and indirect branches (Bcm, Bim); the last level is as large as the
+# host's and hardly misses.
+shown = ("Ir", "I1mr", "D1mr", "D1mw", "Bcm", "Bim")
+per = {}
+for line in open(sys.argv[1]):
+    round_, label, requests, rest = line.split(" ", 3)
+    names, _, values = rest.strip().partition("|")
+    counts = dict(zip(names.split(), map(int, values.split())))
+    per.setdefault(label, []).append({e: counts.get(e, 0) / int(requests) for e in shown})
+print("simulated per request (median of rounds): " + "  ".join(shown))
+medians = {label: {e: statistics.median(r[e] for r in rows) for e in shown} for label, rows in per.items()}
+for label, m in medians.items():
+    print(f"{label:<24}" + "  ".join(f"{m[e]:>9,.0f}" for e in shown))
+guard, production = medians["robotsguard"], medians["passthrough-production"]
+print(f"{'robotsguard / production':<24}" + "  ".join(f"{guard[e] / production[e]:>9.3f}" if production[e] else f"{'-':>9}" for e in shown))
+PY
+fi
 
 python3 - "$work/results" <<'PY'
 import statistics, sys

@@ -3,6 +3,7 @@
 //! `bench/hostile-connections.py` reproduces the floods at full scale with peak RSS.
 //!
 //! 1. Stalled HTTP/2 and TLS connections: `a_preface_only_h2c_connection_is_closed_and_evicted`,
+//!    `an_http2_connection_is_idle_only_after_its_last_stream_ends`,
 //!    `a_silent_tls_h2_connection_and_a_stalled_tls_handshake_are_closed`.
 //! 2. Streams and requests in flight: `the_stream_limit_is_advertised_and_streams_past_it_refused`,
 //!    `requests_past_max_requests_in_flight_are_refused_on_http1_and_http2`,
@@ -291,6 +292,62 @@ fn a_preface_only_h2c_connection_is_closed_and_evicted() {
     assert!(
         closed.is_some(),
         "an idle HTTP/2 connection was still open after 8 s"
+    );
+}
+
+/// An HTTP/2 connection counts idle time only once its last open stream has ended: streams that
+/// end while another is still waiting on the origin do not start the clock (the connection's
+/// loop is woken by the last one only), and once that last one ends the connection is closed
+/// after `idle_timeout`.
+#[test]
+fn an_http2_connection_is_idle_only_after_its_last_stream_ends() {
+    let origin = Origin::start();
+    origin.route_delayed("/slow", 200, "slow", Duration::from_millis(2500));
+    let proxy = Proxy::builder(&format!(
+        "limits: {{idle_timeout: 1s}}\n{}",
+        site(&origin, HOST, "")
+    ))
+    .listener("http2: true")
+    .start();
+    let mut client = H2::connect(proxy.addr, &[]);
+    for (id, path) in [(1, "/slow"), (3, "/a"), (5, "/b"), (7, "/c")] {
+        client.get(id, path, BROWSER, true);
+    }
+    let started = Instant::now();
+    let mut answered = Vec::new();
+    for _ in 0..1_000 {
+        let Some(frame) = client.read_frame(Duration::from_secs(6)) else {
+            break;
+        };
+        match frame.kind {
+            HEADERS => answered.push(frame.stream),
+            SETTINGS if frame.flags & ACK == 0 => client.ack_settings(),
+            _ => {}
+        }
+        if answered.contains(&1) {
+            break;
+        }
+    }
+    answered.sort_unstable();
+    assert_eq!(
+        answered,
+        [1, 3, 5, 7],
+        "the connection closed (or a stream went unanswered) while the slow stream was open, \
+         {:?} after the requests",
+        started.elapsed()
+    );
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "the slow stream was answered before the origin's delay"
+    );
+    // The last stream has ended: closed after idle_timeout (1 s), not at once.
+    let closed = closed_within(&mut client.stream, Duration::from_secs(8));
+    let Some(after) = closed else {
+        panic!("the HTTP/2 connection was still open 8 s after its last stream ended");
+    };
+    assert!(
+        after >= Duration::from_millis(500),
+        "the HTTP/2 connection closed {after:?} after its last stream, before idle_timeout"
     );
 }
 
