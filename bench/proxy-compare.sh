@@ -82,23 +82,24 @@ check 403 'CCBot/2.0 (https://commoncrawl.org/faq/)' /articles/1
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TICKS=$(getconf CLK_TCK)
 
-WAKEUPS=${WAKEUPS:-}
-if [ -n "$WAKEUPS" ] && ! perf stat -e sched:sched_waking,ipi:ipi_send_cpu -a -o /dev/null -- true 2>/dev/null; then
+WAKEUPS=${WAKEUPS:-0}
+if [ "$WAKEUPS" = 1 ] && ! perf stat -e sched:sched_waking,ipi:ipi_send_cpu -a -o /dev/null -- true 2>/dev/null; then
   echo "WAKEUPS=1: perf cannot count the sched:sched_waking and ipi:ipi_send_cpu tracepoints here" >&2
   exit 1
 fi
 
 run() { # label port pid
-  local before after out counter=""
+  local before after out
+  local wrk=(wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s bench/mix.lua "http://127.0.0.1:$2/")
   before=$( [ -n "$3" ] && cpu_ticks "$3" || echo 0 )
-  if [ -n "$WAKEUPS" ]; then
-    perf stat -x, -e sched:sched_waking,ipi:ipi_send_cpu -a -o "$work/wakeups" -- sleep "$DURATION" 2>/dev/null &
-    counter=$!
+  if [ "$WAKEUPS" = 1 ]; then
+    # Counted over exactly wrk's run, machine-wide (wrk, nginx and the proxy all wake tasks).
+    out=$(perf stat -x, -e sched:sched_waking,ipi:ipi_send_cpu -a -o "$work/wakeups" -- "${pin_load[@]}" "${wrk[@]}")
+  else
+    out=$("${pin_load[@]}" "${wrk[@]}")
   fi
-  out=$("${pin_load[@]}" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s bench/mix.lua "http://127.0.0.1:$2/")
   after=$( [ -n "$3" ] && cpu_ticks "$3" || echo 0 )
-  if [ -n "$counter" ]; then wait "$counter"; fi
-  python3 - "$1" "$before" "$after" "$TICKS" "${counter:+$work/wakeups}" <<PY
+  python3 - "$1" "$before" "$after" "$TICKS" "$( [ "$WAKEUPS" = 1 ] && echo "$work/wakeups" )" <<PY
 import re, sys
 label, before, after, ticks = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 wakeups_file = sys.argv[5]
@@ -121,13 +122,14 @@ if wakeups_file:
         fields = line.split(",")
         if len(fields) > 2 and fields[0].strip().isdigit():
             counts[fields[2]] = int(fields[0])
-    row += f"\t{counts.get('sched:sched_waking', 0) / total:.3f}\t{counts.get('ipi:ipi_send_cpu', 0) / total:.3f}"
+    per_request = lambda event: counts.get(event, 0) / total if total else 0.0
+    row += f"\t{per_request('sched:sched_waking'):.3f}\t{per_request('ipi:ipi_send_cpu'):.3f}"
 print(row)
 PY
 }
 
 echo "# rounds=$ROUNDS duration=${DURATION}s connections=$CONNECTIONS proxy_threads=$PROXY_THREADS wrk_threads=$WRK_THREADS proxy_cpus=$PROXY_CPUS load_cpus=$LOAD_CPUS"
-echo -e "run\treq/s\tp50_ms\tp99_ms\tcpu_us/req\tnon2xx${WAKEUPS:+\twakeups/req\tipis/req}"
+echo -e "run\treq/s\tp50_ms\tp99_ms\tcpu_us/req\tnon2xx$( [ "$WAKEUPS" = 1 ] && printf '\twakeups/req\tipis/req' )"
 results="$work/results.tsv"
 run origin-direct "$ORIGIN_PORT" "" | tee -a "$results"
 for round in $(seq 1 "$ROUNDS"); do

@@ -35,9 +35,9 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-20}
 ROUNDS=${ROUNDS:-3}
 CONNECTIONS=${CONNECTIONS:-4}
-CACHE_SIM=${CACHE_SIM:-}
+CACHE_SIM=${CACHE_SIM:-0}
 simulate=()
-if [ -n "$CACHE_SIM" ]; then simulate=(--cache-sim=yes --branch-sim=yes); fi
+if [ "$CACHE_SIM" = 1 ]; then simulate=(--cache-sim=yes --branch-sim=yes); fi
 
 . bench/common.sh
 need wrk wrk
@@ -58,7 +58,7 @@ pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work"/*.out* "$work"/*.wrk "$work"/*.log "$KEEP"/ 2>/dev/null || true; fi
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work"/*.out* "$work"/*.wrk "$work"/*.log "$work"/events "$KEEP"/ 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -72,7 +72,7 @@ measure() { # label port command... (the round is $round)
   local label=$1 port=$2 pid requests total out
   shift 2
   out="$work/$label.r$round"
-  valgrind --tool=callgrind "${simulate[@]}" --callgrind-out-file="$out.out" "$@" 2>"$out.valgrind.log" &
+  valgrind --tool=callgrind ${simulate[@]+"${simulate[@]}"} --callgrind-out-file="$out.out" "$@" 2>"$out.valgrind.log" &
   pid=$!
   pids+=("$pid")
   # Under valgrind start-up takes seconds; wait up to 60 s for the first answer.
@@ -106,7 +106,7 @@ for round in $(seq 1 "$ROUNDS"); do
   measure passthrough-production "$PROD_PORT" "$pass_bin" --production "127.0.0.1:$PROD_PORT" "127.0.0.1:$ORIGIN_PORT" 1
 done
 
-if [ -n "$CACHE_SIM" ]; then
+if [ "$CACHE_SIM" = 1 ]; then
   python3 - "$work/events" <<'PY'
 import statistics, sys
 # Instruction-cache misses (I1mr), first-level data-cache read and write misses (D1mr, D1mw),
@@ -124,6 +124,7 @@ medians = {label: {e: statistics.median(r[e] for r in rows) for e in shown} for 
 for label, m in medians.items():
     print(f"{label:<24}" + "  ".join(f"{m[e]:>9,.0f}" for e in shown))
 guard, production = medians["robotsguard"], medians["passthrough-production"]
+# The ratio of the medians over rounds.
 print(f"{'robotsguard / production':<24}" + "  ".join(f"{guard[e] / production[e]:>9.3f}" if production[e] else f"{'-':>9}" for e in shown))
 PY
 fi

@@ -79,6 +79,7 @@ const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 const HEADERS: u8 = 0x1;
 const RST_STREAM: u8 = 0x3;
 const SETTINGS: u8 = 0x4;
+const GOAWAY: u8 = 0x7;
 const END_STREAM: u8 = 0x1;
 const END_HEADERS: u8 = 0x4;
 const ACK: u8 = 0x1;
@@ -322,6 +323,11 @@ fn an_http2_connection_is_idle_only_after_its_last_stream_ends() {
         match frame.kind {
             HEADERS => answered.push(frame.stream),
             SETTINGS if frame.flags & ACK == 0 => client.ack_settings(),
+            // A graceful close while the slow stream is open is the idle clock running too.
+            GOAWAY => panic!(
+                "GOAWAY {:?} after the requests, with the slow stream still open",
+                started.elapsed()
+            ),
             _ => {}
         }
         if answered.contains(&1) {
