@@ -83,8 +83,9 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TICKS=$(getconf CLK_TCK)
 
 WAKEUPS=${WAKEUPS:-0}
-if [ "$WAKEUPS" = 1 ] && ! perf stat -e sched:sched_waking,ipi:ipi_send_cpu -a -o /dev/null -- true 2>/dev/null; then
-  echo "WAKEUPS=1: perf cannot count the sched:sched_waking and ipi:ipi_send_cpu tracepoints here" >&2
+wakeup_events=sched:sched_waking,ipi:ipi_send_cpu
+if [ "$WAKEUPS" = 1 ] && ! perf stat -e "$wakeup_events" -a -o /dev/null -- true 2>/dev/null; then
+  echo "WAKEUPS=1: perf cannot count the tracepoints $wakeup_events here" >&2
   exit 1
 fi
 
@@ -94,7 +95,7 @@ run() { # label port pid
   before=$( [ -n "$3" ] && cpu_ticks "$3" || echo 0 )
   if [ "$WAKEUPS" = 1 ]; then
     # Counted over exactly wrk's run, machine-wide (wrk, nginx and the proxy all wake tasks).
-    out=$(perf stat -x, -e sched:sched_waking,ipi:ipi_send_cpu -a -o "$work/wakeups" -- "${pin_load[@]}" "${wrk[@]}")
+    out=$(perf stat -x, -e "$wakeup_events" -a -o "$work/wakeups" -- "${pin_load[@]}" "${wrk[@]}")
   else
     out=$("${pin_load[@]}" "${wrk[@]}")
   fi
@@ -116,7 +117,7 @@ errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
 cpu_us = (after - before) / ticks / total * 1e6 if total and after > before else 0.0
 row = f"{label}\t{rps:.0f}\t{p50*1e3:.3f}\t{p99*1e3:.3f}\t{cpu_us:.2f}\t{errors.group(1) if errors else 0}"
 if wakeups_file:
-    # perf's CSV: count,unit,event,...; the counter ran for the same DURATION as wrk.
+    # perf's CSV: count,unit,event,...; counted over wrk's run.
     counts = {}
     for line in open(wakeups_file):
         fields = line.split(",")
