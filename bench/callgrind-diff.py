@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Where robotsguard's per-request cost differs from the production pass-through's, by function.
+
+Reads the profiles that `KEEP=DIR bench/proxy-instructions.sh` keeps (with `CACHE_SIM=1`, the
+simulated cache and branch events too) and prints, per request and for one event, each
+function's own cost (not what it calls) in robotsguard and in the production pass-through, the
+largest differences first:
+
+    CACHE_SIM=1 ROUNDS=1 DURATION=10 KEEP=/tmp/cg bench/proxy-instructions.sh
+    bench/callgrind-diff.py /tmp/cg --event I1mr --top 30
+
+Events: Ir (instructions), and with CACHE_SIM=1 also I1mr (instruction-cache misses), D1mr and
+D1mw (data-cache read and write misses), Bcm and Bim (mispredicted conditional and indirect
+branches). A function inlined into a different caller in one binary than in the other shows as a
+plus in one name and a minus in another; compare the two before reading either alone
+(docs/BENCHMARKS.md, issue 34, step 37).
+
+callgrind_annotate sums by file and line as well as by function, and repeats a function once per
+file its inlined code came from; this reads the profile's cost lines itself so that each function
+is one row. Only the standard library is used.
+"""
+
+import argparse
+import collections
+import re
+import sys
+from pathlib import Path
+
+# A compressed name: "(12) name" defines id 12, "(12)" refers to it.
+COMPRESSED = re.compile(r"\((\d+)\)(?:\s+(.*))?")
+
+
+def self_costs(path):
+    """Each function's own cost per event, summed over the file, and the event names."""
+    names = {}
+    costs = collections.defaultdict(collections.Counter)
+    events = []
+    current = None
+    # The line after `calls=` is the cost of the call (the callee's inclusive cost), not the
+    # caller's own.
+    call_cost_next = False
+
+    def name(spec):
+        match = COMPRESSED.match(spec)
+        if not match:
+            return spec
+        if match.group(2):
+            names[match.group(1)] = match.group(2)
+        return names.get(match.group(1), match.group(1))
+
+    with open(path, errors="replace") as profile:
+        for line in profile:
+            if line.startswith("events:"):
+                events = line.split()[1:]
+            elif line.startswith("fn="):
+                current = name(line[3:].strip())
+                call_cost_next = False
+            elif line.startswith("cfn="):
+                name(line[4:].strip())
+            elif line.startswith("calls="):
+                call_cost_next = True
+            elif line[:1].isdigit() or line[:1] in ("+", "-", "*"):
+                if call_cost_next:
+                    call_cost_next = False
+                    continue
+                if current is None:
+                    continue
+                # The position (a line number), then one count per event; trailing zeros are
+                # left out.
+                for event, value in zip(events, line.split()[1:]):
+                    costs[current][event] += int(value)
+    merged = collections.defaultdict(collections.Counter)
+    for function, counts in costs.items():
+        # Recursion shows as `name'2`: one function.
+        merged[re.sub(r"'\d+$", "", function)].update(counts)
+    return merged, events
+
+
+def requests_of(wrk_output):
+    match = re.search(r"(\d+) requests in", Path(wrk_output).read_text())
+    if not match:
+        sys.exit(f"{wrk_output}: no request count in wrk's output")
+    return int(match.group(1))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("kept", help="the KEEP directory of bench/proxy-instructions.sh")
+    parser.add_argument("--event", default="Ir", help="Ir, I1mr, D1mr, D1mw, Bcm, Bim (default Ir)")
+    parser.add_argument("--round", type=int, default=1, help="which round's profiles (default 1)")
+    parser.add_argument("--top", type=int, default=25, help="rows each way (default 25)")
+    parser.add_argument("--against", default="passthrough-production",
+                        help="the other side: passthrough-production (default) or passthrough")
+    args = parser.parse_args()
+
+    kept = Path(args.kept)
+    sides = {}
+    for label in ("robotsguard", args.against):
+        stem = kept / f"{label}.r{args.round}"
+        # The dump made on request (after the warm-up was zeroed) is the one with suffix .1.
+        costs, events = self_costs(f"{stem}.out.1")
+        if args.event not in events:
+            sys.exit(f"{stem}.out.1 has no {args.event} (events: {' '.join(events)}); "
+                     "the cache and branch events need CACHE_SIM=1")
+        requests = requests_of(f"{stem}.wrk")
+        sides[label] = ({function: counts[args.event] / requests for function, counts in costs.items()},
+                        requests)
+
+    guard, guard_requests = sides["robotsguard"]
+    other, other_requests = sides[args.against]
+    print(f"{args.event} per request, own cost of each function: robotsguard ({guard_requests} "
+          f"requests) against {args.against} ({other_requests})")
+    print(f"total\t{sum(guard.values()):,.1f}\t{sum(other.values()):,.1f}")
+    rows = sorted(((guard.get(f, 0.0) - other.get(f, 0.0), guard.get(f, 0.0), other.get(f, 0.0), f)
+                   for f in set(guard) | set(other)), reverse=True)
+    print("difference\trobotsguard\tother\tfunction")
+    for difference, mine, theirs, function in rows[:args.top]:
+        print(f"{difference:+,.1f}\t{mine:,.1f}\t{theirs:,.1f}\t{function}")
+    print("...")
+    for difference, mine, theirs, function in rows[-args.top:]:
+        if difference < 0:
+            print(f"{difference:+,.1f}\t{mine:,.1f}\t{theirs:,.1f}\t{function}")
+
+
+if __name__ == "__main__":
+    main()
