@@ -15,14 +15,20 @@ branches). A function inlined into a different caller in one binary than in the 
 plus in one name and a minus in another; compare the two before reading either alone
 (docs/BENCHMARKS.md, issue 34, step 37).
 
-callgrind_annotate sums by file and line as well as by function, and repeats a function once per
-file its inlined code came from; this reads the profile's cost lines itself so that each function
-is one row. Only the standard library is used.
+Everything the process ran in the measured window is divided by the requests wrk completed:
+timers and background work too, and whatever of start-up had not finished when the counters were
+zeroed. Rows such as certificate loading or robots.txt parsing are not per-request costs.
+
+The total is the sum of the cost lines (callgrind's `totals:`), a little above the `summary:`
+that bench/proxy-instructions.sh divides. callgrind_annotate sums by file and line as well as by
+function, and repeats a function once per file its inlined code came from; this reads the
+profile's cost lines itself so that each function is one row. Only the standard library is used.
 """
 
 import argparse
 import collections
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -35,6 +41,8 @@ def self_costs(path):
     names = {}
     costs = collections.defaultdict(collections.Counter)
     events = []
+    # How many position columns lead each cost line: "line", or "instr line" (--dump-instr=yes).
+    positions = 1
     current = None
     # The line after `calls=` is the cost of the call (the callee's inclusive cost), not the
     # caller's own.
@@ -52,6 +60,8 @@ def self_costs(path):
         for line in profile:
             if line.startswith("events:"):
                 events = line.split()[1:]
+            elif line.startswith("positions:"):
+                positions = len(line.split()) - 1
             elif line.startswith("fn="):
                 current = name(line[3:].strip())
                 call_cost_next = False
@@ -65,9 +75,8 @@ def self_costs(path):
                     continue
                 if current is None:
                     continue
-                # The position (a line number), then one count per event; trailing zeros are
-                # left out.
-                for event, value in zip(events, line.split()[1:]):
+                # The positions, then one count per event; trailing zeros are left out.
+                for event, value in zip(events, line.split()[positions:]):
                     costs[current][event] += int(value)
     merged = collections.defaultdict(collections.Counter)
     for function, counts in costs.items():
@@ -77,34 +86,56 @@ def self_costs(path):
 
 
 def requests_of(wrk_output):
-    match = re.search(r"(\d+) requests in", Path(wrk_output).read_text())
+    match = re.search(r"(\d+) requests in", wrk_output.read_text())
     if not match:
         sys.exit(f"{wrk_output}: no request count in wrk's output")
-    return int(match.group(1))
+    requests = int(match.group(1))
+    if requests == 0:
+        sys.exit(f"{wrk_output}: wrk completed no requests")
+    return requests
+
+
+def at_least_one(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
 
 
 def main():
+    # Output piped into `head` ends quietly.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("kept", help="the KEEP directory of bench/proxy-instructions.sh")
     parser.add_argument("--event", default="Ir", help="Ir, I1mr, D1mr, D1mw, Bcm, Bim (default Ir)")
-    parser.add_argument("--round", type=int, default=1, help="which round's profiles (default 1)")
-    parser.add_argument("--top", type=int, default=25, help="rows each way (default 25)")
+    parser.add_argument("--round", type=at_least_one, default=1,
+                        help="which round's profiles (default 1)")
+    parser.add_argument("--top", type=at_least_one, default=25,
+                        help="rows each way (default 25)")
     parser.add_argument("--against", default="passthrough-production",
-                        help="the other side: passthrough-production (default) or passthrough")
+                        choices=("passthrough-production", "passthrough"),
+                        help="the other side (default: the production pass-through)")
     args = parser.parse_args()
 
     kept = Path(args.kept)
     sides = {}
     for label in ("robotsguard", args.against):
-        stem = kept / f"{label}.r{args.round}"
         # The dump made on request (after the warm-up was zeroed) is the one with suffix .1.
-        costs, events = self_costs(f"{stem}.out.1")
+        profile = kept / f"{label}.r{args.round}.out.1"
+        wrk_output = kept / f"{label}.r{args.round}.wrk"
+        for path in (profile, wrk_output):
+            if not path.is_file():
+                sys.exit(f"{path}: not found (a KEEP directory of bench/proxy-instructions.sh, "
+                         f"round {args.round}?)")
+        costs, events = self_costs(profile)
         if args.event not in events:
-            sys.exit(f"{stem}.out.1 has no {args.event} (events: {' '.join(events)}); "
-                     "the cache and branch events need CACHE_SIM=1")
-        requests = requests_of(f"{stem}.wrk")
-        sides[label] = ({function: counts[args.event] / requests for function, counts in costs.items()},
-                        requests)
+            simulated = args.event in ("Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw",
+                                       "Bc", "Bcm", "Bi", "Bim")
+            hint = "; the cache and branch events need CACHE_SIM=1" if simulated else ""
+            sys.exit(f"{profile} has no {args.event} (events: {' '.join(events)}){hint}")
+        requests = requests_of(wrk_output)
+        sides[label] = ({function: counts[args.event] / requests
+                         for function, counts in costs.items()}, requests)
 
     guard, guard_requests = sides["robotsguard"]
     other, other_requests = sides[args.against]
@@ -113,12 +144,15 @@ def main():
     print(f"total\t{sum(guard.values()):,.1f}\t{sum(other.values()):,.1f}")
     rows = sorted(((guard.get(f, 0.0) - other.get(f, 0.0), guard.get(f, 0.0), other.get(f, 0.0), f)
                    for f in set(guard) | set(other)), reverse=True)
-    print("difference\trobotsguard\tother\tfunction")
-    for difference, mine, theirs, function in rows[:args.top]:
+    gains = [row for row in rows if row[0] > 0][:args.top]
+    # Largest first, as the gains.
+    losses = [row for row in reversed(rows) if row[0] < 0][:args.top]
+    print(f"difference\trobotsguard\t{args.against}\tfunction")
+    for difference, mine, theirs, function in gains:
         print(f"{difference:+,.1f}\t{mine:,.1f}\t{theirs:,.1f}\t{function}")
-    print("...")
-    for difference, mine, theirs, function in rows[-args.top:]:
-        if difference < 0:
+    if losses:
+        print("...")
+        for difference, mine, theirs, function in losses:
             print(f"{difference:+,.1f}\t{mine:,.1f}\t{theirs:,.1f}\t{function}")
 
 

@@ -7,7 +7,8 @@
 # bench/proxy-compare.sh (bench/mix.lua, keep-alive, 4 connections).
 #
 #   bench/proxy-instructions.sh                 # 3 rounds of 20 s of load per proxy
-#   ROUNDS=5 DURATION=40 KEEP=/tmp/cg bench/proxy-instructions.sh   # keep the profiles (and logs)
+#   ROUNDS=5 DURATION=40 KEEP=/tmp/cg bench/proxy-instructions.sh   # keep the profiles (and logs),
+#                                               # which bench/callgrind-diff.py compares by function
 #   CACHE_SIM=1 ROUNDS=1 bench/proxy-instructions.sh   # also simulated cache misses and branches
 #
 # Why a second benchmark: on a small shared machine the wall-clock comparison swings by tens of
@@ -16,13 +17,15 @@
 # Counting the instructions each proxy executes in user space isolates what the hooks add, and
 # counts no kernel work, which both proxies share.
 #
-# Method: start the proxy under callgrind, warm it with 3 s of load, zero the counters, run
-# DURATION seconds of load, dump the counters, divide by the requests wrk completed. The three
-# proxies run one after the other in each of ROUNDS rounds, and the ratios reported are the
-# medians of the rounds' ratios: part of what a proxy does is done per second rather than per
-# request (the allocator's thread-cache collection every 10 ms, pingora's timer tick), so its
-# share per request follows how many requests valgrind completed in the round, which moves from
-# round to round by more than a step of tuning does (docs/BENCHMARKS.md, issue 34).
+# Method: start the proxy under callgrind, warm it with WARMUP seconds of load (3; 10 with
+# CACHE_SIM=1, under which the end of start-up, loading certificates and building a robots.txt
+# copy, fell after 3 s), zero the counters, run DURATION seconds of load, dump the counters,
+# divide by the requests wrk completed. The three proxies run one after the other in each of
+# ROUNDS rounds, and the ratios reported are the medians of the rounds' ratios: part of what a
+# proxy does is done per second rather than per request (the allocator's thread-cache collection
+# every 10 ms, pingora's timer tick), so its share per request follows how many requests valgrind
+# completed in the round, which moves from round to round by more than a step of tuning does
+# (docs/BENCHMARKS.md, issue 34).
 # CACHE_SIM=1 also has callgrind simulate the caches and branch predictors (--cache-sim=yes
 # --branch-sim=yes; valgrind then completes several times fewer requests) and prints, per request,
 # the instruction-cache and data-cache misses and the mispredicted branches of each proxy: equal
@@ -38,6 +41,7 @@ CONNECTIONS=${CONNECTIONS:-4}
 CACHE_SIM=${CACHE_SIM:-0}
 simulate=()
 if [ "$CACHE_SIM" = 1 ]; then simulate=(--cache-sim=yes --branch-sim=yes); fi
+WARMUP=${WARMUP:-$([ "$CACHE_SIM" = 1 ] && echo 10 || echo 3)}
 
 . bench/common.sh
 need wrk wrk
@@ -80,7 +84,7 @@ measure() { # label port command... (the round is $round)
     curl -s -o /dev/null -H 'Host: bench.example' "http://127.0.0.1:$port/" && break
     sleep 0.2
   done
-  wrk -t1 -c"$CONNECTIONS" -d3s -s bench/mix.lua "http://127.0.0.1:$port/" >/dev/null
+  wrk -t1 -c"$CONNECTIONS" -d"${WARMUP}s" -s bench/mix.lua "http://127.0.0.1:$port/" >/dev/null
   callgrind_control --zero "$pid" >/dev/null 2>&1
   wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s bench/mix.lua "http://127.0.0.1:$port/" >"$out.wrk"
   callgrind_control --dump "$pid" >/dev/null 2>&1
