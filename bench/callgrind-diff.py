@@ -147,13 +147,15 @@ def main():
     gains = [row for row in rows if row[0] > 0][:args.top]
     # Largest first, as the gains.
     losses = [row for row in reversed(rows) if row[0] < 0][:args.top]
+    def show(rows):
+        for difference, mine, theirs, function in rows:
+            print(f"{difference:+,.1f}\t{mine:,.1f}\t{theirs:,.1f}\t{function}")
+
     print(f"difference\trobotsguard\t{args.against}\tfunction")
-    for difference, mine, theirs, function in gains:
-        print(f"{difference:+,.1f}\t{mine:,.1f}\t{theirs:,.1f}\t{function}")
+    show(gains)
     if losses:
         print("...")
-        for difference, mine, theirs, function in losses:
-            print(f"{difference:+,.1f}\t{mine:,.1f}\t{theirs:,.1f}\t{function}")
+        show(losses)
 
 
 if __name__ == "__main__":
