@@ -7,6 +7,7 @@
 #   bench/proxy-compare.sh            # defaults: 9 rounds of 5 s, 64 connections
 #   ROUNDS=15 DURATION=5 bench/proxy-compare.sh
 #   WAKEUPS=1 ROUNDS=3 bench/proxy-compare.sh   # also count the machine's wake-ups per request
+#   CONCURRENT=1 bench/proxy-compare.sh         # the three proxies loaded at once (see below)
 #
 # CPUs: the proxy under test gets its own CPUs (PROXY_CPUS, default: CPU 0) and one worker thread
 # per CPU; the load generator and the origin share the others (LOAD_CPUS, default: the rest).
@@ -20,6 +21,15 @@
 # the proxy's sends wake wrk and nginx on the other CPU whenever they have caught up and gone to
 # sleep, the slower the proxy the more often, and on a virtual machine each such wake-up costs the
 # sender microseconds (docs/BENCHMARKS.md, issue 34, step 36).
+#
+# CONCURRENT=1 loads the three proxies at the same time in each round, each by its own wrk with
+# CONNECTIONS connections, all three on the proxy CPUs, so that they share them: each gets the
+# CPU time the scheduler shares out alike, and serves requests in inverse proportion to what one
+# costs it. On a virtual machine whose host takes its CPU away for seconds at a time, rounds run
+# one after the other swing by tens of per cent; run at once, a slow phase slows all three alike,
+# and the per-round ratios move by a few per cent (docs/BENCHMARKS.md, issue 34, step 38). The
+# proxies also share the CPU's caches, so a larger footprint costs a little more than it does
+# alone. Latency then includes the other proxies' turns on the CPU, alike for all three.
 #
 # Traffic: keep-alive; ~70 % browsers, ~20 % crawlers that robots.txt allows, ~10 % crawlers it
 # blocks (bench/mix.lua). Needs wrk and nginx (installed from Debian packages when missing).
@@ -83,6 +93,11 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TICKS=$(getconf CLK_TCK)
 
 WAKEUPS=${WAKEUPS:-0}
+CONCURRENT=${CONCURRENT:-0}
+if [ "$CONCURRENT" = 1 ] && [ "$WAKEUPS" = 1 ]; then
+  echo "WAKEUPS=1 counts machine-wide, so it cannot tell apart proxies run with CONCURRENT=1" >&2
+  exit 1
+fi
 wakeup_events=sched:sched_waking,ipi:ipi_send_cpu
 if [ "$WAKEUPS" = 1 ] && ! perf stat -e "$wakeup_events" -a -o /dev/null -- true 2>/dev/null; then
   echo "WAKEUPS=1: perf cannot count the tracepoints $wakeup_events here" >&2
@@ -129,14 +144,24 @@ print(row)
 PY
 }
 
-echo "# rounds=$ROUNDS duration=${DURATION}s connections=$CONNECTIONS proxy_threads=$PROXY_THREADS wrk_threads=$WRK_THREADS proxy_cpus=$PROXY_CPUS load_cpus=$LOAD_CPUS"
+echo "# rounds=$ROUNDS duration=${DURATION}s connections=$CONNECTIONS proxy_threads=$PROXY_THREADS wrk_threads=$WRK_THREADS proxy_cpus=$PROXY_CPUS load_cpus=$LOAD_CPUS concurrent=$CONCURRENT"
 echo -e "run\treq/s\tp50_ms\tp99_ms\tcpu_us/req\tnon2xx$( [ "$WAKEUPS" = 1 ] && printf '\twakeups/req\tipis/req' )"
 results="$work/results.tsv"
 run origin-direct "$ORIGIN_PORT" "" | tee -a "$results"
 for round in $(seq 1 "$ROUNDS"); do
-  run "robotsguard-$round" "$GUARD_PORT" "$guard" | tee -a "$results"
-  run "passthrough-$round" "$PASS_PORT" "$pass" | tee -a "$results"
-  run "production-$round" "$PROD_PORT" "$prod" | tee -a "$results"
+  if [ "$CONCURRENT" = 1 ]; then
+    # All three at once, each with its own wrk: whatever slows the machine in this round slows
+    # the three alike.
+    run "robotsguard-$round" "$GUARD_PORT" "$guard" >"$work/round.robotsguard" & loads=($!)
+    run "passthrough-$round" "$PASS_PORT" "$pass" >"$work/round.passthrough" & loads+=($!)
+    run "production-$round" "$PROD_PORT" "$prod" >"$work/round.production" & loads+=($!)
+    wait "${loads[@]}"
+    cat "$work/round.robotsguard" "$work/round.passthrough" "$work/round.production" | tee -a "$results"
+  else
+    run "robotsguard-$round" "$GUARD_PORT" "$guard" | tee -a "$results"
+    run "passthrough-$round" "$PASS_PORT" "$pass" | tee -a "$results"
+    run "production-$round" "$PROD_PORT" "$prod" | tee -a "$results"
+  fi
 done
 
 python3 - "$results" <<'PY'

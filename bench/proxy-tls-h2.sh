@@ -6,6 +6,8 @@
 #
 #   bench/proxy-tls-h2.sh                        # 9 rounds of 5 s per protocol
 #   ROUNDS=15 DURATION=5 bench/proxy-tls-h2.sh
+#   CONCURRENT=1 ROUNDS=6 bench/proxy-tls-h2.sh  # the three proxies loaded at once, as in
+#                                                # bench/proxy-compare.sh
 #
 # Pinning as in bench/proxy-compare.sh: the proxy under test on PROXY_CPUS (default CPU 0, one
 # worker thread), h2load and the origin (nginx, `return 200`) on the rest. Traffic: browsers
@@ -21,6 +23,7 @@ ROUNDS=${ROUNDS:-9}
 DURATION=${DURATION:-5}
 CLIENTS=${CLIENTS:-32}
 STREAMS=${STREAMS:-8}
+CONCURRENT=${CONCURRENT:-0}
 
 . bench/common.sh
 pin_cpus
@@ -97,14 +100,23 @@ print(f"{label}\t{rps:.0f}\t{mean_ms:.3f}\t{cpu_us:.2f}\t{done - ok}")
 PY
 }
 
-echo "# rounds=$ROUNDS duration=${DURATION}s clients=$CLIENTS streams=$STREAMS proxy_cpus=$PROXY_CPUS"
+echo "# rounds=$ROUNDS duration=${DURATION}s clients=$CLIENTS streams=$STREAMS proxy_cpus=$PROXY_CPUS concurrent=$CONCURRENT"
 echo -e "run\treq/s\tmean_ms\tcpu_us/req\tnon2xx"
 results="$work/results.tsv"
 for protocol in h2 h1; do
   for round in $(seq 1 "$ROUNDS"); do
-    run "robotsguard-$protocol-$round" "$GUARD_PORT" "$guard" "$protocol" | tee -a "$results"
-    run "passthrough-$protocol-$round" "$PASS_PORT" "$pass" "$protocol" | tee -a "$results"
-    run "production-$protocol-$round" "$PROD_PORT" "$prod" "$protocol" | tee -a "$results"
+    if [ "$CONCURRENT" = 1 ]; then
+      # All three at once (see bench/proxy-compare.sh, CONCURRENT).
+      run "robotsguard-$protocol-$round" "$GUARD_PORT" "$guard" "$protocol" >"$work/round.robotsguard" & loads=($!)
+      run "passthrough-$protocol-$round" "$PASS_PORT" "$pass" "$protocol" >"$work/round.passthrough" & loads+=($!)
+      run "production-$protocol-$round" "$PROD_PORT" "$prod" "$protocol" >"$work/round.production" & loads+=($!)
+      wait "${loads[@]}"
+      cat "$work/round.robotsguard" "$work/round.passthrough" "$work/round.production" | tee -a "$results"
+    else
+      run "robotsguard-$protocol-$round" "$GUARD_PORT" "$guard" "$protocol" | tee -a "$results"
+      run "passthrough-$protocol-$round" "$PASS_PORT" "$pass" "$protocol" | tee -a "$results"
+      run "production-$protocol-$round" "$PROD_PORT" "$prod" "$protocol" | tee -a "$results"
+    fi
   done
 done
 
