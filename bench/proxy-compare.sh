@@ -2,7 +2,8 @@
 # Proxy benchmark: robotsguard (enforcing, medium robots.txt) against pingora pass-throughs built
 # from the same pingora version (examples/passthrough.rs): the bare one and the production one
 # (robotsguard's default timeouts, the fair floor); same threads, same CPUs, same origin, rounds
-# interleaved A B C A B C so drift hits all three. Also measures the origin directly for reference.
+# interleaved A B C A B C so drift hits all three (with CONCURRENT=1, the three at once). Also
+# measures the origin directly for reference.
 #
 #   bench/proxy-compare.sh            # defaults: 9 rounds of 5 s, 64 connections
 #   ROUNDS=15 DURATION=5 bench/proxy-compare.sh
@@ -23,13 +24,14 @@
 # sender microseconds (docs/BENCHMARKS.md, issue 34, step 36).
 #
 # CONCURRENT=1 loads the three proxies at the same time in each round, each by its own wrk with
-# CONNECTIONS connections, all three on the proxy CPUs, so that they share them: each gets the
-# CPU time the scheduler shares out alike, and serves requests in inverse proportion to what one
-# costs it. On a virtual machine whose host takes its CPU away for seconds at a time, rounds run
-# one after the other swing by tens of per cent; run at once, a slow phase slows all three alike,
-# and the per-round ratios move by a few per cent (docs/BENCHMARKS.md, issue 34, step 38). The
-# proxies also share the CPU's caches, so a larger footprint costs a little more than it does
-# alone. Latency then includes the other proxies' turns on the CPU, alike for all three.
+# CONNECTIONS connections: the three proxies share PROXY_CPUS, the three wrks and nginx share
+# LOAD_CPUS. The scheduler gives each proxy an equal share of the CPU, so each serves requests in
+# inverse proportion to what one costs it. On a virtual machine whose host takes its CPU away for
+# seconds at a time, rounds run one after the other swing by tens of per cent; run at once, a
+# slow phase slows all three alike, and the per-round ratios move by a few per cent
+# (docs/BENCHMARKS.md, issue 34, step 38). Taking turns on one CPU, the proxies also evict each
+# other's code and data from its caches: a request costs each of them more CPU than alone, so
+# req/s, latency and CPU per request are comparable between the three, not with a run in turn.
 #
 # Traffic: keep-alive; ~70 % browsers, ~20 % crawlers that robots.txt allows, ~10 % crawlers it
 # blocks (bench/mix.lua). Needs wrk and nginx (installed from Debian packages when missing).
@@ -41,6 +43,11 @@ ROUNDS=${ROUNDS:-9}
 DURATION=${DURATION:-5}
 CONNECTIONS=${CONNECTIONS:-64}
 WRK_THREADS=${WRK_THREADS:-1}
+CONCURRENT=${CONCURRENT:-0}
+if [ "$CONCURRENT" = 1 ] && [ "${WAKEUPS:-0}" = 1 ]; then
+  echo "WAKEUPS=1 counts machine-wide, so it cannot tell apart proxies run with CONCURRENT=1" >&2
+  exit 1
+fi
 
 . bench/common.sh
 pin_cpus
@@ -93,11 +100,6 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TICKS=$(getconf CLK_TCK)
 
 WAKEUPS=${WAKEUPS:-0}
-CONCURRENT=${CONCURRENT:-0}
-if [ "$CONCURRENT" = 1 ] && [ "$WAKEUPS" = 1 ]; then
-  echo "WAKEUPS=1 counts machine-wide, so it cannot tell apart proxies run with CONCURRENT=1" >&2
-  exit 1
-fi
 wakeup_events=sched:sched_waking,ipi:ipi_send_cpu
 if [ "$WAKEUPS" = 1 ] && ! perf stat -e "$wakeup_events" -a -o /dev/null -- true 2>/dev/null; then
   echo "WAKEUPS=1: perf cannot count the tracepoints $wakeup_events here" >&2
@@ -155,7 +157,7 @@ for round in $(seq 1 "$ROUNDS"); do
     run "robotsguard-$round" "$GUARD_PORT" "$guard" >"$work/round.robotsguard" & loads=($!)
     run "passthrough-$round" "$PASS_PORT" "$pass" >"$work/round.passthrough" & loads+=($!)
     run "production-$round" "$PROD_PORT" "$prod" >"$work/round.production" & loads+=($!)
-    wait "${loads[@]}"
+    for load in "${loads[@]}"; do wait "$load"; done   # each one's status, not just the last's
     cat "$work/round.robotsguard" "$work/round.passthrough" "$work/round.production" | tee -a "$results"
   else
     run "robotsguard-$round" "$GUARD_PORT" "$guard" | tee -a "$results"

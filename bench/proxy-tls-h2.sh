@@ -2,11 +2,12 @@
 # TLS and HTTP/2 benchmark: robotsguard against the bare and the production pingora pass-throughs
 # (examples/passthrough.rs; production sets robotsguard's default timeouts), all terminating TLS
 # with the same certificate (ECDSA P-256, made here by openssl) and offering h2 by ALPN, driven by
-# h2load over HTTP/2 and over HTTP/1.1-in-TLS, rounds interleaved A B C A B C so drift hits all.
+# h2load over HTTP/2 and over HTTP/1.1-in-TLS, rounds interleaved A B C A B C so drift hits all
+# (with CONCURRENT=1, the three at once).
 #
 #   bench/proxy-tls-h2.sh                        # 9 rounds of 5 s per protocol
 #   ROUNDS=15 DURATION=5 bench/proxy-tls-h2.sh
-#   CONCURRENT=1 ROUNDS=6 bench/proxy-tls-h2.sh  # the three proxies loaded at once, as in
+#   CONCURRENT=1 bench/proxy-tls-h2.sh          # the three proxies loaded at once, as in
 #                                                # bench/proxy-compare.sh
 #
 # Pinning as in bench/proxy-compare.sh: the proxy under test on PROXY_CPUS (default CPU 0, one
@@ -110,7 +111,7 @@ for protocol in h2 h1; do
       run "robotsguard-$protocol-$round" "$GUARD_PORT" "$guard" "$protocol" >"$work/round.robotsguard" & loads=($!)
       run "passthrough-$protocol-$round" "$PASS_PORT" "$pass" "$protocol" >"$work/round.passthrough" & loads+=($!)
       run "production-$protocol-$round" "$PROD_PORT" "$prod" "$protocol" >"$work/round.production" & loads+=($!)
-      wait "${loads[@]}"
+      for load in "${loads[@]}"; do wait "$load"; done   # each one's status, not just the last's
       cat "$work/round.robotsguard" "$work/round.passthrough" "$work/round.production" | tee -a "$results"
     else
       run "robotsguard-$protocol-$round" "$GUARD_PORT" "$guard" "$protocol" | tee -a "$results"
