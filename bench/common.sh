@@ -81,3 +81,26 @@ origins:
     robots: {source: file, path: robots.txt}
 CONF
 }
+
+# One round of robotsguard and the two pass-throughs through the calling script's
+# `run LABEL PORT PID [ARGS]`: each labelled KIND-SUFFIX, its line appended to $results. With
+# CONCURRENT=1 the three run at once, each with its own load generator, so whatever slows the
+# machine in the round slows the three alike; otherwise one after the other. Needs $work,
+# $results, $GUARD_PORT/$guard, $PASS_PORT/$pass and $PROD_PORT/$prod.
+run_three() { # suffix [args for run...]
+  local suffix=$1 proxy kind port pid loads=()
+  shift
+  local -a proxies=("robotsguard $GUARD_PORT $guard" "passthrough $PASS_PORT $pass" "production $PROD_PORT $prod")
+  for proxy in "${proxies[@]}"; do
+    read -r kind port pid <<<"$proxy"
+    if [ "${CONCURRENT:-0}" = 1 ]; then
+      run "$kind-$suffix" "$port" "$pid" "$@" >"$work/round.$kind" & loads+=($!)
+    else
+      run "$kind-$suffix" "$port" "$pid" "$@" | tee -a "$results"
+    fi
+  done
+  if [ "${CONCURRENT:-0}" = 1 ]; then
+    for pid in "${loads[@]}"; do wait "$pid"; done   # each one's status, not just the last's
+    cat "$work/round.robotsguard" "$work/round.passthrough" "$work/round.production" | tee -a "$results"
+  fi
+}

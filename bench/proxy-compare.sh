@@ -151,19 +151,7 @@ echo -e "run\treq/s\tp50_ms\tp99_ms\tcpu_us/req\tnon2xx$( [ "$WAKEUPS" = 1 ] && 
 results="$work/results.tsv"
 run origin-direct "$ORIGIN_PORT" "" | tee -a "$results"
 for round in $(seq 1 "$ROUNDS"); do
-  if [ "$CONCURRENT" = 1 ]; then
-    # All three at once, each with its own wrk: whatever slows the machine in this round slows
-    # the three alike.
-    run "robotsguard-$round" "$GUARD_PORT" "$guard" >"$work/round.robotsguard" & loads=($!)
-    run "passthrough-$round" "$PASS_PORT" "$pass" >"$work/round.passthrough" & loads+=($!)
-    run "production-$round" "$PROD_PORT" "$prod" >"$work/round.production" & loads+=($!)
-    for load in "${loads[@]}"; do wait "$load"; done   # each one's status, not just the last's
-    cat "$work/round.robotsguard" "$work/round.passthrough" "$work/round.production" | tee -a "$results"
-  else
-    run "robotsguard-$round" "$GUARD_PORT" "$guard" | tee -a "$results"
-    run "passthrough-$round" "$PASS_PORT" "$pass" | tee -a "$results"
-    run "production-$round" "$PROD_PORT" "$prod" | tee -a "$results"
-  fi
+  run_three "$round"
 done
 
 python3 - "$results" <<'PY'

@@ -106,18 +106,7 @@ echo -e "run\treq/s\tmean_ms\tcpu_us/req\tnon2xx"
 results="$work/results.tsv"
 for protocol in h2 h1; do
   for round in $(seq 1 "$ROUNDS"); do
-    if [ "$CONCURRENT" = 1 ]; then
-      # All three at once (see bench/proxy-compare.sh, CONCURRENT).
-      run "robotsguard-$protocol-$round" "$GUARD_PORT" "$guard" "$protocol" >"$work/round.robotsguard" & loads=($!)
-      run "passthrough-$protocol-$round" "$PASS_PORT" "$pass" "$protocol" >"$work/round.passthrough" & loads+=($!)
-      run "production-$protocol-$round" "$PROD_PORT" "$prod" "$protocol" >"$work/round.production" & loads+=($!)
-      for load in "${loads[@]}"; do wait "$load"; done   # each one's status, not just the last's
-      cat "$work/round.robotsguard" "$work/round.passthrough" "$work/round.production" | tee -a "$results"
-    else
-      run "robotsguard-$protocol-$round" "$GUARD_PORT" "$guard" "$protocol" | tee -a "$results"
-      run "passthrough-$protocol-$round" "$PASS_PORT" "$pass" "$protocol" | tee -a "$results"
-      run "production-$protocol-$round" "$PROD_PORT" "$prod" "$protocol" | tee -a "$results"
-    fi
+    run_three "$protocol-$round" "$protocol"
   done
 done
 
