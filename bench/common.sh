@@ -104,3 +104,16 @@ run_three() { # suffix [args for run...]
     cat "$work/round.robotsguard" "$work/round.passthrough" "$work/round.production" | tee -a "$results"
   fi
 }
+
+# Sets guard_bin and pass_bin: the profiling build of this checkout (built now), or with
+# BINARIES=DIR a build kept aside (DIR/robotsguard and DIR/passthrough), so two builds can be
+# compared on the same machine, round by round.
+proxy_binaries() {
+  if [ -n "${BINARIES:-}" ]; then
+    guard_bin=$BINARIES/robotsguard pass_bin=$BINARIES/passthrough
+  else
+    cargo build --profile profiling --bin robotsguard --example passthrough >/dev/null
+    guard_bin=${CARGO_TARGET_DIR:-target}/profiling/robotsguard
+    pass_bin=${CARGO_TARGET_DIR:-target}/profiling/examples/passthrough
+  fi
+}

@@ -9,6 +9,8 @@
 #   ROUNDS=15 DURATION=5 bench/proxy-compare.sh
 #   WAKEUPS=1 ROUNDS=3 bench/proxy-compare.sh   # also count the machine's wake-ups per request
 #   CONCURRENT=1 bench/proxy-compare.sh         # the three proxies loaded at once (see below)
+#   BINARIES=/tmp/b bench/proxy-compare.sh      # a build kept aside (/tmp/b/robotsguard and
+#                                               # /tmp/b/passthrough) instead of this checkout's
 #
 # CPUs: the proxy under test gets its own CPUs (PROXY_CPUS, default: CPU 0) and one worker thread
 # per CPU; the load generator and the origin share the others (LOAD_CPUS, default: the rest).
@@ -65,7 +67,7 @@ PROXY_THREADS=${PROXY_THREADS:-$default_threads}
 need wrk wrk
 need nginx nginx
 
-cargo build --profile profiling --bin robotsguard --example passthrough >/dev/null
+proxy_binaries
 work=$(mktemp -d)
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -77,9 +79,9 @@ write_origin_config "$work" "$ORIGIN_PORT"
 "${pin_load[@]}" nginx -c "$work/nginx.conf" -p "$work" & pids+=($!)
 
 write_guard_config "$work" "$GUARD_PORT" "$ADMIN_PORT" "$ORIGIN_PORT" "$PROXY_THREADS"
-RUST_LOG=warn "${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/profiling/robotsguard serve --config "$work/conf/robotsguard.yaml" 2>"$work/guard.log" & guard=$!; pids+=($guard)
-"${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/profiling/examples/passthrough "127.0.0.1:$PASS_PORT" "127.0.0.1:$ORIGIN_PORT" "$PROXY_THREADS" 2>"$work/pass.log" & pass=$!; pids+=($pass)
-"${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/profiling/examples/passthrough --production "127.0.0.1:$PROD_PORT" "127.0.0.1:$ORIGIN_PORT" "$PROXY_THREADS" 2>"$work/prod.log" & prod=$!; pids+=($prod)
+RUST_LOG=warn "${pin_proxy[@]}" "$guard_bin" serve --config "$work/conf/robotsguard.yaml" 2>"$work/guard.log" & guard=$!; pids+=($guard)
+"${pin_proxy[@]}" "$pass_bin" "127.0.0.1:$PASS_PORT" "127.0.0.1:$ORIGIN_PORT" "$PROXY_THREADS" 2>"$work/pass.log" & pass=$!; pids+=($pass)
+"${pin_proxy[@]}" "$pass_bin" --production "127.0.0.1:$PROD_PORT" "127.0.0.1:$ORIGIN_PORT" "$PROXY_THREADS" 2>"$work/prod.log" & prod=$!; pids+=($prod)
 
 for _ in $(seq 1 100); do
   curl -sf "http://127.0.0.1:$ADMIN_PORT/readyz" >/dev/null 2>&1 && curl -s "http://127.0.0.1:$PASS_PORT/" >/dev/null 2>&1 && curl -s "http://127.0.0.1:$PROD_PORT/" >/dev/null 2>&1 && break

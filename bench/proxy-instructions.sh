@@ -48,15 +48,7 @@ need wrk wrk
 need nginx nginx
 need valgrind valgrind
 
-# BINARIES=DIR measures a build kept aside (DIR/robotsguard and DIR/passthrough) instead of
-# building this checkout: two builds can then be compared on the same machine, round by round.
-if [ -n "${BINARIES:-}" ]; then
-  guard_bin=$BINARIES/robotsguard pass_bin=$BINARIES/passthrough
-else
-  cargo build --profile profiling --bin robotsguard --example passthrough >/dev/null
-  guard_bin=${CARGO_TARGET_DIR:-target}/profiling/robotsguard
-  pass_bin=${CARGO_TARGET_DIR:-target}/profiling/examples/passthrough
-fi
+proxy_binaries
 work=$(mktemp -d)
 pids=()
 cleanup() {

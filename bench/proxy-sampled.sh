@@ -7,6 +7,7 @@
 #
 #   bench/proxy-sampled.sh                  # 3 rounds of 5 s, 64 connections
 #   ROUNDS=5 TOP=40 bench/proxy-sampled.sh
+#   BINARIES=/tmp/b bench/proxy-sampled.sh  # a build kept aside, as in bench/proxy-compare.sh
 #
 # Prints, per request on the proxy's CPU (medians over rounds): busy and idle time, the kernel's,
 # user-space functions both proxies run (pingora, tokio, the allocator, libc), and functions only
@@ -30,7 +31,7 @@ if [ "$PROXY_CPUS" = all ]; then
   exit 1
 fi
 
-cargo build --profile profiling --bin robotsguard --example passthrough >/dev/null
+proxy_binaries
 work=$(mktemp -d)
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -40,8 +41,8 @@ ORIGIN_PORT=$(free_port); GUARD_PORT=$(free_port); ADMIN_PORT=$(free_port); PROD
 write_origin_config "$work" "$ORIGIN_PORT"
 "${pin_load[@]}" nginx -c "$work/nginx.conf" -p "$work" & pids+=($!)
 write_guard_config "$work" "$GUARD_PORT" "$ADMIN_PORT" "$ORIGIN_PORT" 1
-RUST_LOG=warn "${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/profiling/robotsguard serve --config "$work/conf/robotsguard.yaml" 2>"$work/guard.log" & pids+=($!)
-"${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/profiling/examples/passthrough --production "127.0.0.1:$PROD_PORT" "127.0.0.1:$ORIGIN_PORT" 1 2>"$work/prod.log" & pids+=($!)
+RUST_LOG=warn "${pin_proxy[@]}" "$guard_bin" serve --config "$work/conf/robotsguard.yaml" 2>"$work/guard.log" & pids+=($!)
+"${pin_proxy[@]}" "$pass_bin" --production "127.0.0.1:$PROD_PORT" "127.0.0.1:$ORIGIN_PORT" 1 2>"$work/prod.log" & pids+=($!)
 
 for _ in $(seq 1 100); do
   curl -sf "http://127.0.0.1:$ADMIN_PORT/readyz" >/dev/null 2>&1 && curl -s "http://127.0.0.1:$PROD_PORT/" >/dev/null 2>&1 && break

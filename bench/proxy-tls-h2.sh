@@ -9,6 +9,7 @@
 #   ROUNDS=15 DURATION=5 bench/proxy-tls-h2.sh
 #   CONCURRENT=1 bench/proxy-tls-h2.sh          # the three proxies loaded at once, as in
 #                                                # bench/proxy-compare.sh
+#   BINARIES=/tmp/b bench/proxy-tls-h2.sh       # a build kept aside, as in bench/proxy-compare.sh
 #
 # Pinning as in bench/proxy-compare.sh: the proxy under test on PROXY_CPUS (default CPU 0, one
 # worker thread), h2load and the origin (nginx, `return 200`) on the rest. Traffic: browsers
@@ -32,7 +33,7 @@ need h2load nghttp2-client
 need nginx nginx
 need openssl openssl
 
-cargo build --profile profiling --bin robotsguard --example passthrough >/dev/null
+proxy_binaries
 work=$(mktemp -d)
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -51,11 +52,11 @@ write_origin_config "$work" "$ORIGIN_PORT"
 write_guard_config "$work" "$GUARD_PORT" "$ADMIN_PORT" "$ORIGIN_PORT" 1
 sed -i "s|^listen: .*|listen: [{address: \"127.0.0.1:$GUARD_PORT\", tls: {cert: $work/cert.pem, key: $work/key.pem}}]|" \
   "$work/conf/robotsguard.yaml"
-RUST_LOG=warn "${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/profiling/robotsguard serve \
+RUST_LOG=warn "${pin_proxy[@]}" "$guard_bin" serve \
   --config "$work/conf/robotsguard.yaml" 2>"$work/guard.log" & guard=$!; pids+=($guard)
-"${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/profiling/examples/passthrough "127.0.0.1:$PASS_PORT" \
+"${pin_proxy[@]}" "$pass_bin" "127.0.0.1:$PASS_PORT" \
   "127.0.0.1:$ORIGIN_PORT" 1 "$work/cert.pem" "$work/key.pem" 2>"$work/pass.log" & pass=$!; pids+=($pass)
-"${pin_proxy[@]}" "${CARGO_TARGET_DIR:-target}"/profiling/examples/passthrough --production "127.0.0.1:$PROD_PORT" \
+"${pin_proxy[@]}" "$pass_bin" --production "127.0.0.1:$PROD_PORT" \
   "127.0.0.1:$ORIGIN_PORT" 1 "$work/cert.pem" "$work/key.pem" 2>"$work/prod.log" & prod=$!; pids+=($prod)
 
 browser='Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0'

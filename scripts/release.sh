@@ -2,6 +2,8 @@
 # Builds a release's artifacts into target/release-artifacts/:
 #
 #   scripts/release.sh 0.2.0
+#   scripts/release.sh 0.2.0 --pgo     # the binary (and the image's) built profile-guided by
+#                                      # scripts/pgo-build.sh: faster, two builds and a training run
 #
 #   robotsguard-VERSION-x86_64-linux-gnu          the release binary (--version names the commit)
 #   robotsguard-VERSION-image.tar.gz              the container image (docker load -i ...)
@@ -16,8 +18,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 version=${1:-}
+pgo=0
+case "${2:-}" in
+    "") ;;
+    --pgo) pgo=1 ;;
+    *) echo "usage: $0 VERSION [--pgo]" >&2; exit 2 ;;
+esac
 if ! [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
-    echo "usage: $0 VERSION   (e.g. 0.2.0)" >&2
+    echo "usage: $0 VERSION [--pgo]   (e.g. 0.2.0)" >&2
     exit 2
 fi
 package_version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
@@ -35,8 +43,13 @@ rm -rf "$out"
 mkdir -p "$out"
 target_dir=${CARGO_TARGET_DIR:-target}
 
-cargo build --release --locked --bin robotsguard
-binary="$target_dir/release/robotsguard"
+if [ "$pgo" = 1 ]; then
+    scripts/pgo-build.sh --out "$target_dir/pgo/bin"
+    binary="$target_dir/pgo/bin/robotsguard"
+else
+    cargo build --release --locked --bin robotsguard
+    binary="$target_dir/release/robotsguard"
+fi
 line=$("$binary" --version)
 case "$line" in
     "robotsguard $version (commit "*")") ;;
