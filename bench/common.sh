@@ -1,5 +1,6 @@
 # Shared set-up of the proxy benchmarks (bench/proxy-compare.sh, bench/proxy-instructions.sh,
-# bench/proxy-tls-h2.sh); sourced, not run. Everything listens on 127.0.0.1 only.
+# bench/proxy-tls-h2.sh, bench/proxy-sampled.sh); sourced, not run. Everything listens on
+# 127.0.0.1 only.
 
 # need COMMAND PACKAGE: installs the Debian package when the command is missing.
 need() { command -v "$1" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null; }; }
@@ -110,7 +111,13 @@ run_three() { # suffix [args for run...]
 # compared on the same machine, round by round.
 proxy_binaries() {
   if [ -n "${BINARIES:-}" ]; then
-    guard_bin=$BINARIES/robotsguard pass_bin=$BINARIES/passthrough
+    local dir
+    dir=$(cd "$BINARIES" && pwd) || { echo "BINARIES=$BINARIES: no such directory" >&2; exit 1; }
+    guard_bin=$dir/robotsguard pass_bin=$dir/passthrough
+    if [ ! -x "$guard_bin" ] || [ ! -x "$pass_bin" ]; then
+      echo "BINARIES=$BINARIES must hold the executables robotsguard and passthrough" >&2
+      exit 1
+    fi
   else
     cargo build --profile profiling --bin robotsguard --example passthrough >/dev/null
     guard_bin=${CARGO_TARGET_DIR:-target}/profiling/robotsguard

@@ -3,7 +3,9 @@
 #
 #   scripts/release.sh 0.2.0
 #   scripts/release.sh 0.2.0 --pgo     # the binary (and the image's) built profile-guided by
-#                                      # scripts/pgo-build.sh: faster, two builds and a training run
+#                                      # scripts/pgo-build.sh: faster; two builds and a minute of
+#                                      # loopback load on a pinned CPU (apt-get as root when a tool
+#                                      # is missing); not byte for byte reproducible
 #
 #   robotsguard-VERSION-x86_64-linux-gnu          the release binary (--version names the commit)
 #   robotsguard-VERSION-image.tar.gz              the container image (docker load -i ...)
@@ -12,7 +14,7 @@
 #
 # Refuses a version that Cargo.toml does not carry or CHANGELOG.md has no dated section for.
 # Reuses the release build when it is current: CI builds it once, here, for the binary and the
-# image.
+# image. With --pgo the binary is built again, guided, in target/pgo.
 # The SBOM tool, cargo-cyclonedx, is built from crates.io once per machine (a pinned version).
 set -euo pipefail
 cd "$(dirname "$0")/.."
