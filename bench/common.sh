@@ -102,7 +102,7 @@ run_three() { # suffix [args for run...]
   done
   if [ "${CONCURRENT:-0}" = 1 ]; then
     for pid in "${loads[@]}"; do wait "$pid"; done   # each one's status, not just the last's
-    cat "$work/round.robotsguard" "$work/round.passthrough" "$work/round.production" | tee -a "$results"
+    for proxy in "${proxies[@]}"; do cat "$work/round.${proxy%% *}"; done | tee -a "$results"
   fi
 }
 

@@ -46,8 +46,8 @@ mkdir -p "$out"
 target_dir=${CARGO_TARGET_DIR:-target}
 
 if [ "$pgo" = 1 ]; then
-    scripts/pgo-build.sh --out "$target_dir/pgo/bin"
-    binary="$target_dir/pgo/bin/robotsguard"
+    scripts/pgo-build.sh
+    binary="$target_dir/pgo/bin/robotsguard"   # its default --out
 else
     cargo build --release --locked --bin robotsguard
     binary="$target_dir/release/robotsguard"
