@@ -15,9 +15,9 @@ branches). A function inlined into a different caller in one binary than in the 
 plus in one name and a minus in another; compare the two before reading either alone
 (docs/BENCHMARKS.md, issue 34, step 37).
 
-Everything the process ran in the measured window is divided by the requests wrk completed:
-timers and background work too, and whatever of start-up had not finished when the counters were
-zeroed. Rows such as certificate loading or robots.txt parsing are not per-request costs.
+Everything the process ran in the measured window is divided by the requests the load generator
+completed: timers and background work too, and whatever of start-up had not finished when the
+counters were zeroed. Rows such as certificate loading or robots.txt parsing are not per-request costs.
 
 The total is the sum of the cost lines (callgrind's `totals:`), a little above the `summary:`
 that bench/proxy-instructions.sh divides. callgrind_annotate sums by file and line as well as by
@@ -85,13 +85,13 @@ def self_costs(path):
     return merged, events
 
 
-def requests_of(wrk_output):
-    match = re.search(r"(\d+) requests in", wrk_output.read_text())
-    if not match:
-        sys.exit(f"{wrk_output}: no request count in wrk's output")
-    requests = int(match.group(1))
+def requests_of(count_file):
+    text = count_file.read_text().strip()
+    if not text.isdigit():
+        sys.exit(f"{count_file}: no request count (the load generator's completed requests)")
+    requests = int(text)
     if requests == 0:
-        sys.exit(f"{wrk_output}: wrk completed no requests")
+        sys.exit(f"{count_file}: the load generator completed no requests")
     return requests
 
 
@@ -122,8 +122,8 @@ def main():
     for label in ("robotsguard", args.against):
         # The dump made on request (after the warm-up was zeroed) is the one with suffix .1.
         profile = kept / f"{label}.r{args.round}.out.1"
-        wrk_output = kept / f"{label}.r{args.round}.wrk"
-        for path in (profile, wrk_output):
+        count_file = kept / f"{label}.r{args.round}.requests"
+        for path in (profile, count_file):
             if not path.is_file():
                 sys.exit(f"{path}: not found (a KEEP directory of bench/proxy-instructions.sh, "
                          f"round {args.round}?)")
@@ -133,7 +133,7 @@ def main():
                                        "Bc", "Bcm", "Bi", "Bim")
             hint = "; the cache and branch events need CACHE_SIM=1" if simulated else ""
             sys.exit(f"{profile} has no {args.event} (events: {' '.join(events)}){hint}")
-        requests = requests_of(wrk_output)
+        requests = requests_of(count_file)
         sides[label] = ({function: counts[args.event] / requests
                          for function, counts in costs.items()}, requests)
 

@@ -10,6 +10,10 @@
 #   ROUNDS=5 DURATION=40 KEEP=/tmp/cg bench/proxy-instructions.sh   # keep the profiles (and logs),
 #                                               # which bench/callgrind-diff.py compares by function
 #   CACHE_SIM=1 ROUNDS=1 bench/proxy-instructions.sh   # also simulated cache misses and branches
+#   PROTOCOL=h2 bench/proxy-instructions.sh     # over TLS: h2 (HTTP/2) or h1-tls (HTTP/1.1), driven
+#                                               # by h2load with browser requests as in
+#                                               # bench/proxy-tls-h2.sh (CLIENTS connections,
+#                                               # STREAMS streams each for h2)
 #
 # Why a second benchmark: on a small shared machine the wall-clock comparison swings by tens of
 # per cent from round to round (docs/BENCHMARKS.md, "Whole proxy"), because the kernel's share of
@@ -39,6 +43,13 @@ DURATION=${DURATION:-20}
 ROUNDS=${ROUNDS:-3}
 CONNECTIONS=${CONNECTIONS:-4}
 CACHE_SIM=${CACHE_SIM:-0}
+PROTOCOL=${PROTOCOL:-h1}
+CLIENTS=${CLIENTS:-4}
+STREAMS=${STREAMS:-8}
+case "$PROTOCOL" in
+  h1 | h2 | h1-tls) ;;
+  *) echo "PROTOCOL must be h1, h1-tls or h2, not $PROTOCOL" >&2; exit 2 ;;
+esac
 simulate=()
 if [ "$CACHE_SIM" = 1 ]; then simulate=(--cache-sim=yes --branch-sim=yes); fi
 WARMUP=${WARMUP:-$([ "$CACHE_SIM" = 1 ] && echo 10 || echo 3)}
@@ -47,6 +58,7 @@ WARMUP=${WARMUP:-$([ "$CACHE_SIM" = 1 ] && echo 10 || echo 3)}
 need wrk wrk
 need nginx nginx
 need valgrind valgrind
+[ "$PROTOCOL" = h1 ] || { need h2load nghttp2-client; need openssl openssl; }
 
 proxy_binaries
 work=$(mktemp -d)
@@ -54,7 +66,7 @@ pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work"/*.out* "$work"/*.wrk "$work"/*.log "$work"/events "$KEEP"/ 2>/dev/null || true; fi
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work"/*.out* "$work"/*.requests "$work"/*.log "$work"/events "$KEEP"/ 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -63,6 +75,32 @@ ORIGIN_PORT=$(free_port)
 
 write_origin_config "$work" "$ORIGIN_PORT"
 nginx -c "$work/nginx.conf" -p "$work" & pids+=($!)
+
+tls=()
+scheme=http
+browser='Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0'
+if [ "$PROTOCOL" != h1 ]; then
+  openssl ecparam -name prime256v1 -genkey -noout -out "$work/key.pem" 2>/dev/null
+  openssl req -x509 -new -key "$work/key.pem" -days 2 -subj /CN=bench.example \
+    -addext subjectAltName=DNS:bench.example -out "$work/cert.pem" 2>/dev/null
+  tls=("$work/cert.pem" "$work/key.pem")
+  scheme=https
+fi
+
+# load SECONDS PORT: the round's traffic; prints the requests completed.
+load() {
+  local out
+  if [ "$PROTOCOL" = h1 ]; then
+    out=$(wrk -t1 -c"$CONNECTIONS" -d"${1}s" -s bench/mix.lua "http://127.0.0.1:$2/")
+    grep -oE '[0-9]+ requests in' <<<"$out" | grep -oE '^[0-9]+'
+  else
+    local streams=(-m "$STREAMS")
+    [ "$PROTOCOL" = h1-tls ] && streams=(--h1 -m 1)
+    out=$(h2load "${streams[@]}" -c "$CLIENTS" -D "$1" -H "user-agent: $browser" \
+      -H ':authority: bench.example' "https://127.0.0.1:$2/articles/1" 2>&1)
+    grep -oE 'requests: [0-9]+ total, [0-9]+ started, [0-9]+ done' <<<"$out" | grep -oE '[0-9]+ done$' | grep -oE '^[0-9]+'
+  fi
+}
 
 measure() { # label port command... (the round is $round)
   local label=$1 port=$2 pid requests total out
@@ -73,16 +111,17 @@ measure() { # label port command... (the round is $round)
   pids+=("$pid")
   # Under valgrind start-up takes seconds; wait up to 60 s for the first answer.
   for _ in $(seq 1 300); do
-    curl -s -o /dev/null -H 'Host: bench.example' "http://127.0.0.1:$port/" && break
+    curl -sk -o /dev/null -H 'Host: bench.example' "$scheme://127.0.0.1:$port/" && break
     sleep 0.2
   done
-  wrk -t1 -c"$CONNECTIONS" -d"${WARMUP}s" -s bench/mix.lua "http://127.0.0.1:$port/" >/dev/null
+  load "$WARMUP" "$port" >/dev/null
   callgrind_control --zero "$pid" >/dev/null 2>&1
-  wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s bench/mix.lua "http://127.0.0.1:$port/" >"$out.wrk"
+  requests=$(load "$DURATION" "$port")
+  echo "$requests" >"$out.requests"
   callgrind_control --dump "$pid" >/dev/null 2>&1
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
-  requests=$(grep -oE '[0-9]+ requests in' "$out.wrk" | grep -oE '^[0-9]+')
+  [ "${requests:-0}" -gt 0 ] || { echo "$label completed no requests in round $round" >&2; exit 1; }
   # The dump made on request is the file with suffix .1 (the exit dump is the other).
   total=$(awk '/^summary:/ {print $2}' "$out.out.1")
   echo "$round $label $requests $total" >>"$work/results"
@@ -91,15 +130,24 @@ measure() { # label port command... (the round is $round)
   printf 'round %s\t%s\t%s requests\t%.0f instructions/request\n' "$round" "$label" "$requests" "$(python3 -c "print($total / $requests)")"
 }
 
-echo "# duration=${DURATION}s connections=$CONNECTIONS threads=1 rounds=$ROUNDS, user-space instructions (callgrind Ir)"
+case "$PROTOCOL" in
+  h1) traffic="wrk mix, connections=$CONNECTIONS" ;;
+  h1-tls) traffic="HTTP/1.1 over TLS, h2load, clients=$CLIENTS" ;;
+  h2) traffic="HTTP/2 over TLS, h2load, clients=$CLIENTS streams=$STREAMS" ;;
+esac
+echo "# duration=${DURATION}s $traffic threads=1 rounds=$ROUNDS, user-space instructions (callgrind Ir)"
 for round in $(seq 1 "$ROUNDS"); do
   # Fresh ports (and config) each round: a port just closed may still be held by the kernel.
   GUARD_PORT=$(free_port); ADMIN_PORT=$(free_port); PASS_PORT=$(free_port); PROD_PORT=$(free_port)
   # The same robots.txt and config as bench/proxy-compare.sh, with one worker thread.
   write_guard_config "$work/r$round" "$GUARD_PORT" "$ADMIN_PORT" "$ORIGIN_PORT" 1
+  if [ "$PROTOCOL" != h1 ]; then
+    sed -i "s|^listen: .*|listen: [{address: \"127.0.0.1:$GUARD_PORT\", tls: {cert: $work/cert.pem, key: $work/key.pem}}]|" \
+      "$work/r$round/conf/robotsguard.yaml"
+  fi
   RUST_LOG=${RUST_LOG:-warn} measure robotsguard "$GUARD_PORT" "$guard_bin" serve --config "$work/r$round/conf/robotsguard.yaml"
-  measure passthrough "$PASS_PORT" "$pass_bin" "127.0.0.1:$PASS_PORT" "127.0.0.1:$ORIGIN_PORT" 1
-  measure passthrough-production "$PROD_PORT" "$pass_bin" --production "127.0.0.1:$PROD_PORT" "127.0.0.1:$ORIGIN_PORT" 1
+  measure passthrough "$PASS_PORT" "$pass_bin" "127.0.0.1:$PASS_PORT" "127.0.0.1:$ORIGIN_PORT" 1 ${tls[@]+"${tls[@]}"}
+  measure passthrough-production "$PROD_PORT" "$pass_bin" --production "127.0.0.1:$PROD_PORT" "127.0.0.1:$ORIGIN_PORT" 1 ${tls[@]+"${tls[@]}"}
 done
 
 if [ "$CACHE_SIM" = 1 ]; then

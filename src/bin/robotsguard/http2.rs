@@ -15,15 +15,18 @@
 //! pingora's own HTTP/2 server applies none of the deadlines: a connection that sent only the
 //! preface kept its connection slot for as long as the client liked.
 
+use std::future::poll_fn;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::task::AtomicWaker;
 
 use pingora::apps::HttpServerApp;
 use pingora::protocols::http::v2::server::{handshake, H2Accept, H2Options, HttpSession};
 use pingora::protocols::http::ServerSession;
 use pingora::protocols::{Digest, Stream};
 use pingora::server::ShutdownWatch;
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::edge::{EdgeApp, Idle};
@@ -53,9 +56,25 @@ pub fn options(limits: &Limits) -> H2Options {
 #[derive(Default)]
 struct Open {
     count: AtomicUsize,
-    /// Signalled when the last open stream ends, so the connection loop can start counting idle
-    /// time. Only then: a signal per stream would wake the loop once more for every request.
-    ended: Notify,
+    /// The connection loop, woken when the last open stream ends so it can start counting idle
+    /// time. Only then: a wake per stream would poll the loop once more for every request. An
+    /// `AtomicWaker` rather than a `Notify`: the loop waits on it for every stream it accepts, and
+    /// registering the same waker again is a few atomic operations, where a `Notify` waiter is
+    /// linked into a list under a lock and unlinked again each time.
+    loop_waker: AtomicWaker,
+}
+
+impl Open {
+    /// Ready when no stream is open. The waker is registered before the count is read, so a last
+    /// stream that ends in between still wakes the loop.
+    fn poll_all_ended(&self, cx: &mut Context<'_>) -> Poll<()> {
+        self.loop_waker.register(cx.waker());
+        if self.count.load(Ordering::Acquire) == 0 {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
 }
 
 /// One stream's place in [`Open`]; leaves it when dropped.
@@ -71,7 +90,7 @@ impl OpenStream {
 impl Drop for OpenStream {
     fn drop(&mut self) {
         if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.ended.notify_one();
+            self.0.loop_waker.wake();
         }
     }
 }
@@ -112,19 +131,28 @@ pub async fn serve(app: &EdgeApp, stream: Stream, started: Instant, shutdown: &S
     let mut malformed = 0;
     let mut first = true;
     let mut idle_since = Instant::now();
+    // One timer for the connection, moved when its deadline changes: a new one per accepted
+    // stream would be built (and, when polled, registered and cancelled) for every request.
+    let idle_timer = tokio::time::sleep_until(first_head_by);
+    tokio::pin!(idle_timer);
     loop {
         let streams = open.count.load(Ordering::Acquire);
         if streams > 0 {
             idle = None;
-        } else if idle.is_none() {
-            idle = Some(app.slots.idle());
-            idle_since = Instant::now();
-        }
-        let idle_until = if first {
-            first_head_by
         } else {
-            idle_since + app.guard.limits().idle_timeout
-        };
+            if idle.is_none() {
+                idle = Some(app.slots.idle());
+                idle_since = Instant::now();
+            }
+            let idle_until = if first {
+                first_head_by
+            } else {
+                idle_since + app.guard.limits().idle_timeout
+            };
+            if idle_timer.deadline() != idle_until {
+                idle_timer.as_mut().reset(idle_until);
+            }
+        }
         let accepted = tokio::select! {
             biased;
             _ = watch.changed(), if !shutting_down => {
@@ -133,9 +161,9 @@ pub async fn serve(app: &EdgeApp, stream: Stream, started: Instant, shutdown: &S
                 continue;
             }
             accepted = HttpSession::from_h2_conn(&mut connection, digest.clone()) => accepted,
-            () = tokio::time::sleep_until(idle_until), if streams == 0 => return,
+            () = &mut idle_timer, if streams == 0 => return,
             () = evicted(idle.as_ref()), if streams == 0 => return,
-            () = open.ended.notified(), if streams > 0 => continue,
+            () = poll_fn(|cx| open.poll_all_ended(cx)), if streams > 0 => continue,
         };
         let session = match accepted {
             Ok(Some(H2Accept::Session(session))) => session,
