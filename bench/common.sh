@@ -83,6 +83,23 @@ origins:
 CONF
 }
 
+# The browser the TLS benchmarks' h2load requests come from (robotsguard decides and passes them).
+BROWSER_UA='Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0'
+
+# write_tls_pair DIR: DIR/key.pem and DIR/cert.pem, an ECDSA P-256 certificate for bench.example
+# made by openssl, which robotsguard and the pass-throughs all serve.
+write_tls_pair() {
+  openssl ecparam -name prime256v1 -genkey -noout -out "$1/key.pem" 2>/dev/null
+  openssl req -x509 -new -key "$1/key.pem" -days 2 -subj /CN=bench.example \
+    -addext subjectAltName=DNS:bench.example -out "$1/cert.pem" 2>/dev/null
+}
+
+# listen_with_tls CONFIG GUARD_PORT DIR: robotsguard's listener in CONFIG (from
+# write_guard_config) terminates TLS with write_tls_pair's DIR/cert.pem and DIR/key.pem.
+listen_with_tls() {
+  sed -i "s|^listen: .*|listen: [{address: \"127.0.0.1:$2\", tls: {cert: $3/cert.pem, key: $3/key.pem}}]|" "$1"
+}
+
 # One round of robotsguard and the two pass-throughs through the calling script's
 # `run LABEL PORT PID [ARGS]`: each labelled KIND-SUFFIX, its line appended to $results. With
 # CONCURRENT=1 the three run at once, each with its own load generator, so whatever slows the

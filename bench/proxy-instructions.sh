@@ -35,7 +35,8 @@
 # the instruction-cache and data-cache misses and the mispredicted branches of each proxy: equal
 # instruction counts can still take unequal time, and this says by how much the code's footprint
 # differs (docs/BENCHMARKS.md, issue 34, step 36).
-# Needs valgrind, wrk and nginx (installed from Debian packages when missing). Loopback only.
+# Needs valgrind, nginx, and wrk (h1) or h2load and openssl (h1-tls, h2), installed from Debian
+# packages when missing. Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,10 +56,9 @@ if [ "$CACHE_SIM" = 1 ]; then simulate=(--cache-sim=yes --branch-sim=yes); fi
 WARMUP=${WARMUP:-$([ "$CACHE_SIM" = 1 ] && echo 10 || echo 3)}
 
 . bench/common.sh
-need wrk wrk
 need nginx nginx
 need valgrind valgrind
-[ "$PROTOCOL" = h1 ] || { need h2load nghttp2-client; need openssl openssl; }
+if [ "$PROTOCOL" = h1 ]; then need wrk wrk; else need h2load nghttp2-client; need openssl openssl; fi
 
 proxy_binaries
 work=$(mktemp -d)
@@ -78,11 +78,8 @@ nginx -c "$work/nginx.conf" -p "$work" & pids+=($!)
 
 tls=()
 scheme=http
-browser='Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0'
 if [ "$PROTOCOL" != h1 ]; then
-  openssl ecparam -name prime256v1 -genkey -noout -out "$work/key.pem" 2>/dev/null
-  openssl req -x509 -new -key "$work/key.pem" -days 2 -subj /CN=bench.example \
-    -addext subjectAltName=DNS:bench.example -out "$work/cert.pem" 2>/dev/null
+  write_tls_pair "$work"
   tls=("$work/cert.pem" "$work/key.pem")
   scheme=https
 fi
@@ -96,9 +93,10 @@ load() {
   else
     local streams=(-m "$STREAMS")
     [ "$PROTOCOL" = h1-tls ] && streams=(--h1 -m 1)
-    out=$(h2load "${streams[@]}" -c "$CLIENTS" -D "$1" -H "user-agent: $browser" \
+    out=$(h2load "${streams[@]}" -c "$CLIENTS" -D "$1" -H "user-agent: $BROWSER_UA" \
       -H ':authority: bench.example' "https://127.0.0.1:$2/articles/1" 2>&1)
-    grep -oE 'requests: [0-9]+ total, [0-9]+ started, [0-9]+ done' <<<"$out" | grep -oE '[0-9]+ done$' | grep -oE '^[0-9]+'
+    # "requests: T total, S started, D done, ..."
+    sed -nE 's/^requests: [0-9]+ total, [0-9]+ started, ([0-9]+) done.*/\1/p' <<<"$out"
   fi
 }
 
@@ -142,8 +140,7 @@ for round in $(seq 1 "$ROUNDS"); do
   # The same robots.txt and config as bench/proxy-compare.sh, with one worker thread.
   write_guard_config "$work/r$round" "$GUARD_PORT" "$ADMIN_PORT" "$ORIGIN_PORT" 1
   if [ "$PROTOCOL" != h1 ]; then
-    sed -i "s|^listen: .*|listen: [{address: \"127.0.0.1:$GUARD_PORT\", tls: {cert: $work/cert.pem, key: $work/key.pem}}]|" \
-      "$work/r$round/conf/robotsguard.yaml"
+    listen_with_tls "$work/r$round/conf/robotsguard.yaml" "$GUARD_PORT" "$work"
   fi
   RUST_LOG=${RUST_LOG:-warn} measure robotsguard "$GUARD_PORT" "$guard_bin" serve --config "$work/r$round/conf/robotsguard.yaml"
   measure passthrough "$PASS_PORT" "$pass_bin" "127.0.0.1:$PASS_PORT" "127.0.0.1:$ORIGIN_PORT" 1 ${tls[@]+"${tls[@]}"}

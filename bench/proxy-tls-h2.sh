@@ -41,17 +41,14 @@ trap cleanup EXIT
 
 ORIGIN_PORT=$(free_port); GUARD_PORT=$(free_port); ADMIN_PORT=$(free_port); PASS_PORT=$(free_port); PROD_PORT=$(free_port)
 
-openssl ecparam -name prime256v1 -genkey -noout -out "$work/key.pem" 2>/dev/null
-openssl req -x509 -new -key "$work/key.pem" -days 2 -subj /CN=bench.example \
-  -addext subjectAltName=DNS:bench.example -out "$work/cert.pem" 2>/dev/null
+write_tls_pair "$work"
 
 write_origin_config "$work" "$ORIGIN_PORT"
 "${pin_load[@]}" nginx -c "$work/nginx.conf" -p "$work" & pids+=($!)
 
 # The same origin, robots.txt and hooks as bench/proxy-compare.sh, on a TLS listener.
 write_guard_config "$work" "$GUARD_PORT" "$ADMIN_PORT" "$ORIGIN_PORT" 1
-sed -i "s|^listen: .*|listen: [{address: \"127.0.0.1:$GUARD_PORT\", tls: {cert: $work/cert.pem, key: $work/key.pem}}]|" \
-  "$work/conf/robotsguard.yaml"
+listen_with_tls "$work/conf/robotsguard.yaml" "$GUARD_PORT" "$work"
 RUST_LOG=warn "${pin_proxy[@]}" "$guard_bin" serve \
   --config "$work/conf/robotsguard.yaml" 2>"$work/guard.log" & guard=$!; pids+=($guard)
 "${pin_proxy[@]}" "$pass_bin" "127.0.0.1:$PASS_PORT" \
@@ -59,7 +56,6 @@ RUST_LOG=warn "${pin_proxy[@]}" "$guard_bin" serve \
 "${pin_proxy[@]}" "$pass_bin" --production "127.0.0.1:$PROD_PORT" \
   "127.0.0.1:$ORIGIN_PORT" 1 "$work/cert.pem" "$work/key.pem" 2>"$work/prod.log" & prod=$!; pids+=($prod)
 
-browser='Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0'
 for _ in $(seq 1 100); do
   curl -sf "http://127.0.0.1:$ADMIN_PORT/readyz" >/dev/null 2>&1 &&
     curl -sk "https://127.0.0.1:$PASS_PORT/" >/dev/null 2>&1 &&
@@ -68,7 +64,7 @@ for _ in $(seq 1 100); do
 done
 # Sanity: both answer over h2, robotsguard enforces over h2.
 for port in "$GUARD_PORT" "$PASS_PORT" "$PROD_PORT"; do
-  got=$(curl -sk --http2 -o /dev/null -w '%{http_code} %{http_version}' -A "$browser" \
+  got=$(curl -sk --http2 -o /dev/null -w '%{http_code} %{http_version}' -A "$BROWSER_UA" \
     --resolve "bench.example:$port:127.0.0.1" "https://bench.example:$port/articles/1")
   [ "$got" = "200 2" ] || { echo "sanity check failed on $port: $got" >&2; exit 1; }
 done
@@ -85,7 +81,7 @@ run() { # label port pid protocol
   [ "$4" = h1 ] && protocol_args=(--h1 -m 1)
   before=$(cpu_ticks "$3")
   out=$("${pin_load[@]}" h2load "${protocol_args[@]}" -c "$CLIENTS" -D "$DURATION" \
-    -H "user-agent: $browser" -H ':authority: bench.example' "https://127.0.0.1:$2/articles/1" 2>&1)
+    -H "user-agent: $BROWSER_UA" -H ':authority: bench.example' "https://127.0.0.1:$2/articles/1" 2>&1)
   after=$(cpu_ticks "$3")
   python3 - "$1" "$before" "$after" "$TICKS" <<PY
 import re, sys

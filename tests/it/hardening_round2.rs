@@ -357,6 +357,67 @@ fn an_http2_connection_is_idle_only_after_its_last_stream_ends() {
     );
 }
 
+/// Reads frames until stream `id`'s response head; `false` if the connection closed or sent
+/// GOAWAY first, or nothing came within `wait`.
+fn h2_answered(client: &mut H2, id: u32, wait: Duration) -> bool {
+    let deadline = Instant::now() + wait;
+    for _ in 0..1_000 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Some(frame) = client.read_frame(left) else {
+            return false;
+        };
+        match frame.kind {
+            HEADERS if frame.stream == id => return true,
+            SETTINGS if frame.flags & ACK == 0 => client.ack_settings(),
+            GOAWAY => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The loop keeps one idle timer per connection and moves it: an idle period's deadline that
+/// passes while a later stream is open must neither close the connection then nor be the next
+/// idle period's deadline (which runs from that period's start).
+#[test]
+fn an_http2_connection_idle_again_counts_from_its_new_idle_start() {
+    let origin = Origin::start();
+    origin.route_delayed("/slow", 200, "slow", Duration::from_millis(2500));
+    let proxy = Proxy::builder(&format!(
+        "limits: {{idle_timeout: 1s}}\n{}",
+        site(&origin, HOST, "")
+    ))
+    .listener("http2: true")
+    .start();
+    let mut client = H2::connect(proxy.addr, &[]);
+    client.get(1, "/a", BROWSER, true);
+    assert!(
+        h2_answered(&mut client, 1, Duration::from_secs(5)),
+        "the first stream was not answered"
+    );
+    // Idle for most of idle_timeout, then busy past the end of that first idle period.
+    std::thread::sleep(Duration::from_millis(700));
+    let slow_sent = Instant::now();
+    client.get(3, "/slow", BROWSER, true);
+    assert!(
+        h2_answered(&mut client, 3, Duration::from_secs(6)),
+        "the connection closed while the slow stream was open ({:?} after it was sent), \
+         at the first idle period's deadline",
+        slow_sent.elapsed()
+    );
+    assert!(
+        slow_sent.elapsed() >= Duration::from_secs(2),
+        "the slow stream was answered before the origin's delay"
+    );
+    let Some(after) = closed_within(&mut client.stream, Duration::from_secs(8)) else {
+        panic!("the HTTP/2 connection was still open 8 s after its last stream ended");
+    };
+    assert!(
+        after >= Duration::from_millis(500) && after <= Duration::from_secs(4),
+        "the HTTP/2 connection closed {after:?} after its last stream, not about idle_timeout (1 s)"
+    );
+}
+
 /// The first TLS record a real client (`openssl s_client`, ALPN `h2`) sends: its ClientHello,
 /// caught by a listener that then hangs up.
 fn client_hello(port: u16) -> Vec<u8> {
