@@ -1,7 +1,9 @@
 //! What the origin is told about a request: the headers robotsguard removes because a client may
 //! not send them, and the `X-Forwarded-*` and `X-Request-Id` headers it sets.
 
+use std::cell::RefCell;
 use std::net::{IpAddr, Ipv4Addr};
+use std::thread::LocalKey;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
@@ -197,8 +199,11 @@ fn set_forwarding_headers(headers: &mut HeaderMap, facts: &Forwarding<'_>) -> Re
         .peer_trusted
         .then(|| joined_header(headers, &X_FORWARDED_FOR))
         .flatten();
-    let forwarded_for = forwarded_for(existing.as_deref(), facts.from)
-        .map_err(|e| Error::because(ErrorType::InvalidHTTPHeader, "X-Forwarded-For", e))?;
+    let forwarded_for = match existing {
+        Some(existing) => forwarded_for(Some(&existing), facts.from),
+        None => client_forwarded_for(facts.from),
+    }
+    .map_err(|e| Error::because(ErrorType::InvalidHTTPHeader, "X-Forwarded-For", e))?;
     headers
         .try_insert(X_FORWARDED_FOR, forwarded_for)
         .map_err(too_many)?;
@@ -211,7 +216,8 @@ fn set_forwarding_headers(headers: &mut HeaderMap, facts: &Forwarding<'_>) -> Re
     if !(facts.peer_trusted && headers.contains_key(X_FORWARDED_HOST)) {
         let host = match facts.host_header {
             Some(host) => host.clone(),
-            None => HeaderValue::from_bytes(facts.host)
+            // An HTTP/2 request's host is its `:authority`, not a header value to share.
+            None => forwarded_host(facts.host)
                 .map_err(|e| Error::because(ErrorType::InvalidHTTPHeader, "X-Forwarded-Host", e))?,
         };
         headers
@@ -287,6 +293,77 @@ pub(super) fn request_id(request: &RequestHeader, peer_trusted: bool) -> HeaderV
         }
     }
     crate::logs::new_request_id()
+}
+
+/// Header values a worker thread built last, each with what it was built from, one per slot:
+/// every request of a kept-alive connection sends the same `X-Forwarded-For` (from an untrusted
+/// peer) and the same `X-Forwarded-Host`, and a clone of a remembered value is a reference count
+/// where building it is an allocation or two and a validation. Bounded by its slots, whatever
+/// the clients do.
+struct RecentValues<K, const SLOTS: usize>([Option<(K, HeaderValue)>; SLOTS]);
+
+impl<K, const SLOTS: usize> RecentValues<K, SLOTS> {
+    const fn new() -> Self {
+        RecentValues([const { None }; SLOTS])
+    }
+}
+
+/// The value remembered in `slot` of `recent` for `key`, else `build()`'s (then remembered).
+fn remembered<K, Q, const SLOTS: usize>(
+    recent: &'static LocalKey<RefCell<RecentValues<K, SLOTS>>>,
+    slot: usize,
+    key: &Q,
+    build: impl FnOnce() -> Result<(K, HeaderValue), http::header::InvalidHeaderValue>,
+) -> Result<HeaderValue, http::header::InvalidHeaderValue>
+where
+    K: PartialEq<Q>,
+    Q: ?Sized,
+{
+    let slot = slot % SLOTS;
+    let found = recent.with_borrow(|recent| match &recent.0[slot] {
+        Some((built_from, value)) if built_from == key => Some(value.clone()),
+        _ => None,
+    });
+    if let Some(value) = found {
+        return Ok(value);
+    }
+    let (built_from, value) = build()?;
+    recent.with_borrow_mut(|recent| recent.0[slot] = Some((built_from, value.clone())));
+    Ok(value)
+}
+
+thread_local! {
+    /// A worker serves a few clients' connections at once.
+    static RECENT_CLIENTS: RefCell<RecentValues<Option<IpAddr>, 8>> =
+        const { RefCell::new(RecentValues::new()) };
+    /// Hosts that came as no header (an HTTP/2 `:authority`). Only routed hosts get here, so a
+    /// slot holds one of the configured hosts, a header value's length at most; most
+    /// deployments serve a few.
+    static RECENT_HOSTS: RefCell<RecentValues<Vec<u8>, 4>> =
+        const { RefCell::new(RecentValues::new()) };
+}
+
+/// The `X-Forwarded-For` value for `client` alone (a request with no chain to extend), as
+/// [`forwarded_for`] builds it.
+fn client_forwarded_for(
+    client: Option<IpAddr>,
+) -> Result<HeaderValue, http::header::InvalidHeaderValue> {
+    let slot = match client {
+        Some(IpAddr::V4(ip)) => ip.to_bits() as usize,
+        Some(IpAddr::V6(ip)) => (ip.to_bits() ^ (ip.to_bits() >> 64)) as usize,
+        None => 0,
+    };
+    remembered(&RECENT_CLIENTS, slot, &client, || {
+        Ok((client, forwarded_for(None, client)?))
+    })
+}
+
+/// `host` as an `X-Forwarded-Host` value.
+fn forwarded_host(host: &[u8]) -> Result<HeaderValue, http::header::InvalidHeaderValue> {
+    let slot = host.len() + usize::from(host.last().copied().unwrap_or(0));
+    remembered(&RECENT_HOSTS, slot, host, || {
+        Ok((host.to_vec(), HeaderValue::from_bytes(host)?))
+    })
 }
 
 /// The `X-Forwarded-For` value to send upstream: the client's own value, if it sent one, with the
@@ -547,6 +624,43 @@ mod tests {
         let mut upstream = request(b"http://shop.example/a/../b", &[("Host", "shop.example")]);
         forward(&mut upstream, Some(b"/b"), &facts(false)).expect("forwarded");
         assert_eq!(upstream.raw_path(), b"/b");
+    }
+
+    #[test]
+    fn a_remembered_forwarded_for_is_always_the_clients_own() {
+        // More addresses than slots, in an order that makes them share slots and come back to
+        // them: each answer must be built for its own address, never a slot-mate's.
+        let clients: Vec<Option<IpAddr>> = (0..40u32)
+            .map(|n| Some(IpAddr::V4(Ipv4Addr::from_bits(0xC000_0200 + n * 8))))
+            .chain(
+                (0..40u16)
+                    .map(|n| Some(IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, n, 8)))),
+            )
+            .chain([None, Some(IpAddr::V4(Ipv4Addr::new(0, 0, 0, 0)))])
+            .collect();
+        for _ in 0..3 {
+            for (index, client) in clients.iter().enumerate() {
+                let built = forwarded_for(None, *client).expect("a valid value");
+                let remembered = client_forwarded_for(*client).expect("a valid value");
+                assert_eq!(remembered, built, "client {index}: {client:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_remembered_forwarded_host_is_always_the_requests_own() {
+        // Hosts that share slots (equal lengths, equal last bytes) and come back to them.
+        let hosts: Vec<Vec<u8>> = (0..12)
+            .map(|n| format!("shop{n}.example").into_bytes())
+            .chain((0..12).map(|n| format!("{}.example:8443", "a".repeat(n)).into_bytes()))
+            .collect();
+        for _ in 0..3 {
+            for host in &hosts {
+                let remembered = forwarded_host(host).expect("a valid value");
+                assert_eq!(remembered.as_bytes(), host.as_slice());
+            }
+        }
+        assert!(forwarded_host(b"bad\nhost").is_err());
     }
 
     #[test]
