@@ -154,7 +154,9 @@ pub struct FeedRefresher {
 }
 
 struct Shared {
-    connector: Connector,
+    /// Made at the first fetch: a connector loads the platform's root certificates, work and
+    /// memory a proxy with no feed to fetch (most) need not spend.
+    connector: std::sync::OnceLock<Connector>,
     watcher: FileWatcher,
     proxy: Option<FetchProxy>,
     live: Arc<Live>,
@@ -166,13 +168,17 @@ impl Shared {
     fn store(&self) -> Arc<FeedStore> {
         self.live.load().feeds.clone()
     }
+
+    fn connector(&self) -> &Connector {
+        self.connector.get_or_init(|| Connector::new(None))
+    }
 }
 
 #[async_trait]
 impl BackgroundService for FeedRefresher {
     async fn start(&self, mut shutdown: ShutdownWatch) {
         let shared = Arc::new(Shared {
-            connector: Connector::new(None),
+            connector: std::sync::OnceLock::new(),
             watcher: FileWatcher::new(),
             proxy: self.proxy.clone(),
             live: self.live.clone(),
@@ -248,7 +254,7 @@ async fn keep_fresh(feed: FeedConfig, shared: Arc<Shared>) {
             }
             None => {
                 let old = shared.store().get(&feed.url);
-                fetch(&shared.connector, shared.proxy.as_ref(), old, &feed).await
+                fetch(shared.connector(), shared.proxy.as_ref(), old, &feed).await
             }
         };
         match got {

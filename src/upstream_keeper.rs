@@ -4,7 +4,7 @@
 //! upstreams; reloads add and drop tasks as the Refresher does for robots.txt (a dropped task
 //! takes its set's gauges with it).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -32,7 +32,9 @@ pub struct UpstreamKeeper {
 #[async_trait]
 impl BackgroundService for UpstreamKeeper {
     async fn start(&self, mut shutdown: ShutdownWatch) {
-        let connector = Arc::new(Connector::new(None));
+        // Made at the first health check: a connector loads the platform's root certificates,
+        // work and memory a proxy whose origins have no checks need not spend.
+        let connector = Arc::new(OnceLock::new());
         let mut generations = self.snapshot.subscribe();
         let mut tasks = crate::tasks::Tasks::new();
         loop {
@@ -54,7 +56,7 @@ impl BackgroundService for UpstreamKeeper {
 }
 
 /// The loop of one origin's upstream set.
-async fn keep(origin: Arc<Origin>, connector: Arc<Connector>) {
+async fn keep(origin: Arc<Origin>, connector: Arc<OnceLock<Connector>>) {
     let upstreams = origin.upstreams.clone();
     let _forget = Forget(upstreams.clone());
     let names = upstreams.has_names();
@@ -85,7 +87,8 @@ async fn keep(origin: Arc<Origin>, connector: Arc<Connector>) {
             }
         }
         if let Some(check) = check.as_ref().filter(|_| now >= next_check) {
-            run_checks(&origin, &connector, &check.path, check.interval).await;
+            let connector = connector.get_or_init(|| Connector::new(None));
+            run_checks(&origin, connector, &check.path, check.interval).await;
             next_check = Instant::now() + check.interval;
         }
         if now >= next_publish {

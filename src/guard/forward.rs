@@ -308,20 +308,17 @@ impl<K, const SLOTS: usize> RecentValues<K, SLOTS> {
     }
 }
 
-/// The value remembered in `slot` of `recent` for `key`, else `build()`'s (then remembered).
-fn remembered<K, Q, const SLOTS: usize>(
+/// The value remembered in `slot` of `recent` if `is_it` says it is the one wanted, else
+/// `build()`'s (then remembered in that slot).
+fn remembered<K, const SLOTS: usize>(
     recent: &'static LocalKey<RefCell<RecentValues<K, SLOTS>>>,
     slot: usize,
-    key: &Q,
+    is_it: impl Fn(&K, &HeaderValue) -> bool,
     build: impl FnOnce() -> Result<(K, HeaderValue), http::header::InvalidHeaderValue>,
-) -> Result<HeaderValue, http::header::InvalidHeaderValue>
-where
-    K: PartialEq<Q>,
-    Q: ?Sized,
-{
+) -> Result<HeaderValue, http::header::InvalidHeaderValue> {
     let slot = slot % SLOTS;
     let found = recent.with_borrow(|recent| match &recent.0[slot] {
-        Some((built_from, value)) if built_from == key => Some(value.clone()),
+        Some((built_from, value)) if is_it(built_from, value) => Some(value.clone()),
         _ => None,
     });
     if let Some(value) = found {
@@ -333,13 +330,12 @@ where
 }
 
 thread_local! {
-    /// A worker serves a few clients' connections at once.
+    /// By client address: a worker serves a few clients' connections at once.
     static RECENT_CLIENTS: RefCell<RecentValues<Option<IpAddr>, 8>> =
         const { RefCell::new(RecentValues::new()) };
-    /// Hosts that came as no header (an HTTP/2 `:authority`). Only routed hosts get here, so a
-    /// slot holds one of the configured hosts, a header value's length at most; most
-    /// deployments serve a few.
-    static RECENT_HOSTS: RefCell<RecentValues<Vec<u8>, 4>> =
+    /// Hosts that came as no header (an HTTP/2 `:authority`), each its own value's bytes. Only
+    /// routed hosts get here; most deployments serve a few.
+    static RECENT_HOSTS: RefCell<RecentValues<(), 4>> =
         const { RefCell::new(RecentValues::new()) };
 }
 
@@ -353,17 +349,23 @@ fn client_forwarded_for(
         Some(IpAddr::V6(ip)) => (ip.to_bits() ^ (ip.to_bits() >> 64)) as usize,
         None => 0,
     };
-    remembered(&RECENT_CLIENTS, slot, &client, || {
-        Ok((client, forwarded_for(None, client)?))
-    })
+    remembered(
+        &RECENT_CLIENTS,
+        slot,
+        |built_from, _| *built_from == client,
+        || Ok((client, forwarded_for(None, client)?)),
+    )
 }
 
 /// `host` as an `X-Forwarded-Host` value.
 fn forwarded_host(host: &[u8]) -> Result<HeaderValue, http::header::InvalidHeaderValue> {
     let slot = host.len() + usize::from(host.last().copied().unwrap_or(0));
-    remembered(&RECENT_HOSTS, slot, host, || {
-        Ok((host.to_vec(), HeaderValue::from_bytes(host)?))
-    })
+    remembered(
+        &RECENT_HOSTS,
+        slot,
+        |_, value| value.as_bytes() == host,
+        || Ok(((), HeaderValue::from_bytes(host)?)),
+    )
 }
 
 /// The `X-Forwarded-For` value to send upstream: the client's own value, if it sent one, with the
