@@ -236,6 +236,25 @@ impl H2 {
         }
         (refused, answered)
     }
+
+    /// Reads frames until stream `id`'s response head; `false` if the connection closed or sent
+    /// GOAWAY first, or nothing came within `wait`.
+    fn answered(&mut self, id: u32, wait: Duration) -> bool {
+        let deadline = Instant::now() + wait;
+        for _ in 0..1_000 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Some(frame) = self.read_frame(left) else {
+                return false;
+            };
+            match frame.kind {
+                HEADERS if frame.stream == id => return true,
+                SETTINGS if frame.flags & ACK == 0 => self.ack_settings(),
+                GOAWAY => return false,
+                _ => {}
+            }
+        }
+        false
+    }
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -296,12 +315,9 @@ fn a_preface_only_h2c_connection_is_closed_and_evicted() {
     );
 }
 
-/// An HTTP/2 connection counts idle time only once its last open stream has ended: streams that
-/// end while another is still waiting on the origin do not start the clock (the connection's
-/// loop is woken by the last one only), and once that last one ends the connection is closed
-/// after `idle_timeout`.
-#[test]
-fn an_http2_connection_is_idle_only_after_its_last_stream_ends() {
+/// An HTTP/2 client connected to a proxy with `idle_timeout: 1s` before an origin whose `/slow`
+/// answers after 2.5 s (the origin and proxy are kept alive by the caller).
+fn idle_h2_with_slow_origin() -> (Origin, Proxy, H2) {
     let origin = Origin::start();
     origin.route_delayed("/slow", 200, "slow", Duration::from_millis(2500));
     let proxy = Proxy::builder(&format!(
@@ -310,7 +326,17 @@ fn an_http2_connection_is_idle_only_after_its_last_stream_ends() {
     ))
     .listener("http2: true")
     .start();
-    let mut client = H2::connect(proxy.addr, &[]);
+    let client = H2::connect(proxy.addr, &[]);
+    (origin, proxy, client)
+}
+
+/// An HTTP/2 connection counts idle time only once its last open stream has ended: streams that
+/// end while another is still waiting on the origin do not start the clock (the connection's
+/// loop is woken by the last one only), and once that last one ends the connection is closed
+/// after `idle_timeout`.
+#[test]
+fn an_http2_connection_is_idle_only_after_its_last_stream_ends() {
+    let (_origin, _proxy, mut client) = idle_h2_with_slow_origin();
     for (id, path) in [(1, "/slow"), (3, "/a"), (5, "/b"), (7, "/c")] {
         client.get(id, path, BROWSER, true);
     }
@@ -357,42 +383,15 @@ fn an_http2_connection_is_idle_only_after_its_last_stream_ends() {
     );
 }
 
-/// Reads frames until stream `id`'s response head; `false` if the connection closed or sent
-/// GOAWAY first, or nothing came within `wait`.
-fn h2_answered(client: &mut H2, id: u32, wait: Duration) -> bool {
-    let deadline = Instant::now() + wait;
-    for _ in 0..1_000 {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let Some(frame) = client.read_frame(left) else {
-            return false;
-        };
-        match frame.kind {
-            HEADERS if frame.stream == id => return true,
-            SETTINGS if frame.flags & ACK == 0 => client.ack_settings(),
-            GOAWAY => return false,
-            _ => {}
-        }
-    }
-    false
-}
-
 /// The loop keeps one idle timer per connection and moves it: an idle period's deadline that
 /// passes while a later stream is open must neither close the connection then nor be the next
 /// idle period's deadline (which runs from that period's start).
 #[test]
 fn an_http2_connection_idle_again_counts_from_its_new_idle_start() {
-    let origin = Origin::start();
-    origin.route_delayed("/slow", 200, "slow", Duration::from_millis(2500));
-    let proxy = Proxy::builder(&format!(
-        "limits: {{idle_timeout: 1s}}\n{}",
-        site(&origin, HOST, "")
-    ))
-    .listener("http2: true")
-    .start();
-    let mut client = H2::connect(proxy.addr, &[]);
+    let (_origin, _proxy, mut client) = idle_h2_with_slow_origin();
     client.get(1, "/a", BROWSER, true);
     assert!(
-        h2_answered(&mut client, 1, Duration::from_secs(5)),
+        client.answered(1, Duration::from_secs(5)),
         "the first stream was not answered"
     );
     // Idle for most of idle_timeout, then busy past the end of that first idle period.
@@ -400,7 +399,7 @@ fn an_http2_connection_idle_again_counts_from_its_new_idle_start() {
     let slow_sent = Instant::now();
     client.get(3, "/slow", BROWSER, true);
     assert!(
-        h2_answered(&mut client, 3, Duration::from_secs(6)),
+        client.answered(3, Duration::from_secs(6)),
         "the connection closed while the slow stream was open ({:?} after it was sent), \
          at the first idle period's deadline",
         slow_sent.elapsed()

@@ -283,6 +283,62 @@ fn sni_picks_each_sites_certificate_and_renewals_are_served_without_a_restart() 
         .contains("TLS certificate not reloaded, the previous one is still served"));
 }
 
+/// The forwarding headers of HTTP/2 requests are each request's own. Each worker thread
+/// remembers the values it built last, so the test alternates the client's address and the
+/// spelling of the host (all routed to the one site) across the proxy's workers, with addresses
+/// that share a slot: no request may get a value that was built for another.
+#[test]
+fn forwarding_headers_over_http2_are_each_requests_own() {
+    let origin = Origin::start();
+    let proxy = Proxy::builder(&site(&origin, "shop.example", ""))
+        .listener("http2: true")
+        .start();
+    let port = proxy.addr.port();
+    let mut sent = Vec::new();
+    for round in 0..3 {
+        for (index, (host, from)) in [
+            ("shop.example", "127.0.0.1"),
+            ("SHOP.example", "127.0.0.9"),
+            ("Shop.Example", "127.0.0.17"),
+            ("shop.example", "127.0.0.25"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let authority = format!("{host}:{port}");
+            let path = format!("/r{round}-{index}");
+            let header = format!("Host: {authority}");
+            let args = [
+                "--http2-prior-knowledge",
+                "--interface",
+                from,
+                "-H",
+                header.as_str(),
+            ];
+            let (status, version, _) =
+                curl(&args, &format!("http://127.0.0.1:{port}{path}"), BROWSER);
+            assert_eq!(
+                (status, version.as_str()),
+                (200, "2"),
+                "{path} {authority} from {from}"
+            );
+            sent.push((path, authority, from));
+        }
+    }
+    for (path, authority, from) in sent {
+        let seen = origin.proxied_to(&path);
+        assert_eq!(seen.len(), 1, "{path}");
+        assert_eq!(
+            (
+                seen[0].header("x-forwarded-host"),
+                seen[0].header("x-forwarded-for")
+            ),
+            (Some(authority.as_str()), Some(from)),
+            "{path}"
+        );
+    }
+}
+
 /// Requests on the proxy decided over HTTP/1.1, HTTP/2 over TLS and h2c, all alike.
 #[test]
 fn http2_over_tls_and_h2c_are_decided_like_http1() {
