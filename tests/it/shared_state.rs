@@ -646,3 +646,32 @@ fn bans_follow_the_store_clock_and_ended_or_foreign_entries_are_dropped() {
     );
     assert_eq!(numbers[2], 3);
 }
+
+/// Generic crawler names (made up by whoever sends them) from one address share one budget per
+/// address and origin in the store too, whichever replica sees them.
+#[test]
+fn generic_crawler_names_from_one_address_share_one_budget_on_every_replica() {
+    let redis = RedisServer::start();
+    let origin = Origin::start();
+    let a = start(&origin, &redis, "1s");
+    let b = start(&origin, &redis, "1s");
+    let client = "198.51.100.80";
+    let as_named = |proxy: &Proxy, user_agent: &str| {
+        proxy
+            .send(
+                &Request::get("/page")
+                    .host("shop.example")
+                    .ua(user_agent)
+                    .header("X-Forwarded-For", client),
+            )
+            .status
+    };
+    assert_eq!(as_named(&a, "FooBot/1.0"), 200);
+    assert_eq!(as_named(&b, "BarBot/1.0"), 429);
+    assert_eq!(as_named(&a, "bazcrawler"), 429);
+    assert_eq!(
+        redis.command(&["EXISTS", &format!("{PREFIX}delay:shop:(generic):{client}")]),
+        "1",
+        "one budget in the store"
+    );
+}
