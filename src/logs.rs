@@ -459,17 +459,36 @@ static STATE_LINES: LazyLock<RateLimiter> =
     LazyLock::new(|| RateLimiter::new(STATE_LINES_PER_SECOND));
 
 /// Logs that the shared state store failed (`operation`: a request's command, the background
-/// check, or background work) at WARN, rate-limited on its own.
-pub(crate) fn state_store_failed(url: &str, operation: &str, error: &str) {
+/// check, or background work; `kind` as `robotsguard_state_backend_errors_total` counts it) at
+/// WARN, rate-limited on its own.
+pub(crate) fn state_store_failed(url: &str, operation: &str, kind: &str, error: &str) {
     if !STATE_LINES.admit() {
         return;
     }
-    tracing::warn!(
-        url,
-        operation,
-        error = %escape_client_text(error.as_bytes()),
-        "the shared state store failed; deciding from this process's memory until it answers again"
-    );
+    let error = escape_client_text(error.as_bytes());
+    match kind {
+        "oom" => tracing::warn!(
+            url,
+            operation,
+            kind,
+            error = %error,
+            "the shared state store refused a write: it is out of memory (maxmemory, nothing it may evict); decided from this process's memory, which keeps the budgets, strikes and bans it knows"
+        ),
+        "lost" => tracing::warn!(
+            url,
+            operation,
+            kind,
+            error = %error,
+            "the shared state store no longer held what this process knew (evicted under maxmemory, or lost in a restart); what this process knew decided"
+        ),
+        _ => tracing::warn!(
+            url,
+            operation,
+            kind,
+            error = %error,
+            "the shared state store failed; deciding from this process's memory until it answers again"
+        ),
+    }
 }
 
 /// Connection refusals logged per second at most (each is counted in

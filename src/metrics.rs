@@ -172,8 +172,9 @@ pub struct Metrics {
     /// `robotsguard_state_backend_up`: 1 while the state store answers (always with `memory`),
     /// 0 while decisions fall back to this process's memory.
     pub state_backend_up: IntGauge,
-    /// `robotsguard_state_backend_errors_total{operation}`: store commands that failed or took
-    /// longer than `state.redis.timeout`.
+    /// `robotsguard_state_backend_errors_total{operation, kind}`: store commands that failed or
+    /// took longer than `state.redis.timeout`, and answers that lacked what this process knew,
+    /// by why (`kind`: `timeout`, `connection`, `oom`, `readonly`, `lost`, `error`).
     pub state_backend_errors: IntCounterVec,
 }
 
@@ -638,8 +639,8 @@ impl Metrics {
         let state_backend_errors = counter(
             &registry,
             "robotsguard_state_backend_errors_total",
-            "Commands to the shared state store that failed or took longer than state.redis.timeout, by operation (crawl_delay, robots_read, violation, lift_ban, check).",
-            &["operation"],
+            "Commands to the shared state store that failed or took longer than state.redis.timeout, by operation (crawl_delay, robots_read, violation, lift_ban, check, ...) and kind (timeout, connection, oom, readonly, lost, error).",
+            &["operation", "kind"],
         );
         // process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... (Linux).
         register(

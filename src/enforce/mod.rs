@@ -21,7 +21,7 @@ use crate::robots::canonical::{
 };
 use crate::robots::{canonicalize, GlobalFallback, GroupMatch, Preferences, Use, Verdict};
 use crate::snapshot::{Origin, Policy, RobotsCopy, Snapshot};
-use crate::tables::crawl_delay::{BudgetKey, CrawlDelays, MAX_DELAY};
+use crate::tables::crawl_delay::{BudgetKey, CrawlDelays, GENERIC_BUDGET, MAX_DELAY};
 
 mod verification;
 
@@ -406,7 +406,8 @@ impl Decision {
     /// group's `Crawl-delay`, capped by the origin's `crawl_delay.max` and by a day); `None` when
     /// its group states none or it is not a crawler. A crawler verified as itself has one budget
     /// per origin; any other claim, one per client address, so that it cannot spend a real
-    /// crawler's budget.
+    /// crawler's budget; and every crawler found only by the generic rules, one per address
+    /// whatever name it gives.
     pub fn budget(&self, client: Option<IpAddr>) -> Option<(BudgetKey<'_>, std::time::Duration)> {
         let delay = self
             .crawl_delay?
@@ -415,7 +416,7 @@ impl Decision {
         let crawler = self.crawler.as_ref()?;
         let key = BudgetKey {
             origin: self.origin.name(),
-            crawler: crawler.name(),
+            crawler: budget_name(crawler.name(), crawler.source),
             client: if self.is_verified_as_deciding_crawler() {
                 None
             } else {
@@ -1127,6 +1128,15 @@ fn content_usage_header(decision: &Decision, canonical: &[u8]) -> Option<String>
         .content_usage_header()
 }
 
+/// The crawler name a budget is kept under: [`GENERIC_BUDGET`] for any crawler found only by
+/// the generic rules (names the client made up), else its own.
+fn budget_name(name: &str, source: IdentitySource) -> &str {
+    match source {
+        IdentitySource::Generic => GENERIC_BUDGET,
+        _ => name,
+    }
+}
+
 /// Starts loading the budget an allowed request of `identity` (the first crawler robots.txt is
 /// enforced for) would be admitted against: the address's, or the crawler's own when a signature
 /// already verified it. Verification by address comes after the decision; a verified crawler's
@@ -1142,7 +1152,7 @@ fn prefetch_budget(
     let signed = signed_by.is_some_and(|name| name.eq_ignore_ascii_case(identity.name));
     budgets.prefetch(BudgetKey {
         origin,
-        crawler: identity.name,
+        crawler: budget_name(identity.name, identity.source),
         client: if signed { None } else { client },
     });
 }

@@ -8,6 +8,13 @@
 //! [`StoreService`] checks it every second and reconnects). Bans are checked on every request, so
 //! each process mirrors the store's bans in memory ([`Offenders`]) and never asks the store for
 //! them on a request.
+//!
+//! What this process knows stays in force whatever the store says or fails to say: the
+//! Crawl-delay admissions it made (its own budget, kept beside the store's), the strike counts
+//! the store answered, the reads of robots.txt it saw or mirrored and the bans it mirrors. A
+//! store that refuses writes (out of memory) or has lost keys (evicted under `maxmemory`, a
+//! restart) so never admits a crawler sooner than this process's own budget allows, nor lets
+//! strikes it counted go uncounted.
 
 mod endpoint;
 mod reports;
@@ -140,32 +147,48 @@ impl Store {
 
     /// Admits a request of `key`'s budget if at least `delay` has passed since the budget's
     /// previous admitted request (a refused request does not move it).
+    ///
+    /// With the shared store, the store's budget decides, and this process keeps its own beside
+    /// it: a budget it admitted within the delay is refused without asking (the store, had it
+    /// not lost the key, would refuse it too), and when the store fails the request is admitted
+    /// against this process's budget alone, never for the asking.
     pub async fn admit(&self, key: BudgetKey<'_>, delay: Duration) -> Admission {
         if delay.is_zero() {
             return Admission::Admitted;
         }
+        let now = Millis::coarse_now();
         if let Some(shared) = self.shared() {
+            if let Some(wait) = self.delays.next_admission(key, delay, now) {
+                return Admission::TooSoon(wait);
+            }
             if let Some(admission) = shared.admit(&key, delay).await {
+                if admission == Admission::Admitted {
+                    // This process's own budget, from when the request arrived: a crawler
+                    // keeping the delay is never refused by it.
+                    self.delays.admit(key, delay, now);
+                }
                 return admission;
             }
         }
-        self.delays.admit(key, delay, Millis::coarse_now())
+        self.delays.admit(key, delay, now)
     }
 
-    /// The budgets [`Store::admit`] uses now when they are this process's (the memory backend,
-    /// or the shared store unreachable): for the decision to prefetch a budget it will check.
+    /// This process's budgets, which [`Store::admit`] checks for every request (with the shared
+    /// store too): for the decision to prefetch a budget it will check.
     pub fn local_budgets(&self) -> Option<&CrawlDelays> {
-        self.shared().is_none().then_some(&self.delays)
+        Some(&self.delays)
     }
 
-    /// How long `key`'s budget, under `delay`, must still wait, if at all (for `/explain`).
+    /// How long `key`'s budget, under `delay`, must still wait, if at all (for `/explain`): the
+    /// longer of the store's wait and this process's own.
     pub async fn next_admission(&self, key: BudgetKey<'_>, delay: Duration) -> Option<Duration> {
+        let here = self.delays.next_admission(key, delay, Millis::coarse_now());
         if let Some(shared) = self.shared() {
             if let Some(wait) = shared.next_admission(&key).await {
-                return wait;
+                return wait.max(here);
             }
         }
-        self.delays.next_admission(key, delay, Millis::coarse_now())
+        here
     }
 
     /// Records `agent`'s Web Bot Auth `nonce` for `lifetime` (until its signature expires):
@@ -201,13 +224,23 @@ impl Store {
     ) -> Violation {
         let strike = strike.filter(|s| s.settings.action != OffendersAction::Off);
         if let Some(shared) = self.shared() {
+            // Read before asking: the store's count then includes every one of them unless it
+            // lost some (requests in flight meanwhile only add to it).
+            let known = strike.map_or(0, |_| {
+                self.offenders.strikes_known(origin, client, coarse_now())
+            });
             if let Some(outcome) = shared.violation(origin, client, strike).await {
-                let strike = match outcome.strike {
-                    Some(shared::SharedStrike::Banned {
-                        since,
-                        until,
-                        strikes,
-                    }) => {
+                let now = coarse_now();
+                let strike = match (outcome.strike, strike) {
+                    (
+                        Some(shared::SharedStrike::Banned {
+                            since,
+                            until,
+                            strikes,
+                        }),
+                        _,
+                    ) => {
+                        self.offenders.forget_strikes(origin, client);
                         let mut ban =
                             Ban::new(origin, client, since, until, strikes, Instant::now());
                         ban.shared = true;
@@ -216,12 +249,41 @@ impl Store {
                             None => Strike::WouldBan(strikes),
                         })
                     }
-                    Some(shared::SharedStrike::Counted(count)) => Some(Strike::Counted(count)),
-                    Some(shared::SharedStrike::WouldBan(count)) => Some(Strike::WouldBan(count)),
-                    None => None,
+                    (Some(shared::SharedStrike::Counted(count, left)), Some(request)) => {
+                        if known >= count {
+                            // The store counted fewer strikes than this process knows of: it
+                            // lost them. This process's count goes on (and bans here; the
+                            // store gets the ban at the next check).
+                            shared.failed(
+                                "violation",
+                                shared::FailureKind::Lost,
+                                &format!("the store counted {count} strikes, this process knows of {known} before this one"),
+                            );
+                            Some(self.offenders.strike(
+                                origin,
+                                client,
+                                request.settings,
+                                request.enforce,
+                                now,
+                            ))
+                        } else {
+                            self.offenders
+                                .mirror_strikes(origin, client, count, left, now);
+                            Some(Strike::Counted(count))
+                        }
+                    }
+                    (Some(shared::SharedStrike::WouldBan(count, left)), _) => {
+                        let count = count.max(known + 1);
+                        self.offenders
+                            .mirror_strikes(origin, client, count, left, now);
+                        Some(Strike::WouldBan(count))
+                    }
+                    _ => None,
                 };
                 return Violation {
-                    read_robots: outcome.read_robots,
+                    // A read this process saw or mirrored counts when the store lost it.
+                    read_robots: outcome.read_robots
+                        || self.reads.read_recently(origin, client, now),
                     strike,
                 };
             }
@@ -255,13 +317,23 @@ impl Store {
         settings: DisguisedConfig,
     ) -> Option<u32> {
         if let Some(shared) = self.shared() {
-            if let Some(answer) = shared.disguised(origin, client, strike, settings).await {
-                if let Some(count) = answer {
-                    // Mirrored for the ban check, which never waits for the store.
-                    self.disguised
-                        .mirror(origin, client, count, settings, coarse_now());
+            // Read before asking (requests in flight meanwhile only add to the store's count).
+            let known = self.disguised.count(origin, client, coarse_now()) + u32::from(strike);
+            match shared.disguised(origin, client, strike, settings).await {
+                Some(Some(count)) => {
+                    // Never below what this process knew; mirrored for the ban check, which
+                    // never waits for the store.
+                    let now = coarse_now();
+                    let count = count.max(known);
+                    self.disguised.mirror(origin, client, count, settings, now);
+                    return Some(count);
                 }
-                return answer;
+                // The store knows of no read: neither does this process, or the store lost it
+                // (then this process counts, below).
+                Some(None) if !self.reads.read_recently(origin, client, coarse_now()) => {
+                    return None
+                }
+                Some(None) | None => {}
             }
         }
         let now = coarse_now();

@@ -2,8 +2,11 @@
 //! counts and bans as keys with TTLs, each decision one atomic round trip (a pipeline or a
 //! script), and the loop that checks the server, reconnects and mirrors its bans.
 //!
-//! Keys (after `state.redis.prefix`): `delay:ORIGIN:CRAWLER[:CLIENT]` (lives for the delay),
-//! `read:ORIGIN:CLIENT` (24 hours), `strikes:ORIGIN:CLIENT` (the window), the hash `bans` (field
+//! Every key written for a client expires, and those that do not are bounded in number, so that a
+//! store limited by `maxmemory` under a `volatile-*` policy evicts the soonest-to-expire client
+//! keys rather than refusing writes (docs/src/operations/replicas.md lists them all). Keys (after
+//! `state.redis.prefix`): `delay:ORIGIN:CRAWLER[:CLIENT]` (lives for the delay; generic crawler
+//! names share the name `(generic)`), `strikes:ORIGIN:CLIENT` (the window), the hash `bans` (field
 //! `CLIENT ORIGIN`, value `UNTIL_MS SINCE_MS STRIKES`) and `bans:version`, which every change to
 //! the bans increments (and announces on the channel of the same name, so that the other
 //! processes reload at once rather than at their next check; `pcall`, so that a user without
@@ -15,9 +18,16 @@
 //! `robots-history-version` counts changes), so that a young replica does not take a rule it
 //! never saw change for a settled one; `disguised:ORIGIN:CLIENT` (the `disguised.window`), the
 //! strikes of a disguised crawler; `trap-secret`, the secret trap paths are derived from; and the
-//! sorted set `readers` (`ORIGIN CLIENT` scored by the read's time, a day long), which every
-//! replica mirrors each second into its table of who read robots.txt. Ban times are the server's clock (`TIME` in the scripts),
-//! in milliseconds since the Unix epoch; TTLs are the server's own.
+//! sorted set `readers` (`ORIGIN CLIENT` scored by the read's time in milliseconds), the record of
+//! who read robots.txt within the last 24 hours: the scripts look a client up there, and every
+//! replica mirrors it each second into its table of readers. It holds the latest [`MAX_READERS`]
+//! reads (each write drops the oldest beyond) and expires a day after the last. Ban times are the
+//! server's clock (`TIME` in the scripts), in milliseconds since the Unix epoch; TTLs are the
+//! server's own.
+//!
+//! A command that fails is counted by its operation and [`FailureKind`]; a store that answers but
+//! refuses writes for want of memory (`OOM`) stays in use for what it can still answer, and each
+//! refused decision is made from this process's memory.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -62,8 +72,12 @@ const ROBOTS_FORGOTTEN: &str = "robots-history-forgotten";
 const TRAP_SECRET: &str = "trap-secret";
 
 /// The sorted set of robots.txt reads (`ORIGIN CLIENT`, scored by when, in milliseconds):
-/// what every replica mirrors into its own table of readers.
+/// what the scripts look a client up in, and every replica mirrors into its own table of readers.
 const READERS: &str = "readers";
+
+/// The most reads the readers set keeps (about 125 bytes each in the store, 32 MiB in all):
+/// beyond that each new read drops the oldest.
+pub(crate) const MAX_READERS: usize = 1 << 18;
 
 /// The most reads mirrored at one check.
 const READERS_PER_CHECK: usize = 50_000;
@@ -78,37 +92,49 @@ const RELOAD_ROBOTS_HISTORY_EVERY: Duration = Duration::from_secs(30);
 const HISTORY_ORIGINS_PER_ROUND_TRIP: usize = 256;
 
 /// Counts a strike and, at `strikes`, bans; reports whether the client read robots.txt.
-/// KEYS: read, strikes, bans, bans:version. ARGV: count a strike (1/0), strikes, window (ms),
+/// KEYS: readers, strikes, bans, bans:version. ARGV: count a strike (1/0), strikes, window (ms),
 /// ban (1/0: action ban on an enforcing origin), the ban's field, the ban's length (ms), the
-/// most bans. Returns {read, count, 0 counted | 1 banned | 2 would ban}. A ban is written as
-/// `UNTIL SINCE STRIKES` in the server's milliseconds.
+/// most bans, the client's member of the readers set, the oldest read that counts (ms). Returns
+/// {read, count, 0 counted | 1 banned | 2 would ban, ms left of the count's window}. A ban is
+/// written as `UNTIL SINCE STRIKES` in the server's milliseconds. A count without a TTL (however
+/// it came to be) is given one.
 const STRIKE_SCRIPT: &str = "
-local read = redis.call('EXISTS', KEYS[1])
-if ARGV[1] ~= '1' then return {read, 0, 0} end
+local seen = redis.call('ZSCORE', KEYS[1], ARGV[8])
+local read = 0
+if seen and tonumber(seen) >= tonumber(ARGV[9]) then read = 1 end
+if ARGV[1] ~= '1' then return {read, 0, 0, 0} end
 local count = redis.call('INCR', KEYS[2])
-if count == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
-if count < tonumber(ARGV[2]) then return {read, count, 0} end
-if ARGV[4] ~= '1' then return {read, count, 2} end
+local left = redis.call('PTTL', KEYS[2])
+if left < 0 then
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  left = tonumber(ARGV[3])
+end
+if count < tonumber(ARGV[2]) then return {read, count, 0, left} end
+if ARGV[4] ~= '1' then return {read, count, 2, left} end
 if redis.call('HEXISTS', KEYS[3], ARGV[5]) == 0 and redis.call('HLEN', KEYS[3]) >= tonumber(ARGV[7]) then
-  return {read, count, 2}
+  return {read, count, 2, left}
 end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[3], ARGV[5], string.format('%d %d %d', now + tonumber(ARGV[6]), now, count))
 redis.pcall('PUBLISH', KEYS[4], redis.call('INCR', KEYS[4]))
-return {read, count, 1}
+return {read, count, 1, 0}
 ";
 
 /// Counts a disguised crawler's strike, or reads its count, for a client that read robots.txt.
-/// KEYS: read, disguised. ARGV: count a strike (1/0), window (ms), strikes. Returns -1 when the
-/// client did not read robots.txt, else the count within the window (which a strike at or past
-/// `strikes` extends from now, so that a crawler that keeps going stays known).
+/// KEYS: readers, disguised. ARGV: count a strike (1/0), window (ms), strikes, the client's
+/// member of the readers set, the oldest read that counts (ms). Returns -1 when the client did
+/// not read robots.txt, else the count within the window (which a strike at or past `strikes`
+/// extends from now, so that a crawler that keeps going stays known).
 const DISGUISED_SCRIPT: &str = "
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local seen = redis.call('ZSCORE', KEYS[1], ARGV[4])
+if not seen or tonumber(seen) < tonumber(ARGV[5]) then return -1 end
 if ARGV[1] ~= '1' then return tonumber(redis.call('GET', KEYS[2]) or '0') or 0 end
 local count = redis.call('INCR', KEYS[2])
-if count == 1 or count >= tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
+if count == 1 or count >= tonumber(ARGV[3]) or redis.call('PTTL', KEYS[2]) < 0 then
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+end
 return count
 ";
 
@@ -177,11 +203,105 @@ redis.call('INCR', KEYS[3])
 return 1
 ";
 
-/// What the store said about a strike.
+/// Why a command to the store failed: the `kind` of `robotsguard_state_backend_errors_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FailureKind {
+    /// No answer within the time limit.
+    Timeout,
+    /// No connection, or it broke (refused, reset, closed).
+    Connection,
+    /// The server refused a write for want of memory (`OOM`: `maxmemory` reached with nothing it
+    /// may evict). It still answers reads, so it stays in use.
+    OutOfMemory,
+    /// The server is a replica now (`READONLY`, a failover): connected to again.
+    ReadOnly,
+    /// The store answered, but without what this process knew it held (a key evicted under
+    /// `maxmemory`, a restart without persistence): what this process knew decided.
+    Lost,
+    /// Anything else the server or the client library reported.
+    Error,
+}
+
+impl FailureKind {
+    /// The metric's label.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            FailureKind::Timeout => "timeout",
+            FailureKind::Connection => "connection",
+            FailureKind::OutOfMemory => "oom",
+            FailureKind::ReadOnly => "readonly",
+            FailureKind::Lost => "lost",
+            FailureKind::Error => "error",
+        }
+    }
+
+    /// The kind of `error` (a pipeline's or a script's by the first error code among its
+    /// replies that names one).
+    fn of(error: &redis::RedisError) -> FailureKind {
+        if error.is_timeout() {
+            return FailureKind::Timeout;
+        }
+        if error.is_io_error() || error.is_connection_dropped() || error.is_connection_refusal() {
+            return FailureKind::Connection;
+        }
+        let codes = error.clone().into_server_errors().unwrap_or_default();
+        let has = |code: &str| codes.iter().any(|(_, e)| e.code() == code);
+        if has("OOM") {
+            FailureKind::OutOfMemory
+        } else if has("READONLY") {
+            FailureKind::ReadOnly
+        } else {
+            FailureKind::Error
+        }
+    }
+
+    /// Whether requests should stop asking the store until the next check succeeds: not for a
+    /// store that answers but refuses writes for want of memory (its reads are right, and each
+    /// refused write costs one quick answer), nor for what a store answered without.
+    fn takes_the_store_down(self) -> bool {
+        !matches!(self, FailureKind::OutOfMemory | FailureKind::Lost)
+    }
+}
+
+/// A failed piece of background work: its kind and what went wrong.
+#[derive(Debug)]
+struct Failure {
+    kind: FailureKind,
+    why: String,
+}
+
+impl From<redis::RedisError> for Failure {
+    fn from(error: redis::RedisError) -> Failure {
+        Failure {
+            kind: FailureKind::of(&error),
+            why: error.to_string(),
+        }
+    }
+}
+
+impl From<redis::ParsingError> for Failure {
+    fn from(error: redis::ParsingError) -> Failure {
+        Failure {
+            kind: FailureKind::Error,
+            why: error.to_string(),
+        }
+    }
+}
+
+impl Failure {
+    fn timeout(why: &str) -> Failure {
+        Failure {
+            kind: FailureKind::Timeout,
+            why: why.to_owned(),
+        }
+    }
+}
+
+/// What the store said about a strike: a count, with how long its window has left.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum SharedStrike {
-    Counted(u32),
-    WouldBan(u32),
+    Counted(u32, Duration),
+    WouldBan(u32, Duration),
     Banned {
         since: SystemTime,
         until: SystemTime,
@@ -316,32 +436,38 @@ impl Shared {
         match tokio::time::timeout(limit, command).await {
             Ok(Ok(value)) => Some(value),
             Ok(Err(e)) => {
-                if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly) {
+                let kind = FailureKind::of(&e);
+                if kind == FailureKind::ReadOnly {
                     // A primary that became a replica (a failover behind the URL's name):
                     // connect again, to wherever the name points now.
                     self.connection.store(None);
                 }
-                self.failed(operation, &e.to_string());
+                self.failed(operation, kind, &e.to_string());
                 None
             }
             Err(_) => {
-                self.failed(operation, "no answer within the time limit");
+                self.failed(
+                    operation,
+                    FailureKind::Timeout,
+                    "no answer within the time limit",
+                );
                 None
             }
         }
     }
 
-    /// A command failed: requests decide from memory until the loop's next check succeeds.
-    fn failed(&self, operation: &'static str, why: &str) {
+    /// A command failed: counted and logged (rate-limited); unless the store answered (a write
+    /// refused for want of memory), requests decide from memory until the loop's next check
+    /// succeeds.
+    pub(super) fn failed(&self, operation: &'static str, kind: FailureKind, why: &str) {
         METRICS
             .state_backend_errors
-            .with_label_values(&[operation])
+            .with_label_values(&[operation, kind.label()])
             .inc();
-        let was_up = self.up.swap(false, Ordering::AcqRel);
-        if was_up {
+        if kind.takes_the_store_down() && self.up.swap(false, Ordering::AcqRel) {
             METRICS.state_backend_up.set(0);
         }
-        crate::logs::state_store_failed(&self.shown_url, operation, why);
+        crate::logs::state_store_failed(&self.shown_url, operation, kind.label(), why);
     }
 
     pub(super) async fn admit(&self, budget: &BudgetKey<'_>, delay: Duration) -> Option<Admission> {
@@ -417,25 +543,30 @@ impl Shared {
         Some(set.is_some())
     }
 
+    /// Records a read of `origin`'s robots.txt by `client` in the readers set: the latest
+    /// [`MAX_READERS`] reads, the set expiring a day after the last (one round trip).
     pub(super) async fn record_read(&self, origin: &str, client: IpAddr) {
-        let key = self.key(&["read", origin, &client.to_string()]);
-        let millis = u64::try_from(REMEMBERED.as_millis()).unwrap_or(u64::MAX);
         let Some(mut connection) = self.live_connection() else {
             return;
         };
-        // The readers' log lets every replica mirror who read robots.txt, so that the signal of
-        // disguised crawlers asks the store only about addresses that did.
+        let readers = self.key(&[READERS]);
+        let day = u64::try_from(REMEMBERED.as_millis()).unwrap_or(u64::MAX);
+        // `GT`: a replica whose clock is behind does not move a read back.
         let mut pipe = redis::pipe();
-        pipe.cmd("SET")
-            .arg(&key)
-            .arg(1)
-            .arg("PX")
-            .arg(millis)
-            .ignore()
-            .cmd("ZADD")
-            .arg(self.key(&[READERS]))
+        pipe.cmd("ZADD")
+            .arg(&readers)
+            .arg("GT")
             .arg(unix_millis(SystemTime::now()))
-            .arg(format!("{origin} {client}"))
+            .arg(reader_member(origin, client))
+            .ignore()
+            .cmd("ZREMRANGEBYRANK")
+            .arg(&readers)
+            .arg(0)
+            .arg(-(MAX_READERS as i64) - 1)
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(&readers)
+            .arg(day)
             .ignore();
         let _: Option<()> = self
             .run("robots_read", pipe.query_async(&mut connection))
@@ -461,7 +592,7 @@ impl Shared {
         };
         let mut invocation = self.strike.prepare_invoke();
         invocation
-            .key(self.key(&["read", origin, &address]))
+            .key(self.key(&[READERS]))
             .key(self.key(&["strikes", origin, &address]))
             .key(self.key(&["bans"]))
             .key(self.key(&["bans", "version"]))
@@ -471,12 +602,15 @@ impl Shared {
             .arg(if ban { "1" } else { "0" })
             .arg(Shared::ban_field(origin, client))
             .arg(u64::try_from(ban_length.as_millis()).unwrap_or(u64::MAX))
-            .arg(MAX_BANS);
+            .arg(MAX_BANS)
+            .arg(reader_member(origin, client))
+            .arg(oldest_read());
         let mut connection = self.live_connection()?;
-        let (read, count, state): (i64, i64, i64) = self
+        let (read, count, state, left): (i64, i64, i64, i64) = self
             .run("violation", invocation.invoke_async(&mut connection))
             .await?;
         let count = u32::try_from(count).unwrap_or(u32::MAX);
+        let left = Duration::from_millis(u64::try_from(left).unwrap_or(0));
         let since = SystemTime::now();
         let strike = count_strike.then_some(match state {
             1 => SharedStrike::Banned {
@@ -484,8 +618,8 @@ impl Shared {
                 until: since + ban_length,
                 strikes: count,
             },
-            2 => SharedStrike::WouldBan(count),
-            _ => SharedStrike::Counted(count),
+            2 => SharedStrike::WouldBan(count, left),
+            _ => SharedStrike::Counted(count, left),
         });
         Some(SharedViolation {
             read_robots: read == 1,
@@ -505,7 +639,7 @@ impl Shared {
         let address = client.to_string();
         let mut invocation = self.disguised.prepare_invoke();
         invocation
-            .key(self.key(&["read", origin, &address]))
+            .key(self.key(&[READERS]))
             .key(self.key(&["disguised", origin, &address]))
             .arg(if strike { "1" } else { "0" })
             .arg(
@@ -513,7 +647,9 @@ impl Shared {
                     .unwrap_or(u64::MAX)
                     .max(1),
             )
-            .arg(settings.strikes);
+            .arg(settings.strikes)
+            .arg(reader_member(origin, client))
+            .arg(oldest_read());
         let mut connection = self.live_connection()?;
         let count: i64 = self
             .run("disguised", invocation.invoke_async(&mut connection))
@@ -653,8 +789,10 @@ impl StoreService {
         .await;
         let (entries,) = match read {
             Ok(Ok(entries)) => entries,
-            Ok(Err(e)) => return self.background_failed("readers", &e.to_string()),
-            Err(_) => return self.background_failed("readers", "no answer within 2s"),
+            Ok(Err(e)) => return self.background_failed("readers", e.into()),
+            Err(_) => {
+                return self.background_failed("readers", Failure::timeout("no answer within 2s"))
+            }
         };
         let here = Instant::now();
         let mut latest = since;
@@ -695,8 +833,8 @@ impl StoreService {
                     *seen = Seen::default();
                     connection
                 }
-                Err(why) => {
-                    self.down(&why);
+                Err(failure) => {
+                    self.down(failure);
                     return;
                 }
             },
@@ -716,7 +854,7 @@ impl StoreService {
             Ok(Err(e)) => {
                 // A fresh connection next time: this one may be broken.
                 shared.connection.store(None);
-                self.down(&e.to_string());
+                self.down(e.into());
                 return;
             }
             // Slow, maybe not broken: the same connection is asked again at the next check,
@@ -727,7 +865,7 @@ impl StoreService {
                     seen.slow_checks = 0;
                     shared.connection.store(None);
                 }
-                self.down("no answer within state.redis.timeout");
+                self.down(Failure::timeout("no answer within state.redis.timeout"));
                 return;
             }
         };
@@ -741,7 +879,7 @@ impl StoreService {
         if seen.bans_version != Some(bans_version) {
             match self.reload_bans(connection.clone()).await {
                 Ok(()) => seen.bans_version = Some(bans_version),
-                Err(why) => self.background_failed("reload_bans", &why),
+                Err(failure) => self.background_failed("reload_bans", failure),
             }
         }
         self.publish_robots_history(connection.clone()).await;
@@ -754,7 +892,7 @@ impl StoreService {
                     seen.robots_version = Some(robots_version);
                     seen.robots_loaded = Some(Instant::now());
                 }
-                Err(why) => self.background_failed("robots_history", &why),
+                Err(failure) => self.background_failed("robots_history", failure),
             }
         }
     }
@@ -791,11 +929,11 @@ impl StoreService {
             {
                 Ok(Ok(_)) => {}
                 failed => {
-                    let why = match failed {
-                        Ok(Err(e)) => e.to_string(),
-                        _ => "no answer".to_owned(),
+                    let failure = match failed {
+                        Ok(Err(e)) => e.into(),
+                        _ => Failure::timeout("no answer"),
                     };
-                    self.background_failed("robots_history", &why);
+                    self.background_failed("robots_history", failure);
                     origin.robots.keep_unpublished(ended);
                     return;
                 }
@@ -805,7 +943,7 @@ impl StoreService {
 
     /// Reads every origin's robots.txt history from the store into its slot: the copies any
     /// replica had in force over the last 24 hours, and until when copies were forgotten.
-    async fn load_robots_history(&self, mut connection: StoreConnection) -> Result<(), String> {
+    async fn load_robots_history(&self, mut connection: StoreConnection) -> Result<(), Failure> {
         let snapshot = self.live.load();
         let shared = &self.shared;
         let cutoff = history_cutoff();
@@ -825,20 +963,23 @@ impl StoreService {
                     .await
                 {
                     Ok(Ok(replies)) => replies,
-                    Ok(Err(e)) => return Err(e.to_string()),
+                    Ok(Err(e)) => return Err(e.into()),
                     Err(_) => {
-                        return Err("reading the robots.txt histories took too long".to_owned())
+                        return Err(Failure::timeout(
+                            "reading the robots.txt histories took too long",
+                        ))
                     }
                 };
             let mut replies = replies.into_iter();
             for origin in origins {
                 let (Some(entries), Some(forgotten)) = (replies.next(), replies.next()) else {
-                    return Err("a short answer to the robots.txt history read".to_owned());
+                    return Err(Failure {
+                        kind: FailureKind::Error,
+                        why: "a short answer to the robots.txt history read".to_owned(),
+                    });
                 };
-                let entries: Vec<Vec<u8>> =
-                    redis::from_redis_value(entries).map_err(|e| e.to_string())?;
-                let forgotten: Option<u64> =
-                    redis::from_redis_value(forgotten).map_err(|e| e.to_string())?;
+                let entries: Vec<Vec<u8>> = redis::from_redis_value(entries)?;
+                let forgotten: Option<u64> = redis::from_redis_value(forgotten)?;
                 let known = origin.robots.shared_history();
                 let max_size = origin.robots.settings.max_size;
                 let copies = entries
@@ -853,7 +994,7 @@ impl StoreService {
         Ok(())
     }
 
-    async fn connect(&self) -> Result<StoreConnection, String> {
+    async fn connect(&self) -> Result<StoreConnection, Failure> {
         match tokio::time::timeout(
             BACKGROUND_TIMEOUT,
             self.shared.endpoint.connect(
@@ -865,24 +1006,35 @@ impl StoreService {
         .await
         {
             Ok(Ok(connection)) => Ok(connection),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err("connecting took too long".to_owned()),
+            Ok(Err(e)) => Err(e.into()),
+            Err(_) => Err(Failure::timeout("connecting took too long")),
         }
     }
 
     /// The check failed: requests decide from memory until one succeeds.
-    fn down(&self, why: &str) {
-        self.shared.failed("check", why);
+    fn down(&self, failure: Failure) {
+        // Whatever the answer, a check that failed takes the store down.
+        let kind = if failure.kind.takes_the_store_down() {
+            failure.kind
+        } else {
+            FailureKind::Error
+        };
+        self.shared.failed("check", kind, &failure.why);
     }
 
     /// Background work that failed with the store answering its checks: counted and logged, and
     /// tried again at the next check; requests keep using the store.
-    fn background_failed(&self, operation: &'static str, why: &str) {
+    fn background_failed(&self, operation: &'static str, failure: Failure) {
         METRICS
             .state_backend_errors
-            .with_label_values(&[operation])
+            .with_label_values(&[operation, failure.kind.label()])
             .inc();
-        crate::logs::state_store_failed(&self.shared.shown_url, operation, why);
+        crate::logs::state_store_failed(
+            &self.shared.shown_url,
+            operation,
+            failure.kind.label(),
+            &failure.why,
+        );
     }
 
     /// Writes the bans this process imposed while the store was unreachable (at every check
@@ -915,14 +1067,14 @@ impl StoreService {
         .await
         {
             Ok(Ok(_)) => self.offenders.mark_shared(&local),
-            Ok(Err(e)) => self.background_failed("share_bans", &e.to_string()),
-            Err(_) => self.background_failed("share_bans", "no answer"),
+            Ok(Err(e)) => self.background_failed("share_bans", e.into()),
+            Err(_) => self.background_failed("share_bans", Failure::timeout("no answer")),
         }
     }
 
     /// Reads every ban in the store into the mirror (times relative to the server's clock), and
     /// deletes those that have ended.
-    async fn reload_bans(&self, mut connection: StoreConnection) -> Result<(), String> {
+    async fn reload_bans(&self, mut connection: StoreConnection) -> Result<(), Failure> {
         let started = Instant::now();
         let bans_key = self.shared.key(&["bans"]);
         let mut pipe = redis::pipe();
@@ -931,8 +1083,8 @@ impl StoreService {
             match tokio::time::timeout(BACKGROUND_TIMEOUT, pipe.query_async(&mut connection)).await
             {
                 Ok(Ok(answer)) => answer,
-                Ok(Err(e)) => return Err(e.to_string()),
-                Err(_) => return Err("reading the bans took too long".to_owned()),
+                Ok(Err(e)) => return Err(e.into()),
+                Err(_) => return Err(Failure::timeout("reading the bans took too long")),
             };
         let server_now = seconds.saturating_mul(1000).saturating_add(micros / 1000);
         let now = Instant::now();
@@ -963,6 +1115,20 @@ impl StoreService {
         self.offenders.mirror(bans, started, now);
         Ok(())
     }
+}
+
+/// A read of robots.txt as a member of the readers set: `ORIGIN CLIENT`.
+fn reader_member(origin: &str, client: IpAddr) -> String {
+    format!("{origin} {client}")
+}
+
+/// The oldest read of robots.txt that still counts: [`REMEMBERED`] ago, in milliseconds.
+fn oldest_read() -> u64 {
+    unix_millis(
+        SystemTime::now()
+            .checked_sub(REMEMBERED)
+            .unwrap_or(SystemTime::UNIX_EPOCH),
+    )
 }
 
 /// The oldest end time a history keeps: [`HISTORY`] ago, in milliseconds.
@@ -1140,6 +1306,41 @@ impl BackgroundService for StoreService {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The error an error reply of the server becomes.
+    fn server_error(reply: &[u8]) -> redis::RedisError {
+        match redis::parse_redis_value(reply).and_then(redis::Value::extract_error) {
+            Ok(value) => panic!("not an error: {value:?}"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn failures_are_told_apart_by_kind_and_only_an_answering_store_stays_in_use() {
+        let oom = server_error(b"-OOM command not allowed when used memory > 'maxmemory'.\r\n");
+        assert_eq!(FailureKind::of(&oom), FailureKind::OutOfMemory);
+        let in_script = server_error(
+            b"-OOM command not allowed when used memory > 'maxmemory'. script: 1f, on @user_script:5.\r\n",
+        );
+        assert_eq!(FailureKind::of(&in_script), FailureKind::OutOfMemory);
+        let readonly = server_error(b"-READONLY You can't write against a read only replica.\r\n");
+        assert_eq!(FailureKind::of(&readonly), FailureKind::ReadOnly);
+        let other = server_error(b"-NOPERM this user has no permissions\r\n");
+        assert_eq!(FailureKind::of(&other), FailureKind::Error);
+        let reset =
+            redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert_eq!(FailureKind::of(&reset), FailureKind::Connection);
+        assert!(!FailureKind::OutOfMemory.takes_the_store_down());
+        assert!(!FailureKind::Lost.takes_the_store_down());
+        for kind in [
+            FailureKind::Timeout,
+            FailureKind::Connection,
+            FailureKind::ReadOnly,
+            FailureKind::Error,
+        ] {
+            assert!(kind.takes_the_store_down(), "{kind:?}");
+        }
+    }
 
     #[test]
     fn bans_are_placed_by_their_distance_from_the_server_clock_and_anything_else_is_refused() {

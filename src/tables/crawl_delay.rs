@@ -4,6 +4,8 @@
 //! for a crawler whose identity was verified (its requests come from many addresses and share one
 //! budget), and the origin, the crawler and the client address otherwise, so that an impostor
 //! cannot spend a real crawler's budget and one scraper's speed does not slow another down.
+//! Crawlers found only by the generic rules share one crawler name, [`GENERIC_BUDGET`]: a client
+//! renaming itself keeps its address's budget.
 //!
 //! The state is per process and bounded (the tables of `src/tables/deadline_table.rs`): a budget holds
 //! a slot only until its next admission time, and a client whose slots are all held by other
@@ -48,13 +50,19 @@ pub enum Admission {
     TooSoon(Duration),
 }
 
+/// The crawler name of the one budget every crawler found only by the generic rules shares per
+/// address and origin: those names are whatever the client chose to send, so a new one must not
+/// buy a new budget. No catalogue, robots.txt or generic name has parentheses.
+pub const GENERIC_BUDGET: &str = "(generic)";
+
 /// Who a budget belongs to.
 #[derive(Debug, Clone, Copy)]
 pub struct BudgetKey<'a> {
     /// The origin's name.
     pub origin: &'a str,
-    /// The crawler's name (catalogue name, robots.txt token or generic token). Budgets are kept
-    /// per name whatever its spelling: `FooBot`, `foobot` and `FOOBOT` are one crawler.
+    /// The crawler's name (catalogue name or robots.txt token; [`GENERIC_BUDGET`] for a crawler
+    /// the generic rules found). Budgets are kept per name whatever its spelling: `FooBot`,
+    /// `foobot` and `FOOBOT` are one crawler.
     pub crawler: &'a str,
     /// The client address, for a crawler whose identity was not verified.
     pub client: Option<IpAddr>,

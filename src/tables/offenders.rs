@@ -385,6 +385,40 @@ impl Offenders {
     }
 }
 
+/// With the shared store, this process's copy of the strike counts it answered: what stays in
+/// force when the store fails, or answers without a count it had (evicted under `maxmemory`, lost
+/// in a restart).
+impl Offenders {
+    /// The strikes this process knows of for `client` on `origin` within their window.
+    pub fn strikes_known(&self, origin: &str, client: IpAddr, now: Instant) -> u32 {
+        self.strikes
+            .get(self.key(origin, client), now)
+            .map_or(0, |(_, count)| count)
+    }
+
+    /// Takes `count` (the store's answer, whose window ends `left` from now) as this process's
+    /// count, unless it knows of more.
+    pub fn mirror_strikes(
+        &self,
+        origin: &str,
+        client: IpAddr,
+        count: u32,
+        left: Duration,
+        now: Instant,
+    ) {
+        self.strikes
+            .update(self.key(origin, client), now, |live| match live {
+                Some((_, known)) if known >= count => None,
+                _ => Some((now + left, count)),
+            });
+    }
+
+    /// Forgets the count of `client` on `origin` (the store banned it: counting starts again).
+    pub fn forget_strikes(&self, origin: &str, client: IpAddr) {
+        self.strikes.remove(self.key(origin, client));
+    }
+}
+
 /// Whole seconds until `ban` ends, rounded up and at least 1 (for `Retry-After`: a client that
 /// comes back then finds the ban over).
 pub fn seconds_left(ban: &Ban) -> u64 {
@@ -482,5 +516,31 @@ mod tests {
         assert!(offenders.lift("shop", client, later));
         assert!(!offenders.lift("shop", client, later));
         assert!(offenders.banned("shop", client, later).is_none());
+    }
+
+    #[test]
+    fn mirrored_counts_are_kept_for_their_window_and_never_lowered() {
+        let offenders = Offenders::default();
+        let now = Instant::now();
+        let client: IpAddr = [203, 0, 113, 7].into();
+        let window = Duration::from_secs(30);
+        offenders.mirror_strikes("shop", client, 2, window, now);
+        assert_eq!(offenders.strikes_known("shop", client, now), 2);
+        // A lower answer (the store lost strikes) leaves what is known.
+        offenders.mirror_strikes("shop", client, 1, Duration::from_secs(60), now);
+        assert_eq!(offenders.strikes_known("shop", client, now), 2);
+        // Counting goes on from it: the third strike bans.
+        assert!(matches!(
+            offenders.strike("shop", client, settings(OffendersAction::Ban), true, now),
+            Strike::Banned(_)
+        ));
+        offenders.mirror_strikes("shop", client, 2, window, now);
+        assert_eq!(
+            offenders.strikes_known("shop", client, now + Duration::from_secs(31)),
+            0,
+            "the store's window ended"
+        );
+        offenders.forget_strikes("shop", client);
+        assert_eq!(offenders.strikes_known("shop", client, now), 0);
     }
 }

@@ -359,3 +359,61 @@ fn violations_say_whether_the_client_read_robots_txt() {
     assert_eq!(violations("no"), 2.0, "{metrics}");
     assert_eq!(violations("yes"), 2.0, "{metrics}");
 }
+
+/// One request with curl (its own User-Agent), as a client at `client`: the status.
+fn curl_status(proxy: &Proxy, client: &str, user_agent: &str, path: &str) -> u16 {
+    let output = std::process::Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            "10",
+        ])
+        .args(["-A", user_agent])
+        .args(["-H", "Host: shop.example"])
+        .args(["-H", &format!("X-Forwarded-For: {client}")])
+        .arg(format!("http://{}{path}", proxy.addr))
+        .output()
+        .expect("curl runs");
+    String::from_utf8_lossy(&output.stdout)
+        .parse()
+        .unwrap_or_else(|_| panic!("curl: {}", String::from_utf8_lossy(&output.stderr)))
+}
+
+/// Crawlers named only by the generic rules (an automation word, an HTTP library, no
+/// User-Agent at all) are anyone's made-up names: renaming from one address does not buy a
+/// fresh budget. They share one per address and origin; a catalogue crawler and other
+/// addresses keep their own.
+#[test]
+fn generic_crawler_names_from_one_address_share_one_budget() {
+    let origin = Origin::start();
+    let proxy = start(&origin);
+    let client = "203.0.113.50";
+    assert_eq!(curl_status(&proxy, client, "FooBot/1.0", "/a"), 200);
+    for user_agent in [
+        "BarBot/2.0 (+https://bar.example/bot)",
+        "my-little-crawler",
+        "SpiderOfTheDay/3",
+        "NewsFetcher/4.2",
+        "",
+    ] {
+        assert_eq!(
+            curl_status(&proxy, client, user_agent, "/a"),
+            429,
+            "{user_agent:?} shares FooBot's budget"
+        );
+    }
+    assert_eq!(curl_status(&proxy, "203.0.113.51", "BarBot/2.0", "/a"), 200);
+    assert_eq!(curl_status(&proxy, client, EXAMPLEBOT, "/a"), 200);
+    let (_, explain) = proxy.explain_from("shop.example", "QuuxBot/1", "/a", client);
+    assert!(
+        explain["crawl_delay"]["wait_seconds"]
+            .as_f64()
+            .unwrap_or(0.0)
+            > 0.0,
+        "/explain shows the shared budget: {explain}"
+    );
+}

@@ -43,6 +43,7 @@ mod robots_acquisition;
 mod robots_refresh;
 mod shared_state;
 mod shared_state_tls;
+mod store_bounds;
 mod tls_listeners;
 mod upstream_tls;
 mod validate_serve;

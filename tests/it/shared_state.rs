@@ -574,12 +574,20 @@ fn browsers_never_reach_the_store_and_a_crawler_decision_sends_one_batch() {
         total(&before) + 2,
         "{after_admission:?}"
     );
-    // A disallowed one: one script (the read check, the strike and the ban together).
+    // A disallowed one: one script (the read check, the strike and the ban together; the
+    // server counts the PTTL the script calls among its commands too).
     assert_eq!(from(&proxy, "198.51.100.51", "/private/x").status, 403);
     let after_violation = request_commands(&redis);
+    let calls = |calls: &HashMap<String, u64>, name: &str| calls.get(name).copied().unwrap_or(0);
+    let scripts = |all: &HashMap<String, u64>| calls(all, "evalsha") + calls(all, "eval");
     assert_eq!(
-        total(&after_violation),
-        total(&after_admission) + 1,
+        scripts(&after_violation),
+        scripts(&after_admission) + 1,
+        "{after_violation:?}"
+    );
+    assert_eq!(
+        calls(&after_violation, "set"),
+        calls(&after_admission, "set"),
         "{after_violation:?}"
     );
 }
@@ -645,4 +653,33 @@ fn bans_follow_the_store_clock_and_ended_or_foreign_entries_are_dropped() {
         "{value}"
     );
     assert_eq!(numbers[2], 3);
+}
+
+/// Generic crawler names (made up by whoever sends them) from one address share one budget per
+/// address and origin in the store too, whichever replica sees them.
+#[test]
+fn generic_crawler_names_from_one_address_share_one_budget_on_every_replica() {
+    let redis = RedisServer::start();
+    let origin = Origin::start();
+    let a = start(&origin, &redis, "1s");
+    let b = start(&origin, &redis, "1s");
+    let client = "198.51.100.80";
+    let as_named = |proxy: &Proxy, user_agent: &str| {
+        proxy
+            .send(
+                &Request::get("/page")
+                    .host("shop.example")
+                    .ua(user_agent)
+                    .header("X-Forwarded-For", client),
+            )
+            .status
+    };
+    assert_eq!(as_named(&a, "FooBot/1.0"), 200);
+    assert_eq!(as_named(&b, "BarBot/1.0"), 429);
+    assert_eq!(as_named(&a, "bazcrawler"), 429);
+    assert_eq!(
+        redis.command(&["EXISTS", &format!("{PREFIX}delay:shop:(generic):{client}")]),
+        "1",
+        "one budget in the store"
+    );
 }

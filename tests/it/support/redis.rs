@@ -161,7 +161,8 @@ impl RedisServer {
             .unwrap_or_else(|e| panic!("redis command {args:?} failed: {e}"))
     }
 
-    fn try_command(&self, args: &[&str]) -> Result<String, String> {
+    /// [`RedisServer::command`], with an error reply (`OOM ...`) as `Err` instead of a panic.
+    pub fn try_command(&self, args: &[&str]) -> Result<String, String> {
         let stream = TcpStream::connect_timeout(
             &SocketAddr::from(([127, 0, 0, 1], self.port)),
             Duration::from_millis(500),
@@ -170,16 +171,65 @@ impl RedisServer {
         stream
             .set_read_timeout(Some(Duration::from_secs(5)))
             .map_err(|e| e.to_string())?;
-        let mut request = format!("*{}\r\n", args.len());
-        for arg in args {
-            request.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
-        }
         (&stream)
-            .write_all(request.as_bytes())
+            .write_all(encode(args).as_bytes())
             .map_err(|e| e.to_string())?;
         let mut reader = BufReader::new(stream);
         read_reply(&mut reader)
     }
+
+    /// Sends `commands` on one connection without waiting between them (a pipeline: thousands
+    /// of writes in one go) and returns their replies in order.
+    pub fn pipeline(&self, commands: &[Vec<String>]) -> Vec<Result<String, String>> {
+        let stream = TcpStream::connect_timeout(
+            &SocketAddr::from(([127, 0, 0, 1], self.port)),
+            Duration::from_millis(500),
+        )
+        .expect("connect to redis");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("read timeout");
+        let writer = stream.try_clone().expect("a second handle");
+        let requests: Vec<String> = commands
+            .iter()
+            .map(|command| encode(&command.iter().map(String::as_str).collect::<Vec<_>>()))
+            .collect();
+        // Written from another thread: the server answers while the rest is still being sent,
+        // and its replies would fill the socket's buffers if nobody read them meanwhile.
+        let sender = thread::spawn(move || {
+            let mut writer = std::io::BufWriter::new(writer);
+            for request in requests {
+                if writer.write_all(request.as_bytes()).is_err() {
+                    return;
+                }
+            }
+            let _ = writer.flush();
+        });
+        let mut reader = BufReader::new(stream);
+        let replies = (0..commands.len())
+            .map(|_| read_reply(&mut reader))
+            .collect();
+        let _ = sender.join();
+        replies
+    }
+
+    /// A field of `INFO` (`used_memory`, `evicted_keys`, ...), as a number.
+    pub fn info_number(&self, field: &str) -> u64 {
+        let info = self.command(&["INFO"]);
+        info.lines()
+            .find_map(|line| line.trim().strip_prefix(&format!("{field}:")))
+            .and_then(|value| value.trim().parse().ok())
+            .unwrap_or_else(|| panic!("INFO has no number {field}"))
+    }
+}
+
+/// One command in the protocol's array form.
+fn encode(args: &[&str]) -> String {
+    let mut request = format!("*{}\r\n", args.len());
+    for arg in args {
+        request.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+    }
+    request
 }
 
 fn read_line(reader: &mut impl BufRead) -> Result<String, String> {
