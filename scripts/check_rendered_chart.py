@@ -308,6 +308,21 @@ def admin_token(config_file, container, secrets):
     return secrets[inside]
 
 
+def check_admin_hosts(config_file, admin_service, namespace):
+    """The admin listener answers only a Host that names it: in-cluster clients calling the admin
+    Service by name need that name in admin.hosts (probes and scrapes send the pod IP, which a
+    wildcard listener accepts)."""
+    with open(config_file) as f:
+        admin = yaml.safe_load(f)["admin"]
+    if admin_service is None:
+        return
+    hosts = admin.get("hosts", []) if isinstance(admin, dict) else []
+    name = admin_service["metadata"]["name"]
+    for wanted in (name, f"{name}.{namespace}", f"{name}.{namespace}.svc"):
+        if wanted not in hosts:
+            problem(f"admin.hosts lacks {wanted}: clients calling the admin Service by name would get 421")
+
+
 def check_config_against_pod(config_file, container, pod_spec):
     with open(config_file) as f:
         config = yaml.safe_load(f)
@@ -403,6 +418,7 @@ def main():
     config_file = project_config_volume(docs, pod_spec, container, out_dir, secrets)
     if config_file:
         check_config_against_pod(config_file, container, pod_spec)
+        check_admin_hosts(config_file, admin, namespace)
         check_service_monitor(docs, admin, namespace, admin_token(config_file, container, secrets))
 
     if problems:

@@ -1,5 +1,7 @@
 //! The admin listener: `/healthz`, `/readyz`, `/metrics`, `/explain`, `/robots`, `/bans` and
-//! `POST /robots/refresh`. Separate from the proxy listeners and meant to stay private.
+//! `POST /robots/refresh`. Separate from the proxy listeners and meant to stay private. Every
+//! request first passes [`crate::console::checks`]: a `Host` the listener answers to, and for a
+//! state-changing one, proof that it is not another site's.
 //!
 //! The pieces a console needs are small public functions: [`rfc3339`] (how every time here is
 //! written), [`ban_json`] and [`refresh_robots`] (a refresh on demand and its outcome as JSON);
@@ -15,10 +17,12 @@ use pingora::apps::http_app::ServeHttp;
 use pingora::protocols::http::ServerSession;
 use serde::Serialize;
 
-use crate::console::access::{Access, Level};
+use crate::console::access::{csrf_matches, Access, Level};
+use crate::console::checks::{self, Provenance};
+use crate::console::throttle::Throttles;
 use crate::console::Console;
 use crate::enforce::Decision;
-use crate::judge::{Answer, Facts, Judge, Mode, Refusal, RefusedFor};
+use crate::judge::{Answer, Facts, Refusal, RefusedFor};
 use crate::metrics::METRICS;
 use crate::snapshot::{Live, Snapshot};
 
@@ -29,6 +33,8 @@ pub(crate) struct AdminApp {
     verifier: Arc<crate::verify::Verifier>,
     store: Arc<crate::store::Store>,
     console: Console,
+    /// The listener's address, for the `Host` check.
+    address: std::net::SocketAddr,
 }
 
 impl AdminApp {
@@ -54,11 +60,13 @@ impl AdminApp {
                 store: store.clone(),
                 verifier: verifier.clone(),
                 reports,
+                throttles: Arc::new(Throttles::default()),
             },
             snapshot,
             access,
             verifier,
             store,
+            address: admin.address,
         }
     }
 }
@@ -152,6 +160,10 @@ struct Explanation<'a> {
     /// The `Content-Usage` header proxied responses carry (`content_signals.header`).
     content_usage: Option<&'a str>,
     robots: RobotsInfo<'a>,
+    /// Why the answer may differ from the proxy's: the claim was not checked because
+    /// `/explain`'s DNS lookups are used up for now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -213,10 +225,13 @@ struct RobotsInfo<'a> {
     bytes: usize,
 }
 
+/// `/explain`'s answer for `query`, asked by `caller`.
 async fn explain(
     snapshot: &Snapshot,
     verifier: &crate::verify::Verifier,
     store: &crate::store::Store,
+    throttles: &Throttles,
+    caller: Option<std::net::IpAddr>,
     query: &str,
 ) -> Response<Vec<u8>> {
     let params = query_params(query);
@@ -264,12 +279,10 @@ async fn explain(
         keys_unavailable: false,
         request_id: None,
     };
-    let judge = Judge {
-        snapshot,
-        verifier,
-        store,
-    };
-    let judgment = judge.judge(&facts, Mode::Preview).await;
+    let preview =
+        crate::console::preview::preview(snapshot, verifier, store, throttles, caller, &facts)
+            .await;
+    let judgment = &preview.judgment;
     let answer = AnswerInfo {
         action: judgment.answer.action(),
         status: judgment.answer.status(),
@@ -300,12 +313,13 @@ async fn explain(
     explained.answer = Some(answer);
     explained.read_robots = judgment.read_robots;
     explained.crawl_delay = crawl_delay_info(decision, client, store).await;
-    // The proxy verifies only what verification could change; /explain shows what checking the
-    // claim finds whenever a client is given, without letting it change the answer.
-    let shown_verification;
-    if let (None, Some(address)) = (&decision.verification, client) {
-        shown_verification = verifier.verify(snapshot, decision, address).await;
-        explained.verification = shown_verification.as_deref();
+    explained.verification = preview.verification.as_deref();
+    if preview.lookups_limited {
+        explained.note = Some(format!(
+            "the claim was not checked with reverse DNS: /explain looks up at most {} client addresses a minute per caller and {} in all; ask again in a minute",
+            crate::console::throttle::EXPLAIN_LOOKUPS_PER_CALLER,
+            crate::console::throttle::EXPLAIN_LOOKUPS_OVERALL,
+        ));
     }
     // An allowed client is never refused for a ban (one imposed before it was allowed, or by a
     // replica configured otherwise).
@@ -375,6 +389,7 @@ fn explanation<'a>(
             rules: copy.rule_count(),
             bytes: copy.body.len(),
         },
+        note: None,
     }
 }
 
@@ -570,13 +585,94 @@ fn allowed_methods(path: &str) -> &'static [http::Method] {
 
 const REFRESH_PATH: &str = "/robots/refresh";
 
+/// What answers a request whose `Host` the admin listener does not answer to.
+const MISDIRECTED: &str = "421 misdirected: this admin listener answers to its own addresses, localhost (when it listens on loopback) and the names in admin.hosts; add the name you reach it by to admin.hosts\n";
+
+impl AdminApp {
+    /// Refuses what no admin path may answer: a `Host` that is not the listener's (DNS
+    /// rebinding; `/healthz` and `/readyz` excepted, which show nothing then) and a request that
+    /// changes something from another site (CSRF), on every path, the console's and the JSON
+    /// API's alike. `None`: go on.
+    fn refuse_foreign(
+        &self,
+        request: &pingora::http::RequestHeader,
+        path: &str,
+        host_ok: bool,
+        peer: Option<std::net::IpAddr>,
+    ) -> Option<Response<Vec<u8>>> {
+        if !host_ok && !matches!(path, "/healthz" | "/readyz") {
+            METRICS.admin_refusals.with_label_values(&["host"]).inc();
+            crate::logs::admin_refused(
+                peer,
+                &format!(
+                    "Host {} is not an address of the admin listener nor in admin.hosts",
+                    crate::logs::escape_client_text(
+                        request
+                            .headers
+                            .get(http::header::HOST)
+                            .map_or(b"(none)".as_slice(), http::HeaderValue::as_bytes)
+                    )
+                ),
+            );
+            return Some(text(421, MISDIRECTED));
+        }
+        if !checks::changes_state(&request.method) {
+            return None;
+        }
+        let has_cookie = crate::console::access::session_cookie(request).is_some();
+        let refused = match checks::provenance(request, has_cookie) {
+            Provenance::SameOrigin | Provenance::NotBrowser => false,
+            Provenance::Foreign => true,
+            // The console's forms carry the token in their body, which its pages check; the
+            // JSON API takes it in `X-CSRF-Token`.
+            Provenance::NeedsToken if Console::serves(path) => false,
+            Provenance::NeedsToken => {
+                let given = request
+                    .headers
+                    .get("x-csrf-token")
+                    .and_then(|v| v.to_str().ok());
+                let session = self.access.session(request);
+                !matches!((session, given), (Some(s), Some(given)) if csrf_matches(&s.csrf, given))
+            }
+        };
+        if refused {
+            METRICS
+                .admin_refusals
+                .with_label_values(&["cross_site"])
+                .inc();
+            crate::logs::admin_refused(
+                peer,
+                &format!(
+                    "{} {} from another site (its Origin or Sec-Fetch-Site), or with a session cookie and no CSRF token",
+                    request.method,
+                    crate::logs::escape_client_text(path.as_bytes())
+                ),
+            );
+            return Some(text(
+                403,
+                "403 refused: a request that changes something must come from the console's own pages (Origin or Sec-Fetch-Site: same-origin), carry the session's CSRF token (X-CSRF-Token), or come from a client that is not a browser with a bearer token\n",
+            ));
+        }
+        None
+    }
+}
+
 #[async_trait]
 impl ServeHttp for AdminApp {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
+        let peer = session
+            .client_addr()
+            .and_then(|address| address.as_inet())
+            .map(|address| address.ip().to_canonical());
+        let snapshot = self.snapshot.load();
         let request = session.req_header();
         let path = request.uri.path().to_string();
+        let host_ok = checks::host_allowed(request, self.address, &snapshot.config.admin.hosts);
+        if let Some(refused) = self.refuse_foreign(request, &path, host_ok, peer) {
+            return refused;
+        }
         if Console::serves(&path) {
-            return self.console.respond(session).await;
+            return self.console.respond(session, peer).await;
         }
         let query = request.uri.query().unwrap_or("").to_string();
         let method = &request.method;
@@ -595,7 +691,8 @@ impl ServeHttp for AdminApp {
         let lifting = *method == http::Method::DELETE;
         let open = matches!(path.as_str(), "/healthz" | "/readyz");
         let level = self.access.level(request);
-        let authorized = || level >= Level::Read;
+        // A probe through a name the listener does not answer to learns nothing more.
+        let authorized = || host_ok && level >= Level::Read;
         if !open && !authorized() {
             let mut answer = text(401, "a bearer token is required\n");
             answer.headers_mut().insert(
@@ -611,7 +708,6 @@ impl ServeHttp for AdminApp {
                 "the read-only token cannot lift bans or refresh robots.txt: use the admin token\n",
             );
         }
-        let snapshot = self.snapshot.load();
         match path.as_str() {
             "/healthz" => text(200, "ok\n"),
             "/readyz" => {
@@ -636,23 +732,67 @@ impl ServeHttp for AdminApp {
                 self.store.prune_ended_bans();
                 reply(200, "text/plain; version=0.0.4", METRICS.render())
             }
-            "/explain" => explain(&snapshot, &self.verifier, &self.store, &query).await,
+            "/explain" => {
+                explain(
+                    &snapshot,
+                    &self.verifier,
+                    &self.store,
+                    &self.console.throttles,
+                    peer,
+                    &query,
+                )
+                .await
+            }
             "/bans" if lifting => lift_ban(&snapshot, &self.store, &query).await,
             "/bans" => list_bans(&snapshot, &self.store, &query),
             "/robots" => robots_copy(&snapshot, &query),
             REFRESH_PATH => {
                 let params = query_params(&query);
                 match param(&params, "origin") {
-                    Some(name) => {
+                    Some(name) if snapshot.origin_named(name).is_some() => {
+                        if let Err(wait) = self.console.throttles.take_refresh(name) {
+                            return too_soon(name, wait);
+                        }
                         let (status, outcome) = refresh_robots(&snapshot, name).await;
                         json(status, &outcome)
                     }
+                    Some(name) => json(
+                        404,
+                        &serde_json::json!({"error": format!("no origin `{name}`")}),
+                    ),
                     None => json(400, &serde_json::json!({"error": "give ?origin=NAME"})),
                 }
             }
             _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin= /reports/crawlers?origin= /ui/ (POST /robots/refresh?origin=)\n"),
         }
     }
+}
+
+/// 429 for a robots.txt refresh of `origin` asked again within
+/// [`crate::console::throttle::REFRESH_INTERVAL`], with `Retry-After`.
+fn too_soon(origin: &str, wait: std::time::Duration) -> Response<Vec<u8>> {
+    METRICS
+        .admin_refusals
+        .with_label_values(&["refresh_throttled"])
+        .inc();
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let seconds = seconds.max(1);
+    let mut answer = json(
+        429,
+        &serde_json::json!({
+            "error": format!(
+                "robots.txt of `{origin}` was fetched on demand less than {} s ago; try again in {seconds} s",
+                crate::console::throttle::REFRESH_INTERVAL.as_secs()
+            ),
+            "retry_after_seconds": seconds,
+        }),
+    );
+    if let Ok(value) = http::HeaderValue::from_str(&seconds.to_string()) {
+        answer
+            .headers_mut()
+            .insert(http::header::RETRY_AFTER, value);
+    }
+    answer
 }
 
 /// Admin connections served at once. The admin endpoint serves probes and a scraper, not

@@ -37,6 +37,9 @@ pub enum Mode {
     Apply,
     /// `/explain`'s and embedders': the answer the proxy would give now, changing nothing.
     Preview,
+    /// [`Mode::Preview`] sending no DNS query: a claim only a reverse DNS lookup not yet made
+    /// could check stays unverified and says so (`/explain` once its lookups are used up).
+    PreviewWithoutLookups,
 }
 
 /// How long a signed claim whose agent's keys are not loaded is told to wait (`Retry-After`):
@@ -425,9 +428,14 @@ impl Judge<'_> {
             decision.apply_verification(verification);
         } else if decision.wants_verification() {
             if let Some(client) = client {
-                if let Some(verification) =
+                let verification = if mode == Mode::PreviewWithoutLookups {
+                    self.verifier
+                        .verify_without_lookups(self.snapshot, &decision, client)
+                        .await
+                } else {
                     self.verifier.verify(self.snapshot, &decision, client).await
-                {
+                };
+                if let Some(verification) = verification {
                     decision.apply_verification(verification);
                 }
             }

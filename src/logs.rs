@@ -265,7 +265,7 @@ pub(crate) fn disallowed_request(
         path = cut(path, MAX_LOGGED_PATH),
         line = decision.rule.as_ref().map(|r| r.line),
         rule = decision.rule.as_ref().map(|r| r.text()),
-        verification = decision.verification.as_ref().map(|v| v.result.as_str()),
+        verification = decision.verification_result().map(|r| r.as_str()),
         policy = %decision.policy(),
         request_id,
         "{verb}: {}",
@@ -507,6 +507,20 @@ pub fn connection_refused(reason: &str, peer: Option<std::net::IpAddr>, why: &st
             reason,
             peer = %peer.map_or_else(|| "unknown".to_string(), |ip| ip.to_string()),
             "connection closed: {why}"
+        );
+    }
+}
+
+static ADMIN_LINES: LazyLock<RateLimiter> = LazyLock::new(|| RateLimiter::new(1));
+
+/// Logs a request the admin listener refused before answering it (a `Host` it does not answer
+/// to, a state-changing request from another site): `why` in words, client text escaped by the
+/// caller. One line a second at most, so that probing it cannot flood the log.
+pub(crate) fn admin_refused(peer: Option<std::net::IpAddr>, why: &str) {
+    if ADMIN_LINES.admit() {
+        tracing::warn!(
+            peer = %peer.map_or_else(|| "unknown".to_string(), |ip| ip.to_string()),
+            "admin request refused: {why}"
         );
     }
 }

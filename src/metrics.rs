@@ -176,7 +176,24 @@ pub struct Metrics {
     /// took longer than `state.redis.timeout`, and answers that lacked what this process knew,
     /// by why (`kind`: `timeout`, `connection`, `oom`, `readonly`, `lost`, `error`).
     pub state_backend_errors: IntCounterVec,
+    /// `robotsguard_admin_refusals_total{reason}`: admin requests refused or cut short, by
+    /// reason ([`ADMIN_REFUSALS`]).
+    pub admin_refusals: IntCounterVec,
 }
+
+/// The `reason` values of `robotsguard_admin_refusals_total`: a `Host` the admin listener does
+/// not answer to (421); a state-changing request from another site (403); a sign-in with a
+/// wrong token; a sign-in refused while its address waits (429); a robots.txt refresh on demand
+/// too soon after the last (429); an `/explain` claim not checked because its DNS lookups are
+/// used up.
+pub const ADMIN_REFUSALS: [&str; 6] = [
+    "host",
+    "cross_site",
+    "login_failed",
+    "login_throttled",
+    "refresh_throttled",
+    "explain_lookups",
+];
 
 /// The `reason` values of `robotsguard_connections_refused_total`: at `limits.max_connections`
 /// with every connection busy; a PROXY header from a peer not in `trusted_proxies`; a missing or
@@ -195,7 +212,7 @@ pub const CONNECTION_REFUSALS: [&str; 4] = [
 pub const REQUEST_REFUSALS: [&str; 2] = ["max_streams_per_connection", "max_requests_in_flight"];
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 55] = [
+pub const METRIC_NAMES: [&str; 56] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -251,6 +268,7 @@ pub const METRIC_NAMES: [&str; 55] = [
     "robotsguard_catalogue_entries",
     "robotsguard_state_backend_up",
     "robotsguard_state_backend_errors_total",
+    "robotsguard_admin_refusals_total",
 ];
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -642,6 +660,15 @@ impl Metrics {
             "Commands to the shared state store that failed or took longer than state.redis.timeout, by operation (crawl_delay, robots_read, violation, lift_ban, check, ...) and kind (timeout, connection, oom, readonly, lost, error).",
             &["operation", "kind"],
         );
+        let admin_refusals = counter(
+            &registry,
+            "robotsguard_admin_refusals_total",
+            "Admin requests refused or cut short, by reason (host, cross_site, login_failed, login_throttled, refresh_throttled, explain_lookups).",
+            &["reason"],
+        );
+        for reason in ADMIN_REFUSALS {
+            admin_refusals.with_label_values(&[reason]);
+        }
         // process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... (Linux).
         register(
             &registry,
@@ -704,6 +731,7 @@ impl Metrics {
             catalogue_entries,
             state_backend_up,
             state_backend_errors,
+            admin_refusals,
         }
     }
 
@@ -861,6 +889,7 @@ impl Metrics {
             Box::new(self.catalogue_entries.clone()),
             Box::new(self.state_backend_up.clone()),
             Box::new(self.state_backend_errors.clone()),
+            Box::new(self.admin_refusals.clone()),
         ]
     }
 }

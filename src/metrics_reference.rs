@@ -8,6 +8,10 @@ use prometheus::proto::MetricType;
 /// More about a metric than its help line: its label values and when it moves (Markdown).
 const NOTES: &[(&str, &str)] = &[
     (
+        "robotsguard_admin_refusals_total",
+        "admin requests refused or cut short: `host` (a `Host` that is not an address of the admin listener nor in `admin.hosts`: 421), `cross_site` (a request that changes something from another site, or with a session cookie and no CSRF token: 403), `login_failed` (a console sign-in with a wrong token), `login_throttled` (a sign-in refused while its address waits: 429), `refresh_throttled` (`POST /robots/refresh` again within 5 s: 429), `explain_lookups` (an `/explain` whose client's reverse DNS was not looked up: its lookups were used up)",
+    ),
+    (
         "robotsguard_requests_total",
         "requests by decision: `pass` (not a crawler, mode off, or `/robots.txt`), `allowed`, `blocked`, `would_block`, `limited` (429 under `Crawl-delay`), `would_limit` (the same in report), `banned` (a banned address, see \"Repeat offenders\"), or `error` (a request that was to be proxied but failed upstream); `crawler`/`category` are `none` for non-crawlers",
     ),

@@ -688,7 +688,10 @@ mod tests {
         )
         .expect("new config is valid");
         let changed = crate::config::keep_restart_only(&mut new, &running);
-        assert_eq!(changed, ["listen", "admin", "threads", "shutdown.grace"]);
+        assert_eq!(
+            changed,
+            ["listen", "admin.address", "threads", "shutdown.grace"]
+        );
         assert_eq!(new.listen, running.listen);
         assert_eq!(new.admin, running.admin);
         assert_eq!(new.threads, running.threads);

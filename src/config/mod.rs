@@ -618,7 +618,15 @@ pub struct AdminConfig {
     /// A file holding a read-only token: reports, the console's pages, `/metrics`, `/explain`,
     /// `/bans` and `/robots`, but no action (lifting a ban, refreshing robots.txt).
     pub read_token_file: Option<PathBuf>,
+    /// Host names (lower case, no port) the admin listener answers to besides its own
+    /// addresses and, when it accepts loopback connections, `localhost`: any other `Host` is
+    /// refused (421), which is what keeps DNS rebinding out. Applied by a reload.
+    pub hosts: Vec<String>,
 }
+
+/// The shortest admin token accepted (bytes): a token is typed into the console's login form
+/// and sent as a bearer token, so guessing it must be hopeless.
+pub const MIN_ADMIN_TOKEN_BYTES: usize = 16;
 
 /// The reports of the admin endpoint and console (`reports`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -1351,10 +1359,26 @@ const RESTART_ONLY: &[RestartOnly] = &[
         differs: |old, new| old.listen != new.listen,
         keep: |new, running| new.listen.clone_from(&running.listen),
     },
+    // The listener and its tokens are set up at start; `admin.hosts` is read per request from
+    // the config in force, so a reload applies it.
     RestartOnly {
-        name: "admin",
-        differs: |old, new| old.admin != new.admin,
-        keep: |new, running| new.admin.clone_from(&running.admin),
+        name: "admin.address",
+        differs: |old, new| old.admin.address != new.admin.address,
+        keep: |new, running| new.admin.address = running.admin.address,
+    },
+    RestartOnly {
+        name: "admin.token_file",
+        differs: |old, new| old.admin.token_file != new.admin.token_file,
+        keep: |new, running| new.admin.token_file.clone_from(&running.admin.token_file),
+    },
+    RestartOnly {
+        name: "admin.read_token_file",
+        differs: |old, new| old.admin.read_token_file != new.admin.read_token_file,
+        keep: |new, running| {
+            new.admin
+                .read_token_file
+                .clone_from(&running.admin.read_token_file);
+        },
     },
     RestartOnly {
         name: "limits.max_connections",
@@ -1441,6 +1465,19 @@ pub fn read_secret_file(path: &Path, max_bytes: u64) -> Result<String, SecretFil
     Ok(secret.to_owned())
 }
 
+/// Reads an admin token file: [`read_secret_file`], and the token at least
+/// [`MIN_ADMIN_TOKEN_BYTES`] long.
+pub fn read_admin_token(path: &Path) -> Result<String, SecretFileError> {
+    let token = read_secret_file(path, validate::MAX_ADMIN_TOKEN_FILE_BYTES)?;
+    if token.len() < MIN_ADMIN_TOKEN_BYTES {
+        return Err(SecretFileError {
+            path: path.to_path_buf(),
+            why: SecretProblem::TooShort(token.len()),
+        });
+    }
+    Ok(token)
+}
+
 /// Why a file holding a secret (a token, a URL with a password) could not be used. Its text
 /// names the file, never the secret.
 #[derive(Debug)]
@@ -1454,6 +1491,8 @@ enum SecretProblem {
     Unreadable(std::io::Error),
     TooLarge(u64),
     Empty,
+    /// An admin token shorter than [`MIN_ADMIN_TOKEN_BYTES`] (its length).
+    TooShort(usize),
 }
 
 impl SecretFileError {
@@ -1470,6 +1509,10 @@ impl std::fmt::Display for SecretFileError {
             SecretProblem::Unreadable(e) => write!(f, "cannot read `{path}`: {e}"),
             SecretProblem::TooLarge(max) => write!(f, "`{path}` is larger than {max} bytes"),
             SecretProblem::Empty => write!(f, "`{path}` is empty"),
+            SecretProblem::TooShort(bytes) => write!(
+                f,
+                "the token in `{path}` is {bytes} bytes long; an admin token must have at least {MIN_ADMIN_TOKEN_BYTES} (make one with `openssl rand -hex 32`)"
+            ),
         }
     }
 }

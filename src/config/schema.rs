@@ -131,7 +131,7 @@ pub(crate) const CRAWLER_VERIFY: Section = Section {
 
 pub(crate) const ADMIN: Section = Section {
     place: "in `admin`",
-    keys: &["address", "token_file", "read_token_file"],
+    keys: &["address", "token_file", "read_token_file", "hosts"],
 };
 
 pub(crate) const LIMITS: Section = Section {

@@ -28,7 +28,7 @@ use super::{
 };
 use super::{
     AdminConfig, BlockConfig, CertificatePair, Config, CrawlersConfig, ExtraCrawler, Limits,
-    Listener, ListenerTls, Mode, OnUnreachable, OriginConfig, PathsConfig,
+    Listener, ListenerTls, Mode, OnUnreachable, OriginConfig, PathsConfig, MIN_ADMIN_TOKEN_BYTES,
 };
 use crate::crawlers::CatalogueError;
 
@@ -47,6 +47,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
             address: DEFAULT_ADMIN,
             token_file: None,
             read_token_file: None,
+            hosts: Vec::new(),
         },
         limits: Limits::default(),
         trusted_proxies: Vec::new(),
@@ -386,7 +387,8 @@ fn overlaps(a: SocketAddr, b: SocketAddr) -> bool {
             || (a.is_ipv4() == b.is_ipv4() && (a.ip().is_unspecified() || b.ip().is_unspecified())))
 }
 
-/// `admin: "ip:port"` or `admin: {address, token_file}`; the position of the address.
+/// `admin: "ip:port"` or `admin: {address, token_file, read_token_file, hosts}`; the position of
+/// the address.
 fn admin(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<(AdminConfig, Pos)> {
     let bind = |sink: &mut Sink, n: &Node| {
         let text = reader::string(sink, n, "admin address")?;
@@ -420,11 +422,23 @@ fn admin(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<(AdminConfig, 
                     "set token_file too: the admin token lifts bans and refreshes robots.txt",
                 );
             }
+            admin_tokens(
+                sink,
+                [
+                    table.get("token_file").zip(token_file.as_deref()),
+                    table.get("read_token_file").zip(read_token_file.as_deref()),
+                ],
+            );
+            let hosts = table
+                .get("hosts")
+                .map(|n| admin_hosts(sink, n))
+                .unwrap_or_default();
             Some((
                 AdminConfig {
                     address: address?,
                     token_file,
                     read_token_file,
+                    hosts,
                 },
                 address_node.pos,
             ))
@@ -435,11 +449,92 @@ fn admin(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<(AdminConfig, 
                     address,
                     token_file: None,
                     read_token_file: None,
+                    hosts: Vec::new(),
                 },
                 node.pos,
             )
         }),
     }
+}
+
+/// The admin token files, checked where the config names them: each token at least
+/// [`MIN_ADMIN_TOKEN_BYTES`] long, and the read-only token not the admin token (one file, or two
+/// files holding the same token, would make every read-only user an admin). A file that cannot
+/// be read is the preflight's to report (`validate --config-only` opens none).
+fn admin_tokens(sink: &mut Sink, files: [Option<(&Node, &Path)>; 2]) {
+    let [admin, read] = files;
+    if let (Some((_, admin_path)), Some((read_node, read_path))) = (admin, read) {
+        let same_file = admin_path == read_path
+            || std::fs::canonicalize(admin_path)
+                .ok()
+                .zip(std::fs::canonicalize(read_path).ok())
+                .is_some_and(|(a, b)| a == b);
+        if same_file {
+            sink.error_hint(
+                read_node.pos,
+                "`admin.read_token_file` is the same file as `admin.token_file`: the read-only token would be the admin token",
+                "give the read-only token a file and a token of its own (e.g. `openssl rand -hex 32`)",
+            );
+            return;
+        }
+    }
+    if sink.config_only {
+        return;
+    }
+    let mut tokens = Vec::with_capacity(2);
+    for (key, file) in ["token_file", "read_token_file"].into_iter().zip(files) {
+        let Some((node, path)) = file else { continue };
+        let Ok(token) = crate::config::read_secret_file(path, MAX_ADMIN_TOKEN_FILE_BYTES) else {
+            continue;
+        };
+        if token.len() < MIN_ADMIN_TOKEN_BYTES {
+            sink.error_hint(
+                node.pos,
+                format!(
+                    "`admin.{key}`: the token in `{}` is {} bytes long; an admin token must have at least {MIN_ADMIN_TOKEN_BYTES}",
+                    path.display(),
+                    token.len()
+                ),
+                "make one with e.g. `openssl rand -hex 32`",
+            );
+        }
+        tokens.push((node, token));
+    }
+    if let [(_, admin), (read_node, read)] = tokens.as_slice() {
+        if admin == read {
+            sink.error_hint(
+                read_node.pos,
+                "`admin.read_token_file` holds the same token as `admin.token_file`: the read-only token would be the admin token",
+                "give the read-only token a token of its own (e.g. `openssl rand -hex 32`)",
+            );
+        }
+    }
+}
+
+/// The largest admin token file read (a secret, not a document).
+pub(crate) const MAX_ADMIN_TOKEN_FILE_BYTES: u64 = 4096;
+
+/// `admin.hosts`: host names (or addresses) the admin listener answers to, normalised as
+/// origins' `hosts` are (lower case, no trailing dot, no port).
+fn admin_hosts(sink: &mut Sink, node: &Node) -> Vec<String> {
+    let Some(items) = reader::list(sink, node, "admin.hosts") else {
+        return Vec::new();
+    };
+    let mut hosts: Vec<String> = Vec::with_capacity(items.len());
+    for item in items {
+        let Some(text) = reader::string(sink, item, "admin.hosts") else {
+            continue;
+        };
+        match super::address::parse_host(text) {
+            Ok(host) if !hosts.contains(&host) => hosts.push(host),
+            Ok(host) => sink.error(
+                item.pos,
+                format!("host {} is listed twice in `admin.hosts`", quote(&host)),
+            ),
+            Err(p) => sink.problem(item.pos, p),
+        }
+    }
+    hosts
 }
 
 pub(crate) const ACCESS_LOG_FORMATS: [(&str, AccessLogFormat); 2] = [

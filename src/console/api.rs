@@ -1,6 +1,7 @@
 //! `/reports/crawlers`, `/reports/violations` and `/reports/robots`: JSON by default, CSV with
-//! `format=csv` (a header row, then one row per line of the report); `origin=` required,
-//! `since=`/`until=` in RFC 3339 (default: the whole window).
+//! `format=csv` (a header row, then one row per line of the report); `origin=` required but for
+//! the crawler report, which without it (or with `all=1`) covers every origin;
+//! `since=`/`until=` in RFC 3339 (default: the whole window) narrow every table.
 
 use std::sync::Arc;
 
@@ -24,14 +25,39 @@ pub(crate) struct Scope {
 impl Scope {
     /// The coverage in words, for the JSON and the pages.
     pub fn coverage_text(&self) -> String {
-        match self.coverage {
-            Coverage::Fleet(replicas) => format!("every replica ({replicas} within the window)"),
-            Coverage::ThisReplica => "this replica only (state.backend: memory)".to_string(),
-            Coverage::StoreDown => {
-                "this replica only: the shared state store cannot be read now".to_string()
+        coverage_words(&self.coverage)
+    }
+}
+
+/// The range a request asks for (`since`, `until` in RFC 3339, clamped to the window), or the
+/// 400 that refuses it (a time that does not parse, `since` after `until`).
+pub(crate) fn range(
+    console: &Console,
+    asked: &Asked,
+) -> Result<(u64, u64), Box<Response<Vec<u8>>>> {
+    let mut bounds = [None, None];
+    for (slot, key) in bounds.iter_mut().zip(["since", "until"]) {
+        if let Some(text) = asked.param(key).filter(|t| !t.is_empty()) {
+            match crate::reports::text::parse_rfc3339(text) {
+                Some(at) => *slot = Some(at),
+                None => {
+                    return Err(Box::new(html::json(
+                        400,
+                        &json!({"error": format!("`{key}` must be an RFC 3339 time, e.g. 2026-11-26T20:00:00Z")}),
+                    )))
+                }
             }
         }
     }
+    if let [Some(since), Some(until)] = bounds {
+        if since > until {
+            return Err(Box::new(html::json(
+                400,
+                &json!({"error": "`since` is after `until`"}),
+            )));
+        }
+    }
+    Ok(console.reports.range(bounds[0], bounds[1]))
 }
 
 /// The scope a request asks for, or the answer that refuses it (400, 404).
@@ -46,21 +72,7 @@ pub(crate) async fn scope(console: &Console, asked: &Asked) -> Result<Scope, Res
             &json!({"error": format!("no origin `{name}`")}),
         ));
     };
-    let mut bounds = [None, None];
-    for (slot, key) in bounds.iter_mut().zip(["since", "until"]) {
-        if let Some(text) = asked.param(key).filter(|t| !t.is_empty()) {
-            match crate::reports::text::parse_rfc3339(text) {
-                Some(at) => *slot = Some(at),
-                None => {
-                    return Err(html::json(
-                        400,
-                        &json!({"error": format!("`{key}` must be an RFC 3339 time, e.g. 2026-11-26T20:00:00Z")}),
-                    ))
-                }
-            }
-        }
-    }
-    let (since, until) = console.reports.range(bounds[0], bounds[1]);
+    let (since, until) = range(console, asked).map_err(|refused| *refused)?;
     let (published, coverage) = console
         .store
         .reports_of(&console.reports, origin.name())
@@ -73,6 +85,46 @@ pub(crate) async fn scope(console: &Console, asked: &Asked) -> Result<Scope, Res
         merged,
         coverage,
     })
+}
+
+/// Every origin's reports merged into one (each crawler's row sums its rows on every origin;
+/// distinct clients are counted once however many origins they asked), with the coverage in
+/// words and the origins' names.
+pub(crate) async fn every_origin(console: &Console) -> (Merged, String, Vec<String>) {
+    let snapshot = console.live.load();
+    let mut published = Vec::new();
+    let mut coverage: Option<Coverage> = None;
+    let mut names = Vec::with_capacity(snapshot.origins.len());
+    for origin in &snapshot.origins {
+        let (reports, cover) = console
+            .store
+            .reports_of(&console.reports, origin.name())
+            .await;
+        published.extend(reports);
+        // The least of the origins' coverages: a store that could not be read for one says so.
+        coverage = match (coverage, cover) {
+            (Some(Coverage::StoreDown), _) | (_, Coverage::StoreDown) => Some(Coverage::StoreDown),
+            (Some(Coverage::Fleet(a)), Coverage::Fleet(b)) => Some(Coverage::Fleet(a.max(b))),
+            (_, cover) => Some(cover),
+        };
+        names.push(origin.name().to_string());
+    }
+    let text = coverage.map_or_else(
+        || "this replica only".to_string(),
+        |coverage| coverage_words(&coverage),
+    );
+    (console.reports.merge(&published), text, names)
+}
+
+/// A coverage in words, for the JSON and the pages.
+fn coverage_words(coverage: &Coverage) -> String {
+    match coverage {
+        Coverage::Fleet(replicas) => format!("every replica ({replicas} within the window)"),
+        Coverage::StoreDown => {
+            "this replica only: the shared state store cannot be read now".to_string()
+        }
+        _ => "this replica only (state.backend: memory)".to_string(),
+    }
 }
 
 /// The violation filters of a request (`crawler`, `verification`, `read_robots=yes|no`).
@@ -114,9 +166,19 @@ impl Filters {
 
 /// The crawler report's rows, with the operator from the catalogue.
 pub(crate) fn crawler_rows(console: &Console, scope: &Scope) -> Vec<CrawlerReport> {
+    crawler_rows_of(console, &scope.merged, scope.since, scope.until)
+}
+
+/// The crawler rows of `merged` over `since..until`, with the operator from the catalogue.
+pub(crate) fn crawler_rows_of(
+    console: &Console,
+    merged: &Merged,
+    since: u64,
+    until: u64,
+) -> Vec<CrawlerReport> {
     let snapshot = console.live.load();
     let catalogue = snapshot.identifier.catalogue();
-    scope.merged.crawlers(scope.since, scope.until, |name| {
+    merged.crawlers(since, until, |name| {
         catalogue
             .get(name)
             .map(|def| def.operator.clone())
@@ -262,7 +324,8 @@ pub(crate) fn robots_rows(scope: &Scope) -> Vec<CopyRow> {
             None => String::new(),
         };
         previous = Some(copy);
-        if took_effect > scope.until || ended.is_some_and(|end| end < scope.since) {
+        let empty = scope.since >= scope.until;
+        if empty || took_effect >= scope.until || ended.is_some_and(|end| end <= scope.since) {
             continue;
         }
         rows.push(CopyRow {
@@ -314,14 +377,19 @@ pub(crate) async fn respond(console: &Console, asked: &Asked) -> Response<Vec<u8
             &json!({"error": "try /reports/crawlers, /reports/violations or /reports/robots with ?origin=NAME"}),
         );
     }
-    let scope = match scope(console, asked).await {
-        Ok(scope) => scope,
-        Err(answer) => return answer,
-    };
     let csv = match asked.param("format") {
         None | Some("json") => false,
         Some("csv") => true,
         Some(_) => return html::json(400, &json!({"error": "`format` is json or csv"})),
+    };
+    let every_origin = which == "crawlers"
+        && (asked.param("all") == Some("1") || asked.param("origin").is_none_or(str::is_empty));
+    if every_origin {
+        return every_origins_crawlers(console, asked, csv).await;
+    }
+    let scope = match scope(console, asked).await {
+        Ok(scope) => scope,
+        Err(answer) => return answer,
     };
     let origin = scope.origin.name().to_string();
     let filename = format!("robotsguard-{which}-{origin}.csv");
@@ -414,4 +482,31 @@ pub(crate) async fn respond(console: &Console, asked: &Asked) -> Response<Vec<u8
         }
     }
     html::json(200, &Value::Object(body))
+}
+
+/// `/reports/crawlers` over every origin (no `origin=`, or `all=1`).
+async fn every_origins_crawlers(console: &Console, asked: &Asked, csv: bool) -> Response<Vec<u8>> {
+    let (since, until) = match range(console, asked) {
+        Ok(range) => range,
+        Err(answer) => return *answer,
+    };
+    let (merged, coverage, origins) = every_origin(console).await;
+    let rows = crawler_rows_of(console, &merged, since, until);
+    if csv {
+        return html::csv(
+            crate::reports::csv(&CRAWLER_COLUMNS, rows.iter().map(crawler_cells)),
+            "robotsguard-crawlers-all-origins.csv",
+        );
+    }
+    html::json(
+        200,
+        &json!({
+            "origins": origins,
+            "since": rfc3339(since),
+            "until": rfc3339(until),
+            "coverage": coverage,
+            "note": "every origin's requests per crawler; distinct_clients and clients_read_robots are approximate (about 6.5 % standard error) and count a client once however many origins it asked",
+            "crawlers": rows.iter().map(crawler_json).collect::<Vec<Value>>(),
+        }),
+    )
 }

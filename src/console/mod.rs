@@ -5,8 +5,11 @@
 pub mod access;
 mod api;
 mod chart;
+pub mod checks;
 mod html;
 mod pages;
+pub(crate) mod preview;
+pub mod throttle;
 
 use std::sync::Arc;
 
@@ -30,6 +33,8 @@ pub struct Console {
     pub(crate) store: Arc<Store>,
     pub(crate) verifier: Arc<Verifier>,
     pub(crate) reports: Arc<Reports>,
+    /// What `/explain` lookups and robots.txt refreshes on demand may cost.
+    pub(crate) throttles: Arc<throttle::Throttles>,
 }
 
 /// The parts of a request the console reads.
@@ -43,11 +48,11 @@ pub(crate) struct Asked {
     pub session_id: Option<String>,
     /// The level the request has (token or session).
     pub level: Level,
-    /// The request came over TLS to a proxy in front (`X-Forwarded-Proto: https`): cookies
-    /// are `Secure`.
+    /// The request came over TLS to a proxy in front (`X-Forwarded-Proto: https`): the
+    /// session cookie is `Secure` and `__Host-` prefixed.
     pub secure: bool,
-    /// The `Origin` header of a form post agrees with the Host (or is absent).
-    pub same_origin: bool,
+    /// The admin client's address (sign-ins are throttled and sessions bounded by it).
+    pub client: Option<std::net::IpAddr>,
 }
 
 impl Asked {
@@ -82,8 +87,14 @@ impl Console {
         path == "/ui" || path.starts_with("/ui/") || path.starts_with("/reports/")
     }
 
-    /// Answers a console request.
-    pub async fn respond(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
+    /// Answers a console request from `client` (the admin listener's peer). A form that acts
+    /// has passed the admin listener's `Host` and cross-site checks already
+    /// ([`checks`]); its CSRF token is checked here.
+    pub async fn respond(
+        &self,
+        session: &mut ServerSession,
+        client: Option<std::net::IpAddr>,
+    ) -> Response<Vec<u8>> {
         let request = session.req_header();
         let method = request.method.clone();
         let path = request.uri.path().to_string();
@@ -91,11 +102,7 @@ impl Console {
         let level = self.access.level(request);
         let console_session = self.access.session(request);
         let session_id = access::session_cookie(request);
-        let secure = request
-            .headers
-            .get("x-forwarded-proto")
-            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"));
-        let same_origin = same_origin(request);
+        let secure = access::over_tls(request);
         let form = if method == http::Method::POST {
             match read_form(session).await {
                 Some(form) => form,
@@ -113,7 +120,7 @@ impl Console {
             session_id,
             level,
             secure,
-            same_origin,
+            client,
         };
         if asked.path.starts_with("/reports/") {
             if asked.method != http::Method::GET && asked.method != http::Method::HEAD {
@@ -126,27 +133,6 @@ impl Console {
         }
         pages::respond(self, &asked).await
     }
-}
-
-/// Whether a request's `Origin` (when it sends one) names the host it was sent to: a form
-/// posted from another site is refused even before its CSRF token is checked.
-fn same_origin(request: &pingora::http::RequestHeader) -> bool {
-    let Some(origin) = request.headers.get(http::header::ORIGIN) else {
-        return true;
-    };
-    let host = request
-        .headers
-        .get(http::header::HOST)
-        .map(http::HeaderValue::as_bytes)
-        .or_else(|| request.uri.authority().map(|a| a.as_str().as_bytes()));
-    let Some(host) = host else {
-        return false;
-    };
-    let origin = origin.as_bytes();
-    let after_scheme = origin
-        .strip_prefix(b"http://")
-        .or_else(|| origin.strip_prefix(b"https://"));
-    after_scheme.is_some_and(|authority| authority.eq_ignore_ascii_case(host))
 }
 
 /// A form body (`application/x-www-form-urlencoded`), at most [`MAX_FORM_BYTES`]; `None` when

@@ -6,11 +6,12 @@ use std::fmt::Write;
 
 use http::Response;
 
-use super::access::{csrf_matches, Level, SESSION_COOKIE, SESSION_LIFETIME};
+use super::access::{csrf_matches, Level, SECURE_SESSION_COOKIE, SESSION_COOKIE, SESSION_LIFETIME};
 use super::api::{self, Filters, Scope};
 use super::html::{self, escape, number, url_value, Section};
 use super::{chart, Asked, Console};
-use crate::judge::{Answer, Facts, Judge, Mode};
+use crate::judge::{Answer, Facts};
+use crate::metrics::METRICS;
 use crate::reports::rfc3339;
 use crate::snapshot::{CopyOutcome, Policy};
 use crate::store::Lifted;
@@ -76,7 +77,7 @@ pub(crate) async fn respond(console: &Console, asked: &Asked) -> Response<Vec<u8
         let token_ok = asked
             .field("csrf")
             .is_some_and(|given| csrf_matches(&viewer.csrf, given));
-        if !asked.same_origin || !token_ok || viewer.set_cookie.is_some() {
+        if !token_ok || viewer.set_cookie.is_some() {
             return message(
                 403,
                 "Refused",
@@ -125,7 +126,7 @@ fn admit(console: &Console, asked: &Asked) -> Result<Viewer, Box<Response<Vec<u8
         });
     }
     if console.access.console_open() {
-        let Some((id, session)) = console.access.open_session(Level::Admin) else {
+        let Some((id, session)) = console.access.open_session(Level::Admin, asked.client) else {
             return Err(Box::new(html::text(
                 500,
                 "no random numbers for a session\n",
@@ -162,19 +163,22 @@ fn admit(console: &Console, asked: &Asked) -> Result<Viewer, Box<Response<Vec<u8
     ))))
 }
 
+/// The session cookie: `HttpOnly; SameSite=Strict`, and over TLS `__Host-` prefixed and
+/// `Secure` (so no other host of the site can set or shadow it).
 fn session_cookie(id: &str, secure: bool) -> String {
-    format!(
-        "{SESSION_COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
-        SESSION_LIFETIME.as_secs(),
-        if secure { "; Secure" } else { "" }
-    )
+    cookie(id, SESSION_LIFETIME.as_secs(), secure)
 }
 
 fn expired_cookie(secure: bool) -> String {
-    format!(
-        "{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{}",
-        if secure { "; Secure" } else { "" }
-    )
+    cookie("", 0, secure)
+}
+
+fn cookie(value: &str, max_age: u64, secure: bool) -> String {
+    if secure {
+        format!("{SECURE_SESSION_COOKIE}={value}; Path=/; Secure; HttpOnly; SameSite=Strict; Max-Age={max_age}")
+    } else {
+        format!("{SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}")
+    }
 }
 
 fn set_cookie(answer: &mut Response<Vec<u8>>, cookie: &str) {
@@ -200,7 +204,9 @@ fn message(status: u16, title: &str, text: &str, viewer: &Viewer) -> Response<Ve
     viewer.page(status, title, Section::Overview, &body)
 }
 
-/// `/ui/login`: the token form, and its post.
+/// `/ui/login`: the token form, and its post. Failed sign-ins from one address make the next
+/// wait, twice as long each time ([`super::access::Access::login_failed`]); while it waits, a
+/// token is not even checked.
 fn login(console: &Console, asked: &Asked, get: bool) -> Response<Vec<u8>> {
     let next = asked
         .param("next")
@@ -212,21 +218,46 @@ fn login(console: &Console, asked: &Asked, get: bool) -> Response<Vec<u8>> {
         return html::see_other("/ui/");
     }
     let mut failed = false;
+    let mut wait = None;
     if !get {
-        let token = asked.field("token").unwrap_or("").trim().as_bytes();
-        let level = console.access.level_of_token(token);
-        if asked.same_origin && level > Level::None {
-            if let Some((id, _)) = console.access.open_session(level) {
-                let mut answer = html::see_other(&next);
-                set_cookie(&mut answer, &session_cookie(&id, asked.secure));
-                return answer;
+        if let Some(left) = console.access.login_wait(asked.client) {
+            METRICS
+                .admin_refusals
+                .with_label_values(&["login_throttled"])
+                .inc();
+            wait = Some(left);
+        } else {
+            let token = asked.field("token").unwrap_or("").trim().as_bytes();
+            let level = console.access.level_of_token(token);
+            if level > Level::None {
+                if let Some((id, _)) = console.access.open_session(level, asked.client) {
+                    console.access.login_succeeded(asked.client);
+                    let mut answer = html::see_other(&next);
+                    set_cookie(&mut answer, &session_cookie(&id, asked.secure));
+                    return answer;
+                }
+            }
+            METRICS
+                .admin_refusals
+                .with_label_values(&["login_failed"])
+                .inc();
+            let next_wait = console.access.login_failed(asked.client);
+            failed = true;
+            if !next_wait.is_zero() {
+                wait = Some(next_wait);
             }
         }
-        failed = true;
     }
     let mut body = String::from("<h1>Sign in</h1>\n");
     if failed {
         body.push_str("<p class=\"alert\" id=\"login-failed\">That token is not the admin token nor the read-only token.</p>\n");
+    }
+    let seconds = wait.map(|w| (w.as_secs() + u64::from(w.subsec_nanos() > 0)).max(1));
+    if let Some(seconds) = seconds {
+        let _ = writeln!(
+            body,
+            "<p class=\"alert\" id=\"login-wait\">Too many wrong tokens from your address: the next sign-in is checked in {seconds} s (each wrong token doubles the wait).</p>"
+        );
     }
     let _ = writeln!(
         body,
@@ -238,8 +269,19 @@ fn login(console: &Console, asked: &Asked, get: bool) -> Response<Vec<u8>> {
         escape(&next)
     );
     // 200 even for a wrong token: the page is the answer, and a browser logs any other status
-    // of a page as an error.
-    html::page(200, "Sign in", Section::Login, None, &body)
+    // of a page as an error. A sign-in that was not checked is 429, with Retry-After.
+    match seconds.filter(|_| !failed) {
+        Some(seconds) => {
+            let mut answer = html::page(429, "Sign in", Section::Login, None, &body);
+            if let Ok(value) = http::HeaderValue::from_str(&seconds.to_string()) {
+                answer
+                    .headers_mut()
+                    .insert(http::header::RETRY_AFTER, value);
+            }
+            answer
+        }
+        None => html::page(200, "Sign in", Section::Login, None, &body),
+    }
 }
 
 fn coverage_badge(scope: &Scope) -> String {
@@ -348,6 +390,18 @@ async fn overview(console: &Console, viewer: &Viewer) -> Response<Vec<u8>> {
         body.push('\n');
     }
     body.push_str("</tbody></table></div>\n");
+    let (everywhere, _, _) = api::every_origin(console).await;
+    let since = now_s.saturating_sub(console.reports.window().as_secs());
+    let all_rows = api::crawler_rows_of(console, &everywhere, since, now_s + 1);
+    body.push_str("<h2 id=\"all-crawlers-heading\">Crawlers on every origin</h2>\n");
+    body.push_str("<p class=\"downloads\"><a href=\"/reports/crawlers?format=csv\" download id=\"all-crawlers-csv\">Download CSV</a><a href=\"/reports/crawlers\" id=\"all-crawlers-json\">JSON</a></p>\n");
+    body.push_str(&crawler_table(
+        "all-crawlers",
+        &all_rows,
+        &everywhere,
+        since,
+        now_s + 1,
+    ));
     let _ = writeln!(
         body,
         "<p class=\"note\">Signed in with {} access. Counts cover the last {} at most (<code>reports.window</code>).</p>",
@@ -368,6 +422,73 @@ fn verification_tag(verification: &str) -> String {
         "<span class=\"tag {}\">{}</span>",
         escape(verification),
         escape(verification)
+    )
+}
+
+/// The crawler table (of one origin or of all): every request counted in exactly one of
+/// allowed, passed, blocked, limited, banned, would refuse and errors, so a row adds up to its
+/// requests.
+fn crawler_table(
+    id: &str,
+    rows: &[crate::reports::CrawlerReport],
+    merged: &crate::reports::Merged,
+    since: u64,
+    until: u64,
+) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            let t = &row.tally;
+            vec![
+                escape(&row.name),
+                escape(&row.category),
+                escape(&row.operator),
+                format!("<span class=\"num\">{}</span>", number(t.requests)),
+                number(t.allowed),
+                // The signals' rows (`trap`, `disguised`) show their refusals as blocked.
+                number(t.blocked + t.trap + t.disguised),
+                number(t.limited),
+                number(t.banned),
+                number(t.would_block + t.would_limit + t.would_trap + t.would_disguised),
+                number(t.passed),
+                number(t.errors),
+                format!(
+                    "{} / {} / {}",
+                    number(t.verified),
+                    number(t.unverified),
+                    number(t.impostor)
+                ),
+                format!("~{}", number(row.distinct_clients)),
+                format!("~{}", number(row.clients_read_robots)),
+                html::bytes(t.bytes),
+                rfc3339(row.last_seen),
+                chart::spark(&merged.series(Some(&row.name), since, until)),
+            ]
+        })
+        .collect();
+    html::table(
+        id,
+        &[
+            "Crawler",
+            "Category",
+            "Operator",
+            "Requests",
+            "Allowed",
+            "Blocked",
+            "Limited",
+            "Banned",
+            "Would refuse",
+            "Passed",
+            "Errors",
+            "Verified / unverified / impostor",
+            "Clients",
+            "Read robots.txt",
+            "Bytes",
+            "Last seen",
+            "Over the window",
+        ],
+        &cells,
+        "No crawler requests in this range.",
     )
 }
 
@@ -426,60 +547,12 @@ async fn origin_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Respo
 
     body.push_str("<h2 id=\"crawlers-heading\">Crawlers</h2>\n");
     body.push_str(&downloads("crawlers", &range_q));
-    let crawler_rows: Vec<Vec<String>> = crawlers
-        .iter()
-        .map(|row| {
-            let t = &row.tally;
-            vec![
-                escape(&row.name),
-                escape(&row.category),
-                escape(&row.operator),
-                format!("<span class=\"num\">{}</span>", number(t.requests)),
-                number(t.allowed),
-                // The signals' rows (`trap`, `disguised`) show their refusals as blocked.
-                number(t.blocked + t.trap + t.disguised),
-                number(t.limited),
-                number(t.banned),
-                number(t.would_block + t.would_trap + t.would_disguised),
-                format!(
-                    "{} / {} / {}",
-                    number(t.verified),
-                    number(t.unverified),
-                    number(t.impostor)
-                ),
-                format!("~{}", number(row.distinct_clients)),
-                format!("~{}", number(row.clients_read_robots)),
-                html::bytes(t.bytes),
-                rfc3339(row.last_seen),
-                chart::spark(
-                    &scope
-                        .merged
-                        .series(Some(&row.name), scope.since, scope.until),
-                ),
-            ]
-        })
-        .collect();
-    body.push_str(&html::table(
+    body.push_str(&crawler_table(
         "crawlers",
-        &[
-            "Crawler",
-            "Category",
-            "Operator",
-            "Requests",
-            "Allowed",
-            "Blocked",
-            "Limited",
-            "Banned",
-            "Would block",
-            "Verified / unverified / impostor",
-            "Clients",
-            "Read robots.txt",
-            "Bytes",
-            "Last seen",
-            "Over the window",
-        ],
-        &crawler_rows,
-        "No crawler requests in this range.",
+        &crawlers,
+        &scope.merged,
+        scope.since,
+        scope.until,
     ));
 
     body.push_str("<h2 id=\"violations-heading\">Violations</h2>\n<p class=\"note\">Requests a robots.txt rule disallowed to the crawler (refused, or reported in report mode), by path.</p>\n");
@@ -808,12 +881,16 @@ async fn explain_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Resp
         keys_unavailable: false,
         request_id: None,
     };
-    let judge = Judge {
-        snapshot: &snapshot,
-        verifier: &console.verifier,
-        store: &console.store,
-    };
-    let judgment = judge.judge(&facts, Mode::Preview).await;
+    let preview = super::preview::preview(
+        &snapshot,
+        &console.verifier,
+        &console.store,
+        &console.throttles,
+        asked.client,
+        &facts,
+    )
+    .await;
+    let judgment = &preview.judgment;
     let answer = match &judgment.answer {
         Answer::Proxy => "proxied to the origin".to_string(),
         Answer::ServeRobots(_) => {
@@ -835,10 +912,12 @@ async fn explain_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Resp
             .map_or("not a crawler".to_string(), |c| {
                 format!("{} ({})", c.name(), c.category().as_str())
             });
-        let verification = decision
+        // Worded as /explain words it (one preview for both): a crawler not checked is
+        // `unverified`, with why.
+        let verification = preview
             .verification
             .as_ref()
-            .map_or("not checked".to_string(), |v| {
+            .map_or("not a crawler".to_string(), |v| {
                 format!("{} — {}", v.result.as_str(), v.how)
             });
         let rule = decision.rule.as_ref().map_or("none".to_string(), |r| {
@@ -846,7 +925,7 @@ async fn explain_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Resp
         });
         let _ = write!(
             body,
-            "<dt>Origin</dt><dd>{}</dd><dt>Decision</dt><dd id=\"decision\">{}</dd><dt>Policy</dt><dd>{}</dd><dt>Crawler</dt><dd>{}</dd><dt>Verification</dt><dd>{}</dd><dt>Group</dt><dd>{}</dd><dt>Rule</dt><dd><code>{}</code></dd><dt>Reason</dt><dd>{}</dd>",
+            "<dt>Origin</dt><dd>{}</dd><dt>Decision</dt><dd id=\"decision\">{}</dd><dt>Policy</dt><dd>{}</dd><dt>Crawler</dt><dd>{}</dd><dt>Verification</dt><dd id=\"verification\">{}</dd><dt>Group</dt><dd>{}</dd><dt>Rule</dt><dd><code>{}</code></dd><dt>Reason</dt><dd>{}</dd>",
             escape(decision.origin.name()),
             decision.outcome.as_str(),
             escape(&decision.policy()),
@@ -870,5 +949,13 @@ async fn explain_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Resp
         }
     }
     body.push_str("</dl></div>\n");
+    if preview.lookups_limited {
+        let _ = writeln!(
+            body,
+            "<p class=\"warn\" id=\"lookups-limited\">The claim was not checked with reverse DNS: Explain looks up at most {} client addresses a minute per viewer and {} in all. Ask again in a minute.</p>",
+            super::throttle::EXPLAIN_LOOKUPS_PER_CALLER,
+            super::throttle::EXPLAIN_LOOKUPS_OVERALL,
+        );
+    }
     viewer.page(200, "Explain", Section::Explain, &body)
 }

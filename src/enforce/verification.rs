@@ -90,6 +90,18 @@ impl Decision {
         open && checkable && self.origin.config.impostors != Impostors::Ignore
     }
 
+    /// The verdict on the request's claim as the reports, the log lines, `/explain` and the
+    /// console word it: what checking found, or `unverified` for a crawler whose claim was not
+    /// checked (a claim is never taken as proven); `None` when no crawler is claimed.
+    pub fn verification_result(&self) -> Option<VerificationResult> {
+        match self.verification.as_ref().map(|v| v.result) {
+            None if self.crawler.is_some() && self.why != Why::NotCrawler => {
+                Some(VerificationResult::Unverified)
+            }
+            result => result,
+        }
+    }
+
     /// The crawler names the request claims: the deciding crawler first, then the others its
     /// User-Agent names.
     pub fn claimed(&self) -> impl Iterator<Item = &str> {

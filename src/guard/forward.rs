@@ -122,6 +122,59 @@ fn strip_client_forwarding_headers(headers: &mut HeaderMap, peer_trusted: bool) 
     }
 }
 
+/// The admin console's session cookie, under either name: a browser sends it to every port of
+/// the host that set it, so to a site proxied on the same host too.
+const CONSOLE_COOKIES: [&[u8]; 2] = [b"robotsguard_session", b"__Host-robotsguard_session"];
+
+/// Removes the admin console's session cookie from the `Cookie` headers an origin would get
+/// (it would hand the origin an admin session), leaving every other cookie byte for byte; a
+/// `Cookie` header left empty goes. Requests without it cost one substring search per `Cookie`
+/// header.
+fn strip_console_session(headers: &mut HeaderMap) {
+    let finder = memchr::memmem::Finder::new(b"robotsguard_session");
+    let carries = headers
+        .get_all(http::header::COOKIE)
+        .iter()
+        .any(|value| finder.find(value.as_bytes()).is_some());
+    if !carries {
+        return;
+    }
+    let kept: Vec<HeaderValue> = headers
+        .get_all(http::header::COOKIE)
+        .iter()
+        .filter_map(|value| without_console_session(value.as_bytes()))
+        .filter_map(|value| HeaderValue::from_bytes(&value).ok())
+        .collect();
+    headers.remove(http::header::COOKIE);
+    for value in kept {
+        headers.append(http::header::COOKIE, value);
+    }
+}
+
+/// A `Cookie` value without the console's session cookie: `None` when nothing else is left.
+/// The other pairs keep their bytes; the separator before a removed pair goes with it.
+fn without_console_session(value: &[u8]) -> Option<Vec<u8>> {
+    let mut out: Vec<u8> = Vec::with_capacity(value.len());
+    for pair in value.split(|&b| b == b';') {
+        let name = pair
+            .split(|&b| b == b'=')
+            .next()
+            .unwrap_or_default()
+            .trim_ascii();
+        if CONSOLE_COOKIES.contains(&name) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(b';');
+        }
+        out.extend_from_slice(pair);
+    }
+    // A first pair removed leaves the next one's leading space.
+    let start = out.iter().position(|b| !b.is_ascii_whitespace())?;
+    out.drain(..start);
+    Some(out)
+}
+
 /// All values of a header, joined with `, ` as one (a proxy chain may send several lines).
 fn joined_header(headers: &HeaderMap, name: &HeaderName) -> Option<Vec<u8>> {
     let mut values = headers.get_all(name).iter();
@@ -193,6 +246,7 @@ fn set_forwarding_headers(headers: &mut HeaderMap, facts: &Forwarding<'_>) -> Re
         headers.remove(name);
     }
     strip_client_forwarding_headers(headers, facts.peer_trusted);
+    strip_console_session(headers);
     // From a trusted proxy, its X-Forwarded-For chain grows by the peer, and the scheme and host
     // it saw are kept; from anyone else, all three are ours alone.
     let existing = facts
@@ -524,6 +578,52 @@ mod tests {
              x-forwarded-for: 192.0.2.7\r\n\
              x-forwarded-proto: https\r\n\
              x-forwarded-host: shop.example\r\n"
+        );
+    }
+
+    #[test]
+    fn the_consoles_session_cookie_never_reaches_the_origin_and_others_stay_byte_for_byte() {
+        for (sent, kept) in [
+            ("a=1; robotsguard_session=x; b=2", Some("a=1; b=2")),
+            ("robotsguard_session=x; a=1", Some("a=1")),
+            ("a=1;robotsguard_session=x", Some("a=1")),
+            ("__Host-robotsguard_session=x;  b=2", Some("b=2")),
+            ("robotsguard_session=x", None),
+            (
+                "xrobotsguard_session=1; robotsguard_sessions=2",
+                Some("xrobotsguard_session=1; robotsguard_sessions=2"),
+            ),
+            ("a=1 ;  b = 2", Some("a=1 ;  b = 2")),
+        ] {
+            assert_eq!(
+                without_console_session(sent.as_bytes())
+                    .map(|v| String::from_utf8(v).expect("text")),
+                kept.map(str::to_string),
+                "{sent}"
+            );
+        }
+        let mut upstream = request(
+            b"/",
+            &[
+                ("Host", "shop.example"),
+                ("Cookie", "cart=7; robotsguard_session=abc"),
+                ("Cookie", "__Host-robotsguard_session=def"),
+                ("Cookie", "theme=dark"),
+            ],
+        );
+        forward(&mut upstream, None, &facts(false)).expect("forwarded");
+        let cookies: Vec<&str> = upstream
+            .headers
+            .get_all("cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        assert_eq!(cookies, ["cart=7", "theme=dark"]);
+        let mut untouched = request(b"/", &[("Host", "shop.example"), ("Cookie", "a=1;b=2")]);
+        forward(&mut untouched, None, &facts(false)).expect("forwarded");
+        assert_eq!(
+            untouched.headers.get("cookie").map(|v| v.as_bytes()),
+            Some(b"a=1;b=2".as_slice())
         );
     }
 

@@ -33,8 +33,16 @@ const BUCKETS: u64 = 144;
 const CLIENT_SLICES: u64 = 24;
 /// Time slices of the violation sketches over a window.
 const VIOLATION_SLICES: u64 = 6;
-/// Crawler rows kept per origin; crawlers beyond (names a User-Agent made up) count as `other`.
-const MAX_CRAWLER_ROWS: usize = 512;
+/// Rows kept per origin for crawlers named only by a User-Agent (generic rules, robots.txt
+/// tokens): beyond them such names count as `other`, so that made-up names never take the rows
+/// of catalogue crawlers.
+const MAX_MADE_UP_ROWS: usize = 256;
+/// Rows kept per origin in all (catalogue crawlers, the signals' rows and the made-up names):
+/// beyond them everything counts as `other`. The catalogue is a few hundred entries, so it
+/// always fits.
+const MAX_CRAWLER_ROWS: usize = 2048;
+/// The row that counts what has no row of its own.
+const OTHER_ROW: &str = "other";
 /// Bytes of a violating path kept.
 pub const MAX_PATH_BYTES: usize = 256;
 
@@ -155,12 +163,7 @@ impl OneRequest {
                 | Outcome::Disguised
                 | Outcome::PaymentRequired
         );
-        let verification = match decision.verification.as_ref().map(|v| v.result) {
-            None if decision.crawler.is_some() && decision.why != Why::NotCrawler => {
-                Some(VerificationResult::Unverified)
-            }
-            result => result,
-        };
+        let verification = decision.verification_result();
         OneRequest {
             outcome: decision.outcome,
             failed,
@@ -205,6 +208,9 @@ impl<T: Default> Buckets<T> {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct CrawlerRow {
     category: String,
+    /// Named only by a User-Agent (not in the catalogue): counted against [`MAX_MADE_UP_ROWS`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    made_up: bool,
     counts: Buckets<Tally>,
     clients: Buckets<Distinct>,
     readers: Buckets<Distinct>,
@@ -364,6 +370,8 @@ pub struct OriginReport {
     dirty: bool,
     /// The newest violation slice when it was last published: older ones have not changed since.
     published_from: u64,
+    /// Rows of made-up crawler names ([`MAX_MADE_UP_ROWS`]).
+    made_up_rows: usize,
 }
 
 /// An origin's report as one replica writes it to the shared store: its counts, and the violation
@@ -543,25 +551,38 @@ impl Reports {
         }
         // A signal that catches clients whatever their User-Agent has a row of its own (the
         // disguised crawler is the decision's crawler already).
-        let (name, category) = if matches!(decision.outcome, Outcome::Trap | Outcome::WouldTrap) {
-            ("trap", "other")
-        } else {
-            let Some(crawler) = &decision.crawler else {
-                return;
+        let (name, category, made_up) =
+            if matches!(decision.outcome, Outcome::Trap | Outcome::WouldTrap) {
+                ("trap", "other", false)
+            } else {
+                let Some(crawler) = &decision.crawler else {
+                    return;
+                };
+                // A name whose metric label is its own is the catalogue's (or a configured
+                // signal's); the others come from User-Agents alone.
+                let made_up = crawler.label() != crawler.name();
+                (crawler.name(), crawler.category().as_str(), made_up)
             };
-            (crawler.name(), crawler.category().as_str())
-        };
-        let rows = report.crawlers.len();
-        let name = if rows < MAX_CRAWLER_ROWS || report.crawlers.contains_key(name) {
+        let name = if report.crawlers.contains_key(name) {
             name
+        } else if report.crawlers.len() >= MAX_CRAWLER_ROWS
+            || (made_up && report.made_up_rows >= MAX_MADE_UP_ROWS)
+        {
+            OTHER_ROW
         } else {
-            "other"
+            name
         };
         // Looked up before inserting: a crawler's row exists after its first request, and
         // `entry` would allocate the name on every one.
         let row = match report.crawlers.get_mut(name) {
             Some(row) => row,
-            None => report.crawlers.entry(name.to_string()).or_default(),
+            None => {
+                let made_up = made_up && name != OTHER_ROW;
+                report.made_up_rows += usize::from(made_up);
+                let row = report.crawlers.entry(name.to_string()).or_default();
+                row.made_up = made_up;
+                row
+            }
         };
         if row.category.is_empty() {
             row.category = category.to_string();
@@ -609,9 +630,8 @@ impl Reports {
             let probe = ViolationProbe {
                 crawler: name,
                 verification: decision
-                    .verification
-                    .as_ref()
-                    .map_or(VerificationResult::Unverified, |v| v.result)
+                    .verification_result()
+                    .unwrap_or(VerificationResult::Unverified)
                     .as_str(),
                 path,
                 path_cut,
@@ -724,13 +744,15 @@ impl Reports {
 
     /// The time range a query covers: `since`/`until` clamped to the window. `until` is where
     /// it ends (buckets starting there are out); by default after the current second, so that a
-    /// request counted this second is in, also in the first second of a bucket.
+    /// request counted this second is in, also in the first second of a bucket. A range that
+    /// lies wholly outside the window (in the future, say) comes back empty (`since == until`),
+    /// and every table of an empty range is empty.
     pub fn range(&self, since: Option<u64>, until: Option<u64>) -> (u64, u64) {
         let now = self.now();
         let oldest = now.saturating_sub(self.grid.window);
         let until = until.unwrap_or(now + 1).min(now + 1);
         let since = since.unwrap_or(oldest).max(oldest);
-        (since, until.max(since))
+        (since.min(until), until)
     }
 
     /// Merges published reports (this replica's and others') into one view.
@@ -786,6 +808,7 @@ fn prune(report: &mut OriginReport, oldest: u64, grid: Grid) {
         row.readers.prune(oldest.saturating_sub(grid.client_slice));
         row.last_seen >= oldest
     });
+    report.made_up_rows = report.crawlers.values().filter(|row| row.made_up).count();
     while report
         .violations
         .front()
@@ -874,6 +897,9 @@ impl Merged {
     /// Totals of every request to the origin over the range.
     pub fn totals(&self, since: u64, until: u64) -> Tally {
         let mut total = Tally::default();
+        if since >= until {
+            return total;
+        }
         for tally in self.totals.within(since, until, self.grid.bucket) {
             total.add(tally);
         }
@@ -892,6 +918,9 @@ impl Merged {
         };
         let width = self.grid.bucket;
         let mut series = Vec::new();
+        if since >= until {
+            return series;
+        }
         let mut at = Grid::start(since, width);
         while at < until && series.len() < 10_000 {
             let tally = buckets
@@ -917,6 +946,9 @@ impl Merged {
         until: u64,
         operator: impl Fn(&str) -> String,
     ) -> Vec<CrawlerReport> {
+        if since >= until {
+            return Vec::new();
+        }
         let mut rows: Vec<CrawlerReport> = self
             .crawlers
             .iter()
@@ -957,10 +989,18 @@ impl Merged {
         rows
     }
 
-    /// The violations over the range, most requested first, at most `reports.top` rows.
+    /// The violations over the range, most requested first, at most `reports.top` rows: those
+    /// seen within it (a row's counts cover its whole time slice, a sixth of the window, so at
+    /// the range's edges they may include requests just outside it).
     pub fn violations(&self, since: u64, until: u64) -> ViolationsReport {
         let mut merged: Violations = SpaceSaving::new(self.top);
         let mut dropped_bound = 0;
+        if since >= until {
+            return ViolationsReport {
+                rows: Vec::new(),
+                error_bound: 0,
+            };
+        }
         for slice in &self.violations {
             if slice.start + self.grid.violation_slice <= since || slice.start >= until {
                 continue;
@@ -981,6 +1021,7 @@ impl Merged {
         let rows = merged
             .top()
             .into_iter()
+            .filter(|entry| entry.value.last_seen >= since && entry.value.first_seen < until)
             .map(|entry| ViolationReport {
                 key: entry.key.clone(),
                 count: entry.count,

@@ -22,8 +22,11 @@ pub fn unix_seconds(at: SystemTime) -> u64 {
     at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-/// CSV text: `header`, then each row. A cell that a spreadsheet would run as a formula (`=`,
-/// `+`, `-`, `@`, tab or CR first) gets a leading `'`: paths and names come from clients.
+/// CSV text: `header`, then each row. Paths and names come from clients, so no cell may start a
+/// formula in a spreadsheet: a `'` goes before a `=`, `+`, `-`, `@`, tab or CR that starts the
+/// cell or follows a character a spreadsheet may split cells at (`,` `;` tab, `|`, a space or a
+/// line break), spaces between them included, since the separator it is opened with may not be
+/// this file's comma.
 pub fn csv(header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> Vec<u8> {
     let mut writer = ::csv::Writer::from_writer(Vec::new());
     // Writing to memory cannot fail but for a row of the wrong length, which the callers
@@ -37,10 +40,28 @@ pub fn csv(header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> Vec<
 }
 
 fn defused(cell: String) -> String {
-    match cell.chars().next() {
-        Some('=' | '+' | '-' | '@' | '\t' | '\r') => format!("'{cell}"),
-        _ => cell,
+    let splits = |c: char| matches!(c, ',' | ';' | '\t' | '|' | ' ' | '\r' | '\n');
+    let starts_formula = |c: char| matches!(c, '=' | '+' | '-' | '@' | '\t' | '\r');
+    // Most cells (numbers, times, names) hold nothing to defuse: no copy for them.
+    let mut at_start = true;
+    let needs = cell.chars().any(|c| {
+        let hit = at_start && starts_formula(c);
+        at_start = splits(c);
+        hit
+    });
+    if !needs {
+        return cell;
     }
+    let mut out = String::with_capacity(cell.len() + 8);
+    let mut at_start = true;
+    for c in cell.chars() {
+        if at_start && starts_formula(c) {
+            out.push('\'');
+        }
+        at_start = splits(c);
+        out.push(c);
+    }
+    out
 }
 
 /// The longest a diff may take to compute: robots.txt files can be half a megabyte.
@@ -112,6 +133,30 @@ mod tests {
             String::from_utf8(text).expect("utf-8"),
             "path,count\n\"/a,b\",3\n'=cmd(),1\n"
         );
+    }
+
+    #[test]
+    fn csv_defuses_a_formula_after_any_separator() {
+        for (cell, defused_cell) in [
+            (
+                "/x;=HYPERLINK(\"http://e.example\")",
+                "/x;'=HYPERLINK(\"http://e.example\")",
+            ),
+            ("/a,+1", "/a,'+1"),
+            ("/a; -1", "/a; '-1"),
+            ("a|@SUM(A1)", "a|'@SUM(A1)"),
+            ("x\t=1", "x\t'=1"),
+            ("\t=1", "'\t'=1"),
+            ("=1;=2", "'=1;'=2"),
+            ("/plain/path-with-dash=ok", "/plain/path-with-dash=ok"),
+            ("2026-11-26T20:15:00Z", "2026-11-26T20:15:00Z"),
+            ("12", "12"),
+        ] {
+            assert_eq!(defused(cell.to_string()), defused_cell, "{cell}");
+        }
+        let text =
+            String::from_utf8(csv(&["path"], [vec!["/x;=cmd()".to_string()]])).expect("utf-8");
+        assert_eq!(text, "path\n/x;'=cmd()\n");
     }
 
     #[test]

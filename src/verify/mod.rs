@@ -192,6 +192,44 @@ impl Verifier {
         decision: &Decision,
         client: IpAddr,
     ) -> Option<Arc<Verification>> {
+        self.verify_claims(snapshot, decision, client, true).await
+    }
+
+    /// [`Verifier::verify`] sending no DNS query: a claim that only a reverse DNS lookup not
+    /// already answered could settle stays unverified, its `how` saying [`NOT_LOOKED_UP`]
+    /// (what `/explain` answers once its lookups are used up). Range lists and cached verdicts
+    /// still answer.
+    pub async fn verify_without_lookups(
+        &self,
+        snapshot: &Snapshot,
+        decision: &Decision,
+        client: IpAddr,
+    ) -> Option<Arc<Verification>> {
+        self.verify_claims(snapshot, decision, client, false).await
+    }
+
+    /// Whether checking a claim from `ip` could send a DNS query now: reverse DNS is on, the
+    /// address is public and no answer for it is cached.
+    pub fn may_look_up(&self, ip: IpAddr) -> bool {
+        self.settings.dns.enabled && is_public(ip) && self.dns.peek(ip).is_none()
+    }
+
+    /// Whether the verdict on `crawler` (with `data`) from `ip` would need a DNS query now.
+    fn needs_lookup(&self, crawler: &str, data: &VerifyData, ip: IpAddr) -> bool {
+        !data.rdns.is_empty()
+            && self.may_look_up(ip)
+            && self.cached(crawler, ip).is_none()
+            && !(self.settings.ranges.enabled
+                && matches!(self.lists.answer(crawler, &data.ips, ip), ListAnswer::In(_)))
+    }
+
+    async fn verify_claims(
+        &self,
+        snapshot: &Snapshot,
+        decision: &Decision,
+        client: IpAddr,
+        lookups: bool,
+    ) -> Option<Arc<Verification>> {
         let mut found: Option<Arc<Verification>> = None;
         let primary = decision
             .crawler
@@ -203,6 +241,11 @@ impl Verifier {
             Some((def.name.as_str(), def.verify.as_ref()?))
         });
         for (name, data) in primary.into_iter().chain(others) {
+            if !lookups && self.needs_lookup(name, data, client) {
+                found
+                    .get_or_insert_with(|| Arc::new(Verification::unverified(name, NOT_LOOKED_UP)));
+                continue;
+            }
             let verification = self.verify_one(name, data, client).await;
             METRICS
                 .crawler_verifications
@@ -275,6 +318,11 @@ impl Verifier {
         verification
     }
 }
+
+/// Why a claim checked without DNS queries ([`Verifier::verify_without_lookups`]) stays
+/// unverified.
+pub const NOT_LOOKED_UP: &str =
+    "not checked: its reverse DNS was not looked up (the lookups /explain may make are used up for now; ask again in a minute)";
 
 /// What a crawler's range lists say of an address.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -181,6 +181,12 @@ origins:
             assert rows.count() == 2, rows.count()
             assert "shop" in rows.nth(1).inner_text() or "shop" in rows.nth(0).inner_text()
             page.screenshot(path=os.path.join(shots, "overview.png"), full_page=True)
+            # Every origin's crawlers in one table: GPTBot's requests on shop and blog together.
+            everywhere = {}
+            for row in page.locator("#all-crawlers tbody tr").all():
+                cells = [c.inner_text() for c in row.locator("td").all()]
+                everywhere[cells[0]] = cells
+            assert everywhere["GPTBot"][3] == "10", everywhere["GPTBot"]
             page.goto(base + "/ui/bans")
             bans_text = page.locator("#bans").inner_text()
             assert "192.0.2.2" in bans_text and "NAT?" in bans_text, bans_text
@@ -196,6 +202,12 @@ origins:
             assert crawler_rows["GPTBot"][4] == "4", crawler_rows["GPTBot"]  # allowed
             assert crawler_rows["GPTBot"][5] == "3", crawler_rows["GPTBot"]  # blocked
             assert crawler_rows["CCBot"][5] == "1", crawler_rows["CCBot"]
+            # A row adds up: allowed, blocked, limited, banned, would refuse, passed, errors.
+            headers = [h.inner_text() for h in page.locator("#crawlers thead th").all()]
+            assert headers[3:11] == ["Requests", "Allowed", "Blocked", "Limited", "Banned", "Would refuse", "Passed", "Errors"], headers
+            for name, cells in crawler_rows.items():
+                parts = [int(c.replace("\u202f", "")) for c in cells[3:11]]
+                assert parts[0] == sum(parts[1:]), (name, cells)
             violations = [[c.inner_text() for c in r.locator("td").all()] for r in page.locator("#violations tbody tr").all()]
             paths = {v[2]: v for v in violations}
             assert paths["/private/orders"][6] == "2" and paths["/private/orders"][4] == "yes", paths

@@ -7,8 +7,8 @@ use crate::support;
 
 use support::{redis::RedisServer, Conn, Origin, Proxy, Request, Response, BROWSER, GPTBOT};
 
-const ADMIN: &str = "admin-secret";
-const READ: &str = "read-secret";
+const ADMIN: &str = "admin-secret-0123456789";
+const READ: &str = "read-secret-0123456789";
 
 fn config(origin: &Origin, extra: &str) -> String {
     format!(
@@ -30,7 +30,7 @@ fn from(proxy: &Proxy, client: &str, path: &str, user_agent: &str) -> Response {
 }
 
 fn admin(proxy: &Proxy, request: Request) -> Response {
-    Conn::open(proxy.admin).send(&request.host("admin"))
+    Conn::open(proxy.admin).send(&request.host(&proxy.admin.to_string()))
 }
 
 fn bearer(proxy: &Proxy, token: &str, target: &str) -> Response {
@@ -215,7 +215,20 @@ fn the_reports_equal_the_traffic_sent_in_json_and_csv() {
         bearer(&proxy, READ, "/reports/crawlers?origin=nope").status,
         404
     );
-    assert_eq!(bearer(&proxy, READ, "/reports/crawlers").status, 400);
+    assert_eq!(bearer(&proxy, READ, "/reports/violations").status, 400);
+    // Without an origin, the crawler report covers every origin.
+    let everywhere = bearer(&proxy, READ, "/reports/crawlers").json();
+    assert_eq!(
+        everywhere["origins"],
+        serde_json::json!(["shop"]),
+        "{everywhere}"
+    );
+    let gptbot = everywhere["crawlers"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["name"] == "GPTBot"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(gptbot["requests"], 12, "{everywhere}");
     assert_eq!(
         admin(&proxy, Request::get("/reports/crawlers?origin=shop")).status,
         401

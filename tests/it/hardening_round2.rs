@@ -634,7 +634,13 @@ impl Limited {
         let mut stream = TcpStream::connect_timeout(&self.admin, Duration::from_secs(1)).ok()?;
         let _ = stream.set_read_timeout(Some(Duration::from_secs(3)));
         stream
-            .write_all(b"GET /metrics HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n")
+            .write_all(
+                format!(
+                    "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+                    self.admin
+                )
+                .as_bytes(),
+            )
             .ok()?;
         let mut got = Vec::new();
         let _ = stream.read_to_end(&mut got);

@@ -295,7 +295,9 @@ fn restart_only_settings_are_not_half_applied() {
     );
     assert!(proxy.wait_log("applied only on restart", 1, Duration::from_secs(5)));
     assert!(
-        proxy.stderr().contains("settings=listen, admin, threads"),
+        proxy
+            .stderr()
+            .contains("settings=listen, admin.address, threads"),
         "{}",
         proxy.stderr()
     );

@@ -71,15 +71,16 @@ fn readyz_names_pending_origins_only_to_token_holders() {
     );
     let proxy = Proxy::builder(&site(&origin, SHOP, ""))
         .unready()
-        .admin_token("s3cret\n")
+        .admin_token("s3cret-0123456789\n")
         .start();
-    let anonymous = Conn::open(proxy.admin).send(&Request::get("/readyz").host("admin"));
+    let anonymous =
+        Conn::open(proxy.admin).send(&Request::get("/readyz").host(&proxy.admin.to_string()));
     assert_eq!(anonymous.status, 503, "{}", anonymous.text());
     assert!(!anonymous.text().contains("shop"), "{}", anonymous.text());
     let holder = Conn::open(proxy.admin).send(
         &Request::get("/readyz")
-            .host("admin")
-            .header("Authorization", "Bearer s3cret"),
+            .host(&proxy.admin.to_string())
+            .header("Authorization", "Bearer s3cret-0123456789"),
     );
     assert_eq!(holder.status, 503, "{}", holder.text());
     assert!(holder.text().contains("shop"), "{}", holder.text());
@@ -270,7 +271,7 @@ fn the_admin_listener_answers_get_and_head_only() {
         for path in ["/healthz", "/metrics", "/explain?host=shop.example"] {
             let answer = raw(
                 proxy.admin,
-                format!("{method} {path} HTTP/1.1\r\nHost: admin\r\nContent-Length: 0\r\n\r\n")
+                format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n")
                     .as_bytes(),
             )
             .expect("an answer");
@@ -278,7 +279,8 @@ fn the_admin_listener_answers_get_and_head_only() {
             assert_eq!(answer.header("allow"), Some("GET, HEAD"));
         }
     }
-    let head = Conn::open(proxy.admin).send(&Request::new("HEAD", "/healthz").host("admin"));
+    let head = Conn::open(proxy.admin)
+        .send(&Request::new("HEAD", "/healthz").host(&proxy.admin.to_string()));
     assert_eq!((head.status, head.body.len()), (200, 0));
 }
 
@@ -286,10 +288,10 @@ fn the_admin_listener_answers_get_and_head_only() {
 fn an_admin_token_guards_everything_but_health() {
     let origin = Origin::start();
     let proxy = Proxy::builder(&site(&origin, SHOP, ""))
-        .admin_token("s3cret-token\n")
+        .admin_token("s3cret-token-0123456789\n")
         .start();
     let ask = |path: &str, authorization: Option<&str>| {
-        let mut request = Request::get(path).host("admin");
+        let mut request = Request::get(path).host(&proxy.admin.to_string());
         if let Some(value) = authorization {
             request = request.header("Authorization", value);
         }
@@ -313,18 +315,25 @@ fn an_admin_token_guards_everything_but_health() {
             401,
             "{path}"
         );
-        assert_eq!(ask(path, Some("Bearer s3cret-token")).status, 200, "{path}");
+        assert_eq!(
+            ask(path, Some("Bearer s3cret-token-0123456789")).status,
+            200,
+            "{path}"
+        );
     }
     // A rotated secret applies without a restart.
     let token_file = proxy.dir.path().join("admin-token");
     std::thread::sleep(Duration::from_millis(20));
-    std::fs::write(&token_file, "rotated").expect("token rewritten");
+    std::fs::write(&token_file, "rotated-token-0123456789").expect("token rewritten");
     let rotated = (0..50).any(|_| {
         std::thread::sleep(Duration::from_millis(50));
-        ask("/metrics", Some("Bearer rotated")).status == 200
+        ask("/metrics", Some("Bearer rotated-token-0123456789")).status == 200
     });
     assert!(rotated, "the new token was not accepted");
-    assert_eq!(ask("/metrics", Some("Bearer s3cret-token")).status, 401);
+    assert_eq!(
+        ask("/metrics", Some("Bearer s3cret-token-0123456789")).status,
+        401
+    );
 }
 
 #[test]

@@ -124,8 +124,9 @@ requests still in flight, so it is refused.
 {{/*
 The config file as mounted: values.config with listen, admin and
 shutdown.grace filled in from the chart's values when absent, and checked
-against the ports the pod exposes when present. With adminToken.secretName,
-admin becomes a mapping whose token_file is the projected Secret key.
+against the ports the pod exposes when present. admin is always a mapping
+whose hosts list the admin Service's DNS names and adminService.hosts; with
+adminToken.secretName its token_file is the projected Secret key.
 */}}
 {{- define "robotsguard.config" -}}
 {{- if and .Values.tls.extraSecrets (not .Values.tls.secretName) -}}
@@ -201,12 +202,21 @@ admin becomes a mapping whose token_file is the projected Secret key.
 {{- if .Values.adminToken.secretName -}}
 {{- $tokenFile = include "robotsguard.adminTokenFile" . -}}
 {{- end -}}
+{{- /* The names the admin listener answers to besides its addresses (any other Host gets
+421): the admin Service's DNS names, so in-cluster clients may call it by name, and
+adminService.hosts. Probes and Prometheus send the pod IP, which a wildcard listener accepts. */ -}}
+{{- $service := include "robotsguard.adminServiceName" . -}}
+{{- $namespace := .Release.Namespace -}}
+{{- $adminHosts := list $service (printf "%s.%s" $service $namespace) (printf "%s.%s.svc" $service $namespace) (printf "%s.%s.svc.%s" $service $namespace .Values.adminService.clusterDomain) -}}
+{{- range .Values.adminService.hosts -}}
+{{- $adminHosts = append $adminHosts (lower .) -}}
+{{- end -}}
 {{- if not (hasKey $config "admin") -}}
 {{- $address := printf "%s:%d" $bind $adminPort -}}
 {{- if $tokenFile -}}
-{{- $_ := set $config "admin" (dict "address" $address "token_file" $tokenFile) -}}
+{{- $_ := set $config "admin" (dict "address" $address "token_file" $tokenFile "hosts" $adminHosts) -}}
 {{- else -}}
-{{- $_ := set $config "admin" $address -}}
+{{- $_ := set $config "admin" (dict "address" $address "hosts" $adminHosts) -}}
 {{- end -}}
 {{- else -}}
 {{- /* admin is "IP:PORT" or {address, token_file}; check the address either way. */ -}}
@@ -235,8 +245,18 @@ admin becomes a mapping whose token_file is the projected Secret key.
 {{- else if $tokenFile -}}
 {{- $_ := set $config.admin "token_file" $tokenFile -}}
 {{- end -}}
+{{- /* The chart's names join any the config lists. */ -}}
+{{- $hosts := $config.admin.hosts | default list -}}
+{{- range $adminHosts -}}
+{{- if not (has . $hosts) -}}
+{{- $hosts = append $hosts . -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $config.admin "hosts" $hosts -}}
 {{- else if $tokenFile -}}
-{{- $_ := set $config "admin" (dict "address" $admin "token_file" $tokenFile) -}}
+{{- $_ := set $config "admin" (dict "address" $admin "token_file" $tokenFile "hosts" $adminHosts) -}}
+{{- else -}}
+{{- $_ := set $config "admin" (dict "address" $admin "hosts" $adminHosts) -}}
 {{- end -}}
 {{- end -}}
 {{- $shutdown := $config.shutdown | default dict -}}
