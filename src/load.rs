@@ -8,9 +8,10 @@
 //! request in flight costs grows with its head, which pingora keeps several copies of.
 //!
 //! The places are shared fairly ([`Holder`]): a client (an IPv4 address, an IPv6 /64) holds at
-//! most `limits.max_requests_in_flight_per_client` of them, and under pressure less: a client
-//! that already holds places takes another only while, after it, at least four times what it
-//! then holds remains free ([`FAIR_SHARE_HEADROOM`]); its first place may be any free one. One
+//! most `limits.max_requests_in_flight_per_client` of them, and under load less: once more than
+//! half the places are taken, a client that already holds places takes another only while, after
+//! it, at least four times what it then holds remains free ([`FAIR_SHARE_HEADROOM`]); its first
+//! place may be any free one. One
 //! client flooding (streams that never read, slow upstreams, large heads) so gets its own share
 //! and no more; clients flooding together each stop at a fifth of what they leave free, so the
 //! free places shrink by a fifth per flooding client once the first few hold whole shares,
@@ -96,13 +97,13 @@ struct Shared {
     shard_of: RandomState,
 }
 
-/// Under fair sharing, a holder with places takes more only while, after it, this many times
-/// what it then holds remains free. With the defaults (1,024 places, 128 a client) and 4, ten
+/// Under fair sharing, once more than half the places are taken, a holder with places takes more
+/// only while, after it, this many times what it then holds remains free. With the defaults (1,024 places, 128 a client) and 4, ten
 /// clients flooding one after another leave 136 places free and a newcomer takes 27 of them,
 /// and it takes 32 flooding addresses to leave a newcomer none
 /// (`tests::many_clients_flooding_leave_places_for_a_newcomer`); with 2: 51, 17 and 21 addresses.
-/// A lone client is held to a fifth of the cap, which the default share (an eighth) never
-/// reaches.
+/// A lone client with a share larger than the default (an eighth) is held to about half the cap;
+/// below half the cap taken, nothing changes (a small process's lone client gets its whole share).
 pub const FAIR_SHARE_HEADROOM: usize = 4;
 
 /// Shards of [`Shared::holders`].
@@ -178,8 +179,8 @@ pub enum Refusal {
     Process,
     /// Its holder holds `limits.max_requests_in_flight_per_client` places.
     Client,
-    /// Its holder holds places and would then leave fewer than [`FAIR_SHARE_HEADROOM`] times its
-    /// holding free for everyone else.
+    /// More than half the places are taken, and its holder holds places and would then leave
+    /// fewer than [`FAIR_SHARE_HEADROOM`] times its holding free for everyone else.
     FairShare,
 }
 
@@ -267,10 +268,10 @@ impl InFlight {
 
     /// A permit for one more request of `holder` taking `places` (see [`weight`]), or why not
     /// (the caller refuses the request and counts it). It is refused when the process cap has no
-    /// room for it, when its holder would hold more than its share, or (with sharing on) when its
-    /// holder already holds places and would then leave fewer than [`FAIR_SHARE_HEADROOM`] times
-    /// its holding free: the last free places are for holders that hold fewer, and a holder's
-    /// first place is refused only when none is free.
+    /// room for it, when its holder would hold more than its share, or (with sharing on, past half
+    /// the cap) when its holder already holds places and would then leave fewer than
+    /// [`FAIR_SHARE_HEADROOM`] times its holding free: the last free places are for holders that
+    /// hold fewer, and a holder's first place is refused only when none is free.
     pub fn try_take(&self, holder: Holder, places: u32) -> Result<Permit, Refusal> {
         let shared = &self.shared;
         let places = usize::try_from(places)
@@ -297,7 +298,12 @@ impl InFlight {
                     return None;
                 }
                 let leaves = shared.max - after;
-                if shared.fair && held > 0 && holds.saturating_mul(FAIR_SHARE_HEADROOM) > leaves {
+                let loaded = after > shared.max / 2;
+                if shared.fair
+                    && held > 0
+                    && loaded
+                    && holds.saturating_mul(FAIR_SHARE_HEADROOM) > leaves
+                {
                     refusal = Refusal::FairShare;
                     return None;
                 }
@@ -516,6 +522,13 @@ mod tests {
         assert!(cap.try_take(client(251), weight(29 * 1024)).is_ok());
         drop(held);
         assert_eq!(cap.holders(), 0);
+        // A small process (four connections, sixteen places) lets a lone client hold its whole
+        // share of 8: below half the cap the fair share does not apply.
+        let small = InFlight::new(16, default_per_client(16));
+        let held = flood(&small, 10..11, false);
+        assert_eq!(held.len(), 8);
+        assert!(newcomer(&small) >= 1);
+        drop(held);
         // Without sharing (one client may hold the whole cap), nothing is kept back.
         let unshared = InFlight::new(64, 64);
         let held = flood(&unshared, 10..11, false);

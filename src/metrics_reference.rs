@@ -109,7 +109,7 @@ const NOTES: &[(&str, &str)] = &[
     ),
     (
         "robotsguard_requests_refused_total",
-        "requests refused before being decided: `max_streams_per_connection` (HTTP/2 streams the connection's stream limit refused with `REFUSED_STREAM`; a header list over `limits.max_header_bytes` is refused the same way and counted here), `max_requests_in_flight` (the process's places are taken), `max_requests_in_flight_per_client` (the client holds its share), `fair_share` (the client holds places and would leave fewer than four times its holding free for others): each `REFUSED_STREAM`, or `503` with `Retry-After` on HTTP/1, and logged at most 5 lines a second",
+        "requests refused before being decided: `max_streams_per_connection` (HTTP/2 streams the connection's stream limit refused with `REFUSED_STREAM`; a header list over `limits.max_header_bytes` is refused the same way and counted here), `max_requests_in_flight` (the process's places are taken), `max_requests_in_flight_per_client` (the client holds its share), `fair_share` (more than half the places are taken, and the client holds places and would leave fewer than four times its holding free for others): each `REFUSED_STREAM`, or `503` with `Retry-After` on HTTP/1, and logged at most 5 lines a second",
     ),
     (
         "robotsguard_requests_in_flight",
