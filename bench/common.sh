@@ -60,6 +60,8 @@ listen: ["127.0.0.1:$2"]
 admin: "127.0.0.1:$3"
 threads: $5
 shutdown: {grace: 1s}
+# The load generator is one client on loopback: it may hold every place (no per-client sharing).
+limits: {max_requests_in_flight: 1024, max_requests_in_flight_per_client: 1024}
 verify:
   ranges:
     mirrors:

@@ -36,6 +36,11 @@ every second that a fresh client is served and that /metrics answers:
     python3 bench/hostile-connections.py --scenario h2-zero-window --h2-connections 20 --nofile 4096
     python3 bench/hostile-connections.py --scenario nonreading --connections 2000 --nofile 8192
 
+The issue-26 scenarios' connections come from --attackers loopback addresses (127.0.0.2, .3, ...,
+one by default), the fresh client from 127.0.0.1: requests in flight are shared per client address.
+
+    python3 bench/hostile-connections.py --scenario h2-zero-window --h2-connections 20 --attackers 10
+
 The binary is ${CARGO_TARGET_DIR:-target}/release/robotsguard (or --binary). --limits is written
 verbatim as `limits: {TEXT}` in the config; a binary that does not know `limits` refuses to start.
 The proxy inherits this script's raised RLIMIT_NOFILE, or --nofile. Everything listens on 127.0.0.1
@@ -436,6 +441,7 @@ class Flood:
 
     def __init__(self, args, plain_port, tls_port):
         self.args, self.plain_port, self.tls_port = args, plain_port, tls_port
+        self.opened = 0
         self.sel = selectors.DefaultSelector()
         self.conns, self.reopen, self.local_errors = [], [], collections.Counter()
         self.tls_context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -469,6 +475,15 @@ class Flood:
             self.local_errors[errno.errorcode.get(e.errno, str(e))] += 1
             return
         sock.setblocking(False)
+        # Attackers are other hosts than the fresh client (127.0.0.1): robotsguard shares
+        # requests in flight per client address.
+        try:
+            sock.bind((f"127.0.0.{2 + self.opened % self.args.attackers}", 0))
+        except OSError as e:
+            sock.close()
+            self.local_errors[errno.errorcode.get(e.errno, str(e))] += 1
+            return
+        self.opened += 1
         conn = FloodConn(kind, sock)
         self.conns.append(conn)
         port = self.tls_port if kind.startswith("tls") else self.plain_port
@@ -888,8 +903,13 @@ def main():
     parser.add_argument("--max-connections", type=int, help="limits.max_connections (default: derived)")
     parser.add_argument("--h2-connections", type=int, default=40, help="HTTP/2 connections (40)")
     parser.add_argument("--streams", type=int, default=128, help="streams per HTTP/2 connection (128)")
+    parser.add_argument("--attackers", type=int, default=1,
+                        help="loopback addresses (127.0.0.2, .3, ...) the issue-26 scenarios' connections come from, "
+                             "in turn; the fresh client is 127.0.0.1 (1)")
     parser.add_argument("--header-kb", type=int, default=29, help="KB of headers per h2-headers stream (29)")
     args = parser.parse_args()
+    if not 1 <= args.attackers <= 250:
+        sys.exit("--attackers: 1 to 250 loopback addresses")
     if not os.path.exists(args.binary):
         sys.exit(f"build first: cargo build --release ({args.binary} missing)")
     if args.scenario == "throughput":

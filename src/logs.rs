@@ -525,6 +525,26 @@ pub(crate) fn admin_refused(peer: Option<std::net::IpAddr>, why: &str) {
     }
 }
 
+/// Request refusals logged per second at most (each is counted in
+/// `robotsguard_requests_refused_total` whether logged or not).
+const REFUSAL_LINES_PER_SECOND: u32 = 5;
+
+static REFUSAL_LINES: LazyLock<RateLimiter> =
+    LazyLock::new(|| RateLimiter::new(REFUSAL_LINES_PER_SECOND));
+
+/// Logs that the connection layer refused a request before deciding it (`reason` as the metric's
+/// label, `why` in words), with the client it was counted against. Rate-limited: a flooding
+/// client's refusals are a line a moment, not one per stream.
+pub fn request_refused(reason: &str, client: Option<std::net::IpAddr>, why: &str) {
+    if REFUSAL_LINES.admit() {
+        tracing::warn!(
+            reason,
+            client = %client.map_or_else(|| "unknown".to_string(), |ip| ip.to_string()),
+            "request refused: {why}"
+        );
+    }
+}
+
 /// Logs that an upstream address is skipped for its cool-off (failures in a row). Rate-limited
 /// with the failure lines: a dead upstream under load fails many requests.
 pub(crate) fn upstream_skipped(origin: &str, address: std::net::SocketAddr) {

@@ -98,6 +98,12 @@ pub struct Metrics {
     pub requests_in_flight: IntGauge,
     /// `robotsguard_requests_in_flight_max`: the cap in force (`limits.max_requests_in_flight`).
     pub max_requests_in_flight: IntGauge,
+    /// `robotsguard_requests_in_flight_per_client_max`: the places one client may hold
+    /// (`limits.max_requests_in_flight_per_client`).
+    pub max_requests_in_flight_per_client: IntGauge,
+    /// `robotsguard_downstream_write_timeouts_total`: requests ended because a write to their
+    /// client made no progress for `limits.write_timeout`.
+    pub downstream_write_timeouts: IntCounter,
     /// `robotsguard_upstream_windows_narrowed_total`: upstream exchanges started with a narrow
     /// receive window because the process was under load.
     pub upstream_windows_narrowed: IntCounter,
@@ -208,11 +214,18 @@ pub const CONNECTION_REFUSALS: [&str; 4] = [
 /// The `reason` values of `robotsguard_requests_refused_total`: an HTTP/2 stream the
 /// connection's stream limit refused (`limits.max_streams_per_connection`; a header list over
 /// `limits.max_header_bytes` is refused the same way and counted here too); a request past
-/// `limits.max_requests_in_flight`.
-pub const REQUEST_REFUSALS: [&str; 2] = ["max_streams_per_connection", "max_requests_in_flight"];
+/// `limits.max_requests_in_flight`; one whose client holds
+/// `limits.max_requests_in_flight_per_client` places; one whose client holds places and would
+/// leave too few free for others (`fair_share`).
+pub const REQUEST_REFUSALS: [&str; 4] = [
+    "max_streams_per_connection",
+    "max_requests_in_flight",
+    "max_requests_in_flight_per_client",
+    "fair_share",
+];
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 56] = [
+pub const METRIC_NAMES: [&str; 58] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -241,6 +254,8 @@ pub const METRIC_NAMES: [&str; 56] = [
     "robotsguard_requests_refused_total",
     "robotsguard_requests_in_flight",
     "robotsguard_requests_in_flight_max",
+    "robotsguard_requests_in_flight_per_client_max",
+    "robotsguard_downstream_write_timeouts_total",
     "robotsguard_upstream_windows_narrowed_total",
     "robotsguard_crawler_verifications_total",
     "robotsguard_verify_list_fetches_total",
@@ -480,7 +495,7 @@ impl Metrics {
         let refused_requests = counter(
             &registry,
             "robotsguard_requests_refused_total",
-            "Requests refused before being decided (HTTP/2 REFUSED_STREAM, HTTP/1 503), by reason (max_streams_per_connection, max_requests_in_flight).",
+            "Requests refused before being decided (HTTP/2 REFUSED_STREAM, HTTP/1 503), by reason (max_streams_per_connection, max_requests_in_flight, max_requests_in_flight_per_client, fair_share).",
             &["reason"],
         );
         for reason in REQUEST_REFUSALS {
@@ -498,6 +513,21 @@ impl Metrics {
         )
         .unwrap_or_else(|e| panic!("in-flight gauge is malformed: {e}"));
         register(&registry, Box::new(max_requests_in_flight.clone()));
+        let max_requests_in_flight_per_client = IntGauge::new(
+            "robotsguard_requests_in_flight_per_client_max",
+            "The places under the cap on requests in flight one client may hold (limits.max_requests_in_flight_per_client).",
+        )
+        .unwrap_or_else(|e| panic!("in-flight gauge is malformed: {e}"));
+        register(
+            &registry,
+            Box::new(max_requests_in_flight_per_client.clone()),
+        );
+        let downstream_write_timeouts = IntCounter::new(
+            "robotsguard_downstream_write_timeouts_total",
+            "Requests ended (HTTP/2 stream reset, HTTP/1 connection closed) because a write to their client made no progress for limits.write_timeout.",
+        )
+        .unwrap_or_else(|e| panic!("write timeouts counter is malformed: {e}"));
+        register(&registry, Box::new(downstream_write_timeouts.clone()));
         let upstream_windows_narrowed = IntCounter::new(
             "robotsguard_upstream_windows_narrowed_total",
             "Upstream exchanges started with a narrow TCP receive window because many requests were in flight.",
@@ -704,6 +734,8 @@ impl Metrics {
             refused_requests,
             requests_in_flight,
             max_requests_in_flight,
+            max_requests_in_flight_per_client,
+            downstream_write_timeouts,
             upstream_windows_narrowed,
             crawler_verifications,
             verify_list_fetches,
@@ -862,6 +894,8 @@ impl Metrics {
             Box::new(self.refused_requests.clone()),
             Box::new(self.requests_in_flight.clone()),
             Box::new(self.max_requests_in_flight.clone()),
+            Box::new(self.max_requests_in_flight_per_client.clone()),
+            Box::new(self.downstream_write_timeouts.clone()),
             Box::new(self.upstream_windows_narrowed.clone()),
             Box::new(self.crawler_verifications.clone()),
             Box::new(self.verify_list_fetches.clone()),

@@ -81,7 +81,7 @@ const NOTES: &[(&str, &str)] = &[
     ),
     (
         "robotsguard_config_restart_required",
-        "1 while the config file changes `listen`, `admin`, `threads`, `shutdown.grace`, `limits.max_connections`, `limits.max_requests_in_flight`, `verify`, `reports` or `state`, which apply only on restart",
+        "1 while the config file changes `listen`, `admin`, `threads`, `shutdown.grace`, `limits.max_connections`, `limits.max_requests_in_flight`, `limits.max_requests_in_flight_per_client`, `verify`, `reports` or `state`, which apply only on restart",
     ),
     (
         "robotsguard_responses_total",
@@ -113,7 +113,7 @@ const NOTES: &[(&str, &str)] = &[
     ),
     (
         "robotsguard_requests_refused_total",
-        "requests refused before being decided: `max_streams_per_connection` (HTTP/2 streams the connection's stream limit refused with `REFUSED_STREAM`; a header list over `limits.max_header_bytes` is refused the same way and counted here), `max_requests_in_flight` (`REFUSED_STREAM`, or `503` on HTTP/1)",
+        "requests refused before being decided: `max_streams_per_connection` (HTTP/2 streams the connection's stream limit refused with `REFUSED_STREAM`; a header list over `limits.max_header_bytes` is refused the same way and counted here), `max_requests_in_flight` (the process's places are taken), `max_requests_in_flight_per_client` (the client holds its share), `fair_share` (more than half the places are taken, and the client holds places and would leave fewer than four times its holding free for others): each `REFUSED_STREAM`, or `503` with `Retry-After` on HTTP/1, and logged at most 5 lines a second",
     ),
     (
         "robotsguard_requests_in_flight",
@@ -122,6 +122,14 @@ const NOTES: &[(&str, &str)] = &[
     (
         "robotsguard_requests_in_flight_max",
         "the cap in force (`limits.max_requests_in_flight`, in places: a request with a head over 8 KiB takes more than one)",
+    ),
+    (
+        "robotsguard_requests_in_flight_per_client_max",
+        "the places one client (an IPv4 address, an IPv6 /64) may hold in force (`limits.max_requests_in_flight_per_client`)",
+    ),
+    (
+        "robotsguard_downstream_write_timeouts_total",
+        "requests ended because a write to their client made no progress for `limits.write_timeout` (an HTTP/2 stream is reset, an HTTP/1 connection closed), releasing their places",
     ),
     (
         "robotsguard_upstream_windows_narrowed_total",

@@ -655,9 +655,14 @@ pub struct Limits {
     pub header_timeout: Duration,
     /// Total bytes of a request line and headers. Answered with 431.
     pub max_header_bytes: usize,
-    /// How long a kept-alive connection may wait for its next request, and how long a write to
-    /// a client may make no progress (a client that stops reading).
+    /// How long a kept-alive connection (or an HTTP/2 connection with no stream open) may wait
+    /// for its next request.
     pub idle_timeout: Duration,
+    /// How long a write to a client may make no progress (a client that stops reading, an HTTP/2
+    /// stream whose window stays shut) before its request ends: the stream is reset, an HTTP/1
+    /// connection closed, and its places under `max_requests_in_flight` are free again. Unset in
+    /// the file, it is `idle_timeout`.
+    pub write_timeout: Duration,
     /// From the end of a request's headers to the end of its body.
     pub body_timeout: Duration,
     /// Downstream connections at once; `None` derives it from the open-files limit at start.
@@ -671,6 +676,11 @@ pub struct Limits {
     /// are refused (`REFUSED_STREAM`, or `503` on HTTP/1). `None` derives it at start from
     /// `max_connections` and the open-files limit.
     pub max_requests_in_flight: Option<usize>,
+    /// Places under `max_requests_in_flight` one client (an IPv4 address, an IPv6 /64; each
+    /// connection of a trusted proxy that sends no PROXY header) may hold at once; more are
+    /// refused like requests past the process cap. `None`: an eighth of the process cap, at
+    /// least 8. Equal to the process cap, sharing is off.
+    pub max_requests_in_flight_per_client: Option<usize>,
 }
 
 impl Default for Limits {
@@ -679,11 +689,13 @@ impl Default for Limits {
             header_timeout: Duration::from_secs(10),
             max_header_bytes: 32 * 1024,
             idle_timeout: Duration::from_secs(60),
+            write_timeout: Duration::from_secs(60),
             body_timeout: Duration::from_secs(60),
             max_connections: None,
             handshake_timeout: Duration::from_secs(10),
             max_streams_per_connection: 100,
             max_requests_in_flight: None,
+            max_requests_in_flight_per_client: None,
         }
     }
 }
@@ -1390,6 +1402,17 @@ const RESTART_ONLY: &[RestartOnly] = &[
         differs: |old, new| old.limits.max_requests_in_flight != new.limits.max_requests_in_flight,
         keep: |new, running| {
             new.limits.max_requests_in_flight = running.limits.max_requests_in_flight;
+        },
+    },
+    RestartOnly {
+        name: "limits.max_requests_in_flight_per_client",
+        differs: |old, new| {
+            old.limits.max_requests_in_flight_per_client
+                != new.limits.max_requests_in_flight_per_client
+        },
+        keep: |new, running| {
+            new.limits.max_requests_in_flight_per_client =
+                running.limits.max_requests_in_flight_per_client;
         },
     },
     RestartOnly {

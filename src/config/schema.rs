@@ -140,11 +140,13 @@ pub(crate) const LIMITS: Section = Section {
         "header_timeout",
         "max_header_bytes",
         "idle_timeout",
+        "write_timeout",
         "body_timeout",
         "max_connections",
         "handshake_timeout",
         "max_streams_per_connection",
         "max_requests_in_flight",
+        "max_requests_in_flight_per_client",
     ],
 };
 

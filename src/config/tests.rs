@@ -172,6 +172,50 @@ shutdown: {{grace: 1m30s}}
 }
 
 #[test]
+fn fair_share_limits_and_the_write_timeout() {
+    let c = ok(&format!("limits: {{idle_timeout: 20s}}\n{ORIGIN}"));
+    assert_eq!(
+        c.limits.write_timeout,
+        Duration::from_secs(20),
+        "unset, writes are held to the idle timeout"
+    );
+    assert_eq!(c.limits.max_requests_in_flight_per_client, None);
+    let c = ok(&format!(
+        "limits: {{idle_timeout: 20s, write_timeout: 5s, max_requests_in_flight: 100, max_requests_in_flight_per_client: 100}}\n{ORIGIN}"
+    ));
+    assert_eq!(c.limits.write_timeout, Duration::from_secs(5));
+    assert_eq!(c.limits.idle_timeout, Duration::from_secs(20));
+    assert_eq!(c.limits.max_requests_in_flight_per_client, Some(100));
+    one_error(
+        &format!("limits: {{max_requests_in_flight: 100, max_requests_in_flight_per_client: 101}}\n{ORIGIN}"),
+        1,
+        74,
+        "`max_requests_in_flight_per_client` is 101, more than `max_requests_in_flight` (100)",
+    );
+    one_error(
+        &format!("limits: {{max_requests_in_flight_per_client: 0}}\n{ORIGIN}"),
+        1,
+        45,
+        "max_requests_in_flight_per_client",
+    );
+    one_error(
+        &format!("limits: {{write_timeout: 0s}}\n{ORIGIN}"),
+        1,
+        25,
+        "`write_timeout` must be longer than 0s",
+    );
+    let old = ok(ORIGIN);
+    let mut new = old.clone();
+    new.limits.write_timeout = Duration::from_secs(1);
+    assert!(restart_required(&old, &new).is_empty(), "reloadable");
+    new.limits.max_requests_in_flight_per_client = Some(9);
+    assert_eq!(
+        restart_required(&old, &new),
+        ["limits.max_requests_in_flight_per_client"]
+    );
+}
+
+#[test]
 fn listen_accepts_a_single_address() {
     let c = ok(&format!("listen: \"0.0.0.0:8080\"\n{ORIGIN}"));
     assert_eq!(c.listen.len(), 1);

@@ -563,6 +563,8 @@ fn limits(sink: &mut Sink, node: &Node) -> Limits {
     if let Some(d) = positive(sink, "idle_timeout") {
         out.idle_timeout = d;
     }
+    // Unset, writes are held to the idle timeout, as before the key existed.
+    out.write_timeout = positive(sink, "write_timeout").unwrap_or(out.idle_timeout);
     if let Some(d) = positive(sink, "body_timeout") {
         out.body_timeout = d;
     }
@@ -604,6 +606,20 @@ fn limits(sink: &mut Sink, node: &Node) -> Limits {
         out.max_requests_in_flight =
             reader::integer(sink, n, "max_requests_in_flight", 1, MAX_MAX_CONNECTIONS)
                 .and_then(|n| usize::try_from(n).ok());
+    }
+    if let Some(n) = table.get("max_requests_in_flight_per_client") {
+        let key = "max_requests_in_flight_per_client";
+        let per_client = reader::integer(sink, n, key, 1, MAX_MAX_CONNECTIONS)
+            .and_then(|n| usize::try_from(n).ok());
+        match (per_client, out.max_requests_in_flight) {
+            (Some(share), Some(max)) if share > max => sink.error_hint(
+                n.pos,
+                format!("`{key}` is {share}, more than `max_requests_in_flight` ({max})"),
+                "one client can hold at most every place; set it equal to \
+                 `max_requests_in_flight` to turn sharing off",
+            ),
+            _ => out.max_requests_in_flight_per_client = per_client,
+        }
     }
     out
 }

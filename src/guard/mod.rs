@@ -478,10 +478,10 @@ impl Guard {
         let limits = snapshot.config.limits;
         session.set_read_timeout(Some(limits.body_timeout));
         session.set_total_drain_timeout(Some(limits.body_timeout));
-        // A client that stops reading must not hold its connection (and a slot under
-        // limits.max_connections) for ever: a write that makes no progress for
-        // limits.idle_timeout ends it.
-        session.set_write_timeout(Some(limits.idle_timeout));
+        // A client that stops reading (or an HTTP/2 stream whose window stays shut) must not
+        // hold its connection, its places under limits.max_requests_in_flight and its upstream
+        // exchange for ever: a write that makes no progress for limits.write_timeout ends it.
+        session.set_write_timeout(Some(limits.write_timeout));
         let request = session.req_header();
         let scan = scan_headers(&request.headers);
         ctx.state.connection_header = scan.connection;
@@ -965,14 +965,21 @@ impl Guard {
         e: &Error,
         ctx: &mut GuardContext,
     ) -> FailToProxy {
-        let upstream_failure = e.esource() == &ErrorSource::Upstream
-            || matches!(e.etype(), ErrorType::HTTPStatus(502));
+        let from_upstream = e.esource() == &ErrorSource::Upstream;
+        let upstream_failure = from_upstream || matches!(e.etype(), ErrorType::HTTPStatus(502));
+        // A client that stopped reading (limits.write_timeout): its request ends here and its
+        // places are released. Not the upstream's fault: it must not count towards skipping it.
+        let client_stalled = matches!(e.etype(), ErrorType::WriteTimedout) && !from_upstream;
+        if client_stalled {
+            METRICS.downstream_write_timeouts.inc();
+        }
         if let Some(decision) = &ctx.state.decision {
             let kind = match e.etype() {
                 ErrorType::ConnectTimedout => "connect_timeout",
                 ErrorType::ConnectRefused => "connect_refused",
                 ErrorType::ConnectError | ErrorType::ConnectNoRoute => "connect_error",
-                ErrorType::ReadTimedout | ErrorType::WriteTimedout => "timeout",
+                // A client's slow body (limits.body_timeout) or stalled reading is the client's.
+                ErrorType::ReadTimedout | ErrorType::WriteTimedout if from_upstream => "timeout",
                 ErrorType::TLSHandshakeFailure | ErrorType::InvalidCert => "tls",
                 ErrorType::HTTPStatus(502) => "no_address",
                 _ if e.esource() == &ErrorSource::Upstream => "upstream_protocol",
@@ -999,6 +1006,8 @@ impl Guard {
             {
                 504
             }
+            // Nothing more is written to a client that does not read.
+            ErrorType::WriteTimedout => 0,
             _ => match e.esource() {
                 ErrorSource::Upstream => 502,
                 ErrorSource::Downstream => match e.etype() {

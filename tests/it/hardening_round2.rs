@@ -666,9 +666,11 @@ fn upstream_connections_stay_within_the_request_cap_and_metrics_answer() {
     let origin = Origin::start();
     origin.route_delayed("/slow", 200, "slow", Duration::from_secs(3));
     // 512 descriptors: 256 reserved, 128 for the upstream pool, 64 connections, 64 requests.
+    // One client on loopback floods here, so one client may hold the whole cap (a per-client
+    // share at least the cap turns sharing off; tests/it/hardening_round3_fairness.rs has it on).
     let limited = Limited::start(
         &format!(
-            "limits: {{max_connections: 64, max_streams_per_connection: 100}}\n{}",
+            "limits: {{max_connections: 64, max_streams_per_connection: 100, max_requests_in_flight_per_client: 1024}}\n{}",
             site(&origin, HOST, "")
         ),
         512,
@@ -731,8 +733,9 @@ fn non_reading_clients_hold_a_small_buffer_each() {
     // Larger than the socket buffers of both ends can take, so no response finishes unread.
     let big = vec![b'x'; 16 << 20];
     let nginx = Nginx::start(&[("big.bin", &big)]);
+    // Every client here is 127.0.0.1, so it may hold the whole cap (sharing off).
     let proxy = Proxy::start(&format!(
-        "limits: {{max_requests_in_flight: 64, idle_timeout: 30s}}\norigins:\n  - name: shop\n    hosts: [\"{HOST}\"]\n    upstream: \"{}\"\n{}",
+        "limits: {{max_requests_in_flight: 64, max_requests_in_flight_per_client: 64, write_timeout: 30s}}\norigins:\n  - name: shop\n    hosts: [\"{HOST}\"]\n    upstream: \"{}\"\n{}",
         nginx.addr(),
         inline_robots("")
     ));

@@ -18,7 +18,9 @@
 //! - **HTTP/1** ([`crate::http1`]) and **HTTP/2** ([`crate::http2`], by ALPN or h2c prior
 //!   knowledge) each have a deadline until the first request head and an idle timeout after.
 //! - **Requests in flight** ([`robotsguard::load::InFlight`], `limits.max_requests_in_flight`):
-//!   every request holds a permit while it is served; past the cap it is refused.
+//!   every request holds a permit while it is served, counted against its client ([`Client`],
+//!   `limits.max_requests_in_flight_per_client`); past the cap or its client's share it is
+//!   refused.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -37,7 +39,7 @@ use tokio::time::Instant;
 use crate::proxy::RobotsGuardProxy;
 use crate::waits::{Ticket, Waits};
 use robotsguard::guard::Guard;
-use robotsguard::load::InFlight;
+use robotsguard::load::{Holder, InFlight, Refusal};
 use robotsguard::metrics::METRICS;
 
 /// The proxy's listening application: the connection layer around pingora's HTTP proxy.
@@ -95,6 +97,25 @@ fn peer_address(stream: &Stream) -> Option<std::net::IpAddr> {
     stream
         .get_socket_digest()
         .and_then(|digest| digest.peer_addr().and_then(|a| a.as_inet().map(|a| a.ip())))
+}
+
+/// Who a connection's requests are counted against under the per-client share of requests in
+/// flight, and the address its refusals are logged with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Client {
+    pub(crate) holder: Holder,
+    address: Option<std::net::IpAddr>,
+}
+
+impl Client {
+    /// Counts and logs (rate-limited) a request refused for `refusal`.
+    pub(crate) fn refused(&self, refusal: Refusal) {
+        METRICS
+            .refused_requests
+            .with_label_values(&[refusal.reason()])
+            .inc();
+        robotsguard::logs::request_refused(refusal.reason(), self.address, refusal.explain());
+    }
 }
 
 /// Makes `source` the connection's peer address, keeping its other socket facts.
@@ -352,6 +373,20 @@ impl EdgeApp {
             h2c,
             tls,
         }
+    }
+
+    /// The client a connection's requests are counted against: the address the connection layer
+    /// knows (the peer, or the client a trusted peer's PROXY header named). A peer in
+    /// `trusted_proxies` that named no client carries many clients on one connection (a load
+    /// balancer passing X-Forwarded-For): that connection is a client of its own, rather than
+    /// every client behind it sharing one share.
+    pub(crate) fn client(&self, stream: &Stream) -> Client {
+        let address = peer_address(stream);
+        let holder = match address {
+            Some(ip) if !self.guard.is_trusted_proxy(ip) => Holder::client(ip),
+            _ => Holder::connection(),
+        };
+        Client { holder, address }
     }
 
     /// The PROXY header (from trusted peers only) and the TLS handshake, within their deadlines

@@ -3,8 +3,9 @@
 //! then handed to pingora whole as the start of the stream, so pingora never waits on the client
 //! for a head. Between requests the connection waits at most `limits.idle_timeout`, and may be
 //! closed for a newer connection at the connection cap, or when the server shuts down. Each
-//! request holds a permit of `limits.max_requests_in_flight` while pingora serves it; past the
-//! cap it is answered `503`.
+//! request holds a permit of `limits.max_requests_in_flight` while pingora serves it, counted
+//! against its client (`limits.max_requests_in_flight_per_client`); past the cap or the client's
+//! share it is answered `503` with `Retry-After`.
 //!
 //! pingora reads a request head with a read timeout that restarts on every read and a 1 MiB
 //! buffer per connection, so without this a client trickling a byte every few seconds would hold
@@ -57,6 +58,7 @@ pub async fn serve(
     let mut first = true;
     let mut start = Some(start);
     let mut kept_limits = None;
+    let client = app.client(&stream);
     loop {
         // Limits are read per request, so a reload applies to open connections too (and read
         // again at a kept-alive connection's next first byte: a reload while it was idle
@@ -101,21 +103,21 @@ pub async fn serve(
                 }
             };
         }
-        let Some(_permit) = app
+        let _permit = match app
             .in_flight
-            .try_take(robotsguard::load::weight(head_bytes))
-        else {
-            METRICS
-                .refused_requests
-                .with_label_values(&["max_requests_in_flight"])
-                .inc();
-            refuse(
-                &mut stream,
-                503,
-                "too many requests are in progress; try again shortly",
-            )
-            .await;
-            return End::Closed;
+            .try_take(client.holder, robotsguard::load::weight(head_bytes))
+        {
+            Ok(permit) => permit,
+            Err(refusal) => {
+                client.refused(refusal);
+                refuse(
+                    &mut stream,
+                    503,
+                    "too many requests are in progress; try again shortly",
+                )
+                .await;
+                return End::Closed;
+            }
         };
         let mut session = ServerSession::new_http1(stream);
         match persistent.take() {

@@ -9,7 +9,11 @@
 //!   closed for a newer connection like any connection without a request in progress;
 //! - it may have `limits.max_streams_per_connection` streams open at once (advertised in its
 //!   SETTINGS; the `h2` library refuses more with `REFUSED_STREAM`), and each stream holds a
-//!   permit of `limits.max_requests_in_flight` (without one it is refused the same way);
+//!   permit of `limits.max_requests_in_flight`, counted against the connection's client
+//!   (`limits.max_requests_in_flight_per_client`): a stream past the cap or the client's share
+//!   is refused the same way, so it can be retried, rather than taking a place from others;
+//! - a stream whose response makes no progress for `limits.write_timeout` (its window stays
+//!   shut) is reset by pingora's write timeout, which frees its places;
 //! - each stream buffers at most [`SEND_BUFFER_PER_STREAM`] of response for the socket.
 //!
 //! pingora's own HTTP/2 server applies none of the deadlines: a connection that sent only the
@@ -29,10 +33,9 @@ use pingora::protocols::{Digest, Stream};
 use pingora::server::ShutdownWatch;
 use tokio::time::Instant;
 
-use crate::edge::{EdgeApp, Idle};
+use crate::edge::{Client, EdgeApp, Idle};
 use crate::frames::RefusalWatch;
 use robotsguard::config::Limits;
-use robotsguard::metrics::METRICS;
 
 /// Response bytes one stream may have waiting for the socket in the `h2` library (its default is
 /// 400 KiB, per stream): with a hundred streams a client that stops reading would hold tens of
@@ -107,6 +110,7 @@ async fn evicted(idle: Option<&Idle>) {
 /// connection was accepted.
 pub async fn serve(app: &EdgeApp, stream: Stream, started: Instant, shutdown: &ShutdownWatch) {
     let limits = app.guard.limits();
+    let client = app.client(&stream);
     let digest = Arc::new(Digest {
         ssl_digest: stream.get_ssl_digest(),
         timing_digest: stream.get_timing_digest(),
@@ -178,7 +182,7 @@ pub async fn serve(app: &EdgeApp, stream: Stream, started: Instant, shutdown: &S
             Ok(None) | Err(_) => return,
         };
         first = false;
-        serve_stream(app, session, &open, &ours, shutdown);
+        serve_stream(app, client, session, &open, &ours, shutdown);
     }
 }
 
@@ -194,25 +198,25 @@ fn head_bytes(session: &HttpSession) -> usize {
     head.raw_path().len() + 16 + headers
 }
 
-/// Starts serving one stream, or refuses it when `limits.max_requests_in_flight` are in flight.
+/// Starts serving one stream, or refuses it when `limits.max_requests_in_flight` are in flight or
+/// its client holds its share.
 fn serve_stream(
     app: &EdgeApp,
+    client: Client,
     mut session: HttpSession,
     open: &Arc<Open>,
     ours: &Arc<AtomicUsize>,
     shutdown: &ShutdownWatch,
 ) {
-    let Some(permit) = app
-        .in_flight
-        .try_take(robotsguard::load::weight(head_bytes(&session)))
-    else {
-        ours.fetch_add(1, Ordering::AcqRel);
-        session.shutdown_with_reason(h2::Reason::REFUSED_STREAM);
-        METRICS
-            .refused_requests
-            .with_label_values(&["max_requests_in_flight"])
-            .inc();
-        return;
+    let weight = robotsguard::load::weight(head_bytes(&session));
+    let permit = match app.in_flight.try_take(client.holder, weight) {
+        Ok(permit) => permit,
+        Err(refusal) => {
+            ours.fetch_add(1, Ordering::AcqRel);
+            session.shutdown_with_reason(h2::Reason::REFUSED_STREAM);
+            client.refused(refusal);
+            return;
+        }
     };
     let place = OpenStream::new(open);
     let proxy = app.proxy.clone();

@@ -216,6 +216,25 @@ fn in_flight_cap(config: &Config, open_files: u64, max_connections: usize) -> us
     }
 }
 
+/// The places one client may hold under the cap on requests in flight (`max`): the configured
+/// share (at most `max`, which turns sharing off), else [`robotsguard::load::default_per_client`].
+fn per_client_share(config: &Config, max: usize) -> usize {
+    match config.limits.max_requests_in_flight_per_client {
+        Some(configured) if configured > max => {
+            // Only with a derived process cap: validate refuses more than a configured one.
+            tracing::warn!(
+                max_requests_in_flight_per_client = configured,
+                max_requests_in_flight = max,
+                "limits.max_requests_in_flight_per_client is more than the cap on requests in \
+                 flight derived at start; one client may hold every place"
+            );
+            max
+        }
+        Some(configured) => configured,
+        None => robotsguard::load::default_per_client(max),
+    }
+}
+
 /// The downstream connection cap: the configured one, else what the open-files limit allows
 /// with room for the upstream connection each proxied request needs.
 fn connection_cap(config: &Config, open_files: u64) -> usize {
@@ -343,7 +362,8 @@ pub fn build_after(
     METRICS
         .max_connections
         .set(i64::try_from(max_connections).unwrap_or(i64::MAX));
-    let in_flight = InFlight::new(in_flight_cap(&config, open_files, max_connections));
+    let max_in_flight = in_flight_cap(&config, open_files, max_connections);
+    let in_flight = InFlight::new(max_in_flight, per_client_share(&config, max_in_flight));
     // EdgeApp serves HTTP/2 connections itself (crate::http2); pingora only serves their
     // sessions.
     let proxy = pingora::proxy::http_proxy(
@@ -437,6 +457,7 @@ pub fn build_after(
         origins = config.origins.len(),
         max_connections,
         max_requests_in_flight = in_flight.max(),
+        max_requests_in_flight_per_client = in_flight.per_client(),
         "robotsguard starting"
     );
     for warning in robotsguard::config::warnings(&config) {
