@@ -29,6 +29,7 @@ mod validate;
 mod verify;
 
 pub(crate) use verify::https_origin;
+pub use verify::https_origin_of;
 
 #[cfg(test)]
 mod tests;
@@ -178,6 +179,10 @@ pub struct RangesConfig {
     pub mirrors: Vec<(String, String)>,
     /// The HTTP proxy (CONNECT) list and key-directory fetches go through; `None`: direct.
     pub proxy: Option<FetchProxy>,
+    /// `verify.ranges.private_origins`: https origins (`https://host[:port]`) whose range lists
+    /// a remote catalogue feed may name on a loopback, private or link-local address (the
+    /// operator's word that such a list server is its own).
+    pub private_origins: Vec<String>,
 }
 
 impl Default for RangesConfig {
@@ -186,6 +191,7 @@ impl Default for RangesConfig {
             enabled: true,
             mirrors: Vec::new(),
             proxy: None,
+            private_origins: Vec::new(),
         }
     }
 }
@@ -981,12 +987,27 @@ pub struct FeedConfig {
     pub format: crate::crawlers::feed::FeedFormat,
     /// How often it is fetched (or, for a file, read) again; default 24 hours.
     pub refresh: Duration,
+    /// `may_override`: its entries may replace (`replace: true`) or hide an entry of the
+    /// built-in catalogue or `crawlers.extra`; default `false`.
+    pub may_override: bool,
+    /// `max_lists`: the most distinct range lists its entries may name; default 32.
+    pub max_lists: usize,
 }
 
 impl FeedConfig {
     /// The file it is read from, for a `file:` feed.
     pub fn file(&self) -> Option<&std::path::Path> {
         self.url.strip_prefix("file:").map(std::path::Path::new)
+    }
+
+    /// What the feed's entries may do (see [`crate::crawlers::feed::FeedTrust`]): a feed
+    /// fetched over the network names https range lists only.
+    pub fn trust(&self) -> crate::crawlers::feed::FeedTrust {
+        crate::crawlers::feed::FeedTrust {
+            may_override: self.may_override,
+            max_lists: self.max_lists,
+            remote: self.file().is_none(),
+        }
     }
 }
 
@@ -1203,15 +1224,16 @@ impl CrawlersConfig {
     /// with each `extra` entry appended or replacing the built-in one of the same name. Checked by
     /// [`crate::crawlers::Catalogue::new`], which `load_*` already ran on it.
     pub fn catalogue_defs(&self) -> Result<Vec<CrawlerDef>, CatalogueError> {
-        self.catalogue_defs_with(None).map(|(defs, _)| defs)
+        self.catalogue_defs_with(None).map(|merged| merged.defs)
     }
 
     /// [`CrawlersConfig::catalogue_defs`] with the copies in force of the configured feeds
-    /// merged in (see [`crate::crawlers::feed`]), and one line per feed entry left out.
+    /// merged in (see [`crate::crawlers::feed`]), each feed under its own rules, with the feed
+    /// entries left out (clashes) and refused (the feed's rules).
     pub fn catalogue_defs_with(
         &self,
         feeds: Option<&crate::crawlers::feed::FeedStore>,
-    ) -> Result<(Vec<CrawlerDef>, Vec<String>), CatalogueError> {
+    ) -> Result<crate::crawlers::feed::Merged, CatalogueError> {
         let builtin: Vec<CrawlerDef> = if self.builtin {
             builtin_defs()?
         } else {
@@ -1220,12 +1242,19 @@ impl CrawlersConfig {
         let copies: Vec<_> = feeds.map_or_else(Vec::new, |store| {
             self.feeds
                 .iter()
-                .filter_map(|feed| store.get(&feed.url))
+                .filter_map(|feed| Some((feed, store.get(&feed.url)?)))
                 .collect()
         });
-        let slices: Vec<&[CrawlerDef]> = copies.iter().map(|copy| copy.defs.as_slice()).collect();
+        let inputs: Vec<crate::crawlers::feed::FeedInput<'_>> = copies
+            .iter()
+            .map(|(feed, copy)| crate::crawlers::feed::FeedInput {
+                feed: &feed.url,
+                defs: &copy.defs,
+                trust: feed.trust(),
+            })
+            .collect();
         let extra = self.extra.iter().map(ExtraCrawler::to_def).collect();
-        Ok(crate::crawlers::feed::merge(builtin, &slices, extra))
+        Ok(crate::crawlers::feed::merge(builtin, &inputs, extra))
     }
 }
 

@@ -460,6 +460,8 @@ static FEED: SectionDoc = SectionDoc {
         required("url", Ty::Str, "An http(s) URL, or `file:path` (relative to the config file; checked by `validate` and `serve`, re-read when it changes)."),
         key("format", FEED_FORMAT, "`robotsguard`", "`robotsguard` (the schema of `crates/robotsguard-crawlers/crawlers.yaml`) or `ai-robots-txt` (the ai.robots.txt project's `robots.json`, its `function` mapped to a category and purposes)."),
         key("refresh", Ty::Duration, "`24h`", "How often it is fetched again (at least `1s`)."),
+        key("may_override", Ty::Bool, "`false`", "Whether its entries may take the place of a built-in or `crawlers.extra` entry (`replace: true`) or hide one (a pattern holding that entry's pattern, such as `GPTBot/1.0`). Without it such entries are refused, counted in `robotsguard_catalogue_feed_entries_refused` and logged; the rest of the feed applies. No feed entry may match browsers (`Mozilla`, `Chrome`, `Safari`, `Firefox`, `Edge`, `AppleWebKit`, `Gecko`, or any pattern a common browser's User-Agent holds)."),
+        key("max_lists", Ty::Int { min: 0, max: 10_000 }, "`32`", "The most distinct IP range lists its entries may name (each up to 8 MiB, held in memory); entries that would name more are refused. A feed fetched over the network may name `https://` lists only, fetched from public addresses only (see `verify.ranges.private_origins`); a `file:` feed may also name `http://` URLs and local files."),
     ],
 };
 
@@ -614,6 +616,7 @@ static VERIFY_RANGES: SectionDoc = SectionDoc {
         key("enabled", Ty::Bool, "`true`", "`false`: crawlers checked by lists alone stay `unverified`."),
         key("mirrors", Ty::MapOf { keys: None, value: &Ty::Str }, "`{}`", "A list's URL → another URL, or a `file:` path you keep up to date (re-read when it changes). The URL must be one some crawler's `verify.ips` names."),
         key("proxy", Ty::Url, "`HTTPS_PROXY`, minus the hosts `NO_PROXY` names", "An HTTP proxy (CONNECT) for the list and key directory fetches."),
+        key("private_origins", Ty::List(&Ty::Url), "`[]`", "https origins (`https://host[:port]`) whose range lists a catalogue feed fetched over the network may name on a loopback, private or link-local address (a list server inside your network). Any other list such a feed names is fetched over https from public addresses only, every redirect checked again; a list that fails the check is not fetched (`robotsguard_verify_list_fetches_total{outcome=\"refused\"}`)."),
     ],
 };
 

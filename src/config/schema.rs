@@ -77,7 +77,7 @@ pub(crate) const VERIFY: Section = Section {
 
 pub(crate) const VERIFY_RANGES: Section = Section {
     place: "in `verify.ranges`",
-    keys: &["enabled", "mirrors", "proxy"],
+    keys: &["enabled", "mirrors", "proxy", "private_origins"],
 };
 
 pub(crate) const VERIFY_DNS: Section = Section {
@@ -285,7 +285,7 @@ pub(crate) const CRAWLERS: Section = Section {
 
 pub(crate) const FEED: Section = Section {
     place: "in feed",
-    keys: &["url", "format", "refresh"],
+    keys: &["url", "format", "refresh", "may_override", "max_lists"],
 };
 
 pub(crate) const EXTRA_CRAWLER: Section = Section {

@@ -77,7 +77,7 @@ fn positive(sink: &mut Sink, table: &Table<'_>, key: &str) -> Option<Duration> {
     Some(d)
 }
 
-/// `verify.ranges: {enabled, mirrors, proxy}`. A mirror of a list no crawler of `crawlers`
+/// `verify.ranges: {enabled, mirrors, proxy, private_origins}`. A mirror of a list no crawler of `crawlers`
 /// names is an error, since a typo there would leave the real list fetched unnoticed (not
 /// checked when the catalogue is broken: that is reported already).
 fn ranges(
@@ -150,6 +150,29 @@ fn ranges(
                 n.pos,
                 format!("`mirrors` must be a mapping, not {}", other.kind()),
                 "e.g. mirrors: {\"https://openai.com/gptbot.json\": \"file:lists/gptbot.json\"}",
+            ),
+        }
+    }
+    let private = table
+        .get("private_origins")
+        .and_then(|n| reader::list(sink, n, "private_origins"))
+        .unwrap_or_default();
+    for item in private {
+        let Some(text) = reader::nonempty_string(sink, item, "private_origins") else {
+            continue;
+        };
+        match https_origin(text) {
+            Some(origin) if !out.private_origins.contains(&origin) => {
+                out.private_origins.push(origin)
+            }
+            Some(_) => sink.error(
+                item.pos,
+                format!("private origin {} is listed twice", quote(text)),
+            ),
+            None => sink.error_hint(
+                item.pos,
+                format!("private origin {} is not an https origin", quote(text)),
+                "e.g. private_origins: [\"https://lists.internal.example\"]",
             ),
         }
     }
@@ -417,6 +440,20 @@ pub(crate) fn https_origin(text: &str) -> Option<String> {
         return None;
     }
     let host = url.host_str()?;
+    Some(match url.port() {
+        Some(port) => format!("https://{host}:{port}"),
+        None => format!("https://{host}"),
+    })
+}
+
+/// The origin (`https://host[:port]`, lower-cased) of an https URL with any path: what
+/// `verify.ranges.private_origins` and `verify.web_bot_auth.private_agents` are compared with.
+pub fn https_origin_of(text: &str) -> Option<String> {
+    let url = url::Url::parse(text).ok()?;
+    if url.scheme() != "https" {
+        return None;
+    }
+    let host = url.host_str()?.to_ascii_lowercase();
     Some(match url.port() {
         Some(port) => format!("https://{host}:{port}"),
         None => format!("https://{host}"),

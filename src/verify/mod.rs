@@ -165,6 +165,7 @@ impl Verifier {
                     lists: self.lists.clone(),
                     refresh: self.settings.refresh,
                     proxy: self.proxy.clone(),
+                    private_origins: self.settings.ranges.private_origins.clone(),
                 },
             )));
         }
@@ -309,26 +310,7 @@ pub enum DnsAnswer {
 /// Whether an address can be a crawler's own: loopback, private, link-local, unique-local and
 /// unspecified addresses are a load balancer's or the local network's, never an operator's.
 pub fn is_public(ip: IpAddr) -> bool {
-    let ip = match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    };
-    match ip {
-        IpAddr::V4(v4) => {
-            !(v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || (v4.octets()[0] == 100 && (v4.octets()[1] & 0xC0) == 64))
-        }
-        IpAddr::V6(v6) => {
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || (v6.segments()[0] & 0xFE00) == 0xFC00
-                || (v6.segments()[0] & 0xFFC0) == 0xFE80)
-        }
-    }
+    crate::net::url::is_public_address(ip)
 }
 
 /// The verdict on `crawler`'s claim from what its sources say. An impostor needs every source

@@ -405,15 +405,8 @@ impl WebBotAuth {
     /// Whether a directory at `url`, named by a registry or the catalogue, is fetched from
     /// public addresses only: unless its origin is one of `private_agents`.
     fn public_only(&self, url: &str) -> bool {
-        let origin = url::Url::parse(url).ok().and_then(|url| {
-            let host = url.host_str()?.to_ascii_lowercase();
-            Some(match url.port() {
-                Some(port) => format!("https://{host}:{port}"),
-                None => format!("https://{host}"),
-            })
-        });
-        !(url.starts_with("https://")
-            && origin.is_some_and(|origin| self.private_agents.contains(&origin)))
+        !crate::config::https_origin_of(url)
+            .is_some_and(|origin| self.private_agents.contains(&origin))
     }
 
     /// Puts the signing agents `catalogue` names in force: each (agent, crawler) once, the
@@ -710,7 +703,8 @@ impl WebBotAuth {
             {
                 Ok(text) => text,
                 Err(e) => {
-                    tracing::warn!(registry = %name, "Web Bot Auth registry: {e} (its last good agents stay)");
+                    let said = crate::logs::one_line(&e);
+                    tracing::warn!(registry = %name, "Web Bot Auth registry: {said} (its last good agents stay)");
                     continue;
                 }
             };
@@ -725,8 +719,10 @@ impl WebBotAuth {
                 {
                     Ok(card) => cards.push((url, card)),
                     Err(e) => {
-                        let shown: String = url.chars().take(120).collect();
-                        tracing::warn!(registry = %name, card = %shown, "Web Bot Auth card: {e}");
+                        // The card's URL and a parser's error are the registry's text.
+                        let shown = crate::logs::one_line(&url);
+                        let said = crate::logs::one_line(&e);
+                        tracing::warn!(registry = %name, card = %shown, "Web Bot Auth card: {said}");
                         if let Some(last) = registries.cards.get(&(name.clone(), url.clone())) {
                             cards.push((url, last.clone()));
                         }
@@ -1046,11 +1042,13 @@ fn record(agent: &Agent, result: Result<KeySet, String>) {
                 "its signatures cannot be checked until they load"
             };
             let mut status = agent.status.lock().unwrap_or_else(|e| e.into_inner());
+            // A parser's error may quote the directory: one escaped, bounded line.
+            let said = crate::logs::one_line(&error);
             match status.failing.failed(std::time::Instant::now()) {
                 Some(FailureLine::First) => tracing::warn!(
                     agent = %agent.agent,
                     crawler = %agent.crawler,
-                    "Web Bot Auth keys: {error} ({kept}; retried with backoff, next said at \
+                    "Web Bot Auth keys: {said} ({kept}; retried with backoff, next said at \
                      most every 10 minutes)"
                 ),
                 Some(FailureLine::Summary {
@@ -1061,7 +1059,7 @@ fn record(agent: &Agent, result: Result<KeySet, String>) {
                     crawler = %agent.crawler,
                     attempts,
                     since_last,
-                    "Web Bot Auth keys still failing: {error} ({kept})"
+                    "Web Bot Auth keys still failing: {said} ({kept})"
                 ),
                 None => {}
             }

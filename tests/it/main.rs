@@ -20,6 +20,7 @@ mod embed;
 mod evasion;
 mod examples_config;
 mod fail_fast;
+mod feed_trust;
 mod fleet;
 mod fuzz_regressions;
 mod guard_api;
