@@ -153,6 +153,9 @@ pub struct VerifyConfig {
     pub ranges: RangesConfig,
     /// Reverse DNS lookups.
     pub dns: DnsConfig,
+    /// The probe telling whether the resolver reaches public DNS (`verify.dns.probe_name`,
+    /// `verify.dns.probe_interval`).
+    pub dns_probe: DnsProbe,
     /// HTTP Message Signatures of bots.
     pub web_bot_auth: WebBotAuthConfig,
 }
@@ -163,7 +166,29 @@ impl Default for VerifyConfig {
             refresh: Duration::from_secs(24 * 3600),
             ranges: RangesConfig::default(),
             dns: DnsConfig::default(),
+            dns_probe: DnsProbe::default(),
             web_bot_auth: WebBotAuthConfig::default(),
+        }
+    }
+}
+
+/// `verify.dns.probe_name` and `verify.dns.probe_interval`: a name that must exist, looked up at
+/// start and every `interval` (more often while it does not resolve) to tell whether the
+/// resolver reaches public DNS.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DnsProbe {
+    /// The name looked up (no trailing dot); default `googlebot.com`, whose reverse DNS names
+    /// the built-in catalogue checks.
+    pub name: String,
+    /// How often it is looked up while it resolves; default 60 s.
+    pub interval: Duration,
+}
+
+impl Default for DnsProbe {
+    fn default() -> Self {
+        DnsProbe {
+            name: "googlebot.com".to_string(),
+            interval: Duration::from_secs(60),
         }
     }
 }

@@ -632,6 +632,8 @@ static VERIFY_DNS: SectionDoc = SectionDoc {
         key("positive_ttl", Ty::Duration, "`24h`", "How long a confirmed name is cached."),
         key("negative_ttl", Ty::Duration, "`1h`", "How long \"no name\" is cached (failures: 30 s, or this if shorter)."),
         key("max_entries", Ty::Int { min: 1, max: 10_000_000 }, "`100000`", "Addresses cached; a full cache drops expired answers first."),
+        key("probe_name", Ty::Str, "`googlebot.com`", "A name that must exist in public DNS, looked up at start and every `probe_interval` to tell whether the resolver reaches public DNS. A resolver that does not answer it (silence, `SERVFAIL`, `REFUSED`) gets no lookups until it does; one that answers `NXDOMAIN` does not see public DNS. Either way reverse DNS verification reports itself unavailable (`robotsguard_verify_dns_available` 0, one log line, `/explain`'s `reverse_dns`) and its claims stay `unverified`."),
+        key("probe_interval", Ty::Duration, "`60s`", "How often the probe runs while the name resolves (at least `1s`); every 5 s at most while it does not, so verification resumes soon after the resolver does."),
     ],
 };
 

@@ -89,6 +89,8 @@ pub(crate) const VERIFY_DNS: Section = Section {
         "positive_ttl",
         "negative_ttl",
         "max_entries",
+        "probe_name",
+        "probe_interval",
     ],
 };
 

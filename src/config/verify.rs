@@ -13,7 +13,7 @@ use super::schema::{
 };
 use super::tree::{Node, Value};
 use super::{
-    DnsConfig, FetchProxy, RangesConfig, RegistrySource, SignatureAgent, VerifyConfig,
+    DnsConfig, DnsProbe, FetchProxy, RangesConfig, RegistrySource, SignatureAgent, VerifyConfig,
     WebBotAuthConfig,
 };
 use crate::crawlers::VerifyData;
@@ -59,7 +59,7 @@ pub(crate) fn verify(
         out.ranges = ranges(sink, n, base_dir, crawlers);
     }
     if let Some(n) = table.get("dns") {
-        out.dns = dns(sink, n);
+        (out.dns, out.dns_probe) = dns(sink, n);
     }
     if let Some(n) = table.get("web_bot_auth") {
         out.web_bot_auth = web_bot_auth(sink, n, base_dir, known);
@@ -196,11 +196,33 @@ fn is_http_url(text: &str) -> bool {
         .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.host_str().is_some())
 }
 
-fn dns(sink: &mut Sink, node: &Node) -> DnsConfig {
+fn dns(sink: &mut Sink, node: &Node) -> (DnsConfig, DnsProbe) {
     let mut out = DnsConfig::default();
+    let mut probe = DnsProbe::default();
     let Some(table) = Table::read(sink, node, &VERIFY_DNS, "`verify.dns`") else {
-        return out;
+        return (out, probe);
     };
+    if let Some(n) = table.get("probe_name") {
+        if let Some(text) = reader::nonempty_string(sink, n, "probe_name") {
+            match dns_suffix(text) {
+                Some(name) => probe.name = name,
+                None => sink.error_hint(
+                    n.pos,
+                    format!("probe name {} is not a DNS name", quote(text)),
+                    "a name that must exist in public DNS, e.g. googlebot.com",
+                ),
+            }
+        }
+    }
+    if let Some(n) = table.get("probe_interval") {
+        if let Some(d) = reader::duration(sink, n, "probe_interval") {
+            if d < Duration::from_secs(1) {
+                sink.error(n.pos, "`probe_interval` must be at least 1s");
+            } else {
+                probe.interval = d;
+            }
+        }
+    }
     if let Some(enabled) = table
         .get("enabled")
         .and_then(|n| reader::boolean(sink, n, "enabled"))
@@ -239,7 +261,7 @@ fn dns(sink: &mut Sink, node: &Node) -> DnsConfig {
     {
         out.max_entries = usize::try_from(n).unwrap_or(out.max_entries);
     }
-    out
+    (out, probe)
 }
 
 /// `10.0.0.2`, `10.0.0.2:5353`, `2001:db8::53`, `[2001:db8::53]:53`; port 53 by default.

@@ -49,6 +49,7 @@ mod upstream_tls;
 mod validate_serve;
 mod verification;
 mod verify_dns;
+mod verify_dns_failures;
 mod verify_egress;
 mod verify_signature;
 mod web_bot_auth;
