@@ -374,6 +374,14 @@ pub struct WebBotAuthConfig {
     /// non-public addresses (`verify.web_bot_auth.private_agents`): the operator's word that
     /// an agent the catalogue, a feed or a registry names lives inside its network.
     pub private_agents: Vec<String>,
+    /// Agents (https origins) whose signatures without a `nonce` are accepted for their whole
+    /// validity, from any address (`verify.web_bot_auth.nonceless_agents`): the operator's word
+    /// that the agent reuses its signatures, which the drafts give an agent no way to say.
+    pub nonceless_agents: Vec<String>,
+    /// How long after its `created` a signature without a `nonce` of any other agent is
+    /// accepted, and then only from the address that first sent it
+    /// (`verify.web_bot_auth.nonceless_window`, default 5 minutes).
+    pub nonceless_window: Duration,
 }
 
 impl Default for WebBotAuthConfig {
@@ -385,6 +393,8 @@ impl Default for WebBotAuthConfig {
             mode: WebBotAuthMode::Optional,
             registries: Vec::new(),
             private_agents: Vec::new(),
+            nonceless_agents: Vec::new(),
+            nonceless_window: Duration::from_secs(300),
         }
     }
 }

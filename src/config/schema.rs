@@ -103,6 +103,8 @@ pub(crate) const WEB_BOT_AUTH: Section = Section {
         "mode",
         "registries",
         "private_agents",
+        "nonceless_agents",
+        "nonceless_window",
     ],
 };
 

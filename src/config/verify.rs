@@ -29,6 +29,9 @@ const MIN_LIST_REFRESH: Duration = Duration::from_secs(1);
 /// The most clock skew accepted on signatures: the draft's lifetimes are minutes to hours.
 const MAX_SKEW: Duration = Duration::from_secs(3600);
 
+/// The longest a signature without a nonce may be accepted after its `created`.
+const MAX_NONCELESS_WINDOW: Duration = Duration::from_secs(3600);
+
 /// `verify`, over the built-in values. Agents must name crawlers in `known`; mirrors, lists the
 /// crawlers of `crawlers` name.
 pub(crate) fn verify(
@@ -359,6 +362,42 @@ fn web_bot_auth(
                 format!("private agent {} is not an https origin", quote(text)),
                 "e.g. private_agents: [\"https://agent.internal.example\"]",
             ),
+        }
+    }
+    let nonceless = table
+        .get("nonceless_agents")
+        .and_then(|n| reader::list(sink, n, "nonceless_agents"))
+        .unwrap_or_default();
+    for item in nonceless {
+        let Some(text) = reader::nonempty_string(sink, item, "nonceless_agents") else {
+            continue;
+        };
+        match https_origin(text) {
+            Some(origin) if !out.nonceless_agents.contains(&origin) => {
+                out.nonceless_agents.push(origin)
+            }
+            Some(_) => sink.error(
+                item.pos,
+                format!("nonce-less agent {} is listed twice", quote(text)),
+            ),
+            None => sink.error_hint(
+                item.pos,
+                format!("nonce-less agent {} is not an https origin", quote(text)),
+                "write the Signature-Agent value the bot sends, e.g. https://chatgpt.com",
+            ),
+        }
+    }
+    if let Some(n) = table.get("nonceless_window") {
+        if let Some(d) = reader::duration(sink, n, "nonceless_window") {
+            if d < Duration::from_secs(1) || d > MAX_NONCELESS_WINDOW {
+                sink.error_hint(
+                    n.pos,
+                    "`nonceless_window` must be between 1s and 1h",
+                    "a signature without a nonce can be replayed for this long: keep it short (5m is the default)",
+                );
+            } else {
+                out.nonceless_window = d;
+            }
         }
     }
     let items = table

@@ -538,6 +538,8 @@ impl Guard {
                     crawler,
                     nonce: checked.nonce,
                     lifetime: checked.lifetime,
+                    created: checked.created,
+                    digest: checked.digest,
                 }),
                 SignatureOutcome::Unavailable(_) => {
                     keys_unavailable = true;

@@ -123,10 +123,17 @@ impl Verifier {
                 outcome: signature::SignatureOutcome::Absent,
                 nonce: None,
                 lifetime: Duration::ZERO,
+                created: None,
+                digest: None,
             };
         }
         self.signatures
             .check(request, authority, scheme, std::time::SystemTime::now())
+    }
+
+    /// The rule a verified signature of `agent` without a nonce must meet.
+    pub fn nonceless_rule(&self, agent: &str) -> signature::NoncelessRule {
+        self.signatures.nonceless_rule(agent)
     }
 
     /// `verify.web_bot_auth.mode`.
