@@ -289,7 +289,7 @@ fn log_outcome(origin: &Origin, copy: &RobotsCopy) {
             origin = origin.name(),
             state = copy.policy.state_label(),
             // It may quote the answer (a redirect's Location): one escaped, bounded line.
-            error = %crate::logs::one_line(&error),
+            error = %crate::logs::one_line(error),
             "robots.txt: {}",
             copy.reason
         ),
