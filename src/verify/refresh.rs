@@ -34,6 +34,9 @@ const MAX_REDIRECTS: usize = 5;
 /// How long one fetch may take, redirects included.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Lists named only by remote catalogue feeds fetched (and parsed) at once, at most.
+static REMOTE_LIST_FETCHES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+
 /// A list that keeps failing gets one summary line per this long.
 pub const SUMMARY_EVERY: Duration = Duration::from_secs(600);
 
@@ -458,6 +461,14 @@ async fn fetch(
     proxy: Option<&FetchProxy>,
     private_origins: &[String],
 ) -> Got {
+    // Lists someone else named are fetched and parsed a few at a time: each holds its body (up
+    // to 8 MiB) and its parse at once, and a feed may name dozens. The operator's own lists
+    // never wait for them.
+    let _turn = if slot.public_only {
+        REMOTE_LIST_FETCHES.acquire().await.ok()
+    } else {
+        None
+    };
     let validators = match slot.copy.load_full() {
         Some(copy) => Validators {
             etag: copy.etag.clone(),
