@@ -115,7 +115,7 @@ fn loaded(feed: &FeedConfig, copy: &FeedCopy) {
         .with_label_values(&[&feed.url])
         .set(1);
     for line in &copy.skipped {
-        tracing::debug!(feed = %feed.url, "catalogue feed entry skipped: {line}");
+        tracing::debug!(feed = %feed.url, "catalogue feed entry skipped: {}", crate::logs::one_line(line));
     }
 }
 
