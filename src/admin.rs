@@ -139,6 +139,8 @@ struct Explanation<'a> {
     crawler: Option<&'a crate::enforce::Crawler>,
     /// What checking the crawler's claim found (with `client=` only).
     verification: Option<&'a crate::enforce::Verification>,
+    /// Whether reverse DNS verification works now (the resolver's probe), and why not.
+    reverse_dns: Option<crate::verify::ReverseDnsStatus>,
     group: Option<&'a str>,
     rule: Option<&'a crate::enforce::MatchedRule>,
     reason: String,
@@ -310,6 +312,7 @@ async fn explain(
         };
     };
     let mut explained = explanation(host, &path, user_agent, client, decision);
+    explained.reverse_dns = Some(verifier.reverse_dns());
     explained.answer = Some(answer);
     explained.read_robots = judgment.read_robots;
     explained.crawl_delay = crawl_delay_info(decision, client, store).await;
@@ -365,6 +368,7 @@ fn explanation<'a>(
         },
         crawler: decision.crawler.as_ref(),
         verification: decision.verification.as_deref(),
+        reverse_dns: None,
         group: decision.group.as_deref(),
         rule: decision.rule.as_ref(),
         reason: decision.reason(),

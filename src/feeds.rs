@@ -18,7 +18,7 @@ use crate::config::{FeedConfig, FetchProxy};
 use crate::crawlers::feed::{parse_feed, parse_feed_in, FeedCopy, FeedStore, MAX_FEED_BYTES};
 use crate::fetch::{FileWatcher, Validators};
 use crate::metrics::METRICS;
-use crate::net::url::get_url;
+use crate::net::url::get_url_to;
 use crate::snapshot::Live;
 
 /// The first retry after a failure; it doubles up to the feed's refresh interval.
@@ -115,7 +115,7 @@ fn loaded(feed: &FeedConfig, copy: &FeedCopy) {
         .with_label_values(&[&feed.url])
         .set(1);
     for line in &copy.skipped {
-        tracing::debug!(feed = %feed.url, "catalogue feed entry skipped: {line}");
+        tracing::debug!(feed = %feed.url, "catalogue feed entry skipped: {}", crate::logs::one_line(line));
     }
 }
 
@@ -284,10 +284,12 @@ async fn keep_fresh(feed: FeedConfig, shared: Arc<Shared>) {
                     "no copy yet: its crawlers are not in the catalogue"
                 };
                 if failures == 1 || failures.is_power_of_two() {
+                    // A parser's error may quote the body: one escaped, bounded line.
                     tracing::warn!(
                         feed = %feed.url,
                         attempts = failures,
-                        "catalogue feed: {error} ({kept}; retried with backoff)"
+                        "catalogue feed: {} ({kept}; retried with backoff)",
+                        crate::logs::one_line(&error)
                     );
                 }
             }
@@ -313,6 +315,12 @@ async fn keep_fresh(feed: FeedConfig, shared: Arc<Shared>) {
     }
 }
 
+/// `scheme://host[:port]` of a URL, for telling a redirect to another origin.
+fn origin_of(url: &str) -> Option<String> {
+    let url = url::Url::parse(url).ok()?;
+    Some(url.origin().ascii_serialization())
+}
+
 async fn fetch(
     connector: &Connector,
     proxy: Option<&FetchProxy>,
@@ -327,14 +335,24 @@ async fn fetch(
         None => Validators::default(),
     };
     let mut current = feed.url.clone();
+    let configured_origin = origin_of(&feed.url);
     for _ in 0..=MAX_REDIRECTS {
-        let answer = match get_url(
+        // The feed's URL is the operator's; a redirect elsewhere is the feed server's word, so
+        // it is followed as a URL someone else named: https, public addresses only.
+        let elsewhere = origin_of(&current) != configured_origin;
+        if elsewhere && !current.starts_with("https://") {
+            return Got::Failed(format!(
+                "a redirect to `{current}` leaves the feed's origin for another that is not https"
+            ));
+        }
+        let answer = match get_url_to(
             connector,
             &current,
             &validators,
             MAX_FEED_BYTES,
             FETCH_TIMEOUT,
             proxy,
+            elsewhere.then_some(crate::net::url::is_public_address as fn(std::net::IpAddr) -> bool),
         )
         .await
         {

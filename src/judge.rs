@@ -58,16 +58,26 @@ pub struct Signed {
     pub nonce: Option<String>,
     /// How long the signature stays valid (how long its nonce is remembered).
     pub lifetime: Duration,
+    /// When it was made (`created`), when known: a signature without a nonce is accepted only
+    /// within `verify.web_bot_auth.nonceless_window` of it, unless its agent is listed in
+    /// `nonceless_agents`.
+    pub created: Option<std::time::SystemTime>,
+    /// A digest standing for a signature without a nonce: seen again from another address
+    /// while it is valid, the request is a replay (429).
+    pub digest: Option<[u8; 32]>,
 }
 
 impl Signed {
-    /// A signature of `agent` identifying `crawler`, without a nonce.
+    /// A signature of `agent` identifying `crawler`, without a nonce, checked elsewhere (no
+    /// `created` or digest: the nonce-less bounds do not apply).
     pub fn new(agent: &str, crawler: &str) -> Signed {
         Signed {
             agent: agent.to_string(),
             crawler: crawler.to_string(),
             nonce: None,
             lifetime: Duration::ZERO,
+            created: None,
+            digest: None,
         }
     }
 }
@@ -399,7 +409,7 @@ impl Judge<'_> {
             }
         }
         if let Some(refusal) = self
-            .web_bot_auth_refusal(&decision, signed, facts.keys_unavailable, wba_mode, apply)
+            .web_bot_auth_refusal(&decision, signed, facts, wba_mode, apply)
             .await
         {
             // Counted and logged as what the client gets: refused (403), or told to come
@@ -732,6 +742,45 @@ impl Judge<'_> {
         })
     }
 
+    /// Whether a verified signature without a nonce is refused as a replay: unless its agent is
+    /// in `nonceless_agents`, one made more than `nonceless_window` ago (clock skew tolerated),
+    /// or one first sent from another address within that time ([`Mode::Apply`] records the
+    /// first address; a preview only reads the time). A signature checked elsewhere (no
+    /// `created` or digest) is not bound.
+    async fn nonceless_replayed(
+        &self,
+        signed: &Signed,
+        client: Option<IpAddr>,
+        apply: bool,
+    ) -> bool {
+        use crate::verify::signature::NoncelessRule;
+        let NoncelessRule::Bounded { window, skew } = self.verifier.nonceless_rule(&signed.agent)
+        else {
+            return false;
+        };
+        let Some(created) = signed.created else {
+            return false;
+        };
+        let now = std::time::SystemTime::now();
+        let Some(valid_until) = created.checked_add(window.saturating_add(skew)) else {
+            return false;
+        };
+        let Ok(left) = valid_until.duration_since(now) else {
+            // Made longer ago than the window: a signature kept and sent again.
+            return true;
+        };
+        match (apply, signed.digest, client) {
+            (true, Some(digest), Some(client)) => {
+                let lifetime = left.min(signed.lifetime).max(Duration::from_secs(1));
+                !self
+                    .store
+                    .signature_from(&signed.agent, &digest, client, lifetime)
+                    .await
+            }
+            _ => false,
+        }
+    }
+
     /// The delay that applies to a crawler robots.txt allows and how long it must still wait
     /// under it ([`Decision::budget`]); `None` when it is admitted now, or nothing limits it.
     /// Applying admits (spends the budget); previewing only reads it.
@@ -745,28 +794,35 @@ impl Judge<'_> {
         &self,
         decision: &Decision,
         signed: Option<&Signed>,
-        keys_unavailable: bool,
+        facts: &Facts<'_>,
         wba_mode: WebBotAuthMode,
         apply: bool,
     ) -> Option<Refusal> {
         if wba_mode == WebBotAuthMode::Observe {
             return None;
         }
+        let keys_unavailable = facts.keys_unavailable;
         let origin = decision.origin.name();
         if let Some(signed) = signed {
-            let nonce = signed.nonce.as_deref()?;
-            if !apply
-                || self
-                    .store
-                    .first_nonce_use(&signed.agent, nonce, signed.lifetime)
-                    .await
-            {
+            let replayed = match signed.nonce.as_deref() {
+                Some(nonce) => {
+                    apply
+                        && !self
+                            .store
+                            .first_nonce_use(&signed.agent, nonce, signed.lifetime)
+                            .await
+                }
+                None => self.nonceless_replayed(signed, facts.client, apply).await,
+            };
+            if !replayed {
                 return None;
             }
-            METRICS
-                .web_bot_auth_refusals
-                .with_label_values(&[origin, "replayed"])
-                .inc();
+            if apply {
+                METRICS
+                    .web_bot_auth_refusals
+                    .with_label_values(&[origin, "replayed"])
+                    .inc();
+            }
             return Some(Refusal {
                 status: 429,
                 why: RefusedFor::Replayed {

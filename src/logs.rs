@@ -303,6 +303,33 @@ pub(crate) fn escape_client_text(text: &[u8]) -> String {
     out
 }
 
+/// A message of ours that quotes fetched text (an error naming a list's line, a parser's
+/// excerpt), made one log line: at most [`MAX_CLIENT_TEXT`] bytes, control characters as
+/// `\xNN` (or `\u{NNNN}`), everything else (backslashes included: quoted parts were escaped where
+/// they were quoted) kept, and a note of how much was cut.
+pub(crate) fn one_line(text: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(text.len().min(MAX_CLIENT_TEXT) + 16);
+    let mut taken = 0;
+    for c in text.chars() {
+        if taken + c.len_utf8() > MAX_CLIENT_TEXT {
+            let _ = write!(out, "... ({} bytes)", text.len());
+            break;
+        }
+        taken += c.len_utf8();
+        match c {
+            c if u32::from(c) < 0x100 && c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
+            c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') => {
+                let _ = write!(out, "\\u{{{:04x}}}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Logs a request that could not be proxied (upstream failure, bad request body, ...) at WARN,
 /// rate-limited with the rest counted; the error text may quote the client and is escaped.
 pub(crate) fn proxy_failure(origin: Option<&str>, status: u16, error: &str) {

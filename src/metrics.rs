@@ -175,6 +175,12 @@ pub struct Metrics {
     /// `robotsguard_catalogue_entries{source}`: crawler catalogue entries in force by where
     /// they came from (`builtin`, `extra`, or a feed's url).
     pub catalogue_entries: IntGaugeVec,
+    /// `robotsguard_catalogue_feed_entries_refused{feed,reason}`: entries of the feed's copy
+    /// in force that its rules keep out of the catalogue.
+    pub catalogue_feed_entries_refused: IntGaugeVec,
+    /// `robotsguard_verify_dns_available`: 1 while the resolver's probe reaches public DNS, 0
+    /// while it does not (and until the first probe answers).
+    pub verify_dns_available: IntGauge,
     /// `robotsguard_state_backend_up`: 1 while the state store answers (always with `memory`),
     /// 0 while decisions fall back to this process's memory.
     pub state_backend_up: IntGauge,
@@ -225,7 +231,7 @@ pub const REQUEST_REFUSALS: [&str; 4] = [
 ];
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 58] = [
+pub const METRIC_NAMES: [&str; 60] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -281,6 +287,8 @@ pub const METRIC_NAMES: [&str; 58] = [
     "robotsguard_crawler_range_list_loaded",
     "robotsguard_catalogue_feed_loaded",
     "robotsguard_catalogue_entries",
+    "robotsguard_catalogue_feed_entries_refused",
+    "robotsguard_verify_dns_available",
     "robotsguard_state_backend_up",
     "robotsguard_state_backend_errors_total",
     "robotsguard_admin_refusals_total",
@@ -678,6 +686,18 @@ impl Metrics {
             "Crawler catalogue entries in force, by where they came from: builtin, extra, or a catalogue feed's url.",
             &["source"],
         );
+        let catalogue_feed_entries_refused = gauge(
+            &registry,
+            "robotsguard_catalogue_feed_entries_refused",
+            "Entries of the catalogue feed's copy in force that its rules keep out of the catalogue, by reason: browser_token, overrides_builtin, hides_builtin, list_url, too_many_lists.",
+            &["feed", "reason"],
+        );
+        let verify_dns_available = IntGauge::new(
+            "robotsguard_verify_dns_available",
+            "1 while the resolver answers the reverse DNS probe (verify.dns.probe_name), 0 while it does not reach public DNS (reverse DNS verification is unavailable) or before the first probe.",
+        )
+        .unwrap_or_else(|e| panic!("DNS availability gauge is malformed: {e}"));
+        register(&registry, Box::new(verify_dns_available.clone()));
         let state_backend_up = IntGauge::new(
             "robotsguard_state_backend_up",
             "1 while the state store (state.backend) answers within its timeout; 0 while Crawl-delay, strikes and robots.txt reads are decided from this process's memory alone.",
@@ -761,6 +781,8 @@ impl Metrics {
             crawler_range_list_loaded,
             catalogue_feed_loaded,
             catalogue_entries,
+            catalogue_feed_entries_refused,
+            verify_dns_available,
             state_backend_up,
             state_backend_errors,
             admin_refusals,
@@ -778,6 +800,11 @@ impl Metrics {
     pub fn forget_feed(&self, feed: &str) {
         let _ = self.catalogue_feed_loaded.remove_label_values(&[feed]);
         let _ = self.catalogue_entries.remove_label_values(&[feed]);
+        for reason in crate::crawlers::feed::RefusalReason::ALL {
+            let _ = self
+                .catalogue_feed_entries_refused
+                .remove_label_values(&[feed, reason.as_str()]);
+        }
     }
 
     /// Counts an answer by status class; `origin` is `None` before routing (`unrouted`).
@@ -921,6 +948,8 @@ impl Metrics {
             Box::new(self.crawler_range_list_loaded.clone()),
             Box::new(self.catalogue_feed_loaded.clone()),
             Box::new(self.catalogue_entries.clone()),
+            Box::new(self.catalogue_feed_entries_refused.clone()),
+            Box::new(self.verify_dns_available.clone()),
             Box::new(self.state_backend_up.clone()),
             Box::new(self.state_backend_errors.clone()),
             Box::new(self.admin_refusals.clone()),

@@ -141,7 +141,11 @@ const NOTES: &[(&str, &str)] = &[
     ),
     (
         "robotsguard_verify_list_fetches_total",
-        "fetches and reads of crawler IP range lists (`list` is the URL or `file:` path): `ok`, `not_modified`, `malformed` (the last good copy stays), `http_error`, `unreachable`",
+        "fetches and reads of crawler IP range lists (`list` is the URL or `file:` path): `ok`, `not_modified`, `malformed` (the last good copy stays), `http_error`, `unreachable`, `refused` (a list a remote feed named resolved, or redirected, to an address that is not public, or redirected off https)",
+    ),
+    (
+        "robotsguard_catalogue_feed_entries_refused",
+        "entries of a catalogue feed's copy in force left out by its rules (the rest of the feed applies; a log line names them, at most once a minute per feed): `browser_token` (its pattern matches browsers), `overrides_builtin` (`replace: true` on a built-in or `extra` entry without `may_override`), `hides_builtin` (its pattern holds such an entry's pattern, without `may_override`), `list_url` (a remote feed naming a range list that is not `https://`), `too_many_lists` (past the feed's `max_lists`)",
     ),
     (
         "robotsguard_verify_list_prefixes",
@@ -158,6 +162,10 @@ const NOTES: &[(&str, &str)] = &[
     (
         "robotsguard_verify_dns_lookups_total",
         "reverse DNS lookups sent for crawler verification (cache hits are not counted): `confirmed`, `no_name`, `failed`",
+    ),
+    (
+        "robotsguard_verify_dns_available",
+        "1 while the resolver answers the probe of `verify.dns.probe_name` (a name that must exist), 0 while it does not: no answer, `SERVFAIL`, `REFUSED`, or `NXDOMAIN` for that name (a resolver that does not see public DNS). While 0, `/explain` and every unverified claim say reverse DNS is unavailable, and claims stay `unverified` (never `impostor`) unless an answer that does come proves otherwise. Probed at start and every `verify.dns.probe_interval`",
     ),
     (
         "robotsguard_verify_dns_cache_entries",

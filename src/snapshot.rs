@@ -832,13 +832,17 @@ pub fn build_identifier_with(
     config: &Config,
     feeds: Option<&FeedStore>,
 ) -> Result<Identifier, BuildError> {
-    let (defs, dropped) = config
+    let merged = config
         .crawlers
         .catalogue_defs_with(feeds)
         .map_err(BuildError::Catalogue)?;
-    for line in &dropped {
+    for line in &merged.dropped {
         tracing::debug!("catalogue feed entry left out: {line}");
     }
+    if feeds.is_some() {
+        report_refused_feed_entries(&config.crawlers.feeds, &merged.refused);
+    }
+    let defs = merged.defs;
     let mut counts: HashMap<String, i64> = HashMap::new();
     counts.insert("builtin".to_string(), 0);
     counts.insert("extra".to_string(), 0);
@@ -888,6 +892,84 @@ pub fn build_identifier_with(
         }
     }
     Ok(identifier)
+}
+
+/// How often one feed's refused entries are logged at most: a feed that changes at every
+/// refresh must not fill the log.
+const REFUSED_LINE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Refused entries named in one log line at most (the rest are counted).
+const REFUSED_NAMED: usize = 5;
+
+/// The longest list of refused entries one line carries.
+const REFUSED_LINE_CHARS: usize = 2048;
+
+/// Sets `robotsguard_catalogue_feed_entries_refused` for each of `feeds` from `refused` (the
+/// entries the feeds' rules keep out of the catalogue being built), and logs a feed's refusals
+/// once when they change, at most once a minute per feed. Names and lists are the feed's
+/// text: written escaped (`{:?}`, so a control character never ends the line) and cut.
+fn report_refused_feed_entries(
+    feeds: &[crate::config::FeedConfig],
+    refused: &[crate::crawlers::feed::Refused],
+) {
+    use crate::crawlers::feed::RefusalReason;
+    use std::hash::{Hash, Hasher};
+    static SAID: std::sync::LazyLock<std::sync::Mutex<HashMap<String, (u64, std::time::Instant)>>> =
+        std::sync::LazyLock::new(Default::default);
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    said.retain(|feed, _| feeds.iter().any(|f| f.url == *feed));
+    for feed in feeds {
+        let mine: Vec<&crate::crawlers::feed::Refused> =
+            refused.iter().filter(|r| r.feed == feed.url).collect();
+        for reason in RefusalReason::ALL {
+            let count = mine.iter().filter(|r| r.reason == reason).count();
+            crate::metrics::METRICS
+                .catalogue_feed_entries_refused
+                .with_label_values(&[feed.url.as_str(), reason.as_str()])
+                .set(i64::try_from(count).unwrap_or(i64::MAX));
+        }
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        for entry in &mine {
+            (&entry.name, entry.reason).hash(&mut hasher);
+        }
+        let digest = hasher.finish();
+        let now = std::time::Instant::now();
+        let due = match said.get(&feed.url) {
+            Some((before, _)) if *before == digest => false,
+            Some((_, at)) => now.duration_since(*at) >= REFUSED_LINE_EVERY,
+            None => !mine.is_empty(),
+        };
+        if !due {
+            continue;
+        }
+        said.insert(feed.url.clone(), (digest, now));
+        if mine.is_empty() {
+            tracing::info!(feed = %feed.url, "catalogue feed: no entry is refused any more");
+            continue;
+        }
+        let named: Vec<String> = mine
+            .iter()
+            .take(REFUSED_NAMED)
+            .map(|entry| format!("{:?}: {}", entry.name, entry.detail))
+            .collect();
+        let more = mine.len().saturating_sub(REFUSED_NAMED);
+        let text = format!(
+            "{}{}",
+            named.join("; "),
+            if more > 0 {
+                format!("; and {more} more")
+            } else {
+                String::new()
+            }
+        );
+        tracing::warn!(
+            feed = %feed.url,
+            refused = mine.len(),
+            "catalogue feed: {} entries refused, the rest of the feed applies: {}",
+            mine.len(),
+            text.chars().take(REFUSED_LINE_CHARS).collect::<String>()
+        );
+    }
 }
 
 /// The snapshot in force, shared by the proxy, the admin listener and the background tasks.

@@ -29,6 +29,7 @@ mod validate;
 mod verify;
 
 pub(crate) use verify::https_origin;
+pub use verify::https_origin_of;
 
 #[cfg(test)]
 mod tests;
@@ -152,6 +153,9 @@ pub struct VerifyConfig {
     pub ranges: RangesConfig,
     /// Reverse DNS lookups.
     pub dns: DnsConfig,
+    /// The probe telling whether the resolver reaches public DNS (`verify.dns.probe_name`,
+    /// `verify.dns.probe_interval`).
+    pub dns_probe: DnsProbe,
     /// HTTP Message Signatures of bots.
     pub web_bot_auth: WebBotAuthConfig,
 }
@@ -162,7 +166,29 @@ impl Default for VerifyConfig {
             refresh: Duration::from_secs(24 * 3600),
             ranges: RangesConfig::default(),
             dns: DnsConfig::default(),
+            dns_probe: DnsProbe::default(),
             web_bot_auth: WebBotAuthConfig::default(),
+        }
+    }
+}
+
+/// `verify.dns.probe_name` and `verify.dns.probe_interval`: a name that must exist, looked up at
+/// start and every `interval` (more often while it does not resolve) to tell whether the
+/// resolver reaches public DNS.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DnsProbe {
+    /// The name looked up (no trailing dot); default `googlebot.com`, whose reverse DNS names
+    /// the built-in catalogue checks.
+    pub name: String,
+    /// How often it is looked up while it resolves; default 60 s.
+    pub interval: Duration,
+}
+
+impl Default for DnsProbe {
+    fn default() -> Self {
+        DnsProbe {
+            name: "googlebot.com".to_string(),
+            interval: Duration::from_secs(60),
         }
     }
 }
@@ -178,6 +204,10 @@ pub struct RangesConfig {
     pub mirrors: Vec<(String, String)>,
     /// The HTTP proxy (CONNECT) list and key-directory fetches go through; `None`: direct.
     pub proxy: Option<FetchProxy>,
+    /// `verify.ranges.private_origins`: https origins (`https://host[:port]`) whose range lists
+    /// a remote catalogue feed may name on a loopback, private or link-local address (the
+    /// operator's word that such a list server is its own).
+    pub private_origins: Vec<String>,
 }
 
 impl Default for RangesConfig {
@@ -186,6 +216,7 @@ impl Default for RangesConfig {
             enabled: true,
             mirrors: Vec::new(),
             proxy: None,
+            private_origins: Vec::new(),
         }
     }
 }
@@ -343,6 +374,14 @@ pub struct WebBotAuthConfig {
     /// non-public addresses (`verify.web_bot_auth.private_agents`): the operator's word that
     /// an agent the catalogue, a feed or a registry names lives inside its network.
     pub private_agents: Vec<String>,
+    /// Agents (https origins) whose signatures without a `nonce` are accepted for their whole
+    /// validity, from any address (`verify.web_bot_auth.nonceless_agents`): the operator's word
+    /// that the agent reuses its signatures, which the drafts give an agent no way to say.
+    pub nonceless_agents: Vec<String>,
+    /// How long after its `created` a signature without a `nonce` of any other agent is
+    /// accepted, and then only from the address that first sent it
+    /// (`verify.web_bot_auth.nonceless_window`, default 5 minutes).
+    pub nonceless_window: Duration,
 }
 
 impl Default for WebBotAuthConfig {
@@ -354,6 +393,8 @@ impl Default for WebBotAuthConfig {
             mode: WebBotAuthMode::Optional,
             registries: Vec::new(),
             private_agents: Vec::new(),
+            nonceless_agents: Vec::new(),
+            nonceless_window: Duration::from_secs(300),
         }
     }
 }
@@ -1001,12 +1042,27 @@ pub struct FeedConfig {
     pub format: crate::crawlers::feed::FeedFormat,
     /// How often it is fetched (or, for a file, read) again; default 24 hours.
     pub refresh: Duration,
+    /// `may_override`: its entries may replace (`replace: true`) or hide an entry of the
+    /// built-in catalogue or `crawlers.extra`; default `false`.
+    pub may_override: bool,
+    /// `max_lists`: the most distinct range lists its entries may name; default 32.
+    pub max_lists: usize,
 }
 
 impl FeedConfig {
     /// The file it is read from, for a `file:` feed.
     pub fn file(&self) -> Option<&std::path::Path> {
         self.url.strip_prefix("file:").map(std::path::Path::new)
+    }
+
+    /// What the feed's entries may do (see [`crate::crawlers::feed::FeedTrust`]): a feed
+    /// fetched over the network names https range lists only.
+    pub fn trust(&self) -> crate::crawlers::feed::FeedTrust {
+        crate::crawlers::feed::FeedTrust {
+            may_override: self.may_override,
+            max_lists: self.max_lists,
+            remote: self.file().is_none(),
+        }
     }
 }
 
@@ -1223,15 +1279,16 @@ impl CrawlersConfig {
     /// with each `extra` entry appended or replacing the built-in one of the same name. Checked by
     /// [`crate::crawlers::Catalogue::new`], which `load_*` already ran on it.
     pub fn catalogue_defs(&self) -> Result<Vec<CrawlerDef>, CatalogueError> {
-        self.catalogue_defs_with(None).map(|(defs, _)| defs)
+        self.catalogue_defs_with(None).map(|merged| merged.defs)
     }
 
     /// [`CrawlersConfig::catalogue_defs`] with the copies in force of the configured feeds
-    /// merged in (see [`crate::crawlers::feed`]), and one line per feed entry left out.
+    /// merged in (see [`crate::crawlers::feed`]), each feed under its own rules, with the feed
+    /// entries left out (clashes) and refused (the feed's rules).
     pub fn catalogue_defs_with(
         &self,
         feeds: Option<&crate::crawlers::feed::FeedStore>,
-    ) -> Result<(Vec<CrawlerDef>, Vec<String>), CatalogueError> {
+    ) -> Result<crate::crawlers::feed::Merged, CatalogueError> {
         let builtin: Vec<CrawlerDef> = if self.builtin {
             builtin_defs()?
         } else {
@@ -1240,12 +1297,19 @@ impl CrawlersConfig {
         let copies: Vec<_> = feeds.map_or_else(Vec::new, |store| {
             self.feeds
                 .iter()
-                .filter_map(|feed| store.get(&feed.url))
+                .filter_map(|feed| Some((feed, store.get(&feed.url)?)))
                 .collect()
         });
-        let slices: Vec<&[CrawlerDef]> = copies.iter().map(|copy| copy.defs.as_slice()).collect();
+        let inputs: Vec<crate::crawlers::feed::FeedInput<'_>> = copies
+            .iter()
+            .map(|(feed, copy)| crate::crawlers::feed::FeedInput {
+                feed: &feed.url,
+                defs: &copy.defs,
+                trust: feed.trust(),
+            })
+            .collect();
         let extra = self.extra.iter().map(ExtraCrawler::to_def).collect();
-        Ok(crate::crawlers::feed::merge(builtin, &slices, extra))
+        Ok(crate::crawlers::feed::merge(builtin, &inputs, extra))
     }
 }
 

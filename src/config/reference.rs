@@ -463,6 +463,8 @@ static FEED: SectionDoc = SectionDoc {
         required("url", Ty::Str, "An http(s) URL, or `file:path` (relative to the config file; checked by `validate` and `serve`, re-read when it changes)."),
         key("format", FEED_FORMAT, "`robotsguard`", "`robotsguard` (the schema of `crates/robotsguard-crawlers/crawlers.yaml`) or `ai-robots-txt` (the ai.robots.txt project's `robots.json`, its `function` mapped to a category and purposes)."),
         key("refresh", Ty::Duration, "`24h`", "How often it is fetched again (at least `1s`)."),
+        key("may_override", Ty::Bool, "`false`", "Whether its entries may take the place of a built-in or `crawlers.extra` entry (`replace: true`) or hide one (a pattern holding that entry's pattern, such as `GPTBot/1.0`). Without it such entries are refused, counted in `robotsguard_catalogue_feed_entries_refused` and logged; the rest of the feed applies. No feed entry may match browsers (`Mozilla`, `Chrome`, `Safari`, `Firefox`, `Edge`, `AppleWebKit`, `Gecko`, or any pattern a common browser's User-Agent holds)."),
+        key("max_lists", Ty::Int { min: 0, max: 10_000 }, "`32`", "The most distinct IP range lists its entries may name (each up to 8 MiB, held in memory); entries that would name more are refused. A feed fetched over the network may name `https://` lists only, fetched from public addresses only (see `verify.ranges.private_origins`); a `file:` feed may also name `http://` URLs and local files."),
     ],
 };
 
@@ -617,6 +619,7 @@ static VERIFY_RANGES: SectionDoc = SectionDoc {
         key("enabled", Ty::Bool, "`true`", "`false`: crawlers checked by lists alone stay `unverified`."),
         key("mirrors", Ty::MapOf { keys: None, value: &Ty::Str }, "`{}`", "A list's URL → another URL, or a `file:` path you keep up to date (re-read when it changes). The URL must be one some crawler's `verify.ips` names."),
         key("proxy", Ty::Url, "`HTTPS_PROXY`, minus the hosts `NO_PROXY` names", "An HTTP proxy (CONNECT) for the list and key directory fetches."),
+        key("private_origins", Ty::List(&Ty::Url), "`[]`", "https origins (`https://host[:port]`) whose range lists a catalogue feed fetched over the network may name on a loopback, private or link-local address (a list server inside your network). Any other list such a feed names is fetched over https from public addresses only, every redirect checked again; a list that fails the check is not fetched (`robotsguard_verify_list_fetches_total{outcome=\"refused\"}`)."),
     ],
 };
 
@@ -632,6 +635,8 @@ static VERIFY_DNS: SectionDoc = SectionDoc {
         key("positive_ttl", Ty::Duration, "`24h`", "How long a confirmed name is cached."),
         key("negative_ttl", Ty::Duration, "`1h`", "How long \"no name\" is cached (failures: 30 s, or this if shorter)."),
         key("max_entries", Ty::Int { min: 1, max: 10_000_000 }, "`100000`", "Addresses cached; a full cache drops expired answers first."),
+        key("probe_name", Ty::Str, "`googlebot.com`", "A name that must exist in public DNS, looked up at start and every `probe_interval` to tell whether the resolver reaches public DNS. A resolver that does not answer it (silence, `SERVFAIL`, `REFUSED`) gets no lookups until it does; one that answers `NXDOMAIN` does not see public DNS. Either way reverse DNS verification reports itself unavailable (`robotsguard_verify_dns_available` 0, one log line, `/explain`'s `reverse_dns`) and its claims stay `unverified`."),
+        key("probe_interval", Ty::Duration, "`60s`", "How often the probe runs while the name resolves (at least `1s`); every 5 s at most while it does not, so verification resumes soon after the resolver does."),
     ],
 };
 
@@ -647,6 +652,8 @@ static WEB_BOT_AUTH: SectionDoc = SectionDoc {
         key("mode", WEB_BOT_AUTH_MODE, "`optional`", "What signatures may change: `observe` (verified and counted, no decision changed), `optional` (a valid signature identifies its crawler; a replayed nonce gets `429`), `required` (also: a request claiming a crawler that has a signing agent and carrying no valid signature gets `403` with `Accept-Signature`). An origin or `defaults` may set its own."),
         key("registries", Ty::List(&Ty::Str), "`[]`", "Registries of signature-agent cards (an https URL or `file:path`; one card URL a line, `#` comments; cards `https:`, `data:`, or `file:` in a `file:` registry), whose agents join `agents` (which win); read at start and every `verify.refresh`, the last good copy kept."),
         key("private_agents", Ty::List(&Ty::Url), "`[]`", "Agents (https origins) the catalogue, a feed or a registry names whose key directory may be fetched from a loopback, private or link-local address (an agent inside your network). Any other agent not in `agents` is fetched from public addresses only."),
+        key("nonceless_agents", Ty::List(&Ty::Url), "`[]`", "Agents (https origins) whose signatures without a `nonce` are accepted for their whole validity, from any address: your word that the agent reuses its signatures (the drafts give an agent no way to say so). Any other agent's nonce-less signature is accepted only within `nonceless_window` of its `created` and only from the address that first sent it; a later or cross-address replay gets `429` with a fresh `Accept-Signature`."),
+        key("nonceless_window", Ty::Duration, "`5m`", "How long after its `created` (plus `max_skew`) a signature without a `nonce` is accepted, for agents not in `nonceless_agents` (1s to 1h)."),
     ],
 };
 

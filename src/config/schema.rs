@@ -77,7 +77,7 @@ pub(crate) const VERIFY: Section = Section {
 
 pub(crate) const VERIFY_RANGES: Section = Section {
     place: "in `verify.ranges`",
-    keys: &["enabled", "mirrors", "proxy"],
+    keys: &["enabled", "mirrors", "proxy", "private_origins"],
 };
 
 pub(crate) const VERIFY_DNS: Section = Section {
@@ -89,6 +89,8 @@ pub(crate) const VERIFY_DNS: Section = Section {
         "positive_ttl",
         "negative_ttl",
         "max_entries",
+        "probe_name",
+        "probe_interval",
     ],
 };
 
@@ -101,6 +103,8 @@ pub(crate) const WEB_BOT_AUTH: Section = Section {
         "mode",
         "registries",
         "private_agents",
+        "nonceless_agents",
+        "nonceless_window",
     ],
 };
 
@@ -287,7 +291,7 @@ pub(crate) const CRAWLERS: Section = Section {
 
 pub(crate) const FEED: Section = Section {
     place: "in feed",
-    keys: &["url", "format", "refresh"],
+    keys: &["url", "format", "refresh", "may_override", "max_lists"],
 };
 
 pub(crate) const EXTRA_CRAWLER: Section = Section {

@@ -861,7 +861,11 @@ fn crawlers(
     (out, positions)
 }
 
-/// `crawlers.feeds`: each `{url, format, refresh}`, urls unique, `file:` paths made absolute.
+/// The most range lists a feed may be allowed (`max_lists`): each list may hold megabytes.
+const MAX_FEED_LISTS: i128 = 10_000;
+
+/// `crawlers.feeds`: each `{url, format, refresh, may_override, max_lists}`, urls unique,
+/// `file:` paths made absolute.
 fn feeds(sink: &mut Sink, node: &Node, base_dir: &Path) -> Vec<super::FeedConfig> {
     use crate::crawlers::feed::FeedFormat;
     let mut out: Vec<super::FeedConfig> = Vec::new();
@@ -926,6 +930,20 @@ fn feeds(sink: &mut Sink, node: &Node, base_dir: &Path) -> Vec<super::FeedConfig
             },
             None => Duration::from_secs(24 * 3600),
         };
+        let may_override = match table.get("may_override") {
+            Some(n) => match reader::boolean(sink, n, "may_override") {
+                Some(b) => b,
+                None => continue,
+            },
+            None => false,
+        };
+        let max_lists = match table.get("max_lists") {
+            Some(n) => match reader::integer(sink, n, "max_lists", 0, MAX_FEED_LISTS) {
+                Some(n) => usize::try_from(n).unwrap_or(0),
+                None => continue,
+            },
+            None => crate::crawlers::feed::DEFAULT_MAX_LISTS,
+        };
         if out.iter().any(|feed| feed.url == url) {
             sink.error(
                 url_node.pos,
@@ -937,6 +955,8 @@ fn feeds(sink: &mut Sink, node: &Node, base_dir: &Path) -> Vec<super::FeedConfig
             url,
             format,
             refresh,
+            may_override,
+            max_lists,
         });
     }
     out

@@ -13,7 +13,7 @@ use super::schema::{
 };
 use super::tree::{Node, Value};
 use super::{
-    DnsConfig, FetchProxy, RangesConfig, RegistrySource, SignatureAgent, VerifyConfig,
+    DnsConfig, DnsProbe, FetchProxy, RangesConfig, RegistrySource, SignatureAgent, VerifyConfig,
     WebBotAuthConfig,
 };
 use crate::crawlers::VerifyData;
@@ -28,6 +28,9 @@ const MIN_LIST_REFRESH: Duration = Duration::from_secs(1);
 
 /// The most clock skew accepted on signatures: the draft's lifetimes are minutes to hours.
 const MAX_SKEW: Duration = Duration::from_secs(3600);
+
+/// The longest a signature without a nonce may be accepted after its `created`.
+const MAX_NONCELESS_WINDOW: Duration = Duration::from_secs(3600);
 
 /// `verify`, over the built-in values. Agents must name crawlers in `known`; mirrors, lists the
 /// crawlers of `crawlers` name.
@@ -59,7 +62,7 @@ pub(crate) fn verify(
         out.ranges = ranges(sink, n, base_dir, crawlers);
     }
     if let Some(n) = table.get("dns") {
-        out.dns = dns(sink, n);
+        (out.dns, out.dns_probe) = dns(sink, n);
     }
     if let Some(n) = table.get("web_bot_auth") {
         out.web_bot_auth = web_bot_auth(sink, n, base_dir, known);
@@ -77,7 +80,7 @@ fn positive(sink: &mut Sink, table: &Table<'_>, key: &str) -> Option<Duration> {
     Some(d)
 }
 
-/// `verify.ranges: {enabled, mirrors, proxy}`. A mirror of a list no crawler of `crawlers`
+/// `verify.ranges: {enabled, mirrors, proxy, private_origins}`. A mirror of a list no crawler of `crawlers`
 /// names is an error, since a typo there would leave the real list fetched unnoticed (not
 /// checked when the catalogue is broken: that is reported already).
 fn ranges(
@@ -153,6 +156,29 @@ fn ranges(
             ),
         }
     }
+    let private = table
+        .get("private_origins")
+        .and_then(|n| reader::list(sink, n, "private_origins"))
+        .unwrap_or_default();
+    for item in private {
+        let Some(text) = reader::nonempty_string(sink, item, "private_origins") else {
+            continue;
+        };
+        match https_origin(text) {
+            Some(origin) if !out.private_origins.contains(&origin) => {
+                out.private_origins.push(origin)
+            }
+            Some(_) => sink.error(
+                item.pos,
+                format!("private origin {} is listed twice", quote(text)),
+            ),
+            None => sink.error_hint(
+                item.pos,
+                format!("private origin {} is not an https origin", quote(text)),
+                "e.g. private_origins: [\"https://lists.internal.example\"]",
+            ),
+        }
+    }
     if let Some(n) = table.get("proxy") {
         if let Some(text) = reader::nonempty_string(sink, n, "proxy") {
             match FetchProxy::parse(text, "verify.ranges.proxy") {
@@ -173,11 +199,33 @@ fn is_http_url(text: &str) -> bool {
         .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.host_str().is_some())
 }
 
-fn dns(sink: &mut Sink, node: &Node) -> DnsConfig {
+fn dns(sink: &mut Sink, node: &Node) -> (DnsConfig, DnsProbe) {
     let mut out = DnsConfig::default();
+    let mut probe = DnsProbe::default();
     let Some(table) = Table::read(sink, node, &VERIFY_DNS, "`verify.dns`") else {
-        return out;
+        return (out, probe);
     };
+    if let Some(n) = table.get("probe_name") {
+        if let Some(text) = reader::nonempty_string(sink, n, "probe_name") {
+            match dns_suffix(text) {
+                Some(name) => probe.name = name,
+                None => sink.error_hint(
+                    n.pos,
+                    format!("probe name {} is not a DNS name", quote(text)),
+                    "a name that must exist in public DNS, e.g. googlebot.com",
+                ),
+            }
+        }
+    }
+    if let Some(n) = table.get("probe_interval") {
+        if let Some(d) = reader::duration(sink, n, "probe_interval") {
+            if d < Duration::from_secs(1) {
+                sink.error(n.pos, "`probe_interval` must be at least 1s");
+            } else {
+                probe.interval = d;
+            }
+        }
+    }
     if let Some(enabled) = table
         .get("enabled")
         .and_then(|n| reader::boolean(sink, n, "enabled"))
@@ -216,7 +264,7 @@ fn dns(sink: &mut Sink, node: &Node) -> DnsConfig {
     {
         out.max_entries = usize::try_from(n).unwrap_or(out.max_entries);
     }
-    out
+    (out, probe)
 }
 
 /// `10.0.0.2`, `10.0.0.2:5353`, `2001:db8::53`, `[2001:db8::53]:53`; port 53 by default.
@@ -314,6 +362,42 @@ fn web_bot_auth(
                 format!("private agent {} is not an https origin", quote(text)),
                 "e.g. private_agents: [\"https://agent.internal.example\"]",
             ),
+        }
+    }
+    let nonceless = table
+        .get("nonceless_agents")
+        .and_then(|n| reader::list(sink, n, "nonceless_agents"))
+        .unwrap_or_default();
+    for item in nonceless {
+        let Some(text) = reader::nonempty_string(sink, item, "nonceless_agents") else {
+            continue;
+        };
+        match https_origin(text) {
+            Some(origin) if !out.nonceless_agents.contains(&origin) => {
+                out.nonceless_agents.push(origin)
+            }
+            Some(_) => sink.error(
+                item.pos,
+                format!("nonce-less agent {} is listed twice", quote(text)),
+            ),
+            None => sink.error_hint(
+                item.pos,
+                format!("nonce-less agent {} is not an https origin", quote(text)),
+                "write the Signature-Agent value the bot sends, e.g. https://chatgpt.com",
+            ),
+        }
+    }
+    if let Some(n) = table.get("nonceless_window") {
+        if let Some(d) = reader::duration(sink, n, "nonceless_window") {
+            if d < Duration::from_secs(1) || d > MAX_NONCELESS_WINDOW {
+                sink.error_hint(
+                    n.pos,
+                    "`nonceless_window` must be between 1s and 1h",
+                    "a signature without a nonce can be replayed for this long: keep it short (5m is the default)",
+                );
+            } else {
+                out.nonceless_window = d;
+            }
         }
     }
     let items = table
@@ -417,6 +501,20 @@ pub(crate) fn https_origin(text: &str) -> Option<String> {
         return None;
     }
     let host = url.host_str()?;
+    Some(match url.port() {
+        Some(port) => format!("https://{host}:{port}"),
+        None => format!("https://{host}"),
+    })
+}
+
+/// The origin (`https://host[:port]`, lower-cased) of an https URL with any path: what
+/// `verify.ranges.private_origins` and `verify.web_bot_auth.private_agents` are compared with.
+pub fn https_origin_of(text: &str) -> Option<String> {
+    let url = url::Url::parse(text).ok()?;
+    if url.scheme() != "https" {
+        return None;
+    }
+    let host = url.host_str()?.to_ascii_lowercase();
     Some(match url.port() {
         Some(port) => format!("https://{host}:{port}"),
         None => format!("https://{host}"),

@@ -18,11 +18,13 @@ pub enum VerificationResult {
     /// The address is in the operator's published ranges, its reverse DNS name is the
     /// operator's and confirms forward, or the request carries a valid signature of the agent.
     Verified,
-    /// The crawler's operator publishes who it is, every source answered, and the address is
-    /// none of it.
+    /// The crawler's operator publishes who it is, every source answered definitely, and the
+    /// answers contradict the claim (the address is in none of its lists; its reverse DNS name,
+    /// when it has domains, is another's).
     Impostor,
-    /// Nothing definite: no published data for this crawler, data not loaded yet, a DNS lookup
-    /// that failed or timed out, or an address that is not public. Never treated as an impostor.
+    /// Nothing definite: no published data for this crawler, data not loaded yet, a reverse DNS
+    /// answer that proves nothing (no name, `NXDOMAIN`, a failure or timeout, reverse DNS
+    /// unavailable), or an address that is not public. Never treated as an impostor.
     Unverified,
 }
 
@@ -44,8 +46,10 @@ pub struct Verification {
     pub crawler: String,
     /// The verdict.
     pub result: VerificationResult,
-    /// How, in words for logs and `/explain` (`address in https://openai.com/gptbot.json`,
-    /// `reverse DNS crawl-66-249-66-1.googlebot.com, confirmed`, `DNS lookup timed out`).
+    /// How, in a sentence for logs and `/explain` (`the address is in
+    /// https://openai.com/gptbot.json`, `its reverse DNS name crawl-66-249-66-1.googlebot.com
+    /// resolves back to the address`, `reverse DNS proves nothing: the address has no reverse
+    /// DNS name`).
     pub how: String,
 }
 

@@ -288,7 +288,8 @@ fn log_outcome(origin: &Origin, copy: &RobotsCopy) {
         Some(error) => tracing::warn!(
             origin = origin.name(),
             state = copy.policy.state_label(),
-            error = %error,
+            // It may quote the answer (a redirect's Location): one escaped, bounded line.
+            error = %crate::logs::one_line(error),
             "robots.txt: {}",
             copy.reason
         ),

@@ -293,7 +293,7 @@ impl Guard {
         if snapshot.config.verify.ranges.enabled {
             // Every list is reported (not loaded) from the start, before its first fetch.
             let lists = crate::verify::refresh::list_formats(&snapshot);
-            verifier.lists().set_lists(&lists);
+            verifier.lists().set_wanted(&lists);
         }
         let snapshot_state = snapshot.config.state.clone();
         let reports_settings = snapshot.config.reports;
@@ -538,6 +538,8 @@ impl Guard {
                     crawler,
                     nonce: checked.nonce,
                     lifetime: checked.lifetime,
+                    created: checked.created,
+                    digest: checked.digest,
                 }),
                 SignatureOutcome::Unavailable(_) => {
                     keys_unavailable = true;

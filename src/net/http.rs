@@ -70,6 +70,8 @@ pub struct Validators {
 pub struct Failure {
     what: String,
     cause: Option<Box<dyn std::error::Error + Send + Sync>>,
+    /// Not attempted: the URL's host resolved to an address the caller does not allow.
+    refused: bool,
 }
 
 impl Failure {
@@ -78,6 +80,7 @@ impl Failure {
         Failure {
             what: what.into(),
             cause: None,
+            refused: false,
         }
     }
 
@@ -89,7 +92,21 @@ impl Failure {
         Failure {
             what: what.into(),
             cause: Some(cause.into()),
+            refused: false,
         }
+    }
+
+    /// A fetch refused before any connection: the host resolves to an address not allowed.
+    pub fn refused(what: impl Into<String>) -> Failure {
+        Failure {
+            refused: true,
+            ..Failure::new(what)
+        }
+    }
+
+    /// Whether the fetch was refused before any connection ([`Failure::refused`]).
+    pub fn is_refused(&self) -> bool {
+        self.refused
     }
 }
 

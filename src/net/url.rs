@@ -76,6 +76,32 @@ fn target_of(url: &str) -> Result<UrlTarget, Failure> {
     })
 }
 
+/// Whether an address can be on the public internet: loopback, private, link-local,
+/// shared (100.64/10), unique-local, broadcast and unspecified addresses (and their IPv4-mapped
+/// forms) are a load balancer's or the local network's.
+pub fn is_public_address(ip: IpAddr) -> bool {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    match ip {
+        IpAddr::V4(v4) => {
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || (v4.octets()[0] == 100 && (v4.octets()[1] & 0xC0) == 64))
+        }
+        IpAddr::V6(v6) => {
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || (v6.segments()[0] & 0xFE00) == 0xFC00
+                || (v6.segments()[0] & 0xFFC0) == 0xFE80)
+        }
+    }
+}
+
 /// The first address `host` resolves to, on `port`.
 async fn resolve(host: &str, port: u16) -> Result<SocketAddr, Failure> {
     if let Ok(ip) = host.parse::<IpAddr>() {
@@ -93,21 +119,13 @@ async fn resolve(host: &str, port: u16) -> Result<SocketAddr, Failure> {
 /// CONNECT; the proxy resolves the host). At most `max_size` decoded body bytes are read
 /// (`Answer::over_limit` says more were sent). Certificates are verified against the platform's
 /// roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` are honoured), through the tunnel too.
-pub async fn get_url(
-    connector: &Connector,
-    url: &str,
-    validators: &Validators,
-    max_size: usize,
-    timeout: Duration,
-    proxy: Option<&FetchProxy>,
-) -> Result<Answer, Failure> {
-    get_url_to(connector, url, validators, max_size, timeout, proxy, None).await
-}
-
-/// [`get_url`], refused before any connection when the host resolves to an address `allowed`
-/// (when given) refuses (a URL a client named must not reach the local network). The address checked is the
-/// one connected to, so a name cannot resolve differently between the check and the connection;
-/// through an HTTP proxy the host is resolved here too, for the check.
+///
+/// With `allowed`, the fetch is refused before any connection ([`Failure::is_refused`]) when the
+/// host resolves to an address `allowed` refuses (a URL someone else named must not reach the
+/// local network: [`is_public_address`]). The address checked is the one connected to, so a name
+/// cannot resolve differently between the check and the connection; through an HTTP proxy the
+/// host is resolved here too, for the check. Redirects are returned, not followed: a caller
+/// that follows one calls again, so every hop is checked.
 pub async fn get_url_to(
     connector: &Connector,
     url: &str,
@@ -124,7 +142,7 @@ pub async fn get_url_to(
             if allowed.is_none_or(|allowed| allowed(address.ip())) {
                 Ok(address)
             } else {
-                Err(Failure::new(format!(
+                Err(Failure::refused(format!(
                     "`{}` resolves to {}, which is not a public address",
                     target.hostname,
                     address.ip()
@@ -324,12 +342,13 @@ mod tests {
             etag: Some("\"v1\"".into()),
             last_modified: None,
         };
-        let answer = runtime.block_on(get_url(
+        let answer = runtime.block_on(get_url_to(
             &Connector::new(None),
             &format!("http://{addr}/ranges.json?x=1"),
             &validators,
             1024,
             Duration::from_secs(5),
+            None,
             None,
         ));
         let head = server.join().unwrap_or_default().to_ascii_lowercase();
@@ -354,12 +373,13 @@ mod tests {
             .enable_all()
             .build()
             .expect("runtime");
-        let answer = runtime.block_on(get_url(
+        let answer = runtime.block_on(get_url_to(
             &Connector::new(None),
             &format!("http://{addr}/"),
             &Validators::default(),
             1024,
             Duration::from_millis(300),
+            None,
             None,
         ));
         drop(listener);

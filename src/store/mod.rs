@@ -205,6 +205,38 @@ impl Store {
         here && shared.unwrap_or(true)
     }
 
+    /// Records `client` as the address `agent`'s nonce-less signature `digest` came from, for
+    /// `lifetime` (while it may be accepted): `true` from the first address, `false` from
+    /// another (a replay) — here, or, with the shared store, on any replica (`SET NX` of the
+    /// first address with that expiry, else a read of it). Kept in this process too, so that
+    /// replays here are caught while the store is unreachable.
+    pub async fn signature_from(
+        &self,
+        agent: &str,
+        digest: &[u8; 32],
+        client: IpAddr,
+        lifetime: Duration,
+    ) -> bool {
+        let now = Instant::now();
+        let shared = match self.shared() {
+            Some(shared) => shared.signature_from(agent, digest, client, lifetime).await,
+            None => None,
+        };
+        match shared {
+            // The store saw every replica's first address: it decides, and this process keeps
+            // the same first address for when the store is unreachable.
+            Some(true) => {
+                self.nonces
+                    .record_sender(agent, digest, client, now + lifetime, now);
+                true
+            }
+            Some(false) => false,
+            None => self
+                .nonces
+                .from_first_sender(agent, digest, client, now + lifetime, now),
+        }
+    }
+
     /// Records that `client` fetched `origin`'s robots.txt.
     pub async fn record_robots_read(&self, origin: &str, client: IpAddr) {
         // Kept here too, so that the compliance signal survives the store being unreachable.

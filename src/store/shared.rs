@@ -543,6 +543,61 @@ impl Shared {
         Some(set.is_some())
     }
 
+    /// `Some(true)` when `agent`'s nonce-less signature `digest` was first sent by `client`
+    /// (it is recorded now, for `lifetime`, if it was not), `Some(false)` when another address
+    /// sent it first, `None` when the store did not answer.
+    pub(super) async fn signature_from(
+        &self,
+        agent: &str,
+        digest: &[u8; 32],
+        client: IpAddr,
+        lifetime: Duration,
+    ) -> Option<bool> {
+        use sha2::Digest;
+        let mut key_digest = sha2::Sha256::new();
+        key_digest.update(agent.as_bytes());
+        key_digest.update([0]);
+        key_digest.update(digest);
+        let hex: String = key_digest
+            .finalize()
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        // Untagged: each signature is a key on its own, spread over a cluster.
+        let key = self.key_in(false, &["signature", &hex]);
+        let millis = u64::try_from(lifetime.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        let address = client.to_string();
+        let mut connection = self.live_connection()?;
+        let mut command = redis::cmd("SET");
+        command
+            .arg(&key)
+            .arg(&address)
+            .arg("NX")
+            .arg("PX")
+            .arg(millis);
+        let set: Option<String> = self
+            .run(
+                "web_bot_auth_signature",
+                command.query_async(&mut connection),
+            )
+            .await?;
+        if set.is_some() {
+            return Some(true);
+        }
+        let mut command = redis::cmd("GET");
+        command.arg(&key);
+        let first: Option<String> = self
+            .run(
+                "web_bot_auth_signature",
+                command.query_async(&mut connection),
+            )
+            .await?;
+        // Gone between the two commands (it expired): the signature's time is over anyway.
+        Some(first.is_none_or(|first| first == address))
+    }
+
     /// Records a read of `origin`'s robots.txt by `client` in the readers set: the latest
     /// [`MAX_READERS`] reads, the set expiring a day after the last (one round trip).
     pub(super) async fn record_read(&self, origin: &str, client: IpAddr) {

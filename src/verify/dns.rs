@@ -4,6 +4,18 @@
 //! `negative_ttl`, a failure briefly), shared by concurrent requests from one address, bounded
 //! in number, and a request waits for one at most `timeout`.
 //!
+//! What a lookup proves depends on the crawler's domains ([`Lookup::evidence`]): only a name
+//! under them that resolves back verifies, and only a name that positively contradicts the
+//! claim (one outside them that resolves back to the address, or one under them whose own
+//! addresses are others) proves an impostor. No name, a name that does not resolve back because
+//! its lookup found nothing or failed, and every failure prove nothing.
+//!
+//! A probe ([`ReverseDns::probe`]) looks up a name that must exist: a resolver that does not
+//! answer it (silence, `SERVFAIL`, `REFUSED`) does not reach public DNS, and lookups are not
+//! sent while that lasts (each would cost a request the timeout for nothing); one that answers
+//! `NXDOMAIN` for it sees a private view of DNS. Either way reverse DNS verification is
+//! unavailable, and says so.
+//!
 //! [`ReverseDns::resolve`] needs a tokio runtime (it spawns the lookup and uses tokio's timer);
 //! [`ReverseDns::new`] and [`ReverseDns::peek`] do not.
 
@@ -15,6 +27,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use hickory_resolver::config::ResolveHosts;
 use hickory_resolver::config::{NameServerConfig, ResolverConfig, ResolverOpts};
 use hickory_resolver::net::runtime::TokioRuntimeProvider;
@@ -44,6 +57,10 @@ const FAILURE_TTL: Duration = Duration::from_secs(30);
 /// Cache shards: requests on many worker threads read the cache; one lock would serialise them.
 const SHARDS: usize = 16;
 
+/// A probe says reverse DNS is unavailable at most this often: one that flaps must not fill the
+/// log (the metric follows every probe).
+const UNAVAILABLE_LINE_EVERY: Duration = Duration::from_secs(60);
+
 /// What reverse DNS says of an address. Cheap to clone (shared text).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fcrdns {
@@ -55,6 +72,137 @@ pub enum Fcrdns {
     /// No definite answer: a timeout, SERVFAIL, REFUSED or a network error. Never evidence of
     /// an impostor.
     Failed(Arc<str>),
+}
+
+/// What the forward lookup of one PTR name found for the address it was the name of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forward {
+    /// Its addresses hold the address: the name is confirmed.
+    Confirmed,
+    /// It has addresses of the address's family, none of them the address.
+    Elsewhere,
+    /// No address of the family: `NXDOMAIN`, or no A/AAAA record. Proves nothing.
+    NoAddress,
+    /// No answer: a timeout, `SERVFAIL`, `REFUSED`. Proves nothing.
+    Failed,
+}
+
+/// A reverse lookup in full: its [`Fcrdns`] answer, and each PTR name (at most four, lower
+/// case) with what its forward lookup found. Cheap to clone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lookup {
+    /// The answer as [`ReverseDns::resolve`] gives it.
+    pub answer: Fcrdns,
+    /// The PTR names and their forward lookups (empty without a PTR name, or after a failure
+    /// of the PTR lookup itself).
+    pub names: Arc<[(Box<str>, Forward)]>,
+}
+
+/// What a lookup proves about a claim of a crawler whose reverse DNS names end in given
+/// domains.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Evidence {
+    /// A name under the domains resolves back to the address: verified.
+    Confirmed(Box<str>),
+    /// The address's name is another's: a name outside the domains resolves back to it, and no
+    /// name under them is left unchecked. Proves an impostor.
+    ConfirmedElsewhere(Box<str>),
+    /// A name under the domains whose own addresses are others (a PTR record the address's
+    /// owner wrote, which the domain's owner contradicts), and no name resolves back. Proves an
+    /// impostor.
+    Contradicted(Box<str>),
+    /// The address has no PTR name. Proves nothing.
+    NoName,
+    /// Names that do not resolve back for want of an answer (no address, a failed lookup) or
+    /// are outside the domains without resolving back. Proves nothing.
+    NotBack(Box<str>),
+    /// The lookup failed. Proves nothing.
+    Failed(Arc<str>),
+}
+
+impl Lookup {
+    /// A lookup without PTR names (no name, or a failure).
+    fn bare(answer: Fcrdns) -> Lookup {
+        Lookup {
+            answer,
+            names: Arc::from(Vec::new()),
+        }
+    }
+
+    /// What the lookup proves for a crawler whose names end in one of `suffixes`.
+    pub fn evidence(&self, suffixes: &[String]) -> Evidence {
+        let under = |name: &str| suffixes.iter().any(|suffix| name_has_suffix(name, suffix));
+        if self.names.is_empty() {
+            return match &self.answer {
+                Fcrdns::Failed(why) => Evidence::Failed(why.clone()),
+                _ => Evidence::NoName,
+            };
+        }
+        if let Some((name, _)) = self
+            .names
+            .iter()
+            .find(|(name, forward)| *forward == Forward::Confirmed && under(name))
+        {
+            return Evidence::Confirmed(name.clone());
+        }
+        // A name under the domains that could not be checked might have confirmed.
+        let unchecked = self.names.iter().find(|(name, forward)| {
+            under(name) && matches!(forward, Forward::NoAddress | Forward::Failed)
+        });
+        if let Some((name, forward)) = unchecked {
+            return match (forward, &self.answer) {
+                (Forward::Failed, Fcrdns::Failed(why)) => Evidence::Failed(why.clone()),
+                _ => Evidence::NotBack(name.clone()),
+            };
+        }
+        if let Some((name, _)) = self
+            .names
+            .iter()
+            .find(|(_, forward)| *forward == Forward::Confirmed)
+        {
+            return Evidence::ConfirmedElsewhere(name.clone());
+        }
+        if let Some((name, _)) = self
+            .names
+            .iter()
+            .find(|(name, forward)| *forward == Forward::Elsewhere && under(name))
+        {
+            return Evidence::Contradicted(name.clone());
+        }
+        let first = self.names[0].0.clone();
+        Evidence::NotBack(first)
+    }
+}
+
+/// Whether the resolver reaches public DNS, as the latest probe found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reach {
+    /// Not probed (yet, or no probe runs): lookups are sent.
+    Unknown,
+    /// The probe's name resolved.
+    Public,
+    /// The resolver answers, but says the probe's name does not exist: it does not see public
+    /// DNS. Lookups are still sent (their answers are the resolver's), and what they cannot
+    /// prove is said to be for this.
+    PrivateView(Arc<str>),
+    /// The resolver does not answer the probe (silence, `SERVFAIL`, `REFUSED`, no route): no
+    /// lookup is sent until a probe answers.
+    Unreachable(Arc<str>),
+}
+
+impl Reach {
+    /// Whether reverse DNS verification is available: not known otherwise.
+    pub fn is_available(&self) -> bool {
+        matches!(self, Reach::Unknown | Reach::Public)
+    }
+
+    /// Why it is not available.
+    pub fn why(&self) -> Option<&str> {
+        match self {
+            Reach::PrivateView(why) | Reach::Unreachable(why) => Some(why),
+            _ => None,
+        }
+    }
 }
 
 impl Fcrdns {
@@ -97,7 +245,7 @@ pub fn name_has_suffix(name: &str, suffix: &str) -> bool {
 }
 
 struct Entry {
-    answer: Fcrdns,
+    answer: Lookup,
     until: Instant,
 }
 
@@ -140,7 +288,7 @@ impl Cache {
         &self.shards[(self.hasher.hash_one(ip) as usize) % self.shards.len()]
     }
 
-    fn get(&self, ip: &IpAddr, now: Instant) -> Option<Fcrdns> {
+    fn get(&self, ip: &IpAddr, now: Instant) -> Option<Lookup> {
         let shard = self.shard(ip).read().unwrap_or_else(|e| e.into_inner());
         shard
             .get(ip)
@@ -148,7 +296,7 @@ impl Cache {
             .map(|entry| entry.answer.clone())
     }
 
-    fn put(&self, ip: IpAddr, answer: Fcrdns, until: Instant, now: Instant) {
+    fn put(&self, ip: IpAddr, answer: Lookup, until: Instant, now: Instant) {
         if self.per_shard == 0 {
             return;
         }
@@ -167,7 +315,8 @@ impl Cache {
                     break;
                 }
                 shard.retain(|_, entry| {
-                    let droppable = drop_confirmed || !matches!(entry.answer, Fcrdns::Confirmed(_));
+                    let droppable =
+                        drop_confirmed || !matches!(entry.answer.answer, Fcrdns::Confirmed(_));
                     if excess > 0 && droppable {
                         excess -= 1;
                         false
@@ -192,7 +341,7 @@ impl Cache {
     }
 }
 
-type Waiter = tokio::sync::watch::Receiver<Option<Fcrdns>>;
+type Waiter = tokio::sync::watch::Receiver<Option<Lookup>>;
 
 /// A lookup in flight: its answer when it comes, and when its first waiter stops waiting. A
 /// request that joins it waits no longer than that: a silent zone must not cost each request
@@ -208,6 +357,10 @@ struct Inner {
     settings: DnsConfig,
     cache: Cache,
     in_flight: Mutex<HashMap<IpAddr, Pending>>,
+    /// What the latest probe found; read by every lookup.
+    reach: ArcSwap<Reach>,
+    /// When a probe last said, in a line, that reverse DNS is unavailable.
+    said_unavailable: Mutex<Option<Instant>>,
 }
 
 /// Forward-confirmed reverse DNS with its cache. Clones share the cache and the lookups.
@@ -300,6 +453,8 @@ impl ReverseDns {
                 cache: Cache::new(settings.max_entries),
                 settings,
                 in_flight: Mutex::default(),
+                reach: ArcSwap::from_pointee(Reach::Unknown),
+                said_unavailable: Mutex::new(None),
             }),
         }
     }
@@ -307,7 +462,81 @@ impl ReverseDns {
     /// The cached, unexpired answer for `ip`, without waiting or looking anything up: for the
     /// request path.
     pub fn peek(&self, ip: IpAddr) -> Option<Fcrdns> {
+        self.peek_lookup(ip).map(|lookup| lookup.answer)
+    }
+
+    /// [`ReverseDns::peek`], in full.
+    pub fn peek_lookup(&self, ip: IpAddr) -> Option<Lookup> {
         self.inner.cache.get(&canonical(ip), Instant::now())
+    }
+
+    /// What the latest probe found ([`Reach::Unknown`] before one).
+    pub fn reach(&self) -> Reach {
+        (**self.inner.reach.load()).clone()
+    }
+
+    /// Looks up `name` (a name that must exist, `verify.dns.probe_name`) to tell whether the
+    /// resolver reaches public DNS, and keeps what it found for [`ReverseDns::reach`] and the
+    /// lookups: `robotsguard_verify_dns_available`, and a line when reverse DNS becomes
+    /// unavailable (at most one a minute) or available again. Needs a tokio runtime.
+    pub async fn probe(&self, name: &str) -> Reach {
+        let inner = &self.inner;
+        let reach = match &inner.resolver {
+            Err(e) => Reach::Unreachable(short(e)),
+            Ok(resolver) => {
+                let fqdn = format!("{}.", name.trim_end_matches('.'));
+                let budget = inner.settings.timeout.saturating_mul(2);
+                match tokio::time::timeout(budget, resolver.ipv4_lookup(fqdn.as_str())).await {
+                    Ok(Ok(_)) => Reach::Public,
+                    Ok(Err(e)) if e.is_nx_domain() => Reach::PrivateView(
+                        format!(
+                            "the resolver says {name}, a name that must exist, does not \
+                             (NXDOMAIN): it does not see public DNS"
+                        )
+                        .into(),
+                    ),
+                    // The name exists, without an IPv4 address: the resolver reached it.
+                    Ok(Err(e)) if e.is_no_records_found() => Reach::Public,
+                    Ok(Err(e)) => Reach::Unreachable(short(format!(
+                        "the resolver does not answer a lookup of {name} ({e})"
+                    ))),
+                    Err(_) => Reach::Unreachable(
+                        format!(
+                            "the resolver does not answer a lookup of {name} within {budget:?}"
+                        )
+                        .into(),
+                    ),
+                }
+            }
+        };
+        let before = inner.reach.swap(Arc::new(reach.clone()));
+        METRICS
+            .verify_dns_available
+            .set(i64::from(matches!(reach, Reach::Public)));
+        let now = Instant::now();
+        match (&reach, before.is_available()) {
+            (Reach::PrivateView(why) | Reach::Unreachable(why), _) => {
+                let mut said = inner
+                    .said_unavailable
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                let changed = *before != reach;
+                let due = said.is_none_or(|at| now.duration_since(at) >= UNAVAILABLE_LINE_EVERY);
+                if changed && due {
+                    *said = Some(now);
+                    tracing::warn!(
+                        probe = name,
+                        "reverse DNS verification is unavailable: {why}; claims checked by \
+                         reverse DNS stay unverified (never impostors) until it answers"
+                    );
+                }
+            }
+            (Reach::Public, false) => {
+                tracing::info!(probe = name, "reverse DNS verification is available again");
+            }
+            _ => {}
+        }
+        reach
     }
 
     /// Addresses cached now (expired ones included until they are dropped), at most
@@ -322,9 +551,20 @@ impl ReverseDns {
     /// on and fills the cache for the next request, and this answers `Failed`. Needs a tokio
     /// runtime.
     pub async fn resolve(&self, ip: IpAddr) -> Fcrdns {
+        self.resolve_lookup(ip).await.answer
+    }
+
+    /// [`ReverseDns::resolve`], in full: with each PTR name's forward lookup. While the probe
+    /// finds the resolver unreachable, nothing is sent and the answer is a failure saying so.
+    pub async fn resolve_lookup(&self, ip: IpAddr) -> Lookup {
         let ip = canonical(ip);
-        if let Some(answer) = self.peek(ip) {
+        if let Some(answer) = self.peek_lookup(ip) {
             return answer;
+        }
+        if let Reach::Unreachable(why) = &**self.inner.reach.load() {
+            return Lookup::bare(Fcrdns::Failed(
+                format!("reverse DNS is unavailable: {why}").into(),
+            ));
         }
         let Pending {
             answer: mut waiter,
@@ -343,14 +583,16 @@ impl ReverseDns {
         .await;
         match waited {
             Ok(Some(answer)) => answer,
-            Ok(None) => Fcrdns::Failed("the lookup was abandoned".into()),
-            Err(_) => Fcrdns::Failed(format!("timeout: no answer within {timeout:?}").into()),
+            Ok(None) => Lookup::bare(Fcrdns::Failed("the lookup was abandoned".into())),
+            Err(_) => Lookup::bare(Fcrdns::Failed(
+                format!("timeout: no answer within {timeout:?}").into(),
+            )),
         }
     }
 
     /// The lookup in flight for `ip`, joined or started; or an answer without one (cached since
     /// the caller looked, or too many lookups in flight).
-    fn join_or_start(&self, ip: IpAddr) -> Result<Pending, Fcrdns> {
+    fn join_or_start(&self, ip: IpAddr) -> Result<Pending, Lookup> {
         let (done, waiter) = {
             let mut in_flight = self
                 .inner
@@ -362,13 +604,13 @@ impl ReverseDns {
             }
             // A lookup that ended since the caller's peek stored its answer before leaving
             // `in_flight`: look again under the lock rather than send a second one.
-            if let Some(answer) = self.peek(ip) {
+            if let Some(answer) = self.peek_lookup(ip) {
                 return Err(answer);
             }
             if in_flight.len() >= MAX_IN_FLIGHT {
                 let why = "too many lookups in flight";
                 crate::logs::verification_lookup_failed(ip, why);
-                return Err(Fcrdns::Failed(why.into()));
+                return Err(Lookup::bare(Fcrdns::Failed(why.into())));
             }
             let (done, waiter) = tokio::sync::watch::channel(None);
             let pending = Pending {
@@ -390,7 +632,9 @@ impl ReverseDns {
             let budget = inner.settings.timeout.saturating_mul(4);
             let answer = match tokio::time::timeout(budget, lookup(&inner, ip)).await {
                 Ok(answer) => answer,
-                Err(_) => Fcrdns::Failed(format!("timeout: lookups ran past {budget:?}").into()),
+                Err(_) => Lookup::bare(Fcrdns::Failed(
+                    format!("timeout: lookups ran past {budget:?}").into(),
+                )),
             };
             inner.remember(ip, answer.clone());
             // Cached first, then out of `in_flight`: a caller always finds one or the other.
@@ -402,17 +646,17 @@ impl ReverseDns {
 }
 
 impl Inner {
-    fn remember(&self, ip: IpAddr, answer: Fcrdns) {
-        let ttl = match &answer {
+    fn remember(&self, ip: IpAddr, answer: Lookup) {
+        let ttl = match &answer.answer {
             Fcrdns::Confirmed(_) => self.settings.positive_ttl,
             Fcrdns::NoName(_) => self.settings.negative_ttl,
             Fcrdns::Failed(_) => FAILURE_TTL.min(self.settings.negative_ttl),
         };
         METRICS
             .verify_dns_lookups
-            .with_label_values(&[answer.label()])
+            .with_label_values(&[answer.answer.label()])
             .inc();
-        if let Fcrdns::Failed(why) = &answer {
+        if let Fcrdns::Failed(why) = &answer.answer {
             crate::logs::verification_lookup_failed(ip, why);
         }
         let now = Instant::now();
@@ -472,15 +716,15 @@ async fn forward(
         .collect())
 }
 
-async fn lookup(inner: &Inner, ip: IpAddr) -> Fcrdns {
+async fn lookup(inner: &Inner, ip: IpAddr) -> Lookup {
     let resolver = match &inner.resolver {
         Ok(resolver) => resolver,
-        Err(e) => return Fcrdns::Failed(short(e)),
+        Err(e) => return Lookup::bare(Fcrdns::Failed(short(e))),
     };
     let found = match resolver.reverse_lookup(ip).await {
         Ok(found) => found,
-        Err(e) if e.is_no_records_found() => return Fcrdns::NoName(None),
-        Err(e) => return Fcrdns::Failed(short(format!("PTR lookup: {e}"))),
+        Err(e) if e.is_no_records_found() => return Lookup::bare(Fcrdns::NoName(None)),
+        Err(e) => return Lookup::bare(Fcrdns::Failed(short(format!("PTR lookup: {e}")))),
     };
     let mut names: Vec<Box<str>> = Vec::with_capacity(MAX_NAMES);
     let ptr_names = found
@@ -499,7 +743,7 @@ async fn lookup(inner: &Inner, ip: IpAddr) -> Fcrdns {
         }
     }
     let Some(first) = names.first().map(|name| Arc::<str>::from(&**name)) else {
-        return Fcrdns::NoName(None);
+        return Lookup::bare(Fcrdns::NoName(None));
     };
     // The names are checked at once: a request waits for the PTR answer and the slowest
     // forward answer, not their sum.
@@ -507,21 +751,35 @@ async fn lookup(inner: &Inner, ip: IpAddr) -> Fcrdns {
         futures::future::join_all(names.iter().map(|name| forward(resolver, name, ip))).await;
     let mut confirmed = Vec::new();
     let mut failed = None;
+    let mut checked = Vec::with_capacity(names.len());
     for (name, addresses) in names.into_iter().zip(answers) {
-        match addresses {
-            Ok(addresses) if addresses.contains(&ip) => confirmed.push(name),
-            Ok(_) => {}
-            Err(e) if e.is_no_records_found() => {}
-            Err(e) => failed = Some(short(format!("forward lookup of {name}: {e}"))),
+        let found = match addresses {
+            Ok(addresses) if addresses.contains(&ip) => {
+                confirmed.push(name.clone());
+                Forward::Confirmed
+            }
+            Ok(addresses) if addresses.is_empty() => Forward::NoAddress,
+            Ok(_) => Forward::Elsewhere,
+            Err(e) if e.is_no_records_found() => Forward::NoAddress,
+            Err(e) => {
+                failed = Some(short(format!("forward lookup of {name}: {e}")));
+                Forward::Failed
+            }
+        };
+        checked.push((name, found));
+    }
+    let answer = if !confirmed.is_empty() {
+        Fcrdns::Confirmed(confirmed.into())
+    } else {
+        match failed {
+            // A name that might have confirmed could not be checked: nothing definite.
+            Some(why) => Fcrdns::Failed(why),
+            None => Fcrdns::NoName(Some(first)),
         }
-    }
-    if !confirmed.is_empty() {
-        return Fcrdns::Confirmed(confirmed.into());
-    }
-    match failed {
-        // A name that might have confirmed could not be checked: nothing definite.
-        Some(why) => Fcrdns::Failed(why),
-        None => Fcrdns::NoName(Some(first)),
+    };
+    Lookup {
+        answer,
+        names: checked.into(),
     }
 }
 
@@ -569,6 +827,93 @@ mod tests {
         assert!(!Fcrdns::Failed("timeout".into()).matches(&google));
     }
 
+    fn lookup(answer: Fcrdns, names: &[(&str, Forward)]) -> Lookup {
+        Lookup {
+            answer,
+            names: names
+                .iter()
+                .map(|(name, forward)| (Box::from(*name), *forward))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn only_a_contradicting_answer_proves_an_impostor() {
+        use Forward::{Confirmed, Elsewhere, Failed, NoAddress};
+        let google = ["googlebot.com".to_string()];
+        let confirmed =
+            |names: &[&str]| Fcrdns::Confirmed(names.iter().map(|n| Box::from(*n)).collect());
+        let cases: [(Lookup, Evidence); 9] = [
+            (
+                lookup(
+                    confirmed(&["crawl-1.googlebot.com"]),
+                    &[("crawl-1.googlebot.com", Confirmed)],
+                ),
+                Evidence::Confirmed("crawl-1.googlebot.com".into()),
+            ),
+            (
+                lookup(
+                    confirmed(&["host.evil.example"]),
+                    &[("host.evil.example", Confirmed)],
+                ),
+                Evidence::ConfirmedElsewhere("host.evil.example".into()),
+            ),
+            (
+                lookup(
+                    Fcrdns::NoName(Some("crawl-2.googlebot.com".into())),
+                    &[("crawl-2.googlebot.com", Elsewhere)],
+                ),
+                Evidence::Contradicted("crawl-2.googlebot.com".into()),
+            ),
+            // NXDOMAIN for the PTR, and for the forward name: nothing proven.
+            (Lookup::bare(Fcrdns::NoName(None)), Evidence::NoName),
+            (
+                lookup(
+                    Fcrdns::NoName(Some("gone.googlebot.com".into())),
+                    &[("gone.googlebot.com", NoAddress)],
+                ),
+                Evidence::NotBack("gone.googlebot.com".into()),
+            ),
+            // A name outside that does not resolve back proves nothing either.
+            (
+                lookup(
+                    Fcrdns::NoName(Some("host.evil.example".into())),
+                    &[("host.evil.example", Elsewhere)],
+                ),
+                Evidence::NotBack("host.evil.example".into()),
+            ),
+            // A name under the domains left unchecked keeps a confirmed other name from
+            // proving anything.
+            (
+                lookup(
+                    confirmed(&["host.evil.example"]),
+                    &[
+                        ("crawl-3.googlebot.com", NoAddress),
+                        ("host.evil.example", Confirmed),
+                    ],
+                ),
+                Evidence::NotBack("crawl-3.googlebot.com".into()),
+            ),
+            (
+                lookup(
+                    Fcrdns::Failed("forward lookup of crawl-4.googlebot.com: SERVFAIL".into()),
+                    &[
+                        ("crawl-4.googlebot.com", Failed),
+                        ("other.example.net", Elsewhere),
+                    ],
+                ),
+                Evidence::Failed("forward lookup of crawl-4.googlebot.com: SERVFAIL".into()),
+            ),
+            (
+                Lookup::bare(Fcrdns::Failed("timeout".into())),
+                Evidence::Failed("timeout".into()),
+            ),
+        ];
+        for (i, (lookup, want)) in cases.into_iter().enumerate() {
+            assert_eq!(lookup.evidence(&google), want, "case {i}");
+        }
+    }
+
     #[test]
     fn mapped_addresses_are_their_ipv4_address() {
         let mapped: IpAddr = "::ffff:198.51.100.7"
@@ -591,11 +936,14 @@ mod tests {
         let now = Instant::now();
         cache.put(
             address(1),
-            Fcrdns::NoName(None),
+            Lookup::bare(Fcrdns::NoName(None)),
             now + Duration::from_secs(10),
             now,
         );
-        assert_eq!(cache.get(&address(1), now), Some(Fcrdns::NoName(None)));
+        assert_eq!(
+            cache.get(&address(1), now).map(|l| l.answer),
+            Some(Fcrdns::NoName(None))
+        );
         assert_eq!(cache.get(&address(1), now + Duration::from_secs(10)), None);
         assert_eq!(cache.get(&address(2), now), None);
     }
@@ -607,7 +955,7 @@ mod tests {
             let now = Instant::now();
             let until = now + Duration::from_secs(60);
             for n in 0..5_000 {
-                cache.put(address(n), Fcrdns::NoName(None), until, now);
+                cache.put(address(n), Lookup::bare(Fcrdns::NoName(None)), until, now);
                 assert!(cache.len() <= max, "{max}: {}", cache.len());
             }
             let held = cache.shards.iter().map(|s| s.read().map_or(0, |s| s.len()));
@@ -616,7 +964,7 @@ mod tests {
         // Nothing is kept at all when nothing may be.
         let cache = Cache::new(0);
         let now = Instant::now();
-        cache.put(address(1), Fcrdns::NoName(None), now, now);
+        cache.put(address(1), Lookup::bare(Fcrdns::NoName(None)), now, now);
         assert_eq!(cache.len(), 0);
     }
 
@@ -625,12 +973,14 @@ mod tests {
         let cache = Cache::new(1600);
         let now = Instant::now();
         let until = now + Duration::from_secs(60);
-        let crawler = Fcrdns::Confirmed(vec!["crawl-1.googlebot.com".into()].into());
+        let crawler = Lookup::bare(Fcrdns::Confirmed(
+            vec!["crawl-1.googlebot.com".into()].into(),
+        ));
         for n in 0..100 {
             cache.put(address(n), crawler.clone(), until, now);
         }
         for n in 100..50_000 {
-            cache.put(address(n), Fcrdns::NoName(None), until, now);
+            cache.put(address(n), Lookup::bare(Fcrdns::NoName(None)), until, now);
         }
         for n in 0..100 {
             assert_eq!(cache.get(&address(n), now), Some(crawler.clone()), "{n}");
@@ -645,12 +995,12 @@ mod tests {
         for n in 0..16 {
             cache.put(
                 address(n),
-                Fcrdns::NoName(None),
+                Lookup::bare(Fcrdns::NoName(None)),
                 now + Duration::from_secs(60),
                 now,
             );
         }
-        let live = Fcrdns::Failed("x".into());
+        let live = Lookup::bare(Fcrdns::Failed("x".into()));
         for n in 16..32 {
             cache.put(
                 address(n),

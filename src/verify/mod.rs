@@ -45,6 +45,8 @@ pub struct Verifier {
     proxy: Option<crate::config::FetchProxy>,
     lists: Arc<ranges::RangeLists>,
     dns: dns::ReverseDns,
+    /// `verify.dns.probe_name` and `probe_interval`.
+    dns_probe: crate::config::DnsProbe,
     verdicts: cache::VerdictCache,
     signatures: Arc<signature::WebBotAuth>,
 }
@@ -78,6 +80,7 @@ impl Verifier {
                 settings.ranges.mirrors.clone(),
             )),
             dns: dns::ReverseDns::new(settings.dns.clone()),
+            dns_probe: settings.dns_probe.clone(),
             verdicts: cache::VerdictCache::new(settings.dns.max_entries, VERDICT_TTL),
             signatures: Arc::new(signature::WebBotAuth::new(
                 &settings.web_bot_auth,
@@ -120,10 +123,17 @@ impl Verifier {
                 outcome: signature::SignatureOutcome::Absent,
                 nonce: None,
                 lifetime: Duration::ZERO,
+                created: None,
+                digest: None,
             };
         }
         self.signatures
             .check(request, authority, scheme, std::time::SystemTime::now())
+    }
+
+    /// The rule a verified signature of `agent` without a nonce must meet.
+    pub fn nonceless_rule(&self, agent: &str) -> signature::NoncelessRule {
+        self.signatures.nonceless_rule(agent)
     }
 
     /// `verify.web_bot_auth.mode`.
@@ -165,6 +175,7 @@ impl Verifier {
                     lists: self.lists.clone(),
                     refresh: self.settings.refresh,
                     proxy: self.proxy.clone(),
+                    private_origins: self.settings.ranges.private_origins.clone(),
                 },
             )));
         }
@@ -174,7 +185,32 @@ impl Verifier {
                 self.signatures.service(Some(live)),
             )));
         }
+        if self.settings.dns.enabled {
+            services.push(Box::new(background_service(
+                "reverse DNS probe",
+                DnsProber {
+                    dns: self.dns.clone(),
+                    probe: self.dns_probe.clone(),
+                },
+            )));
+        }
         services
+    }
+
+    /// Whether reverse DNS verification is available, as the latest probe found (`/explain`).
+    pub fn reverse_dns(&self) -> ReverseDnsStatus {
+        let reach = self.dns.reach();
+        ReverseDnsStatus {
+            enabled: self.settings.dns.enabled,
+            available: self.settings.dns.enabled && reach.is_available(),
+            probed: !matches!(reach, dns::Reach::Unknown),
+            probe_name: self.dns_probe.name.clone(),
+            why: if self.settings.dns.enabled {
+                reach.why().map(str::to_string)
+            } else {
+                Some("reverse DNS is off (verify.dns.enabled: false)".to_string())
+            },
+        }
     }
 
     /// Puts the signing agents `catalogue` names in force (their keys load once the services
@@ -294,17 +330,8 @@ impl Verifier {
         } else if !self.settings.dns.enabled {
             DnsAnswer::Off
         } else {
-            let answer = self.dns.resolve(ip).await;
-            match &answer {
-                dns::Fcrdns::Confirmed(names) => match answer.name_under(&data.rdns) {
-                    Some(name) => DnsAnswer::Confirmed(name.to_string()),
-                    None => DnsAnswer::NotConfirmed(names.first().map(|n| n.to_string())),
-                },
-                dns::Fcrdns::NoName(name) => {
-                    DnsAnswer::NotConfirmed(name.as_ref().map(|n| n.to_string()))
-                }
-                dns::Fcrdns::Failed(why) => DnsAnswer::Failed(why.to_string()),
-            }
+            let lookup = self.dns.resolve_lookup(ip).await;
+            dns_answer(&lookup.evidence(&data.rdns), &data.rdns, &self.dns.reach())
         };
         let verification = Arc::new(verdict(crawler, data, public, &lists, &dns));
         // An unverified verdict on a public address is not kept: its cause (a list not loaded,
@@ -323,6 +350,48 @@ impl Verifier {
 /// unverified.
 pub const NOT_LOOKED_UP: &str =
     "not checked: its reverse DNS was not looked up (the lookups /explain may make are used up for now; ask again in a minute)";
+/// Whether reverse DNS verification works now, for `/explain`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ReverseDnsStatus {
+    /// `verify.dns.enabled`.
+    pub enabled: bool,
+    /// On, and the resolver's probe did not find it cut off from public DNS.
+    pub available: bool,
+    /// Whether a probe has answered yet.
+    pub probed: bool,
+    /// The name the probe looks up (`verify.dns.probe_name`).
+    pub probe_name: String,
+    /// Why it is not available.
+    pub why: Option<String>,
+}
+
+/// Probes the resolver at start and every `verify.dns.probe_interval` (every 5 s at most while
+/// it does not reach public DNS, so verification resumes soon after it does).
+struct DnsProber {
+    dns: dns::ReverseDns,
+    probe: crate::config::DnsProbe,
+}
+
+/// How soon a resolver found cut off is probed again.
+const UNAVAILABLE_PROBE_EVERY: Duration = Duration::from_secs(5);
+
+#[async_trait::async_trait]
+impl pingora::services::background::BackgroundService for DnsProber {
+    async fn start(&self, mut shutdown: pingora::server::ShutdownWatch) {
+        loop {
+            let reach = self.dns.probe(&self.probe.name).await;
+            let delay = if reach.is_available() {
+                self.probe.interval
+            } else {
+                self.probe.interval.min(UNAVAILABLE_PROBE_EVERY)
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = shutdown.changed() => break,
+            }
+        }
+    }
+}
 
 /// What a crawler's range lists say of an address.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -346,37 +415,64 @@ pub enum DnsAnswer {
     NotAsked,
     /// A name with one of the suffixes resolves back to the address.
     Confirmed(String),
-    /// A definite answer without such a name (no PTR, or names of others, or no forward match).
-    NotConfirmed(Option<String>),
-    /// The lookup failed or timed out.
-    Failed(String),
+    /// The answer contradicts the claim: a name outside the suffixes resolves back to the
+    /// address, or a name under them has other addresses. Why, as a clause
+    /// (`its reverse DNS name host.evil.example resolves back to it and is not under
+    /// googlebot.com`).
+    Disproved(String),
+    /// Nothing definite: no PTR name, names that do not resolve back for want of an answer, a
+    /// failed or timed-out lookup. Why, as a clause.
+    Inconclusive(String),
+    /// Reverse DNS verification is unavailable (the resolver does not reach public DNS), and
+    /// the lookup proved nothing: why.
+    Unavailable(String),
     /// Reverse DNS is not asked (`verify.dns.enabled: false`): nothing definite.
     Off,
+}
+
+/// `a`, `a or b`, `a, b or c`: a crawler's domains in a sentence.
+fn either(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+/// What `evidence` (from a lookup, for a crawler whose names end in `suffixes`) comes to, with
+/// the resolver's `reach`: a lookup that proves nothing while reverse DNS is unavailable says
+/// so.
+fn dns_answer(evidence: &dns::Evidence, suffixes: &[String], reach: &dns::Reach) -> DnsAnswer {
+    use dns::Evidence;
+    let inconclusive = |why: String| match reach.why() {
+        Some(unavailable) => DnsAnswer::Unavailable(unavailable.to_string()),
+        None => DnsAnswer::Inconclusive(why),
+    };
+    match evidence {
+        Evidence::Confirmed(name) => DnsAnswer::Confirmed(name.to_string()),
+        Evidence::ConfirmedElsewhere(name) => DnsAnswer::Disproved(format!(
+            "its reverse DNS name {name} resolves back to it and is not under {}",
+            either(suffixes)
+        )),
+        Evidence::Contradicted(name) => DnsAnswer::Disproved(format!(
+            "its reverse DNS name {name} is under {} but resolves to other addresses",
+            either(suffixes)
+        )),
+        Evidence::NoName => inconclusive("the address has no reverse DNS name".to_string()),
+        Evidence::NotBack(name) => inconclusive(format!(
+            "its reverse DNS name {name} does not resolve back to it"
+        )),
+        Evidence::Failed(why) => match reach {
+            dns::Reach::Unreachable(unavailable) => DnsAnswer::Unavailable(unavailable.to_string()),
+            _ => inconclusive(format!("the reverse DNS lookup failed ({why})")),
+        },
+    }
 }
 
 /// Whether an address can be a crawler's own: loopback, private, link-local, unique-local and
 /// unspecified addresses are a load balancer's or the local network's, never an operator's.
 pub fn is_public(ip: IpAddr) -> bool {
-    let ip = match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    };
-    match ip {
-        IpAddr::V4(v4) => {
-            !(v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || (v4.octets()[0] == 100 && (v4.octets()[1] & 0xC0) == 64))
-        }
-        IpAddr::V6(v6) => {
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || (v6.segments()[0] & 0xFE00) == 0xFC00
-                || (v6.segments()[0] & 0xFFC0) == 0xFE80)
-        }
-    }
+    crate::net::url::is_public_address(ip)
 }
 
 /// The verdict on `crawler`'s claim from what its sources say. An impostor needs every source
@@ -394,10 +490,12 @@ pub fn verdict(
         how,
     };
     if let ListAnswer::In(list) = lists {
-        return verified(format!("address in {list}"));
+        return verified(format!("the address is in {list}"));
     }
     if let DnsAnswer::Confirmed(name) = dns {
-        return verified(format!("reverse DNS {name}, confirmed"));
+        return verified(format!(
+            "its reverse DNS name {name} resolves back to the address"
+        ));
     }
     if !public {
         return Verification::unverified(crawler, "the address is not public");
@@ -405,7 +503,7 @@ pub fn verdict(
     let lists_definite = match lists {
         ListAnswer::NoLists | ListAnswer::NotIn => true,
         ListAnswer::NotLoaded => {
-            return Verification::unverified(crawler, "its IP range lists are not loaded");
+            return Verification::unverified(crawler, "its IP range lists are not loaded yet");
         }
         ListAnswer::Off => {
             return Verification::unverified(
@@ -417,9 +515,15 @@ pub fn verdict(
     };
     let dns_definite = match dns {
         DnsAnswer::NotAsked => data.rdns.is_empty(),
-        DnsAnswer::NotConfirmed(_) => true,
-        DnsAnswer::Failed(why) => {
-            return Verification::unverified(crawler, format!("reverse DNS failed: {why}"));
+        DnsAnswer::Disproved(_) => true,
+        DnsAnswer::Inconclusive(why) => {
+            return Verification::unverified(crawler, format!("reverse DNS proves nothing: {why}"));
+        }
+        DnsAnswer::Unavailable(why) => {
+            return Verification::unverified(
+                crawler,
+                format!("reverse DNS verification is unavailable: {why}"),
+            );
         }
         DnsAnswer::Off => {
             return Verification::unverified(
@@ -430,23 +534,22 @@ pub fn verdict(
         DnsAnswer::Confirmed(_) => false,
     };
     if !(lists_definite && dns_definite) || (data.ips.is_empty() && data.rdns.is_empty()) {
-        return Verification::unverified(crawler, "no published data to check against");
+        return Verification::unverified(
+            crawler,
+            "its operator publishes nothing to check it against",
+        );
     }
     let mut how = Vec::new();
     if !data.ips.is_empty() {
         how.push("the address is in none of its IP range lists".to_string());
     }
-    if !data.rdns.is_empty() {
-        let name = match dns {
-            DnsAnswer::NotConfirmed(Some(name)) => format!("reverse DNS {name}"),
-            _ => "no reverse DNS name".to_string(),
-        };
-        how.push(format!("{name} is not under {}", data.rdns.join(", ")));
+    if let DnsAnswer::Disproved(why) = dns {
+        how.push(why.clone());
     }
     Verification {
         crawler: crawler.to_owned(),
         result: VerificationResult::Impostor,
-        how: how.join("; "),
+        how: how.join(", and "),
     }
 }
 
@@ -495,15 +598,19 @@ mod tests {
         let dns_only = data(&[], &["yandex.ru"]);
         let in_list = L::In("https://g.example/l.json".into());
         let confirmed = D::Confirmed("crawl-1.googlebot.com".into());
-        let other_name = D::NotConfirmed(Some("host.evil.example".into()));
-        let failed = D::Failed("timed out".into());
+        let other_name = D::Disproved(
+            "its reverse DNS name host.evil.example resolves back to it and is not under x".into(),
+        );
+        let failed = D::Inconclusive("the reverse DNS lookup failed (timed out)".into());
+        let no_name = D::Inconclusive("the address has no reverse DNS name".into());
+        let unavailable = D::Unavailable("the resolver does not answer".into());
         let cases: [(
             &VerifyData,
             bool,
             &ListAnswer,
             &DnsAnswer,
             VerificationResult,
-        ); 18] = [
+        ); 20] = [
             // Turned off: never evidence either way.
             (&both, true, &L::Off, &other_name, Unverified),
             (&both, true, &L::NotIn, &D::Off, Unverified),
@@ -513,7 +620,10 @@ mod tests {
             (&both, true, &L::NotIn, &confirmed, Verified),
             (&both, false, &in_list, &D::NotAsked, Verified),
             (&both, true, &L::NotIn, &other_name, Impostor),
-            (&both, true, &L::NotIn, &D::NotConfirmed(None), Impostor),
+            // No name (NXDOMAIN), a failure, DNS unavailable: never an impostor.
+            (&both, true, &L::NotIn, &no_name, Unverified),
+            (&dns_only, true, &L::NoLists, &no_name, Unverified),
+            (&dns_only, true, &L::NoLists, &unavailable, Unverified),
             (&both, true, &L::NotIn, &failed, Unverified),
             (&both, true, &L::NotLoaded, &other_name, Unverified),
             (&both, false, &L::NotIn, &D::NotAsked, Unverified),
@@ -528,6 +638,64 @@ mod tests {
             let got = verdict("Bot", data, public, lists, dns);
             assert_eq!(got.result, want, "case {i}: {got:?}");
         }
+    }
+
+    #[test]
+    fn reasons_read_as_sentences() {
+        let google = data(
+            &["https://g.example/l.json"],
+            &["googlebot.com", "google.com"],
+        );
+        let impostor = verdict(
+            "Googlebot",
+            &google,
+            true,
+            &ListAnswer::NotIn,
+            &dns_answer(
+                &dns::Evidence::ConfirmedElsewhere("host.evil.example".into()),
+                &google.rdns,
+                &dns::Reach::Public,
+            ),
+        );
+        assert_eq!(
+            impostor.how,
+            "the address is in none of its IP range lists, and its reverse DNS name \
+             host.evil.example resolves back to it and is not under googlebot.com or google.com"
+        );
+        let no_name = verdict(
+            "Googlebot",
+            &google,
+            true,
+            &ListAnswer::NotIn,
+            &dns_answer(&dns::Evidence::NoName, &google.rdns, &dns::Reach::Public),
+        );
+        assert_eq!(no_name.result, VerificationResult::Unverified);
+        assert_eq!(
+            no_name.how,
+            "reverse DNS proves nothing: the address has no reverse DNS name"
+        );
+        let unavailable = verdict(
+            "Googlebot",
+            &google,
+            true,
+            &ListAnswer::NotIn,
+            &dns_answer(
+                &dns::Evidence::NoName,
+                &google.rdns,
+                &dns::Reach::PrivateView("the resolver says googlebot.com does not exist".into()),
+            ),
+        );
+        assert_eq!(
+            unavailable.how,
+            "reverse DNS verification is unavailable: the resolver says googlebot.com does not exist"
+        );
+        // A contradiction proves an impostor whatever the resolver's reach.
+        let spoofed = dns_answer(
+            &dns::Evidence::Contradicted("crawl-2.googlebot.com".into()),
+            &google.rdns,
+            &dns::Reach::PrivateView("x".into()),
+        );
+        assert!(matches!(spoofed, DnsAnswer::Disproved(_)), "{spoofed:?}");
     }
 
     #[test]

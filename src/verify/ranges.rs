@@ -289,11 +289,23 @@ fn prefix(text: &str) -> Result<IpNet, String> {
     }
     text.parse::<IpAddr>()
         .map(IpNet::from)
-        .map_err(|_| format!("`{}` is not an address or network", cut(text)))
+        .map_err(|_| format!("`{}` is not an address or network", excerpt(text)))
 }
 
-fn cut(text: &str) -> String {
-    text.chars().take(64).collect()
+/// The most bytes of a list's content an error quotes: enough to recognise a bad line, too few
+/// to read a file through the errors a list fetched from it gives.
+const EXCERPT_BYTES: usize = 24;
+
+/// A bounded, escaped excerpt of `text` (a list's content): its first [`EXCERPT_BYTES`] bytes,
+/// control and non-ASCII bytes written `\xNN`, so that it never breaks a log line.
+fn excerpt(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let shown = crate::logs::escape_client_text(&bytes[..bytes.len().min(EXCERPT_BYTES)]);
+    if bytes.len() > EXCERPT_BYTES {
+        format!("{shown}...")
+    } else {
+        shown
+    }
 }
 
 fn from_json(value: &Value) -> Result<ParsedList, String> {
@@ -497,6 +509,24 @@ pub struct ListSlot {
     pub copy: ArcSwapOption<ListCopy>,
     /// The latest failure, when the latest fetch failed.
     pub last_error: Mutex<Option<String>>,
+    /// Named by remote catalogue feeds alone (and not mirrored): fetched over https from public
+    /// addresses only, every redirect checked again (see [`WantedList::public_only`]).
+    pub public_only: bool,
+}
+
+/// A list some crawler names, as the refresher keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct WantedList {
+    /// The `ips` entry as written in the catalogue or config.
+    pub entry: String,
+    /// How it is read.
+    pub format: ListFormat,
+    /// Only entries of catalogue feeds fetched over the network name it: the list is someone
+    /// else's URL, so it is fetched as a URL a request named would be — `https://` only, from
+    /// public addresses only (checked after resolution, at every redirect), unless
+    /// `verify.ranges.private_origins` names its origin. A mirror is the operator's: fetched as
+    /// configured.
+    pub public_only: bool,
 }
 
 /// Every list the crawlers name, by entry. Slots are shared by the crawlers naming the same
@@ -536,21 +566,46 @@ impl RangeLists {
     /// [`RangeLists::set_entries`] with each list's format; a list whose format changed gets
     /// a new slot (read again in its new format).
     pub fn set_lists(&self, lists: &[(String, ListFormat)]) {
+        let wanted: Vec<WantedList> = lists
+            .iter()
+            .map(|(entry, format)| WantedList {
+                entry: entry.clone(),
+                format: format.clone(),
+                public_only: false,
+            })
+            .collect();
+        self.set_wanted(&wanted);
+    }
+
+    /// [`RangeLists::set_lists`] with each list's fetch rule; a list whose format or rule
+    /// changed gets a new slot.
+    pub fn set_wanted(&self, lists: &[WantedList]) {
         self.changed();
+        let mirror_of = |entry: &str| {
+            self.mirrors
+                .iter()
+                .find(|(list, _)| list == entry)
+                .map(|(_, mirror)| mirror.clone())
+        };
         let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
         slots.retain(|entry, slot| {
-            lists
-                .iter()
-                .any(|(wanted, format)| wanted == entry && *format == slot.format)
+            lists.iter().any(|wanted| {
+                wanted.entry == *entry
+                    && wanted.format == slot.format
+                    && (wanted.public_only && mirror_of(entry).is_none()) == slot.public_only
+            })
         });
-        for (entry, format) in lists {
+        for WantedList {
+            entry,
+            format,
+            public_only,
+        } in lists
+        {
             let entry = entry.as_str();
             if !slots.contains_key(entry) {
-                let source = self
-                    .mirrors
-                    .iter()
-                    .find(|(list, _)| list == entry)
-                    .map_or(entry, |(_, mirror)| mirror.as_str());
+                let mirror = mirror_of(entry);
+                let public_only = *public_only && mirror.is_none();
+                let source = mirror.as_deref().unwrap_or(entry);
                 crate::metrics::METRICS
                     .crawler_range_list_loaded
                     .with_label_values(&[entry])
@@ -563,6 +618,7 @@ impl RangeLists {
                         format: format.clone(),
                         copy: ArcSwapOption::empty(),
                         last_error: Mutex::new(None),
+                        public_only,
                     }),
                 );
             }

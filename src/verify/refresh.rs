@@ -16,13 +16,13 @@ use pingora::connectors::http::Connector;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 
-use super::ranges::{parse_list_as, ListCopy, ListSlot, ListSource, RangeLists};
+use super::ranges::{parse_list_as, ListCopy, ListSlot, ListSource, RangeLists, WantedList};
 use super::ranges::{read_file, MAX_LIST_BYTES};
 use crate::config::FetchProxy;
 use crate::crawlers::ListFormat;
 use crate::fetch::{FileWatcher, Validators};
 use crate::metrics::METRICS;
-use crate::net::url::get_url;
+use crate::net::url::get_url_to;
 use crate::snapshot::{Live, Snapshot};
 
 /// The first retry after a failure; it doubles up to the refresh interval.
@@ -34,31 +34,53 @@ const MAX_REDIRECTS: usize = 5;
 /// How long one fetch may take, redirects included.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Lists named only by remote catalogue feeds fetched (and parsed) at once, at most.
+static REMOTE_LIST_FETCHES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+
 /// A list that keeps failing gets one summary line per this long.
 pub const SUMMARY_EVERY: Duration = Duration::from_secs(600);
 
 /// The `ips` entries of every crawler in the snapshot's catalogue, each with its format (the
-/// first entry naming a list with a format other than by shape decides it).
-pub(crate) fn list_formats(snapshot: &Snapshot) -> Vec<(String, ListFormat)> {
-    let mut lists: Vec<(String, ListFormat)> = Vec::new();
-    for verify in snapshot
-        .identifier
-        .catalogue()
-        .defs()
-        .iter()
-        .filter_map(|def| def.verify.as_ref())
-    {
+/// first entry naming a list with a format other than by shape decides it) and its fetch rule
+/// (public addresses only when only entries of remote catalogue feeds name it).
+pub(crate) fn list_formats(snapshot: &Snapshot) -> Vec<WantedList> {
+    let mut lists: Vec<WantedList> = Vec::new();
+    for def in snapshot.identifier.catalogue().defs() {
+        let Some(verify) = &def.verify else {
+            continue;
+        };
+        let from_remote_feed = def
+            .feed
+            .as_deref()
+            .is_some_and(|feed| !feed.starts_with("file:"));
         for entry in &verify.ips {
             let format = verify.format_of(entry);
-            match lists.iter_mut().find(|(list, _)| list == entry) {
-                Some(known) if known.1.is_auto() => known.1 = format,
-                Some(_) => {}
-                None => lists.push((entry.clone(), format)),
+            match lists.iter_mut().find(|list| list.entry == *entry) {
+                Some(known) => {
+                    if known.format.is_auto() {
+                        known.format = format;
+                    }
+                    // Named by the operator's own data too: fetched as configured.
+                    known.public_only &= from_remote_feed;
+                }
+                None => lists.push(WantedList {
+                    entry: entry.clone(),
+                    format,
+                    public_only: from_remote_feed,
+                }),
             }
         }
     }
-    lists.sort_by(|a, b| a.0.cmp(&b.0));
+    lists.sort_by(|a, b| a.entry.cmp(&b.entry));
     lists
+}
+
+/// Whether `address` may be fetched from for a list named by a remote feed: a public address,
+/// or any, when the URL's origin is one of `private_origins`.
+fn allowed_for(url: &str, private_origins: &[String]) -> Option<fn(std::net::IpAddr) -> bool> {
+    let private =
+        crate::config::https_origin_of(url).is_some_and(|origin| private_origins.contains(&origin));
+    (!private).then_some(super::is_public as fn(std::net::IpAddr) -> bool)
 }
 
 /// Fetches or reads each of `entries` once, now (for a one-off check such as `robotsguard
@@ -82,12 +104,31 @@ pub async fn load_lists_once(
     entries: &[(String, ListFormat)],
     proxy: Option<&FetchProxy>,
 ) -> Vec<(String, String)> {
-    lists.set_lists(entries);
+    let wanted: Vec<WantedList> = entries
+        .iter()
+        .map(|(entry, format)| WantedList {
+            entry: entry.clone(),
+            format: format.clone(),
+            public_only: false,
+        })
+        .collect();
+    load_wanted_once(lists, &wanted, proxy, &[]).await
+}
+
+/// [`load_lists_once`] with each list's fetch rule (`private_origins`:
+/// `verify.ranges.private_origins`).
+pub async fn load_wanted_once(
+    lists: &RangeLists,
+    wanted: &[WantedList],
+    proxy: Option<&FetchProxy>,
+    private_origins: &[String],
+) -> Vec<(String, String)> {
+    lists.set_wanted(wanted);
     let connector = Connector::new(None);
     let mut failures = Vec::new();
     for slot in lists.slots() {
         let got = match &slot.source {
-            ListSource::Url(url) => fetch(&connector, &slot, url, proxy).await,
+            ListSource::Url(url) => fetch(&connector, &slot, url, proxy, private_origins).await,
             ListSource::File(path) => read(path.clone(), &slot.format).await,
         };
         match got {
@@ -112,6 +153,8 @@ pub struct ListRefresher {
     pub refresh: Duration,
     /// The HTTP proxy fetches go through, if any.
     pub proxy: Option<FetchProxy>,
+    /// `verify.ranges.private_origins`.
+    pub private_origins: Vec<String>,
 }
 
 #[async_trait]
@@ -122,23 +165,26 @@ impl BackgroundService for ListRefresher {
             watcher: FileWatcher::new(),
             refresh: self.refresh,
             proxy: self.proxy.clone(),
+            private_origins: self.private_origins.clone(),
         });
         let mut generations = self.live.subscribe();
         let mut tasks = crate::tasks::Tasks::new();
         loop {
             let lists = list_formats(&self.live.load());
-            self.lists.set_lists(&lists);
-            // Keyed by list and format: a list read in another format is a new task.
-            let wanted = self
-                .lists
-                .slots()
-                .into_iter()
-                .map(|slot| ((slot.entry.clone(), slot.format.clone()), slot));
+            self.lists.set_wanted(&lists);
+            // Keyed by list, format and rule: a list read in another format, or under another
+            // rule, is a new task.
+            let wanted = self.lists.slots().into_iter().map(|slot| {
+                (
+                    (slot.entry.clone(), slot.format.clone(), slot.public_only),
+                    slot,
+                )
+            });
             tasks.reconcile(
                 wanted,
                 |slot| tokio::spawn(keep_fresh(slot, self.lists.clone(), shared.clone())),
-                |(entry, _)| {
-                    if !lists.iter().any(|(list, _)| list == entry) {
+                |(entry, _, _)| {
+                    if !lists.iter().any(|list| list.entry == *entry) {
                         METRICS.forget_list(entry);
                     }
                 },
@@ -155,6 +201,7 @@ struct Shared {
     watcher: FileWatcher,
     refresh: Duration,
     proxy: Option<FetchProxy>,
+    private_origins: Vec<String>,
 }
 
 /// A run of failures (a list's, an agent's keys'), for its log lines.
@@ -220,7 +267,14 @@ async fn keep_fresh(slot: Arc<ListSlot>, lists: Arc<RangeLists>, shared: Arc<Sha
     loop {
         let got = match &slot.source {
             ListSource::Url(url) => {
-                fetch(&shared.connector, &slot, url, shared.proxy.as_ref()).await
+                fetch(
+                    &shared.connector,
+                    &slot,
+                    url,
+                    shared.proxy.as_ref(),
+                    &shared.private_origins,
+                )
+                .await
             }
             ListSource::File(path) => read(path.clone(), &slot.format).await,
         };
@@ -286,22 +340,27 @@ async fn keep_fresh(slot: Arc<ListSlot>, lists: Arc<RangeLists>, shared: Arc<Sha
                     ListSource::File(path) => format!(" (file {})", path.display()),
                     ListSource::Url(_) => String::new(),
                 };
+                // The error may quote the answer (a line of a list, a parser's excerpt), and the
+                // list's URL and path are a feed's text: one escaped, bounded line.
+                let said = crate::logs::one_line(&error);
+                let list = crate::logs::one_line(&slot.entry);
+                let source = crate::logs::one_line(&source);
                 match failing.failed(Instant::now()) {
                     Some(FailureLine::First) => tracing::warn!(
-                        list = %slot.entry,
+                        list = %list,
                         outcome,
-                        "crawler IP range list{source}: {error} ({kept}; retried with backoff, \
+                        "crawler IP range list{source}: {said} ({kept}; retried with backoff, \
                          next said at most every 10 minutes)"
                     ),
                     Some(FailureLine::Summary {
                         attempts,
                         since_last,
                     }) => tracing::warn!(
-                        list = %slot.entry,
+                        list = %list,
                         outcome,
                         attempts,
                         since_last,
-                        "crawler IP range list{source} still failing: {error} ({kept})"
+                        "crawler IP range list{source} still failing: {said} ({kept})"
                     ),
                     None => {}
                 }
@@ -391,12 +450,25 @@ fn parsed(
     }
 }
 
+/// Fetches a list's URL, following up to [`MAX_REDIRECTS`] redirects. A list of
+/// [`ListSlot::public_only`] is fetched as a URL someone else named: every hop must be
+/// `https://` and resolve to a public address (unless `private_origins` names its origin), or
+/// the fetch is `refused` before any connection to it.
 async fn fetch(
     connector: &Connector,
     slot: &ListSlot,
     url: &str,
     proxy: Option<&FetchProxy>,
+    private_origins: &[String],
 ) -> Got {
+    // Lists someone else named are fetched and parsed a few at a time: each holds its body (up
+    // to 8 MiB) and its parse at once, and a feed may name dozens. The operator's own lists
+    // never wait for them.
+    let _turn = if slot.public_only {
+        REMOTE_LIST_FETCHES.acquire().await.ok()
+    } else {
+        None
+    };
     let validators = match slot.copy.load_full() {
         Some(copy) => Validators {
             etag: copy.etag.clone(),
@@ -406,17 +478,33 @@ async fn fetch(
     };
     let mut current = url.to_string();
     for _ in 0..=MAX_REDIRECTS {
-        let answer = match get_url(
+        let allowed = if slot.public_only {
+            if !current.starts_with("https://") {
+                return Got::Failed(
+                    "refused",
+                    format!(
+                        "`{current}` is not an https URL (a list a remote catalogue feed names \
+                         is fetched over https only)"
+                    ),
+                );
+            }
+            allowed_for(&current, private_origins)
+        } else {
+            None
+        };
+        let answer = match get_url_to(
             connector,
             &current,
             &validators,
             MAX_LIST_BYTES,
             FETCH_TIMEOUT,
             proxy,
+            allowed,
         )
         .await
         {
             Ok(answer) => answer,
+            Err(e) if e.is_refused() => return Got::Failed("refused", e.to_string()),
             Err(e) => return Got::Failed("unreachable", e.to_string()),
         };
         match answer.status {

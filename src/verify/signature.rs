@@ -144,7 +144,8 @@ enum KeysSource {
 }
 
 /// What a signature check found, beyond its outcome: the signature's `nonce` and how long it
-/// stays valid, for the replay check of a verified signature.
+/// stays valid, for the replay check of a verified signature; for one without a nonce, when it
+/// was made and a digest of it, for the nonce-less rule (see [`NoncelessRule`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checked {
     /// The outcome.
@@ -154,6 +155,29 @@ pub struct Checked {
     /// How long the signature stays valid from now (its `expires`, plus the clock skew
     /// tolerated): how long its nonce is remembered.
     pub lifetime: Duration,
+    /// A verified signature's `created`.
+    pub created: Option<SystemTime>,
+    /// A verified signature without a nonce: a digest of its agent, key and signature bytes,
+    /// which stand for it when it is seen again.
+    pub digest: Option<[u8; 32]>,
+}
+
+/// What a verified signature without a `nonce` must meet to be accepted, by its agent: the
+/// drafts make the `nonce` optional and define no way for an agent to say it signs without one,
+/// so the operator says it (`verify.web_bot_auth.nonceless_agents`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoncelessRule {
+    /// The operator lists the agent: accepted for its whole validity, from any address.
+    Accepted,
+    /// Accepted only within `window` of its `created` (the clock skew tolerated on top), and
+    /// only from the address that first sent it within that time: a captured signature
+    /// replayed elsewhere, or later, is refused.
+    Bounded {
+        /// `verify.web_bot_auth.nonceless_window`.
+        window: Duration,
+        /// `verify.web_bot_auth.max_skew`.
+        skew: Duration,
+    },
 }
 
 /// One configured agent and its keys.
@@ -245,6 +269,10 @@ pub struct WebBotAuth {
     catalogue: ArcSwap<Vec<Arc<Agent>>>,
     /// `private_agents`: origins whose directories may be fetched from non-public addresses.
     private_agents: Vec<String>,
+    /// `nonceless_agents`: agents whose signatures without a nonce are accepted as they are.
+    nonceless_agents: Vec<String>,
+    /// `nonceless_window`: how long after `created` any other agent's nonce-less signature is.
+    nonceless_window: Duration,
     proxy: Option<crate::config::FetchProxy>,
 }
 
@@ -389,6 +417,8 @@ impl WebBotAuth {
             discovered: ArcSwap::from_pointee(Vec::new()),
             catalogue: ArcSwap::from_pointee(Vec::new()),
             private_agents: config.private_agents.clone(),
+            nonceless_agents: config.nonceless_agents.clone(),
+            nonceless_window: config.nonceless_window,
             proxy: proxy.cloned(),
         }
     }
@@ -405,15 +435,8 @@ impl WebBotAuth {
     /// Whether a directory at `url`, named by a registry or the catalogue, is fetched from
     /// public addresses only: unless its origin is one of `private_agents`.
     fn public_only(&self, url: &str) -> bool {
-        let origin = url::Url::parse(url).ok().and_then(|url| {
-            let host = url.host_str()?.to_ascii_lowercase();
-            Some(match url.port() {
-                Some(port) => format!("https://{host}:{port}"),
-                None => format!("https://{host}"),
-            })
-        });
-        !(url.starts_with("https://")
-            && origin.is_some_and(|origin| self.private_agents.contains(&origin)))
+        !crate::config::https_origin_of(url)
+            .is_some_and(|origin| self.private_agents.contains(&origin))
     }
 
     /// Puts the signing agents `catalogue` names in force: each (agent, crawler) once, the
@@ -552,12 +575,30 @@ impl WebBotAuth {
             outcome: SignatureOutcome::Absent,
             nonce: None,
             lifetime: Duration::ZERO,
+            created: None,
+            digest: None,
         };
         checked.outcome = self.check_outcome(request, authority, scheme, now, &mut checked);
         if !matches!(checked.outcome, SignatureOutcome::Verified { .. }) {
             checked.nonce = None;
+            checked.created = None;
+            checked.digest = None;
+        } else if checked.nonce.is_some() {
+            checked.digest = None;
         }
         checked
+    }
+
+    /// The rule a verified signature of `agent` without a nonce must meet.
+    pub fn nonceless_rule(&self, agent: &str) -> NoncelessRule {
+        if self.nonceless_agents.iter().any(|listed| listed == agent) {
+            NoncelessRule::Accepted
+        } else {
+            NoncelessRule::Bounded {
+                window: self.nonceless_window,
+                skew: self.max_skew,
+            }
+        }
     }
 
     fn check_outcome(
@@ -637,6 +678,9 @@ impl WebBotAuth {
         checked.lifetime = Duration::from_secs(
             u64::try_from(expires.saturating_add(skew).saturating_sub(now)).unwrap_or(0),
         );
+        checked.created = u64::try_from(created)
+            .ok()
+            .and_then(|secs| SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(secs)));
         let Some(keys) = agent.keys.load_full() else {
             return SignatureOutcome::Unavailable(format!(
                 "the keys of {} are not loaded",
@@ -670,10 +714,20 @@ impl WebBotAuth {
             return SignatureOutcome::Invalid("the signature base cannot be built".into());
         };
         match key.verify(base.as_bytes(), &label.signature) {
-            Ok(()) => SignatureOutcome::Verified {
-                agent: agent.agent.clone(),
-                crawler: agent.crawler.clone(),
-            },
+            Ok(()) => {
+                use sha2::Digest;
+                let mut digest = sha2::Sha256::new();
+                digest.update(agent.agent.as_bytes());
+                digest.update([0]);
+                digest.update(details.keyid.as_deref().unwrap_or("").as_bytes());
+                digest.update([0]);
+                digest.update(&label.signature);
+                checked.digest = Some(digest.finalize().into());
+                SignatureOutcome::Verified {
+                    agent: agent.agent.clone(),
+                    crawler: agent.crawler.clone(),
+                }
+            }
             Err(e) => SignatureOutcome::Invalid(e.chars().take(200).collect()),
         }
     }
@@ -710,7 +764,8 @@ impl WebBotAuth {
             {
                 Ok(text) => text,
                 Err(e) => {
-                    tracing::warn!(registry = %name, "Web Bot Auth registry: {e} (its last good agents stay)");
+                    let said = crate::logs::one_line(&e);
+                    tracing::warn!(registry = %name, "Web Bot Auth registry: {said} (its last good agents stay)");
                     continue;
                 }
             };
@@ -725,8 +780,10 @@ impl WebBotAuth {
                 {
                     Ok(card) => cards.push((url, card)),
                     Err(e) => {
-                        let shown: String = url.chars().take(120).collect();
-                        tracing::warn!(registry = %name, card = %shown, "Web Bot Auth card: {e}");
+                        // The card's URL and a parser's error are the registry's text.
+                        let shown = crate::logs::one_line(&url);
+                        let said = crate::logs::one_line(&e);
+                        tracing::warn!(registry = %name, card = %shown, "Web Bot Auth card: {said}");
                         if let Some(last) = registries.cards.get(&(name.clone(), url.clone())) {
                             cards.push((url, last.clone()));
                         }
@@ -1046,11 +1103,13 @@ fn record(agent: &Agent, result: Result<KeySet, String>) {
                 "its signatures cannot be checked until they load"
             };
             let mut status = agent.status.lock().unwrap_or_else(|e| e.into_inner());
+            // A parser's error may quote the directory: one escaped, bounded line.
+            let said = crate::logs::one_line(&error);
             match status.failing.failed(std::time::Instant::now()) {
                 Some(FailureLine::First) => tracing::warn!(
                     agent = %agent.agent,
                     crawler = %agent.crawler,
-                    "Web Bot Auth keys: {error} ({kept}; retried with backoff, next said at \
+                    "Web Bot Auth keys: {said} ({kept}; retried with backoff, next said at \
                      most every 10 minutes)"
                 ),
                 Some(FailureLine::Summary {
@@ -1061,7 +1120,7 @@ fn record(agent: &Agent, result: Result<KeySet, String>) {
                     crawler = %agent.crawler,
                     attempts,
                     since_last,
-                    "Web Bot Auth keys still failing: {error} ({kept})"
+                    "Web Bot Auth keys still failing: {said} ({kept})"
                 ),
                 None => {}
             }

@@ -95,6 +95,9 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
     // Crawler verification: a range list file, reverse DNS on a loopback server, a client
     // address forwarded by a trusted proxy.
     let dns = support::dns::DnsServer::start();
+    // The impostor's address is another's by its reverse DNS (no name would prove nothing).
+    dns.ptr("203.0.113.5", &["host-5.other.example"])
+        .addresses("host-5.other.example", &["203.0.113.5"]);
     // A shared state store nobody listens on: its checks fail, decisions fall back to memory.
     let no_store = support::free_port();
     let body = format!(

@@ -573,3 +573,180 @@ fn a_feed_agent_on_loopback_is_not_fetched_and_its_signed_claims_are_told_to_com
         proxy.stderr()
     );
 }
+
+/// `signing`'s request from `client` (forwarded by the trusted proxy the test is).
+fn signed_from(
+    proxy: &Proxy,
+    path: &str,
+    signing: &Signing<'_>,
+    client: &str,
+) -> support::Response {
+    let mut request = Request::get(path)
+        .host(HOST)
+        .ua(BROWSER)
+        .header("X-Forwarded-For", client);
+    for (name, value) in signing.headers() {
+        request = request.header(name, &value);
+    }
+    proxy.send(&request)
+}
+
+/// A site behind a trusted proxy whose SignedBot signs with `good`'s key (a JWKS file), with
+/// `extra` lines in `verify.web_bot_auth` (and `state`, when it starts with `state:`).
+fn nonceless_setup(good: &SigningKey, extra: &str) -> (Origin, Proxy) {
+    let origin = Origin::start();
+    let (state, extra) = match extra.strip_prefix("state:") {
+        Some(state) => (format!("state:{state}"), ""),
+        None => (String::new(), extra),
+    };
+    let config = format!(
+        "trusted_proxies: [\"127.0.0.1/32\"]
+{state}verify:
+  web_bot_auth:
+{extra}    agents:
+      - {{agent: \"{AGENT}\", crawler: SignedBot, keys: \"file:keys.json\"}}
+crawlers:
+  extra:
+    - name: SignedBot
+      category: ai-assistant
+origins:
+  - name: shop
+    hosts: [\"{HOST}\"]
+    upstream: \"{}\"
+    robots: {{source: inline, text: \"User-agent: SignedBot\\nDisallow: /private\\n\"}}
+",
+        origin.addr()
+    );
+    let proxy = Proxy::builder(&config)
+        .files(&[("keys.json", &jwks(&[good]))])
+        .start();
+    let loaded = (0..200).any(|_| {
+        let keys = metric(
+            &proxy.metrics(),
+            "robotsguard_verify_signature_keys",
+            &[("agent", AGENT)],
+        );
+        std::thread::sleep(Duration::from_millis(25));
+        keys >= 1.0
+    });
+    assert!(
+        loaded,
+        "the agent's keys did not load:
+{}",
+        proxy.stderr()
+    );
+    (origin, proxy)
+}
+
+#[test]
+fn a_signature_without_a_nonce_is_bound_to_its_first_address_and_a_short_window() {
+    let good = key(41);
+    let (origin, proxy) = nonceless_setup(&good, "");
+    // A fresh signature (made 10 s ago), no nonce: the address that sent it first may send it
+    // again; another address may not.
+    let fresh = Signing::new(&good);
+    assert_eq!(
+        signed_from(&proxy, "/public", &fresh, "192.0.2.1").status,
+        200
+    );
+    assert_eq!(
+        signed_from(&proxy, "/public", &fresh, "192.0.2.1").status,
+        200
+    );
+    let elsewhere = signed_from(&proxy, "/public", &fresh, "198.51.100.7");
+    assert_eq!(elsewhere.status, 429, "{}", elsewhere.text());
+    let offered = elsewhere
+        .header("accept-signature")
+        .unwrap_or_default()
+        .to_string();
+    assert!(offered.contains("nonce="), "{offered}");
+    // Still SignedBot from its first address: robots.txt's group for it applies.
+    assert_eq!(
+        signed_from(&proxy, "/private/x", &fresh, "192.0.2.1").status,
+        403
+    );
+    // Valid for two hours, but made an hour ago: past the 5-minute window, from any address.
+    let kept = Signing {
+        created: now() - 3600,
+        expires: now() + 3600,
+        ..Signing::new(&good)
+    };
+    let stale = signed_from(&proxy, "/public", &kept, "192.0.2.2");
+    assert_eq!(stale.status, 429, "{}", stale.text());
+    assert_eq!(origin.proxied_to("/public").len(), 2);
+    assert_eq!(
+        metric(
+            &proxy.metrics(),
+            "robotsguard_web_bot_auth_refusals_total",
+            &[("origin", "shop"), ("reason", "replayed")]
+        ),
+        2.0
+    );
+}
+
+#[test]
+fn an_agent_the_operator_lists_may_sign_without_a_nonce_from_anywhere_while_valid() {
+    let good = key(42);
+    let (origin, proxy) = nonceless_setup(
+        &good,
+        &format!("    nonceless_agents: [\"{AGENT}\"]\n    nonceless_window: 1m\n"),
+    );
+    let kept = Signing {
+        created: now() - 3600,
+        expires: now() + 3600,
+        ..Signing::new(&good)
+    };
+    for client in ["192.0.2.1", "198.51.100.7", "203.0.113.9"] {
+        assert_eq!(
+            signed_from(&proxy, "/public", &kept, client).status,
+            200,
+            "{client}"
+        );
+        assert_eq!(
+            signed_from(&proxy, "/private/x", &kept, client).status,
+            403,
+            "{client}: still SignedBot"
+        );
+    }
+    assert_eq!(origin.proxied_to("/public").len(), 3);
+}
+
+#[test]
+fn a_signature_without_a_nonce_replayed_on_another_replica_from_another_address_is_refused() {
+    let redis = support::redis::RedisServer::start();
+    let good = key(43);
+    let state = format!(
+        "state:\n  backend: redis\n  redis: {{url: \"{}\", prefix: \"wba-sender\", timeout: 2s}}\n",
+        redis.url()
+    );
+    let (_first_origin, first) = nonceless_setup(&good, &state);
+    let (_second_origin, second) = nonceless_setup(&good, &state);
+    for proxy in [&first, &second] {
+        let up = (0..400).any(|_| {
+            std::thread::sleep(Duration::from_millis(25));
+            metric(&proxy.metrics(), "robotsguard_state_backend_up", &[]) == 1.0
+        });
+        assert!(up, "{}", proxy.stderr());
+    }
+    let fresh = Signing::new(&good);
+    assert_eq!(
+        signed_from(&first, "/public", &fresh, "192.0.2.1").status,
+        200
+    );
+    let elsewhere = signed_from(&second, "/public", &fresh, "198.51.100.7");
+    assert_eq!(elsewhere.status, 429, "{}", elsewhere.text());
+    assert_eq!(
+        signed_from(&second, "/public", &fresh, "192.0.2.1").status,
+        200
+    );
+    // The first address is kept in the store with the signature's time, no longer.
+    let keys = redis.command(&["KEYS", "wba-sender*signature*"]);
+    let keys: Vec<&str> = keys.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let ttl: i64 = redis
+        .command(&["PTTL", keys[0].trim()])
+        .trim()
+        .parse()
+        .unwrap_or(-1);
+    assert!(ttl > 0 && ttl <= 6 * 60 * 1000, "{ttl}");
+}

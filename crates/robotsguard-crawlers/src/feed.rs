@@ -5,8 +5,12 @@
 //!
 //! Merge order: the built-in entries first; then each feed, in config order, adds the entries
 //! whose name and pattern no earlier entry has (a `robotsguard`-format entry with
-//! `replace: true` takes the place of the built-in entry of its name); `crawlers.extra` last,
-//! replacing any entry of the same name and pushing out feed entries with the same pattern.
+//! `replace: true` takes the place of the built-in entry of its name, when the feed's
+//! `may_override` allows it); `crawlers.extra` last, replacing any entry of the same name and
+//! pushing out feed entries with the same pattern. Before the merge each feed's entries are
+//! screened (see [`FeedTrust`]): entries that would make browsers crawlers, override or hide a
+//! built-in or `extra` entry without `may_override`, name a range list a remote feed may not
+//! name, or pass the feed's `max_lists` are refused, and the rest of the feed applies.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +22,10 @@ use serde_json::Value;
 use super::catalogue::{parse_catalogue_yaml, validate_entry, CrawlerDef};
 use super::category::Category;
 use super::purpose::Purpose;
+
+pub use super::feed_screen::{
+    FeedTrust, RefusalReason, Refused, BROWSER_TOKENS, BROWSER_USER_AGENTS, DEFAULT_MAX_LISTS,
+};
 
 /// The largest feed body read: the ai.robots.txt list is ~60 KiB, the built-in catalogue ~80.
 pub const MAX_FEED_BYTES: usize = 4 * 1024 * 1024;
@@ -287,20 +295,45 @@ impl FeedStore {
     }
 }
 
+/// One feed's copy in force and what the operator lets it do, for [`merge`].
+#[derive(Debug, Clone, Copy)]
+pub struct FeedInput<'a> {
+    /// The feed (its configured `url`).
+    pub feed: &'a str,
+    /// Its entries.
+    pub defs: &'a [CrawlerDef],
+    /// What it may do.
+    pub trust: FeedTrust,
+}
+
+/// What [`merge`] made: the catalogue's entries, the feed entries left out for a clash with an
+/// earlier entry (one line each), and the feed entries refused by their feed's rules.
+#[derive(Debug, Clone, Default)]
+pub struct Merged {
+    /// The entries, built in first.
+    pub defs: Vec<CrawlerDef>,
+    /// Feed entries whose name or pattern an earlier entry (or `extra`) has, one line each.
+    pub dropped: Vec<String>,
+    /// Feed entries refused by the rules of [`FeedTrust`].
+    pub refused: Vec<Refused>,
+}
+
 /// Merges `feeds` (in config order) over `builtin`, then `extra` over both (see the module
-/// documentation). Returns the entries and one line per feed entry left out (a clash).
-pub fn merge(
-    builtin: Vec<CrawlerDef>,
-    feeds: &[&[CrawlerDef]],
-    extra: Vec<CrawlerDef>,
-) -> (Vec<CrawlerDef>, Vec<String>) {
+/// documentation).
+pub fn merge(builtin: Vec<CrawlerDef>, feeds: &[FeedInput<'_>], extra: Vec<CrawlerDef>) -> Merged {
+    let protected_defs: Vec<CrawlerDef> = builtin.iter().chain(extra.iter()).cloned().collect();
+    let protected: Vec<&CrawlerDef> = protected_defs.iter().collect();
     let mut defs = builtin;
     let mut dropped = Vec::new();
+    let mut refused = Vec::new();
     let name_at = |defs: &[CrawlerDef], name: &str| {
         defs.iter().position(|d| d.name.eq_ignore_ascii_case(name))
     };
-    for feed in feeds {
-        for def in feed.iter() {
+    for input in feeds {
+        let (admitted, refusals) =
+            super::feed_screen::screen(input.feed, input.defs, input.trust, &protected);
+        refused.extend(refusals);
+        for def in admitted {
             let feed_name = def.feed.as_deref().unwrap_or("a feed");
             let same_name = name_at(&defs, &def.name);
             if let Some(index) = same_name {
@@ -352,7 +385,11 @@ pub fn merge(
         });
         defs.push(def);
     }
-    (defs, dropped)
+    Merged {
+        defs,
+        dropped,
+        refused,
+    }
 }
 
 #[cfg(test)]
@@ -524,7 +561,23 @@ mod tests {
             entry("Gamma", "Gamma", None),
             entry("Epsilon", "Delta", None),
         ];
-        let (defs, dropped) = merge(builtin, &[&one, &two], extra);
+        let trusted = FeedTrust {
+            may_override: true,
+            ..FeedTrust::default()
+        };
+        let inputs = [
+            FeedInput {
+                feed: "one",
+                defs: &one,
+                trust: trusted,
+            },
+            FeedInput {
+                feed: "two",
+                defs: &two,
+                trust: trusted,
+            },
+        ];
+        let Merged { defs, dropped, .. } = merge(builtin, &inputs, extra);
         let got: Vec<(&str, &str, Option<&str>)> = defs
             .iter()
             .map(|d| (d.name.as_str(), d.pattern.as_str(), d.feed.as_deref()))

@@ -35,6 +35,7 @@ mod catalogue;
 pub mod category;
 mod describe;
 pub mod feed;
+mod feed_screen;
 mod identify;
 mod memo;
 pub mod purpose;

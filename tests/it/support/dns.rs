@@ -1,7 +1,7 @@
 //! A real DNS server on loopback for verification tests: answers PTR, A and AAAA from a table
 //! the test sets (and may change while it runs), NXDOMAIN for names it does not know, and can be
-//! switched to SERVFAIL (for one name or all), REFUSED, silence (a server that is down) or truncated UDP answers (the
-//! client must ask again over TCP). Answers over UDP and TCP on the same port, as a resolver
+//! switched to SERVFAIL, REFUSED or silence (for one name or all; silence is a server that is
+//! down) or truncated UDP answers (the client must ask again over TCP). Answers over UDP and TCP on the same port, as a resolver
 //! expects, may be delayed, and counts the queries it receives.
 //!
 //! Every loop is bounded; the server's threads stop soon after it is dropped (and after five
@@ -54,6 +54,10 @@ struct Table {
     addresses: HashMap<String, Vec<IpAddr>>,
     /// Names answered SERVFAIL whatever the mode.
     failing: std::collections::HashSet<String>,
+    /// Names answered REFUSED whatever the mode.
+    refusing: std::collections::HashSet<String>,
+    /// Names never answered (the client times out) whatever the mode.
+    silent: std::collections::HashSet<String>,
     /// Name, type, transport and message id of each query received.
     queries: Vec<(String, RecordType, Transport, u16)>,
 }
@@ -165,6 +169,18 @@ impl DnsServer {
     /// Queries for `name` (any type) are answered SERVFAIL from now on, whatever the mode.
     pub fn fail_name(&self, name: &str) -> &DnsServer {
         self.table().failing.insert(lower(name));
+        self
+    }
+
+    /// Queries for `name` (any type) are answered REFUSED from now on, whatever the mode.
+    pub fn refuse_name(&self, name: &str) -> &DnsServer {
+        self.table().refusing.insert(lower(name));
+        self
+    }
+
+    /// Queries for `name` (any type) get no answer from now on (the client times out).
+    pub fn silence_name(&self, name: &str) -> &DnsServer {
+        self.table().silent.insert(lower(name));
         self
     }
 
@@ -337,6 +353,13 @@ fn respond(query: &[u8], transport: Transport, shared: &Shared) -> Option<Vec<u8
     if mode == Mode::Down {
         return None;
     }
+    let silent = query
+        .queries
+        .first()
+        .is_some_and(|question| table.silent.contains(&lower(&question.name().to_ascii())));
+    if silent {
+        return None;
+    }
     answer(&query, mode, transport, &table).to_vec().ok()
 }
 
@@ -370,6 +393,10 @@ fn answer(query: &Message, mode: Mode, transport: Transport, table: &Table) -> M
     let name = lower(&question.name().to_ascii());
     if table.failing.contains(&name) {
         response.metadata.response_code = ResponseCode::ServFail;
+        return response;
+    }
+    if table.refusing.contains(&name) {
+        response.metadata.response_code = ResponseCode::Refused;
         return response;
     }
     match mode {

@@ -246,12 +246,16 @@ fn identify(
                 .as_ref()
                 .map(|c| c.verify.clone())
                 .unwrap_or_default();
-            let data = identifier
-                .catalogue()
-                .get(identity.name)
-                .and_then(|def| def.verify.clone());
+            let def = identifier.catalogue().get(identity.name);
+            let data = def.and_then(|def| def.verify.clone());
+            // A remote feed's lists are fetched as the proxy would: https, public addresses.
+            let from_remote_feed = def
+                .and_then(|def| def.feed.as_deref())
+                .is_some_and(|feed| !feed.starts_with("file:"));
             Some(match data {
-                Some(data) => verify_claim(&settings, identity.name, &data, address),
+                Some(data) => {
+                    verify_claim(&settings, identity.name, &data, address, from_remote_feed)
+                }
                 None => robotsguard::enforce::Verification::unverified(
                     identity.name,
                     "its operator publishes no IP ranges or reverse DNS names",
@@ -318,6 +322,7 @@ fn verify_claim(
     crawler: &str,
     data: &robotsguard::crawlers::VerifyData,
     address: std::net::IpAddr,
+    from_remote_feed: bool,
 ) -> robotsguard::enforce::Verification {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -333,17 +338,22 @@ fn verify_claim(
     };
     runtime.block_on(async {
         let verifier = robotsguard::verify::Verifier::new(settings);
-        let with_formats: Vec<(String, robotsguard::crawlers::ListFormat)> = data
+        let wanted: Vec<robotsguard::verify::ranges::WantedList> = data
             .ips
             .iter()
-            .map(|entry| (entry.clone(), data.format_of(entry)))
+            .map(|entry| robotsguard::verify::ranges::WantedList {
+                entry: entry.clone(),
+                format: data.format_of(entry),
+                public_only: from_remote_feed,
+            })
             .collect();
         if settings.ranges.enabled {
             let lists = verifier.lists();
-            for (list, error) in robotsguard::verify::refresh::load_lists_once(
+            for (list, error) in robotsguard::verify::refresh::load_wanted_once(
                 lists,
-                &with_formats,
+                &wanted,
                 verifier.proxy(),
+                &settings.ranges.private_origins,
             )
             .await
             {
