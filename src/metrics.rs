@@ -70,6 +70,9 @@ pub struct Metrics {
     pub config_last_reload_timestamp: Gauge,
     /// 1 while the file asks for settings that only a restart applies.
     pub config_restart_required: IntGauge,
+    /// `robotsguard_config_warnings_total{kind}`: warnings about the config in force, counted
+    /// at start-up and at every reload (as `validate` prints them).
+    pub config_warnings: IntCounterVec,
     /// Every answer by origin (`unrouted` before routing) and status class.
     pub responses: IntCounterVec,
     /// Downstream connections open now.
@@ -194,7 +197,7 @@ pub const CONNECTION_REFUSALS: [&str; 4] = [
 pub const REQUEST_REFUSALS: [&str; 2] = ["max_streams_per_connection", "max_requests_in_flight"];
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 55] = [
+pub const METRIC_NAMES: [&str; 56] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -210,6 +213,7 @@ pub const METRIC_NAMES: [&str; 55] = [
     "robotsguard_config_last_reload_successful",
     "robotsguard_config_last_reload_timestamp_seconds",
     "robotsguard_config_restart_required",
+    "robotsguard_config_warnings_total",
     "robotsguard_responses_total",
     "robotsguard_downstream_connections",
     "robotsguard_downstream_connections_refused_total",
@@ -389,6 +393,14 @@ impl Metrics {
         )
         .unwrap_or_else(|e| panic!("config gauge is malformed: {e}"));
         register(&registry, Box::new(config_restart_required.clone()));
+        // Its series are made when warnings are first counted, one per kind
+        // (`crate::enforce::count_config_warnings`).
+        let config_warnings = counter(
+            &registry,
+            "robotsguard_config_warnings_total",
+            "Warnings about the config in force (as `validate` prints them), counted at start-up and at every reload, by kind (search_crawler_refused: an origin refuses a search engine's crawler on every path; proxy_protocol_untrusted).",
+            &["kind"],
+        );
         let responses = counter(
             &registry,
             "robotsguard_responses_total",
@@ -663,6 +675,7 @@ impl Metrics {
             config_last_reload_successful,
             config_last_reload_timestamp,
             config_restart_required,
+            config_warnings,
             responses,
             open_connections,
             connections_refused,
@@ -820,6 +833,7 @@ impl Metrics {
             Box::new(self.config_last_reload_successful.clone()),
             Box::new(self.config_last_reload_timestamp.clone()),
             Box::new(self.config_restart_required.clone()),
+            Box::new(self.config_warnings.clone()),
             Box::new(self.responses.clone()),
             Box::new(self.open_connections.clone()),
             Box::new(self.connections_refused.clone()),

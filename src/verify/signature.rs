@@ -1166,6 +1166,7 @@ mod tests {
             ignores_global: false,
             verify: None,
             purposes: Vec::new(),
+            controls: Default::default(),
             ignores_crawl_delay: false,
             signing_agents: agents.iter().map(|a| a.to_string()).collect(),
             source: String::new(),
