@@ -1245,19 +1245,19 @@ fn tls_example_does_not_need_the_certificate_files() {
 }
 
 /// A scratch directory under the target dir, unique per test.
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("target")
-        .join("config-tests")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-    dir
+/// A directory of its own for one test, removed when the guard drops (in the system's temp
+/// directory: the work tree may be read-only where the tests run).
+fn scratch_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("robotsguard-config-{name}-"))
+        .tempdir()
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
 fn load_file_errors() {
-    let dir = scratch_dir("load_file_errors");
+    let scratch = scratch_dir("load_file_errors");
+    let dir = scratch.path();
     let missing = dir.join("missing.yaml");
     let e = load_file(&missing).err().map(|e| e.0).unwrap_or_default();
     assert_eq!(e.len(), 1);
@@ -1282,7 +1282,8 @@ fn load_file_errors() {
 
 #[test]
 fn load_file_resolves_relative_paths_against_its_directory() {
-    let dir = scratch_dir("relative_paths");
+    let scratch = scratch_dir("relative_paths");
+    let dir = scratch.path();
     let path = dir.join("rg.yaml");
     std::fs::write(
         &path,
