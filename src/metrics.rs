@@ -37,6 +37,33 @@ impl RobotsState {
     }
 }
 
+/// Every `decision` a request is counted and logged with, and what it means: the one list the
+/// help of `robotsguard_requests_total`, the access log's documentation and the metrics reference
+/// are written from. Every [`crate::enforce::Outcome`] is here under its own word (a test holds
+/// them equal), then `error` and the access log's `unrouted`.
+pub const DECISIONS: &[(&str, &str)] = &[
+    (
+        "pass",
+        "proxied without robots.txt: not a crawler, mode off, robots.txt itself, a passed policy",
+    ),
+    ("allowed", "a crawler robots.txt allows"),
+    ("blocked", "refused for robots.txt or the policy"),
+    ("would_block", "as blocked, but only reported"),
+    ("limited", "429 for Crawl-delay"),
+    ("would_limit", "as limited, but only reported"),
+    ("banned", "403 to a banned address"),
+    ("trap", "a trap path, refused"),
+    ("would_trap", "a trap path, reported"),
+    ("disguised", "a disguised crawler, refused"),
+    ("would_disguised", "a disguised crawler, reported"),
+    ("payment_required", "402 with the licence"),
+    ("error", "the request failed upstream"),
+    ("unrouted", "no origin serves the host: access log only"),
+];
+
+/// Decision words only the access log has (no origin to count them under).
+pub const ACCESS_LOG_ONLY: &[&str] = &["unrouted"];
+
 /// The registry served on `/metrics`.
 pub struct Metrics {
     registry: Registry,
@@ -289,7 +316,15 @@ impl Metrics {
         let requests = counter(
             &registry,
             "robotsguard_requests_total",
-            "Requests by origin, crawler, crawler category and decision (pass, allowed, blocked, would_block, limited, would_limit, banned, error).",
+            &format!(
+                "Requests by origin, crawler, crawler category and decision ({}).",
+                DECISIONS
+                    .iter()
+                    .filter(|(word, _)| !ACCESS_LOG_ONLY.contains(word))
+                    .map(|(word, _)| *word)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             &["origin", "crawler", "category", "decision"],
         );
         let decision_duration = Histogram::with_opts(
@@ -389,7 +424,7 @@ impl Metrics {
         register(&registry, Box::new(config_last_reload_timestamp.clone()));
         let config_restart_required = IntGauge::new(
             "robotsguard_config_restart_required",
-            "1 while the config file changes settings that apply only on restart (listen, admin, threads, shutdown.grace).",
+            "1 while the config file changes settings that apply only on restart (the reload's warning line names them; the configuration reference lists them).",
         )
         .unwrap_or_else(|e| panic!("config gauge is malformed: {e}"));
         register(&registry, Box::new(config_restart_required.clone()));

@@ -1516,6 +1516,27 @@ pub(crate) fn restart_only_names() -> Vec<&'static str> {
     RESTART_ONLY.iter().map(|s| s.name).collect()
 }
 
+/// The restart-only settings in words, the one list every text naming them is written from (the
+/// configuration reference, the reload and Kubernetes pages, the chart's alert, the metric's
+/// notes): `` `listen`, `admin`, … and `state.dir` `` in Markdown, else without the backticks.
+pub fn restart_only_list(markdown: bool) -> String {
+    let names: Vec<String> = RESTART_ONLY
+        .iter()
+        .map(|setting| {
+            if markdown {
+                format!("`{}`", setting.name)
+            } else {
+                setting.name.to_string()
+            }
+        })
+        .collect();
+    match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 /// Every restart-only setting, in the order they are reported.
 const RESTART_ONLY: &[RestartOnly] = &[
     RestartOnly {

@@ -71,6 +71,23 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome; each one's word is in [`crate::metrics::DECISIONS`] (a test holds them
+    /// equal), which the metric's help and the access log's documentation are written from.
+    pub const ALL: [Outcome; 12] = [
+        Outcome::Pass,
+        Outcome::Allowed,
+        Outcome::Blocked,
+        Outcome::WouldBlock,
+        Outcome::Limited,
+        Outcome::WouldLimit,
+        Outcome::Banned,
+        Outcome::Trap,
+        Outcome::WouldTrap,
+        Outcome::Disguised,
+        Outcome::WouldDisguised,
+        Outcome::PaymentRequired,
+    ];
+
     /// The `decision` label of `robotsguard_requests_total`.
     pub fn as_str(self) -> &'static str {
         match self {

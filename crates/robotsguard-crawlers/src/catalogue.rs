@@ -393,12 +393,51 @@ pub fn check_format(format: &ListFormat) -> Result<(), String> {
     }
 }
 
-/// Compiles a list's `regex` with a size limit (it comes from a config or a feed).
+/// Compiles a list's `regex` with a size limit (it comes from a config or a feed). The error is
+/// one line, as a config error is (`regex "IP: ([0-9" does not compile: unclosed character
+/// class, at character 6`).
 pub fn compile_format_regex(pattern: &str) -> Result<regex::Regex, String> {
     regex::RegexBuilder::new(pattern)
         .size_limit(1 << 20)
         .build()
-        .map_err(|e| format!("regex {pattern:?} does not compile: {e}"))
+        .map_err(|e| format!("regex {pattern:?} does not compile: {}", regex_error(&e)))
+}
+
+/// The regex crate's error in one line. A syntax error is several: `regex parse error:`, the
+/// pattern, a line of spaces and carets under the fault, then `error: what`; what is said, and
+/// where (the first caret's character within the pattern, counted from 1).
+fn regex_error(error: &regex::Error) -> String {
+    let text = error.to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(what) = lines
+        .iter()
+        .rev()
+        .find_map(|line| line.trim_start().strip_prefix("error: "))
+    else {
+        return lines
+            .iter()
+            .map(|line| line.trim())
+            .filter(|line| !line.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+    };
+    // The pattern line and the carets under it share their indent (the pattern may itself
+    // span lines: the caret line is the one made of spaces and carets only).
+    let at = lines
+        .windows(2)
+        .find(|pair| {
+            let carets = pair[1].trim();
+            !carets.is_empty() && carets.chars().all(|c| c == '^')
+        })
+        .and_then(|pair| {
+            let indent = pair[0].len() - pair[0].trim_start().len();
+            let caret = pair[1].find('^')?;
+            Some(pair[1][indent.min(caret)..caret].chars().count() + 1)
+        });
+    match at {
+        Some(column) => format!("{what}, at character {column}"),
+        None => what.to_string(),
+    }
 }
 
 /// An immutable, validated set of crawler definitions with one Aho-Corasick automaton over
@@ -969,6 +1008,22 @@ mod tests {
         assert_eq!(
             flagged,
             ["APIs-Google", "AdsBot-Google", "AdsBot-Google-Mobile"]
+        );
+    }
+
+    #[test]
+    fn a_regex_error_is_one_line_saying_what_and_where() {
+        let error = compile_format_regex("IP: ([0-9").map(|_| ()).unwrap_err();
+        assert_eq!(
+            error,
+            "regex \"IP: ([0-9\" does not compile: unclosed character class, at character 6"
+        );
+        assert!(!error.contains('\n'));
+        let error = compile_format_regex("a{99999999}").map(|_| ()).unwrap_err();
+        assert!(!error.contains('\n'), "{error}");
+        assert!(
+            error.starts_with("regex \"a{99999999}\" does not compile: "),
+            "{error}"
         );
     }
 
