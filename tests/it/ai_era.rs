@@ -697,3 +697,26 @@ fn a_fetched_robots_txt_gets_the_token_groups_too() {
         "served from the copy in force"
     );
 }
+
+#[test]
+fn a_content_usage_training_refusal_keeps_search_engines_too() {
+    let robots = "User-agent: *\nContent-Usage: train-ai=n, search=y\nAllow: /\n";
+    let (_origin, proxy) = start(robots, "    content_signals: {action: enforce}\n");
+    for search in SEARCH_ENGINES {
+        assert_eq!(status(&proxy, "/a", search), 200, "{search}");
+    }
+    let refused = proxy.get(HOST, "/a", GPTBOT);
+    assert_eq!(refused.status, 403);
+    assert!(
+        refused
+            .text()
+            .contains("Reason: robots.txt line 2: Content-Usage: train-ai=n, search=y\n"),
+        "{}",
+        refused.text()
+    );
+    let served = served_robots(&proxy);
+    assert!(
+        served.contains("User-agent: Google-Extended\nDisallow: /\n"),
+        "{served}"
+    );
+}
