@@ -11,7 +11,8 @@
 #    chart's user 65532, an empty /tmp. No shell, no package manager. `docker import` makes it.
 # 2. The image: that base, the binary and config/ (deploy/image/Dockerfile), with OCI labels
 #    (version and commit read from the binary's --version, source from ROBOTSGUARD_SOURCE or the
-#    git remote), STOPSIGNAL and a HEALTHCHECK (`robotsguard healthcheck`).
+#    git remote when that is a web address, scripts/source-url.sh; none for a local clone),
+#    STOPSIGNAL and a HEALTHCHECK (`robotsguard healthcheck`).
 # Prints the image's size compressed (docker save | gzip) and fails above 60 MiB.
 # The binary links against this host's glibc: build it on the Debian release the base comes from.
 set -euo pipefail
@@ -53,7 +54,12 @@ version_line=$("$binary" --version)
 version=$(sed -n 's/^robotsguard \([^ ]*\) .*/\1/p' <<<"$version_line")
 commit=$(sed -n 's/.*(commit \([^)]*\)).*/\1/p' <<<"$version_line")
 [ -n "$version" ] && [ -n "$commit" ] || { echo "build-image: cannot read the version from '$version_line'" >&2; exit 1; }
-source_url=${ROBOTSGUARD_SOURCE:-$(git remote get-url origin 2>/dev/null || echo unknown)}
+source_url=$(scripts/source-url.sh)
+# The source label only where there is a web address to give (not a build machine's path).
+source_label=()
+if [ -n "$source_url" ]; then
+    source_label=(--label "org.opencontainers.image.source=$source_url")
+fi
 tag=${tag:-robotsguard:$version}
 
 work=$(mktemp -d)
@@ -110,7 +116,7 @@ DOCKER_BUILDKIT=0 docker build --quiet \
     --build-arg "BASE=$base" \
     --build-arg "VERSION=$version" \
     --build-arg "COMMIT=$commit" \
-    --build-arg "SOURCE=$source_url" \
+    "${source_label[@]}" \
     --build-arg "CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
     -t "$tag" "$context" >/dev/null 2>"$work/build.log" || { cat "$work/build.log" >&2; exit 1; }
 

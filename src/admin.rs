@@ -161,6 +161,11 @@ struct Explanation<'a> {
     content_signal: Option<&'a crate::enforce::SignalRefusal>,
     /// The `Content-Usage` header proxied responses carry (`content_signals.header`).
     content_usage: Option<&'a str>,
+    /// Refusals of the crawler's purposes (by `policy.purposes` or a preference line) that did
+    /// not refuse it: refused through its operator's own robots.txt token instead, or it serves
+    /// search too.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    spared_purposes: Vec<crate::enforce::SparedPurpose>,
     robots: RobotsInfo<'a>,
     /// Why the answer may differ from the proxy's: the claim was not checked because
     /// `/explain`'s DNS lookups are used up for now.
@@ -360,7 +365,7 @@ fn explanation<'a>(
         decision: decision.outcome.as_str(),
         policy: decision.policy(),
         robots_served_by: if decision.origin.robots.settings.serve
-            || !decision.origin.robots.traps.is_empty()
+            || decision.robots.carries_additions()
         {
             "robotsguard"
         } else {
@@ -379,6 +384,7 @@ fn explanation<'a>(
         preferences: decision.preferences(),
         content_signal: decision.content_signal(),
         content_usage: decision.content_usage(),
+        spared_purposes: decision.spared_purposes(),
         robots: RobotsInfo {
             state: copy.policy.state_label(),
             outcome: copy.outcome.as_str(),
@@ -549,8 +555,9 @@ fn robots_copy(snapshot: &Snapshot, query: &str) -> Response<Vec<u8>> {
     match snapshot.origin_named(name) {
         Some(origin) => {
             let copy = origin.robots.current();
-            // With trap paths, what robotsguard serves (a policy without a file has a text too).
-            let body = if origin.robots.traps.is_empty() {
+            // With additions (trap paths, control-token groups), what robotsguard serves (a
+            // policy without a file has a text too).
+            let body = if !copy.carries_additions() {
                 copy.body.to_vec()
             } else {
                 copy.served().body.to_vec()

@@ -336,7 +336,8 @@ impl Judge<'_> {
         // it; what goes to the origin, or counts as having read robots.txt, must be exactly that.
         // With trap paths the copy carrying them is the one every client must read.
         let traps_on = !decision.origin.robots.traps.is_empty();
-        let serves_robots = (decision.origin.robots.settings.serve || traps_on)
+        let serves_robots = (decision.origin.robots.settings.serve
+            || decision.robots.carries_additions())
             && asks_for_robots_txt(facts.method, facts.target);
         if let (true, true, Some(client)) = (apply, decision.reads_robots_txt, client) {
             self.store

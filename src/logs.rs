@@ -344,6 +344,32 @@ pub(crate) fn proxy_failure(origin: Option<&str>, status: u16, error: &str) {
     );
 }
 
+/// `text` (already UTF-8) made safe for one log line without garbling what it says: at most
+/// [`MAX_CLIENT_TEXT`] bytes, control characters and the ones that reorder text (bidirectional
+/// overrides) as `\u{NN}`, backslashes doubled; every other character as it is (`792µs` stays
+/// `792µs`, not `792\xc2\xb5s`).
+pub(crate) fn escape_log_text(text: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(text.len().min(MAX_CLIENT_TEXT) + 16);
+    let mut taken = 0;
+    for c in text.chars() {
+        taken += c.len_utf8();
+        if taken > MAX_CLIENT_TEXT {
+            let _ = write!(out, "... ({} bytes)", text.len());
+            break;
+        }
+        let reorders = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        match c {
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() || reorders => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// A line from a library (pingora writes through the `log` crate): at most WARN, its text escaped
 /// and cut. Its warnings and errors are about connections and requests a client can cause, so
 /// they are rate-limited with the failure lines; its INFO lines are about the server's own life
@@ -353,7 +379,7 @@ pub(crate) fn library_line(target: &str, level: log::Level, text: &str) {
     if client_caused && !FAILURE_LINES.admit() {
         return;
     }
-    let text = escape_client_text(text.as_bytes());
+    let text = escape_log_text(text);
     match level {
         log::Level::Error | log::Level::Warn => {
             tracing::warn!(target: "pingora", source = target, "{text}")
@@ -1105,6 +1131,23 @@ mod tests {
         let escaped = escape_client_text(&long);
         assert!(escaped.len() < MAX_CLIENT_TEXT + 32, "{}", escaped.len());
         assert!(escaped.ends_with("... (60000 bytes)"), "{escaped}");
+    }
+
+    #[test]
+    fn library_text_keeps_its_characters_and_escapes_what_could_forge_a_line() {
+        // pingora's "exited after 792.287µs".
+        assert_eq!(
+            escape_log_text("exited after 792.287µs"),
+            "exited after 792.287µs"
+        );
+        assert_eq!(
+            escape_log_text("a\\b\nINFO forged\r\x1b[31m\u{202e}x"),
+            "a\\\\b\\u{a}INFO forged\\u{d}\\u{1b}[31m\\u{202e}x"
+        );
+        let long = "é".repeat(60_000);
+        let escaped = escape_log_text(&long);
+        assert!(escaped.len() < MAX_CLIENT_TEXT + 32, "{}", escaped.len());
+        assert!(escaped.ends_with("... (120000 bytes)"), "{escaped}");
     }
 
     #[test]

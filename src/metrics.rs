@@ -37,6 +37,33 @@ impl RobotsState {
     }
 }
 
+/// Every `decision` a request is counted and logged with, and what it means: the one list the
+/// help of `robotsguard_requests_total`, the access log's documentation and the metrics reference
+/// are written from. Every [`crate::enforce::Outcome`] is here under its own word (a test holds
+/// them equal), then `error` and the access log's `unrouted`.
+pub const DECISIONS: &[(&str, &str)] = &[
+    (
+        "pass",
+        "proxied without robots.txt: not a crawler, mode off, robots.txt itself, a passed policy",
+    ),
+    ("allowed", "a crawler robots.txt allows"),
+    ("blocked", "refused for robots.txt or the policy"),
+    ("would_block", "as blocked, but only reported"),
+    ("limited", "429 for Crawl-delay"),
+    ("would_limit", "as limited, but only reported"),
+    ("banned", "403 to a banned address"),
+    ("trap", "a trap path, refused"),
+    ("would_trap", "a trap path, reported"),
+    ("disguised", "a disguised crawler, refused"),
+    ("would_disguised", "a disguised crawler, reported"),
+    ("payment_required", "402 with the licence"),
+    ("error", "the request failed upstream"),
+    ("unrouted", "no origin serves the host: access log only"),
+];
+
+/// Decision words only the access log has (no origin to count them under).
+pub const ACCESS_LOG_ONLY: &[&str] = &["unrouted"];
+
 /// The registry served on `/metrics`.
 pub struct Metrics {
     registry: Registry,
@@ -70,6 +97,9 @@ pub struct Metrics {
     pub config_last_reload_timestamp: Gauge,
     /// 1 while the file asks for settings that only a restart applies.
     pub config_restart_required: IntGauge,
+    /// `robotsguard_config_warnings_total{kind}`: warnings about the config in force, counted
+    /// at start-up and at every reload (as `validate` prints them).
+    pub config_warnings: IntCounterVec,
     /// Every answer by origin (`unrouted` before routing) and status class.
     pub responses: IntCounterVec,
     /// Downstream connections open now.
@@ -231,7 +261,7 @@ pub const REQUEST_REFUSALS: [&str; 4] = [
 ];
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 60] = [
+pub const METRIC_NAMES: [&str; 61] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -247,6 +277,7 @@ pub const METRIC_NAMES: [&str; 60] = [
     "robotsguard_config_last_reload_successful",
     "robotsguard_config_last_reload_timestamp_seconds",
     "robotsguard_config_restart_required",
+    "robotsguard_config_warnings_total",
     "robotsguard_responses_total",
     "robotsguard_downstream_connections",
     "robotsguard_downstream_connections_refused_total",
@@ -327,7 +358,15 @@ impl Metrics {
         let requests = counter(
             &registry,
             "robotsguard_requests_total",
-            "Requests by origin, crawler, crawler category and decision (pass, allowed, blocked, would_block, limited, would_limit, banned, error).",
+            &format!(
+                "Requests by origin, crawler, crawler category and decision ({}).",
+                DECISIONS
+                    .iter()
+                    .filter(|(word, _)| !ACCESS_LOG_ONLY.contains(word))
+                    .map(|(word, _)| *word)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             &["origin", "crawler", "category", "decision"],
         );
         let decision_duration = Histogram::with_opts(
@@ -427,10 +466,18 @@ impl Metrics {
         register(&registry, Box::new(config_last_reload_timestamp.clone()));
         let config_restart_required = IntGauge::new(
             "robotsguard_config_restart_required",
-            "1 while the config file changes settings that apply only on restart (listen, admin, threads, shutdown.grace).",
+            "1 while the config file changes settings that apply only on restart (the reload's warning line names them; the configuration reference lists them).",
         )
         .unwrap_or_else(|e| panic!("config gauge is malformed: {e}"));
         register(&registry, Box::new(config_restart_required.clone()));
+        // Its series are made when warnings are first counted, one per kind
+        // (`crate::enforce::count_config_warnings`).
+        let config_warnings = counter(
+            &registry,
+            "robotsguard_config_warnings_total",
+            "Warnings about the config in force (as `validate` prints them), counted at start-up and at every reload, by kind (search_crawler_refused: an origin refuses a search engine's crawler on every path; proxy_protocol_untrusted).",
+            &["kind"],
+        );
         let responses = counter(
             &registry,
             "robotsguard_responses_total",
@@ -741,6 +788,7 @@ impl Metrics {
             config_last_reload_successful,
             config_last_reload_timestamp,
             config_restart_required,
+            config_warnings,
             responses,
             open_connections,
             connections_refused,
@@ -908,6 +956,7 @@ impl Metrics {
             Box::new(self.config_last_reload_successful.clone()),
             Box::new(self.config_last_reload_timestamp.clone()),
             Box::new(self.config_restart_required.clone()),
+            Box::new(self.config_warnings.clone()),
             Box::new(self.responses.clone()),
             Box::new(self.open_connections.clone()),
             Box::new(self.connections_refused.clone()),

@@ -84,6 +84,8 @@ pub enum ReloadOutcome {
         changed: Vec<String>,
         /// Settings the file changed that only a restart applies (their running values stay).
         restart_required: Vec<&'static str>,
+        /// What the new config says that is probably not meant (`validate` prints the same).
+        warnings: Vec<crate::config::ConfigWarning>,
         /// How long each stage took.
         timings: Timings,
     },
@@ -206,6 +208,8 @@ impl Reloader {
 
         let (added, removed, changed) = diff(&previous, &snapshot);
         let origins = snapshot.origins.len();
+        let warnings =
+            crate::enforce::config_warnings(&snapshot.config, snapshot.identifier.catalogue());
         self.live.install(snapshot);
         let total = started.elapsed();
 
@@ -227,6 +231,7 @@ impl Reloader {
             removed,
             changed,
             restart_required,
+            warnings,
             timings: Timings {
                 load,
                 build,
@@ -324,6 +329,7 @@ fn report(outcome: &ReloadOutcome, trigger: Trigger, since: Option<Instant>) {
             removed,
             changed,
             restart_required,
+            warnings,
             timings,
         } => {
             tracing::info!(
@@ -338,6 +344,7 @@ fn report(outcome: &ReloadOutcome, trigger: Trigger, since: Option<Instant>) {
                 since_change_ms = since.map(|at| millis(at.elapsed())),
                 "config reloaded"
             );
+            crate::enforce::count_config_warnings(warnings);
             if !restart_required.is_empty() {
                 tracing::warn!(
                     settings = %restart_required.join(", "),

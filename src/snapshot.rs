@@ -20,6 +20,7 @@ use crate::config::{Config, OnUnreachable, OriginConfig, RobotsConfig, RobotsSou
 use crate::crawlers::feed::FeedStore;
 use crate::crawlers::{Catalogue, CatalogueError, Identifier, RobotsTokenScanner};
 use crate::metrics::{OriginRequestSeries, RobotsState};
+use crate::purpose_controls::{AddedGroup, ControlPlan};
 use crate::robots::{MatchMode, Robots, RobotsTxt};
 use crate::upstream::Upstreams;
 
@@ -119,6 +120,11 @@ pub struct RobotsCopy {
     /// The trap paths whose `Disallow:` lines this copy carries in every group (`traps`): in its
     /// body when it has rules, in what is served when it has none.
     pub traps: Arc<[String]>,
+    /// The control-token plan applied to this copy (empty: none was).
+    pub controls: Arc<ControlPlan>,
+    /// The groups robotsguard added for control tokens ([`crate::purpose_controls`]): at the
+    /// end of its body when it has rules, of what is served when it has none.
+    pub added_groups: Arc<[AddedGroup]>,
 }
 
 /// The robots.txt robotsguard serves for a copy: its bytes, or for a policy without a file the
@@ -192,6 +198,8 @@ impl RobotsCopy {
             content_since: SystemTime::now(),
             served: std::sync::OnceLock::new(),
             traps: Arc::from(Vec::new()),
+            controls: Arc::default(),
+            added_groups: Arc::from(Vec::new()),
         }
     }
 
@@ -200,11 +208,15 @@ impl RobotsCopy {
         self.served.get_or_init(|| {
             let body = match &self.policy {
                 Policy::Rules(_) => self.body.clone(),
-                Policy::DisallowAll => {
-                    bytes::Bytes::from(crate::traps::without_rules_text(true, &self.traps))
-                }
-                Policy::AllowAll => {
-                    bytes::Bytes::from(crate::traps::without_rules_text(false, &self.traps))
+                Policy::DisallowAll | Policy::AllowAll => {
+                    let disallow_all = matches!(self.policy, Policy::DisallowAll);
+                    let text = crate::traps::without_rules_text(disallow_all, &[]);
+                    let text = crate::purpose_controls::with_groups(&text, &self.added_groups);
+                    bytes::Bytes::from(if self.traps.is_empty() {
+                        text
+                    } else {
+                        crate::traps::with_trap_lines(&text, &self.traps)
+                    })
                 }
             };
             // SipHash with fixed keys: deterministic, so replicas agree on the tag.
@@ -233,6 +245,12 @@ impl RobotsCopy {
     /// "unavailable" answer (4xx), as opposed to a placeholder or an earlier failure.
     pub fn is_good(&self) -> bool {
         self.has_rules() || self.outcome == CopyOutcome::Unavailable
+    }
+
+    /// Whether robotsguard must answer `/robots.txt` with this copy itself: it carries lines the
+    /// origin's file does not have (trap paths, groups for control tokens).
+    pub fn carries_additions(&self) -> bool {
+        !self.traps.is_empty() || !self.added_groups.is_empty()
     }
 
     /// Whether it is a parsed file (which may hold no rule at all).
@@ -265,6 +283,9 @@ pub struct RobotsSlot {
     history: std::sync::Mutex<History>,
     /// The origin's trap paths (`traps`): every copy stored here carries their lines.
     pub traps: Arc<[String]>,
+    /// What the origin's config asks of groups for control tokens: every copy stored here
+    /// carries the groups it adds.
+    pub controls: Arc<ControlPlan>,
 }
 
 /// How far back earlier robots.txt copies are kept: RFC 9309 lets crawlers cache robots.txt for
@@ -344,32 +365,25 @@ impl History {
 }
 
 impl RobotsSlot {
-    fn new(settings: RobotsConfig, traps: Arc<[String]>) -> RobotsSlot {
+    fn new(settings: RobotsConfig, traps: Arc<[String]>, controls: Arc<ControlPlan>) -> RobotsSlot {
         let initial = match &settings.source {
             RobotsSource::Inline { text } => {
-                let body = if traps.is_empty() {
-                    text.clone().into_bytes()
-                } else {
-                    crate::traps::with_trap_lines(text.as_bytes(), &traps)
-                };
                 let mut copy = RobotsCopy::from_body(
-                    bytes::Bytes::from(body),
+                    bytes::Bytes::from(text.clone().into_bytes()),
                     settings.max_size,
                     CopyOutcome::Ok,
                     "inline robots.txt from the config".to_string(),
                 );
                 copy.source = "inline (config)".to_string();
-                copy.traps = traps.clone();
-                copy
+                with_additions(copy, &traps, &controls, settings.max_size, None)
             }
             _ => {
-                let mut copy = RobotsCopy::unreachable(
+                let copy = RobotsCopy::unreachable(
                     settings.on_unreachable,
                     "robots.txt not fetched yet".to_string(),
                     CopyOutcome::Pending,
                 );
-                copy.traps = traps.clone();
-                copy
+                with_additions(copy, &traps, &controls, settings.max_size, None)
             }
         };
         let ready = matches!(settings.source, RobotsSource::Inline { .. });
@@ -392,14 +406,20 @@ impl RobotsSlot {
                 timeline,
             }),
             traps,
+            controls,
         }
     }
 
     /// A slot for new settings of an origin that had `old`: what was in force before stays in
     /// the 24-hour history (a rule added by a config reload is as young as any other), the copy
     /// `old` had in force included, ended now.
-    fn succeeding(old: &RobotsSlot, settings: RobotsConfig, traps: Arc<[String]>) -> RobotsSlot {
-        let slot = RobotsSlot::new(settings, traps);
+    fn succeeding(
+        old: &RobotsSlot,
+        settings: RobotsConfig,
+        traps: Arc<[String]>,
+        controls: Arc<ControlPlan>,
+    ) -> RobotsSlot {
+        let slot = RobotsSlot::new(settings, traps, controls);
         let (Ok(old_history), Ok(mut history)) = (old.history.lock(), slot.history.lock()) else {
             return slot;
         };
@@ -422,38 +442,17 @@ impl RobotsSlot {
         slot
     }
 
-    /// `copy` carrying the slot's trap lines in every group (a copy that already does, one kept
-    /// after a failed fetch, is returned as it is). The compiled rules of the copy in force are
-    /// taken again when the text with the trap lines is the same.
-    fn with_traps(&self, mut copy: RobotsCopy) -> RobotsCopy {
-        if self.traps.is_empty() || *copy.traps == *self.traps {
-            return copy;
-        }
-        copy.traps = self.traps.clone();
-        if matches!(copy.policy, Policy::Rules(_)) {
-            let body = bytes::Bytes::from(crate::traps::with_trap_lines(&copy.body, &self.traps));
-            let current = self.current();
-            let (policy, scanner, content_since) = match &current.policy {
-                Policy::Rules(rules) if current.body == body => (
-                    Policy::Rules(rules.clone()),
-                    current.scanner.clone(),
-                    current.content_since,
-                ),
-                _ => {
-                    // The limit grows by what was added: the origin's file is cut where it was.
-                    let limit =
-                        self.settings.max_size + (body.len() - copy.body.len().min(body.len()));
-                    let compiled =
-                        RobotsCopy::from_body(body.clone(), limit, copy.outcome, String::new());
-                    (compiled.policy, compiled.scanner, copy.content_since)
-                }
-            };
-            copy.policy = policy;
-            copy.scanner = scanner;
-            copy.content_since = content_since;
-            copy.body = body;
-        }
-        copy
+    /// `copy` with the slot's additions: trap lines in every group and groups for control
+    /// tokens ([`with_additions`]).
+    fn with_additions(&self, copy: RobotsCopy) -> RobotsCopy {
+        let current = self.current();
+        with_additions(
+            copy,
+            &self.traps,
+            &self.controls,
+            self.settings.max_size,
+            Some(&current),
+        )
     }
 
     /// The copy in force.
@@ -463,7 +462,7 @@ impl RobotsSlot {
 
     /// Stores a new outcome and marks the slot ready.
     pub fn store(&self, copy: RobotsCopy) {
-        let new = Arc::new(self.with_traps(copy));
+        let new = Arc::new(self.with_additions(copy));
         let old = self.current.swap(new.clone());
         self.ready.store(true, Ordering::Release);
         if let Ok(mut history) = self.history.lock() {
@@ -580,6 +579,61 @@ impl RobotsSlot {
 /// rule-less policy.
 fn same_rules(a: &RobotsCopy, b: &RobotsCopy) -> bool {
     a.policy.state_label() == b.policy.state_label() && a.body == b.body
+}
+
+/// `copy` carrying `traps`' lines in every group and, after its own lines, the groups
+/// `controls` adds for control tokens (a copy that already carries both, one kept after a
+/// failed fetch, is returned as it is). The compiled rules of `current` (the copy in force) are
+/// taken again when the text with the additions is the same.
+fn with_additions(
+    mut copy: RobotsCopy,
+    traps: &Arc<[String]>,
+    controls: &Arc<ControlPlan>,
+    max_size: usize,
+    current: Option<&RobotsCopy>,
+) -> RobotsCopy {
+    let applied = *copy.traps == **traps && *copy.controls == **controls;
+    if applied || (traps.is_empty() && controls.is_empty()) {
+        return copy;
+    }
+    copy.traps = traps.clone();
+    copy.controls = controls.clone();
+    let rules = match &copy.policy {
+        Policy::Rules(rules) => Some(rules.clone()),
+        Policy::AllowAll | Policy::DisallowAll => None,
+    };
+    copy.added_groups = Arc::from(crate::purpose_controls::added_groups(
+        controls,
+        rules.as_deref(),
+    ));
+    if rules.is_some() {
+        // The groups first, so that the trap lines go into them as into every other group.
+        let with_groups = crate::purpose_controls::with_groups(&copy.body, &copy.added_groups);
+        let body = bytes::Bytes::from(if traps.is_empty() {
+            with_groups
+        } else {
+            crate::traps::with_trap_lines(&with_groups, traps)
+        });
+        let (policy, scanner, content_since) = match current.map(|c| (&c.policy, c)) {
+            Some((Policy::Rules(rules), current)) if current.body == body => (
+                Policy::Rules(rules.clone()),
+                current.scanner.clone(),
+                current.content_since,
+            ),
+            _ => {
+                // The limit grows by what was added: the origin's file is cut where it was.
+                let limit = max_size + (body.len() - copy.body.len().min(body.len()));
+                let compiled =
+                    RobotsCopy::from_body(body.clone(), limit, copy.outcome, String::new());
+                (compiled.policy, compiled.scanner, copy.content_since)
+            }
+        };
+        copy.policy = policy;
+        copy.scanner = scanner;
+        copy.content_since = content_since;
+        copy.body = body;
+    }
+    copy
 }
 
 /// A configured origin with everything the hot path needs precomputed.
@@ -699,11 +753,16 @@ impl Snapshot {
                 .inc_by(0);
             let previous = previous_by_name.get(origin_config.name.as_str());
             let traps = crate::traps::paths_for(&origin_config.traps, name);
+            let controls = Arc::new(ControlPlan::for_origin(
+                origin_config,
+                identifier.catalogue(),
+            ));
             let robots = previous
                 .filter(|old| {
                     old.config.hosts.first() == origin_config.hosts.first()
                         && old.robots.settings == origin_config.robots
                         && old.robots.traps == traps
+                        && old.robots.controls == controls
                         && old.config.upstreams == origin_config.upstreams
                         && old.config.upstream_tls == origin_config.upstream_tls
                 })
@@ -711,8 +770,8 @@ impl Snapshot {
                 .unwrap_or_else(|| {
                     let settings = origin_config.robots.clone();
                     Arc::new(match previous {
-                        Some(old) => RobotsSlot::succeeding(&old.robots, settings, traps),
-                        None => RobotsSlot::new(settings, traps),
+                        Some(old) => RobotsSlot::succeeding(&old.robots, settings, traps, controls),
+                        None => RobotsSlot::new(settings, traps, controls),
                     })
                 });
             // A reload keeps what is known of unchanged upstreams (addresses, health); a new
@@ -776,6 +835,15 @@ impl Snapshot {
     pub fn with_fresh_catalogue(&self) -> Result<Snapshot, BuildError> {
         let feeds_generation = self.feeds.generation();
         let identifier = build_identifier_with(&self.config, Some(&self.feeds))?;
+        // A feed entry may name control tokens: origins whose robots.txt additions change get
+        // new slots, as a reload would give them.
+        let controls_changed = self.origins.iter().any(|origin| {
+            *origin.robots.controls
+                != ControlPlan::for_origin(&origin.config, identifier.catalogue())
+        });
+        if controls_changed {
+            return Snapshot::build(self.config.clone(), Some(self));
+        }
         Ok(Snapshot {
             config: self.config.clone(),
             identifier,
@@ -1136,5 +1204,41 @@ mod tests {
             &none,
         );
         assert!(matches!(fresh.policy, Policy::Rules(_)));
+    }
+
+    #[test]
+    fn control_groups_and_trap_lines_are_served_enforced_and_name_no_crawler() {
+        let yaml = "origins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: \
+                    \"127.0.0.1:9\"\n    content_signals: {action: enforce}\n    traps: \
+                    {enabled: true, paths: [/trap/]}\n    robots: {source: inline, text: \
+                    \"User-agent: *\\nContent-Usage: /blog/ train-ai=n\\nDisallow: \
+                    /private\\n\"}\n";
+        let config = crate::config::load_str(yaml, "test.yaml", std::path::Path::new("/"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let snapshot = Snapshot::build(Arc::new(config), None).expect("snapshot");
+        let copy = snapshot.origins[0].robots.current();
+        let served = String::from_utf8_lossy(&copy.served().body).into_owned();
+        // The path-scoped refusal becomes the token's rule, and the trap line reaches the
+        // added group as every other.
+        assert!(
+            served.contains("User-agent: Google-Extended\nDisallow: /trap/\nDisallow: /blog/\n"),
+            "{served}"
+        );
+        assert!(copy.carries_additions());
+        let Policy::Rules(rules) = &copy.policy else {
+            panic!("rules")
+        };
+        assert!(!rules.verdict(&["google-extended"], b"/blog/x").allowed);
+        // `/private` is still disallowed to every group a crawler may be named by: the token's
+        // group, which allows it, names none.
+        assert!(crate::enforce::disallowed_to_every_group(
+            &copy,
+            b"/private"
+        ));
+        assert!(!crate::enforce::disallowed_to_every_group(&copy, b"/open"));
+        // A copy stored later (a refresh) gets the same additions once, not twice.
+        let slot = &snapshot.origins[0].robots;
+        slot.store((*copy).clone());
+        assert_eq!(slot.current().body, copy.body);
     }
 }

@@ -567,6 +567,9 @@ pub struct ContentSignalsConfig {
     /// Proxied responses carry a `Content-Usage` header with the preferences for the path,
     /// unless the origin sent one.
     pub header: bool,
+    /// Whether a refused purpose also refuses a crawler that serves search too, with no token
+    /// of its operator's own for the purpose (as `policy.purposes`' `multi_purpose`).
+    pub multi_purpose: MultiPurpose,
 }
 
 impl Default for ContentSignalsConfig {
@@ -574,6 +577,7 @@ impl Default for ContentSignalsConfig {
         ContentSignalsConfig {
             action: SignalAction::Report,
             header: false,
+            multi_purpose: MultiPurpose::Allow,
         }
     }
 }
@@ -778,6 +782,98 @@ impl Action {
     }
 }
 
+impl Action {
+    /// Whether the action turns the crawler away on every path (`block`, `license`).
+    pub fn refuses(self) -> bool {
+        matches!(self, Action::Block | Action::License)
+    }
+}
+
+/// One `policy.purposes` entry: `training: block`, or `training: {action: block,
+/// multi_purpose: block}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PurposeRule {
+    /// What is done with a crawler serving the purpose.
+    pub action: Action,
+    /// Whether a refusal also refuses a crawler that serves search too, with no token of its
+    /// operator's own for this purpose.
+    pub multi_purpose: MultiPurpose,
+}
+
+/// `multi_purpose`: what a refusal of one purpose does to a crawler that serves `search` too
+/// and whose operator names no robots.txt token for the refused purpose (bingbot: its search
+/// and training are one crawl).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum MultiPurpose {
+    /// The refusal does not apply to it: refusing it would take the site out of its search.
+    #[default]
+    Allow,
+    /// The refusal applies to it too.
+    Block,
+}
+
+impl MultiPurpose {
+    /// The spelling used in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MultiPurpose::Allow => "allow",
+            MultiPurpose::Block => "block",
+        }
+    }
+}
+
+/// Why a refusal of one purpose does not refuse a crawler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spared {
+    /// Its operator names a robots.txt token for the purpose (`Google-Extended`): the token's
+    /// group refuses the use instead.
+    Token,
+    /// It serves `search` too, with no token for the purpose, and `multi_purpose` is `allow`.
+    Search,
+}
+
+/// Whether a refusal of `purpose` spares a crawler serving `purposes` (`controlled` of them
+/// through tokens of its operator's own), under `multi_purpose`.
+pub fn spared(
+    purpose: crate::crawlers::Purpose,
+    purposes: crate::crawlers::Purposes,
+    controlled: crate::crawlers::Purposes,
+    multi_purpose: MultiPurpose,
+) -> Option<Spared> {
+    use crate::crawlers::Purpose;
+    if controlled.contains(purpose) {
+        return Some(Spared::Token);
+    }
+    let searches_too = purpose != Purpose::Search && purposes.contains(Purpose::Search);
+    (searches_too && multi_purpose == MultiPurpose::Allow).then_some(Spared::Search)
+}
+
+/// The purposes whose refusal a crawler was spared, and why.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SparedPurposes {
+    /// Refused through their control token (the served robots.txt's group for it).
+    pub by_token: crate::crawlers::Purposes,
+    /// Not refused: the crawler serves search too (`multi_purpose: allow`).
+    pub for_search: crate::crawlers::Purposes,
+}
+
+impl SparedPurposes {
+    /// Whether no refusal was spared.
+    pub fn is_empty(&self) -> bool {
+        self.by_token.is_empty() && self.for_search.is_empty()
+    }
+}
+
+/// What `policy.purposes` says for one crawler ([`PolicyConfig::purpose_action`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PurposeAction {
+    /// The most restrictive action that applies, with the purpose it was written for.
+    pub action: Option<(Action, crate::crawlers::Purpose)>,
+    /// The refusals the crawler was spared.
+    pub spared: SparedPurposes,
+}
+
 /// Who is bound by robots.txt, who is let through or turned away regardless.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PolicyConfig {
@@ -788,8 +884,9 @@ pub struct PolicyConfig {
     pub crawlers: Vec<(String, Action)>,
     /// Actions per purpose, indexed by [`crate::crawlers::Purpose::index`]; they win over
     /// categories. A crawler with several purposes gets the most restrictive action written for
-    /// them.
-    pub purposes: [Option<Action>; crate::crawlers::Purpose::ALL.len()],
+    /// them, but for refusals its operator lets a site express otherwise
+    /// ([`PolicyConfig::purpose_action`]).
+    pub purposes: [Option<PurposeRule>; crate::crawlers::Purpose::ALL.len()],
     /// Clients (networks) never blocked, whatever their User-Agent.
     pub allow_clients: Vec<ipnet::IpNet>,
     /// Path prefixes (canonical form) never blocked.
@@ -819,17 +916,60 @@ impl PolicyConfig {
         self.categories[category.index()]
     }
 
-    /// The most restrictive action `policy.purposes` writes for any of `purposes` (block, then
-    /// license, then enforce, then pass), if it writes one.
-    pub fn purposes(&self, purposes: crate::crawlers::Purposes) -> Option<Action> {
+    /// What `policy.purposes` says for a crawler serving `purposes`, of which `controlled` have
+    /// a robots.txt token of their operator's own (`Google-Extended` for Googlebot's training):
+    /// the most restrictive action written for them (block, then license, then enforce, then
+    /// pass), leaving out the refusals the crawler is spared ([`spared`]): a refused purpose
+    /// it serves through its own token (the served robots.txt refuses it there instead), and,
+    /// unless `multi_purpose: block`, a refused purpose of a crawler that also searches.
+    pub fn purpose_action(
+        &self,
+        purposes: crate::crawlers::Purposes,
+        controlled: crate::crawlers::Purposes,
+    ) -> PurposeAction {
+        let mut out = PurposeAction::default();
         // Most configs write none: one comparison instead of a walk over the purposes.
         if self.purposes == [None; crate::crawlers::Purpose::ALL.len()] {
-            return None;
+            return out;
         }
-        purposes
+        for purpose in purposes.iter() {
+            let Some(rule) = self.purposes[purpose.index()] else {
+                continue;
+            };
+            if rule.action.refuses() {
+                match spared(purpose, purposes, controlled, rule.multi_purpose) {
+                    Some(Spared::Token) => {
+                        out.spared.by_token = out.spared.by_token.with(purpose);
+                        continue;
+                    }
+                    Some(Spared::Search) => {
+                        out.spared.for_search = out.spared.for_search.with(purpose);
+                        continue;
+                    }
+                    None => {}
+                }
+            }
+            if out
+                .action
+                .is_none_or(|(action, _)| rule.action.restriction() > action.restriction())
+            {
+                out.action = Some((rule.action, purpose));
+            }
+        }
+        out
+    }
+
+    /// The purposes whose refusal `policy.purposes` asks for through their control token:
+    /// `block` or `license` written for them.
+    pub fn purposes_refused(&self) -> crate::crawlers::Purposes {
+        crate::crawlers::Purpose::ALL
             .iter()
-            .filter_map(|purpose| self.purposes[purpose.index()])
-            .max_by_key(|action| action.restriction())
+            .filter(|purpose| {
+                self.purposes[purpose.index()].is_some_and(|rule| rule.action.refuses())
+            })
+            .fold(crate::crawlers::Purposes::default(), |set, purpose| {
+                set.with(*purpose)
+            })
     }
 
     /// The action written for crawler `name` (case-insensitive), if any.
@@ -1087,6 +1227,9 @@ pub struct ExtraCrawler {
     pub verify: Option<VerifyData>,
     /// What its fetches are for; empty: derived from `category`.
     pub purposes: Vec<crate::crawlers::Purpose>,
+    /// Per purpose, the robots.txt token its operator names for refusing that use without
+    /// refusing the crawler.
+    pub controls: crate::crawlers::purpose::PurposeControls,
     /// Its operator documents that it ignores `Crawl-delay` (reported, not enforced, unless
     /// `crawl_delay.crawlers` says otherwise).
     pub ignores_crawl_delay: bool,
@@ -1324,6 +1467,7 @@ impl ExtraCrawler {
             ignores_global: self.ignores_global,
             verify: self.verify.clone(),
             purposes: self.purposes.clone(),
+            controls: self.controls.clone(),
             ignores_crawl_delay: self.ignores_crawl_delay,
             signing_agents: Vec::new(),
             source: String::new(),
@@ -1397,18 +1541,46 @@ fn load_text(
     }
 }
 
-/// What is allowed but probably not meant in `config`, one sentence each (`validate` prints
-/// them, `serve` logs them).
-pub fn warnings(config: &Config) -> Vec<String> {
+/// Something a config may say that `serve` accepts but that is probably not meant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigWarning {
+    /// What kind of problem: the `kind` label of `robotsguard_config_warnings_total`.
+    pub kind: &'static str,
+    /// One sentence saying what and where.
+    pub text: String,
+}
+
+impl std::fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// Every `kind` a [`ConfigWarning`] has (the metric's series exist from the start).
+pub const WARNING_KINDS: [&str; 2] = [WARNING_PROXY_PROTOCOL, WARNING_SEARCH_REFUSED];
+
+/// A PROXY-protocol listener no peer may use: `trusted_proxies` is empty.
+pub const WARNING_PROXY_PROTOCOL: &str = "proxy_protocol_untrusted";
+
+/// An origin refuses a catalogue search crawler on every path.
+pub const WARNING_SEARCH_REFUSED: &str = "search_crawler_refused";
+
+/// What is allowed but probably not meant in `config` alone, one sentence each (`validate`
+/// prints them, `serve` and every reload log them); [`crate::enforce::config_warnings`] adds
+/// those that need the crawler catalogue.
+pub fn warnings(config: &Config) -> Vec<ConfigWarning> {
     let mut warnings = Vec::new();
     if config.trusted_proxies.is_empty() {
         for listener in config.listen.iter().filter(|l| l.proxy_protocol) {
-            warnings.push(format!(
-                "listener {} has `proxy_protocol: true` but `trusted_proxies` is empty: a PROXY \
-                 header is believed only from a trusted peer, so every connection to it is \
-                 refused; list the load balancer's addresses in `trusted_proxies`",
-                listener.address
-            ));
+            warnings.push(ConfigWarning {
+                kind: WARNING_PROXY_PROTOCOL,
+                text: format!(
+                    "listener {} has `proxy_protocol: true` but `trusted_proxies` is empty: a \
+                     PROXY header is believed only from a trusted peer, so every connection to \
+                     it is refused; list the load balancer's addresses in `trusted_proxies`",
+                    listener.address
+                ),
+            });
         }
     }
     warnings
@@ -1426,6 +1598,27 @@ struct RestartOnly {
 /// The names of the restart-only settings (`listen`, `state`, `limits.max_connections`, …).
 pub(crate) fn restart_only_names() -> Vec<&'static str> {
     RESTART_ONLY.iter().map(|s| s.name).collect()
+}
+
+/// The restart-only settings in words, the one list every text naming them is written from (the
+/// configuration reference, the reload and Kubernetes pages, the chart's alert, the metric's
+/// notes): `` `listen`, `admin`, … and `state.dir` `` in Markdown, else without the backticks.
+pub fn restart_only_list(markdown: bool) -> String {
+    let names: Vec<String> = RESTART_ONLY
+        .iter()
+        .map(|setting| {
+            if markdown {
+                format!("`{}`", setting.name)
+            } else {
+                setting.name.to_string()
+            }
+        })
+        .collect();
+    match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
 }
 
 /// Every restart-only setting, in the order they are reported.

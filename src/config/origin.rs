@@ -15,7 +15,7 @@ use super::schema::{
     UPSTREAM_TLS,
 };
 use super::schema::{
-    CONTENT_SIGNALS, CRAWL_DELAY, HEALTH_CHECK, OFFENDERS, PASSIVE_HEALTH, POLICY,
+    CONTENT_SIGNALS, CRAWL_DELAY, HEALTH_CHECK, OFFENDERS, PASSIVE_HEALTH, POLICY, PURPOSE_POLICY,
     UPSTREAM_TIMEOUTS,
 };
 use super::template::check_body;
@@ -386,6 +386,12 @@ pub(crate) fn content_signals(
     {
         out.header = header;
     }
+    if let Some(multi_purpose) = table
+        .get("multi_purpose")
+        .and_then(|n| reader::choice(sink, n, "multi_purpose", &MULTI_PURPOSE))
+    {
+        out.multi_purpose = multi_purpose;
+    }
     out
 }
 
@@ -402,6 +408,63 @@ pub(crate) fn purpose_list(sink: &mut Sink, node: &Node) -> Vec<Purpose> {
         }
     }
     out
+}
+
+/// `controls` of a `crawlers.extra` entry: per purpose, the robots.txt token its operator names
+/// for refusing that use without refusing the crawler (`{training: Example-Extended}`). Each
+/// purpose must be one of the entry's `purposes`, each token a robots.txt group name other than
+/// the entry's own tokens.
+pub(crate) fn purpose_controls(
+    sink: &mut Sink,
+    node: &Node,
+    purposes: crate::crawlers::Purposes,
+    own_tokens: &[String],
+) -> crate::crawlers::purpose::PurposeControls {
+    let purpose_names: Vec<&str> = Purpose::ALL.iter().map(|p| p.as_str()).collect();
+    let mut pairs: Vec<(Purpose, &str)> = Vec::new();
+    for (key, key_pos, value) in map_entries(sink, Some(node), "controls") {
+        let Some(purpose) = Purpose::ALL.iter().copied().find(|p| p.as_str() == key) else {
+            sink.error_hint(
+                key_pos,
+                format!(
+                    "unknown purpose {}{}",
+                    quote(key),
+                    did_you_mean(key, &purpose_names)
+                ),
+                one_of(&purpose_names),
+            );
+            continue;
+        };
+        if !purposes.contains(purpose) {
+            sink.error_hint(
+                key_pos,
+                format!("`controls` names {purpose}, which is not one of this crawler's purposes"),
+                "list it under `purposes`, or remove the control",
+            );
+            continue;
+        }
+        let Some(token) = reader::nonempty_string(sink, value, "controls") else {
+            continue;
+        };
+        if !crate::crawlers::purpose::is_group_token(token) {
+            sink.error_hint(
+                value.pos,
+                format!("control token {} is not a robots.txt group name", quote(token)),
+                "letters, `-` and `_` only: robots.txt reads a User-agent name up to any other character",
+            );
+            continue;
+        }
+        if own_tokens.iter().any(|own| own.eq_ignore_ascii_case(token)) {
+            sink.error_hint(
+                value.pos,
+                format!("control token {} is one of this crawler's own tokens", quote(token)),
+                "a group for it would refuse the crawler itself; name the operator's separate token",
+            );
+            continue;
+        }
+        pairs.push((purpose, token));
+    }
+    crate::crawlers::purpose::PurposeControls::of(pairs)
 }
 
 pub(crate) const ESCAPED_SLASHES: [(&str, EscapedSlashes); 3] = [
@@ -538,8 +601,8 @@ pub(crate) fn policy(
             );
             continue;
         };
-        if let Some(action) = reader::choice(sink, value, key, &ACTIONS) {
-            out.purposes[purpose.index()] = Some(action);
+        if let Some(rule) = purpose_rule(sink, value, key) {
+            out.purposes[purpose.index()] = Some(rule);
         }
     }
     if let Some(n) = table.get("allow_clients") {
@@ -566,6 +629,42 @@ pub(crate) fn policy(
         out.exempt_paths = paths;
     }
     out
+}
+
+/// The spellings of `multi_purpose`.
+pub(crate) const MULTI_PURPOSE: [(&str, super::MultiPurpose); 2] = [
+    ("allow", super::MultiPurpose::Allow),
+    ("block", super::MultiPurpose::Block),
+];
+
+/// One `policy.purposes` value: an action (`block`), or `{action: block, multi_purpose:
+/// block}`.
+fn purpose_rule(sink: &mut Sink, node: &Node, purpose: &str) -> Option<super::PurposeRule> {
+    if !matches!(node.value, Value::Map(_)) {
+        let action = reader::choice(sink, node, purpose, &ACTIONS)?;
+        return Some(super::PurposeRule {
+            action,
+            multi_purpose: super::MultiPurpose::Allow,
+        });
+    }
+    let table = Table::read(sink, node, &PURPOSE_POLICY, "a purpose's policy")?;
+    let multi_purpose = table
+        .get("multi_purpose")
+        .and_then(|n| reader::choice(sink, n, "multi_purpose", &MULTI_PURPOSE))
+        .unwrap_or_default();
+    let Some(action_node) = table.get("action") else {
+        sink.error_hint(
+            node.pos,
+            format!("`policy.purposes.{purpose}` needs `action`"),
+            format!("e.g. {purpose}: {{action: block, multi_purpose: block}}"),
+        );
+        return None;
+    };
+    let action = reader::choice(sink, action_node, "action", &ACTIONS)?;
+    Some(super::PurposeRule {
+        action,
+        multi_purpose,
+    })
 }
 
 /// The entries of a mapping whose keys are names (not a fixed set): `(key, key position, value)`.

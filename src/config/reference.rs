@@ -261,7 +261,7 @@ static DEFAULTS: SectionDoc = SectionDoc {
         key("web_bot_auth", Ty::Section(&ORIGIN_WEB_BOT_AUTH), "`verify.web_bot_auth.mode`", "Web Bot Auth's mode for every origin."),
         key("traps", Ty::Section(&TRAPS), "off", "Trap paths in the robots.txt served: a request for one is a trap hit, whatever its User-Agent."),
         key("disguised", Ty::Section(&DISGUISED), "`{action: report, strikes: 5, window: 10m}`", "Clients without a crawler's User-Agent that read robots.txt and then take what it disallows to every group."),
-        key("content_signals", Ty::Section(&CONTENT_SIGNALS), "`{action: report, header: false}`", "robots.txt's Content-Signal and Content-Usage lines, per crawler purpose."),
+        key("content_signals", Ty::Section(&CONTENT_SIGNALS), "`{action: report, header: false, multi_purpose: allow}`", "robots.txt's Content-Signal and Content-Usage lines, per crawler purpose."),
     ],
 };
 
@@ -378,9 +378,20 @@ static POLICY: SectionDoc = SectionDoc {
     keys: &[
         key("categories", Ty::MapOf { keys: Some(categories), value: &POLICY_ACTION }, "`{library: pass, monitoring: pass}`, every other category `enforce`", "Per crawler category; merged category by category."),
         key("crawlers", Ty::MapOf { keys: None, value: &POLICY_ACTION }, "`{}`", "Per crawler, by catalogue name (case-insensitive); wins over its purposes and category; merged crawler by crawler."),
-        key("purposes", Ty::MapOf { keys: Some(purposes), value: &POLICY_ACTION }, "`{}`", "Per purpose (`search`, `training`, `agent`, `other`): wins over the category, loses to `crawlers`; a crawler with several purposes gets the most restrictive of their actions. `license` answers with the origin's licence (`402`)."),
+        key("purposes", Ty::MapOf { keys: Some(purposes), value: &Ty::AnyOf(&[POLICY_ACTION, Ty::Section(&PURPOSE_POLICY)]) }, "`{}`", "Per purpose (`search`, `training`, `agent`, `other`): an action, or `{action, multi_purpose}`. Wins over the category, loses to `crawlers`; a crawler with several purposes gets the most restrictive of their actions, except that a refusal (`block`, `license`) does not refuse a crawler that serves the purpose through its operator's own robots.txt token (Googlebot's training: `Google-Extended`; the served robots.txt gets a `Disallow: /` group for the token instead), nor, unless `multi_purpose: block`, one that serves `search` too. `license` answers with the origin's licence (`402`)."),
         key("allow_clients", Ty::OneOrList(&Ty::Network), "`[]`", "Client networks never blocked, whatever the User-Agent."),
         key("exempt_paths", Ty::OneOrList(&Ty::Str), "`[]`", "Path prefixes (starting with `/`, matched on the canonical path) never blocked for GET and HEAD without a query."),
+    ],
+};
+
+static PURPOSE_POLICY: SectionDoc = SectionDoc {
+    id: "purpose_policy",
+    section: &schema::PURPOSE_POLICY,
+    title: "A purpose's policy",
+    doc: "The long form of a `policy.purposes` entry: `training: {action: block, multi_purpose: block}`.",
+    keys: &[
+        required("action", POLICY_ACTION, "As the short form's word: `enforce`, `pass`, `block` or `license`."),
+        key("multi_purpose", Ty::Words(|| names(&super::origin::MULTI_PURPOSE)), "`allow`", "What a refusal does to a crawler that serves `search` too and whose operator names no robots.txt token for this purpose (bingbot): `allow` lets it in (refusing it would take the site out of its search), `block` refuses it too. A crawler with a control token (Googlebot, Applebot) is never refused for the purpose: its token's group is."),
     ],
 };
 
@@ -402,8 +413,9 @@ static CONTENT_SIGNALS: SectionDoc = SectionDoc {
     title: "Content signals",
     doc: "robots.txt's `Content-Signal:` (`search`, `ai-input`, `ai-train`) and `Content-Usage:` (`train-ai`, `search`) lines, for the crawler's group and the path (path-scoped lines by longest match, only on paths the group may crawl).",
     keys: &[
-        key("action", Ty::Words(|| names(&super::origin::SIGNAL_ACTIONS)), "`report`", "`enforce` (a crawler whose purposes include `training` is refused on `ai-train=no`/`train-ai=n`, `search` on `search=no`/`search=n`, `agent` on `ai-input=no`), `report` (counted and logged as would_block, policy `content-signal`), `ignore`."),
+        key("action", Ty::Words(|| names(&super::origin::SIGNAL_ACTIONS)), "`report`", "`enforce` (a crawler whose purposes include `training` is refused on `ai-train=no`/`train-ai=n`, `search` on `search=no`/`search=n`, `agent` on `ai-input=no`, but for the refusals `multi_purpose` spares), `report` (counted and logged as would_block, policy `content-signal`), `ignore`."),
         key("header", Ty::Bool, "`false`", "Proxied responses carry `Content-Usage` with the preferences for the path, unless the origin set one."),
+        key("multi_purpose", Ty::Words(|| names(&super::origin::MULTI_PURPOSE)), "`allow`", "As `policy.purposes`' `multi_purpose`: whether a refused purpose also refuses a crawler that serves `search` too with no token of its operator's own for the purpose (bingbot on `search=yes, ai-train=no`). A crawler with a control token (Googlebot, Applebot) is never refused for it: under `enforce` the served robots.txt carries the token's group instead."),
     ],
 };
 
@@ -482,6 +494,7 @@ static EXTRA_CRAWLER: SectionDoc = SectionDoc {
         key("ignores_global", Ty::Bool, "`false`", "Obeys only groups that name it, never `*` (like AdsBot)."),
         key("verify", Ty::Section(&CRAWLER_VERIFY), "none", "How its claim is checked."),
         key("purposes", Ty::List(&Ty::Words(purposes)), "from its category", "What its fetches are for: `search`, `training`, `agent`, `other`."),
+        key("controls", Ty::MapOf { keys: Some(purposes), value: &Ty::Str }, "`{}`", "Per purpose, the robots.txt token its operator names for refusing that use without refusing the crawler (`{training: Example-Extended}`): a policy or content signal refusing the purpose then lets the crawler in and the served robots.txt carries a `Disallow: /` group for the token. Letters, `-` and `_`; the purpose must be one of its `purposes`."),
         key("ignores_crawl_delay", Ty::Bool, "`false`", "Its operator documents that it ignores Crawl-delay: the delay is reported, not enforced, unless `crawl_delay.crawlers` says otherwise."),
     ],
 };
@@ -837,6 +850,7 @@ pub(crate) static SECTIONS: &[&SectionDoc] = &[
     &PASSIVE_HEALTH,
     &HEALTH_CHECK,
     &POLICY,
+    &PURPOSE_POLICY,
     &CRAWL_DELAY,
     &CONTENT_SIGNALS,
     &OFFENDERS,
@@ -898,6 +912,11 @@ fn nested(ty: &'static Ty) -> Vec<(&'static SectionDoc, &'static str)> {
             .map(|(s, suffix)| (s, if suffix.is_empty() { "[]" } else { suffix }))
             .collect(),
         Ty::AnyOf(options) => options.iter().flat_map(nested).collect(),
+        // A mapping's value sits under each of its keys: `policy.purposes.*`.
+        Ty::MapOf { value, .. } => nested(value)
+            .into_iter()
+            .map(|(s, suffix)| (s, if suffix.is_empty() { ".*" } else { suffix }))
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -1107,7 +1126,7 @@ fn ty_words(ty: &Ty) -> String {
 /// The Markdown reference of every key (the book's `reference/configuration.md`).
 pub fn markdown() -> String {
     let paths = section_paths();
-    let mut out = String::from(
+    let mut out = format!(
         "<!-- Generated by `robotsguard config reference` from src/config/reference.rs: do not edit; \
          run scripts/gen-docs.sh. -->\n\n# Configuration reference\n\n\
          Every key of the config file. Durations are strings such as `250ms`, `30s`, `5m`, `24h`, `1d`, \
@@ -1115,10 +1134,12 @@ pub fn markdown() -> String {
          its default. Unknown keys are errors. **Live** keys take effect on a reload; \
          **restart** keys keep their running value until the process restarts (the log and \
          `robotsguard_config_restart_required` say so).\n\n\
+         The restart-only settings, with every key below them: {}.\n\n\
          Editors complete and check the file with the JSON Schema `config/robotsguard.schema.json` \
          (`robotsguard config schema`): start the file with\n\n\
          ```yaml\n# yaml-language-server: $schema=../config/robotsguard.schema.json\n```\n\n\
          (a path relative to the config file, or a URL where you serve the schema).\n",
+        super::restart_only_list(true)
     );
     for section in SECTIONS {
         let where_ = paths

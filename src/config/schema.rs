@@ -239,7 +239,12 @@ pub(crate) const CRAWL_DELAY: Section = Section {
 
 pub(crate) const CONTENT_SIGNALS: Section = Section {
     place: "in `content_signals`",
-    keys: &["action", "header"],
+    keys: &["action", "header", "multi_purpose"],
+};
+
+pub(crate) const PURPOSE_POLICY: Section = Section {
+    place: "in a purpose's policy",
+    keys: &["action", "multi_purpose"],
 };
 
 pub(crate) const OFFENDERS: Section = Section {
@@ -305,6 +310,7 @@ pub(crate) const EXTRA_CRAWLER: Section = Section {
         "ignores_global",
         "verify",
         "purposes",
+        "controls",
         "ignores_crawl_delay",
     ],
 };
@@ -366,6 +372,7 @@ pub(crate) const ALL: &[(&str, &Section)] = &[
     ("ADMIN", &ADMIN),
     ("LIMITS", &LIMITS),
     ("POLICY", &POLICY),
+    ("PURPOSE_POLICY", &PURPOSE_POLICY),
     ("ACCESS_LOG", &ACCESS_LOG),
     ("UPSTREAM_TIMEOUTS", &UPSTREAM_TIMEOUTS),
     ("PASSIVE_HEALTH", &PASSIVE_HEALTH),

@@ -403,6 +403,7 @@ fn extra_crawlers_and_their_defaults() {
                 ignores_global: true,
                 verify: None,
                 purposes: Vec::new(),
+                controls: Default::default(),
                 ignores_crawl_delay: false,
             },
             ExtraCrawler {
@@ -414,6 +415,7 @@ fn extra_crawlers_and_their_defaults() {
                 ignores_global: false,
                 verify: None,
                 purposes: Vec::new(),
+                controls: Default::default(),
                 ignores_crawl_delay: false,
             },
         ]
@@ -1287,19 +1289,19 @@ fn tls_example_does_not_need_the_certificate_files() {
 }
 
 /// A scratch directory under the target dir, unique per test.
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("target")
-        .join("config-tests")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-    dir
+/// A directory of its own for one test, removed when the guard drops (in the system's temp
+/// directory: the work tree may be read-only where the tests run).
+fn scratch_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("robotsguard-config-{name}-"))
+        .tempdir()
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
 fn load_file_errors() {
-    let dir = scratch_dir("load_file_errors");
+    let scratch = scratch_dir("load_file_errors");
+    let dir = scratch.path();
     let missing = dir.join("missing.yaml");
     let e = load_file(&missing).err().map(|e| e.0).unwrap_or_default();
     assert_eq!(e.len(), 1);
@@ -1324,7 +1326,8 @@ fn load_file_errors() {
 
 #[test]
 fn load_file_resolves_relative_paths_against_its_directory() {
-    let dir = scratch_dir("relative_paths");
+    let scratch = scratch_dir("relative_paths");
+    let dir = scratch.path();
     let path = dir.join("rg.yaml");
     std::fs::write(
         &path,
@@ -2133,5 +2136,135 @@ fn range_list_formats_in_extra_crawlers() {
             "crawlers:\n  extra:\n    - name: PageBot\n      verify:\n        ips: [{{url: \"https://a.example/l\", format: {format}}}]\n{ORIGIN}"
         ));
         assert!(all.iter().any(|e| e.contains(says)), "{format}: {all:?}");
+    }
+}
+
+#[test]
+fn purpose_policies_take_a_word_or_an_action_with_multi_purpose() {
+    use crate::crawlers::{Purpose, Purposes};
+    let c = ok(&format!(
+        "defaults:
+  policy:
+    purposes: {{training: {{action: block, multi_purpose: block}}, agent: license}}
+  content_signals: {{multi_purpose: block}}
+{ORIGIN}"
+    ));
+    let policy = &c.origins[0].policy;
+    assert_eq!(
+        policy.purposes[Purpose::Training.index()],
+        Some(PurposeRule {
+            action: Action::Block,
+            multi_purpose: MultiPurpose::Block,
+        })
+    );
+    assert_eq!(
+        policy.purposes[Purpose::Agent.index()],
+        Some(PurposeRule {
+            action: Action::License,
+            multi_purpose: MultiPurpose::Allow,
+        })
+    );
+    assert_eq!(
+        c.origins[0].content_signals.multi_purpose,
+        MultiPurpose::Block
+    );
+    assert_eq!(
+        policy.purposes_refused(),
+        Purposes::of(&[Purpose::Training, Purpose::Agent])
+    );
+    one_error(
+        &format!(
+            "defaults:\n  policy:\n    purposes: {{training: {{multi_purpose: block}}}}\n{ORIGIN}"
+        ),
+        3,
+        26,
+        "`policy.purposes.training` needs `action`",
+    );
+    one_error(
+        &format!("defaults:\n  policy:\n    purposes: {{training: {{action: block, multi: block}}}}\n{ORIGIN}"),
+        3,
+        42,
+        "unknown key `multi`",
+    );
+    one_error(
+        &format!("defaults:\n  content_signals: {{multi_purpose: never}}\n{ORIGIN}"),
+        2,
+        36,
+        "`never`",
+    );
+}
+
+#[test]
+fn a_refused_purpose_spares_token_crawlers_and_search_crawlers_unless_asked() {
+    use crate::crawlers::{Purpose, Purposes};
+    let c = ok(&format!(
+        "defaults:\n  policy:\n    purposes: {{training: block, other: pass}}\n{ORIGIN}"
+    ));
+    let policy = &c.origins[0].policy;
+    let both = Purposes::of(&[Purpose::Search, Purpose::Training]);
+    let token = Purposes::of(&[Purpose::Training]);
+    // Googlebot: its training has a token; no other purpose is written: nothing applies.
+    let googlebot = policy.purpose_action(both, token);
+    assert_eq!(googlebot.action, None);
+    assert_eq!(googlebot.spared.by_token, token);
+    // bingbot: no token, but it searches too.
+    let bingbot = policy.purpose_action(both, Purposes::default());
+    assert_eq!(bingbot.action, None);
+    assert_eq!(bingbot.spared.for_search, token);
+    // CCBot: training and other, no search: the refusal stands over the pass.
+    let ccbot = policy.purpose_action(
+        Purposes::of(&[Purpose::Training, Purpose::Other]),
+        Purposes::default(),
+    );
+    assert_eq!(ccbot.action, Some((Action::Block, Purpose::Training)));
+    assert!(ccbot.spared.is_empty());
+    // `multi_purpose: block` refuses bingbot, never Googlebot.
+    let strict = ok(&format!(
+        "defaults:\n  policy:\n    purposes: {{training: {{action: block, multi_purpose: block}}}}\n{ORIGIN}"
+    ));
+    let policy = &strict.origins[0].policy;
+    assert_eq!(
+        policy.purpose_action(both, Purposes::default()).action,
+        Some((Action::Block, Purpose::Training))
+    );
+    assert_eq!(policy.purpose_action(both, token).action, None);
+    // Refusing search itself refuses a search crawler.
+    let search = ok(&format!(
+        "defaults:\n  policy:\n    purposes: {{search: block}}\n{ORIGIN}"
+    ));
+    assert_eq!(
+        search.origins[0].policy.purpose_action(both, token).action,
+        Some((Action::Block, Purpose::Search))
+    );
+}
+
+#[test]
+fn extra_crawlers_name_their_control_tokens() {
+    use crate::crawlers::Purpose;
+    let c = ok(&format!(
+        "crawlers:
+  extra:
+    - {{name: DualBot, category: search, purposes: [search, training], controls: {{training: DualBot-Extended}}}}
+{ORIGIN}"
+    ));
+    assert_eq!(
+        c.crawlers.extra[0].controls.token(Purpose::Training),
+        Some("DualBot-Extended")
+    );
+    let all = errors(&format!(
+        "crawlers:
+  extra:
+    - {{name: DualBot, category: search, controls: {{training: X-Extended, agent: Bot2, serch: Y}}}}
+    - {{name: OwnBot, category: search, controls: {{search: ownbot}}}}
+{ORIGIN}"
+    ));
+    let joined = all.join("\n");
+    for needle in [
+        "`controls` names training, which is not one of this crawler's purposes",
+        "`controls` names agent",
+        "unknown purpose `serch`",
+        "control token `ownbot` is one of this crawler's own tokens",
+    ] {
+        assert!(joined.contains(needle), "{needle}: {joined}");
     }
 }

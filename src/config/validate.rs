@@ -1059,6 +1059,17 @@ fn extra_crawler(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<(Extra
         .get("ignores_crawl_delay")
         .and_then(|n| reader::boolean(sink, n, "ignores_crawl_delay"))
         .unwrap_or(false);
+    let controls = table
+        .get("controls")
+        .map(|n| {
+            let served = if purposes.is_empty() {
+                crate::crawlers::Purposes::from_category(category)
+            } else {
+                crate::crawlers::Purposes::of(&purposes)
+            };
+            super::origin::purpose_controls(sink, n, served, &tokens)
+        })
+        .unwrap_or_default();
 
     let crawler = ExtraCrawler {
         name: name?.to_owned(),
@@ -1069,6 +1080,7 @@ fn extra_crawler(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<(Extra
         ignores_global,
         verify,
         purposes,
+        controls,
         ignores_crawl_delay,
     };
     Some((crawler, name_node.map_or(table.pos, |n| n.pos)))

@@ -13,19 +13,23 @@ use serde::Serialize;
 
 use crate::config::{
     normalize_host_bytes, Action, CrawlDelayAction, EscapedSlashes, Forward, Mode, PathsConfig,
-    PolicyConfig, SignalAction,
+    PolicyConfig, SignalAction, Spared, SparedPurposes,
 };
 use crate::crawlers::{Category, CrawlerInfo, Identity, IdentitySource, Named, Purpose, Purposes};
 use crate::robots::canonical::{
     authority_reading, canonicalize_decoding_slashes, has_escaped_slash,
 };
-use crate::robots::{canonicalize, GlobalFallback, GroupMatch, Preferences, Use, Verdict};
+use crate::robots::{
+    canonicalize, GlobalFallback, GroupMatch, PreferenceKind, Preferences, Use, Verdict,
+};
 use crate::snapshot::{Origin, Policy, RobotsCopy, Snapshot};
 use crate::tables::crawl_delay::{BudgetKey, CrawlDelays, GENERIC_BUDGET, MAX_DELAY};
 
 mod verification;
+mod warnings;
 
 pub use verification::{Verification, VerificationResult};
+pub use warnings::{config_warnings, count_config_warnings, search_refusals};
 
 /// What happens to the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -67,6 +71,23 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome; each one's word is in [`crate::metrics::DECISIONS`] (a test holds them
+    /// equal), which the metric's help and the access log's documentation are written from.
+    pub const ALL: [Outcome; 12] = [
+        Outcome::Pass,
+        Outcome::Allowed,
+        Outcome::Blocked,
+        Outcome::WouldBlock,
+        Outcome::Limited,
+        Outcome::WouldLimit,
+        Outcome::Banned,
+        Outcome::Trap,
+        Outcome::WouldTrap,
+        Outcome::Disguised,
+        Outcome::WouldDisguised,
+        Outcome::PaymentRequired,
+    ];
+
     /// The `decision` label of `robotsguard_requests_total`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -110,6 +131,7 @@ impl Crawler {
                 verify: None,
                 feed: None,
                 purposes: identity.purposes,
+                controls: Default::default(),
                 ignores_crawl_delay: identity.ignores_crawl_delay,
                 signing_agents: Vec::new(),
             }),
@@ -134,6 +156,7 @@ impl Crawler {
                 verify: None,
                 feed: None,
                 purposes: crate::crawlers::Purposes::from_category(Category::Other),
+                controls: Default::default(),
                 ignores_crawl_delay: false,
                 signing_agents: Vec::new(),
             }),
@@ -165,6 +188,12 @@ impl Crawler {
     /// What its fetches are for.
     pub fn purposes(&self) -> Purposes {
         self.info.purposes
+    }
+
+    /// The robots.txt tokens its operator names for refusing some of its purposes without
+    /// refusing it (`Google-Extended` for Googlebot's training).
+    pub fn controls(&self) -> &crate::crawlers::purpose::PurposeControls {
+        &self.info.controls
     }
 
     /// Its operator documents that it ignores `Crawl-delay`.
@@ -253,6 +282,10 @@ pub struct Decision {
     /// they say anything; boxed, so that a decision under a robots.txt without such lines stays
     /// as small (and as cheap to move) as before.
     pub usage: Option<Box<UsagePreferences>>,
+    /// The refusals of one of the crawler's purposes (by `policy.purposes` or a preference line)
+    /// that did not refuse it: the purpose is refused through its operator's own robots.txt
+    /// token, or it serves search too (`multi_purpose: allow`).
+    pub spared: SparedPurposes,
 }
 
 /// What robots.txt's preference lines say about one request.
@@ -290,6 +323,31 @@ pub struct SignalRefusal {
     /// The line as written.
     #[serde(serialize_with = "serialize_str")]
     pub text: Arc<str>,
+    /// The `Allow`/`Disallow` rule the decision held before the refusal took its place (it let
+    /// the crawler fetch the path); it decides again when the refusal is forgotten.
+    #[serde(skip)]
+    pub refused_rule: Option<MatchedRule>,
+}
+
+/// A refusal of one of the crawler's purposes that did not refuse the crawler, for `/explain`
+/// ([`Decision::spared_purposes`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SparedPurpose {
+    /// The purpose refused.
+    pub purpose: Purpose,
+    /// `control_token`: its operator names a robots.txt token for the purpose; `serves_search`:
+    /// it serves search too and has no such token (`multi_purpose: allow`).
+    pub why: &'static str,
+    /// The control token (`Google-Extended`), for `control_token`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// For `control_token`, where the token's group in the robots.txt robotsguard serves comes
+    /// from: `added` (robotsguard added it), `site` (the site's file has its own) or
+    /// `not_added` (the origin does not enforce this refusal).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<&'static str>,
+    /// The same in words.
+    pub reason: String,
 }
 
 /// Shared text serialises as the text.
@@ -375,13 +433,100 @@ impl Decision {
     /// Forgets a content-signal refusal (the request is refused, or let through, for another
     /// reason).
     pub fn clear_content_signal(&mut self) {
-        if let Some(usage) = &mut self.usage {
-            usage.refusal = None;
+        let Some(refusal) = self.usage.as_mut().and_then(|usage| usage.refusal.take()) else {
+            return;
+        };
+        // The preference line stood in for the rule; an impostor's refusal has none at all.
+        let cites_the_line = self.rule.as_ref().is_some_and(|rule| {
+            rule.line == refusal.line
+                && [PreferenceKind::ContentSignal, PreferenceKind::ContentUsage]
+                    .iter()
+                    .any(|kind| kind.as_str() == rule.directive)
+        });
+        if cites_the_line {
+            self.rule = refusal.refused_rule;
         }
     }
 
     fn usage_mut(&mut self) -> &mut UsagePreferences {
         self.usage.get_or_insert_with(Box::default)
+    }
+
+    /// The refusals of the crawler's purposes that did not refuse it, each with why and, for a
+    /// control token, where its group in the served robots.txt comes from.
+    pub fn spared_purposes(&self) -> Vec<SparedPurpose> {
+        let Some(crawler) = &self.crawler else {
+            return Vec::new();
+        };
+        let name = crawler.name();
+        let by_policy = self.origin.config.policy.purposes_refused();
+        let refuser = |purpose: Purpose| {
+            if by_policy.contains(purpose) {
+                format!("policy.purposes refuses {purpose}")
+            } else {
+                format!("a Content-Signal or Content-Usage line refuses {purpose}")
+            }
+        };
+        let mut out = Vec::new();
+        for purpose in self.spared.by_token.iter() {
+            let Some(token) = crawler.controls().token(purpose) else {
+                continue;
+            };
+            let added = self
+                .robots
+                .added_groups
+                .iter()
+                .any(|group| group.token.eq_ignore_ascii_case(token));
+            let site = match &self.robots.policy {
+                Policy::Rules(rules) => crate::purpose_controls::site_names(rules, token),
+                _ => false,
+            };
+            let (group, served) = if added {
+                (
+                    "added",
+                    format!(
+                        "the robots.txt robotsguard serves carries a `User-agent: {token}` group                          refusing it (added by robotsguard)"
+                    ),
+                )
+            } else if site {
+                (
+                    "site",
+                    format!(
+                        "the site's robots.txt has its own `{token}` group, which speaks for it"
+                    ),
+                )
+            } else {
+                (
+                    "not_added",
+                    format!(
+                        "robotsguard adds a `User-agent: {token}` group to the robots.txt it serves                          only where the refusal is enforced (mode enforce; for a content signal,                          content_signals.action enforce)"
+                    ),
+                )
+            };
+            out.push(SparedPurpose {
+                purpose,
+                why: "control_token",
+                token: Some(token.to_string()),
+                group: Some(group),
+                reason: format!(
+                    "{}, and {name}'s operator lets a site refuse that use through its own                      robots.txt token, {token}: {served}; {name} is not refused",
+                    refuser(purpose)
+                ),
+            });
+        }
+        for purpose in self.spared.for_search.iter() {
+            out.push(SparedPurpose {
+                purpose,
+                why: "serves_search",
+                token: None,
+                group: None,
+                reason: format!(
+                    "{}, but {name} serves search too and its operator names no robots.txt token                      for {purpose}: refusing it would take the site out of its search, so it is                      not refused (multi_purpose: allow; `block` refuses it)",
+                    refuser(purpose)
+                ),
+            });
+        }
+        out
     }
 
     /// Whether the crawler's identity was verified (range lists, reverse DNS or a signature).
@@ -568,10 +713,13 @@ impl Decision {
             return false;
         }
         let policy = &self.origin.config.policy;
-        let action = policy
-            .crawler(crawler.name())
-            .or_else(|| policy.purposes(crawler.purposes()))
-            .unwrap_or_else(|| policy.category(crawler.category()));
+        let (action, _, _) = policy_action(
+            policy,
+            crawler.name(),
+            crawler.purposes(),
+            crawler.controls().purposes(),
+            crawler.category(),
+        );
         action != crate::config::Action::Pass
     }
 
@@ -878,6 +1026,7 @@ fn unnamed_decision(
         crawl_delay: None,
         reads_robots_txt,
         usage: None,
+        spared: SparedPurposes::default(),
     }
 }
 
@@ -954,12 +1103,16 @@ fn decide_identified(
     let mut first_enforced: Option<&Identity<'_>> = None;
     let mut passed_by = None;
     let mut licensed_by = None;
-    for identity in named.iter() {
-        let (action, by) = action_for(policy, identity);
+    for (index, identity) in named.iter().enumerate() {
+        let (action, by, spared) = action_for(policy, identity);
+        if index == 0 {
+            decision.spared = spared;
+        }
         match action {
             Action::Block => {
                 decision.why = Why::PolicyBlock(by);
                 set_deciding_crawler(&mut decision, identity);
+                decision.spared = spared;
                 decision.outcome = if origin.config.mode == Mode::Report {
                     Outcome::WouldBlock
                 } else {
@@ -983,6 +1136,7 @@ fn decide_identified(
     if let Some((identity, by)) = licensed_by {
         decision.why = Why::PolicyLicense(by);
         set_deciding_crawler(&mut decision, identity);
+        decision.spared = action_for(policy, identity).2;
         decision.outcome = if origin.config.mode == Mode::Report {
             Outcome::WouldBlock
         } else {
@@ -1086,23 +1240,57 @@ fn apply_preferences(decision: &mut Decision, preferences: &Preferences<'_>) {
     let Some(crawler) = &decision.crawler else {
         return;
     };
+    let purposes = crawler.purposes();
+    let controlled = crawler.controls().purposes();
+    let multi_purpose = decision.origin.config.content_signals.multi_purpose;
+    let mut spared = decision.spared;
     let refused = crawler.purposes().iter().find_map(|purpose| {
-        let category = match purpose {
-            Purpose::Search => Use::Search,
-            Purpose::Training => Use::TrainAi,
-            Purpose::Agent => Use::AiInput,
-            Purpose::Other => return None,
-        };
-        let statement = preferences.statement(category)?;
-        (!statement.allowed).then(|| SignalRefusal {
-            purpose,
-            line: statement.line.line,
-            text: statement.line.shown.clone(),
-        })
+        let statement = preferences.statement(use_of(purpose)?)?;
+        if statement.allowed {
+            return None;
+        }
+        match crate::config::spared(purpose, purposes, controlled, multi_purpose) {
+            Some(Spared::Token) => {
+                spared.by_token = spared.by_token.with(purpose);
+                None
+            }
+            Some(Spared::Search) => {
+                spared.for_search = spared.for_search.with(purpose);
+                None
+            }
+            None => Some(SignalRefusal {
+                purpose,
+                line: statement.line.line,
+                text: statement.line.shown.clone(),
+                refused_rule: None,
+            }),
+        }
     });
-    if let Some(refusal) = refused {
+    decision.spared = spared;
+    if let Some(mut refusal) = refused {
+        // The refusal cites the preference line, not the `Allow` rule that let the path be
+        // fetched: the body, the log line and `/explain` name the line that said no.
+        let line = preferences
+            .lines()
+            .find(|line| line.line == refusal.line)
+            .map(|line| MatchedRule {
+                line: line.line,
+                directive: line.kind.as_str(),
+                pattern: line.text.clone(),
+            });
+        refusal.refused_rule = std::mem::replace(&mut decision.rule, line);
         decision.usage_mut().refusal = Some(refusal);
         decision.why = Why::ContentSignal;
+    }
+}
+
+/// The preference lines' name for what a purpose does with a page (`other` has none).
+fn use_of(purpose: Purpose) -> Option<Use> {
+    match purpose {
+        Purpose::Search => Some(Use::Search),
+        Purpose::Training => Some(Use::TrainAi),
+        Purpose::Agent => Some(Use::AiInput),
+        Purpose::Other => None,
     }
 }
 
@@ -1220,7 +1408,14 @@ pub fn disallowed_to_every_group(copy: &RobotsCopy, canonical: &[u8]) -> bool {
     if global.allowed || global.group != GroupMatch::Global {
         return false;
     }
-    rules.agent_names().all(|name| {
+    // The groups robotsguard added for control tokens name no crawler: what they allow is no
+    // crawler's to fetch.
+    let added = |name: &str| {
+        copy.added_groups
+            .iter()
+            .any(|group| group.token.eq_ignore_ascii_case(name))
+    };
+    rules.agent_names().filter(|name| !added(name)).all(|name| {
         !rules
             .verdict_with_canonical_path(&[name], canonical, GlobalFallback::Ignore)
             .allowed
@@ -1254,17 +1449,47 @@ pub fn is_exempt_reading(origin: &Origin, readings: &Readings<'_>) -> bool {
 }
 
 /// What `policy` says for one crawler named: its own entry, else the most restrictive entry
-/// for its purposes, else its category's.
-fn action_for(policy: &PolicyConfig, identity: &Identity<'_>) -> (Action, PolicyBy) {
+/// for its purposes (but for the refusals it is spared), else its category's.
+fn action_for(
+    policy: &PolicyConfig,
+    identity: &Identity<'_>,
+) -> (Action, PolicyBy, SparedPurposes) {
+    let controlled = identity
+        .info
+        .map_or_else(Purposes::default, |info| info.controls.purposes());
+    policy_action(
+        policy,
+        identity.name,
+        identity.purposes,
+        controlled,
+        identity.category,
+    )
+}
+
+/// What `policy` says for a crawler called `name` serving `purposes` (`controlled` of them
+/// through its operator's own robots.txt tokens), of `category`: the action, which entry gave
+/// it, and the purposes' refusals it was spared.
+pub fn policy_action(
+    policy: &PolicyConfig,
+    name: &str,
+    purposes: Purposes,
+    controlled: Purposes,
+    category: Category,
+) -> (Action, PolicyBy, SparedPurposes) {
     if !policy.crawlers.is_empty() {
-        if let Some(action) = policy.crawler(identity.name) {
-            return (action, PolicyBy::Crawler);
+        if let Some(action) = policy.crawler(name) {
+            return (action, PolicyBy::Crawler, SparedPurposes::default());
         }
     }
-    if let Some(action) = policy.purposes(identity.purposes) {
-        return (action, PolicyBy::Purpose);
+    let written = policy.purpose_action(purposes, controlled);
+    match written.action {
+        Some((action, _)) => (action, PolicyBy::Purpose, written.spared),
+        None => (
+            policy.category(category),
+            PolicyBy::Category,
+            written.spared,
+        ),
     }
-    (policy.category(identity.category), PolicyBy::Category)
 }
 
 /// Makes `identity` the decision's crawler (the one that decided); the primary, if another,

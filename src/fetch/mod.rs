@@ -165,6 +165,9 @@ async fn keep_fresh(origin: Arc<Origin>, shared: Arc<Shared>) {
     };
     let mut first = true;
     let mut failures: u32 = 0;
+    // A run of failed fetches is said once, then summed up at most every 10 minutes: an
+    // unreachable origin retried with backoff is one cause, not a line per retry.
+    let mut failing = crate::tasks::Failing::default();
     loop {
         let fetched = {
             let _permit = if first {
@@ -180,8 +183,27 @@ async fn keep_fresh(origin: Arc<Origin>, shared: Arc<Shared>) {
         count(&origin, fetched.outcome);
         let had_rules = origin.robots.current().rule_count() > 0;
         let changed = store(&origin, fetched.copy.clone());
-        if changed || fetched.copy.last_error.is_some() {
-            log_outcome(&origin, &fetched.copy);
+        if fetched.copy.last_error.is_some() {
+            match failing.failed(std::time::Instant::now()) {
+                Some(crate::tasks::FailureLine::First) => log_outcome(&origin, &fetched.copy),
+                Some(crate::tasks::FailureLine::Summary {
+                    attempts,
+                    since_last,
+                }) => tracing::warn!(
+                    origin = origin.name(),
+                    state = fetched.copy.policy.state_label(),
+                    attempts,
+                    since_last,
+                    "robots.txt still failing: {}",
+                    fetched.copy.reason
+                ),
+                None => {}
+            }
+        } else {
+            let failed = failing.succeeded();
+            if changed || failed > 0 {
+                log_outcome(&origin, &fetched.copy);
+            }
         }
         // Rules just lifted by a 4xx are re-checked on the failure backoff, not the refresh
         // interval: if the 4xx was provoked after all, they come back soon.
@@ -290,7 +312,8 @@ fn log_outcome(origin: &Origin, copy: &RobotsCopy) {
             state = copy.policy.state_label(),
             // It may quote the answer (a redirect's Location): one escaped, bounded line.
             error = %crate::logs::one_line(error),
-            "robots.txt: {}",
+            "robots.txt: {} (retried with backoff; while it fails, said again at most every 10 \
+             minutes: robotsguard_robots_fetches_total counts every attempt)",
             copy.reason
         ),
         None => tracing::info!(

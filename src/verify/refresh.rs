@@ -6,7 +6,8 @@
 //!
 //! A list that keeps failing (no egress, say) is said once: one WARN on its first failure, then
 //! at most one summary line per [`SUMMARY_EVERY`]; `robotsguard_crawler_range_list_loaded` and
-//! the chart's alert carry the rest.
+//! the chart's alert carry the rest. Lists failing for one cause (no DNS at all, no egress) share
+//! those lines (`crate::tasks::Causes`): an offline start says it once, not once per list.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -38,7 +39,9 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 static REMOTE_LIST_FETCHES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
 
 /// A list that keeps failing gets one summary line per this long.
-pub const SUMMARY_EVERY: Duration = Duration::from_secs(600);
+pub const SUMMARY_EVERY: Duration = crate::tasks::FAILURE_SUMMARY_EVERY;
+
+pub(crate) use crate::tasks::{Causes, Failing, FailureLine};
 
 /// The `ips` entries of every crawler in the snapshot's catalogue, each with its format (the
 /// first entry naming a list with a format other than by shape decides it) and its fetch rule
@@ -204,49 +207,6 @@ struct Shared {
     private_origins: Vec<String>,
 }
 
-/// A run of failures (a list's, an agent's keys'), for its log lines.
-#[derive(Debug, Default)]
-pub(crate) struct Failing {
-    /// Attempts failed in a row.
-    attempts: u32,
-    /// Failed attempts not yet in a line.
-    unsaid: u32,
-    /// When the latest line about it was written.
-    said_at: Option<Instant>,
-}
-
-impl Failing {
-    /// The line to write for a failure now, if any: the first of a run, then a summary at most
-    /// every [`SUMMARY_EVERY`].
-    pub(crate) fn failed(&mut self, now: Instant) -> Option<FailureLine> {
-        self.attempts = self.attempts.saturating_add(1);
-        self.unsaid = self.unsaid.saturating_add(1);
-        let line = match self.said_at {
-            None => FailureLine::First,
-            Some(at) if now.duration_since(at) >= SUMMARY_EVERY => FailureLine::Summary {
-                attempts: self.attempts,
-                since_last: self.unsaid,
-            },
-            Some(_) => return None,
-        };
-        self.said_at = Some(now);
-        self.unsaid = 0;
-        Some(line)
-    }
-
-    /// Ends the run; returns how many attempts had failed.
-    pub(crate) fn succeeded(&mut self) -> u32 {
-        std::mem::take(self).attempts
-    }
-}
-
-/// The line a failure gets: the first of a run, or a summary.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum FailureLine {
-    First,
-    Summary { attempts: u32, since_last: u32 },
-}
-
 /// What one fetch or read came to.
 enum Got {
     /// A new copy.
@@ -256,6 +216,9 @@ enum Got {
     /// Nothing usable: the label and the error.
     Failed(&'static str, String),
 }
+
+/// The causes of range list failures said lately, shared by every list's task.
+static LIST_CAUSES: std::sync::LazyLock<Causes> = std::sync::LazyLock::new(Causes::default);
 
 async fn keep_fresh(slot: Arc<ListSlot>, lists: Arc<RangeLists>, shared: Arc<Shared>) {
     let file_changes = match &slot.source {
@@ -345,21 +308,31 @@ async fn keep_fresh(slot: Arc<ListSlot>, lists: Arc<RangeLists>, shared: Arc<Sha
                 let said = crate::logs::one_line(&error);
                 let list = crate::logs::one_line(&slot.entry);
                 let source = crate::logs::one_line(&source);
-                match failing.failed(Instant::now()) {
-                    Some(FailureLine::First) => tracing::warn!(
+                let now = Instant::now();
+                let line = failing
+                    .failed(now)
+                    .and_then(|line| Some((line, LIST_CAUSES.admit(&error, now)?)));
+                match line {
+                    Some((FailureLine::First, others)) => tracing::warn!(
                         list = %list,
                         outcome,
-                        "crawler IP range list{source}: {said} ({kept}; retried with backoff, \
-                         next said at most every 10 minutes)"
+                        others_unsaid = others,
+                        "crawler IP range list{source}: {said} ({kept}; retried with backoff; \
+                         this cause is said at most every 10 minutes, whichever lists it stops: \
+                         robotsguard_crawler_range_list_loaded shows each list)"
                     ),
-                    Some(FailureLine::Summary {
-                        attempts,
-                        since_last,
-                    }) => tracing::warn!(
+                    Some((
+                        FailureLine::Summary {
+                            attempts,
+                            since_last,
+                        },
+                        others,
+                    )) => tracing::warn!(
                         list = %list,
                         outcome,
                         attempts,
                         since_last,
+                        others_unsaid = others,
                         "crawler IP range list{source} still failing: {said} ({kept})"
                     ),
                     None => {}
@@ -544,34 +517,4 @@ async fn fetch(
         }
     }
     Got::Failed("http_error", format!("more than {MAX_REDIRECTS} redirects"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_failing_list_is_said_once_then_summed_up_every_ten_minutes() {
-        let mut failing = Failing::default();
-        let start = Instant::now();
-        assert_eq!(failing.failed(start), Some(FailureLine::First));
-        for minute in 1..10 {
-            let at = start + Duration::from_secs(60 * minute);
-            assert_eq!(failing.failed(at), None, "minute {minute}");
-        }
-        assert_eq!(
-            failing.failed(start + SUMMARY_EVERY),
-            Some(FailureLine::Summary {
-                attempts: 11,
-                since_last: 10
-            })
-        );
-        assert_eq!(failing.failed(start + SUMMARY_EVERY), None);
-        assert_eq!(failing.succeeded(), 12);
-        // A new run starts with a WARN of its own.
-        assert_eq!(
-            failing.failed(start + SUMMARY_EVERY),
-            Some(FailureLine::First)
-        );
-    }
 }

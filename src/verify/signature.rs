@@ -1076,6 +1076,10 @@ async fn keep_keys(agent: Arc<Agent>, connector: Arc<Connector>, watcher: Arc<Fi
     }
 }
 
+/// The causes of key directory failures said lately, shared by every agent.
+static KEY_CAUSES: std::sync::LazyLock<super::refresh::Causes> =
+    std::sync::LazyLock::new(Default::default);
+
 /// Puts a load's keys in force (or keeps the last good ones), and counts and logs it. A run of
 /// failures is said once, then summed up at most every ten minutes (an offline deployment's
 /// built-in agents fail for good); attempts back off from 10 s to an hour.
@@ -1105,21 +1109,33 @@ fn record(agent: &Agent, result: Result<KeySet, String>) {
             let mut status = agent.status.lock().unwrap_or_else(|e| e.into_inner());
             // A parser's error may quote the directory: one escaped, bounded line.
             let said = crate::logs::one_line(&error);
-            match status.failing.failed(std::time::Instant::now()) {
-                Some(FailureLine::First) => tracing::warn!(
+            let now = std::time::Instant::now();
+            // Agents failing for one cause (no DNS, no egress) share their lines.
+            let line = status
+                .failing
+                .failed(now)
+                .and_then(|line| Some((line, KEY_CAUSES.admit(&error, now)?)));
+            match line {
+                Some((FailureLine::First, others)) => tracing::warn!(
                     agent = %agent.agent,
                     crawler = %agent.crawler,
-                    "Web Bot Auth keys: {said} ({kept}; retried with backoff, next said at \
-                     most every 10 minutes)"
+                    others_unsaid = others,
+                    "Web Bot Auth keys: {said} ({kept}; retried with backoff; this cause is \
+                     said at most every 10 minutes, whichever agents it stops: \
+                     robotsguard_verify_signature_keys shows each agent)"
                 ),
-                Some(FailureLine::Summary {
-                    attempts,
-                    since_last,
-                }) => tracing::warn!(
+                Some((
+                    FailureLine::Summary {
+                        attempts,
+                        since_last,
+                    },
+                    others,
+                )) => tracing::warn!(
                     agent = %agent.agent,
                     crawler = %agent.crawler,
                     attempts,
                     since_last,
+                    others_unsaid = others,
                     "Web Bot Auth keys still failing: {said} ({kept})"
                 ),
                 None => {}
@@ -1225,6 +1241,7 @@ mod tests {
             ignores_global: false,
             verify: None,
             purposes: Vec::new(),
+            controls: Default::default(),
             ignores_crawl_delay: false,
             signing_agents: agents.iter().map(|a| a.to_string()).collect(),
             source: String::new(),

@@ -2,7 +2,10 @@
 //! (precedence, the most restrictive of several), `Content-Signal` and `Content-Usage` lines
 //! (group-wide, path-scoped by longest match, never on disallowed paths, unknown keys and
 //! malformed lines ignored) under `enforce`, `report` and `ignore`, the `Content-Usage` response
-//! header, the 402 licence answer with its `Link`, and `Crawl-delay` per crawler.
+//! header, the 402 licence answer with its `Link`, and `Crawl-delay` per crawler. Refusing
+//! training never refuses a search engine: Googlebot's and Applebot's training is refused through
+//! their operators' own tokens (groups robotsguard adds to the robots.txt it serves), bingbot's
+//! only with `multi_purpose: block`.
 
 use crate::support;
 
@@ -14,6 +17,10 @@ const CHATGPT_USER: &str =
 const OAI_SEARCHBOT: &str =
     "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; OAI-SearchBot/1.0; +https://openai.com/searchbot";
 const CCBOT: &str = "CCBot/2.0 (https://commoncrawl.org/faq/)";
+const BINGBOT: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm) Chrome/116.0.1938.76 Safari/537.36";
+const APPLEBOT: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/13.1.1 Safari/605.1.15 (Applebot/0.1; +http://www.apple.com/go/applebot)";
+/// The three search engines whose crawlers also serve training.
+const SEARCH_ENGINES: [&str; 3] = [GOOGLEBOT, BINGBOT, APPLEBOT];
 
 /// Group-wide and path-scoped preferences, a malformed line, a line on a disallowed path, and a
 /// group of CCBot's own with an unknown key and an unknown value.
@@ -73,16 +80,25 @@ fn policy_purposes_sit_between_crawlers_and_categories() {
 fn a_crawler_of_several_purposes_gets_the_most_restrictive_action() {
     let (_origin, proxy) = start(
         "User-agent: *\nDisallow: /private\n",
-        "    policy:\n      purposes: {search: pass, training: block}\n",
+        "    policy:\n      purposes: {other: pass, search: pass, training: block}\n",
     );
-    // Googlebot searches and its pages train Gemini: block beats pass.
-    assert_eq!(status(&proxy, "/a", GOOGLEBOT), 403);
+    // CCBot's open archive is read above all to train models: block beats pass.
+    assert_eq!(status(&proxy, "/a", CCBOT), 403);
+    let (_, explain) = proxy.explain(HOST, CCBOT, "/a");
+    assert_eq!(
+        explain["crawler"]["purposes"],
+        serde_json::json!(["training", "other"])
+    );
+    assert_eq!(explain["policy"], "purpose training+other: block");
+    // Googlebot searches and its pages train Gemini, but Google lets a site refuse the
+    // training alone (Google-Extended): the search purpose's pass decides.
+    assert_eq!(status(&proxy, "/private/x", GOOGLEBOT), 200);
     let (_, explain) = proxy.explain(HOST, GOOGLEBOT, "/a");
     assert_eq!(
         explain["crawler"]["purposes"],
         serde_json::json!(["search", "training"])
     );
-    assert_eq!(explain["policy"], "purpose search+training: block");
+    assert_eq!(explain["policy"], "purpose search+training: pass");
     // A search-only crawler passes, robots.txt notwithstanding.
     assert_eq!(status(&proxy, "/private/x", OAI_SEARCHBOT), 200);
 }
@@ -94,7 +110,8 @@ fn content_signals_enforced_group_wide_path_scoped_and_by_longest_match() {
     let refused = proxy.get(HOST, "/a", GPTBOT);
     assert_eq!(refused.status, 403, "{}", refused.text());
     assert!(refused.text().contains("line 2"), "{}", refused.text());
-    assert_eq!(status(&proxy, "/a", GOOGLEBOT), 403);
+    // Googlebot's training is refused through Google-Extended, not by refusing Googlebot.
+    assert_eq!(status(&proxy, "/a", GOOGLEBOT), 200);
     assert_eq!(status(&proxy, "/a", CHATGPT_USER), 403);
     assert_eq!(status(&proxy, "/a", OAI_SEARCHBOT), 200);
     assert_eq!(status(&proxy, "/a", BROWSER), 200);
@@ -134,7 +151,7 @@ fn content_signals_enforced_group_wide_path_scoped_and_by_longest_match() {
     assert!(metric(&metrics, "robotsguard_content_signals_total", &labels) >= 2.0);
     assert!(origin.proxied_to("/a").iter().all(|r| r
         .header("user-agent")
-        .is_some_and(|ua| ua == OAI_SEARCHBOT || ua == BROWSER)));
+        .is_some_and(|ua| ua == OAI_SEARCHBOT || ua == BROWSER || ua == GOOGLEBOT)));
 }
 
 #[test]
@@ -363,5 +380,343 @@ fn crawlers_added_in_the_config_take_purposes_or_their_categorys() {
     assert_eq!(
         explain["crawler"]["purposes"],
         serde_json::json!(["search"])
+    );
+}
+
+/// The robots.txt robotsguard serves `proxy`'s clients.
+fn served_robots(proxy: &Proxy) -> String {
+    let answer = proxy.get(HOST, "/robots.txt", BROWSER);
+    assert_eq!(answer.status, 200);
+    answer.text()
+}
+
+#[test]
+fn refusing_training_by_purpose_keeps_search_engines_and_refuses_through_their_tokens() {
+    for action in ["block", "license"] {
+        let (origin, proxy) = start(
+            "User-agent: *\nDisallow: /private\n",
+            &format!("    policy:\n      purposes: {{training: {action}}}\n"),
+        );
+        for search in SEARCH_ENGINES {
+            let page = proxy.get(HOST, "/a", search);
+            assert_eq!(page.status, 200, "{action} {search}: {}", page.text());
+            // Still bound by robots.txt.
+            assert_eq!(status(&proxy, "/private/x", search), 403, "{search}");
+        }
+        let trainer = if action == "block" { 403 } else { 402 };
+        assert_eq!(status(&proxy, "/a", GPTBOT), trainer);
+        assert_eq!(origin.proxied_to("/a").len(), 3);
+        let served = served_robots(&proxy);
+        for token in ["Google-Extended", "Applebot-Extended"] {
+            assert!(
+                served.contains(&format!("User-agent: {token}\nDisallow: /\n")),
+                "{served}"
+            );
+        }
+        assert!(
+            served.contains("# Added by robotsguard: policy.purposes refuses training"),
+            "{served}"
+        );
+        // The served file, not the origin's, is the one crawlers read.
+        assert!(origin.proxied_to("/robots.txt").is_empty());
+
+        let (_, explain) = proxy.explain(HOST, GOOGLEBOT, "/a");
+        assert_eq!(explain["decision"], "allowed", "{explain}");
+        assert_eq!(explain["robots_served_by"], "robotsguard");
+        let spared = &explain["spared_purposes"][0];
+        assert_eq!(spared["purpose"], "training", "{explain}");
+        assert_eq!(spared["why"], "control_token");
+        assert_eq!(spared["token"], "Google-Extended");
+        assert_eq!(spared["group"], "added");
+        let (_, explain) = proxy.explain(HOST, BINGBOT, "/a");
+        assert_eq!(
+            explain["spared_purposes"][0]["why"], "serves_search",
+            "{explain}"
+        );
+        assert!(explain["spared_purposes"][0]["reason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("multi_purpose")));
+    }
+}
+
+#[test]
+fn multi_purpose_block_refuses_a_search_engine_without_a_token_only() {
+    let (_origin, proxy) = start(
+        "User-agent: *\nAllow: /\n",
+        "    policy:\n      purposes: {training: {action: block, multi_purpose: block}}\n",
+    );
+    assert_eq!(status(&proxy, "/a", BINGBOT), 403);
+    let (_, explain) = proxy.explain(HOST, BINGBOT, "/a");
+    assert_eq!(
+        explain["policy"], "purpose search+training: block",
+        "{explain}"
+    );
+    // Google and Apple give sites their tokens: their crawlers are never refused for it.
+    assert_eq!(status(&proxy, "/a", GOOGLEBOT), 200);
+    assert_eq!(status(&proxy, "/a", APPLEBOT), 200);
+    assert_eq!(status(&proxy, "/a", GPTBOT), 403);
+    assert!(served_robots(&proxy).contains("User-agent: Google-Extended\nDisallow: /\n"));
+}
+
+#[test]
+fn a_training_signal_keeps_search_engines_and_its_refusal_cites_the_line() {
+    let robots = "User-agent: *\nContent-Signal: search=yes, ai-train=no\nAllow: /\n";
+    let (origin, proxy) = start(robots, "    content_signals: {action: enforce}\n");
+    for search in SEARCH_ENGINES {
+        let page = proxy.get(HOST, "/a", search);
+        assert_eq!(page.status, 200, "{search}: {}", page.text());
+    }
+    let served = served_robots(&proxy);
+    assert!(
+        served.starts_with(robots),
+        "the site's lines stay first: {served}"
+    );
+    for token in ["Google-Extended", "Applebot-Extended"] {
+        assert!(
+            served.contains(&format!("User-agent: {token}\nDisallow: /\n")),
+            "{served}"
+        );
+    }
+    assert!(served.contains("line 2 refuses training"), "{served}");
+
+    // The refusal names the preference line, not the `Allow: /` that let the path be fetched:
+    // in the body, in /explain and in the log line.
+    let refused = proxy.get(HOST, "/a", GPTBOT);
+    assert_eq!(refused.status, 403);
+    assert!(
+        refused
+            .text()
+            .contains("Reason: robots.txt line 2: Content-Signal: search=yes, ai-train=no\n"),
+        "{}",
+        refused.text()
+    );
+    assert!(!refused.text().contains("Allow: /"), "{}", refused.text());
+    let (_, explain) = proxy.explain(HOST, GPTBOT, "/a");
+    assert_eq!(explain["rule"]["line"], 2, "{explain}");
+    assert_eq!(explain["rule"]["directive"], "Content-Signal");
+    assert_eq!(explain["rule"]["pattern"], "search=yes, ai-train=no");
+    assert!(
+        proxy.wait_log(
+            "rule=\"Content-Signal: search=yes, ai-train=no\"",
+            1,
+            std::time::Duration::from_secs(10)
+        ),
+        "{}",
+        proxy.stderr()
+    );
+    assert!(origin.proxied_to("/a").len() == 3);
+
+    // `multi_purpose: block`: bingbot, whose search and training are one crawl, is refused
+    // too; Googlebot and Applebot still are not.
+    let (_origin, strict) = start(
+        robots,
+        "    content_signals: {action: enforce, multi_purpose: block}\n",
+    );
+    assert_eq!(status(&strict, "/a", BINGBOT), 403);
+    assert_eq!(status(&strict, "/a", GOOGLEBOT), 200);
+    assert_eq!(status(&strict, "/a", APPLEBOT), 200);
+
+    // Reported only: nothing is added to robots.txt, and /explain says why.
+    let (origin, reported) = start(robots, "");
+    assert_eq!(status(&reported, "/a", GOOGLEBOT), 200);
+    let (_, explain) = reported.explain(HOST, GOOGLEBOT, "/a");
+    assert_eq!(explain["decision"], "allowed", "{explain}");
+    assert_eq!(explain["spared_purposes"][0]["group"], "not_added");
+    assert!(!served_robots(&reported).contains("Google-Extended"));
+    assert_eq!(origin.proxied_to("/a").len(), 1);
+}
+
+#[test]
+fn the_sites_own_token_group_is_left_as_it_is() {
+    let robots = "User-agent: *\nContent-Signal: ai-train=no\nAllow: /\n\nUser-agent: Google-Extended\nAllow: /open/\nDisallow: /\n";
+    let (_origin, proxy) = start(robots, "    content_signals: {action: enforce}\n");
+    assert_eq!(status(&proxy, "/a", GOOGLEBOT), 200);
+    let served = served_robots(&proxy);
+    assert_eq!(served.matches("Google-Extended").count(), 1, "{served}");
+    assert!(served.contains("User-agent: Applebot-Extended"), "{served}");
+    let (_, explain) = proxy.explain(HOST, GOOGLEBOT, "/a");
+    assert_eq!(explain["spared_purposes"][0]["group"], "site", "{explain}");
+}
+
+/// `robotsguard validate` (with `extra` flags) on a config of one origin with `policy`.
+fn validate(policy: &str, extra: &[&str]) -> (Option<i32>, String) {
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("c.yaml");
+    let body = site(
+        &origin,
+        HOST,
+        &format!(
+            "    policy: {policy}\n{}",
+            inline_robots("User-agent: *\nAllow: /\n")
+        ),
+    );
+    std::fs::write(&path, body).expect("config written");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_robotsguard"))
+        .args(["validate", "--config"])
+        .arg(&path)
+        .args(extra)
+        .output()
+        .expect("validate runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn validate_warns_of_a_search_engine_refused_everywhere_and_strict_fails() {
+    for (policy, setting, crawler) in [
+        (
+            "{crawlers: {Googlebot: block}}",
+            "`policy.crawlers.Googlebot: block`",
+            "Googlebot",
+        ),
+        (
+            "{purposes: {search: block}}",
+            "`policy.purposes.search: block`",
+            "bingbot",
+        ),
+        (
+            "{categories: {search: license}}",
+            "`policy.categories.search: license`",
+            "Applebot",
+        ),
+        (
+            "{purposes: {training: {action: block, multi_purpose: block}}}",
+            "multi_purpose: block}`",
+            "bingbot",
+        ),
+    ] {
+        let (code, stderr) = validate(policy, &[]);
+        assert_eq!(code, Some(0), "{policy}: {stderr}");
+        let warning = stderr
+            .lines()
+            .find(|line| line.contains("warning:"))
+            .unwrap_or_else(|| panic!("{policy}: no warning: {stderr}"));
+        for needle in ["origin `shop`", setting, crawler] {
+            assert!(warning.contains(needle), "{policy}: {needle}: {warning}");
+        }
+        let (code, stderr) = validate(policy, &["--strict"]);
+        assert_eq!(code, Some(1), "{policy} --strict: {stderr}");
+    }
+    // Refusing training alone takes no search engine away.
+    for policy in [
+        "{purposes: {training: block}}",
+        "{purposes: {training: license}}",
+    ] {
+        let (code, stderr) = validate(policy, &["--strict"]);
+        assert_eq!(code, Some(0), "{policy}: {stderr}");
+        assert!(!stderr.contains("warning:"), "{policy}: {stderr}");
+    }
+}
+
+#[test]
+fn serve_and_every_reload_log_and_count_the_warnings() {
+    let origin = Origin::start();
+    let config = |policy: &str| {
+        site(
+            &origin,
+            HOST,
+            &format!(
+                "    policy: {policy}\n{}",
+                inline_robots("User-agent: *\nAllow: /\n")
+            ),
+        )
+    };
+    let proxy = Proxy::start(&config("{crawlers: {Googlebot: block}}"));
+    let kind = [("kind", "search_crawler_refused")];
+    assert_eq!(
+        proxy.wait_metric("robotsguard_config_warnings_total", &kind, 1.0),
+        1.0
+    );
+    assert!(proxy.wait_log(
+        "warning: origin `shop`: `policy.crawlers.Googlebot: block` refuses",
+        1,
+        std::time::Duration::from_secs(10)
+    ));
+    assert!(proxy.wait_log(
+        "config reload: watching",
+        1,
+        std::time::Duration::from_secs(10)
+    ));
+    proxy.replace_config(&proxy.config_text(&config("{purposes: {search: block}}")));
+    assert_eq!(proxy.wait_reloads("success", 1.0), 1.0);
+    assert_eq!(
+        proxy.wait_metric("robotsguard_config_warnings_total", &kind, 2.0),
+        2.0
+    );
+    assert!(proxy.wait_log(
+        "`policy.purposes.search: block` refuses the search crawlers",
+        1,
+        std::time::Duration::from_secs(10)
+    ));
+    // The other kind's series is there from the start, at 0.
+    let metrics = proxy.metrics();
+    assert_eq!(
+        metric(
+            &metrics,
+            "robotsguard_config_warnings_total",
+            &[("kind", "proxy_protocol_untrusted")]
+        ),
+        0.0
+    );
+}
+
+#[test]
+fn a_fetched_robots_txt_gets_the_token_groups_too() {
+    let origin = Origin::start();
+    origin.robots(
+        200,
+        "User-agent: *\nContent-Signal: search=yes, ai-train=no\nDisallow: /private\n",
+    );
+    let proxy = Proxy::start(&site(
+        &origin,
+        HOST,
+        "    content_signals: {action: enforce}\n",
+    ));
+    for search in SEARCH_ENGINES {
+        assert_eq!(status(&proxy, "/a", search), 200, "{search}");
+        assert_eq!(status(&proxy, "/private/x", search), 403, "{search}");
+    }
+    assert_eq!(status(&proxy, "/a", GPTBOT), 403);
+    let served = served_robots(&proxy);
+    assert!(
+        served.starts_with("User-agent: *\nContent-Signal: search=yes, ai-train=no\n"),
+        "{served}"
+    );
+    assert!(
+        served.contains("User-agent: Applebot-Extended\nDisallow: /\n"),
+        "{served}"
+    );
+    let fetches = origin.robots_fetches();
+    assert_eq!(served_robots(&proxy), served);
+    assert_eq!(
+        origin.robots_fetches(),
+        fetches,
+        "served from the copy in force"
+    );
+}
+
+#[test]
+fn a_content_usage_training_refusal_keeps_search_engines_too() {
+    let robots = "User-agent: *\nContent-Usage: train-ai=n, search=y\nAllow: /\n";
+    let (_origin, proxy) = start(robots, "    content_signals: {action: enforce}\n");
+    for search in SEARCH_ENGINES {
+        assert_eq!(status(&proxy, "/a", search), 200, "{search}");
+    }
+    let refused = proxy.get(HOST, "/a", GPTBOT);
+    assert_eq!(refused.status, 403);
+    assert!(
+        refused
+            .text()
+            .contains("Reason: robots.txt line 2: Content-Usage: train-ai=n, search=y\n"),
+        "{}",
+        refused.text()
+    );
+    let served = served_robots(&proxy);
+    assert!(
+        served.contains("User-agent: Google-Extended\nDisallow: /\n"),
+        "{served}"
     );
 }

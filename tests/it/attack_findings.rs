@@ -633,7 +633,7 @@ fn a_huge_method_does_not_make_a_huge_log_line() {
 /// A self-signed certificate for `shop.example` in `dir`: (cert, key).
 fn certificate(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let made = std::process::Command::new("openssl")
+    let made = crate::support::programs::command("openssl")
         .args([
             "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
         ])

@@ -357,3 +357,36 @@ fn panels_are_well_formed_for_grafana() {
         );
     }
 }
+
+/// The chart's alert rules select only decision and category words robotsguard counts with: an
+/// alert over a misspelt decision never fires.
+#[test]
+fn label_values_in_the_charts_alerts_are_ones_robotsguard_emits() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("helm/robotsguard/values.yaml");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    // YAML folds the expressions' lines: read the file as one line.
+    let text = text.replace('\n', " ");
+    let decisions: Vec<&str> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
+    let categories: Vec<&str> = robotsguard::crawlers::Category::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
+    let mut checked = 0;
+    for value in selector_values(&text, "decision") {
+        assert!(
+            decisions.contains(&value),
+            "decision `{value}` in values.yaml"
+        );
+        checked += 1;
+    }
+    for value in selector_values(&text, "category") {
+        assert!(
+            categories.contains(&value),
+            "category `{value}` in values.yaml"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 6, "only {checked} label values checked");
+    assert!(text.contains("alert: RobotsguardAppTrafficRefused"));
+}

@@ -389,3 +389,179 @@ fn every_robotsguard_command_line_in_the_docs_is_real() {
     assert!(checked >= 10, "only {checked} command lines found");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The text between `<!-- marker ... -->` and `<!-- /marker -->` in `file`, each occurrence.
+fn marked(file: &str, marker: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(root().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let open = format!("<!-- {marker}");
+    let close = format!("<!-- /{marker} -->");
+    let mut out = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find(&open) {
+        let after = &rest[start..];
+        let Some(end_of_open) = after.find("-->") else {
+            break;
+        };
+        let inner = &after[end_of_open + 3..];
+        let end = inner
+            .find(&close)
+            .unwrap_or_else(|| panic!("{file}: `{open}` is not closed"));
+        out.push(inner[..end].to_string());
+        rest = &inner[end..];
+    }
+    out
+}
+
+#[test]
+fn every_list_of_restart_only_settings_is_the_configs_own() {
+    let markdown = robotsguard::config::restart_only_list(true);
+    for page in ["docs/src/operations/reload.md", "docs/src/kubernetes.md"] {
+        let lists = marked(page, "restart-only");
+        assert_eq!(
+            lists.len(),
+            1,
+            "{page} has no restart-only list; {REGENERATE}"
+        );
+        assert_eq!(lists[0], markdown, "{page}; {REGENERATE}");
+    }
+    let plain = robotsguard::config::restart_only_list(false);
+    for file in ["helm/robotsguard/values.yaml", "helm/robotsguard/README.md"] {
+        let text = std::fs::read_to_string(root().join(file)).expect("chart file readable");
+        assert!(
+            text.contains(&format!("apply only on restart ({plain})")),
+            "the RobotsguardRestartRequired alert in {file} names other settings; {REGENERATE}"
+        );
+    }
+    // The reference page says the list too (it is generated: see above), and so does the
+    // metric's note.
+    let reference = robotsguard::config::reference::markdown();
+    assert!(reference.contains(&markdown));
+    let metrics = robotsguard::metrics_reference::reference_markdown();
+    assert!(metrics.contains(&markdown));
+}
+
+#[test]
+fn decision_words_are_the_outcomes_and_every_list_of_them_is_whole() {
+    use robotsguard::enforce::Outcome;
+    use robotsguard::metrics::{ACCESS_LOG_ONLY, DECISIONS, METRICS};
+    let words: Vec<&str> = DECISIONS.iter().map(|(word, _)| *word).collect();
+    let mut want: Vec<&str> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
+    want.extend(["error", "unrouted"]);
+    assert_eq!(
+        words, want,
+        "metrics::DECISIONS and enforce::Outcome::ALL disagree"
+    );
+    // The metric's help names every word it is counted with.
+    use prometheus::core::Collector as _;
+    let help = METRICS
+        .requests
+        .desc()
+        .first()
+        .map(|desc| desc.help.clone())
+        .unwrap_or_default();
+    let counted: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|word| !ACCESS_LOG_ONLY.contains(word))
+        .collect();
+    assert!(
+        help.contains(&format!("({}).", counted.join(", "))),
+        "{help}"
+    );
+    assert!(!help.contains("unrouted"), "{help}");
+    // The logs page lists them all, as the metrics reference does.
+    let listed = marked("docs/src/operations/logs.md", "decisions");
+    assert_eq!(listed.len(), 1, "{REGENERATE}");
+    assert_eq!(
+        listed[0],
+        robotsguard::metrics_reference::decisions_markdown(true),
+        "{REGENERATE}"
+    );
+}
+
+#[test]
+fn every_script_the_docs_and_deployments_name_exists() {
+    let mut files = doc_files();
+    let mut dirs = vec![
+        root().join("deploy"),
+        root().join("helm"),
+        root().join("scripts"),
+    ];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("directory readable") {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.push(root().join(".ci/run"));
+    files.push(root().join("Dockerfile"));
+    let mut missing = Vec::new();
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        for (at, _) in text.match_indices("scripts/") {
+            // A path of this repository: `scripts/` not inside a longer path or word.
+            let before = text[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || matches!(c, '/' | '_' | '-' | '.')) {
+                continue;
+            }
+            let name: String = text[at..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || matches!(c, '/' | '_' | '-' | '.'))
+                .collect();
+            let name = name.trim_end_matches('.');
+            if name == "scripts/" || !name.contains('.') && !name.ends_with("cmake") {
+                continue;
+            }
+            if !root().join(name).exists() {
+                missing.push(format!("{}: {name}", path_str(&file)));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "named but missing: {missing:#?}");
+}
+
+/// The image's `org.opencontainers.image.source` label (scripts/source-url.sh) is a web address
+/// without credentials, or nothing: never the path a local clone's `origin` is.
+#[test]
+fn the_image_source_label_is_a_web_address_or_nothing() {
+    for (remote, want) in [
+        (
+            "https://github.com/example/robotsguard.git",
+            "https://github.com/example/robotsguard",
+        ),
+        (
+            "git@github.com:example/robotsguard.git",
+            "https://github.com/example/robotsguard",
+        ),
+        (
+            "ssh://git@git.example/team/robotsguard",
+            "https://git.example/team/robotsguard",
+        ),
+        (
+            "https://ci:secret-token@git.example/team/robotsguard",
+            "https://git.example/team/robotsguard",
+        ),
+        ("/work/main", ""),
+        ("../robotsguard", ""),
+        ("file:///srv/git/robotsguard", ""),
+    ] {
+        let output = Command::new("sh")
+            .arg(root().join("scripts/source-url.sh"))
+            .env("ROBOTSGUARD_SOURCE", remote)
+            .current_dir(root())
+            .output()
+            .expect("sh runs");
+        assert!(output.status.success(), "{remote}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout).trim(),
+            want,
+            "{remote}"
+        );
+    }
+}

@@ -123,7 +123,7 @@ fn proxy_protocol_v1_and_v2_name_the_client() {
 #[test]
 fn proxy_protocol_on_a_tls_listener() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let made = std::process::Command::new("openssl")
+    let made = crate::support::programs::command("openssl")
         .args([
             "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
         ])
@@ -178,7 +178,7 @@ fn proxy_protocol_on_a_tls_listener() {
             pipe(client, upstream);
         }
     });
-    let output = std::process::Command::new("curl")
+    let output = crate::support::programs::command("curl")
         .args(["-sk", "--max-time", "10", "-A", BROWSER])
         .arg("--resolve")
         .arg(format!("shop.example:{}:127.0.0.1", relay_addr.port()))

@@ -221,3 +221,45 @@ fn partners_and_monitors_let_the_right_clients_through() {
         Outcome::Blocked
     );
 }
+
+#[test]
+fn ai_purposes_licenses_training_and_keeps_every_search_engine_indexing() {
+    const BINGBOT: &[u8] =
+        b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm) Chrome/116.0.1938.76 Safari/537.36";
+    const APPLEBOT: &[u8] = b"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/13.1.1 Safari/605.1.15 (Applebot/0.1; +http://www.apple.com/go/applebot)";
+    let snapshot = snapshot("ai-purposes.yaml");
+    let config = example("ai-purposes.yaml");
+    let catalogue = snapshot.identifier.catalogue();
+    assert_eq!(
+        robotsguard::enforce::config_warnings(&config, catalogue),
+        Vec::new(),
+        "the example warns of nothing"
+    );
+    for search in [GOOGLEBOT, BINGBOT, APPLEBOT] {
+        let page = decision(&snapshot, "news.example", search, "/article");
+        assert_eq!(
+            page.outcome,
+            Outcome::Allowed,
+            "{}",
+            String::from_utf8_lossy(search)
+        );
+        assert_eq!(
+            decision(&snapshot, "news.example", search, "/account/x").outcome,
+            Outcome::Blocked
+        );
+    }
+    let trainer = decision(&snapshot, "news.example", GPTBOT, "/article");
+    assert_eq!(
+        trainer.outcome,
+        Outcome::Blocked,
+        "answered 402 by the judge"
+    );
+    let served =
+        String::from_utf8_lossy(&snapshot.origins[0].robots.current().served().body).into_owned();
+    for token in ["Google-Extended", "Applebot-Extended"] {
+        assert!(
+            served.contains(&format!("User-agent: {token}\nDisallow: /\n")),
+            "{served}"
+        );
+    }
+}

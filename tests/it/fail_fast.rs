@@ -106,7 +106,7 @@ fn missing_unparseable_or_mismatched_tls_files_stop_serve() {
     // Two valid pairs, crossed: each file parses, the key is not the certificate's.
     let dir = tempfile::tempdir().expect("temp dir");
     for name in ["a", "b"] {
-        let made = Command::new("openssl")
+        let made = crate::support::programs::command("openssl")
             .args([
                 "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
             ])

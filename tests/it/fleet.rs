@@ -11,7 +11,6 @@ use crate::support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -20,18 +19,6 @@ use support::{free_port, metric, Origin, Proxy, Request};
 
 const EXAMPLEBOT: &str = "Mozilla/5.0 (compatible; ExampleBot/1.0)";
 const PREFIX: &str = "rg-topology:";
-
-fn redis_binary() -> PathBuf {
-    [
-        "/usr/bin/redis-server",
-        "/usr/local/bin/redis-server",
-        "/usr/bin/valkey-server",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .find(|p| p.exists())
-    .expect("redis-server is installed (.ci/run installs it)")
-}
 
 /// A `redis-server` (or a sentinel) on a loopback port, killed on drop.
 struct Node {
@@ -45,7 +32,7 @@ impl Node {
     fn server(args: &[&str]) -> Node {
         let dir = tempfile::tempdir().expect("temp dir");
         let port = free_port();
-        let mut command = Command::new(redis_binary());
+        let mut command = support::redis::server_program().command();
         command
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args(["--save", "", "--appendonly", "no"])
@@ -72,7 +59,7 @@ impl Node {
             ),
         )
         .expect("sentinel config written");
-        let mut command = Command::new(redis_binary());
+        let mut command = support::redis::server_program().command();
         command.arg(&config).arg("--sentinel");
         Node::spawn(command, port, dir)
     }

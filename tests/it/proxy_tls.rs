@@ -12,7 +12,7 @@ use support::{free_port, Origin, BROWSER, GPTBOT};
 
 /// curl through the TLS listener; returns (status, body).
 fn curl(port: u16, path: &str, user_agent: &str) -> (u16, String) {
-    let output = Command::new("curl")
+    let output = crate::support::programs::command("curl")
         .args([
             "-sk",
             "--max-time",
@@ -35,7 +35,7 @@ fn curl(port: u16, path: &str, user_agent: &str) -> (u16, String) {
 #[test]
 fn a_tls_listener_terminates_https_and_enforces() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let made = Command::new("openssl")
+    let made = crate::support::programs::command("openssl")
         .args([
             "req",
             "-x509",

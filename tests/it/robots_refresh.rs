@@ -155,3 +155,36 @@ fn sighup_fetches_every_origins_robots_txt_again() {
     ));
     assert!(proxy.stderr().contains("config reloaded"));
 }
+
+#[test]
+fn an_origin_that_keeps_failing_is_said_once_not_at_every_retry() {
+    // Nothing listens at the upstream: every fetch fails at once and is retried after 10 s.
+    let closed = support::free_port();
+    let proxy = Proxy::start(&format!(
+        "origins:\n  - name: shop\n    hosts: [\"shop.example\"]\n    upstream: \"127.0.0.1:{closed}\"\n"
+    ));
+    let attempts = || {
+        support::metric(
+            &proxy.metrics(),
+            "robotsguard_robots_fetches_total",
+            &[("origin", "shop"), ("outcome", "unreachable")],
+        )
+    };
+    let deadline = Instant::now() + Duration::from_secs(25);
+    while attempts() < 2.0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(attempts() >= 2.0, "retried: {}", attempts());
+    let warnings: Vec<String> = proxy
+        .stderr()
+        .lines()
+        .filter(|line| line.contains("WARN") && line.contains("robots.txt"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert!(
+        warnings[0].contains("said again at most every 10 minutes"),
+        "{}",
+        warnings[0]
+    );
+}

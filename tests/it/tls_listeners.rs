@@ -15,9 +15,9 @@ use support::{inline_robots, metric, site, Origin, Proxy, BROWSER, GPTBOT};
 /// The subject line of the certificate the listener on `port` serves for `server_name` (no SNI
 /// when `None`).
 fn served_subject(port: u16, server_name: Option<&str>) -> String {
-    let mut command = Command::new("timeout");
+    let mut command = crate::support::programs::program("openssl").with_timeout(10);
     command
-        .args(["10", "openssl", "s_client", "-connect"])
+        .args(["s_client", "-connect"])
         .arg(format!("127.0.0.1:{port}"));
     match server_name {
         Some(name) => command.args(["-servername", name]),
@@ -66,7 +66,7 @@ fn wait_for_metrics(proxy: &Proxy, condition: impl Fn(&str) -> bool) -> bool {
 
 /// `status`, `http_version` and body of a curl request with `args` (`--http2`, `-k`, ...).
 fn curl(args: &[&str], url: &str, user_agent: &str) -> (u16, String, String) {
-    let output = Command::new("curl")
+    let output = crate::support::programs::command("curl")
         .args(["-s", "--max-time", "10", "-A", user_agent])
         .args(["-w", "\n%{http_code} %{http_version}"])
         .args(args)
@@ -413,7 +413,7 @@ fn http2_over_tls_and_h2c_are_decided_like_http1() {
             (args.to_vec(), "/private/page", GPTBOT, 403),
             (other.clone(), "/", BROWSER, 421),
         ] {
-            let head = Command::new("curl")
+            let head = crate::support::programs::command("curl")
                 .args(["-s", "-I", "--max-time", "10", "-A", user_agent])
                 .args(["-w", "%{http_code} %{http_version}"])
                 .args(&args)

@@ -174,3 +174,52 @@ fn a_list_that_cannot_be_fetched_is_said_once_and_reported_not_loaded() {
     assert_eq!(proxy.admin_status("/readyz"), Some(200));
     assert_eq!(verdict(&proxy, "8.8.8.8")["result"], "unverified");
 }
+
+#[test]
+fn lists_failing_for_one_cause_are_said_in_one_line() {
+    let origin = Origin::start();
+    // Three lists behind one closed port: one cause (nothing listens there), as when a
+    // deployment has no egress or no DNS and every built-in list fails at once.
+    let closed = support::free_port();
+    let lists: Vec<String> = ["a", "b", "c"]
+        .iter()
+        .map(|name| format!("http://127.0.0.1:{closed}/{name}.json"))
+        .collect();
+    let extra: String = lists
+        .iter()
+        .enumerate()
+        .map(|(n, list)| {
+            format!(
+                "    - {{name: Bot{n}, pattern: Bot{n}x, category: ai-training, verify: {{ips: [\"{list}\"]}}}}\n"
+            )
+        })
+        .collect();
+    let body = format!(
+        "crawlers:\n  builtin: false\n  extra:\n{extra}origins:\n  - name: shop\n    hosts: [\"shop.example\"]\n    upstream: \"{}\"\n",
+        origin.addr()
+    );
+    let proxy = Proxy::start(&body);
+    let attempts = |list: &str| {
+        metric(
+            &proxy.metrics(),
+            "robotsguard_verify_list_fetches_total",
+            &[("list", list), ("outcome", "unreachable")],
+        )
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while lists.iter().any(|list| attempts(list) < 1.0) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(lists.iter().all(|list| attempts(list) >= 1.0));
+    let warnings: Vec<String> = proxy
+        .stderr()
+        .lines()
+        .filter(|line| line.contains("WARN") && line.contains("crawler IP range list"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    // Each list still says it is not loaded.
+    for list in &lists {
+        assert_eq!(loaded(&proxy, list), 0.0);
+    }
+}

@@ -49,7 +49,7 @@ impl Key {
     fn rsa() -> Key {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("rsa.pem");
-        let status = std::process::Command::new("openssl")
+        let status = crate::support::programs::command("openssl")
             .args([
                 "genpkey",
                 "-algorithm",

@@ -8,7 +8,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use serde::{Deserialize, Serialize};
 
 use super::category::Category;
-use super::purpose::{Purpose, Purposes};
+use super::purpose::{is_group_token, Purpose, PurposeControls, Purposes};
 use super::words::{bounded_whole_words, is_whole_word, MAX_NAMES_CONSIDERED};
 
 /// The built-in catalogue, compiled into the binary.
@@ -46,6 +46,11 @@ pub struct CrawlerDef {
     /// The built-in catalogue lists them in its `purposes` table.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub purposes: Vec<Purpose>,
+    /// Per purpose, the robots.txt token its operator names for refusing that use without
+    /// refusing the crawler (`{training: Google-Extended}`). The built-in catalogue lists them
+    /// in its `controls` table.
+    #[serde(default, skip_serializing_if = "PurposeControls::is_empty")]
+    pub controls: PurposeControls,
     /// Its operator documents that it ignores robots.txt's `Crawl-delay`: a `429` would slow
     /// its whole crawl of the site, so the delay is reported rather than enforced by default.
     #[serde(default, skip_serializing_if = "is_false")]
@@ -204,6 +209,9 @@ pub struct CrawlerInfo {
     pub feed: Option<String>,
     /// What its fetches are for.
     pub purposes: Purposes,
+    /// The robots.txt tokens that control some of its purposes.
+    #[serde(skip_serializing_if = "PurposeControls::is_empty")]
+    pub controls: PurposeControls,
     /// It ignores `Crawl-delay` (documented by its operator).
     pub ignores_crawl_delay: bool,
     /// Signature agents whose valid signatures identify it.
@@ -226,6 +234,9 @@ struct CatalogueFile {
     /// Names of crawlers documented to ignore `Crawl-delay`.
     #[serde(default)]
     ignores_crawl_delay: Vec<String>,
+    /// Purpose control tokens by crawler name, for entries that name none of their own.
+    #[serde(default)]
+    controls: std::collections::BTreeMap<String, PurposeControls>,
 }
 
 /// Why a catalogue could not be loaded or built. The parser's and the automaton builder's
@@ -333,6 +344,15 @@ pub fn parse_catalogue_yaml(text: &str) -> Result<Vec<CrawlerDef>, CatalogueErro
         {
             def.ignores_crawl_delay = true;
         }
+        if def.controls.is_empty() {
+            if let Some((_, controls)) = file
+                .controls
+                .iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case(&def.name))
+            {
+                def.controls = controls.clone();
+            }
+        }
     }
     Ok(defs)
 }
@@ -373,12 +393,51 @@ pub fn check_format(format: &ListFormat) -> Result<(), String> {
     }
 }
 
-/// Compiles a list's `regex` with a size limit (it comes from a config or a feed).
+/// Compiles a list's `regex` with a size limit (it comes from a config or a feed). The error is
+/// one line, as a config error is (`regex "IP: ([0-9" does not compile: unclosed character
+/// class, at character 6`).
 pub fn compile_format_regex(pattern: &str) -> Result<regex::Regex, String> {
     regex::RegexBuilder::new(pattern)
         .size_limit(1 << 20)
         .build()
-        .map_err(|e| format!("regex {pattern:?} does not compile: {e}"))
+        .map_err(|e| format!("regex {pattern:?} does not compile: {}", regex_error(&e)))
+}
+
+/// The regex crate's error in one line. A syntax error is several: `regex parse error:`, the
+/// pattern, a line of spaces and carets under the fault, then `error: what`; what is said, and
+/// where (the first caret's character within the pattern, counted from 1).
+fn regex_error(error: &regex::Error) -> String {
+    let text = error.to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(what) = lines
+        .iter()
+        .rev()
+        .find_map(|line| line.trim_start().strip_prefix("error: "))
+    else {
+        return lines
+            .iter()
+            .map(|line| line.trim())
+            .filter(|line| !line.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+    };
+    // The pattern line and the carets under it share their indent (the pattern may itself
+    // span lines: the caret line is the one made of spaces and carets only).
+    let at = lines
+        .windows(2)
+        .find(|pair| {
+            let carets = pair[1].trim();
+            !carets.is_empty() && carets.chars().all(|c| c == '^')
+        })
+        .and_then(|pair| {
+            let indent = pair[0].len() - pair[0].trim_start().len();
+            let caret = pair[1].find('^')?;
+            Some(pair[1][indent.min(caret)..caret].chars().count() + 1)
+        });
+    match at {
+        Some(column) => format!("{what}, at character {column}"),
+        None => what.to_string(),
+    }
 }
 
 /// An immutable, validated set of crawler definitions with one Aho-Corasick automaton over
@@ -444,6 +503,7 @@ impl Catalogue {
                     verify: def.verify.clone(),
                     feed: def.feed.clone(),
                     purposes: def.purposes(),
+                    controls: def.controls.clone(),
                     ignores_crawl_delay: def.ignores_crawl_delay,
                     signing_agents: def.signing_agents.clone(),
                 })
@@ -642,6 +702,26 @@ fn validate(index: usize, def: &CrawlerDef) -> Result<(), CatalogueError> {
             )));
         }
     }
+    let purposes = def.purposes();
+    for (purpose, token) in def.controls.iter() {
+        if !is_group_token(token) {
+            return Err(invalid(format!(
+                "control token {token:?} for {purpose} is not a robots.txt group name (letters, \
+                 `-` and `_` only)"
+            )));
+        }
+        if !purposes.contains(purpose) {
+            return Err(invalid(format!(
+                "control token {token:?} is for {purpose}, which is not one of its purposes"
+            )));
+        }
+        if def.tokens.iter().any(|own| own.eq_ignore_ascii_case(token)) {
+            return Err(invalid(format!(
+                "control token {token:?} is one of its own tokens: a group for it would refuse \
+                 the crawler itself"
+            )));
+        }
+    }
     if !def.source.is_empty() && !def.source.starts_with("https://") {
         return Err(invalid(format!(
             "source {:?} is not an https:// URL",
@@ -816,6 +896,7 @@ mod tests {
             ignores_global: false,
             verify: None,
             purposes: Vec::new(),
+            controls: PurposeControls::default(),
             ignores_crawl_delay: false,
             signing_agents: Vec::new(),
             source: String::new(),
@@ -890,7 +971,12 @@ mod tests {
                 .any(|name| name.eq_ignore_ascii_case(&def.name));
             assert!(row, "{} has no row in `purposes`", def.name);
         }
-        for name in file.purposes.keys().chain(&file.ignores_crawl_delay) {
+        for name in file
+            .purposes
+            .keys()
+            .chain(&file.ignores_crawl_delay)
+            .chain(file.controls.keys())
+        {
             assert!(
                 names.contains(&name.to_ascii_lowercase()),
                 "{name} names no catalogue entry"
@@ -923,6 +1009,87 @@ mod tests {
             flagged,
             ["APIs-Google", "AdsBot-Google", "AdsBot-Google-Mobile"]
         );
+    }
+
+    #[test]
+    fn a_regex_error_is_one_line_saying_what_and_where() {
+        let error = compile_format_regex("IP: ([0-9").map(|_| ()).unwrap_err();
+        assert_eq!(
+            error,
+            "regex \"IP: ([0-9\" does not compile: unclosed character class, at character 6"
+        );
+        assert!(!error.contains('\n'));
+        let error = compile_format_regex("a{99999999}").map(|_| ()).unwrap_err();
+        assert!(!error.contains('\n'), "{error}");
+        assert!(
+            error.starts_with("regex \"a{99999999}\" does not compile: "),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_operators_control_tokens_are_where_they_document_them() {
+        let c = builtin();
+        let token = |name: &str| {
+            c.get(name)
+                .and_then(|d| d.controls.token(Purpose::Training))
+                .map(str::to_string)
+        };
+        for google in [
+            "Googlebot",
+            "Googlebot-Image",
+            "Googlebot-News",
+            "Googlebot-Video",
+            "Googlebot-Mobile",
+        ] {
+            assert_eq!(
+                token(google).as_deref(),
+                Some("Google-Extended"),
+                "{google}"
+            );
+        }
+        assert_eq!(token("Applebot").as_deref(), Some("Applebot-Extended"));
+        // Microsoft names no robots.txt token for Bing's AI use (its controls are the pages'
+        // `noarchive` / `nocache`): bingbot's search and training are one crawl.
+        assert_eq!(token("bingbot"), None);
+        // Every multi-purpose crawler that searches is either controlled or documented here.
+        let searching_multi: Vec<&str> = c
+            .defs()
+            .iter()
+            .filter(|d| {
+                let purposes = d.purposes();
+                purposes.contains(Purpose::Search) && purposes.iter().count() > 1
+            })
+            .filter(|d| d.controls.is_empty())
+            .map(|d| d.name.as_str())
+            .collect();
+        assert_eq!(searching_multi, ["bingbot"]);
+    }
+
+    #[test]
+    fn control_tokens_are_group_names_for_purposes_the_crawler_serves() {
+        let mut bad = def("Bot", &["bot"], "SomeBot", Category::Search);
+        bad.purposes = vec![Purpose::Search, Purpose::Training];
+        bad.controls = PurposeControls::of([(Purpose::Agent, "Bot-Agent")]);
+        let error = Catalogue::new(vec![bad.clone()]).map(|_| ()).unwrap_err();
+        assert!(
+            error.to_string().contains("not one of its purposes"),
+            "{error}"
+        );
+        bad.controls = PurposeControls::of([(Purpose::Training, "Bot 2")]);
+        let error = Catalogue::new(vec![bad.clone()]).map(|_| ()).unwrap_err();
+        assert!(
+            error.to_string().contains("not a robots.txt group name"),
+            "{error}"
+        );
+        bad.controls = PurposeControls::of([(Purpose::Training, "BOT")]);
+        let error = Catalogue::new(vec![bad.clone()]).map(|_| ()).unwrap_err();
+        assert!(
+            error.to_string().contains("one of its own tokens"),
+            "{error}"
+        );
+        bad.controls = PurposeControls::of([(Purpose::Training, "Bot-Extended")]);
+        assert!(Catalogue::new(vec![bad]).is_ok());
     }
 
     #[test]

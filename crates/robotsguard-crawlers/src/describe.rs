@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::category::Category;
 use super::identify::{GenericRule, Identity, IdentitySource};
-use super::purpose::Purposes;
+use super::purpose::{PurposeControls, Purposes};
 
 /// An [`Identity`] detached from the identifier and the UA, for output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -23,6 +23,10 @@ pub struct OwnedIdentity {
     pub ignores_global: bool,
     /// What its fetches are for (`search`, `training`, `agent`, `other`).
     pub purposes: Purposes,
+    /// Per purpose, the robots.txt token its operator names for refusing that use without
+    /// refusing the crawler (`{"training": "Google-Extended"}`).
+    #[serde(skip_serializing_if = "PurposeControls::is_empty")]
+    pub controls: PurposeControls,
     /// Its operator documents that it ignores `Crawl-delay`.
     pub ignores_crawl_delay: bool,
     /// The stage that identified it.
@@ -46,6 +50,7 @@ impl From<&Identity<'_>> for OwnedIdentity {
             operator: id.operator.to_owned(),
             ignores_global: id.ignores_global,
             purposes: id.purposes,
+            controls: id.def.map(|def| def.controls.clone()).unwrap_or_default(),
             ignores_crawl_delay: id.ignores_crawl_delay,
             source: id.source,
             generic_rule: id.generic_rule,
@@ -193,6 +198,7 @@ mod tests {
             "operator": "Google",
             "ignores_global": false,
             "purposes": ["search", "training"],
+            "controls": {"training": "Google-Extended"},
             "ignores_crawl_delay": true,
             "source": "catalogue",
             "metric_label": "Googlebot-Image",

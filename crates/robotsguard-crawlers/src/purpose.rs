@@ -78,6 +78,16 @@ impl Purposes {
         self.0 & (1 << purpose.index()) != 0
     }
 
+    /// The set with `purpose` added.
+    pub fn with(self, purpose: Purpose) -> Purposes {
+        Purposes(self.0 | 1 << purpose.index())
+    }
+
+    /// How many purposes the set holds.
+    pub fn len(self) -> usize {
+        self.0.count_ones() as usize
+    }
+
     /// Whether the set is empty.
     pub fn is_empty(self) -> bool {
         self.0 == 0
@@ -103,6 +113,78 @@ impl Serialize for Purposes {
     }
 }
 
+/// The robots.txt tokens by which a crawler's operator lets a site refuse some of its purposes
+/// without refusing the crawler: Google's training use of what Googlebot fetches is governed by
+/// a `Google-Extended` group, not by Googlebot's own group. Written as a mapping from purpose to
+/// token (`{training: Google-Extended}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct PurposeControls(Vec<(Purpose, String)>);
+
+impl PurposeControls {
+    /// The controls `pairs` name, in [`Purpose::ALL`] order (a purpose named twice keeps its
+    /// last token).
+    pub fn of<'a>(pairs: impl IntoIterator<Item = (Purpose, &'a str)>) -> PurposeControls {
+        let mut out: Vec<(Purpose, String)> = Vec::new();
+        for (purpose, token) in pairs {
+            out.retain(|(existing, _)| *existing != purpose);
+            out.push((purpose, token.to_string()));
+        }
+        out.sort_by_key(|(purpose, _)| *purpose);
+        PurposeControls(out)
+    }
+
+    /// The token that controls `purpose`, when the operator names one.
+    pub fn token(&self, purpose: Purpose) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(p, _)| *p == purpose)
+            .map(|(_, token)| token.as_str())
+    }
+
+    /// Every `(purpose, token)` pair, in [`Purpose::ALL`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (Purpose, &str)> {
+        self.0
+            .iter()
+            .map(|(purpose, token)| (*purpose, token.as_str()))
+    }
+
+    /// The purposes a token controls.
+    pub fn purposes(&self) -> Purposes {
+        Purposes(self.0.iter().fold(0, |bits, (p, _)| bits | 1 << p.index()))
+    }
+
+    /// Whether no purpose has a token.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Serialize for PurposeControls {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for PurposeControls {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let map = std::collections::BTreeMap::<Purpose, String>::deserialize(deserializer)?;
+        Ok(PurposeControls::of(
+            map.iter()
+                .map(|(purpose, token)| (*purpose, token.as_str())),
+        ))
+    }
+}
+
+/// Whether `token` can name a robots.txt group exactly: robots.txt reads a `User-agent` value
+/// up to its first character outside `[A-Za-z_-]`, so a token with any other character could
+/// never be matched as written.
+pub fn is_group_token(token: &str) -> bool {
+    !token.is_empty()
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,5 +206,30 @@ mod tests {
             Purposes::from_category(Category::Seo),
             Purposes::of(&[Purpose::Other])
         );
+    }
+
+    #[test]
+    fn controls_keep_one_token_per_purpose_in_order() {
+        let controls = PurposeControls::of([
+            (Purpose::Training, "Old-Token"),
+            (Purpose::Search, "Search-Token"),
+            (Purpose::Training, "Google-Extended"),
+        ]);
+        assert_eq!(controls.token(Purpose::Training), Some("Google-Extended"));
+        assert_eq!(controls.token(Purpose::Agent), None);
+        assert_eq!(
+            controls.iter().collect::<Vec<_>>(),
+            vec![
+                (Purpose::Search, "Search-Token"),
+                (Purpose::Training, "Google-Extended")
+            ]
+        );
+        assert_eq!(
+            controls.purposes(),
+            Purposes::of(&[Purpose::Search, Purpose::Training])
+        );
+        assert!(is_group_token("Applebot-Extended"));
+        assert!(!is_group_token("Bot2"));
+        assert!(!is_group_token(""));
     }
 }

@@ -455,6 +455,26 @@ impl Robots {
         }
     }
 
+    /// Every `Content-Signal` and `Content-Usage` line of the groups behind `group` (as a
+    /// verdict of this robots.txt names it), whatever the path: the group-wide lines, then the
+    /// path-scoped ones, each in file order. What the group says about a use anywhere.
+    pub fn group_preferences(&self, group: GroupMatch<'_>) -> Vec<&PreferenceLine> {
+        let Some(prefs) = &self.prefs else {
+            return Vec::new();
+        };
+        let index = match group {
+            GroupMatch::Agent(name) => self.find_agent(name).map(|(_, index)| index),
+            GroupMatch::Global => self.global,
+            GroupMatch::None => None,
+        };
+        let Some(lines) = index.and_then(|index| prefs.per_index.get(index as usize)) else {
+            return Vec::new();
+        };
+        let mut scoped: Vec<&PreferenceLine> = lines.scoped.iter().map(|(_, line)| line).collect();
+        scoped.sort_by_key(|line| line.line);
+        lines.group_wide.iter().chain(scoped).collect()
+    }
+
     /// Whether any group has a `Content-Signal` or `Content-Usage` line.
     pub fn has_preferences(&self) -> bool {
         self.prefs.as_ref().is_some_and(|prefs| {
@@ -982,5 +1002,27 @@ mod tests {
                 "{miss}"
             );
         }
+    }
+
+    #[test]
+    fn a_groups_preference_lines_whatever_the_path() {
+        let robots = Robots::parse(
+            b"User-agent: *\nContent-Usage: /b/ train-ai=y\nContent-Signal: ai-train=no\n\
+              Content-Usage: /a/ train-ai=n\nDisallow: /a/\n\nUser-agent: bot\nAllow: /\n",
+        );
+        let lines: Vec<u32> = robots
+            .group_preferences(GroupMatch::Global)
+            .iter()
+            .map(|line| line.line)
+            .collect();
+        // Group-wide first, then path-scoped in file order; a disallowed path's line too.
+        assert_eq!(lines, [3, 2, 4]);
+        assert!(robots
+            .group_preferences(GroupMatch::Agent("bot"))
+            .is_empty());
+        assert!(robots.group_preferences(GroupMatch::None).is_empty());
+        assert!(Robots::parse(b"User-agent: *\nAllow: /\n")
+            .group_preferences(GroupMatch::Global)
+            .is_empty());
     }
 }

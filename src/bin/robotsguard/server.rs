@@ -460,9 +460,11 @@ pub fn build_after(
         max_requests_in_flight_per_client = in_flight.per_client(),
         "robotsguard starting"
     );
-    for warning in robotsguard::config::warnings(&config) {
-        tracing::warn!("{warning}");
-    }
+    let snapshot = guard.snapshot();
+    robotsguard::enforce::count_config_warnings(&robotsguard::enforce::config_warnings(
+        &snapshot.config,
+        snapshot.identifier.catalogue(),
+    ));
     for origin in &config.origins {
         tracing::info!(
             origin = %origin.name,

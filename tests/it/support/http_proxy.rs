@@ -1,7 +1,6 @@
-//! A real HTTP proxy (tinyproxy, from the system packages) on a free loopback port: what
-//! `verify.ranges.proxy` tunnels list fetches through with CONNECT. Killed on drop.
-
-use std::path::Path;
+//! A real HTTP proxy (tinyproxy, the system's or Debian's fetched: [`super::programs`]) on a free
+//! loopback port: what `verify.ranges.proxy` tunnels list fetches through with CONNECT. Killed on
+//! drop.
 
 use super::*;
 
@@ -9,16 +8,6 @@ pub struct HttpProxy {
     child: Child,
     pub port: u16,
     dir: tempfile::TempDir,
-}
-
-fn binary() -> PathBuf {
-    for dir in ["/usr/bin", "/usr/sbin", "/usr/local/bin"] {
-        let path = Path::new(dir).join("tinyproxy");
-        if path.exists() {
-            return path;
-        }
-    }
-    panic!("tinyproxy is not installed: `.ci/run` installs it (apt-get install tinyproxy)");
 }
 
 impl HttpProxy {
@@ -37,7 +26,7 @@ impl HttpProxy {
             ),
         )
         .expect("proxy config written");
-        let child = Command::new(binary())
+        let child = super::programs::command("tinyproxy")
             .arg("-d")
             .arg("-c")
             .arg(&config)

@@ -158,7 +158,7 @@ impl Proxy {
 
     /// Sends a signal (`HUP`, `TERM`, `QUIT`, ...) with `kill`.
     pub fn signal(&self, name: &str) {
-        let status = Command::new("kill")
+        let status = super::programs::command("kill")
             .arg(format!("-{name}"))
             .arg(self.pid().to_string())
             .status()

@@ -1157,6 +1157,8 @@ pub mod live;
 // Real origins that read a request target as a server or app would: stock nginx, and an app
 // resolving it with WHATWG URL parsing.
 pub mod nginx;
+// The programs above and curl, openssl, kill: the system's, or Debian's fetched without root.
+pub mod programs;
 pub mod redis;
 pub mod tls;
 pub mod trickle;

@@ -1,5 +1,6 @@
-//! The stock Debian `nginx` as a static-file origin, for tests that need a real server's reading
-//! of a request target rather than the harness's byte-exact one.
+//! The stock Debian `nginx` (the system's, or Debian's package fetched: [`super::programs`]) as a
+//! static-file origin, for tests that need a real server's reading of a request target rather
+//! than the harness's byte-exact one.
 //!
 //! nginx decodes percent escapes (`%2F` included) and then resolves dot segments and merges
 //! slashes before it maps the path to a file, so `/public/..%2Fprivate/secret.html` is served
@@ -35,10 +36,10 @@ impl Nginx {
     /// Serves `files`, each a path relative to the docroot (`"private/secret.html"`) and its
     /// bytes, and returns once nginx accepts connections.
     pub fn start(files: &[(&str, &[u8])]) -> Nginx {
-        let binary = binary();
+        let nginx = super::programs::program("nginx");
         let mut last_error = String::new();
         for _ in 0..3 {
-            match Nginx::try_start(&binary, files) {
+            match Nginx::try_start(&nginx, files) {
                 Ok(nginx) => return nginx,
                 // Another process may have taken the port between picking and binding it.
                 Err((log, true)) => last_error = log,
@@ -49,7 +50,10 @@ impl Nginx {
     }
 
     /// `Err((what went wrong, whether another port may help))`.
-    fn try_start(binary: &Path, files: &[(&str, &[u8])]) -> Result<Nginx, (String, bool)> {
+    fn try_start(
+        nginx: &super::programs::Program,
+        files: &[(&str, &[u8])],
+    ) -> Result<Nginx, (String, bool)> {
         let dir = tempfile::tempdir().expect("temp dir for nginx");
         let root = dir.path().join("root");
         std::fs::create_dir_all(&root).expect("nginx docroot created");
@@ -73,7 +77,8 @@ impl Nginx {
         std::fs::write(&config_path, &config).expect("nginx config written");
         let error_log = dir.path().join("error.log");
         let stderr = std::fs::File::create(dir.path().join("stderr.log")).expect("stderr file");
-        let child = Command::new(binary)
+        let child = nginx
+            .command()
             .arg("-p")
             .arg(dir.path())
             // Before it reads the config nginx would log to the path built into it.
@@ -85,7 +90,7 @@ impl Nginx {
             .stdout(Stdio::null())
             .stderr(stderr)
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", binary.display()));
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", nginx.path.display()));
         let mut nginx = Nginx { child, addr, dir };
         let deadline = Instant::now() + Duration::from_secs(15);
         for _ in 0..1000 {
@@ -179,27 +184,6 @@ impl Drop for Nginx {
             );
         }
     }
-}
-
-/// The nginx binary: `nginx` on PATH, else Debian's `/usr/sbin/nginx` (not on a non-root PATH).
-fn binary() -> PathBuf {
-    let on_path = std::env::var_os("PATH")
-        .map(|path| {
-            std::env::split_paths(&path)
-                .map(|dir| dir.join("nginx"))
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default();
-    on_path
-        .into_iter()
-        .chain([PathBuf::from("/usr/sbin/nginx")])
-        .find(|candidate| candidate.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "nginx is not installed: these tests need the stock nginx binary (`.ci/run` \
-                 installs it; by hand: apt-get install nginx, or nginx-light)"
-            )
-        })
 }
 
 /// A minimal config: every path nginx writes to is inside `dir`.

@@ -1,4 +1,5 @@
-//! A real Redis (or Valkey) server from the system packages on a free loopback port, started
+//! A real Redis (or Valkey) server (the system's, or Debian's fetched: [`super::programs`]) on a
+//! free loopback port, started
 //! and killed by the tests, and a minimal RESP client to look at what the proxies stored.
 
 use std::io::{BufRead, BufReader};
@@ -24,16 +25,10 @@ struct TlsPort {
     client_certificates: bool,
 }
 
-fn binary() -> PathBuf {
-    for name in ["redis-server", "valkey-server"] {
-        for dir in ["/usr/bin", "/usr/local/bin", "/usr/sbin"] {
-            let path = Path::new(dir).join(name);
-            if path.exists() {
-                return path;
-            }
-        }
-    }
-    panic!("redis-server (or valkey-server) is not installed: `.ci/run` installs it (apt-get install redis-server)");
+/// `redis-server` or `valkey-server` from the system, else Debian's `redis-server` fetched
+/// ([`super::programs`]).
+pub fn server_program() -> super::programs::Program {
+    super::programs::first_of(&["redis-server", "valkey-server"])
 }
 
 impl RedisServer {
@@ -82,7 +77,7 @@ impl RedisServer {
 
     fn run(&mut self) {
         let log = std::fs::File::create(self.dir.path().join("redis.log")).expect("log file");
-        let mut command = Command::new(binary());
+        let mut command = server_program().command();
         command
             .args(["--bind", "127.0.0.1", "--port"])
             .arg(self.port.to_string())
@@ -146,7 +141,7 @@ impl RedisServer {
 
     fn signal(&self, name: &str) {
         let pid = self.child.as_ref().expect("redis-server is running").id();
-        let status = Command::new("kill")
+        let status = super::programs::command("kill")
             .arg(format!("-{name}"))
             .arg(pid.to_string())
             .status()

@@ -4,12 +4,12 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 fn openssl(dir: &Path, args: &[&str]) {
-    let status = Command::new("openssl")
+    let status = super::programs::command("openssl")
         .args(args)
         .current_dir(dir)
         .stdout(Stdio::null())
@@ -127,7 +127,7 @@ impl HttpsServer {
         client_ca: Option<&Path>,
     ) -> HttpsServer {
         let port = super::free_port();
-        let mut command = Command::new("openssl");
+        let mut command = super::programs::command("openssl");
         command
             .args(["s_server", "-quiet", mode, "-accept"])
             .arg(format!("127.0.0.1:{port}"))
@@ -187,15 +187,8 @@ pub fn trusted_server_certificate() -> &'static (tempfile::TempDir, PathBuf, Pat
 /// `alpn`), its input piped (what the test writes is sent over TLS), its output discarded. It
 /// ends after 60 s whatever happens; tests kill it sooner.
 pub fn s_client(addr: &str, server_name: &str, alpn: Option<&str>) -> Child {
-    let mut command = Command::new("timeout");
-    command.args([
-        "60",
-        "openssl",
-        "s_client",
-        "-quiet",
-        "-servername",
-        server_name,
-    ]);
+    let mut command = super::programs::program("openssl").with_timeout(60);
+    command.args(["s_client", "-quiet", "-servername", server_name]);
     if let Some(alpn) = alpn {
         command.args(["-alpn", alpn]);
     }

@@ -47,7 +47,7 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Check a config file and what it refers to (TLS files, robots.txt files, secrets, the
     /// crawler catalogue): exit 0 when `serve` would start with it, else print every error and
-    /// exit 1.
+    /// exit 1. Warnings are printed too; with --strict they also make it exit 1.
     Validate {
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
@@ -55,6 +55,10 @@ pub enum Command {
         /// such as a Helm chart's, where its secrets and files are not mounted).
         #[arg(long)]
         config_only: bool,
+        /// Exit 1 on warnings too (a setting `serve` accepts but that is probably not meant,
+        /// such as refusing a search engine's crawler on every path).
+        #[arg(long)]
+        strict: bool,
     },
     /// Ask a running instance's admin listener for /healthz (a container's HEALTHCHECK): exit 0
     /// when it answers 200, else 1.
@@ -129,7 +133,8 @@ pub fn main() -> ExitCode {
         Command::Validate {
             config,
             config_only,
-        } => validate(config, *config_only),
+            strict,
+        } => validate(config, *config_only, *strict),
         Command::Healthcheck {
             address,
             path,
@@ -170,7 +175,7 @@ pub fn main() -> ExitCode {
 /// process holds: `validate` runs beside the instance it checks for). With `config_only`, opens
 /// no file but the config (not the Redis `url_file` either: a Helm pre-upgrade check runs where
 /// secrets are not mounted).
-fn validate(path: &std::path::Path, config_only: bool) -> ExitCode {
+fn validate(path: &std::path::Path, config_only: bool, strict: bool) -> ExitCode {
     let loaded = if config_only {
         robotsguard::config::load_file_only(path)
     } else {
@@ -183,10 +188,14 @@ fn validate(path: &std::path::Path, config_only: bool) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    if let Err(e) = robotsguard::snapshot::build_identifier(&config) {
-        eprintln!("{}: {e}", path.display());
-        return ExitCode::from(1);
-    }
+    let identifier = match robotsguard::snapshot::build_identifier(&config) {
+        Ok(identifier) => identifier,
+        Err(e) => {
+            eprintln!("{}: {e}", path.display());
+            return ExitCode::from(1);
+        }
+    };
+    let mut warned = 0;
     if !config_only {
         if let Err(e) = crate::server::preflight(&config, false) {
             for line in e.to_string().lines() {
@@ -196,10 +205,20 @@ fn validate(path: &std::path::Path, config_only: bool) -> ExitCode {
         }
         for warning in crate::server::resolution_warnings(&config) {
             eprintln!("{}: warning: {warning}", path.display());
+            warned += 1;
         }
     }
-    for warning in robotsguard::config::warnings(&config) {
+    for warning in robotsguard::enforce::config_warnings(&config, identifier.catalogue()) {
         eprintln!("{}: warning: {warning}", path.display());
+        warned += 1;
+    }
+    if strict && warned > 0 {
+        eprintln!(
+            "{}: {warned} warning{} (--strict)",
+            path.display(),
+            if warned == 1 { "" } else { "s" }
+        );
+        return ExitCode::from(1);
     }
     println!(
         "{}: valid ({} origin{})",
