@@ -9,7 +9,7 @@ use prometheus::proto::MetricType;
 const NOTES: &[(&str, &str)] = &[
     (
         "robotsguard_requests_total",
-        "requests by decision: `pass` (not a crawler, mode off, or `/robots.txt`), `allowed`, `blocked`, `would_block`, `limited` (429 under `Crawl-delay`), `would_limit` (the same in report), `banned` (a banned address, see \"Repeat offenders\"), or `error` (a request that was to be proxied but failed upstream); `crawler`/`category` are `none` for non-crawlers",
+        "requests by decision: `pass` (not a crawler, mode off, or `/robots.txt`), `allowed`, `blocked`, `would_block`, `limited` (429 under `Crawl-delay`), `would_limit` (the same in report), `banned` (a banned address, see \"Repeat offenders\"), `would_ban` (a banned address proxied because the origin only reports bans: `mode: report`, `offenders.action: report`), `ban_suspended` (the same while bans are off: `mode: off`, `offenders.action: off`), or `error` (a request that was to be proxied but failed upstream); `crawler`/`category` are `none` for non-crawlers",
     ),
     (
         "robotsguard_decision_duration_seconds",
@@ -177,15 +177,19 @@ const NOTES: &[(&str, &str)] = &[
     ),
     (
         "robotsguard_bans_total",
-        "client addresses banned for repeated violations (`offenders.action: ban`)",
+        "bans imposed by this process: repeated violations (`offenders.action: ban`), trap hits (`traps.action: ban`), disguised crawlers (`disguised.action: ban`)",
     ),
     (
         "robotsguard_banned_clients",
-        "bans in force (updated when a ban is added, lifted, or found ended; with the shared store, those of every replica)",
+        "client addresses with a ban in force, each once however many User-Agents its bans bind (updated when a ban is added, lifted, or found ended; with the shared store, those of every replica)",
     ),
     (
         "robotsguard_banned_browser_requests_total",
         "browser requests from banned addresses, refused (`offenders.scope: address`) or proxied (`crawlers`): people behind an address a ban hit",
+    ),
+    (
+        "robotsguard_third_party_requests_total",
+        "requests another site's page caused, by what they would have counted toward: `trap` (a trap hit under `traps.action: ban`, answered `404` and not banned), `disguised` (not a disguised crawler's strike), `robots_read` (a browser's load of `/robots.txt`, not recorded as a read); see \"Crawlers in disguise\"",
     ),
     (
         "robotsguard_state_backend_up",

@@ -64,6 +64,13 @@ pub enum Outcome {
     /// Refused with the origin's licence answer: `402` with a `Link` to the licence terms
     /// (`block.status: 402`, or a `license` policy action).
     PaymentRequired,
+    /// The client address is banned, but the origin only reports (`mode: report`, or
+    /// `offenders.action: report` for a ban of repeated violations): proxied as without the
+    /// ban, counted.
+    WouldBan,
+    /// The client address is banned, but bans are off (`mode: off` or `offenders.action:
+    /// off`): proxied as without the ban, counted.
+    BanSuspended,
 }
 
 impl Outcome {
@@ -82,6 +89,8 @@ impl Outcome {
             Outcome::Disguised => "disguised",
             Outcome::WouldDisguised => "would_disguised",
             Outcome::PaymentRequired => "payment_required",
+            Outcome::WouldBan => "would_ban",
+            Outcome::BanSuspended => "ban_suspended",
         }
     }
 }

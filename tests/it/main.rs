@@ -24,6 +24,7 @@ mod fleet;
 mod fuzz_regressions;
 mod guard_api;
 mod hardening_round2;
+mod hardening_round3_bans;
 mod hostile_input;
 mod live_logs;
 mod live_metrics;
