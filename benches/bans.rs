@@ -26,23 +26,23 @@ fn impose(store: &Store, client: IpAddr) {
 fn bans(c: &mut Criterion) {
     let mut group = c.benchmark_group("ban_insert");
     for in_force in [100_u64, 20_000] {
+        // Set up once: criterion calls the routine for the warm-up and for every sample.
+        let store = Store::default();
+        for n in 0..in_force {
+            impose(&store, address(n));
+        }
+        let offenders = store.offenders();
+        // Each timed insert is of an address not banned yet; every 100 the new ones are lifted
+        // (untimed), so the bans in force stay between `in_force` and `in_force` + 100.
+        let mut next = in_force;
         group.bench_with_input(
             BenchmarkId::from_parameter(in_force),
             &in_force,
             |b, &in_force| {
-                let store = Store::default();
-                for n in 0..in_force {
-                    impose(&store, address(n));
-                }
-                let offenders = store.offenders();
-                // Each timed insert is of an address not banned yet; every 1,000 the new ones
-                // are lifted (untimed), so the bans in force stay between `in_force` and
-                // `in_force` + 1,000.
-                let mut next = in_force;
                 b.iter_custom(|iterations| {
                     let mut spent = Duration::ZERO;
                     for _ in 0..iterations {
-                        if next == in_force + 1_000 {
+                        if next == in_force + 100 {
                             for n in in_force..next {
                                 offenders.lift("shop", address(n), Instant::now());
                             }

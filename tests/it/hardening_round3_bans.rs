@@ -155,30 +155,6 @@ fn another_sites_page_cannot_get_its_visitors_banned() {
     );
     assert!(origin.proxied_to(TRAP).is_empty());
 
-    // robots.txt and five `/search` loaded as images: neither a read nor strikes.
-    let reader = "203.0.113.21";
-    assert_eq!(proxy.send(&image_load(reader, "/robots.txt")).status, 200);
-    for n in 0..6 {
-        let answer = proxy.send(&image_load(reader, &format!("/search?q={n}")));
-        assert_eq!(answer.status, 200);
-    }
-    // The visitor's own searches afterwards are not strikes either: the read was not theirs.
-    for n in 0..6 {
-        assert_eq!(
-            get(&proxy, reader, &format!("/search?q=own{n}"), BROWSER),
-            200
-        );
-    }
-    assert!(bans(&proxy).is_empty(), "{:?}", bans(&proxy));
-    assert_eq!(
-        metric(
-            &proxy.metrics(),
-            "robotsguard_disguised_strikes_total",
-            &[("origin", "shop")]
-        ),
-        0.0
-    );
-
     // The same requests without what a browser adds for another site's page do count: curl
     // (Accept: */*) taking the trap is banned at once.
     let curl = Command::new("curl")
@@ -202,6 +178,60 @@ fn another_sites_page_cannot_get_its_visitors_banned() {
         403,
         "scope address"
     );
+}
+
+#[test]
+fn another_sites_page_cannot_make_its_visitors_disguised_crawlers() {
+    let origin = Origin::start();
+    // The default scope, `crawlers`.
+    let proxy = Proxy::start(&site(
+        &origin,
+        "    disguised: {action: ban, strikes: 5}\n    offenders: {ban: 1h}\n",
+    ));
+    // robots.txt and six `/search` loaded as images: neither a read nor strikes.
+    let reader = "203.0.113.21";
+    assert_eq!(proxy.send(&image_load(reader, "/robots.txt")).status, 200);
+    for n in 0..6 {
+        let answer = proxy.send(&image_load(reader, &format!("/search?q={n}")));
+        assert_eq!(answer.status, 200);
+    }
+    // The visitor's own searches afterwards are not strikes either: the read was not theirs.
+    for n in 0..6 {
+        assert_eq!(
+            get(&proxy, reader, &format!("/search?q=own{n}"), BROWSER),
+            200
+        );
+    }
+    assert!(bans(&proxy).is_empty(), "{:?}", bans(&proxy));
+    assert_eq!(
+        metric(
+            &proxy.metrics(),
+            "robotsguard_disguised_strikes_total",
+            &[("origin", "shop")]
+        ),
+        0.0
+    );
+    assert_eq!(get(&proxy, reader, "/page", BROWSER), 200);
+    assert_eq!(
+        proxy.wait_metric(
+            "robotsguard_third_party_requests_total",
+            &[("origin", "shop"), ("signal", "robots_read")],
+            1.0
+        ),
+        1.0
+    );
+    // A browser that reads robots.txt itself and then takes what it forbids is still caught.
+    let scraper = "203.0.113.23";
+    assert_eq!(get(&proxy, scraper, "/robots.txt", BROWSER), 200);
+    for n in 0..4 {
+        assert_eq!(
+            get(&proxy, scraper, &format!("/search?q={n}"), BROWSER),
+            200
+        );
+    }
+    assert_eq!(get(&proxy, scraper, "/search?q=last", BROWSER), 403);
+    assert_eq!(get(&proxy, scraper, "/page", BROWSER), 403);
+    assert_eq!(get(&proxy, scraper, "/page", SAFARI), 200);
 }
 
 #[test]
