@@ -285,6 +285,7 @@ async fn explain(
         signed: None,
         keys_unavailable: false,
         request_id: None,
+        fetch: crate::judge::Fetch::default(),
     };
     let preview =
         crate::console::preview::preview(snapshot, verifier, store, throttles, caller, &facts)
@@ -404,7 +405,11 @@ fn explanation<'a>(
 }
 
 /// A ban as the admin endpoint shows it: when it began and ends (RFC 3339), the whole seconds
-/// left (as `Retry-After` says), the strikes that led to it, and the browser requests that came
+/// left (as `Retry-After` says), the strikes that led to it, what earned it (`cause`:
+/// `strikes`, `trap`, `disguised`, or `unknown` for one the shared store holds from before
+/// causes were recorded) and the crawler that did (`crawler`: its catalogue name, `other`,
+/// `disguised`, `browser`, `none` or `unknown`), the exact User-Agent it binds when it binds
+/// one (`user_agent`, as shown: escaped and cut; else null), and the browser requests that came
 /// from the address since (this process's count).
 pub fn ban_json(ban: &crate::tables::offenders::Ban) -> serde_json::Value {
     serde_json::json!({
@@ -414,6 +419,9 @@ pub fn ban_json(ban: &crate::tables::offenders::Ban) -> serde_json::Value {
         "until": rfc3339(ban.until),
         "remaining_seconds": crate::tables::offenders::seconds_left(ban),
         "strikes": ban.strikes,
+        "cause": ban.cause.as_str(),
+        "crawler": &*ban.crawler,
+        "user_agent": ban.agent.as_ref().map(|agent| agent.shown()),
         "browser_requests": ban.browser_requests(),
     })
 }
@@ -463,7 +471,9 @@ fn list_bans(snapshot: &Snapshot, store: &crate::store::Store, query: &str) -> R
         );
     }
     let bans = store.bans(origin);
+    let state = |ban| crate::judge::ban_state(snapshot, ban);
     if param(&params, "format") == Some("csv") {
+        // New columns go last: spreadsheets reading the earlier ones by position go on.
         let rows = bans.iter().map(|ban| {
             vec![
                 ban.origin.to_string(),
@@ -473,6 +483,12 @@ fn list_bans(snapshot: &Snapshot, store: &crate::store::Store, query: &str) -> R
                 crate::tables::offenders::seconds_left(ban).to_string(),
                 ban.strikes.to_string(),
                 ban.browser_requests().to_string(),
+                ban.cause.as_str().to_string(),
+                ban.crawler.to_string(),
+                ban.agent
+                    .as_ref()
+                    .map_or_else(String::new, |agent| agent.shown().to_string()),
+                state(ban).to_string(),
             ]
         });
         let header = [
@@ -483,6 +499,10 @@ fn list_bans(snapshot: &Snapshot, store: &crate::store::Store, query: &str) -> R
             "remaining_seconds",
             "strikes",
             "browser_requests",
+            "cause",
+            "crawler",
+            "user_agent",
+            "state",
         ];
         return reply(
             200,
@@ -490,23 +510,70 @@ fn list_bans(snapshot: &Snapshot, store: &crate::store::Store, query: &str) -> R
             crate::reports::csv(&header, rows),
         );
     }
-    let bans: Vec<serde_json::Value> = bans.iter().map(ban_json).collect();
+    let bans: Vec<serde_json::Value> = bans
+        .iter()
+        .map(|ban| {
+            let mut shown = ban_json(ban);
+            if let Some(fields) = shown.as_object_mut() {
+                fields.insert("state".into(), state(ban).into());
+            }
+            shown
+        })
+        .collect();
     json(200, &serde_json::json!({ "bans": bans }))
 }
 
-/// `DELETE /bans?origin=&client=`: lifts a ban.
+/// `DELETE /bans?origin=NAME&client=ADDRESS` lifts the bans of an address on an origin,
+/// `DELETE /bans?origin=NAME` all of an origin's, `DELETE /bans?all=1` every origin's: here and
+/// in the shared store.
 async fn lift_ban(
     snapshot: &Snapshot,
     store: &crate::store::Store,
     query: &str,
 ) -> Response<Vec<u8>> {
     let params = query_params(query);
-    let get = |name: &str| param(&params, name);
-    let (Some(origin), Some(client)) = (get("origin"), get("client")) else {
-        return json(
-            400,
-            &serde_json::json!({"error": "give ?origin=NAME&client=ADDRESS"}),
-        );
+    let get = |name: &str| param(&params, name).filter(|value| !value.is_empty());
+    let all = match get("all") {
+        None => false,
+        Some("1" | "true" | "yes") => true,
+        Some(_) => {
+            return json(
+                400,
+                &serde_json::json!({"error": "`all` lifts every origin's bans: give all=1"}),
+            )
+        }
+    };
+    let (origin, client) = match (get("origin"), get("client"), all) {
+        (None, None, true) => {
+            let lifted = store.lift_all(None).await;
+            tracing::info!(
+                count = lifted.count,
+                "every ban lifted from the admin endpoint"
+            );
+            return lifted_all_answer(None, lifted);
+        }
+        (Some(origin), None, false) => {
+            if snapshot.origin_named(origin).is_none() {
+                return json(
+                    404,
+                    &serde_json::json!({"error": format!("no origin `{origin}`")}),
+                );
+            }
+            let lifted = store.lift_all(Some(origin)).await;
+            tracing::info!(
+                origin,
+                count = lifted.count,
+                "an origin's bans lifted from the admin endpoint"
+            );
+            return lifted_all_answer(Some(origin), lifted);
+        }
+        (Some(origin), Some(client), false) => (origin, client),
+        _ => {
+            return json(
+                400,
+                &serde_json::json!({"error": "give ?origin=NAME&client=ADDRESS (one address), ?origin=NAME (all of an origin's bans) or ?all=1 (every origin's)"}),
+            )
+        }
     };
     if !snapshot.origins.iter().any(|o| o.name() == origin) {
         return json(
@@ -539,6 +606,26 @@ async fn lift_ban(
             }),
         ),
     }
+}
+
+/// The answer to a bulk lift: how many bans were lifted, on which origin (or `all`); 503 when
+/// the shared store was unreachable (lifted here only).
+fn lifted_all_answer(origin: Option<&str>, lifted: crate::store::LiftedAll) -> Response<Vec<u8>> {
+    let mut answer = serde_json::json!({
+        "lifted": lifted.count,
+        "origin": origin,
+        "all": origin.is_none(),
+    });
+    if lifted.everywhere {
+        return json(200, &answer);
+    }
+    if let Some(fields) = answer.as_object_mut() {
+        fields.insert(
+            "error".into(),
+            "the shared state store is unreachable: the bans are lifted in this process only, and come back from the store when it is reachable; try again".into(),
+        );
+    }
+    json(503, &answer)
 }
 
 /// `at` as RFC 3339 in UTC, to the second (`2026-05-01T12:00:00Z`): how the admin endpoint

@@ -2,6 +2,10 @@
 //! robots.txt read recorded → ban → serve robots.txt → trap hit → disguised crawler → verify →
 //! Crawl-delay → strike → answer.
 //!
+//! A request a browser makes for another site's page ([`Fetch::third_party`]: a sub-resource
+//! load, a navigation from another site) is never what a ban or the read-then-violate signal
+//! stands on: anyone's page can make a visitor's browser send it.
+//!
 //! Three callers, one answer: the proxy ([`crate::guard::Guard::request_filter`]) judges in
 //! [`Mode::Apply`] (it spends Crawl-delay budgets, records robots.txt reads, counts strikes and
 //! writes the log lines of refused requests); `/explain` and embedders
@@ -22,10 +26,11 @@ use crate::enforce::{
     Request as DecideRequest, Why,
 };
 use crate::metrics::METRICS;
+use crate::snapshot::Origin;
 use crate::snapshot::{RobotsCopy, Snapshot};
-use crate::store::{Store, StrikeRequest};
+use crate::store::{Earner, Store, StrikeRequest};
 use crate::tables::crawl_delay::{retry_after_seconds, Admission};
-use crate::tables::offenders::{Ban, Strike};
+use crate::tables::offenders::{Ban, BanCause, Strike};
 use crate::verify::Verifier;
 
 /// What a judgment may change.
@@ -114,6 +119,150 @@ pub struct Facts<'a> {
     /// The request id the access log and the origin see, when there is one: the log lines of
     /// a refusal, a ban or a banned address's browser request carry it.
     pub request_id: Option<&'a str>,
+    /// What the request's headers say about the page that caused it.
+    pub fetch: Fetch<'a>,
+}
+
+/// The headers by which a browser says what caused a request: Fetch Metadata's
+/// `Sec-Fetch-Dest` and `Sec-Fetch-Site`, `Accept` and `Referer` (each as sent, when sent).
+/// Read only where a request would count toward a ban or a disguised crawler.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fetch<'a> {
+    /// `Sec-Fetch-Dest`: `document` for a top-level navigation, `image`, `script`, `iframe`,
+    /// `empty` (a `fetch()`), ... for what a page loads.
+    pub dest: Option<&'a [u8]>,
+    /// `Sec-Fetch-Site`: `none` (typed, a bookmark), `same-origin`, `same-site` or
+    /// `cross-site`.
+    pub site: Option<&'a [u8]>,
+    /// `Accept`.
+    pub accept: Option<&'a [u8]>,
+    /// `Referer`.
+    pub referer: Option<&'a [u8]>,
+}
+
+/// Why a request is taken for one that another site's page caused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ThirdParty {
+    /// `Sec-Fetch-Dest` other than `document`: an image, a script, a frame, a `fetch()`.
+    SubResource,
+    /// `Sec-Fetch-Site: cross-site` (or `same-site` without a `Referer` of this origin).
+    CrossSite,
+    /// A `Referer` on a host that is not this origin's.
+    Referer,
+    /// An `Accept` that does not take HTML (an image's, a style sheet's).
+    NotHtml,
+}
+
+impl ThirdParty {
+    /// `sub_resource`, `cross_site`, `referer` or `accept`: as the log says it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThirdParty::SubResource => "sub_resource",
+            ThirdParty::CrossSite => "cross_site",
+            ThirdParty::Referer => "referer",
+            ThirdParty::NotHtml => "accept",
+        }
+    }
+}
+
+impl Fetch<'_> {
+    /// Whether the request is one a browser makes for another site's page, and why: a
+    /// sub-resource load (`Sec-Fetch-Dest` present and not `document`), a request another site
+    /// started (`Sec-Fetch-Site: cross-site`; `same-site` unless the `Referer` is one of
+    /// `origin`'s hosts), a `Referer` on a host that is not one of `origin`'s, or an `Accept`
+    /// that does not take HTML. Browsers set the `Sec-Fetch-*` headers themselves (a page
+    /// cannot) and a page can at most drop the `Referer`, never forge it. A request without any
+    /// of them (no `Accept` at all, `Accept: */*` alone as curl and HTTP libraries send) is not
+    /// one: a client that leaves them out is judged on what it asks for.
+    pub fn third_party(&self, snapshot: &Snapshot, origin: &Arc<Origin>) -> Option<ThirdParty> {
+        if self
+            .dest
+            .is_some_and(|dest| !dest.trim_ascii().eq_ignore_ascii_case(b"document"))
+        {
+            return Some(ThirdParty::SubResource);
+        }
+        let referer = self
+            .referer
+            .map(|referer| referer_is_own(referer, snapshot, origin));
+        if let Some(site) = self.site.map(<[u8]>::trim_ascii) {
+            if site.eq_ignore_ascii_case(b"cross-site")
+                || (site.eq_ignore_ascii_case(b"same-site") && referer != Some(Some(true)))
+            {
+                return Some(ThirdParty::CrossSite);
+            }
+        }
+        if referer == Some(Some(false)) {
+            return Some(ThirdParty::Referer);
+        }
+        if self.accept.is_some_and(|accept| !accepts_html(accept)) {
+            return Some(ThirdParty::NotHtml);
+        }
+        None
+    }
+}
+
+/// Whether a `Referer` names one of `origin`'s hosts; `None` when it names no host (not an
+/// absolute URL): that says nothing about another site.
+fn referer_is_own(referer: &[u8], snapshot: &Snapshot, origin: &Arc<Origin>) -> Option<bool> {
+    let referer = referer.trim_ascii();
+    let start = memchr::memmem::find(referer, b"://")? + 3;
+    let rest = &referer[start..];
+    let end = rest
+        .iter()
+        .position(|&b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let host = match memchr::memrchr(b'@', authority) {
+        Some(at) => &authority[at + 1..],
+        None => authority,
+    };
+    let Some(host) = crate::config::normalize_host_bytes(host) else {
+        return Some(false);
+    };
+    Some(
+        snapshot
+            .origin_for_bytes(&host)
+            .is_some_and(|routed| Arc::ptr_eq(routed, origin)),
+    )
+}
+
+/// Whether an `Accept` value takes an HTML page: it names `text/html`,
+/// `application/xhtml+xml` or `text/*` (not at `q=0`), or it is `*/*` alone (what curl and
+/// HTTP libraries send). A browser's image, style sheet or script load names its own types
+/// first (`image/avif,image/webp,*/*;q=0.8`): that does not.
+fn accepts_html(accept: &[u8]) -> bool {
+    let mut ranges = 0;
+    let mut any = false;
+    for range in accept.split(|&b| b == b',') {
+        let mut parts = range.split(|&b| b == b';');
+        let media = parts.next().unwrap_or_default().trim_ascii();
+        if media.is_empty() {
+            continue;
+        }
+        ranges += 1;
+        let refused = parts.any(|param| {
+            let param = param.trim_ascii();
+            param.len() >= 2
+                && param[..2].eq_ignore_ascii_case(b"q=")
+                && param[2..]
+                    .trim_ascii()
+                    .iter()
+                    .all(|&b| b == b'0' || b == b'.')
+        });
+        if refused {
+            continue;
+        }
+        if [&b"text/html"[..], b"application/xhtml+xml", b"text/*"]
+            .iter()
+            .any(|html| media.eq_ignore_ascii_case(html))
+        {
+            return true;
+        }
+        any |= media == b"*/*";
+    }
+    // No range at all (an empty header) says nothing either.
+    ranges == 0 || (ranges == 1 && any)
 }
 
 impl<'a> Facts<'a> {
@@ -128,6 +277,7 @@ impl<'a> Facts<'a> {
             signed: None,
             keys_unavailable: false,
             request_id: None,
+            fetch: Fetch::default(),
         }
     }
 
@@ -255,6 +405,44 @@ impl RefusedFor {
     }
 }
 
+/// Whether the bans of `cause` in force on `origin` are suspended, and what the request from a
+/// banned address is then counted as: `ban_suspended` while bans are off (`mode: off`,
+/// `offenders.action: off`), `would_ban` while they are reported (`mode: report`;
+/// `offenders.action: report` for bans of repeated violations, and for a trap's or a disguised
+/// crawler's once its own `action` is no longer `ban`). `None`: the ban applies.
+pub fn ban_suspension(origin: &Origin, cause: BanCause) -> Option<Outcome> {
+    let config = &origin.config;
+    if config.mode == OriginMode::Off || config.offenders.action == OffendersAction::Off {
+        return Some(Outcome::BanSuspended);
+    }
+    // A trap's or a disguised crawler's `ban` is the operator's word for those bans, whatever
+    // `offenders.action` (`report` by default) says of bans for repeated violations.
+    let traps_ban = config.traps.enabled && config.traps.action == TrapAction::Ban;
+    let disguised_ban = config.disguised.action == DisguisedAction::Ban;
+    let signal_bans = match cause {
+        BanCause::Strikes => false,
+        BanCause::Trap => traps_ban,
+        BanCause::Disguised => disguised_ban,
+        // Written before causes were: any lever that bans keeps it.
+        _ => traps_ban || disguised_ban,
+    };
+    let bans = config.offenders.action == OffendersAction::Ban || signal_bans;
+    if config.mode == OriginMode::Report || !bans {
+        return Some(Outcome::WouldBan);
+    }
+    None
+}
+
+/// Whether `ban` is applied now (`applied`), or suspended by its origin's settings
+/// (`would_ban`, `ban_suspended`: [`ban_suspension`]), as `/bans` and the console show it. A ban
+/// of an origin the config no longer has is `applied`: it applies again if the origin returns.
+pub fn ban_state(snapshot: &Snapshot, ban: &Ban) -> &'static str {
+    snapshot
+        .origin_named(&ban.origin)
+        .and_then(|origin| ban_suspension(origin, ban.cause))
+        .map_or("applied", Outcome::as_str)
+}
+
 /// The judgment of one request.
 #[derive(Debug, Clone)]
 pub struct Judgment {
@@ -266,6 +454,20 @@ pub struct Judgment {
     /// For a request a robots.txt rule disallowed (enforced or reported): whether the client read
     /// the origin's robots.txt within the last 24 hours.
     pub read_robots: Option<bool>,
+}
+
+impl Judgment {
+    /// A request proxied from a banned address whose ban is suspended (`suspended`: how it is
+    /// counted) is counted as that, whatever it would have been without the ban: the ban
+    /// comes first, as it would when enforced. A refusal keeps its own outcome.
+    fn with_suspended_ban(mut self, suspended: Option<Outcome>) -> Judgment {
+        if let (Some(outcome), Answer::Proxy, Some(decision)) =
+            (suspended, &self.answer, self.decision.as_mut())
+        {
+            decision.outcome = outcome;
+        }
+        self
+    }
 }
 
 /// The judge: the snapshot in force and the state and verifier it consults.
@@ -340,35 +542,44 @@ impl Judge<'_> {
             || decision.robots.carries_additions())
             && asks_for_robots_txt(facts.method, facts.target);
         if let (true, true, Some(client)) = (apply, decision.reads_robots_txt, client) {
-            self.store
-                .record_robots_read(decision.origin.name(), client)
-                .await;
+            // A read that another site's page made a visitor's browser send is not the
+            // visitor reading robots.txt (it would make their own later visits strikes).
+            if !self.third_party(&decision, facts, "robots_read", apply) {
+                self.store
+                    .record_robots_read(decision.origin.name(), client)
+                    .await;
+            }
         }
         // A banned address gets nothing but robots.txt: for every request (`offenders.scope:
-        // address`), or for those that identify as a crawler (`crawlers`: an address is often
-        // shared, and the people behind it are not the crawler). An allowed client is never
-        // refused for a ban (one imposed before it was allowed, or by a replica configured
-        // otherwise).
+        // address`), or for those that identify as a crawler and those with the User-Agent a
+        // ban binds (`crawlers`: an address is often shared, and the people behind it are not
+        // the crawler). An allowed client is never refused for a ban (one imposed before it was
+        // allowed, or by a replica configured otherwise). While the origin's settings suspend
+        // bans, the request is judged as without it and says so (`would_ban`, `ban_suspended`).
+        let mut suspended = None;
         if let (false, Some(client)) = (decision.reads_robots_txt || serves_robots, client) {
             if !decision.origin.allow_clients.contains(client) {
-                if let Some(ban) = self.store.banned(decision.origin.name(), client) {
-                    if apply && decision.crawler.is_none() && !is_blank_user_agent(facts.user_agent)
-                    {
-                        banned_browser_request(&decision, &ban, facts);
+                if let Some(bans) = self.store.bans_of(decision.origin.name(), client) {
+                    let browser =
+                        decision.crawler.is_none() && !is_blank_user_agent(facts.user_agent);
+                    if let (true, true, Some(latest)) = (apply, browser, bans.latest()) {
+                        banned_browser_request(&decision, latest, facts);
                     }
-                    // A disguised crawler is a crawler, whatever its User-Agent says.
-                    let refused = match decision.origin.config.offenders.scope {
+                    let address_wide = match decision.origin.config.offenders.scope {
                         BanScope::Address => true,
-                        BanScope::Crawlers => {
-                            decision.is_bannable_crawler(facts.user_agent)
-                                || self.store.known_disguised(
-                                    decision.origin.name(),
-                                    client,
-                                    decision.origin.config.disguised,
-                                )
-                        }
+                        BanScope::Crawlers => decision.is_bannable_crawler(facts.user_agent),
                     };
-                    if refused {
+                    let refusing: Vec<&Ban> = if address_wide {
+                        bans.iter().collect()
+                    } else {
+                        bans.binding(facts.user_agent).into_iter().collect()
+                    };
+                    let applied = refusing
+                        .iter()
+                        .filter(|ban| ban_suspension(&decision.origin, ban.cause).is_none())
+                        .max_by_key(|ban| ban.until);
+                    if let Some(ban) = applied {
+                        let ban = (*ban).clone();
                         decision.outcome = Outcome::Banned;
                         return Judgment {
                             decision: Some(decision),
@@ -379,6 +590,9 @@ impl Judge<'_> {
                             read_robots: None,
                         };
                     }
+                    suspended = refusing
+                        .first()
+                        .and_then(|ban| ban_suspension(&decision.origin, ban.cause));
                 }
             }
         }
@@ -394,7 +608,7 @@ impl Judge<'_> {
         let watched = decision.origin.config.mode != OriginMode::Off && !decision.reads_robots_txt;
         if traps_on && watched {
             if let Some(judgment) = self.trap(&mut decision, facts, apply) {
-                return judgment;
+                return judgment.with_suspended_ban(suspended);
             }
         }
         // A request without a crawler's User-Agent, from an address that may have read
@@ -405,7 +619,7 @@ impl Judge<'_> {
                 .may_have_read_robots(decision.origin.name(), client)
             {
                 if let Some(judgment) = self.disguised(&mut decision, facts, client, apply).await {
-                    return judgment;
+                    return judgment.with_suspended_ban(suspended);
                 }
             }
         }
@@ -576,13 +790,51 @@ impl Judge<'_> {
             answer,
             read_robots,
         }
+        .with_suspended_ban(suspended)
+    }
+
+    /// Whether the request is one another site's page caused ([`Fetch::third_party`]): then it
+    /// is counted (applied) in `robotsguard_third_party_requests_total{signal}` and logged. Only
+    /// a browser's request can be (a User-Agent that names no crawler): a page cannot make a
+    /// browser send a crawler's User-Agent, or none, so those are judged whatever they send.
+    fn third_party(
+        &self,
+        decision: &Decision,
+        facts: &Facts<'_>,
+        signal: &'static str,
+        apply: bool,
+    ) -> bool {
+        if decision.crawler.is_some() || is_blank_user_agent(facts.user_agent) {
+            return false;
+        }
+        let Some(why) = facts.fetch.third_party(self.snapshot, &decision.origin) else {
+            return false;
+        };
+        if !apply {
+            return true;
+        }
+        METRICS
+            .third_party_requests
+            .with_label_values(&[decision.origin.name(), signal])
+            .inc();
+        crate::logs::third_party_request(
+            decision.origin.name(),
+            facts.client,
+            signal,
+            why.as_str(),
+            facts.request_id,
+        );
+        true
     }
 
     /// A request for a trap path, from anyone but an allowed client or a trusted proxy's own
     /// address: counted and logged (applied); `block` and `ban` answer 404 without the origin
-    /// (`ban` also bans the address at once for `offenders.ban`), `report` proxies it as the
-    /// origin answers (unless robots.txt already refuses the crawler). `None`: not a trap hit,
-    /// or one that goes on to the rest of the judgment.
+    /// (`ban` also bans the address at once for `offenders.ban`: a client `offenders.scope:
+    /// crawlers` lets through, such as a browser's User-Agent, together with its exact
+    /// User-Agent), `report` proxies it as the origin answers (unless robots.txt already
+    /// refuses the crawler). A browser's hit that another site's page caused
+    /// ([`Fetch::third_party`]) never bans: `ban` answers it as `block` does. `None`: not a trap hit, or one that goes on
+    /// to the rest of the judgment.
     fn trap(&self, decision: &mut Decision, facts: &Facts<'_>, apply: bool) -> Option<Judgment> {
         let origin = decision.origin.clone();
         if let Some(client) = facts.client {
@@ -623,9 +875,17 @@ impl Judge<'_> {
         let mut ban = None;
         if apply {
             if let (true, TrapAction::Ban, Some(client)) = (refuse, settings.action, facts.client) {
-                ban = self
-                    .store
-                    .ban_now(origin.name(), client, origin.config.offenders.ban, 1);
+                if ban_suspension(&origin, BanCause::Trap).is_none()
+                    && !self.third_party(decision, facts, "trap", apply)
+                {
+                    ban = self.store.ban_now(
+                        origin.name(),
+                        client,
+                        origin.config.offenders.ban,
+                        1,
+                        earner(decision, facts, BanCause::Trap),
+                    );
+                }
             }
             crate::logs::trap_hit(
                 origin.name(),
@@ -679,6 +939,11 @@ impl Judge<'_> {
         let rule = readings
             .all()
             .find_map(|reading| crate::enforce::global_disallows(&copy, reading))?;
+        // Another site's page can make a visitor's browser ask for anything: never a strike,
+        // never refused as a disguised crawler.
+        if self.third_party(decision, facts, "disguised", apply) {
+            return None;
+        }
         let strike = readings
             .all()
             .any(|reading| crate::enforce::disallowed_to_every_group(&copy, reading));
@@ -709,11 +974,18 @@ impl Judge<'_> {
         decision.rule = rule;
         if apply {
             let mut ban = None;
-            if refuse && settings.action == DisguisedAction::Ban {
+            if refuse
+                && settings.action == DisguisedAction::Ban
+                && ban_suspension(&origin, BanCause::Disguised).is_none()
+            {
                 let offenders = origin.config.offenders;
-                ban = self
-                    .store
-                    .ban_now(origin.name(), client, offenders.ban, count);
+                ban = self.store.ban_now(
+                    origin.name(),
+                    client,
+                    offenders.ban,
+                    count,
+                    earner(decision, facts, BanCause::Disguised),
+                );
                 if let Some(ban) = &ban {
                     crate::logs::offender(
                         origin.name(),
@@ -927,6 +1199,7 @@ impl Judge<'_> {
         .then_some(StrikeRequest {
             settings,
             enforce: decision.origin.config.mode == OriginMode::Enforce,
+            crawler: decision.crawler_label(),
         });
         let origin = decision.origin.name();
         let violation = self.store.violation(origin, client, strike).await;
@@ -1037,6 +1310,29 @@ fn targets_licence(licence: &Licence, facts: &Facts<'_>) -> bool {
     };
     same_host
         && crate::robots::canonicalize(path.as_bytes()) == crate::robots::canonicalize(facts.target)
+}
+
+/// What earned a ban a request makes at once: the crawler label (`disguised` for a disguised
+/// crawler, `browser` for a client without a crawler's User-Agent, `none` for one without any)
+/// and, for a client that `offenders.scope: crawlers` lets through (a browser's User-Agent, an
+/// app the policy passes, a disguised crawler), its exact User-Agent, which the ban binds.
+fn earner<'a>(decision: &'a Decision, facts: &Facts<'a>, cause: BanCause) -> Earner<'a> {
+    let blank = is_blank_user_agent(facts.user_agent);
+    let (crawler, bound) = if cause == BanCause::Disguised {
+        ("disguised", !blank)
+    } else {
+        let crawler = match &decision.crawler {
+            Some(crawler) => crawler.label(),
+            None if blank => "none",
+            None => "browser",
+        };
+        (crawler, !decision.is_bannable_crawler(facts.user_agent))
+    };
+    Earner {
+        cause,
+        crawler,
+        user_agent: bound.then_some(facts.user_agent),
+    }
 }
 
 /// The log line of a request refused, or that would be (rate-limited there).
@@ -1296,7 +1592,10 @@ mod tests {
 
     #[test]
     fn a_banned_address_gets_robots_txt_and_nothing_else_under_scope_address() {
-        let bench = bench_for("", &format!("{ROBOTS}\n    offenders: {{scope: address}}"));
+        let bench = bench_for(
+            "",
+            &format!("{ROBOTS}\n    offenders: {{action: ban, scope: address}}"),
+        );
         bench.ban("192.0.2.7");
         for ua in [GPTBOT, BROWSER, b"".as_slice()] {
             assert_eq!(
@@ -1335,7 +1634,7 @@ mod tests {
 
     #[test]
     fn robotsguard_serves_robots_txt_in_every_spelling_even_to_a_banned_address() {
-        let served = "    robots: {source: inline, text: \"User-agent: *\\nDisallow: /private\\n\", serve: true}";
+        let served = "    robots: {source: inline, text: \"User-agent: *\\nDisallow: /private\\n\", serve: true}\n    offenders: {action: ban}";
         let bench = bench_for("", served);
         bench.ban("192.0.2.7");
         for spelling in [
@@ -1416,7 +1715,7 @@ mod tests {
 
     #[test]
     fn under_scope_crawlers_a_banned_address_still_serves_browsers_and_apps() {
-        let bench = bench_for("", ROBOTS);
+        let bench = bench_for("", &format!("{ROBOTS}\n    offenders: {{action: ban}}"));
         bench.ban("192.0.2.7");
         for (ua, answer) in [
             (BROWSER, ("proxy", None, "pass")),
@@ -1441,7 +1740,9 @@ mod tests {
         // to robots.txt is a crawler.
         let blocked_libraries = bench_for(
             "",
-            &format!("{ROBOTS}\n    policy: {{categories: {{library: enforce}}}}"),
+            &format!(
+                "{ROBOTS}\n    policy: {{categories: {{library: enforce}}}}\n    offenders: {{action: ban}}"
+            ),
         );
         blocked_libraries.ban("192.0.2.7");
         assert_eq!(
@@ -1458,7 +1759,10 @@ mod tests {
             ("crawlers", ("proxy", None, "pass")),
             ("address", ("refuse", Some(403), "banned")),
         ] {
-            let bench = bench_for("", &format!("{ROBOTS}\n    offenders: {{scope: {scope}}}"));
+            let bench = bench_for(
+                "",
+                &format!("{ROBOTS}\n    offenders: {{action: ban, scope: {scope}}}"),
+            );
             bench.ban("192.0.2.7");
             let metric = || {
                 METRICS
@@ -1684,6 +1988,462 @@ mod tests {
                 ("proxy", None, "pass")
             );
         }
+    }
+
+    /// `(action, status, outcome)` of a GET with `fetch`'s headers.
+    fn get_fetching(
+        bench: &Bench,
+        ua: &[u8],
+        target: &str,
+        client: &str,
+        fetch: Fetch<'_>,
+    ) -> (&'static str, Option<u16>, &'static str) {
+        let client: IpAddr = client.parse().expect("an address");
+        let facts = Facts {
+            fetch,
+            ..Facts::get(b"shop.example", ua, target.as_bytes()).from_client(client)
+        };
+        let judgment = bench.judge(&facts, Mode::Apply);
+        let outcome = judgment
+            .decision
+            .as_ref()
+            .map_or("none", |d| d.outcome.as_str());
+        (judgment.answer.action(), judgment.answer.status(), outcome)
+    }
+
+    const CHROME_IMAGE: &[u8] = b"image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8";
+    const CHROME_PAGE: &[u8] =
+        b"text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
+
+    #[test]
+    fn fetch_metadata_accept_and_referer_tell_a_load_another_sites_page_caused() {
+        let bench = bench_for("", "");
+        let origin = bench.snapshot.origins[0].clone();
+        let says = |fetch: Fetch<'_>| fetch.third_party(&bench.snapshot, &origin);
+        let none = Fetch::default();
+        assert_eq!(says(none), None, "a client that sends none of them");
+        for (fetch, expected) in [
+            // Top-level navigations: typed, from the site's own pages.
+            (
+                Fetch {
+                    dest: Some(b"document"),
+                    site: Some(b"none"),
+                    accept: Some(CHROME_PAGE),
+                    ..none
+                },
+                None,
+            ),
+            (
+                Fetch {
+                    dest: Some(b"Document"),
+                    site: Some(b"same-origin"),
+                    referer: Some(b"https://shop.example/a"),
+                    ..none
+                },
+                None,
+            ),
+            (
+                Fetch {
+                    site: Some(b"same-site"),
+                    referer: Some(b"https://SHOP.example:8443/x"),
+                    ..none
+                },
+                None,
+            ),
+            // curl, HTTP libraries: `*/*` alone, or no Accept.
+            (
+                Fetch {
+                    accept: Some(b"*/*"),
+                    ..none
+                },
+                None,
+            ),
+            (
+                Fetch {
+                    accept: Some(b"text/html;q=0.9, */*"),
+                    ..none
+                },
+                None,
+            ),
+            (
+                Fetch {
+                    accept: Some(b""),
+                    ..none
+                },
+                None,
+            ),
+            // What another site's page makes a browser send.
+            (
+                Fetch {
+                    dest: Some(b"image"),
+                    site: Some(b"cross-site"),
+                    accept: Some(CHROME_IMAGE),
+                    ..none
+                },
+                Some(ThirdParty::SubResource),
+            ),
+            (
+                Fetch {
+                    dest: Some(b"iframe"),
+                    ..none
+                },
+                Some(ThirdParty::SubResource),
+            ),
+            (
+                Fetch {
+                    dest: Some(b"empty"),
+                    accept: Some(b"*/*"),
+                    ..none
+                },
+                Some(ThirdParty::SubResource),
+            ),
+            (
+                Fetch {
+                    dest: Some(b"document"),
+                    site: Some(b"cross-site"),
+                    ..none
+                },
+                Some(ThirdParty::CrossSite),
+            ),
+            (
+                Fetch {
+                    site: Some(b"same-site"),
+                    ..none
+                },
+                Some(ThirdParty::CrossSite),
+            ),
+            (
+                Fetch {
+                    referer: Some(b"https://evil.example/page"),
+                    ..none
+                },
+                Some(ThirdParty::Referer),
+            ),
+            (
+                Fetch {
+                    referer: Some(b"https://user@evil.example:8443/"),
+                    ..none
+                },
+                Some(ThirdParty::Referer),
+            ),
+            (
+                Fetch {
+                    referer: Some(b"http://shop.example.evil.example/"),
+                    ..none
+                },
+                Some(ThirdParty::Referer),
+            ),
+            // Browsers without Fetch Metadata: an image's Accept, a style sheet's.
+            (
+                Fetch {
+                    accept: Some(CHROME_IMAGE),
+                    ..none
+                },
+                Some(ThirdParty::NotHtml),
+            ),
+            (
+                Fetch {
+                    accept: Some(b"text/css,*/*;q=0.1"),
+                    ..none
+                },
+                Some(ThirdParty::NotHtml),
+            ),
+            (
+                Fetch {
+                    accept: Some(b"text/html;q=0, image/png"),
+                    ..none
+                },
+                Some(ThirdParty::NotHtml),
+            ),
+        ] {
+            assert_eq!(says(fetch), expected, "{fetch:?}");
+        }
+        // A Referer that is no URL names no site.
+        assert_eq!(
+            says(Fetch {
+                referer: Some(b"-"),
+                ..none
+            }),
+            None
+        );
+    }
+
+    #[test]
+    fn a_trap_hit_another_sites_page_caused_never_bans_and_a_browsers_ban_binds_its_user_agent() {
+        let bench = bench_for(
+            "",
+            &format!("{EVERY_GROUP}\n    traps: {{enabled: true, paths: [/trap/], action: ban}}"),
+        );
+        let victim = "192.0.2.40";
+        let third_party = [
+            Fetch {
+                dest: Some(b"image"),
+                site: Some(b"cross-site"),
+                accept: Some(CHROME_IMAGE),
+                ..Fetch::default()
+            },
+            Fetch {
+                accept: Some(CHROME_IMAGE),
+                ..Fetch::default()
+            },
+            Fetch {
+                referer: Some(b"https://evil.example/"),
+                ..Fetch::default()
+            },
+            Fetch {
+                dest: Some(b"document"),
+                site: Some(b"cross-site"),
+                ..Fetch::default()
+            },
+        ];
+        for fetch in third_party {
+            // Refused as a path that does not exist, and that is all.
+            for _ in 0..3 {
+                assert_eq!(
+                    get_fetching(&bench, BROWSER, "/trap/x", victim, fetch),
+                    ("refuse", Some(404), "trap"),
+                    "{fetch:?}"
+                );
+            }
+        }
+        assert!(!bench.banned(victim));
+        assert_eq!(bench.get(GPTBOT, "/page", victim, Mode::Apply).2, "allowed");
+        // A browser's User-Agent that takes the trap itself (no such headers, as a scraper
+        // sends) is banned together with that User-Agent: it, and crawlers, are refused;
+        // other browsers behind the address pass.
+        let scraper = "192.0.2.41";
+        assert_eq!(
+            bench.get(BROWSER, "/trap/x", scraper, Mode::Apply),
+            ("refuse", Some(404), "trap")
+        );
+        let client: IpAddr = scraper.parse().expect("an address");
+        let ban = bench.store.banned("shop", client).expect("banned");
+        assert_eq!((ban.cause, &*ban.crawler), (BanCause::Trap, "browser"));
+        assert_eq!(
+            ban.agent.as_ref().map(|a| a.shown()),
+            Some(std::str::from_utf8(BROWSER).expect("text"))
+        );
+        for mode in [Mode::Preview, Mode::Apply] {
+            assert_eq!(
+                bench.get(BROWSER, "/page", scraper, mode),
+                ("refuse", Some(403), "banned")
+            );
+            assert_eq!(
+                bench.get(GPTBOT, "/page", scraper, mode),
+                ("refuse", Some(403), "banned")
+            );
+            assert_eq!(
+                bench.get(
+                    b"Mozilla/5.0 (Macintosh) Safari/605.1.15",
+                    "/page",
+                    scraper,
+                    mode
+                ),
+                ("proxy", None, "pass")
+            );
+        }
+        // Under scope `address` every request from the address is refused.
+        let address = bench_for(
+            "",
+            &format!("{EVERY_GROUP}\n    traps: {{enabled: true, paths: [/trap/], action: ban}}\n    offenders: {{scope: address}}"),
+        );
+        address.get(BROWSER, "/trap/x", scraper, Mode::Apply);
+        assert_eq!(
+            address.get(
+                b"Mozilla/5.0 (Macintosh) Safari/605.1.15",
+                "/page",
+                scraper,
+                Mode::Apply
+            ),
+            ("refuse", Some(403), "banned")
+        );
+        // A crawler that takes the trap bans the address for crawlers, binding no User-Agent.
+        bench.get(GPTBOT, "/trap/x", "192.0.2.42", Mode::Apply);
+        let ban = bench
+            .store
+            .banned("shop", "192.0.2.42".parse().expect("an address"))
+            .expect("banned");
+        assert_eq!((&*ban.crawler, ban.agent.is_none()), ("GPTBot", true));
+        assert_eq!(
+            bench.get(BROWSER, "/page", "192.0.2.42", Mode::Apply),
+            ("proxy", None, "pass")
+        );
+        // A page cannot make a browser send a crawler's User-Agent: a crawler is banned
+        // whatever headers it adds.
+        let image = Fetch {
+            dest: Some(b"image"),
+            accept: Some(CHROME_IMAGE),
+            ..Fetch::default()
+        };
+        assert_eq!(
+            get_fetching(&bench, GPTBOT, "/trap/x", "192.0.2.43", image),
+            ("refuse", Some(404), "trap")
+        );
+        assert!(bench.banned("192.0.2.43"));
+    }
+
+    #[test]
+    fn reads_and_strikes_another_sites_page_caused_never_make_a_disguised_crawler() {
+        let bench = bench_for(
+            "",
+            &format!("{EVERY_GROUP}\n    disguised: {{action: ban, strikes: 2}}"),
+        );
+        let image = Fetch {
+            dest: Some(b"image"),
+            site: Some(b"cross-site"),
+            accept: Some(CHROME_IMAGE),
+            ..Fetch::default()
+        };
+        let victim = "192.0.2.50";
+        // robots.txt loaded as an image: not a read; the visitor's own visits then never count.
+        get_fetching(&bench, BROWSER, "/robots.txt", victim, image);
+        for _ in 0..4 {
+            assert_eq!(
+                bench.get(BROWSER, "/private", victim, Mode::Apply),
+                ("proxy", None, "pass")
+            );
+        }
+        // A real read, then loads another site's page caused: never strikes.
+        bench.get(BROWSER, "/robots.txt", victim, Mode::Apply);
+        for _ in 0..4 {
+            assert_eq!(
+                get_fetching(&bench, BROWSER, "/private", victim, image),
+                ("proxy", None, "pass")
+            );
+        }
+        assert!(!bench.banned(victim));
+        // The same requests without those headers do; the ban binds the User-Agent.
+        assert_eq!(
+            bench.get(BROWSER, "/private", victim, Mode::Apply),
+            ("proxy", None, "pass")
+        );
+        assert_eq!(
+            bench.get(BROWSER, "/private", victim, Mode::Apply),
+            ("refuse", Some(403), "disguised")
+        );
+        let ban = bench
+            .store
+            .banned("shop", victim.parse().expect("an address"))
+            .expect("banned");
+        assert_eq!(
+            (ban.cause, &*ban.crawler),
+            (BanCause::Disguised, "disguised")
+        );
+        assert!(ban.agent.is_some());
+        assert_eq!(
+            bench.get(BROWSER, "/page", victim, Mode::Apply),
+            ("refuse", Some(403), "banned")
+        );
+        assert_eq!(
+            bench.get(
+                b"Mozilla/5.0 (Macintosh) Safari/605.1.15",
+                "/page",
+                victim,
+                Mode::Apply
+            ),
+            ("proxy", None, "pass")
+        );
+    }
+
+    #[test]
+    fn report_and_off_suspend_bans_in_force_until_enforcing_again() {
+        for (settings, page, private) in [
+            (
+                "mode: report\n    offenders: {action: ban}",
+                "would_ban",
+                ("proxy", None, "would_ban"),
+            ),
+            (
+                "mode: off\n    offenders: {action: ban}",
+                "ban_suspended",
+                ("proxy", None, "ban_suspended"),
+            ),
+            (
+                "offenders: {action: report}",
+                "would_ban",
+                ("refuse", Some(403), "blocked"),
+            ),
+            (
+                "offenders: {action: off}",
+                "ban_suspended",
+                ("refuse", Some(403), "blocked"),
+            ),
+            (
+                "offenders: {action: ban}",
+                "banned",
+                ("refuse", Some(403), "banned"),
+            ),
+        ] {
+            let bench = bench_for("", &format!("{ROBOTS}\n    {settings}"));
+            bench.ban("192.0.2.60");
+            let expected = if page == "banned" {
+                ("refuse", Some(403), "banned")
+            } else {
+                ("proxy", None, page)
+            };
+            for mode in [Mode::Preview, Mode::Apply] {
+                assert_eq!(
+                    bench.get(GPTBOT, "/page", "192.0.2.60", mode),
+                    expected,
+                    "{settings}"
+                );
+            }
+            // A refusal of its own (robots.txt) keeps its outcome.
+            assert_eq!(
+                bench.get(GPTBOT, "/private", "192.0.2.60", Mode::Apply),
+                private,
+                "{settings}"
+            );
+            // Other addresses are judged as ever.
+            assert_ne!(
+                bench.get(GPTBOT, "/page", "192.0.2.61", Mode::Apply).2,
+                page,
+                "{settings}"
+            );
+        }
+        // A trap's ban follows `traps.action: ban` whatever `offenders.action` (report by
+        // default) says of bans for repeated violations; `offenders.action: off` or
+        // `mode: report` suspends it too.
+        for (offenders, expected) in [
+            ("", ("refuse", Some(403), "banned")),
+            (
+                "\n    offenders: {action: off}",
+                ("proxy", None, "ban_suspended"),
+            ),
+            ("\n    mode: report", ("proxy", None, "would_ban")),
+        ] {
+            let traps = bench_for(
+                "",
+                &format!(
+                    "{EVERY_GROUP}\n    traps: {{enabled: true, paths: [/trap/], action: ban}}"
+                ),
+            );
+            traps.get(GPTBOT, "/trap/x", "192.0.2.62", Mode::Apply);
+            assert!(traps.banned("192.0.2.62"));
+            let ban = traps
+                .store
+                .banned("shop", "192.0.2.62".parse().expect("an address"))
+                .expect("banned");
+            let settings = bench_for(
+                "",
+                &format!("{EVERY_GROUP}\n    traps: {{enabled: true, paths: [/trap/], action: ban}}{offenders}"),
+            );
+            assert_eq!(
+                ban_suspension(&settings.snapshot.origins[0], ban.cause).map(Outcome::as_str),
+                (expected.2 != "banned").then_some(expected.2),
+                "{offenders}"
+            );
+        }
+        // While bans are off, a trap hit bans nobody.
+        let off = bench_for(
+            "",
+            &format!("{EVERY_GROUP}\n    traps: {{enabled: true, paths: [/trap/], action: ban}}\n    offenders: {{action: off}}"),
+        );
+        assert_eq!(
+            off.get(BROWSER, "/trap/x", "192.0.2.63", Mode::Apply),
+            ("refuse", Some(404), "trap")
+        );
+        assert!(!off.banned("192.0.2.63"));
     }
 
     #[test]

@@ -414,6 +414,9 @@ pub(crate) fn offender(
             client = %client,
             strikes,
             until = %rfc3339(ban.until),
+            cause = ban.cause.as_str(),
+            crawler = &*ban.crawler,
+            user_agent = ban.agent.as_ref().map(|agent| agent.shown()),
             request_id,
             "client banned: it kept fetching what robots.txt disallows"
         ),
@@ -445,6 +448,8 @@ pub(crate) fn trap_hit(
             client = %client,
             trap,
             until = %rfc3339(ban.until),
+            crawler = &*ban.crawler,
+            user_agent = ban.agent.as_ref().map(|agent| agent.shown()),
             request_id,
             "trap hit: client banned (it asked for a path robots.txt disallows to every crawler)"
         ),
@@ -456,6 +461,30 @@ pub(crate) fn trap_hit(
             "trap hit: a client asked for a path robots.txt disallows to every crawler"
         ),
     }
+}
+
+/// Logs a request another site's page caused that would otherwise have counted toward a ban
+/// (`signal`: `trap`, `disguised` or `robots_read`; `why`: the header that tells), rate-limited
+/// with the offender lines.
+pub(crate) fn third_party_request(
+    origin: &str,
+    client: Option<std::net::IpAddr>,
+    signal: &str,
+    why: &str,
+    request_id: Option<&str>,
+) {
+    if !OFFENDER_LINES.admit() {
+        return;
+    }
+    let client = client.map_or_else(|| "unknown".to_string(), |c| c.to_string());
+    tracing::info!(
+        origin,
+        client = %client,
+        signal,
+        why,
+        request_id,
+        "a request another site's page caused (a sub-resource load, a cross-site request) is not counted toward a ban"
+    );
 }
 
 /// Logs an address that became a disguised crawler, rate-limited with the offender lines.

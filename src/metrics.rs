@@ -57,6 +57,11 @@ pub const DECISIONS: &[(&str, &str)] = &[
     ("disguised", "a disguised crawler, refused"),
     ("would_disguised", "a disguised crawler, reported"),
     ("payment_required", "402 with the licence"),
+    (
+        "would_ban",
+        "a banned address, proxied: the origin only reports",
+    ),
+    ("ban_suspended", "a banned address, proxied: bans are off"),
     ("error", "the request failed upstream"),
     ("unrouted", "no origin serves the host: access log only"),
 ];
@@ -185,7 +190,7 @@ pub struct Metrics {
     pub violations: IntCounterVec,
     /// `robotsguard_bans_total{origin}`: client addresses banned for repeated violations.
     pub bans: IntCounterVec,
-    /// `robotsguard_banned_clients{origin}`: bans in force.
+    /// `robotsguard_banned_clients{origin}`: client addresses with a ban in force.
     pub banned_clients: IntGaugeVec,
     /// `robotsguard_banned_browser_requests_total{origin}`: browser requests from banned
     /// addresses (whether refused or not): how an operator sees a ban hit a shared address.
@@ -196,6 +201,12 @@ pub struct Metrics {
     /// `robotsguard_disguised_strikes_total{origin}`: requests without a crawler's User-Agent,
     /// from an address that read robots.txt, for a path it disallows to every group.
     pub disguised_strikes: IntCounterVec,
+    /// `robotsguard_third_party_requests_total{origin, signal}`: requests another site's page
+    /// caused (sub-resource loads, cross-site requests and Referers, an `Accept` without HTML)
+    /// that would otherwise have counted toward a ban: a trap hit not banned (`trap`), a
+    /// disguised crawler's strike (`disguised`) or a robots.txt read (`robots_read`) not
+    /// counted.
+    pub third_party_requests: IntCounterVec,
     /// `robotsguard_crawler_range_list_loaded{list}`: 1 once a copy of the list is in force, 0
     /// until then (from start, for every list crawlers name).
     pub crawler_range_list_loaded: IntGaugeVec,
@@ -261,7 +272,7 @@ pub const REQUEST_REFUSALS: [&str; 4] = [
 ];
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 61] = [
+pub const METRIC_NAMES: [&str; 62] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -315,6 +326,7 @@ pub const METRIC_NAMES: [&str; 61] = [
     "robotsguard_banned_browser_requests_total",
     "robotsguard_trap_hits_total",
     "robotsguard_disguised_strikes_total",
+    "robotsguard_third_party_requests_total",
     "robotsguard_crawler_range_list_loaded",
     "robotsguard_catalogue_feed_loaded",
     "robotsguard_catalogue_entries",
@@ -694,7 +706,7 @@ impl Metrics {
         let banned_clients = gauge(
             &registry,
             "robotsguard_banned_clients",
-            "Bans in force, by origin (updated when a ban is added, lifted or found ended).",
+            "Client addresses with a ban in force, by origin (updated when a ban is added, lifted or found ended).",
             &["origin"],
         );
         let banned_browser_requests = counter(
@@ -714,6 +726,12 @@ impl Metrics {
             "robotsguard_disguised_strikes_total",
             "Requests without a crawler's User-Agent for a path robots.txt disallows to every group, from an address that read robots.txt (disguised).",
             &["origin"],
+        );
+        let third_party_requests = counter(
+            &registry,
+            "robotsguard_third_party_requests_total",
+            "Requests another site's page caused (a sub-resource load, a cross-site request or Referer, an Accept without HTML) that would otherwise have counted toward a ban, by origin and signal: trap (a trap hit not banned), disguised (not a disguised crawler's strike), robots_read (not a read of robots.txt).",
+            &["origin", "signal"],
         );
         let crawler_range_list_loaded = gauge(
             &registry,
@@ -826,6 +844,7 @@ impl Metrics {
             banned_browser_requests,
             trap_hits,
             disguised_strikes,
+            third_party_requests,
             crawler_range_list_loaded,
             catalogue_feed_loaded,
             catalogue_entries,
@@ -906,6 +925,11 @@ impl Metrics {
         let _ = self.banned_browser_requests.remove_label_values(&[origin]);
         let _ = self.trap_hits.remove_label_values(&[origin]);
         let _ = self.disguised_strikes.remove_label_values(&[origin]);
+        for signal in ["trap", "disguised", "robots_read"] {
+            let _ = self
+                .third_party_requests
+                .remove_label_values(&[origin, signal]);
+        }
     }
 }
 
@@ -994,6 +1018,7 @@ impl Metrics {
             Box::new(self.banned_browser_requests.clone()),
             Box::new(self.trap_hits.clone()),
             Box::new(self.disguised_strikes.clone()),
+            Box::new(self.third_party_requests.clone()),
             Box::new(self.crawler_range_list_loaded.clone()),
             Box::new(self.catalogue_feed_loaded.clone()),
             Box::new(self.catalogue_entries.clone()),

@@ -203,15 +203,19 @@ const NOTES: &[(&str, &str)] = &[
     ),
     (
         "robotsguard_bans_total",
-        "client addresses banned for repeated violations (`offenders.action: ban`)",
+        "bans imposed by this process: repeated violations (`offenders.action: ban`), trap hits (`traps.action: ban`), disguised crawlers (`disguised.action: ban`)",
     ),
     (
         "robotsguard_banned_clients",
-        "bans in force (updated when a ban is added, lifted, or found ended; with the shared store, those of every replica)",
+        "client addresses with a ban in force, each once however many User-Agents its bans bind (updated when a ban is added, lifted, or found ended; with the shared store, those of every replica)",
     ),
     (
         "robotsguard_banned_browser_requests_total",
         "browser requests from banned addresses, refused (`offenders.scope: address`) or proxied (`crawlers`): people behind an address a ban hit",
+    ),
+    (
+        "robotsguard_third_party_requests_total",
+        "requests another site's page caused, by what they would have counted toward: `trap` (a trap hit under `traps.action: ban`, answered `404` and not banned), `disguised` (not a disguised crawler's strike), `robots_read` (a browser's load of `/robots.txt`, not recorded as a read); see \"Crawlers in disguise\"",
     ),
     (
         "robotsguard_state_backend_up",

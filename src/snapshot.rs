@@ -751,6 +751,12 @@ impl Snapshot {
                 .disguised_strikes
                 .with_label_values(&[name])
                 .inc_by(0);
+            for signal in ["trap", "disguised", "robots_read"] {
+                crate::metrics::METRICS
+                    .third_party_requests
+                    .with_label_values(&[name, signal])
+                    .inc_by(0);
+            }
             let previous = previous_by_name.get(origin_config.name.as_str());
             let traps = crate::traps::paths_for(&origin_config.traps, name);
             let controls = Arc::new(ControlPlan::for_origin(

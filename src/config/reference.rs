@@ -425,8 +425,8 @@ static OFFENDERS: SectionDoc = SectionDoc {
     title: "Repeat offenders",
     doc: "A strike is a request a robots.txt rule blocks that every robots.txt in force over the previous 24 hours also disallowed.",
     keys: &[
-        key("action", Ty::Words(|| names(&super::origin::OFFENDERS_ACTIONS)), "`report`", "`ban` (an address reaching `strikes` within `window` is refused for `ban` on every path but `/robots.txt`), `report` (logs `client would be banned`), `off`."),
-        key("scope", Ty::Words(|| names(&super::origin::BAN_SCOPES)), "`crawlers`", "Which requests of a banned address are refused: `crawlers` (those identifying as a crawler or with no User-Agent) or `address` (all)."),
+        key("action", Ty::Words(|| names(&super::origin::OFFENDERS_ACTIONS)), "`report`", "`ban` (an address reaching `strikes` within `window` is refused for `ban` on every path but `/robots.txt`), `report` (logs `client would be banned`; bans in force for repeated violations are not applied: proxied, decision `would_ban`), `off` (no strikes, and no ban in force is applied: decision `ban_suspended`)."),
+        key("scope", Ty::Words(|| names(&super::origin::BAN_SCOPES)), "`crawlers`", "Which requests of a banned address are refused: `crawlers` (those identifying as a crawler or with no User-Agent, and those with the exact User-Agent of a client a trap or disguised ban caught) or `address` (all)."),
         key("strikes", Ty::Int { min: 1, max: 1_000_000 }, "`20`", "Strikes that ban."),
         key("window", Ty::Duration, "`10m`", "Counted from the first strike."),
         key("ban", Ty::Duration, "`1h`", "How long a ban lasts."),
@@ -550,7 +550,7 @@ static TRAPS: SectionDoc = SectionDoc {
     keys: &[
         key("enabled", Ty::Bool, "`false`", "Put trap paths in the robots.txt served and watch them."),
         key("paths", Ty::List(&Ty::Str), "one derived path", "The trap paths (plain paths, at most 16); none: one per origin, `/` and 16 letters and digits, an HMAC-SHA-256 of the origin's name under the secret (the same in every replica and across restarts)."),
-        key("action", Ty::Words(|| names(&super::traps::TRAP_ACTIONS)), "`report`", "`report` (counted and logged, answered by the origin), `block` (`404` without contacting the origin), `ban` (`404`, and the address banned at once for `offenders.ban`, refused as `offenders.scope` says). `mode: report` only reports."),
+        key("action", Ty::Words(|| names(&super::traps::TRAP_ACTIONS)), "`report`", "`report` (counted and logged, answered by the origin), `block` (`404` without contacting the origin), `ban` (`404`, and the address banned at once for `offenders.ban`, with the exact User-Agent of a browser or app that took the trap, refused as `offenders.scope` says; a request another site's page caused is never banned). `mode: report` only reports."),
         key("secret_file", Ty::Str, "the generated secret", "A file holding the secret trap paths are derived from; without it, a secret generated at first start and kept in the shared store (`state.backend: redis`) or in `state.dir`."),
     ],
 };
@@ -561,7 +561,7 @@ static DISGUISED: SectionDoc = SectionDoc {
     title: "Disguised crawlers",
     doc: "A client without a crawler's User-Agent that read `/robots.txt` (GET or HEAD) and then, `strikes` times within `window`, asks for paths the robots.txt in force disallows to every group is the crawler `disguised` (bound by the `*` group) for that origin. Exempt paths, allowed clients and trusted proxies never count.",
     keys: &[
-        key("action", Ty::Words(|| names(&super::traps::DISGUISED_ACTIONS)), "`report`", "`report` (proxied, logged as would_block, decision `would_disguised`), `block` (`403` on the paths robots.txt disallows, with a body saying why), `ban` (banned with the origin's `offenders` settings)."),
+        key("action", Ty::Words(|| names(&super::traps::DISGUISED_ACTIONS)), "`report`", "`report` (proxied, logged as would_block, decision `would_disguised`), `block` (`403` on the paths robots.txt disallows, with a body saying why), `ban` (banned with the origin's `offenders` settings, together with its exact User-Agent)."),
         key("strikes", Ty::Int { min: 1, max: 1_000_000 }, "`5`", "Requests for paths disallowed to every group that make the address a disguised crawler."),
         key("window", Ty::Duration, "`10m`", "Within how long (from the first; each later one extends it)."),
     ],

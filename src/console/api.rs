@@ -186,7 +186,7 @@ pub(crate) fn crawler_rows_of(
     })
 }
 
-const CRAWLER_COLUMNS: [&str; 24] = [
+const CRAWLER_COLUMNS: [&str; 26] = [
     "name",
     "category",
     "operator",
@@ -211,6 +211,8 @@ const CRAWLER_COLUMNS: [&str; 24] = [
     "would_trap",
     "disguised",
     "would_disguised",
+    "would_ban",
+    "ban_suspended",
 ];
 
 fn crawler_cells(row: &CrawlerReport) -> Vec<String> {
@@ -239,7 +241,17 @@ fn crawler_cells(row: &CrawlerReport) -> Vec<String> {
     cells.push(rfc3339(row.first_seen));
     cells.push(rfc3339(row.last_seen));
     // The signals' columns come last: spreadsheets reading the earlier ones by position go on.
-    cells.extend([t.trap, t.would_trap, t.disguised, t.would_disguised].map(|n| n.to_string()));
+    cells.extend(
+        [
+            t.trap,
+            t.would_trap,
+            t.disguised,
+            t.would_disguised,
+            t.would_ban,
+            t.ban_suspended,
+        ]
+        .map(|n| n.to_string()),
+    );
     cells
 }
 

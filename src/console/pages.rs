@@ -92,6 +92,7 @@ pub(crate) async fn respond(console: &Console, asked: &Asked) -> Response<Vec<u8
         ("/ui/bans", false) => bans_page(console, asked, &viewer),
         ("/ui/explain", false) => explain_page(console, asked, &viewer).await,
         ("/ui/bans/lift", true) => lift(console, asked, &viewer).await,
+        ("/ui/bans/lift-all", true) => lift_all(console, asked, &viewer).await,
         ("/ui/logout", true) => {
             if let Some(id) = &asked.session_id {
                 console.access.close_session(id);
@@ -449,8 +450,11 @@ fn crawler_table(
                 number(t.blocked + t.trap + t.disguised),
                 number(t.limited),
                 number(t.banned),
-                number(t.would_block + t.would_limit + t.would_trap + t.would_disguised),
-                number(t.passed),
+                number(
+                    t.would_block + t.would_limit + t.would_trap + t.would_disguised + t.would_ban,
+                ),
+                // A request whose ban was suspended (a rollback) was answered as without it.
+                number(t.passed + t.ban_suspended),
                 number(t.errors),
                 format!(
                     "{} / {} / {}",
@@ -710,14 +714,48 @@ fn bans_table(console: &Console, origin: Option<&str>, viewer: &Viewer) -> Strin
     let links = format!(
         "<p class=\"downloads\"><a href=\"/bans?{query}&amp;format=csv\" download id=\"bans-csv\">Download CSV</a><a href=\"/bans?{query}\" id=\"bans-json\">JSON</a></p>\n"
     );
-    links + &bans_rows(console, origin, viewer)
+    let bans = console.store.bans(origin);
+    links + &lift_all_forms(&bans, viewer) + &bans_rows(console, &bans, viewer)
 }
 
-fn bans_rows(console: &Console, origin: Option<&str>, viewer: &Viewer) -> String {
+/// A "Lift all" button per origin that has bans (admin sessions only), each a form with the
+/// session's CSRF token.
+fn lift_all_forms(bans: &[crate::tables::offenders::Ban], viewer: &Viewer) -> String {
+    if viewer.level < Level::Admin || viewer.csrf.is_empty() {
+        return String::new();
+    }
+    let mut per_origin: Vec<(&str, usize)> = Vec::new();
+    for ban in bans {
+        match per_origin
+            .iter_mut()
+            .find(|(name, _)| *name == &*ban.origin)
+        {
+            Some((_, count)) => *count += 1,
+            None => per_origin.push((&ban.origin, 1)),
+        }
+    }
+    per_origin.sort_unstable();
+    let mut out = String::new();
+    for (origin, count) in per_origin {
+        let _ = write!(
+            out,
+            "<form method=\"post\" action=\"/ui/bans/lift-all\" class=\"inline lift-all\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"origin\" value=\"{}\"><button type=\"submit\" class=\"danger\">Lift all {} on {}</button></form>",
+            escape(&viewer.csrf),
+            escape(origin),
+            if count == 1 { "1 ban".to_string() } else { format!("{} bans", number(count as u64)) },
+            escape(origin),
+        );
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!("<p class=\"lift-all\" id=\"lift-all\">{out}</p>\n")
+}
+
+fn bans_rows(console: &Console, bans: &[crate::tables::offenders::Ban], viewer: &Viewer) -> String {
     let now = std::time::SystemTime::now();
-    let rows: Vec<Vec<String>> = console
-        .store
-        .bans(origin)
+    let snapshot = console.live.load();
+    let rows: Vec<Vec<String>> = bans
         .iter()
         .map(|ban| {
             let since = crate::reports::text::unix_seconds(ban.since);
@@ -742,13 +780,30 @@ fn bans_rows(console: &Console, origin: Option<&str>, viewer: &Viewer) -> String
             } else {
                 "0".to_string()
             };
+            // What earned it, and the exact User-Agent it binds (a browser's at a trap).
+            let earned = match &ban.agent {
+                Some(agent) => format!(
+                    "{} ({})<br><code class=\"agent\">{}</code>",
+                    escape(&ban.crawler),
+                    ban.cause.as_str(),
+                    escape(agent.shown())
+                ),
+                None => format!("{} ({})", escape(&ban.crawler), ban.cause.as_str()),
+            };
+            let state = match crate::judge::ban_state(&snapshot, ban) {
+                "would_ban" => "<span class=\"tag\" title=\"mode: report or offenders.action: report: proxied, logged would_ban\">reported only</span>".to_string(),
+                "ban_suspended" => "<span class=\"tag\" title=\"mode: off or offenders.action: off: proxied, logged ban_suspended\">suspended</span>".to_string(),
+                _ => "refused".to_string(),
+            };
             vec![
                 escape(&ban.origin),
                 format!("<code>{}</code>", escape(&ban.client.to_string())),
+                earned,
                 rfc3339(since),
                 rfc3339(until),
                 html::span(left),
                 number(u64::from(ban.strikes)),
+                state,
                 browsers,
                 action,
             ]
@@ -759,10 +814,13 @@ fn bans_rows(console: &Console, origin: Option<&str>, viewer: &Viewer) -> String
         &[
             "Origin",
             "Client",
+            "Earned by",
             "Since",
             "Until",
             "Remaining",
             "Strikes",
+            "Answer",
+            "Browser requests",
             "",
         ],
         &rows,
@@ -775,13 +833,50 @@ fn bans_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Response<Vec<
     if let Some(done) = asked.param("lifted") {
         let _ = writeln!(
             body,
-            "<p class=\"warn\" id=\"lifted\">Lifted the ban of {}.</p>",
+            "<p class=\"warn\" id=\"lifted\">Lifted {}.</p>",
             escape(done)
         );
     }
     body.push_str("<p class=\"note\">Addresses banned for repeated requests of paths robots.txt disallows. Many browser requests from a banned address suggest a NAT or an office behind it.</p>\n");
     body.push_str(&bans_table(console, None, viewer));
     viewer.page(200, "Bans", Section::Bans, &body)
+}
+
+/// "Lift all" on an origin: every ban on it, here and in the shared store.
+async fn lift_all(console: &Console, asked: &Asked, viewer: &Viewer) -> Response<Vec<u8>> {
+    if viewer.level < Level::Admin {
+        return message(
+            403,
+            "Read-only",
+            "The read-only token cannot lift bans; sign in with the admin token.",
+            viewer,
+        );
+    }
+    let Some(origin) = asked.field("origin") else {
+        return message(400, "Missing fields", "The form names no origin.", viewer);
+    };
+    if console.live.load().origin_named(origin).is_none() {
+        return message(
+            404,
+            "No such origin",
+            "The config has no origin of that name.",
+            viewer,
+        );
+    }
+    let lifted = console.store.lift_all(Some(origin)).await;
+    tracing::info!(
+        origin,
+        count = lifted.count,
+        "an origin's bans lifted from the console"
+    );
+    if !lifted.everywhere {
+        return message(503, "Lifted here only", "The shared state store is unreachable: the bans are lifted in this replica only and come back from the store when it is reachable. Try again.", viewer);
+    }
+    let done = match lifted.count {
+        1 => format!("1 ban on {origin}"),
+        count => format!("{count} bans on {origin}"),
+    };
+    html::see_other(&format!("/ui/bans?lifted={}", url_value(&done)))
 }
 
 async fn lift(console: &Console, asked: &Asked, viewer: &Viewer) -> Response<Vec<u8>> {
@@ -820,7 +915,7 @@ async fn lift(console: &Console, asked: &Asked, viewer: &Viewer) -> Response<Vec
     match console.store.lift(origin, address.to_canonical()).await {
         Lifted::Yes => {
             tracing::info!(origin, client = %address, "ban lifted from the console");
-            html::see_other(&format!("/ui/bans?lifted={}", url_value(&format!("{address} on {origin}"))))
+            html::see_other(&format!("/ui/bans?lifted={}", url_value(&format!("the bans of {address} on {origin}"))))
         }
         Lifted::NotBanned => message(404, "Not banned", "That address is not banned there (the ban may have ended).", viewer),
         Lifted::HereOnly => message(503, "Lifted here only", "The shared state store is unreachable: the ban is lifted in this replica only and comes back from the store when it is reachable. Try again.", viewer),
@@ -880,6 +975,7 @@ async fn explain_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Resp
         signed: None,
         keys_unavailable: false,
         request_id: None,
+        fetch: crate::judge::Fetch::default(),
     };
     let preview = super::preview::preview(
         &snapshot,

@@ -68,12 +68,19 @@ pub enum Outcome {
     /// Refused with the origin's licence answer: `402` with a `Link` to the licence terms
     /// (`block.status: 402`, or a `license` policy action).
     PaymentRequired,
+    /// The client address is banned, but the origin only reports (`mode: report`, or
+    /// `offenders.action: report` for a ban of repeated violations): proxied as without the
+    /// ban, counted.
+    WouldBan,
+    /// The client address is banned, but bans are off (`mode: off` or `offenders.action:
+    /// off`): proxied as without the ban, counted.
+    BanSuspended,
 }
 
 impl Outcome {
     /// Every outcome; each one's word is in [`crate::metrics::DECISIONS`] (a test holds them
     /// equal), which the metric's help and the access log's documentation are written from.
-    pub const ALL: [Outcome; 12] = [
+    pub const ALL: [Outcome; 14] = [
         Outcome::Pass,
         Outcome::Allowed,
         Outcome::Blocked,
@@ -86,6 +93,8 @@ impl Outcome {
         Outcome::Disguised,
         Outcome::WouldDisguised,
         Outcome::PaymentRequired,
+        Outcome::WouldBan,
+        Outcome::BanSuspended,
     ];
 
     /// The `decision` label of `robotsguard_requests_total`.
@@ -103,6 +112,8 @@ impl Outcome {
             Outcome::Disguised => "disguised",
             Outcome::WouldDisguised => "would_disguised",
             Outcome::PaymentRequired => "payment_required",
+            Outcome::WouldBan => "would_ban",
+            Outcome::BanSuspended => "ban_suspended",
         }
     }
 }

@@ -560,6 +560,7 @@ impl Guard {
             signed: signed.as_ref(),
             keys_unavailable,
             request_id: request_id.as_ref().and_then(|id| id.to_str().ok()),
+            fetch: scan.fetch,
         };
         // Not through `judge_with`: each async layer moves the judgment once more.
         let judgment = Judge {

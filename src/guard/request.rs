@@ -38,6 +38,9 @@ pub(super) fn routed_host<'a>(
         .or_else(|| request_host(request))
 }
 
+const SEC_FETCH_DEST: http::HeaderName = http::HeaderName::from_static("sec-fetch-dest");
+const SEC_FETCH_SITE: http::HeaderName = http::HeaderName::from_static("sec-fetch-site");
+
 /// What [`super::Guard::request_filter`] reads of the request's header names, in one pass over
 /// the headers rather than a hashed lookup per name (most requests carry a handful of headers).
 pub(super) struct HeaderScan<'a> {
@@ -52,6 +55,10 @@ pub(super) struct HeaderScan<'a> {
     /// The first `Host` value, and how many there are.
     pub host: Option<&'a HeaderValue>,
     pub hosts: usize,
+    /// The first `Sec-Fetch-Dest`, `Sec-Fetch-Site`, `Accept` and `Referer` values: what a
+    /// browser says caused the request (a ban never stands on what another site's page made a
+    /// visitor's browser send).
+    pub fetch: crate::judge::Fetch<'a>,
 }
 
 impl<'a> HeaderScan<'a> {
@@ -74,6 +81,7 @@ pub(super) fn scan_headers(headers: &HeaderMap) -> HeaderScan<'_> {
         connection: false,
         host: None,
         hosts: 0,
+        fetch: crate::judge::Fetch::default(),
     };
     for (name, value) in headers {
         if *name == http::header::USER_AGENT {
@@ -84,8 +92,16 @@ pub(super) fn scan_headers(headers: &HeaderMap) -> HeaderScan<'_> {
             scan.host.get_or_insert(value);
         } else if *name == http::header::CONNECTION {
             scan.connection = true;
+        } else if *name == http::header::ACCEPT {
+            scan.fetch.accept.get_or_insert(value.as_bytes());
+        } else if *name == http::header::REFERER {
+            scan.fetch.referer.get_or_insert(value.as_bytes());
         } else if *name == super::SIGNATURE_INPUT {
             scan.signature_input = true;
+        } else if *name == SEC_FETCH_DEST {
+            scan.fetch.dest.get_or_insert(value.as_bytes());
+        } else if *name == SEC_FETCH_SITE {
+            scan.fetch.site.get_or_insert(value.as_bytes());
         }
     }
     scan

@@ -87,6 +87,14 @@ pub struct Tally {
     /// Would have been refused as a disguised crawler (report).
     #[serde(default)]
     pub would_disguised: u64,
+    /// From a banned address, proxied because the origin only reports bans (`mode: report`,
+    /// `offenders.action: report`).
+    #[serde(default)]
+    pub would_ban: u64,
+    /// From a banned address, proxied because bans are off (`mode: off`, `offenders.action:
+    /// off`).
+    #[serde(default)]
+    pub ban_suspended: u64,
 }
 
 impl Tally {
@@ -108,6 +116,8 @@ impl Tally {
         self.would_trap += other.would_trap;
         self.disguised += other.disguised;
         self.would_disguised += other.would_disguised;
+        self.would_ban += other.would_ban;
+        self.ban_suspended += other.ban_suspended;
     }
 
     /// Adds one request, as `counted` describes it.
@@ -130,6 +140,8 @@ impl Tally {
                 Outcome::WouldTrap => &mut self.would_trap,
                 Outcome::Disguised => &mut self.disguised,
                 Outcome::WouldDisguised => &mut self.would_disguised,
+                Outcome::WouldBan => &mut self.would_ban,
+                Outcome::BanSuspended => &mut self.ban_suspended,
             } += 1;
         }
         match counted.verification {

@@ -30,18 +30,42 @@ use crate::tables::clock::{coarse_now, Millis};
 use crate::tables::compliance::RobotsReads;
 use crate::tables::crawl_delay::{Admission, BudgetKey, CrawlDelays};
 use crate::tables::disguised::DisguisedStrikes;
-use crate::tables::offenders::{Ban, Offenders, Strike};
+use crate::tables::offenders::{AddressBans, Ban, BanCause, BoundAgent, Offenders, Strike};
 
 pub use self::reports::{Coverage, ReportsPublisher, PUBLISH_EVERY};
 pub use self::shared::StoreService;
 
 /// How a strike is to be counted for a violation.
 #[derive(Debug, Clone, Copy)]
-pub struct StrikeRequest {
+pub struct StrikeRequest<'a> {
     /// The origin's `offenders` settings.
     pub settings: OffendersConfig,
     /// Whether the origin enforces (not `mode: report`): only then does a strike ban.
     pub enforce: bool,
+    /// The label of the crawler the request named (recorded in the ban it may lead to).
+    pub crawler: &'a str,
+}
+
+/// What earned a ban imposed at once (a trap hit, a disguised crawler).
+#[derive(Debug, Clone, Copy)]
+pub struct Earner<'a> {
+    /// The signal.
+    pub cause: BanCause,
+    /// The crawler label of the request (`browser` for a browser's or an app's User-Agent).
+    pub crawler: &'a str,
+    /// The exact User-Agent the ban binds, for a client that `offenders.scope: crawlers`
+    /// would let through.
+    pub user_agent: Option<&'a [u8]>,
+}
+
+/// What lifting all of an origin's (or every origin's) bans did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiftedAll {
+    /// Bans lifted: in this process and in the shared store, each ban once.
+    pub count: usize,
+    /// False when the shared store could not be reached: other replicas keep the bans it
+    /// holds, and this one gets them back once it is reachable.
+    pub everywhere: bool,
 }
 
 /// What the state says about a request a robots.txt rule disallowed.
@@ -252,7 +276,7 @@ impl Store {
         &self,
         origin: &str,
         client: IpAddr,
-        strike: Option<StrikeRequest>,
+        strike: Option<StrikeRequest<'_>>,
     ) -> Violation {
         let strike = strike.filter(|s| s.settings.action != OffendersAction::Off);
         if let Some(shared) = self.shared() {
@@ -273,8 +297,10 @@ impl Store {
                         _,
                     ) => {
                         self.offenders.forget_strikes(origin, client);
+                        let crawler = strike.map_or("", |s| s.crawler);
                         let mut ban =
-                            Ban::new(origin, client, since, until, strikes, Instant::now());
+                            Ban::new(origin, client, since, until, strikes, Instant::now())
+                                .earned_by(BanCause::Strikes, crawler, None);
                         ban.shared = true;
                         Some(match self.offenders.impose(ban, Instant::now()) {
                             Some(ban) => Strike::Banned(ban),
@@ -294,6 +320,7 @@ impl Store {
                             Some(self.offenders.strike(
                                 origin,
                                 client,
+                                request.crawler,
                                 request.settings,
                                 request.enforce,
                                 now,
@@ -325,7 +352,7 @@ impl Store {
             read_robots: self.reads.read_recently(origin, client, now),
             strike: strike.map(|s| {
                 self.offenders
-                    .strike(origin, client, s.settings, s.enforce, now)
+                    .strike(origin, client, s.crawler, s.settings, s.enforce, now)
             }),
         }
     }
@@ -379,12 +406,6 @@ impl Store {
         })
     }
 
-    /// Whether this process knows `client` as a disguised crawler on `origin` now (at least
-    /// `settings.strikes`): from memory, never a round trip.
-    pub fn known_disguised(&self, origin: &str, client: IpAddr, settings: DisguisedConfig) -> bool {
-        self.disguised.count(origin, client, coarse_now()) >= settings.strikes
-    }
-
     /// Bans `client` from `origin` at once for `length` (a trap hit, a disguised crawler), here;
     /// with the shared store, the background loop writes it there within a second. `None` when
     /// the most bans are in force.
@@ -394,16 +415,27 @@ impl Store {
         client: IpAddr,
         length: Duration,
         strikes: u32,
+        earner: Earner<'_>,
     ) -> Option<Ban> {
         let now = SystemTime::now();
-        let ban = Ban::new(origin, client, now, now + length, strikes, Instant::now());
+        let ban = Ban::new(origin, client, now, now + length, strikes, Instant::now()).earned_by(
+            earner.cause,
+            earner.crawler,
+            earner.user_agent.map(BoundAgent::of),
+        );
         self.offenders.impose(ban, Instant::now())
     }
 
-    /// The ban in force for `client` on `origin`, if any: from memory, never a round trip, and
-    /// without reading the clock unless the address has a ban (every request asks).
+    /// The ban in force for `client` on `origin` that ends last, if any: from memory, never a
+    /// round trip.
     pub fn banned(&self, origin: &str, client: IpAddr) -> Option<Ban> {
         self.offenders.banned_at(origin, client, coarse_now)
+    }
+
+    /// Every ban in force for `client` on `origin`, if any: from memory, never a round trip, and
+    /// without reading the clock unless the address has a ban (every request asks).
+    pub fn bans_of(&self, origin: &str, client: IpAddr) -> Option<AddressBans> {
+        self.offenders.bans_of(origin, client, coarse_now)
     }
 
     /// The bans in force, on `origin` or all, soonest to end first.
@@ -411,16 +443,47 @@ impl Store {
         self.offenders.list(origin, Instant::now())
     }
 
-    /// Lifts the ban of `client` on `origin`, here and in the shared store.
+    /// Lifts the bans of `client` on `origin` (its own and those bound to a User-Agent), here
+    /// and in the shared store.
     pub async fn lift(&self, origin: &str, client: IpAddr) -> Lifted {
-        let here = self.offenders.lift(origin, client, Instant::now());
+        let here = !self
+            .offenders
+            .lift(origin, client, Instant::now())
+            .is_empty();
         let Some(shared) = &self.shared else {
             return if here { Lifted::Yes } else { Lifted::NotBanned };
         };
-        match shared.lift(origin, client).await {
-            Some(there) if here || there => Lifted::Yes,
+        match shared.lift(Some(origin), Some(client)).await {
+            Some(there) if here || !there.is_empty() => Lifted::Yes,
             Some(_) => Lifted::NotBanned,
             None => Lifted::HereOnly,
+        }
+    }
+
+    /// Lifts every ban on `origin` (`None`: on every origin), here and in the shared store:
+    /// how many, each ban counted once wherever it was held.
+    pub async fn lift_all(&self, origin: Option<&str>) -> LiftedAll {
+        let here = self.offenders.lift_all(origin, Instant::now());
+        let Some(shared) = &self.shared else {
+            return LiftedAll {
+                count: here.len(),
+                everywhere: true,
+            };
+        };
+        let Some(there) = shared.lift(origin, None).await else {
+            return LiftedAll {
+                count: here.len(),
+                everywhere: false,
+            };
+        };
+        let mut fields: std::collections::HashSet<String> = there.into_iter().collect();
+        fields.extend(
+            here.iter()
+                .map(|ban| shared::Shared::ban_field(&ban.origin, ban.client, ban.agent.as_ref())),
+        );
+        LiftedAll {
+            count: fields.len(),
+            everywhere: true,
         }
     }
 

@@ -7,7 +7,10 @@
 //! keys rather than refusing writes (docs/src/operations/replicas.md lists them all). Keys (after
 //! `state.redis.prefix`): `delay:ORIGIN:CRAWLER[:CLIENT]` (lives for the delay; generic crawler
 //! names share the name `(generic)`), `strikes:ORIGIN:CLIENT` (the window), the hash `bans` (field
-//! `CLIENT ORIGIN`, value `UNTIL_MS SINCE_MS STRIKES`) and `bans:version`, which every change to
+//! `CLIENT ORIGIN` for the address's own ban, `CLIENT ORIGIN ua:DIGEST` for one bound to a
+//! User-Agent; value `UNTIL_MS SINCE_MS STRIKES CAUSE CRAWLER [USER-AGENT]`, the crawler
+//! percent-escaped, the User-Agent as shown; a value of only the first three, written before
+//! bans recorded what earned them, reads as earned by an unknown crawler) and `bans:version`, which every change to
 //! the bans increments (and announces on the channel of the same name, so that the other
 //! processes reload at once rather than at their next check; `pcall`, so that a user without
 //! that channel in its ACL still changes the bans) so that the processes' mirrors reload only
@@ -49,7 +52,9 @@ use crate::metrics::METRICS;
 use crate::snapshot::{CopyOutcome, EndedCopy, Live, Policy, RobotsCopy, HISTORY, HISTORY_COPIES};
 use crate::tables::compliance::REMEMBERED;
 use crate::tables::crawl_delay::{Admission, BudgetKey};
-use crate::tables::offenders::{Ban, Offenders, MAX_BANS};
+use crate::tables::offenders::{
+    AgentDigest, Ban, BanCause, BoundAgent, Offenders, MAX_BANS, UNKNOWN_CRAWLER,
+};
 
 /// How often the loop checks the store, reconnects, and looks for changed bans.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
@@ -94,10 +99,10 @@ const HISTORY_ORIGINS_PER_ROUND_TRIP: usize = 256;
 /// Counts a strike and, at `strikes`, bans; reports whether the client read robots.txt.
 /// KEYS: readers, strikes, bans, bans:version. ARGV: count a strike (1/0), strikes, window (ms),
 /// ban (1/0: action ban on an enforcing origin), the ban's field, the ban's length (ms), the
-/// most bans, the client's member of the readers set, the oldest read that counts (ms). Returns
-/// {read, count, 0 counted | 1 banned | 2 would ban, ms left of the count's window}. A ban is
-/// written as `UNTIL SINCE STRIKES` in the server's milliseconds. A count without a TTL (however
-/// it came to be) is given one.
+/// most bans, the client's member of the readers set, the oldest read that counts (ms), what
+/// earns the ban (`CAUSE CRAWLER`). Returns {read, count, 0 counted | 1 banned | 2 would ban, ms
+/// left of the count's window}. A ban is written as `UNTIL SINCE STRIKES CAUSE CRAWLER` in the
+/// server's milliseconds. A count without a TTL (however it came to be) is given one.
 const STRIKE_SCRIPT: &str = "
 local seen = redis.call('ZSCORE', KEYS[1], ARGV[8])
 local read = 0
@@ -117,7 +122,7 @@ end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[3], ARGV[5], string.format('%d %d %d', now + tonumber(ARGV[6]), now, count))
+redis.call('HSET', KEYS[3], ARGV[5], string.format('%d %d %d %s', now + tonumber(ARGV[6]), now, count, ARGV[10]))
 redis.pcall('PUBLISH', KEYS[4], redis.call('INCR', KEYS[4]))
 return {read, count, 1, 0}
 ";
@@ -138,10 +143,19 @@ end
 return count
 ";
 
-/// Lifts a ban. KEYS: bans, bans:version. ARGV: the ban's field. Returns 1 when there was one.
+/// Lifts bans: those of a client on an origin, all of an origin's, or all. KEYS: bans,
+/// bans:version. ARGV: the client (empty: any), the origin (empty: any). Returns the fields
+/// lifted. Reads every field (an operator's action: at most the most bans).
 const LIFT_SCRIPT: &str = "
-local lifted = redis.call('HDEL', KEYS[1], ARGV[1])
-if lifted == 1 then redis.pcall('PUBLISH', KEYS[2], redis.call('INCR', KEYS[2])) end
+local lifted = {}
+for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+  local client, origin = string.match(field, '^(%S+) (%S+)')
+  if client and (ARGV[1] == '' or client == ARGV[1]) and (ARGV[2] == '' or origin == ARGV[2]) then
+    redis.call('HDEL', KEYS[1], field)
+    lifted[#lifted + 1] = field
+  end
+end
+if #lifted > 0 then redis.pcall('PUBLISH', KEYS[2], redis.call('INCR', KEYS[2])) end
 return lifted
 ";
 
@@ -165,17 +179,19 @@ end
 return removed
 ";
 
-/// Writes bans imposed while the store was unreachable. KEYS: bans, bans:version. ARGV: per
-/// ban, its field, milliseconds left, milliseconds since it was imposed, strikes.
+/// Writes bans imposed while the store was unreachable (or, for a trap or a disguised
+/// crawler, by a request: the background loop shares them). KEYS: bans, bans:version. ARGV:
+/// per ban, its field, milliseconds left, milliseconds since it was imposed, strikes, what
+/// earned it (`CAUSE CRAWLER [USER-AGENT]`).
 const SHARE_SCRIPT: &str = "
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-for i = 1, #ARGV, 4 do
-  redis.call('HSET', KEYS[1], ARGV[i], string.format('%d %d %d',
-    now + tonumber(ARGV[i + 1]), now - tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])))
+for i = 1, #ARGV, 5 do
+  redis.call('HSET', KEYS[1], ARGV[i], string.format('%d %d %d %s',
+    now + tonumber(ARGV[i + 1]), now - tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]))
 end
 redis.pcall('PUBLISH', KEYS[2], redis.call('INCR', KEYS[2]))
-return #ARGV / 4
+return #ARGV / 5
 ";
 
 /// Adds ended robots.txt copies to an origin's history: one member per content (`KIND\nBODY`),
@@ -405,8 +421,14 @@ impl Shared {
         }
     }
 
-    fn ban_field(origin: &str, client: IpAddr) -> String {
-        format!("{client} {origin}")
+    /// The field of a ban in the hash `bans`: `CLIENT ORIGIN`, and ` ua:DIGEST` for one bound
+    /// to a User-Agent (origin names have no spaces; a process that reads fields as `CLIENT
+    /// ORIGIN` only takes such a ban for one of an origin it does not have).
+    pub(super) fn ban_field(origin: &str, client: IpAddr, agent: Option<&BoundAgent>) -> String {
+        match agent {
+            Some(agent) => format!("{client} {origin} ua:{}", agent.digest().hex()),
+            None => format!("{client} {origin}"),
+        }
     }
 
     /// The connection, for a request's command.
@@ -632,7 +654,7 @@ impl Shared {
         &self,
         origin: &str,
         client: IpAddr,
-        strike: Option<StrikeRequest>,
+        strike: Option<StrikeRequest<'_>>,
     ) -> Option<SharedViolation> {
         let address = client.to_string();
         let (count_strike, strikes, window, ban, ban_length) = match strike {
@@ -655,11 +677,16 @@ impl Shared {
             .arg(strikes)
             .arg(u64::try_from(window.as_millis()).unwrap_or(u64::MAX).max(1))
             .arg(if ban { "1" } else { "0" })
-            .arg(Shared::ban_field(origin, client))
+            .arg(Shared::ban_field(origin, client, None))
             .arg(u64::try_from(ban_length.as_millis()).unwrap_or(u64::MAX))
             .arg(MAX_BANS)
             .arg(reader_member(origin, client))
-            .arg(oldest_read());
+            .arg(oldest_read())
+            .arg(earned_text(
+                BanCause::Strikes,
+                strike.map_or("", |s| s.crawler),
+                None,
+            ));
         let mut connection = self.live_connection()?;
         let (read, count, state, left): (i64, i64, i64, i64) = self
             .run("violation", invocation.invoke_async(&mut connection))
@@ -743,23 +770,27 @@ impl Shared {
             .ok_or_else(|| "the store kept no secret".to_owned())
     }
 
-    /// `Some(true)` lifted, `Some(false)` no such ban, `None` the store did not answer. Lifting
-    /// is an operator's action, so it waits up to the background timeout, not the request one.
-    pub(super) async fn lift(&self, origin: &str, client: IpAddr) -> Option<bool> {
+    /// Lifts the bans of `client` (`None`: any) on `origin` (`None`: any): the fields lifted,
+    /// `None` when the store did not answer. Lifting is an operator's action, so it waits up to
+    /// the background timeout, not the request one.
+    pub(super) async fn lift(
+        &self,
+        origin: Option<&str>,
+        client: Option<IpAddr>,
+    ) -> Option<Vec<String>> {
         let mut connection = self.live_connection()?;
         let mut invocation = self.lift.prepare_invoke();
         invocation
             .key(self.key(&["bans"]))
             .key(self.key(&["bans", "version"]))
-            .arg(Shared::ban_field(origin, client));
-        let lifted: i64 = self
-            .run_within(
-                "lift_ban",
-                BACKGROUND_TIMEOUT,
-                invocation.invoke_async(&mut connection),
-            )
-            .await?;
-        Some(lifted == 1)
+            .arg(client.map_or_else(String::new, |client| client.to_string()))
+            .arg(origin.unwrap_or(""));
+        self.run_within(
+            "lift_ban",
+            BACKGROUND_TIMEOUT,
+            invocation.invoke_async(&mut connection),
+        )
+        .await
     }
 }
 
@@ -1110,10 +1141,15 @@ impl StoreService {
             let left = ban.until.duration_since(wall).unwrap_or(Duration::ZERO);
             let age = wall.duration_since(ban.since).unwrap_or(Duration::ZERO);
             invocation
-                .arg(Shared::ban_field(&ban.origin, ban.client))
+                .arg(Shared::ban_field(
+                    &ban.origin,
+                    ban.client,
+                    ban.agent.as_ref(),
+                ))
                 .arg(u64::try_from(left.as_millis()).unwrap_or(u64::MAX))
                 .arg(u64::try_from(age.as_millis()).unwrap_or(u64::MAX))
-                .arg(ban.strikes);
+                .arg(ban.strikes)
+                .arg(earned_text(ban.cause, &ban.crawler, ban.agent.as_ref()));
         }
         match tokio::time::timeout(
             BACKGROUND_TIMEOUT,
@@ -1249,33 +1285,101 @@ fn parse_history_entry(
     Some((Arc::new(copy), until))
 }
 
-/// A ban as the store writes it (`UNTIL SINCE STRIKES` in the server's milliseconds), placed on
-/// this process's clocks by its distance from `server_now`; `None` when it has ended or is not a
-/// ban robotsguard wrote.
+/// What earned a ban as the store writes it after its times and strikes: `CAUSE CRAWLER`, and
+/// ` USER-AGENT` (as shown) for one bound to it; the crawler percent-escaped, so that it is one
+/// word.
+fn earned_text(cause: BanCause, crawler: &str, agent: Option<&BoundAgent>) -> String {
+    let mut text = format!("{} {}", cause.as_str(), escape_word(crawler));
+    if let Some(agent) = agent {
+        text.push(' ');
+        text.push_str(agent.shown());
+    }
+    text
+}
+
+/// `word` with `%`, spaces, control and non-ASCII bytes as `%XX`.
+fn escape_word(word: &str) -> String {
+    use std::fmt::Write as _;
+    if word.is_empty() {
+        return "-".to_owned();
+    }
+    let mut out = String::with_capacity(word.len());
+    for &byte in word.as_bytes() {
+        if byte.is_ascii_graphic() && byte != b'%' {
+            out.push(char::from(byte));
+        } else {
+            let _ = write!(out, "%{byte:02X}");
+        }
+    }
+    out
+}
+
+/// The word [`escape_word`] wrote.
+fn unescape_word(word: &str) -> Option<String> {
+    if word == "-" {
+        return Some(String::new());
+    }
+    let bytes = word.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'%' {
+            let hex = word.get(at + 1..at + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            at += 3;
+        } else {
+            out.push(bytes[at]);
+            at += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// A ban as the store writes it (`UNTIL SINCE STRIKES [CAUSE CRAWLER [USER-AGENT]]` in the
+/// server's milliseconds), placed on this process's clocks by its distance from `server_now`;
+/// `None` when it has ended or is not a ban robotsguard wrote.
 fn parse_ban(field: &[u8], value: &[u8], server_now: u64, now: Instant) -> Option<Ban> {
-    let (client, origin) = std::str::from_utf8(field).ok()?.split_once(' ')?;
-    let client: IpAddr = client.parse().ok()?;
-    let mut numbers = std::str::from_utf8(value)
-        .ok()?
-        .split(' ')
-        .map(str::parse::<u64>);
-    let until = numbers.next()?.ok()?;
-    let since = numbers.next()?.ok()?;
-    let strikes = u32::try_from(numbers.next()?.ok()?).ok()?;
+    let mut parts = std::str::from_utf8(field).ok()?.split(' ');
+    let client: IpAddr = parts.next()?.parse().ok()?;
+    let origin = parts.next()?;
+    let digest = match parts.next() {
+        None => None,
+        Some(bound) => Some(AgentDigest::from_hex(bound.strip_prefix("ua:")?)?),
+    };
+    if origin.is_empty() || parts.next().is_some() {
+        return None;
+    }
+    let mut words = std::str::from_utf8(value).ok()?.splitn(6, ' ');
+    let mut number = || words.next()?.parse::<u64>().ok();
+    let until = number()?;
+    let since = number()?;
+    let strikes = u32::try_from(number()?).ok()?;
+    let cause = words.next().map_or(BanCause::Unknown, BanCause::parse);
+    let crawler = match words.next() {
+        Some(crawler) => unescape_word(crawler)?,
+        None => UNKNOWN_CRAWLER.to_owned(),
+    };
+    let agent = match (digest, words.next()) {
+        (Some(digest), shown) => Some(BoundAgent::from_parts(digest, shown.unwrap_or(""))),
+        (None, _) => None,
+    };
     if until <= server_now {
         return None;
     }
     let wall = SystemTime::now();
     let left = Duration::from_millis(until - server_now);
     let age = Duration::from_millis(server_now.saturating_sub(since));
-    Some(Ban::new(
-        origin,
-        client,
-        wall.checked_sub(age).unwrap_or(wall),
-        wall + left,
-        strikes,
-        now,
-    ))
+    Some(
+        Ban::new(
+            origin,
+            client,
+            wall.checked_sub(age).unwrap_or(wall),
+            wall + left,
+            strikes,
+            now,
+        )
+        .earned_by(cause, &crawler, agent),
+    )
 }
 
 impl StoreService {
@@ -1402,13 +1506,16 @@ mod tests {
         let now = Instant::now();
         // The server's clock is an hour behind this process's: the ban still has 30 minutes.
         let server_now: u64 = 1_700_000_000_000;
-        let field = Shared::ban_field("shop", [203, 0, 113, 9].into());
+        let field = Shared::ban_field("shop", [203, 0, 113, 9].into(), None);
         let value = format!("{} {} 20", server_now + 1_800_000, server_now - 60_000);
         let ban = parse_ban(field.as_bytes(), value.as_bytes(), server_now, now)
             .expect("a ban as written");
         assert_eq!(&*ban.origin, "shop");
         assert_eq!(ban.client, IpAddr::from([203, 0, 113, 9]));
         assert_eq!(ban.strikes, 20);
+        // Written before bans recorded what earned them.
+        assert_eq!((ban.cause, &*ban.crawler), (BanCause::Unknown, "unknown"));
+        assert!(ban.agent.is_none());
         let left = ban
             .until
             .duration_since(SystemTime::now())
@@ -1417,7 +1524,7 @@ mod tests {
             left > Duration::from_secs(1790) && left <= Duration::from_secs(1800),
             "{left:?}"
         );
-        let v6 = Shared::ban_field("blog.v2", "2001:db8::1".parse().expect("an address"));
+        let v6 = Shared::ban_field("blog.v2", "2001:db8::1".parse().expect("an address"), None);
         assert!(parse_ban(v6.as_bytes(), value.as_bytes(), server_now, now).is_some());
         let ended = format!("{} {} 20", server_now - 1, server_now - 60_000);
         for (field, value) in [
@@ -1434,6 +1541,47 @@ mod tests {
                 "{field:?} {value:?}"
             );
         }
+    }
+
+    #[test]
+    fn what_earned_a_ban_and_the_user_agent_it_binds_are_written_and_read_back() {
+        let now = Instant::now();
+        let server_now: u64 = 1_700_000_000_000;
+        let times = format!("{} {} 1", server_now + 60_000, server_now);
+        let agent = BoundAgent::of(b"Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0");
+        let field = Shared::ban_field("shop", [203, 0, 113, 9].into(), Some(&agent));
+        assert!(field.starts_with("203.0.113.9 shop ua:"), "{field}");
+        let value = format!(
+            "{times} {}",
+            earned_text(BanCause::Trap, "browser", Some(&agent))
+        );
+        let ban = parse_ban(field.as_bytes(), value.as_bytes(), server_now, now).expect("read");
+        assert_eq!((ban.cause, &*ban.crawler), (BanCause::Trap, "browser"));
+        assert_eq!(ban.agent, Some(agent.clone()));
+        // A crawler name with spaces and percent signs stays one word.
+        let odd = "Odd Bot 100%";
+        let value = format!("{times} {}", earned_text(BanCause::Strikes, odd, None));
+        let plain = Shared::ban_field("shop", [203, 0, 113, 9].into(), None);
+        let ban = parse_ban(plain.as_bytes(), value.as_bytes(), server_now, now).expect("read");
+        assert_eq!((ban.cause, &*ban.crawler), (BanCause::Strikes, odd));
+        assert!(ban.agent.is_none());
+        // A bound field whose value lost the User-Agent text still binds by its digest.
+        let bare = format!("{times} disguised disguised");
+        let ban = parse_ban(field.as_bytes(), bare.as_bytes(), server_now, now).expect("read");
+        assert_eq!(ban.agent.map(|a| a.digest()), Some(agent.digest()));
+        // Anything else in the field is refused.
+        for field in [
+            "203.0.113.9 shop ua:nothex",
+            "203.0.113.9 shop other",
+            "203.0.113.9 shop ua:00000000000000000000000000000000 more",
+        ] {
+            assert!(
+                parse_ban(field.as_bytes(), bare.as_bytes(), server_now, now).is_none(),
+                "{field}"
+            );
+        }
+        assert_eq!(unescape_word(&escape_word("")), Some(String::new()));
+        assert_eq!(unescape_word("bad%zz"), None);
     }
 
     #[test]

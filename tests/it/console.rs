@@ -304,7 +304,9 @@ fn the_read_only_token_reads_but_cannot_lift_and_forms_need_the_csrf_token() {
     assert_eq!(csv.status, 200);
     let csv = csv.text();
     assert!(
-        csv.starts_with("origin,client,since,until,remaining_seconds,strikes,browser_requests\n"),
+        csv.starts_with(
+            "origin,client,since,until,remaining_seconds,strikes,browser_requests,cause,crawler,user_agent,state\n"
+        ),
         "{csv}"
     );
     assert!(csv.contains("\nshop,192.0.2.9,"), "{csv}");

@@ -260,14 +260,17 @@ fn a_trap_hit_by_a_browser_is_reported_blocked_or_banned() {
     drop(proxy);
 
     // ban: at once, for offenders.ban; under scope crawlers its crawler requests are refused
-    // afterwards, its browser ones are not.
+    // afterwards, and so are the requests of the browser User-Agent that took the trap; other
+    // browsers behind the address are not.
     let origin = Origin::start();
     let proxy = trap_proxy(&origin, "ban", "    offenders: {ban: 1h}\n");
     assert_eq!(get(&proxy, "203.0.113.7", "/archive-2009/", BROWSER), 404);
     assert!(origin.proxied().is_empty());
     assert_eq!(get(&proxy, "203.0.113.7", "/page", GPTBOT), 403);
     assert_eq!(get(&proxy, "203.0.113.7", "/page", "SomeSpider/1.0"), 403);
-    assert_eq!(get(&proxy, "203.0.113.7", "/page", BROWSER), 200);
+    assert_eq!(get(&proxy, "203.0.113.7", "/page", BROWSER), 403);
+    let another_browser = "Mozilla/5.0 (X11; Linux x86_64; rv:130.0) Gecko/20100101 Firefox/130.0";
+    assert_eq!(get(&proxy, "203.0.113.7", "/page", another_browser), 200);
     assert_eq!(get(&proxy, "203.0.113.8", "/page", GPTBOT), 200);
     let bans = proxy.admin_get("/bans?origin=shop").json();
     assert_eq!(bans["bans"][0]["client"], "203.0.113.7", "{bans}");

@@ -26,6 +26,7 @@ mod fuzz_regressions;
 mod guard_api;
 mod hardening_round2;
 mod hardening_round3_admin;
+mod hardening_round3_bans;
 mod hardening_round3_fairness;
 mod hostile_input;
 mod live_logs;

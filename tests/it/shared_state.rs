@@ -642,11 +642,14 @@ fn bans_follow_the_store_clock_and_ended_or_foreign_entries_are_dropped() {
         from(&proxy, "198.51.100.62", &format!("/private/{n}"));
     }
     let value = redis.command(&["HGET", &bans, "198.51.100.62 shop"]);
-    let numbers: Vec<u64> = value
-        .split(' ')
+    // `UNTIL SINCE STRIKES`, then what earned it: the strikes of a crawler.
+    let words: Vec<&str> = value.split(' ').collect();
+    assert_eq!(words.len(), 5, "{value}");
+    assert_eq!(words[3..], ["strikes", "ExampleBot"], "{value}");
+    let numbers: Vec<u64> = words[..3]
+        .iter()
         .map(|n| n.parse().expect("a number"))
         .collect();
-    assert_eq!(numbers.len(), 3, "{value}");
     assert_eq!(numbers[0] - numbers[1], 4_000, "{value}");
     assert!(
         numbers[1].abs_diff(server_millis(&redis)) < 5_000,

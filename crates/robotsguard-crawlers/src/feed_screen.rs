@@ -311,6 +311,7 @@ mod tests {
             ignores_global: false,
             verify: None,
             purposes: Vec::new(),
+            controls: Default::default(),
             ignores_crawl_delay: false,
             signing_agents: Vec::new(),
             source: String::new(),
