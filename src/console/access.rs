@@ -311,14 +311,18 @@ impl Access {
         let crowded = if mine >= MAX_SESSIONS_PER_ADDRESS {
             Some(from)
         } else if sessions.len() >= MAX_SESSIONS {
-            // Full: the address holding the most gives one up, never one holding a few.
-            let mut counts: HashMap<AddressKey, usize> = HashMap::new();
+            // Full: the address holding the most gives one up, never one holding a few; among
+            // addresses holding as many, the one that signed in last, so that a run of sign-ins
+            // from many addresses never ends a session that was there before it.
+            let mut counts: HashMap<AddressKey, (usize, Instant)> = HashMap::new();
             for kept in sessions.values() {
-                *counts.entry(kept.from).or_default() += 1;
+                let entry = counts.entry(kept.from).or_insert((0, kept.session.ends));
+                entry.0 += 1;
+                entry.1 = entry.1.max(kept.session.ends);
             }
             counts
                 .into_iter()
-                .max_by_key(|(_, count)| *count)
+                .max_by_key(|(_, held)| *held)
                 .map(|(key, _)| key)
         } else {
             None
