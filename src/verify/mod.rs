@@ -245,9 +245,13 @@ impl Verifier {
     }
 
     /// Whether checking a claim from `ip` could send a DNS query now: reverse DNS is on, the
-    /// address is public and no answer for it is cached.
+    /// resolver is not known to be unreachable (then nothing is sent), the address is public and
+    /// no answer for it is cached.
     pub fn may_look_up(&self, ip: IpAddr) -> bool {
-        self.settings.dns.enabled && is_public(ip) && self.dns.peek(ip).is_none()
+        self.settings.dns.enabled
+            && !matches!(self.dns.reach(), dns::Reach::Unreachable(_))
+            && is_public(ip)
+            && self.dns.peek(ip).is_none()
     }
 
     /// Whether the verdict on `crawler` (with `data`) from `ip` would need a DNS query now.

@@ -177,8 +177,15 @@ impl Proxy {
         head.join("\n") + "\n" + body
     }
 
+    /// Waits (at most 10 s) until the config watcher is watching: a change made before it is
+    /// missed, which under load made reload tests fail now and then.
+    fn wait_watching(&self) {
+        self.wait_log("config reload: watching", 1, Duration::from_secs(10));
+    }
+
     /// Replaces the config file whole, as editors do: a new file renamed over the old one.
     pub fn replace_config(&self, text: &str) {
+        self.wait_watching();
         let temporary = self.dir.path().join(".robotsguard.yaml.tmp");
         std::fs::write(&temporary, text).expect("temporary config written");
         std::fs::rename(&temporary, self.config_path()).expect("config renamed into place");
@@ -186,6 +193,7 @@ impl Proxy {
 
     /// Rewrites the config file in place (truncate, then write).
     pub fn overwrite_config(&self, text: &str) {
+        self.wait_watching();
         std::fs::write(self.config_path(), text).expect("config overwritten");
     }
 
