@@ -345,3 +345,37 @@ fn validate_refuses_what_the_catalogue_would_refuse_at_serve() {
         assert!(err.contains(position) && err.contains(says), "{err}");
     }
 }
+
+/// `robotsguard identify … | head` and `robotsguard config schema | head`: a reader that has gone
+/// away ends the output quietly with success instead of a panic (a closed pipe, no reader at all).
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    for args in [
+        &["identify", "GPTBot/1.0"][..],
+        &["identify", "--json", "GPTBot/1.0"][..],
+        &["config", "schema"][..],
+        &["config", "reference"][..],
+        &["metrics"][..],
+    ] {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let output = Command::new(env!("CARGO_BIN_EXE_robotsguard"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .expect("the robotsguard binary runs");
+        assert!(
+            output.status.success(),
+            "{args:?} into a closed pipe: {:?}, stderr {}",
+            output.status,
+            stderr(&output)
+        );
+        assert!(
+            !stderr(&output).contains("panicked"),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+}

@@ -116,20 +116,11 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
         Command::Check(args) => check::run(args),
-        Command::Config { what } => {
-            print!(
-                "{}",
-                match what {
-                    ConfigDoc::Schema => robotsguard::config::reference::json_schema(),
-                    ConfigDoc::Reference => robotsguard::config::reference::markdown(),
-                }
-            );
-            ExitCode::SUCCESS
-        }
-        Command::Metrics => {
-            print!("{}", robotsguard::metrics_reference::reference_markdown());
-            ExitCode::SUCCESS
-        }
+        Command::Config { what } => write_stdout(&match what {
+            ConfigDoc::Schema => robotsguard::config::reference::json_schema(),
+            ConfigDoc::Reference => robotsguard::config::reference::markdown(),
+        }),
+        Command::Metrics => write_stdout(&robotsguard::metrics_reference::reference_markdown()),
         Command::Validate {
             config,
             config_only,
@@ -298,19 +289,37 @@ fn identify(
                 serde_json::to_value(verification).unwrap_or_default(),
             );
         }
-        println!("{report}");
+        write_stdout(&format!("{report}\n"))
     } else {
-        println!("{}", robotsguard::crawlers::describe(identity.as_ref()));
+        let mut text = format!("{}\n", robotsguard::crawlers::describe(identity.as_ref()));
         if let Some(verification) = &verification {
-            println!(
-                "from {}: {} ({})",
+            text.push_str(&format!(
+                "from {}: {} ({})\n",
                 client.map(|c| c.to_string()).unwrap_or_default(),
                 verification.result.as_str(),
                 verification.how
-            );
+            ));
+        }
+        write_stdout(&text)
+    }
+}
+
+/// Writes a command's output. A reader that stops early (`| head`) closes the pipe: that ends
+/// the output quietly with success, as other command-line tools do, where `print!` would panic.
+fn write_stdout(text: &str) -> ExitCode {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: writing the output: {e}");
+            ExitCode::from(2)
         }
     }
-    ExitCode::SUCCESS
 }
 
 /// Checks one claim now: the crawler's lists are fetched once, reverse DNS asked once.
