@@ -19,6 +19,7 @@ mod reader;
 #[doc(hidden)]
 pub mod reference;
 mod schema;
+mod sections;
 mod size;
 mod state;
 pub use state::{Credentials, RedisClient, RedisNode, RedisTopology};

@@ -10,11 +10,9 @@ use super::error::Pos;
 use super::error::{did_you_mean, one_of};
 use super::error::{quote, Sink};
 use super::reader::{self, Table};
-use super::schema::{
-    BLOCK, MAX_NAME_LEN, MAX_ROBOTS_MAX_SIZE, MIN_ROBOTS_MAX_SIZE, ORIGIN, PATHS, ROBOTS,
-    UPSTREAM_TLS,
-};
-use super::schema::{
+use super::schema::{MAX_NAME_LEN, MAX_ROBOTS_MAX_SIZE, MIN_ROBOTS_MAX_SIZE};
+use super::sections::{BLOCK, ORIGIN, PATHS, ROBOTS, UPSTREAM_TLS};
+use super::sections::{
     CONTENT_SIGNALS, CRAWL_DELAY, HEALTH_CHECK, OFFENDERS, PASSIVE_HEALTH, POLICY, PURPOSE_POLICY,
     UPSTREAM_TIMEOUTS,
 };
@@ -723,7 +721,7 @@ pub(crate) fn web_bot_auth_mode(
         Table::read(
             sink,
             n,
-            &super::schema::ORIGIN_WEB_BOT_AUTH,
+            &super::sections::ORIGIN_WEB_BOT_AUTH,
             "`web_bot_auth`",
         )
     })?;

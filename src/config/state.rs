@@ -10,7 +10,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::error::{quote, Sink};
 use super::reader::{self, Table};
-use super::schema::{
+use super::sections::{
     STATE, STATE_REDIS, STATE_REDIS_CLUSTER, STATE_REDIS_SENTINEL, STATE_REDIS_TLS,
 };
 use super::tree::Node;

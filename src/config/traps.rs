@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::error::{quote, Sink};
 use super::reader::{self, Table};
-use super::schema::{DISGUISED, TRAPS};
+use super::sections::{DISGUISED, TRAPS};
 use super::tree::Node;
 
 /// The largest `traps.secret_file` read.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::error::{quote, Sink};
 use super::origin::KnownCrawlers;
 use super::reader::{self, Table};
-use super::schema::{
+use super::sections::{
     CRAWLER_VERIFY, SIGNATURE_AGENT, VERIFY, VERIFY_DNS, VERIFY_RANGES, WEB_BOT_AUTH,
 };
 use super::tree::{Node, Value};
@@ -600,7 +600,7 @@ fn list_with_format<'a>(
     node: &'a Node,
 ) -> Option<(&'a Node, crate::crawlers::ListFormat)> {
     use crate::crawlers::ListFormat;
-    let table = Table::read(sink, node, &super::schema::RANGE_LIST, "an `ips` list")?;
+    let table = Table::read(sink, node, &super::sections::RANGE_LIST, "an `ips` list")?;
     let Some(url) = table.get("url") else {
         sink.error_hint(
             table.pos,
@@ -618,7 +618,7 @@ fn list_with_format<'a>(
                 let inner = Table::read(
                     sink,
                     f,
-                    &super::schema::RANGE_LIST_FORMAT,
+                    &super::sections::RANGE_LIST_FORMAT,
                     "a list `format`",
                 )?;
                 let pointer = inner.get("json_pointer");
