@@ -376,6 +376,16 @@ pub(crate) fn networks(sink: &mut Sink, node: &Node, what: &str) -> Vec<ipnet::I
     out
 }
 
+/// A duration that must be longer than zero.
+pub(crate) fn positive_duration(sink: &mut Sink, node: &Node, what: &str) -> Option<Duration> {
+    let d = duration(sink, node, what)?;
+    if d.is_zero() {
+        sink.error(node.pos, format!("`{what}` must be longer than 0s"));
+        return None;
+    }
+    Some(d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::sections::{ORIGIN, TOP};

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::*;
+use crate::crawlers::{Category, VerifyData};
 
 const BASE: &str = "/etc/robotsguard";
 

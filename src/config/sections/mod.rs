@@ -5,44 +5,70 @@
 //! A new key: add its row to its section's file, read it in that section's reader, run
 //! `scripts/gen-docs.sh` (CONTRIBUTING.md, "Adding a config key").
 
+// What every section's reader uses; each section file starts with `use super::*;`.
+#[allow(unused_imports)]
+use std::collections::HashMap;
+#[allow(unused_imports)]
+use std::fmt;
+#[allow(unused_imports)]
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+#[allow(unused_imports)]
+use std::path::{Path, PathBuf};
+#[allow(unused_imports)]
+use std::time::Duration;
+
+#[allow(unused_imports)]
+use crate::crawlers::{builtin_defs, CatalogueError, Category, CrawlerDef, Purpose, VerifyData};
+
+#[allow(unused_imports)]
+use super::address::{check_sni, parse_bind, parse_host, parse_upstream};
+#[allow(unused_imports)]
+use super::error::{did_you_mean, one_of, quote, Pos, Sink};
+#[allow(unused_imports)]
+use super::reader::{self, positive_duration, Table};
+#[allow(unused_imports)]
+use super::template::check_body;
+#[allow(unused_imports)]
+use super::tree::{Node, Value};
+
 mod top;
 pub(crate) use top::*;
 mod listen;
-pub(crate) use listen::*;
+pub use listen::*;
 mod admin;
-pub(crate) use admin::*;
+pub use admin::*;
 mod limits;
-pub(crate) use limits::*;
+pub use limits::*;
 mod access_log;
-pub(crate) use access_log::*;
+pub use access_log::*;
 mod defaults;
 pub(crate) use defaults::*;
 mod block;
-pub(crate) use block::*;
+pub use block::*;
 mod robots;
-pub(crate) use robots::*;
+pub use robots::*;
 mod paths;
-pub(crate) use paths::*;
+pub use paths::*;
 mod upstream;
-pub(crate) use upstream::*;
+pub use upstream::*;
 mod policy;
-pub(crate) use policy::*;
+pub use policy::*;
 mod crawl_delay;
-pub(crate) use crawl_delay::*;
+pub use crawl_delay::*;
 mod offenders;
-pub(crate) use offenders::*;
+pub use offenders::*;
 mod crawlers;
-pub(crate) use crawlers::*;
+pub use crawlers::*;
 mod origins;
-pub(crate) use origins::*;
+pub use origins::*;
 mod verify;
-pub(crate) use verify::*;
+pub use verify::*;
 mod traps;
-pub(crate) use traps::*;
+pub use traps::*;
 mod state;
-pub(crate) use state::*;
+pub use state::*;
 mod reports;
-pub(crate) use reports::*;
+pub use reports::*;
 
 /// The value a key takes.
 pub(crate) enum Ty {

@@ -8,7 +8,7 @@ pub(crate) static TOP: Section = Section {
     keys: &[
         key("listen", Ty::OneOrList(&Ty::AnyOf(&[Ty::Address, Ty::Section(&LISTENER)])), "`127.0.0.1:8080`", "The proxy's listeners: `\"IP:PORT\"` entries, or mappings for TLS, PROXY protocol and HTTP/2."),
         key("admin", Ty::AnyOf(&[Ty::Address, Ty::Section(&ADMIN)]), "`127.0.0.1:9090`", "The admin listener (`/metrics`, `/healthz`, `/readyz`, `/explain`, `/robots`, `/bans`, the console): `\"IP:PORT\"` or a mapping with a token."),
-        key("threads", Ty::Int { min: 1, max: crate::config::schema::MAX_THREADS as i128 }, "one per CPU", "Proxy worker threads."),
+        key("threads", Ty::Int { min: 1, max: MAX_THREADS as i128 }, "one per CPU", "Proxy worker threads."),
         key("shutdown", Ty::Section(&SHUTDOWN), "", "What SIGTERM does."),
         key("limits", Ty::Section(&LIMITS), "", "Deadlines and caps on client connections and requests."),
         key("trusted_proxies", Ty::OneOrList(&Ty::Network), "`[]`", "Peers (CIDRs or addresses) whose forwarding headers are believed: the client is then the rightmost `X-Forwarded-For` entry that is not itself trusted; on a `proxy_protocol` listener, the only peers allowed to connect."),
@@ -34,3 +34,19 @@ pub(crate) static SHUTDOWN: Section = Section {
         "How long SIGTERM waits for requests in flight.",
     )],
 };
+
+pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(10);
+
+/// A sanity bound on `threads`; more than this is almost surely a typo.
+pub(crate) const MAX_THREADS: u64 = 1024;
+
+/// `shutdown`: how long in-flight requests may take to finish on SIGTERM.
+pub(crate) fn shutdown_grace(sink: &mut Sink, node: &Node) -> Duration {
+    Table::read(sink, node, &SHUTDOWN, "`shutdown`")
+        .and_then(|table| {
+            table
+                .get("grace")
+                .and_then(|n| reader::duration(sink, n, "grace"))
+        })
+        .unwrap_or(DEFAULT_GRACE)
+}
