@@ -32,12 +32,12 @@ pub use sections::{
     CrawlDelayConfig, CrawlersConfig, Credentials, DisguisedAction, DisguisedConfig, DnsConfig,
     DnsProbe, EscapedSlashes, ExtraCrawler, FeedConfig, FetchProxy, Forward, HealthCheck,
     Impostors, Limits, Listener, ListenerTls, Mode, MultiPurpose, OffendersAction, OffendersConfig,
-    OnUnreachable, OriginConfig, PathsConfig, PolicyConfig, PurposeAction, PurposeRule,
-    RangesConfig, RedisClient, RedisConfig, RedisNode, RedisTls, RedisTopology, RegistrySource,
-    ReportsConfig, RobotsConfig, RobotsSource, SignalAction, SignatureAgent, Spared,
-    SparedPurposes, StateConfig, TrapAction, TrapSecret, TrapsConfig, Upstream, UpstreamHealth,
-    UpstreamTimeouts, UpstreamTls, VerifyConfig, WebBotAuthConfig, WebBotAuthMode,
-    MIN_ADMIN_TOKEN_BYTES,
+    OnUnreachable, OriginConfig, PathsConfig, PolicyConfig, ProxyUrlError, PurposeAction,
+    PurposeRule, RangesConfig, RedisClient, RedisConfig, RedisNode, RedisSetupError, RedisTls,
+    RedisTopology, RedisUrlError, RegistrySource, ReportsConfig, RobotsConfig, RobotsSource,
+    SignalAction, SignatureAgent, Spared, SparedPurposes, StateConfig, TrapAction, TrapSecret,
+    TrapsConfig, Upstream, UpstreamHealth, UpstreamTimeouts, UpstreamTls, VerifyConfig,
+    WebBotAuthConfig, WebBotAuthMode, MIN_ADMIN_TOKEN_BYTES,
 };
 
 #[cfg(test)]

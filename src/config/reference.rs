@@ -370,4 +370,181 @@ mod tests {
             assert_eq!(keys, want, "schema of {}", doc.id);
         }
     }
+
+    /// A config document built by path, written as YAML flow (`{a: {b: 1}}`); leaves are
+    /// written as given.
+    enum Doc {
+        Map(Vec<(String, Doc)>),
+        List(Vec<Doc>),
+        Raw(String),
+    }
+
+    impl Doc {
+        /// The mapping at `path` (`origins[].block`), created empty where missing.
+        fn at(&mut self, path: &str) -> &mut Vec<(String, Doc)> {
+            let mut here = self;
+            for segment in path.split('.').filter(|s| !s.is_empty()) {
+                let (name, item) = match segment.strip_suffix("[]") {
+                    Some(name) => (name, true),
+                    None => (segment, false),
+                };
+                let Doc::Map(entries) = here else {
+                    panic!("{path}: not a mapping")
+                };
+                let index = match entries.iter().position(|(k, _)| k == name) {
+                    Some(index) => index,
+                    None => {
+                        let fresh = if item {
+                            Doc::List(vec![Doc::Map(Vec::new())])
+                        } else {
+                            Doc::Map(Vec::new())
+                        };
+                        entries.push((name.to_owned(), fresh));
+                        entries.len() - 1
+                    }
+                };
+                here = match &mut entries[index].1 {
+                    Doc::List(items) => &mut items[0],
+                    other => other,
+                };
+            }
+            match here {
+                Doc::Map(entries) => entries,
+                _ => panic!("{path}: not a mapping"),
+            }
+        }
+
+        fn set(&mut self, path: &str, key: &str, raw: &str) {
+            self.at(path)
+                .push((key.to_owned(), Doc::Raw(raw.to_owned())));
+        }
+
+        fn yaml(&self) -> String {
+            match self {
+                Doc::Map(entries) => format!(
+                    "{{{}}}",
+                    entries
+                        .iter()
+                        .map(|(k, v)| format!("{k}: {}", v.yaml()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Doc::List(items) => format!(
+                    "[{}]",
+                    items.iter().map(Doc::yaml).collect::<Vec<_>>().join(", ")
+                ),
+                Doc::Raw(raw) => raw.clone(),
+            }
+        }
+    }
+
+    /// A documented default as YAML: numbers, booleans and flow collections as written,
+    /// anything else quoted (`robotsguard:` would otherwise start a mapping).
+    fn as_yaml(text: &str) -> String {
+        let plain = text.parse::<i64>().is_ok()
+            || matches!(text, "true" | "false")
+            || text.starts_with('{')
+            || text.starts_with('[');
+        if plain {
+            text.to_owned()
+        } else {
+            format!("{text:?}")
+        }
+    }
+
+    /// What a section needs besides the key under test to be read at all (a Redis section
+    /// needs the Redis backend and a URL).
+    fn seed(doc: &mut Doc, path: &str) {
+        doc.set("origins[]", "name", "shop");
+        doc.set("origins[]", "hosts", "[shop.example]");
+        doc.set("origins[]", "upstream", "\"127.0.0.1:8081\"");
+        if path.starts_with("state.redis") {
+            doc.set("state", "backend", "redis");
+            if !path.starts_with("state.redis.sentinel") && !path.starts_with("state.redis.cluster")
+            {
+                doc.set("state.redis", "url", "\"rediss://127.0.0.1:6380\"");
+            }
+        }
+        if path.ends_with("health_check") {
+            doc.set(path, "path", "/healthz");
+        }
+        if path == "admin" {
+            doc.set(path, "address", "\"127.0.0.1:9090\"");
+        }
+        if path == "state.redis.sentinel" {
+            doc.set(path, "master", "main");
+            doc.set(path, "nodes", "[\"127.0.0.1:26379\"]");
+        }
+        if path == "state.redis.cluster" {
+            doc.set(path, "nodes", "[\"127.0.0.1:7000\"]");
+        }
+    }
+
+    /// Every default the reference shows as a value (`` `5m` ``) is what the reader produces
+    /// when the key is left out: writing the default changes nothing. Sections reached only
+    /// through a list other than `origins` (listeners, extra crawlers, feeds, agents) or a map
+    /// of free names are checked by their own tests; their keys are mostly required.
+    #[test]
+    fn every_shown_default_is_what_the_reader_produces() {
+        let load = |yaml: &str| {
+            super::super::load_str(
+                yaml,
+                "defaults.yaml",
+                std::path::Path::new("/etc/robotsguard"),
+            )
+        };
+        let mut checked = 0;
+        let mut problems = Vec::new();
+        for (id, paths) in section_paths() {
+            let section = SECTIONS
+                .iter()
+                .find(|s| s.id == id)
+                .unwrap_or_else(|| unreachable!());
+            for path in paths {
+                let reachable =
+                    !path.contains(".*") && path.replace("origins[]", "").find("[]").is_none();
+                if !reachable {
+                    continue;
+                }
+                let mut base = Doc::Map(Vec::new());
+                seed(&mut base, &path);
+                base.at(&path);
+                let empty = match load(&base.yaml()) {
+                    Ok(config) => config,
+                    Err(e) => {
+                        problems.push(format!(
+                            "`{path}` left empty is refused: {e}\n  {}",
+                            base.yaml()
+                        ));
+                        continue;
+                    }
+                };
+                for key in section.keys {
+                    let Some(default) = literal_default(key.default) else {
+                        continue;
+                    };
+                    let mut written = Doc::Map(Vec::new());
+                    seed(&mut written, &path);
+                    written.set(&path, key.name, &as_yaml(default));
+                    let yaml = written.yaml();
+                    match load(&yaml) {
+                        Ok(config) if config == empty => {}
+                        Ok(_) => problems.push(format!(
+                            "`{}` written as its documented default `{default}` reads \
+                             differently from leaving it out:\n  {yaml}",
+                            join(&path, key.name)
+                        )),
+                        Err(e) => problems.push(format!(
+                            "`{}` written as its documented default `{default}` is refused: \
+                             {e}\n  {yaml}",
+                            join(&path, key.name)
+                        )),
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+        assert!(checked > 80, "only {checked} defaults were checked");
+    }
 }

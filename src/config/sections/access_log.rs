@@ -1,3 +1,5 @@
+//! `access_log`: one line per request.
+
 use super::*;
 
 pub(crate) static ACCESS_LOG: Section = Section {

@@ -1,3 +1,5 @@
+//! `admin`: the admin listener, its tokens and the host names it answers to.
+
 use super::*;
 
 pub(crate) static ADMIN: Section = Section {

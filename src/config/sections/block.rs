@@ -1,3 +1,5 @@
+//! `block`: the answer a blocked request gets (status, body template, licence link).
+
 use super::*;
 
 pub(crate) static BLOCK: Section = Section {

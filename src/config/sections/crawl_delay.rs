@@ -1,3 +1,5 @@
+//! `crawl_delay`: what happens to crawlers that come faster than robots.txt's Crawl-delay.
+
 use super::*;
 
 pub(crate) static CRAWL_DELAY: Section = Section {

@@ -1,3 +1,5 @@
+//! `crawlers`: the built-in catalogue, generic bots, the operator's own crawlers and catalogue feeds; a crawler's `verify` lists.
+
 use super::*;
 
 pub(crate) const FEED_FORMAT_WORDS: Ty = Ty::Words(|| {

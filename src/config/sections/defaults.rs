@@ -1,3 +1,5 @@
+//! `defaults`: the per-origin settings every origin inherits, key by key.
+
 use super::*;
 
 pub(crate) static DEFAULTS: Section = Section {
@@ -18,7 +20,7 @@ pub(crate) static DEFAULTS: Section = Section {
         key("impostors", IMPOSTORS_WORDS, "`block`", "What happens to a request whose crawler claim fails verification: `block` (`403`), `report` (proxied, counted, held to the claimed crawler's Crawl-delay), `ignore` (decided as claimed; `off` is the same, so that Helm's `false` reads as it)."),
         key("crawl_delay", Ty::Section(&CRAWL_DELAY), "", "robots.txt's Crawl-delay as a rate limit."),
         key("offenders", Ty::Section(&OFFENDERS), "", "Banning addresses that keep violating robots.txt."),
-        key("web_bot_auth", Ty::Section(&ORIGIN_WEB_BOT_AUTH), "`verify.web_bot_auth.mode`", "Web Bot Auth's mode for every origin."),
+        key("web_bot_auth", Ty::Section(&ORIGIN_WEB_BOT_AUTH), "from `verify.web_bot_auth.mode`", "Web Bot Auth's mode for every origin."),
         key("traps", Ty::Section(&TRAPS), "off", "Trap paths in the robots.txt served: a request for one is a trap hit, whatever its User-Agent."),
         key("disguised", Ty::Section(&DISGUISED), "`{action: report, strikes: 5, window: 10m}`", "Clients without a crawler's User-Agent that read robots.txt and then take what it disallows to every group."),
         key("content_signals", Ty::Section(&CONTENT_SIGNALS), "`{action: report, header: false, multi_purpose: allow}`", "robots.txt's Content-Signal and Content-Usage lines, per crawler purpose."),

@@ -1,3 +1,5 @@
+//! `limits`: deadlines and caps on client connections and requests.
+
 use super::*;
 
 pub(crate) static LIMITS: Section = Section {

@@ -1,3 +1,5 @@
+//! `listen`: the proxy's listeners (addresses, TLS certificates, PROXY protocol, HTTP/2).
+
 use super::*;
 
 pub(crate) static LISTENER: Section = Section {

@@ -1,3 +1,5 @@
+//! `offenders`: strikes and bans for crawlers that keep ignoring robots.txt.
+
 use super::*;
 
 pub(crate) static OFFENDERS: Section = Section {

@@ -1,3 +1,5 @@
+//! `origins`: each site robotsguard fronts, with the per-origin sections merged over `defaults`.
+
 use super::*;
 
 pub(crate) const MODE_WORDS: Ty = Ty::Words(|| names(&MODES));

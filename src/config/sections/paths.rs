@@ -1,3 +1,5 @@
+//! `paths`: how request paths are matched against robots.txt and forwarded.
+
 use super::*;
 
 pub(crate) static PATHS: Section = Section {

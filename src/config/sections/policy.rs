@@ -1,3 +1,5 @@
+//! `policy` and `content_signals`: what each category, crawler and purpose is allowed.
+
 use super::*;
 
 pub(crate) const POLICY_ACTION_WORDS: Ty = Ty::Words(|| names(&ACTIONS));

@@ -1,3 +1,5 @@
+//! `reports`: what the reports (`/reports/*`, the console) keep.
+
 use super::*;
 
 pub(crate) static REPORTS: Section = Section {

@@ -1,3 +1,5 @@
+//! `robots` and `defaults.robots`: where each origin's robots.txt comes from and how fresh it is kept.
+
 use super::*;
 
 pub(crate) const REFRESH_DOC: &str = "How often robots.txt is fetched or re-read (at least `1s`).";
@@ -115,6 +117,9 @@ pub(crate) const DEFAULT_ROBOTS_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// RFC 9309 section 2.5: crawlers must parse at least the first 500 KiB of
 /// a robots.txt, so smaller limits are refused.
+/// `robots.url`: where an origin's robots.txt is fetched when nothing else is said.
+pub(crate) const DEFAULT_ROBOTS_URL: &str = "/robots.txt";
+
 pub(crate) const MIN_ROBOTS_MAX_SIZE: usize = 500 * 1024;
 
 pub(crate) const DEFAULT_ROBOTS_MAX_SIZE: usize = MIN_ROBOTS_MAX_SIZE;
@@ -300,6 +305,8 @@ fn robots_source(
             let url = table.get("url").and_then(|n| {
                 let url = reader::nonempty_string(sink, n, "url")?;
                 match check_robots_url(url) {
+                    // Written out, the default is the same setting as leaving it out.
+                    Ok(()) if url == DEFAULT_ROBOTS_URL => None,
                     Ok(()) => Some(url.to_owned()),
                     Err(message) => {
                         sink.error_hint(

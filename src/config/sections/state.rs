@@ -1,16 +1,11 @@
 //! The `state` section: where Crawl-delay budgets, strike counts, bans and robots.txt reads are
 //! kept (this process's memory, or a Redis/Valkey server shared by every replica).
 
-use crate::config::error::{quote, Sink};
-use crate::config::reader::{self, Table};
-use crate::config::tree::Node;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::io::Read;
-use std::path::Path;
-use std::time::Duration;
 mod topology;
-pub use self::topology::{Credentials, RedisNode, RedisTopology};
+pub use self::topology::{Credentials, RedisNode, RedisTopology, RedisUrlError};
 
 use super::*;
 
@@ -595,12 +590,12 @@ impl RedisConfig {
     /// A client for the store, with the certificates `tls` names read now (at start, and by
     /// `validate`; the config check does not read them). Errors say which file and what is
     /// wrong with it. Nothing is connected.
-    pub fn client(&self) -> Result<RedisClient, String> {
-        let topology = RedisTopology::parse(&self.url)?;
+    pub fn client(&self) -> Result<RedisClient, RedisSetupError> {
+        let topology = RedisTopology::parse(&self.url).map_err(RedisSetupError::Url)?;
         let tls = match &topology {
             RedisTopology::Single => matches!(
                 redis::Client::open(self.url.as_str())
-                    .map_err(|e| e.to_string())?
+                    .map_err(|e| RedisSetupError::Client(e.to_string()))?
                     .get_connection_info()
                     .addr(),
                 redis::ConnectionAddr::TcpTls { .. }
@@ -610,12 +605,12 @@ impl RedisConfig {
         let certificates = if tls {
             // The Redis client asks rustls for the process's provider, as pingora's TLS does.
             pingora::tls::install_default_crypto_provider();
-            check_system_roots()?;
-            self.certificates()?
+            check_system_roots().map_err(RedisSetupError::Tls)?;
+            self.certificates().map_err(RedisSetupError::Tls)?
         } else {
             None
         };
-        let error = |e: redis::RedisError| e.to_string();
+        let error = |e: redis::RedisError| RedisSetupError::Client(e.to_string());
         match topology {
             RedisTopology::Single => match certificates {
                 None => redis::Client::open(self.url.as_str())
@@ -772,6 +767,35 @@ impl RedisConfig {
 /// The Redis client reads the system's roots at every connection, even when `tls.ca` replaces
 /// them, and fails on any problem with them (a missing `SSL_CERT_FILE`, an unreadable or
 /// malformed certificate): say so at start rather than fall back to memory for ever.
+/// Why a client for the shared store cannot be made from `state.redis`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RedisSetupError {
+    /// The URL does not parse.
+    Url(RedisUrlError),
+    /// A certificate file cannot be read or holds nothing usable, or there are no system roots.
+    Tls(String),
+    /// The Redis client refused the settings (its reason).
+    Client(String),
+}
+
+impl fmt::Display for RedisSetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RedisSetupError::Url(e) => e.fmt(f),
+            RedisSetupError::Tls(why) | RedisSetupError::Client(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for RedisSetupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RedisSetupError::Url(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 fn check_system_roots() -> Result<(), String> {
     let loaded = rustls_native_certs::load_native_certs();
     if let Some(error) = loaded.errors.first() {

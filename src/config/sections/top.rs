@@ -1,3 +1,5 @@
+//! The top level of the file (`threads`, `trusted_proxies`, which sections exist) and `shutdown`.
+
 use super::*;
 
 pub(crate) static TOP: Section = Section {

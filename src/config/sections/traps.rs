@@ -2,12 +2,8 @@
 //! by robots.txt itself (trap paths every group disallows; clients that read robots.txt and then
 //! take what it disallows to everyone).
 
-use crate::config::error::{quote, Sink};
-use crate::config::reader::{self, Table};
-use crate::config::tree::Node;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::*;
 

@@ -1,3 +1,5 @@
+//! `upstream_timeouts`, `passive_health`, `health_check` and an origin's upstream `tls`.
+
 use super::*;
 
 pub(crate) static UPSTREAM_TIMEOUTS: Section = Section {

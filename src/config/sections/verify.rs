@@ -1,15 +1,6 @@
 //! The config of crawler verification: the top-level `verify` section, a crawler's own
 //! `verify` data (`crawlers.extra[].verify`), and the `impostors` action.
 
-use crate::config::error::{quote, Sink};
-use crate::config::reader::{self, Table};
-use crate::config::tree::{Node, Value};
-use crate::crawlers::VerifyData;
-use std::net::SocketAddr;
-use std::path::Path;
-use std::time::Duration;
-use KnownCrawlers;
-
 use super::*;
 
 pub(crate) static VERIFY: Section = Section {
@@ -80,7 +71,7 @@ pub(crate) static ORIGIN_WEB_BOT_AUTH: Section = Section {
     keys: &[key(
         "mode",
         WEB_BOT_AUTH_MODE_WORDS,
-        "`verify.web_bot_auth.mode`",
+        "from `verify.web_bot_auth.mode`",
         "`observe`, `optional` or `required`, as `verify.web_bot_auth.mode`.",
     )],
 };
@@ -205,23 +196,20 @@ impl std::fmt::Debug for FetchProxy {
 
 impl FetchProxy {
     /// `http://[user:password@]host[:port]` (port 80 when left out); `from` names the setting.
-    pub fn parse(text: &str, from: &'static str) -> Result<FetchProxy, String> {
-        let url = url::Url::parse(text.trim()).map_err(|e| format!("not a URL: {e}"))?;
+    pub fn parse(text: &str, from: &'static str) -> Result<FetchProxy, ProxyUrlError> {
+        let url =
+            url::Url::parse(text.trim()).map_err(|e| ProxyUrlError::NotAUrl(e.to_string()))?;
         if url.scheme() != "http" {
-            return Err(format!(
-                "`{}:` proxies are not supported; write http://host:port (a proxy that \
-                 tunnels with CONNECT)",
-                url.scheme()
-            ));
+            return Err(ProxyUrlError::Scheme(url.scheme().to_owned()));
         }
         let host = match url.host() {
             Some(url::Host::Domain(name)) => name.to_string(),
             Some(url::Host::Ipv4(ip)) => ip.to_string(),
             Some(url::Host::Ipv6(ip)) => ip.to_string(),
-            None => return Err("names no host".to_string()),
+            None => return Err(ProxyUrlError::NoHost),
         };
         if !matches!(url.path(), "" | "/") || url.query().is_some() {
-            return Err("has a path; write http://host:port".to_string());
+            return Err(ProxyUrlError::HasPath);
         }
         let credentials = (!url.username().is_empty()).then(|| {
             let user = percent_decoded(url.username());
@@ -239,7 +227,7 @@ impl FetchProxy {
 
     /// The proxy of the environment: `HTTPS_PROXY` (or `https_proxy`), when set and usable,
     /// with the hosts `NO_PROXY` (or `no_proxy`) exempts.
-    pub fn from_environment() -> Option<Result<FetchProxy, String>> {
+    pub fn from_environment() -> Option<Result<FetchProxy, ProxyUrlError>> {
         let variable = |names: [&str; 2]| {
             names
                 .iter()
@@ -269,6 +257,36 @@ impl FetchProxy {
         })
     }
 }
+
+/// Why a proxy URL (`verify.ranges.proxy`, `HTTPS_PROXY`) cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProxyUrlError {
+    /// Not a URL at all (the parser's reason).
+    NotAUrl(String),
+    /// A scheme other than `http:` (this one).
+    Scheme(String),
+    /// No host to connect to.
+    NoHost,
+    /// A path or query, which a proxy address does not have.
+    HasPath,
+}
+
+impl fmt::Display for ProxyUrlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProxyUrlError::NotAUrl(why) => write!(f, "not a URL: {why}"),
+            ProxyUrlError::Scheme(scheme) => write!(
+                f,
+                "`{scheme}:` proxies are not supported; write http://host:port (a proxy that \
+                 tunnels with CONNECT)"
+            ),
+            ProxyUrlError::NoHost => f.write_str("names no host"),
+            ProxyUrlError::HasPath => f.write_str("has a path; write http://host:port"),
+        }
+    }
+}
+
+impl std::error::Error for ProxyUrlError {}
 
 fn percent_decoded(text: &str) -> String {
     form_urlencoded::parse(format!("x={}", text.replace('+', "%2B")).as_bytes())
