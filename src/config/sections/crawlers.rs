@@ -636,3 +636,213 @@ fn is_product_token(s: &str) -> bool {
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
+
+/// A crawler's `verify` mapping: `ips` (URLs or `file:` paths relative to the config) and
+/// `rdns` suffixes.
+pub(crate) fn crawler_verify(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<VerifyData> {
+    let table = Table::read(sink, node, &CRAWLER_VERIFY, "crawler `verify`")?;
+    let mut out = VerifyData::default();
+    let mut ok = true;
+    if let Some(n) = table.get("ips") {
+        for item in reader::one_or_many(n) {
+            // `{url: ..., format: ...}`: a list read other than by its shape.
+            let (item, format) = match &item.value {
+                crate::config::tree::Value::Map(_) => match list_with_format(sink, item) {
+                    Some(pair) => pair,
+                    None => {
+                        ok = false;
+                        continue;
+                    }
+                },
+                _ => (item, crate::crawlers::ListFormat::Auto),
+            };
+            let Some(text) = reader::nonempty_string(sink, item, "ips") else {
+                ok = false;
+                continue;
+            };
+            match list_source(text, base_dir) {
+                Ok(source) => {
+                    if !format.is_auto() {
+                        out.formats.push((source.clone(), format));
+                    }
+                    out.ips.push(source);
+                }
+                Err(why) => {
+                    ok = false;
+                    sink.error_hint(
+                        item.pos,
+                        format!("{} {why}", quote(text)),
+                        "write an http(s) URL or file:path/to/list.json (relative to this file)",
+                    );
+                }
+            }
+        }
+    }
+    if let Some(n) = table.get("rdns") {
+        for item in reader::one_or_many(n) {
+            let Some(text) = reader::nonempty_string(sink, item, "rdns") else {
+                ok = false;
+                continue;
+            };
+            match dns_suffix(text) {
+                Some(suffix) => out.rdns.push(suffix),
+                None => {
+                    ok = false;
+                    sink.error_hint(
+                        item.pos,
+                        format!("{} is not a DNS name suffix", quote(text)),
+                        "write the domain the crawler's reverse DNS names end in, e.g. googlebot.com",
+                    );
+                }
+            }
+        }
+    }
+    if out.ips.is_empty() && out.rdns.is_empty() && ok {
+        sink.error_hint(
+            table.pos,
+            "`verify` names no `ips` and no `rdns`",
+            "leave `verify` out for a crawler that cannot be verified",
+        );
+        return None;
+    }
+    ok.then_some(out)
+}
+
+/// An `ips` entry as stored: the URL as written, or `file:` and the absolute path.
+/// An `ips` item written `{url, format}`: the url's node and the format (`jafar`, `auto`,
+/// `{json_pointer: "/prefixes/*/ip_prefix"}` or `{regex: "..."}` with one capture group).
+fn list_with_format<'a>(
+    sink: &mut Sink,
+    node: &'a Node,
+) -> Option<(&'a Node, crate::crawlers::ListFormat)> {
+    use crate::crawlers::ListFormat;
+    let table = Table::read(
+        sink,
+        node,
+        &crate::config::sections::RANGE_LIST,
+        "an `ips` list",
+    )?;
+    let Some(url) = table.get("url") else {
+        sink.error_hint(
+            table.pos,
+            "list is missing `url`",
+            "e.g. {url: \"https://example.com/ips.html\", format: {regex: \"ip: ([0-9./]+)\"}}",
+        );
+        return None;
+    };
+    let format = match table.get("format") {
+        None => ListFormat::Auto,
+        Some(f) => match &f.value {
+            crate::config::tree::Value::Str(word) if word == "auto" || word == "json" => {
+                ListFormat::Auto
+            }
+            crate::config::tree::Value::Str(word) if word == "jafar" => ListFormat::Jafar,
+            crate::config::tree::Value::Map(_) => {
+                let inner = Table::read(
+                    sink,
+                    f,
+                    &crate::config::sections::RANGE_LIST_FORMAT,
+                    "a list `format`",
+                )?;
+                let pointer = inner.get("json_pointer");
+                let regex = inner.get("regex");
+                let format = match (pointer, regex) {
+                    (Some(p), None) => ListFormat::JsonPointer(
+                        reader::nonempty_string(sink, p, "json_pointer")?.to_owned(),
+                    ),
+                    (None, Some(r)) => {
+                        ListFormat::Regex(reader::nonempty_string(sink, r, "regex")?.to_owned())
+                    }
+                    _ => {
+                        sink.error(f.pos, "a list `format` is one of `json_pointer` or `regex`");
+                        return None;
+                    }
+                };
+                if let Err(e) = crate::crawlers::check_format(&format) {
+                    sink.error(f.pos, e);
+                    return None;
+                }
+                format
+            }
+            _ => {
+                sink.error_hint(
+                    f.pos,
+                    "a list `format` is `auto`, `jafar`, `{json_pointer: ...}` or `{regex: ...}`",
+                    "e.g. format: {json_pointer: \"/prefixes/*/ip_prefix\"}",
+                );
+                return None;
+            }
+        },
+    };
+    Some((url, format))
+}
+
+pub(crate) fn list_source(text: &str, base_dir: &Path) -> Result<String, &'static str> {
+    if let Some(path) = text.strip_prefix("file:") {
+        if path.is_empty() {
+            return Err("names no file");
+        }
+        return Ok(format!("file:{}", base_dir.join(path).display()));
+    }
+    let url = url::Url::parse(text).map_err(|_| "is neither a URL nor a file: path")?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err("is not an http(s) URL");
+    }
+    Ok(text.to_owned())
+}
+
+/// A reverse DNS suffix, lower-cased, without a trailing dot: labels of letters, digits and
+/// `-`, at least two labels (a bare `com` would admit any `.com` name).
+pub(crate) fn dns_suffix(text: &str) -> Option<String> {
+    let lower = text.trim_end_matches('.').to_ascii_lowercase();
+    let labels: Vec<&str> = lower.split('.').collect();
+    let good = labels.len() >= 2
+        && lower.len() <= 253
+        && labels.iter().all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        });
+    good.then_some(lower)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dns_suffixes() {
+        assert_eq!(dns_suffix("GoogleBot.com."), Some("googlebot.com".into()));
+        assert_eq!(dns_suffix("crawl.baidu.jp"), Some("crawl.baidu.jp".into()));
+        for bad in [
+            "com",
+            ".googlebot.com",
+            "*.google.com",
+            "goo gle.com",
+            "-x.com",
+            "a..b",
+        ] {
+            assert_eq!(dns_suffix(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn list_sources() {
+        let base = Path::new("/etc/robotsguard");
+        assert_eq!(
+            list_source("file:ranges/google.json", base),
+            Ok("file:/etc/robotsguard/ranges/google.json".into())
+        );
+        assert_eq!(
+            list_source("https://openai.com/gptbot.json", base),
+            Ok("https://openai.com/gptbot.json".into())
+        );
+        assert!(list_source("ftp://x.example/list", base).is_err());
+        assert!(list_source("file:", base).is_err());
+        assert!(list_source("ranges.json", base).is_err());
+    }
+}
