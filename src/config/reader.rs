@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::duration::parse_duration;
 use super::error::{did_you_mean, one_of, quote, Pos, Sink};
-use super::schema::{Section, MISPLACED};
+use super::sections::{Section, MISPLACED};
 use super::size::parse_size;
 use super::tree::{Node, Value};
 
@@ -36,7 +36,7 @@ impl<'a> Table<'a> {
                 sink.error_hint(
                     node.pos,
                     format!("{what} must be a mapping, not {}", other.kind()),
-                    one_of(section.keys),
+                    one_of(&section.names()),
                 );
                 return None;
             }
@@ -54,7 +54,7 @@ impl<'a> Table<'a> {
                 );
                 continue;
             };
-            if !section.keys.contains(&name.as_str()) {
+            if !section.has(name) {
                 report_unknown_key(sink, key.pos, name, section);
                 continue;
             }
@@ -100,9 +100,9 @@ fn report_unknown_key(sink: &mut Sink, pos: Pos, name: &str, section: &Section) 
                 "unknown key {} {}{}",
                 quote(name),
                 section.place,
-                did_you_mean(name, section.keys)
+                did_you_mean(name, &section.names())
             ),
-            one_of(section.keys),
+            one_of(&section.names()),
         ),
     }
 }
@@ -376,9 +376,19 @@ pub(crate) fn networks(sink: &mut Sink, node: &Node, what: &str) -> Vec<ipnet::I
     out
 }
 
+/// A duration that must be longer than zero.
+pub(crate) fn positive_duration(sink: &mut Sink, node: &Node, what: &str) -> Option<Duration> {
+    let d = duration(sink, node, what)?;
+    if d.is_zero() {
+        sink.error(node.pos, format!("`{what}` must be longer than 0s"));
+        return None;
+    }
+    Some(d)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::schema::{ORIGIN, TOP};
+    use super::super::sections::{ORIGIN, TOP};
     use super::super::tree::parse;
     use super::*;
 

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::*;
+use crate::crawlers::{Category, VerifyData};
 
 const BASE: &str = "/etc/robotsguard";
 
@@ -2014,10 +2015,16 @@ fn the_store_tls_files_are_checked_when_the_client_is_made() {
         redis.client().map(|_| ())
     };
     let missing = client("{ca: nowhere.pem}").expect_err("a missing CA file");
-    assert!(missing.contains("nowhere.pem"), "{missing}");
+    assert!(
+        matches!(&missing, RedisSetupError::Tls(why) if why.contains("nowhere.pem")),
+        "{missing:?}"
+    );
     std::fs::write(dir.path().join("empty.pem"), "not a certificate\n").expect("written");
     let empty = client("{ca: empty.pem}").expect_err("no certificate");
-    assert!(empty.contains("holds no PEM certificate"), "{empty}");
+    assert!(
+        matches!(&empty, RedisSetupError::Tls(why) if why.contains("holds no PEM certificate")),
+        "{empty:?}"
+    );
 }
 
 #[test]

@@ -1,30 +1,209 @@
 //! The `state` section: where Crawl-delay budgets, strike counts, bans and robots.txt reads are
 //! kept (this process's memory, or a Redis/Valkey server shared by every replica).
 
-use std::io::Read;
-use std::path::Path;
-use std::time::Duration;
-
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-
-use super::error::{quote, Sink};
-use super::reader::{self, Table};
-use super::schema::{
-    STATE, STATE_REDIS, STATE_REDIS_CLUSTER, STATE_REDIS_SENTINEL, STATE_REDIS_TLS,
-};
-use super::tree::Node;
-use super::{RedisConfig, RedisTls, StateConfig};
-
+use std::io::Read;
 mod topology;
+pub use self::topology::{Credentials, RedisNode, RedisTopology, RedisUrlError};
 
-pub use self::topology::{Credentials, RedisNode, RedisTopology};
+use super::*;
+
+pub(crate) static STATE: Section = Section {
+    id: "state",
+    place: "in `state`",
+    title: "Shared state",
+    doc: "Where Crawl-delay budgets, strike counts, bans and robots.txt reads are kept.",
+    keys: &[
+        key(
+            "backend",
+            Ty::Words(backend_words),
+            "`memory`",
+            "This process's memory, or a Redis/Valkey server every replica shares.",
+        ),
+        key(
+            "redis",
+            Ty::Section(&STATE_REDIS),
+            "",
+            "The store, with `backend: redis`.",
+        ),
+        key(
+            "dir",
+            Ty::Str,
+            "`$STATE_DIRECTORY`, else `/var/lib/robotsguard`, else `$XDG_STATE_HOME/robotsguard`: the first that can be written",
+            "Where this process keeps the generated trap secret (file `trap-secret`, mode 0600) without a shared store.",
+        ),
+    ],
+};
+
+pub(crate) static STATE_REDIS: Section = Section {
+    id: "state_redis",
+    place: "in `state.redis`",
+    title: "The Redis/Valkey store",
+    doc: "One of `url`, `url_file`, `sentinel`, `cluster`. When the store is slow or down, decisions fall back to this process's memory until it answers again.",
+    keys: &[
+        key("url", Ty::Str, "", "`redis://[user:password@]host:port/db`, `redis+sentinel://…/MASTER[/DB]`, `redis+cluster://NODE,...`, `rediss://…` for TLS, or `unix:///path`."),
+        key("url_file", Ty::Path, "", "A file holding the URL (a mounted Secret), read at start."),
+        key("sentinel", Ty::Section(&STATE_REDIS_SENTINEL), "", "The primary that these sentinels name."),
+        key("cluster", Ty::Section(&STATE_REDIS_CLUSTER), "", "A Redis or Valkey Cluster."),
+        key("prefix", Ty::Str, "`robotsguard:`", "Put before every key, so several deployments can share one server."),
+        key("timeout", Ty::Duration, "`50ms`", "The longest a request waits for the store (at most `5s`)."),
+        key("tls", Ty::Section(&STATE_REDIS_TLS), "none", "TLS material for `rediss://` (or, present, TLS to sentinels and cluster nodes)."),
+    ],
+};
+
+pub(crate) static STATE_REDIS_SENTINEL: Section = Section {
+    id: "state_redis_sentinel",
+    place: "in `state.redis.sentinel`",
+    title: "Redis Sentinel",
+    doc: "",
+    keys: &[
+        required(
+            "master",
+            Ty::Str,
+            "The name the sentinels know the primary by.",
+        ),
+        required(
+            "nodes",
+            Ty::List(&Ty::HostPort),
+            "1 to 32 sentinels, `host[:port]` (26379 by default).",
+        ),
+        key(
+            "db",
+            Ty::Int {
+                min: 0,
+                max: i32::MAX as i128,
+            },
+            "`0`",
+            "The database number.",
+        ),
+        key("username", Ty::Str, "none", "The primary's user."),
+        key(
+            "password_file",
+            Ty::Path,
+            "none",
+            "A file holding the primary's password, read at start.",
+        ),
+    ],
+};
+
+pub(crate) static STATE_REDIS_CLUSTER: Section = Section {
+    id: "state_redis_cluster",
+    place: "in `state.redis.cluster`",
+    title: "Redis Cluster",
+    doc: "",
+    keys: &[
+        required(
+            "nodes",
+            Ty::List(&Ty::HostPort),
+            "1 to 32 nodes, `host[:port]` (6379 by default), from which the cluster is discovered.",
+        ),
+        key("username", Ty::Str, "none", "The user."),
+        key(
+            "password_file",
+            Ty::Path,
+            "none",
+            "A file holding the password, read at start.",
+        ),
+    ],
+};
+
+pub(crate) static STATE_REDIS_TLS: Section = Section {
+    id: "state_redis_tls",
+    place: "in `state.redis.tls`",
+    title: "The store's TLS",
+    doc: "",
+    keys: &[
+        key(
+            "ca",
+            Ty::Path,
+            "the system's roots",
+            "PEM CA certificates the store's certificate is checked against.",
+        ),
+        key(
+            "client_cert",
+            Ty::Path,
+            "none",
+            "PEM certificate chain presented to a store that asks for one; with `client_key`.",
+        ),
+        key(
+            "client_key",
+            Ty::Path,
+            "none",
+            "Private key of `client_cert`.",
+        ),
+    ],
+};
+
+/// `state`: where Crawl-delay budgets, strike counts, bans and robots.txt reads are kept.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum StateConfig {
+    /// In this process only (`backend: memory`, the default).
+    #[default]
+    Memory,
+    /// In a Redis or Valkey server shared by every replica (`backend: redis`).
+    Redis(RedisConfig),
+}
+
+/// `state.redis`: the shared store.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RedisConfig {
+    /// `redis://[user:password@]host:port/db` (`rediss://` for TLS, or `unix:///path`),
+    /// `redis+sentinel://...` or `redis+cluster://...` ([`RedisTopology`]), from `url` or
+    /// `url_file`, or a `sentinel` or `cluster` block written in that form.
+    pub url: String,
+    /// The file the URL was read from, when it came from `url_file`.
+    pub url_file: Option<PathBuf>,
+    /// Put before every key, so that several deployments can share one server.
+    pub prefix: String,
+    /// The longest a request waits for the store before deciding from local memory.
+    pub timeout: Duration,
+    /// The certificates of a `rediss://` connection (a private CA, a client certificate).
+    pub tls: Option<RedisTls>,
+}
+
+/// `state.redis.tls`: what a `rediss://` connection trusts and presents (absolute paths).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedisTls {
+    /// PEM certificates of the CAs the server's certificate is checked against, instead of the
+    /// system's roots.
+    pub ca: Option<PathBuf>,
+    /// A PEM certificate chain and private key presented to a server that asks for one (mTLS).
+    pub client_cert: Option<(PathBuf, PathBuf)>,
+}
+
+impl std::fmt::Debug for RedisConfig {
+    // The URL may hold a password: show where it points, not how to log in.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisConfig")
+            .field("url", &redacted_url(&self.url))
+            .field("url_file", &self.url_file)
+            .field("prefix", &self.prefix)
+            .field("timeout", &self.timeout)
+            .field("tls", &self.tls)
+            .finish()
+    }
+}
+
+/// `url` without the password, for logs and messages.
+pub fn redacted_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let credentials = &url[scheme_end + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
+                None => format!("{}***{}", &url[..scheme_end + 3], &url[at..]),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
 
 /// The key prefix when `state.redis.prefix` is not given.
-pub(crate) const DEFAULT_PREFIX: &str = "robotsguard:";
+pub(crate) const DEFAULT_REDIS_PREFIX: &str = "robotsguard:";
 
 /// The store's timeout when `state.redis.timeout` is not given.
-pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_millis(50);
+pub(crate) const DEFAULT_REDIS_TIMEOUT: Duration = Duration::from_millis(50);
 
 /// The longest `state.redis.timeout`: a request waits this long at most for the store.
 const MAX_TIMEOUT: Duration = Duration::from_secs(5);
@@ -98,7 +277,7 @@ fn backend(sink: &mut Sink, table: &Table<'_>, base_dir: &Path) -> StateConfig {
 
 fn redis(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<RedisConfig> {
     let table = Table::read(sink, node, &STATE_REDIS, "`state.redis`")?;
-    let mut prefix = DEFAULT_PREFIX.to_owned();
+    let mut prefix = DEFAULT_REDIS_PREFIX.to_owned();
     if let Some(n) = table.get("prefix") {
         if let Some(text) = reader::string(sink, n, "prefix") {
             if text.len() > MAX_PREFIX || text.chars().any(|c| c.is_control() || c == ' ') {
@@ -114,7 +293,7 @@ fn redis(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<RedisConfig> {
             }
         }
     }
-    let mut timeout = DEFAULT_TIMEOUT;
+    let mut timeout = DEFAULT_REDIS_TIMEOUT;
     if let Some(n) = table.get("timeout") {
         if let Some(d) = reader::duration(sink, n, "timeout") {
             if d.is_zero() || d > MAX_TIMEOUT {
@@ -178,7 +357,7 @@ fn redis(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<RedisConfig> {
                     tls,
                 });
             }
-            match super::read_secret_file(&path, MAX_URL_FILE_BYTES) {
+            match crate::config::read_secret_file(&path, MAX_URL_FILE_BYTES) {
                 Ok(url) => (url, Some(path)),
                 Err(message) => {
                     sink.error(source_node.pos, message.to_string());
@@ -203,7 +382,7 @@ fn redis(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<RedisConfig> {
     let shown = if config.url_file.is_some() {
         "the URL in `url_file`".to_owned()
     } else {
-        quote(&super::redacted_url(&config.url))
+        quote(&crate::config::redacted_url(&config.url))
     };
     let hint =
         "redis://[user:password@]host:port/db, rediss://... for TLS, unix:///path/to/socket, \
@@ -309,7 +488,7 @@ fn block_credentials(sink: &mut Sink, table: &Table<'_>, base_dir: &Path) -> Opt
     let password = match table.get("password_file") {
         Some(n) => {
             let path = base_dir.join(reader::nonempty_string(sink, n, "password_file")?);
-            match super::read_secret_file(&path, MAX_URL_FILE_BYTES) {
+            match crate::config::read_secret_file(&path, MAX_URL_FILE_BYTES) {
                 Ok(password) => Some(password),
                 Err(message) => {
                     sink.error(n.pos, message.to_string());
@@ -411,12 +590,12 @@ impl RedisConfig {
     /// A client for the store, with the certificates `tls` names read now (at start, and by
     /// `validate`; the config check does not read them). Errors say which file and what is
     /// wrong with it. Nothing is connected.
-    pub fn client(&self) -> Result<RedisClient, String> {
-        let topology = RedisTopology::parse(&self.url)?;
+    pub fn client(&self) -> Result<RedisClient, RedisSetupError> {
+        let topology = RedisTopology::parse(&self.url).map_err(RedisSetupError::Url)?;
         let tls = match &topology {
             RedisTopology::Single => matches!(
                 redis::Client::open(self.url.as_str())
-                    .map_err(|e| e.to_string())?
+                    .map_err(|e| RedisSetupError::Client(e.to_string()))?
                     .get_connection_info()
                     .addr(),
                 redis::ConnectionAddr::TcpTls { .. }
@@ -426,12 +605,12 @@ impl RedisConfig {
         let certificates = if tls {
             // The Redis client asks rustls for the process's provider, as pingora's TLS does.
             pingora::tls::install_default_crypto_provider();
-            check_system_roots()?;
-            self.certificates()?
+            check_system_roots().map_err(RedisSetupError::Tls)?;
+            self.certificates().map_err(RedisSetupError::Tls)?
         } else {
             None
         };
-        let error = |e: redis::RedisError| e.to_string();
+        let error = |e: redis::RedisError| RedisSetupError::Client(e.to_string());
         match topology {
             RedisTopology::Single => match certificates {
                 None => redis::Client::open(self.url.as_str())
@@ -588,6 +767,35 @@ impl RedisConfig {
 /// The Redis client reads the system's roots at every connection, even when `tls.ca` replaces
 /// them, and fails on any problem with them (a missing `SSL_CERT_FILE`, an unreadable or
 /// malformed certificate): say so at start rather than fall back to memory for ever.
+/// Why a client for the shared store cannot be made from `state.redis`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RedisSetupError {
+    /// The URL does not parse.
+    Url(RedisUrlError),
+    /// A certificate file cannot be read or holds nothing usable, or there are no system roots.
+    Tls(String),
+    /// The Redis client refused the settings (its reason).
+    Client(String),
+}
+
+impl fmt::Display for RedisSetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RedisSetupError::Url(e) => e.fmt(f),
+            RedisSetupError::Tls(why) | RedisSetupError::Client(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for RedisSetupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RedisSetupError::Url(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 fn check_system_roots() -> Result<(), String> {
     let loaded = rustls_native_certs::load_native_certs();
     if let Some(error) = loaded.errors.first() {

@@ -106,7 +106,11 @@ impl RedisTopology {
     /// Reads the topology from a URL. Every URL that is not `redis+sentinel://` or
     /// `redis+cluster://` (with or without the `s`) is [`RedisTopology::Single`]: the Redis client
     /// judges it.
-    pub fn parse(url: &str) -> Result<RedisTopology, String> {
+    pub fn parse(url: &str) -> Result<RedisTopology, RedisUrlError> {
+        RedisTopology::parse_text(url).map_err(RedisUrlError)
+    }
+
+    fn parse_text(url: &str) -> Result<RedisTopology, String> {
         let Some((scheme, rest)) = url.split_once("://") else {
             return Ok(RedisTopology::Single);
         };
@@ -331,6 +335,18 @@ fn decode(text: &str) -> Result<String, String> {
     }
     String::from_utf8(out).map_err(|_| "percent-encoded bytes that are not UTF-8".to_owned())
 }
+
+/// Why a `state.redis` URL cannot be used (what is wrong with it, in words).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedisUrlError(String);
+
+impl std::fmt::Display for RedisUrlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RedisUrlError {}
 
 #[cfg(test)]
 mod tests {
