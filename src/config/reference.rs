@@ -76,7 +76,12 @@ pub(crate) struct SectionDoc {
     pub keys: &'static [Key],
 }
 
-const fn key(name: &'static str, ty: Ty, default: &'static str, doc: &'static str) -> Key {
+pub(super) const fn key(
+    name: &'static str,
+    ty: Ty,
+    default: &'static str,
+    doc: &'static str,
+) -> Key {
     Key {
         name,
         ty,
@@ -86,7 +91,7 @@ const fn key(name: &'static str, ty: Ty, default: &'static str, doc: &'static st
     }
 }
 
-const fn required(name: &'static str, ty: Ty, doc: &'static str) -> Key {
+pub(super) const fn required(name: &'static str, ty: Ty, doc: &'static str) -> Key {
     Key {
         name,
         ty,
@@ -144,6 +149,7 @@ static TOP: SectionDoc = SectionDoc {
         key("verify", Ty::Section(&VERIFY), "", "How crawler claims are checked: published IP ranges, reverse DNS, Web Bot Auth."),
         key("state", Ty::Section(&STATE), "`{backend: memory}`", "Where Crawl-delay budgets, strikes, bans and robots.txt reads are kept."),
         key("reports", Ty::Section(&REPORTS), "", "The violation reports behind `/reports/*` and the console."),
+        key("decision", Ty::Section(&super::decision::DECISION_DOC), "off", "The decision listener: front proxies (nginx `auth_request`, Caddy, Traefik, Envoy) ask it for the judgment instead of proxying through robotsguard."),
     ],
 };
 
@@ -877,6 +883,7 @@ pub(crate) static SECTIONS: &[&SectionDoc] = &[
     &STATE_REDIS_CLUSTER,
     &STATE_REDIS_TLS,
     &REPORTS,
+    &super::decision::DECISION_DOC,
 ];
 
 /// The paths (`defaults.block`, `origins[].block`) where each section appears, walking from

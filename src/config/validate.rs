@@ -65,13 +65,20 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
         state: super::StateConfig::default(),
         state_dir: None,
         reports: super::ReportsConfig::default(),
+        decision: None,
         source_path: None,
     };
     let Some(top) = Table::read(sink, root, &TOP, "the config") else {
         return config;
     };
 
-    let listen = listeners(sink, top.get("listen"), base_dir);
+    let decision = super::decision::decision(sink, top.get("decision"));
+    let listen = listeners(
+        sink,
+        top.get("listen"),
+        base_dir,
+        top.get("decision").is_some(),
+    );
     if let Some(n) = top.get("admin") {
         if let Some((admin, pos)) = admin(sink, n, base_dir) {
             check_admin_clash(sink, admin.address, pos, &listen);
@@ -80,7 +87,21 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
     } else {
         check_admin_clash(sink, DEFAULT_ADMIN, top.pos, &listen);
     }
-    if !listen.is_empty() {
+    if let Some((decision, positions)) = decision {
+        let taken: Vec<(&str, SocketAddr)> = listen
+            .iter()
+            .map(|(l, _)| ("listen", l.address))
+            .chain([("admin", config.admin.address)])
+            .collect();
+        super::decision::check_clashes(sink, &decision, &positions, &taken);
+        config.decision = Some(decision);
+    }
+    // `listen: []` beside `decision` runs the decision listener alone.
+    let decision_only = config.decision.is_some()
+        && top
+            .get("listen")
+            .is_some_and(|n| reader::one_or_many(n).is_empty());
+    if !listen.is_empty() || decision_only {
         config.listen = listen.into_iter().map(|(l, _)| l).collect();
     }
 
@@ -170,8 +191,13 @@ fn at(pos: Pos) -> String {
 }
 
 /// The `listen` entries with their positions. Absent means the default;
-/// an explicitly empty list is an error.
-fn listeners(sink: &mut Sink, node: Option<&Node>, base_dir: &Path) -> Vec<(Listener, Pos)> {
+/// an explicitly empty list is an error unless `decision` is set.
+fn listeners(
+    sink: &mut Sink,
+    node: Option<&Node>,
+    base_dir: &Path,
+    decision_set: bool,
+) -> Vec<(Listener, Pos)> {
     let Some(node) = node else {
         return vec![(
             Listener {
@@ -184,11 +210,11 @@ fn listeners(sink: &mut Sink, node: Option<&Node>, base_dir: &Path) -> Vec<(List
         )];
     };
     let items = reader::one_or_many(node);
-    if items.is_empty() {
+    if items.is_empty() && !decision_set {
         sink.error_hint(
             node.pos,
             "`listen` must list at least one address",
-            "e.g. listen: [\"127.0.0.1:8080\"]",
+            "e.g. listen: [\"127.0.0.1:8080\"]; or set `decision` to run only the decision listener",
         );
     }
     let mut out: Vec<(Listener, Pos)> = Vec::with_capacity(items.len());

@@ -1,0 +1,193 @@
+//! The `decision` section: the decision listener, which answers front proxies' auth subrequests
+//! (nginx `auth_request`, Caddy `forward_auth`, Traefik `forwardAuth`, Envoy `ext_authz`) with the
+//! judgment the proxy would make. Its keys, defaults, reader, checks and reference rows live here.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::Duration;
+
+use super::address::parse_bind;
+use super::error::{Pos, Sink};
+use super::reader::{self, Table};
+use super::reference::{key, required, SectionDoc, Ty};
+use super::schema::Section;
+use super::tree::Node;
+
+/// The keys `decision` accepts.
+pub(crate) const DECISION: Section = Section {
+    place: "in `decision`",
+    keys: &["listen", "trusted_callers", "timeout", "on_error"],
+};
+
+/// `decision.timeout`: how long a caller waits for the judgment before `on_error` answers.
+pub(crate) const DEFAULT_DECISION_TIMEOUT: Duration = Duration::from_millis(50);
+/// The shortest and longest `decision.timeout`: a front proxy holds its client meanwhile.
+const MIN_DECISION_TIMEOUT: Duration = Duration::from_millis(1);
+const MAX_DECISION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `decision`: where the decision listener listens and whom it answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecisionConfig {
+    /// The decision listener's addresses (HTTP/1.x and h2c on each); never empty.
+    pub listen: Vec<SocketAddr>,
+    /// Peers the listener answers; they are also trusted as proxies for `X-Forwarded-For`.
+    pub trusted_callers: Vec<ipnet::IpNet>,
+    /// How long the judgment may take before [`DecisionConfig::on_error`] answers instead.
+    pub timeout: Duration,
+    /// The answer when the judgment could not be made in time.
+    pub on_error: OnDecisionError,
+}
+
+/// `decision.on_error`: fail open or fail closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnDecisionError {
+    /// Let the request through (`200`), as if no crawler rule applied.
+    Allow,
+    /// Refuse it (`503`; `403` to nginx).
+    Deny,
+}
+
+impl OnDecisionError {
+    /// The word the config spells it with.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnDecisionError::Allow => "allow",
+            OnDecisionError::Deny => "deny",
+        }
+    }
+}
+
+pub(crate) const ON_ERROR: [(&str, OnDecisionError); 2] = [
+    ("allow", OnDecisionError::Allow),
+    ("deny", OnDecisionError::Deny),
+];
+
+/// Loopback only: the front proxy runs beside robotsguard unless the operator says otherwise.
+pub(crate) fn default_trusted_callers() -> Vec<ipnet::IpNet> {
+    vec![
+        ipnet::IpNet::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 0)), 8).unwrap_or_default(),
+        ipnet::IpNet::from(IpAddr::V6(Ipv6Addr::LOCALHOST)),
+    ]
+}
+
+/// `decision`, with the position of each listen address (for clash messages). `None` when the
+/// section is absent or unreadable.
+pub(crate) fn decision(sink: &mut Sink, node: Option<&Node>) -> Option<(DecisionConfig, Vec<Pos>)> {
+    let node = node?;
+    let table = Table::read(sink, node, &DECISION, "`decision`")?;
+    let mut listen = Vec::new();
+    let mut positions = Vec::new();
+    match table.get("listen") {
+        Some(n) => {
+            let items = reader::one_or_many(n);
+            if items.is_empty() {
+                sink.error_hint(
+                    n.pos,
+                    "`decision.listen` must list at least one address",
+                    "e.g. listen: [\"127.0.0.1:8081\"]",
+                );
+            }
+            for item in items {
+                let Some(text) = reader::string(sink, item, "decision.listen") else {
+                    continue;
+                };
+                let Some(address) = parse_bind(text).map_err(|p| sink.problem(item.pos, p)).ok()
+                else {
+                    continue;
+                };
+                if let Some(first) = listen.iter().position(|a| *a == address) {
+                    let first: Pos = positions[first];
+                    sink.error(
+                        item.pos,
+                        format!(
+                            "decision listen address `{address}` is listed twice (first at line {}, column {})",
+                            first.line, first.column
+                        ),
+                    );
+                    continue;
+                }
+                listen.push(address);
+                positions.push(item.pos);
+            }
+        }
+        None => sink.error_hint(
+            table.pos,
+            "`decision` is missing `listen`",
+            "e.g. listen: [\"127.0.0.1:8081\"]",
+        ),
+    }
+    let trusted_callers = match table.get("trusted_callers") {
+        Some(n) => reader::networks(sink, n, "decision.trusted_callers"),
+        None => default_trusted_callers(),
+    };
+    let timeout = match table.get("timeout") {
+        Some(n) => match reader::duration(sink, n, "decision.timeout") {
+            Some(t) if t < MIN_DECISION_TIMEOUT => {
+                sink.error(n.pos, "`decision.timeout` must be at least 1ms");
+                DEFAULT_DECISION_TIMEOUT
+            }
+            Some(t) if t > MAX_DECISION_TIMEOUT => {
+                sink.error(n.pos, "`decision.timeout` must be at most 10s");
+                DEFAULT_DECISION_TIMEOUT
+            }
+            Some(t) => t,
+            None => DEFAULT_DECISION_TIMEOUT,
+        },
+        None => DEFAULT_DECISION_TIMEOUT,
+    };
+    let on_error = table
+        .get("on_error")
+        .and_then(|n| reader::choice(sink, n, "decision.on_error", &ON_ERROR))
+        .unwrap_or(OnDecisionError::Allow);
+    Some((
+        DecisionConfig {
+            listen,
+            trusted_callers,
+            timeout,
+            on_error,
+        },
+        positions,
+    ))
+}
+
+/// Each decision address must have a port of its own: not a proxy listener's, not the admin's.
+pub(crate) fn check_clashes(
+    sink: &mut Sink,
+    decision: &DecisionConfig,
+    positions: &[Pos],
+    taken: &[(&str, SocketAddr)],
+) {
+    for (address, pos) in decision.listen.iter().zip(positions) {
+        if let Some((what, other)) = taken.iter().find(|(_, other)| overlaps(*address, *other)) {
+            sink.error_hint(
+                *pos,
+                format!(
+                    "decision listen address `{address}` clashes with the {what} address `{other}`"
+                ),
+                "the decision listener needs its own port",
+            );
+        }
+    }
+}
+
+fn overlaps(a: SocketAddr, b: SocketAddr) -> bool {
+    a.port() != 0
+        && a.port() == b.port()
+        && (a.ip() == b.ip()
+            || (a.is_ipv4() == b.is_ipv4() && (a.ip().is_unspecified() || b.ip().is_unspecified())))
+}
+
+const ON_ERROR_WORDS: Ty = Ty::Words(|| ON_ERROR.iter().map(|(name, _)| *name).collect());
+
+/// The reference page's section for `decision`.
+pub(crate) static DECISION_DOC: SectionDoc = SectionDoc {
+    id: "decision",
+    section: &DECISION,
+    title: "The decision listener",
+    doc: "Answers a front proxy's auth subrequests (nginx `auth_request`, Caddy `forward_auth`, Traefik `forwardAuth`, Envoy `ext_authz` over HTTP and gRPC) with the judgment the proxy would make: `GET /auth`, `GET /auth/nginx`, `/envoy/…`, `envoy.service.auth.v3.Authorization/Check`, `GET /robots.txt?host=HOST`. With `listen: []` at the top level only this listener runs.",
+    keys: &[
+        required("listen", Ty::OneOrList(&Ty::Address), "The decision listener's addresses (HTTP/1.0, HTTP/1.1 and h2c on each)."),
+        key("trusted_callers", Ty::OneOrList(&Ty::Network), "loopback (`127.0.0.0/8`, `::1`)", "Peers that may ask (everyone else gets `403`, counted in `robotsguard_decision_rejected_total{reason=\"untrusted_caller\"}`). A caller is a trusted proxy: the client is the rightmost `X-Forwarded-For` entry that is neither a caller nor in `trusted_proxies`."),
+        key("timeout", Ty::Duration, "`50ms`", "How long the judgment may take (a slow store, reverse DNS) before `on_error` answers (1ms–10s)."),
+        key("on_error", ON_ERROR_WORDS, "`allow`", "The answer when the judgment is not made in time: `allow` (fail open, `200`) or `deny` (fail closed, `503`; `403` on `/auth/nginx`), counted in `robotsguard_decision_errors_total{reason}`."),
+    ],
+};

@@ -1,0 +1,454 @@
+//! The decision listener (`decision`): the proxies people already run ask robotsguard for the
+//! judgment of each request instead of sending it through robotsguard.
+//!
+//! - `GET /auth`: the forward-auth convention of Traefik and Caddy (`X-Forwarded-Method`,
+//!   `-Uri`, `-Host`, `-Proto`, `-For`, and nginx's `X-Original-URI`/`-Method`).
+//! - `GET /auth/nginx`: the same, refusing with `403` every time (`auth_request` passes nothing
+//!   else) with the real status in `X-Robotsguard-Status`.
+//! - `/envoy/...`: Envoy's HTTP `ext_authz` (`path_prefix: /envoy`).
+//! - `GET /robots.txt?host=HOST`: the robots.txt copy the judgment enforces.
+//!
+//! Each request is judged by [`crate::judge::Judge`] with the proxy's own reading of the request
+//! (path canonicalisation, client address, signatures) and answered with the proxy's own status,
+//! body and headers; budgets, strikes, bans, reports and metrics count it as a proxied request.
+
+mod answer;
+mod request;
+
+use std::net::IpAddr;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use http::{HeaderValue, Response};
+use pingora::apps::http_app::{HttpServer, ServeHttp};
+use pingora::apps::HttpServerOptions;
+use pingora::protocols::http::ServerSession;
+use pingora::services::listening::Service as ListeningService;
+use pingora::services::ServiceWithDependents;
+
+use crate::config::{DecisionConfig, OnDecisionError};
+use crate::enforce::Decision;
+use crate::guard::Guard;
+use crate::judge::{Answer as Judged, Facts, Mode, Refusal};
+use crate::metrics::METRICS;
+use answer::{plain, Answer, KeptAnswers};
+
+/// Why a decision request was refused before any judgment (`robotsguard_decision_rejected_total`).
+#[derive(Debug)]
+pub(crate) enum Rejection {
+    /// The peer is not in `decision.trusted_callers` (403).
+    UntrustedCaller,
+    /// A forwarded header the request cannot be judged without (400).
+    Missing(&'static str),
+    /// A forwarded header sent twice with different values (400).
+    Conflicting(&'static str),
+    /// Something that cannot be judged (400).
+    BadRequest(&'static str),
+    /// Headers over their bound (431).
+    TooLarge(&'static str),
+    /// A path the listener does not serve (404).
+    NotFound,
+}
+
+impl Rejection {
+    fn reason(&self) -> &'static str {
+        match self {
+            Rejection::UntrustedCaller => "untrusted_caller",
+            Rejection::Missing(_) => "missing_header",
+            Rejection::Conflicting(_) => "conflicting_headers",
+            Rejection::BadRequest(_) => "bad_request",
+            Rejection::TooLarge(_) => "too_large",
+            Rejection::NotFound => "not_found",
+        }
+    }
+
+    fn status(&self) -> u16 {
+        match self {
+            Rejection::UntrustedCaller => 403,
+            Rejection::Missing(_) | Rejection::Conflicting(_) | Rejection::BadRequest(_) => 400,
+            Rejection::TooLarge(_) => 431,
+            Rejection::NotFound => 404,
+        }
+    }
+
+    /// The answer, counted, logged (rate-limited) and in our words (header names, never header
+    /// values).
+    fn answer(&self) -> Response<Vec<u8>> {
+        METRICS
+            .decision_rejected
+            .with_label_values(&[self.reason()])
+            .inc();
+        let why = match self {
+            Rejection::UntrustedCaller => {
+                "this address is not in decision.trusted_callers".to_string()
+            }
+            Rejection::Missing(name) => format!("the request has no {name} header"),
+            Rejection::Conflicting(name) => {
+                format!("the request has differing values of {name}")
+            }
+            Rejection::BadRequest(what) => format!("{what} cannot be judged"),
+            Rejection::TooLarge(what) => format!("{what} is too large"),
+            Rejection::NotFound => {
+                "the decision listener serves /auth, /auth/nginx, /envoy/... and /robots.txt?host="
+                    .to_string()
+            }
+        };
+        let status = self.status();
+        log_line(
+            None,
+            &format!("decision request refused ({}): {why}", self.reason()),
+        );
+        plain(status, crate::guard::refusal_text(status, &why), Vec::new())
+    }
+}
+
+/// Lines a second the decision listener logs at most (every event is counted whether logged
+/// or not), so that a flood of bad requests cannot flood the log.
+static LINES: std::sync::LazyLock<crate::logs::RateLimiter> =
+    std::sync::LazyLock::new(|| crate::logs::RateLimiter::new(5));
+
+fn log_line(client: Option<IpAddr>, what: &str) {
+    if LINES.admit() {
+        tracing::warn!(
+            client = %client.map_or_else(|| "-".to_string(), |ip| ip.to_string()),
+            "{what}"
+        );
+    }
+}
+
+/// The caller convention a request came in by.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Convention {
+    ForwardAuth,
+    Nginx,
+    Envoy,
+}
+
+/// The decision listener's HTTP application.
+pub struct DecisionApp {
+    guard: Guard,
+    kept: KeptAnswers,
+}
+
+/// The decision listener as a service for the server, when the config sets `decision`: HTTP/1.0,
+/// HTTP/1.1 and h2c on each `decision.listen` address.
+pub fn service(guard: &Guard) -> Option<Box<dyn ServiceWithDependents>> {
+    let config = guard.config();
+    let decision = config.decision.as_ref()?;
+    let mut app = HttpServer::new_app(DecisionApp {
+        guard: guard.clone(),
+        kept: KeptAnswers::default(),
+    });
+    let mut options = HttpServerOptions::default();
+    options.h2c = true;
+    app.server_options = Some(options);
+    let mut service = ListeningService::new("robotsguard decision".to_string(), app);
+    for address in &decision.listen {
+        service.add_tcp(&address.to_string());
+    }
+    Some(Box::new(service))
+}
+
+#[async_trait]
+impl ServeHttp for DecisionApp {
+    async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
+        let started = Instant::now();
+        let config = self.guard.config();
+        // Only a running listener gets here, and a reload cannot remove `decision`
+        // (`decision.listen` is restart-only); the defaults stand in all the same.
+        let settings = config.decision.clone().unwrap_or_else(|| DecisionConfig {
+            listen: Vec::new(),
+            trusted_callers: crate::config::default_trusted_callers(),
+            timeout: crate::config::DEFAULT_DECISION_TIMEOUT,
+            on_error: OnDecisionError::Allow,
+        });
+        let peer = session
+            .client_addr()
+            .and_then(|address| address.as_inet())
+            .map(|address| address.ip().to_canonical());
+        let Some(peer) =
+            peer.filter(|ip| crate::client_address::is_trusted(&settings.trusted_callers, *ip))
+        else {
+            return Rejection::UntrustedCaller.answer();
+        };
+        let head = session.req_header();
+        let header_bytes: usize = head
+            .headers
+            .iter()
+            .map(|(name, value)| name.as_str().len() + value.len() + 4)
+            .sum();
+        if header_bytes > config.limits.max_header_bytes {
+            return Rejection::TooLarge("the request's header list").answer();
+        }
+        let path = head.uri.path().as_bytes();
+        let convention = match path {
+            b"/auth" => Convention::ForwardAuth,
+            b"/auth/nginx" => Convention::Nginx,
+            b"/robots.txt" => return self.robots(head),
+            _ if path.starts_with(b"/auth/nginx/answer/") => {
+                return self.kept.take(&path[b"/auth/nginx/answer/".len()..]);
+            }
+            _ if path.starts_with(b"/envoy/") => Convention::Envoy,
+            _ => return Rejection::NotFound.answer(),
+        };
+        if convention != Convention::Envoy
+            && head.method != http::Method::GET
+            && head.method != http::Method::HEAD
+        {
+            return Rejection::BadRequest("a method other than GET on /auth").answer();
+        }
+        let rebuilt = match convention {
+            Convention::Envoy => request::envoy(head),
+            _ => request::forward_auth(head),
+        };
+        let rebuilt = match rebuilt {
+            Ok(rebuilt) => rebuilt,
+            Err(rejection) => return rejection.answer(),
+        };
+        // A caller is a trusted proxy: the client is the rightmost X-Forwarded-For entry that
+        // is neither a caller nor one of `trusted_proxies`, else the caller.
+        let trusted: Vec<ipnet::IpNet> = settings
+            .trusted_callers
+            .iter()
+            .chain(&config.trusted_proxies)
+            .copied()
+            .collect();
+        let client = crate::client_address::client_address(
+            peer,
+            &trusted,
+            head.headers
+                .get_all(http::header::HeaderName::from_static("x-forwarded-for"))
+                .iter()
+                .map(HeaderValue::as_bytes),
+        );
+        drop(config);
+        let judged = tokio::time::timeout(
+            settings.timeout,
+            self.judge(&rebuilt.head, rebuilt.https, client, started),
+        )
+        .await;
+        let answer = match judged {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(rejection)) => return rejection.answer(),
+            Err(_elapsed) => {
+                METRICS
+                    .decision_errors
+                    .with_label_values(&["timeout"])
+                    .inc();
+                log_line(
+                    Some(client),
+                    &format!(
+                        "the judgment took longer than decision.timeout ({}); answered as decision.on_error: {}",
+                        humantime::format_duration(settings.timeout),
+                        settings.on_error.as_str()
+                    ),
+                );
+                on_error(settings.on_error)
+            }
+        };
+        match convention {
+            Convention::Nginx => answer.for_nginx(&self.kept),
+            _ => answer.as_is(),
+        }
+    }
+}
+
+/// The answer when the judgment was not made in time: `decision.on_error`.
+fn on_error(choice: OnDecisionError) -> Answer {
+    let (status, body) = match choice {
+        OnDecisionError::Allow => (200, String::new()),
+        OnDecisionError::Deny => (
+            503,
+            crate::guard::refusal_text(503, "the request could not be judged in time"),
+        ),
+    };
+    Answer {
+        status,
+        body,
+        extra: None,
+        decision: "error",
+        crawler: String::new(),
+        verified: "none",
+        content_usage: None,
+    }
+}
+
+impl DecisionApp {
+    /// Judges the rebuilt request exactly as the proxy's `request_filter` does, and counts it
+    /// as the proxy's `logging` does.
+    async fn judge(
+        &self,
+        head: &pingora::http::RequestHeader,
+        https: bool,
+        client: IpAddr,
+        started: Instant,
+    ) -> Result<Answer, Rejection> {
+        let scan = crate::guard::scan_headers(&head.headers);
+        let host = crate::guard::routed_host(scan.host_header(head), head).unwrap_or_default();
+        if scan.user_agents > 1 {
+            return Err(Rejection::Conflicting("User-Agent"));
+        }
+        let user_agent = scan.user_agent.map_or(&[][..], HeaderValue::as_bytes);
+        if user_agent.len() > crate::guard::MAX_USER_AGENT {
+            return Err(Rejection::TooLarge("the User-Agent"));
+        }
+        let Some(target) = crate::guard::request_target(head) else {
+            return Err(Rejection::BadRequest("the forwarded URI"));
+        };
+        let snapshot = self.guard.peek_snapshot();
+        let (signed, keys_unavailable) = if scan.signature_input {
+            let authority = String::from_utf8_lossy(host);
+            self.guard
+                .check_signature(&snapshot, head, &authority, https)
+        } else {
+            (None, false)
+        };
+        let request_id = snapshot
+            .config
+            .access_log
+            .is_some()
+            .then(|| crate::guard::request_id(head, true));
+        let facts = Facts {
+            host,
+            user_agent,
+            target: target.decided_path(),
+            method: &head.method,
+            client: Some(client),
+            signed: signed.as_ref(),
+            keys_unavailable,
+            request_id: request_id.as_ref().and_then(|id| id.to_str().ok()),
+            fetch: scan.fetch,
+        };
+        let judgment = self
+            .guard
+            .judge_over(&snapshot)
+            .judge(&facts, Mode::Apply)
+            .await;
+        drop(snapshot);
+        let Some(decision) = judgment.decision else {
+            let (status, body) = match &judgment.answer {
+                Judged::Refuse(Refusal { status, why }) => (
+                    *status,
+                    crate::guard::refusal_text(*status, crate::guard::unrouted_reason(why)),
+                ),
+                _ => {
+                    METRICS
+                        .decision_errors
+                        .with_label_values(&["internal"])
+                        .inc();
+                    (
+                        500,
+                        crate::guard::refusal_text(500, "the request could not be judged"),
+                    )
+                }
+            };
+            METRICS.count_response(None, status);
+            return Ok(Answer {
+                status,
+                body,
+                extra: None,
+                decision: "unrouted",
+                crawler: String::new(),
+                verified: "none",
+                content_usage: None,
+            });
+        };
+        let (status, body, extra) = match &judgment.answer {
+            // `/robots.txt` is the origin's to serve: the recipes send it to the front proxy's
+            // upstream, or to `/robots.txt?host=` for the copy robotsguard serves.
+            Judged::Proxy | Judged::ServeRobots(_) => (200, String::new(), None),
+            Judged::Refuse(refusal) => {
+                let body = crate::guard::refusal_body(&decision, refusal, || {
+                    let robots_url = crate::guard::robots_url_of(head, true, false);
+                    crate::guard::block_body(
+                        &decision,
+                        crate::guard::request_path(head),
+                        &robots_url,
+                        &crate::guard::client_text(Some(client)),
+                    )
+                });
+                (refusal.status, body, crate::guard::refusal_header(refusal))
+            }
+        };
+        self.guard.count_decided(
+            &crate::reports::Observed {
+                decision: &decision,
+                failed: false,
+                client: Some(client),
+                bytes: body.len() as u64,
+                read_robots: judgment.read_robots,
+                target: target.decided_path(),
+            },
+            Some(status),
+            started,
+        );
+        METRICS
+            .decision_requests
+            .with_label_values(&[decision.origin.name(), decision.outcome.as_str()])
+            .inc();
+        Ok(Answer {
+            status,
+            body,
+            extra,
+            decision: decision.outcome.as_str(),
+            crawler: decision
+                .crawler
+                .as_ref()
+                .map_or_else(String::new, |crawler| crawler.name().to_string()),
+            verified: verified(&decision),
+            content_usage: decision.content_usage().map(str::to_string),
+        })
+    }
+
+    /// `GET /robots.txt?host=HOST`: the copy in force for HOST's origin (with the lines
+    /// robotsguard adds), `421` for a host no origin serves.
+    fn robots(&self, head: &pingora::http::RequestHeader) -> Response<Vec<u8>> {
+        let host = head.uri.query().and_then(|query| {
+            form_urlencoded::parse(query.as_bytes())
+                .find(|(name, _)| name == "host")
+                .map(|(_, value)| value.into_owned())
+        });
+        let Some(host) = host else {
+            return Rejection::Missing("host= query").answer();
+        };
+        let snapshot = self.guard.peek_snapshot();
+        let Some(origin) = snapshot.origin_for_bytes(host.as_bytes()) else {
+            return plain(
+                421,
+                crate::guard::refusal_text(421, "this proxy does not serve that host"),
+                Vec::new(),
+            );
+        };
+        let copy = origin.robots.current();
+        let refresh = origin.robots.settings.refresh;
+        let served = copy.served();
+        let mut response = plain(
+            200,
+            served.body.to_vec(),
+            vec![
+                (http::header::ETAG, served.etag.clone()),
+                (
+                    http::header::LAST_MODIFIED,
+                    httpdate::fmt_http_date(copy.content_since),
+                ),
+            ],
+        );
+        if let Ok(value) = HeaderValue::from_str(&format!("public, max-age={}", refresh.as_secs()))
+        {
+            response
+                .headers_mut()
+                .insert(http::header::CACHE_CONTROL, value);
+        }
+        response
+    }
+}
+
+/// `verified`, `impostor`, `unverified` (a claim not checked or not provable) or `none` (no
+/// crawler).
+fn verified(decision: &Decision) -> &'static str {
+    match (&decision.crawler, &decision.verification) {
+        (_, Some(verification)) => verification.result.as_str(),
+        (Some(_), None) => "unverified",
+        (None, None) => "none",
+    }
+}
