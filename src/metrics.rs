@@ -250,7 +250,7 @@ pub const DECISION_ERRORS: [&str; 2] = ["timeout", "internal"];
 /// The `reason` values of `robotsguard_decision_rejected_total`: a peer outside
 /// `decision.trusted_callers` (403); a forwarded header missing (400) or sent twice with
 /// different values (400); a forwarded target or method that cannot be judged (400); headers or
-/// a gRPC message over their bound (431, `RESOURCE_EXHAUSTED`); a path the listener does not
+/// a User-Agent over their bound (431); a path the listener does not
 /// serve (404).
 pub const DECISION_REJECTIONS: [&str; 6] = [
     "untrusted_caller",

@@ -1,5 +1,5 @@
 //! The `decision` section: the decision listener, which answers front proxies' auth subrequests
-//! (nginx `auth_request`, Caddy `forward_auth`, Traefik `forwardAuth`, Envoy `ext_authz`) with the
+//! (nginx `auth_request`, Caddy `forward_auth`, Traefik `forwardAuth`, Envoy's HTTP `ext_authz`) with the
 //! judgment the proxy would make. Its keys, defaults, reader, checks and reference rows live here.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -183,7 +183,7 @@ pub(crate) static DECISION_DOC: SectionDoc = SectionDoc {
     id: "decision",
     section: &DECISION,
     title: "The decision listener",
-    doc: "Answers a front proxy's auth subrequests (nginx `auth_request`, Caddy `forward_auth`, Traefik `forwardAuth`, Envoy `ext_authz` over HTTP and gRPC) with the judgment the proxy would make: `GET /auth`, `GET /auth/nginx`, `/envoy/…`, `envoy.service.auth.v3.Authorization/Check`, `GET /robots.txt?host=HOST`. With `listen: []` at the top level only this listener runs.",
+    doc: "Answers a front proxy's auth subrequests (nginx `auth_request`, Caddy `forward_auth`, Traefik `forwardAuth`, Envoy's HTTP `ext_authz`) with the judgment the proxy would make: `GET /auth`, `GET /auth/nginx`, `/envoy/…`, `GET /robots.txt?host=HOST`. With `listen: []` at the top level only this listener runs. See \"Use it with your proxy\".",
     keys: &[
         required("listen", Ty::OneOrList(&Ty::Address), "The decision listener's addresses (HTTP/1.0, HTTP/1.1 and h2c on each)."),
         key("trusted_callers", Ty::OneOrList(&Ty::Network), "loopback (`127.0.0.0/8`, `::1`)", "Peers that may ask (everyone else gets `403`, counted in `robotsguard_decision_rejected_total{reason=\"untrusted_caller\"}`). A caller is a trusted proxy: the client is the rightmost `X-Forwarded-For` entry that is neither a caller nor in `trusted_proxies`."),
@@ -191,3 +191,127 @@ pub(crate) static DECISION_DOC: SectionDoc = SectionDoc {
         key("on_error", ON_ERROR_WORDS, "`allow`", "The answer when the judgment is not made in time: `allow` (fail open, `200`) or `deny` (fail closed, `503`; `403` on `/auth/nginx`), counted in `robotsguard_decision_errors_total{reason}`."),
     ],
 };
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::config::load_str;
+
+    const ORIGIN: &str =
+        "origins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: \"127.0.0.1:8081\"\n";
+
+    fn errors(yaml: &str) -> Vec<String> {
+        match load_str(yaml, "t.yaml", Path::new("/etc/robotsguard")) {
+            Ok(c) => panic!("config accepted: {c:#?}"),
+            Err(e) => e.0.iter().map(ToString::to_string).collect(),
+        }
+    }
+
+    #[test]
+    fn defaults_and_decision_only() {
+        let yaml = format!("listen: []\ndecision: {{listen: [\"127.0.0.1:8082\"]}}\n{ORIGIN}");
+        let config = load_str(&yaml, "t.yaml", Path::new("/")).unwrap();
+        assert!(
+            config.listen.is_empty(),
+            "listen: [] runs the decision listener alone"
+        );
+        let decision = config.decision.unwrap();
+        assert_eq!(decision.listen, vec!["127.0.0.1:8082".parse().unwrap()]);
+        assert_eq!(decision.trusted_callers, default_trusted_callers());
+        assert_eq!(decision.timeout, DEFAULT_DECISION_TIMEOUT);
+        assert_eq!(decision.on_error, OnDecisionError::Allow);
+        // Without `decision`, an empty `listen` is still an error; absent, no decision listener.
+        let errs = errors(&format!("listen: []\n{ORIGIN}"));
+        assert!(
+            errs[0].starts_with("t.yaml:1:9: `listen` must list"),
+            "{errs:?}"
+        );
+        let config = load_str(ORIGIN, "t.yaml", Path::new("/")).unwrap();
+        assert!(config.decision.is_none());
+    }
+
+    #[test]
+    fn every_key_is_read_and_checked_with_its_position() {
+        let yaml = format!(
+            "decision:\n  listen: \"0.0.0.0:8082\"\n  trusted_callers: [10.0.0.0/8]\n  timeout: 200ms\n  on_error: deny\n{ORIGIN}"
+        );
+        let decision = load_str(&yaml, "t.yaml", Path::new("/"))
+            .unwrap()
+            .decision
+            .unwrap();
+        assert_eq!(
+            decision.trusted_callers,
+            vec!["10.0.0.0/8".parse().unwrap()]
+        );
+        assert_eq!(decision.timeout, Duration::from_millis(200));
+        assert_eq!(decision.on_error, OnDecisionError::Deny);
+
+        let errs = errors(&format!(
+            "decision:\n  listen: [\"127.0.0.1:8082\"]\n  on_eror: deny\n{ORIGIN}"
+        ));
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].starts_with("t.yaml:3:3: unknown key `on_eror` in `decision`"),
+            "{errs:?}"
+        );
+        assert!(errs[0].contains("did you mean `on_error`"), "{errs:?}");
+
+        let errs = errors(&format!(
+            "decision:\n  listen: [\"127.0.0.1:8082\"]\n  on_error: allw\n{ORIGIN}"
+        ));
+        assert!(errs[0].starts_with("t.yaml:3:13:"), "{errs:?}");
+        assert!(errs[0].contains("did you mean `allow`"), "{errs:?}");
+
+        let errs = errors(&format!(
+            "decision:\n  listen: [\"127.0.0.1:8082\"]\n  timeout: 20s\n{ORIGIN}"
+        ));
+        assert!(
+            errs[0].starts_with("t.yaml:3:12: `decision.timeout` must be at most 10s"),
+            "{errs:?}"
+        );
+
+        let errs = errors(&format!(
+            "decision: {{trusted_callers: [10.0.0.0/8]}}\n{ORIGIN}"
+        ));
+        assert!(
+            errs[0].contains("`decision` is missing `listen`"),
+            "{errs:?}"
+        );
+
+        let errs = errors(&format!("decision: {{listen: []}}\n{ORIGIN}"));
+        assert!(
+            errs[0].starts_with("t.yaml:1:20: `decision.listen` must list"),
+            "{errs:?}"
+        );
+
+        let errs = errors(&format!(
+            "decision: {{listen: [\"127.0.0.1:8082\"], trusted_callers: [10.0.0.1/8]}}\n{ORIGIN}"
+        ));
+        assert!(errs[0].contains("did you mean 10.0.0.0/8"), "{errs:?}");
+    }
+
+    #[test]
+    fn addresses_clash_with_the_proxy_and_the_admin() {
+        let errs = errors(&format!(
+            "listen: [\"127.0.0.1:8080\"]\ndecision:\n  listen: [\"0.0.0.0:8080\", \"127.0.0.1:9090\", \"127.0.0.1:8082\", \"127.0.0.1:8082\"]\n{ORIGIN}"
+        ));
+        assert_eq!(errs.len(), 3, "{errs:?}");
+        assert!(
+            errs.iter().any(|e| e.starts_with("t.yaml:3:64:")
+                && e.contains("listed twice (first at line 3, column 46)")),
+            "{errs:?}"
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e.starts_with("t.yaml:3:12:") && e.contains("the listen address")),
+            "{errs:?}"
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e.starts_with("t.yaml:3:28:") && e.contains("the admin address")),
+            "{errs:?}"
+        );
+    }
+}

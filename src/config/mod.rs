@@ -1703,6 +1703,11 @@ const RESTART_ONLY: &[RestartOnly] = &[
         differs: |old, new| old.state != new.state,
         keep: |new, running| new.state.clone_from(&running.state),
     },
+    RestartOnly {
+        name: "state.dir",
+        differs: |old, new| old.state_dir != new.state_dir,
+        keep: |new, running| new.state_dir.clone_from(&running.state_dir),
+    },
     // The decision listener's sockets are bound at start; its callers, timeout and on_error are
     // read per request from the config in force.
     RestartOnly {
@@ -1714,11 +1719,6 @@ const RESTART_ONLY: &[RestartOnly] = &[
             (Some(new), Some(running)) => new.listen.clone_from(&running.listen),
             (new, running) => new.clone_from(running),
         },
-    },
-    RestartOnly {
-        name: "state.dir",
-        differs: |old, new| old.state_dir != new.state_dir,
-        keep: |new, running| new.state_dir.clone_from(&running.state_dir),
     },
 ];
 

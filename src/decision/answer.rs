@@ -95,7 +95,7 @@ impl Answer {
 
     /// Forward-auth (`/auth`) and Envoy HTTP: a refusal is the proxy's status, body and header,
     /// which the caller copies to the client as is.
-    pub(super) fn as_is(self) -> Response<Vec<u8>> {
+    pub(super) fn passed_through(self) -> Response<Vec<u8>> {
         if let Some(allowed) = self.allowed() {
             return allowed;
         }

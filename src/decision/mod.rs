@@ -8,6 +8,9 @@
 //! - `/envoy/...`: Envoy's HTTP `ext_authz` (`path_prefix: /envoy`).
 //! - `GET /robots.txt?host=HOST`: the robots.txt copy the judgment enforces.
 //!
+//! Envoy's gRPC `Authorization/Check` is not served yet (h2c is: the listener takes HTTP/2 with
+//! prior knowledge).
+//!
 //! Each request is judged by [`crate::judge::Judge`] with the proxy's own reading of the request
 //! (path canonicalisation, client address, signatures) and answered with the proxy's own status,
 //! body and headers; budgets, strikes, bans, reports and metrics count it as a proxied request.
@@ -248,7 +251,7 @@ impl ServeHttp for DecisionApp {
         };
         match convention {
             Convention::Nginx => answer.for_nginx(&self.kept),
-            _ => answer.as_is(),
+            _ => answer.passed_through(),
         }
     }
 }
@@ -400,16 +403,26 @@ impl DecisionApp {
         })
     }
 
-    /// `GET /robots.txt?host=HOST`: the copy in force for HOST's origin (with the lines
-    /// robotsguard adds), `421` for a host no origin serves.
+    /// `GET /robots.txt?host=HOST` (or `/robots.txt` with the site's `X-Forwarded-Host` or
+    /// `Host`): the copy in force for HOST's origin (with the lines robotsguard adds), `421` for
+    /// a host no origin serves.
     fn robots(&self, head: &pingora::http::RequestHeader) -> Response<Vec<u8>> {
         let host = head.uri.query().and_then(|query| {
             form_urlencoded::parse(query.as_bytes())
                 .find(|(name, _)| name == "host")
                 .map(|(_, value)| value.into_owned())
         });
+        // Without `?host=`, the host the front proxy forwarded, else the one it passed on.
+        let host = host.or_else(|| {
+            ["x-forwarded-host", "host"].iter().find_map(|name| {
+                head.headers
+                    .get(*name)
+                    .and_then(|value| value.to_str().ok())
+                    .map(|value| value.split(',').next().unwrap_or("").trim().to_string())
+            })
+        });
         let Some(host) = host else {
-            return Rejection::Missing("host= query").answer();
+            return Rejection::Missing("Host").answer();
         };
         let snapshot = self.guard.peek_snapshot();
         let Some(origin) = snapshot.origin_for_bytes(host.as_bytes()) else {
