@@ -250,8 +250,8 @@ pub const DECISION_ERRORS: [&str; 2] = ["timeout", "internal"];
 /// The `reason` values of `robotsguard_decision_rejected_total`: a peer outside
 /// `decision.trusted_callers` (403); a forwarded header missing (400) or sent twice with
 /// different values (400); a forwarded target or method that cannot be judged (400); headers or
-/// a User-Agent over their bound (431); a path the listener does not
-/// serve (404).
+/// a User-Agent over their bound (431), a gRPC message over 64 KiB (`RESOURCE_EXHAUSTED`); a path
+/// the listener does not serve (404).
 pub const DECISION_REJECTIONS: [&str; 6] = [
     "untrusted_caller",
     "missing_header",

@@ -17,7 +17,7 @@ const NOTES: &[(&str, &str)] = &[
     ),
     (
         "robotsguard_decision_rejected_total",
-        "decision requests refused before any judgment: `untrusted_caller` (a peer outside `decision.trusted_callers`: 403), `missing_header` (no forwarded method, URI or host: 400), `conflicting_headers` (two differing values of a forwarded header, or `X-Forwarded-Uri` and `X-Original-URI` that disagree: 400), `bad_request` (a target that is not origin-form, an unknown method: 400), `too_large` (the header list over `limits.max_header_bytes`, or a User-Agent over 8 KiB: 431), `not_found` (a path the listener does not serve: 404)",
+        "decision requests refused before any judgment: `untrusted_caller` (a peer outside `decision.trusted_callers`: 403, gRPC `PERMISSION_DENIED`), `missing_header` (no forwarded method, URI or host: 400), `conflicting_headers` (two differing values of a forwarded header, or `X-Forwarded-Uri` and `X-Original-URI` that disagree: 400), `bad_request` (a target that is not origin-form, an unknown method: 400), `too_large` (the header list over `limits.max_header_bytes`, or a User-Agent over 8 KiB: 431; a gRPC message over 64 KiB: `RESOURCE_EXHAUSTED`), `not_found` (a path the listener does not serve: 404)",
     ),
     (
         "robotsguard_admin_refusals_total",

@@ -8,24 +8,27 @@
 //! - `/envoy/...`: Envoy's HTTP `ext_authz` (`path_prefix: /envoy`).
 //! - `GET /robots.txt?host=HOST`: the robots.txt copy the judgment enforces.
 //!
-//! Envoy's gRPC `Authorization/Check` is not served yet (h2c is: the listener takes HTTP/2 with
-//! prior knowledge).
+//! - `POST /envoy.service.auth.v3.Authorization/Check`: Envoy's gRPC `ext_authz`, over h2c.
 //!
 //! Each request is judged by [`crate::judge::Judge`] with the proxy's own reading of the request
 //! (path canonicalisation, client address, signatures) and answered with the proxy's own status,
 //! body and headers; budgets, strikes, bans, reports and metrics count it as a proxied request.
 
 mod answer;
+mod grpc;
 mod request;
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
 use http::{HeaderValue, Response};
-use pingora::apps::http_app::{HttpServer, ServeHttp};
-use pingora::apps::HttpServerOptions;
+use pingora::apps::http_app::ServeHttp;
+use pingora::apps::{HttpPersistentSettings, HttpServerApp, HttpServerOptions, ReusedHttpStream};
+use pingora::http::ResponseHeader;
 use pingora::protocols::http::ServerSession;
+use pingora::server::ShutdownWatch;
 use pingora::services::listening::Service as ListeningService;
 use pingora::services::ServiceWithDependents;
 
@@ -138,18 +141,84 @@ pub struct DecisionApp {
 pub fn service(guard: &Guard) -> Option<Box<dyn ServiceWithDependents>> {
     let config = guard.config();
     let decision = config.decision.as_ref()?;
-    let mut app = HttpServer::new_app(DecisionApp {
-        guard: guard.clone(),
-        kept: KeptAnswers::default(),
-    });
     let mut options = HttpServerOptions::default();
     options.h2c = true;
-    app.server_options = Some(options);
-    let mut service = ListeningService::new("robotsguard decision".to_string(), app);
+    let server = DecisionServer {
+        app: DecisionApp {
+            guard: guard.clone(),
+            kept: KeptAnswers::default(),
+        },
+        options,
+    };
+    let mut service = ListeningService::new("robotsguard decision".to_string(), server);
     for address in &decision.listen {
         service.add_tcp(&address.to_string());
     }
     Some(Box::new(service))
+}
+
+/// The listener's server: gRPC Check calls (whose answer ends in trailers) and every other
+/// request through [`DecisionApp`]'s [`ServeHttp`].
+struct DecisionServer {
+    app: DecisionApp,
+    options: HttpServerOptions,
+}
+
+#[async_trait]
+impl HttpServerApp for DecisionServer {
+    async fn process_new_http(
+        self: &Arc<Self>,
+        mut http: ServerSession,
+        shutdown: &ShutdownWatch,
+    ) -> Option<ReusedHttpStream> {
+        if !http.read_request().await.unwrap_or(false) {
+            return None;
+        }
+        http.set_keepalive(if *shutdown.borrow() { None } else { Some(60) });
+        let head = http.req_header();
+        if head.method == http::Method::POST && head.uri.path().as_bytes() == grpc::CHECK {
+            if self.app.check(&mut http).await.is_err() {
+                return None;
+            }
+        } else {
+            let (parts, body) = self.app.response(&mut http).await.into_parts();
+            let header: ResponseHeader = parts.into();
+            http.write_response_header(Box::new(header)).await.ok()?;
+            if !body.is_empty() {
+                http.write_response_body(body.into(), true).await.ok()?;
+            }
+        }
+        let settings = HttpPersistentSettings::for_session(&http);
+        http.finish()
+            .await
+            .ok()
+            .flatten()
+            .map(|stream| ReusedHttpStream::from_reusable_stream(stream, settings))
+    }
+
+    fn server_options(&self) -> Option<&HttpServerOptions> {
+        Some(&self.options)
+    }
+}
+
+/// `decision` in force: only a running listener asks, and a reload cannot remove `decision`
+/// (`decision.listen` is restart-only); the defaults stand in all the same.
+fn settings(config: &crate::config::Config) -> DecisionConfig {
+    config.decision.clone().unwrap_or_else(|| DecisionConfig {
+        listen: Vec::new(),
+        trusted_callers: crate::config::default_trusted_callers(),
+        timeout: crate::config::DEFAULT_DECISION_TIMEOUT,
+        on_error: OnDecisionError::Allow,
+    })
+}
+
+/// The peer, when it is one of `decision.trusted_callers`.
+fn trusted_peer(session: &ServerSession, settings: &DecisionConfig) -> Option<IpAddr> {
+    session
+        .client_addr()
+        .and_then(|address| address.as_inet())
+        .map(|address| address.ip().to_canonical())
+        .filter(|ip| crate::client_address::is_trusted(&settings.trusted_callers, *ip))
 }
 
 #[async_trait]
@@ -157,21 +226,8 @@ impl ServeHttp for DecisionApp {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
         let started = Instant::now();
         let config = self.guard.config();
-        // Only a running listener gets here, and a reload cannot remove `decision`
-        // (`decision.listen` is restart-only); the defaults stand in all the same.
-        let settings = config.decision.clone().unwrap_or_else(|| DecisionConfig {
-            listen: Vec::new(),
-            trusted_callers: crate::config::default_trusted_callers(),
-            timeout: crate::config::DEFAULT_DECISION_TIMEOUT,
-            on_error: OnDecisionError::Allow,
-        });
-        let peer = session
-            .client_addr()
-            .and_then(|address| address.as_inet())
-            .map(|address| address.ip().to_canonical());
-        let Some(peer) =
-            peer.filter(|ip| crate::client_address::is_trusted(&settings.trusted_callers, *ip))
-        else {
+        let settings = settings(&config);
+        let Some(peer) = trusted_peer(session, &settings) else {
             return Rejection::UntrustedCaller.answer();
         };
         let head = session.req_header();
@@ -208,46 +264,22 @@ impl ServeHttp for DecisionApp {
             Ok(rebuilt) => rebuilt,
             Err(rejection) => return rejection.answer(),
         };
-        // A caller is a trusted proxy: the client is the rightmost X-Forwarded-For entry that
-        // is neither a caller nor one of `trusted_proxies`, else the caller.
-        let trusted: Vec<ipnet::IpNet> = settings
-            .trusted_callers
-            .iter()
-            .chain(&config.trusted_proxies)
-            .copied()
-            .collect();
-        let client = crate::client_address::client_address(
+        let client = client_of(
             peer,
-            &trusted,
+            &settings,
+            &config,
             head.headers
                 .get_all(http::header::HeaderName::from_static("x-forwarded-for"))
                 .iter()
                 .map(HeaderValue::as_bytes),
         );
         drop(config);
-        let judged = tokio::time::timeout(
-            settings.timeout,
-            self.judge(&rebuilt.head, rebuilt.https, client, started),
-        )
-        .await;
-        let answer = match judged {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(rejection)) => return rejection.answer(),
-            Err(_elapsed) => {
-                METRICS
-                    .decision_errors
-                    .with_label_values(&["timeout"])
-                    .inc();
-                log_line(
-                    Some(client),
-                    &format!(
-                        "the judgment took longer than decision.timeout ({}); answered as decision.on_error: {}",
-                        humantime::format_duration(settings.timeout),
-                        settings.on_error.as_str()
-                    ),
-                );
-                on_error(settings.on_error)
-            }
+        let answer = match self
+            .judge_in_time(&settings, &rebuilt.head, rebuilt.https, client, started)
+            .await
+        {
+            Ok(answer) => answer,
+            Err(rejection) => return rejection.answer(),
         };
         match convention {
             Convention::Nginx => answer.for_nginx(&self.kept),
@@ -276,7 +308,99 @@ fn on_error(choice: OnDecisionError) -> Answer {
     }
 }
 
+/// A caller is a trusted proxy: the client is the rightmost X-Forwarded-For entry that is
+/// neither a caller nor one of `trusted_proxies`, else the caller.
+fn client_of<'a>(
+    peer: IpAddr,
+    settings: &DecisionConfig,
+    config: &crate::config::Config,
+    forwarded_for: impl DoubleEndedIterator<Item = &'a [u8]>,
+) -> IpAddr {
+    let trusted: Vec<ipnet::IpNet> = settings
+        .trusted_callers
+        .iter()
+        .chain(&config.trusted_proxies)
+        .copied()
+        .collect();
+    crate::client_address::client_address(peer, &trusted, forwarded_for)
+}
+
 impl DecisionApp {
+    /// [`DecisionApp::judge`] within `decision.timeout`, else `decision.on_error`'s answer.
+    async fn judge_in_time(
+        &self,
+        settings: &DecisionConfig,
+        head: &pingora::http::RequestHeader,
+        https: bool,
+        client: IpAddr,
+        started: Instant,
+    ) -> Result<Answer, Rejection> {
+        match tokio::time::timeout(settings.timeout, self.judge(head, https, client, started)).await
+        {
+            Ok(judged) => judged,
+            Err(_elapsed) => {
+                METRICS
+                    .decision_errors
+                    .with_label_values(&["timeout"])
+                    .inc();
+                log_line(
+                    Some(client),
+                    &format!(
+                        "the judgment took longer than decision.timeout ({}); answered as decision.on_error: {}",
+                        humantime::format_duration(settings.timeout),
+                        settings.on_error.as_str()
+                    ),
+                );
+                Ok(on_error(settings.on_error))
+            }
+        }
+    }
+
+    /// A gRPC Check call: the peer checked before anything is read, the message read within
+    /// its bound, the request judged as over HTTP.
+    async fn check(&self, session: &mut ServerSession) -> pingora::Result<()> {
+        let started = Instant::now();
+        let config = self.guard.config();
+        let settings = settings(&config);
+        let Some(peer) = trusted_peer(session, &settings) else {
+            let failed = grpc::Failed::from_rejection(&Rejection::UntrustedCaller);
+            return grpc::write(session, None, Some(failed)).await;
+        };
+        session.set_read_timeout(Some(config.limits.body_timeout));
+        let check = match grpc::read_check(session).await {
+            Ok(check) => check,
+            Err(failed) => return grpc::write(session, None, Some(failed)).await,
+        };
+        let asked = match grpc::asked(&check) {
+            Ok(asked) => asked,
+            Err(rejection) => {
+                let failed = grpc::Failed::from_rejection(&rejection);
+                return grpc::write(session, None, Some(failed)).await;
+            }
+        };
+        let client = if asked.forwarded_for.is_empty() {
+            asked.source.map_or(peer, |ip| ip.to_canonical())
+        } else {
+            client_of(
+                peer,
+                &settings,
+                &config,
+                asked.forwarded_for.iter().map(Vec::as_slice),
+            )
+        };
+        drop(config);
+        match self
+            .judge_in_time(&settings, &asked.head, asked.https, client, started)
+            .await
+        {
+            Ok(answer) => grpc::write(session, Some(grpc::response(answer)), None).await,
+            Err(rejection) => {
+                let failed = grpc::Failed::from_rejection(&rejection);
+                grpc::write(session, None, Some(failed)).await
+            }
+        }
+    }
+
     /// Judges the rebuilt request exactly as the proxy's `request_filter` does, and counts it
     /// as the proxy's `logging` does.
     async fn judge(

@@ -661,3 +661,158 @@ fn robots_txt_by_host_is_the_copy_in_force_and_http_1_0_and_h2c_are_served() {
         .expect("curl runs");
     assert_eq!(String::from_utf8_lossy(&output.stdout), "2 403");
 }
+
+mod grpc {
+    use super::*;
+    use envoy_types::pb::envoy::service::auth::v3::{
+        attribute_context, authorization_client::AuthorizationClient, check_response,
+        AttributeContext, CheckRequest,
+    };
+
+    fn check(user_agent: &str, path: &str, client: &str, padding: usize) -> CheckRequest {
+        let mut headers: std::collections::HashMap<String, String> = [
+            ("user-agent".to_string(), user_agent.to_string()),
+            ("x-forwarded-for".to_string(), client.to_string()),
+            (":authority".to_string(), HOST.to_string()),
+        ]
+        .into_iter()
+        .collect();
+        if padding > 0 {
+            headers.insert("x-padding".to_string(), "p".repeat(padding));
+        }
+        CheckRequest {
+            attributes: Some(AttributeContext {
+                request: Some(attribute_context::Request {
+                    http: Some(attribute_context::HttpRequest {
+                        method: "GET".to_string(),
+                        host: HOST.to_string(),
+                        path: path.to_string(),
+                        headers,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+        }
+    }
+
+    fn header<'a>(
+        headers: &'a [envoy_types::pb::envoy::config::core::v3::HeaderValueOption],
+        name: &str,
+    ) -> Option<&'a str> {
+        headers
+            .iter()
+            .filter_map(|option| option.header.as_ref())
+            .find(|header| header.key.eq_ignore_ascii_case(name))
+            .map(|header| header.value.as_str())
+    }
+
+    #[test]
+    fn check_answers_as_the_proxy_to_a_real_grpc_client() {
+        let (_origin, proxy, decision) = listener("");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut client = AuthorizationClient::connect(format!("http://{decision}"))
+                .await
+                .expect("the gRPC client connects");
+            // A browser: OK, with the judgment's headers for the upstream.
+            let ok = client
+                .check(check(BROWSER, "/private", "192.0.2.1", 0))
+                .await
+                .expect("a Check answer")
+                .into_inner();
+            assert_eq!(ok.status.as_ref().map(|s| s.code), Some(0));
+            let Some(check_response::HttpResponse::OkResponse(allowed)) = ok.http_response else {
+                panic!("no OkHttpResponse: {ok:?}");
+            };
+            assert_eq!(header(&allowed.headers, "x-robotsguard-verified"), Some("none"));
+            assert_eq!(header(&allowed.headers, "x-robotsguard-crawler"), Some(""));
+            // GPTBot: allowed once, then its Crawl-delay (429 with Retry-After), then a refusal
+            // with the proxy's body; each PERMISSION_DENIED with a DeniedHttpResponse.
+            let ok = client
+                .check(check(GPTBOT, "/page", "192.0.2.1", 0))
+                .await
+                .unwrap()
+                .into_inner();
+            assert_eq!(ok.status.as_ref().map(|s| s.code), Some(0));
+            for (path, status, body) in [
+                ("/page", 429, "429 Too Many Requests: robots.txt asks GPTBot to wait 30 s"),
+                ("/%70rivate", 403, "403 Forbidden: GPTBot may not fetch /%70rivate.\nReason: robots.txt line 2: Disallow: /private"),
+            ] {
+                let denied = client
+                    .check(check(GPTBOT, path, "192.0.2.1", 0))
+                    .await
+                    .unwrap()
+                    .into_inner();
+                assert_eq!(denied.status.as_ref().map(|s| s.code), Some(7), "{denied:?}");
+                let Some(check_response::HttpResponse::DeniedResponse(refused)) = denied.http_response else {
+                    panic!("no DeniedHttpResponse: {denied:?}");
+                };
+                assert_eq!(refused.status.map(|s| s.code), Some(status));
+                assert!(refused.body.starts_with(body), "{}", refused.body);
+                if status == 429 {
+                    assert_eq!(header(&refused.headers, "retry-after"), Some("30"));
+                } else {
+                    // The client is the x-forwarded-for entry, not the gRPC peer.
+                    assert!(refused.body.contains("Your address: 192.0.2.1"), "{}", refused.body);
+                }
+            }
+            // Over 64 KiB: RESOURCE_EXHAUSTED, no judgment.
+            let judged_before = metric(&proxy.metrics(), "robotsguard_decision_requests_total", &[("origin", "shop"), ("decision", "pass")]);
+            let too_large = client
+                .check(check(BROWSER, "/", "192.0.2.9", 70 * 1024))
+                .await
+                .expect_err("a message over 64 KiB is refused");
+            assert_eq!(too_large.code(), tonic::Code::ResourceExhausted);
+            assert_eq!(
+                metric(&proxy.metrics(), "robotsguard_decision_requests_total", &[("origin", "shop"), ("decision", "pass")]),
+                judged_before
+            );
+            assert_eq!(
+                metric(&proxy.metrics(), "robotsguard_decision_rejected_total", &[("reason", "too_large")]),
+                1.0
+            );
+        });
+    }
+
+    #[test]
+    fn an_untrusted_peer_is_denied_without_a_judgment() {
+        let origin = Origin::start();
+        let decision = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let proxy = Proxy::start(&format!(
+            "decision: {{listen: [\"{decision}\"], trusted_callers: [\"10.9.0.0/16\"]}}\n{}",
+            origin_config(&origin, ROBOTS, "crawlers", "")
+        ));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut client = AuthorizationClient::connect(format!("http://{decision}"))
+                .await
+                .expect("the gRPC client connects");
+            let denied = client
+                .check(check(GPTBOT, "/private", "192.0.2.1", 0))
+                .await
+                .expect_err("an untrusted peer is refused");
+            assert_eq!(denied.code(), tonic::Code::PermissionDenied);
+        });
+        assert_eq!(
+            metric(
+                &proxy.metrics(),
+                "robotsguard_decision_rejected_total",
+                &[("reason", "untrusted_caller")]
+            ),
+            1.0
+        );
+        assert!(
+            support::samples(&proxy.metrics(), "robotsguard_decision_requests_total")
+                .iter()
+                .all(|(_, value)| *value == 0.0)
+        );
+    }
+}
