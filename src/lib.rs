@@ -71,6 +71,7 @@ pub mod allocator;
 mod client_address;
 pub mod config;
 pub mod console;
+pub mod decision;
 /// The crawler catalogue and User-Agent identification: the `robotsguard-crawlers` crate, at the
 /// path the proxy's modules and embedders use (`robotsguard::crawlers`).
 #[doc(inline)]

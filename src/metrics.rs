@@ -232,7 +232,34 @@ pub struct Metrics {
     /// `robotsguard_admin_refusals_total{reason}`: admin requests refused or cut short, by
     /// reason ([`ADMIN_REFUSALS`]).
     pub admin_refusals: IntCounterVec,
+    /// `robotsguard_decision_requests_total{origin, decision}`: requests judged through the
+    /// decision listener (they count in `robotsguard_requests_total` too, exactly as proxied ones).
+    pub decision_requests: IntCounterVec,
+    /// `robotsguard_decision_errors_total{reason}`: judgments the decision listener could not
+    /// make, answered by `decision.on_error` ([`DECISION_ERRORS`]).
+    pub decision_errors: IntCounterVec,
+    /// `robotsguard_decision_rejected_total{reason}`: decision requests refused before any
+    /// judgment ([`DECISION_REJECTIONS`]).
+    pub decision_rejected: IntCounterVec,
 }
+
+/// The `reason` values of `robotsguard_decision_errors_total`: the judgment took longer than
+/// `decision.timeout`; it came to no answer the listener can give.
+pub const DECISION_ERRORS: [&str; 2] = ["timeout", "internal"];
+
+/// The `reason` values of `robotsguard_decision_rejected_total`: a peer outside
+/// `decision.trusted_callers` (403); a forwarded header missing (400) or sent twice with
+/// different values (400); a forwarded target or method that cannot be judged (400); headers or
+/// a User-Agent over their bound (431), a gRPC message over 64 KiB (`RESOURCE_EXHAUSTED`); a path
+/// the listener does not serve (404).
+pub const DECISION_REJECTIONS: [&str; 6] = [
+    "untrusted_caller",
+    "missing_header",
+    "conflicting_headers",
+    "bad_request",
+    "too_large",
+    "not_found",
+];
 
 /// The `reason` values of `robotsguard_admin_refusals_total`: a `Host` the admin listener does
 /// not answer to (421); a state-changing request from another site (403); a sign-in with a
@@ -272,7 +299,7 @@ pub const REQUEST_REFUSALS: [&str; 4] = [
 ];
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 62] = [
+pub const METRIC_NAMES: [&str; 65] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -335,6 +362,9 @@ pub const METRIC_NAMES: [&str; 62] = [
     "robotsguard_state_backend_up",
     "robotsguard_state_backend_errors_total",
     "robotsguard_admin_refusals_total",
+    "robotsguard_decision_requests_total",
+    "robotsguard_decision_errors_total",
+    "robotsguard_decision_rejected_total",
 ];
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -784,6 +814,30 @@ impl Metrics {
         for reason in ADMIN_REFUSALS {
             admin_refusals.with_label_values(&[reason]);
         }
+        let decision_requests = counter(
+            &registry,
+            "robotsguard_decision_requests_total",
+            "Requests judged through the decision listener, by origin and decision (also counted in robotsguard_requests_total).",
+            &["origin", "decision"],
+        );
+        let decision_errors = counter(
+            &registry,
+            "robotsguard_decision_errors_total",
+            "Judgments the decision listener could not make, answered by decision.on_error, by reason (timeout, internal).",
+            &["reason"],
+        );
+        for reason in DECISION_ERRORS {
+            decision_errors.with_label_values(&[reason]);
+        }
+        let decision_rejected = counter(
+            &registry,
+            "robotsguard_decision_rejected_total",
+            "Decision requests refused before any judgment, by reason (untrusted_caller, missing_header, conflicting_headers, bad_request, too_large, not_found).",
+            &["reason"],
+        );
+        for reason in DECISION_REJECTIONS {
+            decision_rejected.with_label_values(&[reason]);
+        }
         // process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... (Linux).
         register(
             &registry,
@@ -853,6 +907,9 @@ impl Metrics {
             state_backend_up,
             state_backend_errors,
             admin_refusals,
+            decision_requests,
+            decision_errors,
+            decision_rejected,
         }
     }
 
@@ -1027,6 +1084,9 @@ impl Metrics {
             Box::new(self.state_backend_up.clone()),
             Box::new(self.state_backend_errors.clone()),
             Box::new(self.admin_refusals.clone()),
+            Box::new(self.decision_requests.clone()),
+            Box::new(self.decision_errors.clone()),
+            Box::new(self.decision_rejected.clone()),
         ]
     }
 }

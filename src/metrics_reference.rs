@@ -8,6 +8,18 @@ use prometheus::proto::MetricType;
 /// More about a metric than its help line: its label values and when it moves (Markdown).
 const NOTES: &[(&str, &str)] = &[
     (
+        "robotsguard_decision_requests_total",
+        "requests judged through the decision listener (`decision`), by origin and the access log's decision word; they are counted in `robotsguard_requests_total` as well, exactly as proxied requests, so proxied traffic is the difference",
+    ),
+    (
+        "robotsguard_decision_errors_total",
+        "judgments the decision listener could not make and answered with `decision.on_error`: `timeout` (longer than `decision.timeout`), `internal` (no answer came of it)",
+    ),
+    (
+        "robotsguard_decision_rejected_total",
+        "decision requests refused before any judgment: `untrusted_caller` (a peer outside `decision.trusted_callers`: 403, gRPC `PERMISSION_DENIED`), `missing_header` (no forwarded method, URI or host: 400), `conflicting_headers` (two differing values of a forwarded header, or `X-Forwarded-Uri` and `X-Original-URI` that disagree: 400), `bad_request` (a target that is not origin-form, an unknown method: 400), `too_large` (the header list over `limits.max_header_bytes`, or a User-Agent over 8 KiB: 431; a gRPC message over 64 KiB: `RESOURCE_EXHAUSTED`), `not_found` (a path the listener does not serve: 404)",
+    ),
+    (
         "robotsguard_admin_refusals_total",
         "admin requests refused or cut short: `host` (a `Host` that is not an address of the admin listener nor in `admin.hosts`: 421), `cross_site` (a request that changes something from another site, or with a session cookie and no CSRF token: 403), `login_failed` (a console sign-in with a wrong token), `login_throttled` (a sign-in refused while its address waits: 429), `refresh_throttled` (`POST /robots/refresh` again within 5 s: 429), `explain_lookups` (an `/explain` whose client's reverse DNS was not looked up: its lookups were used up)",
     ),

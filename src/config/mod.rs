@@ -11,6 +11,8 @@
 
 mod address;
 pub use address::{normalize_host, normalize_host_bytes};
+pub(crate) use sections::{default_trusted_callers, DEFAULT_DECISION_TIMEOUT};
+pub use sections::{DecisionConfig, OnDecisionError};
 mod duration;
 mod error;
 mod reader;
@@ -53,7 +55,8 @@ pub use template::{render_body, BODY_PLACEHOLDERS};
 /// The whole, checked configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// Proxy listeners; never empty.
+    /// Proxy listeners; empty only when `decision` is set (`listen: []` runs only the decision
+    /// listener).
     pub listen: Vec<Listener>,
     /// The admin server (metrics, health, explain).
     pub admin: AdminConfig,
@@ -80,6 +83,8 @@ pub struct Config {
     pub state_dir: Option<PathBuf>,
     /// What the reports keep (`/reports/*`, the console).
     pub reports: ReportsConfig,
+    /// The decision listener for front proxies' auth subrequests, when `decision` is set.
+    pub decision: Option<DecisionConfig>,
     /// The absolute path the config was loaded from (`None` from `load_str`).
     pub source_path: Option<PathBuf>,
 }
@@ -313,6 +318,18 @@ const RESTART_ONLY: &[RestartOnly] = &[
         name: "state.dir",
         differs: |old, new| old.state_dir != new.state_dir,
         keep: |new, running| new.state_dir.clone_from(&running.state_dir),
+    },
+    // The decision listener's sockets are bound at start; its callers, timeout and on_error are
+    // read per request from the config in force.
+    RestartOnly {
+        name: "decision.listen",
+        differs: |old, new| {
+            old.decision.as_ref().map(|d| &d.listen) != new.decision.as_ref().map(|d| &d.listen)
+        },
+        keep: |new, running| match (&mut new.decision, &running.decision) {
+            (Some(new), Some(running)) => new.listen.clone_from(&running.listen),
+            (new, running) => new.clone_from(running),
+        },
     },
 ];
 

@@ -2,12 +2,14 @@
 //! reader in `sections/`; this runs them in order and the checks that span sections
 //! (listeners against the admin address, the catalogue the origins refer to).
 
+use std::net::SocketAddr;
 use std::path::Path;
 
 use super::error::Sink;
 use super::reader::{self, Table};
 use super::sections::{
-    access_log, admin, check_admin_clash, check_catalogue, crawlers, defaults, limits, listeners,
+    access_log, admin, check_admin_clash, check_catalogue, check_decision_clashes, crawlers, decision,
+    defaults, limits, listeners,
     origins, reports, shutdown_grace, state, verify, AdminConfig, CrawlersConfig, Limits, Listener,
     ReportsConfig, StateConfig, VerifyConfig, DEFAULT_ADMIN, DEFAULT_GRACE, DEFAULT_LISTEN,
     MAX_THREADS, TOP,
@@ -48,13 +50,20 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
         state: StateConfig::default(),
         state_dir: None,
         reports: ReportsConfig::default(),
+        decision: None,
         source_path: None,
     };
     let Some(top) = Table::read(sink, root, &TOP, "the config") else {
         return config;
     };
 
-    let listen = listeners(sink, top.get("listen"), base_dir);
+    let decision = decision(sink, top.get("decision"));
+    let listen = listeners(
+        sink,
+        top.get("listen"),
+        base_dir,
+        top.get("decision").is_some(),
+    );
     if let Some(n) = top.get("admin") {
         if let Some((admin, pos)) = admin(sink, n, base_dir) {
             check_admin_clash(sink, admin.address, pos, &listen);
@@ -63,7 +72,21 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
     } else {
         check_admin_clash(sink, DEFAULT_ADMIN, top.pos, &listen);
     }
-    if !listen.is_empty() {
+    if let Some((decision, positions)) = decision {
+        let taken: Vec<(&str, SocketAddr)> = listen
+            .iter()
+            .map(|(l, _)| ("listen", l.address))
+            .chain([("admin", config.admin.address)])
+            .collect();
+        check_decision_clashes(sink, &decision, &positions, &taken);
+        config.decision = Some(decision);
+    }
+    // `listen: []` beside `decision` runs the decision listener alone.
+    let decision_only = config.decision.is_some()
+        && top
+            .get("listen")
+            .is_some_and(|n| reader::one_or_many(n).is_empty());
+    if !listen.is_empty() || decision_only {
         config.listen = listen.into_iter().map(|(l, _)| l).collect();
     }
 

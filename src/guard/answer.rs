@@ -92,8 +92,15 @@ pub(super) async fn respond_refusal(
     refusal: &Refusal,
     body: String,
 ) -> Result<()> {
+    respond_with(session, refusal.status, body, refusal_header(refusal), true).await
+}
+
+/// The one header a refusal carries besides its body, when it has one: `Link` to a 402's
+/// licence, `Retry-After` (a ban's end, a Crawl-delay's wait) or `Accept-Signature` (Web Bot
+/// Auth). Shared by the proxy and the decision listener.
+pub(crate) fn refusal_header(refusal: &Refusal) -> Option<(HeaderName, String)> {
     // A refusal carries at most one of them.
-    let extra = match &refusal.why {
+    match &refusal.why {
         RefusedFor::PaymentRequired { license: Some(url) } => {
             Some((header::LINK, format!("<{url}>; rel=\"license\"")))
         }
@@ -108,13 +115,45 @@ pub(super) async fn respond_refusal(
                     )
                 })
             }),
-    };
-    respond_with(session, refusal.status, body, extra, true).await
+    }
+}
+
+/// The body of a refusal the judgment made for `decision`; `block` writes the block response
+/// (it needs the request's path, robots.txt URL and client). Shared by the proxy and the
+/// decision listener.
+pub(crate) fn refusal_body(
+    decision: &Decision,
+    refusal: &Refusal,
+    block: impl FnOnce() -> String,
+) -> String {
+    match &refusal.why {
+        RefusedFor::Banned(ban) => banned_body(ban),
+        RefusedFor::Limited { delay, wait } => limited_body(decision, *delay, *wait),
+        RefusedFor::SignatureRequired { .. } => {
+            "403 Forbidden: this site asks this crawler for a Web Bot Auth signature; \
+             sign the request as the Accept-Signature header describes.\n"
+                .to_string()
+        }
+        RefusedFor::KeysUnavailable => {
+            "503 Service Unavailable: this site cannot check this crawler's Web Bot \
+             Auth signature right now; try again later.\n"
+                .to_string()
+        }
+        RefusedFor::Replayed { .. } => {
+            "429 Too Many Requests: this signature's nonce was already used; sign \
+             again with a fresh nonce (Accept-Signature offers one).\n"
+                .to_string()
+        }
+        // A trap answers as a path that does not exist: nothing tells the client.
+        RefusedFor::Trap => "404 Not Found\n".to_string(),
+        RefusedFor::Disguised => disguised_body(decision),
+        _ => block(),
+    }
 }
 
 /// The body of a ban's 403: that the address is banned, why, and until when. Nothing the client
 /// wrote.
-pub(super) fn banned_body(ban: &crate::tables::offenders::Ban) -> String {
+fn banned_body(ban: &crate::tables::offenders::Ban) -> String {
     format!(
         "403 Forbidden: {} is banned from this site until {} after {} requests for paths \
          robots.txt disallows; robots.txt stays readable.\n",
@@ -126,7 +165,7 @@ pub(super) fn banned_body(ban: &crate::tables::offenders::Ban) -> String {
 
 /// The body of a 403 for a disguised crawler: why it is one, and the rule that disallows the
 /// path. Only numbers, rule text and fixed words: nothing the client wrote.
-pub(super) fn disguised_body(decision: &Decision) -> String {
+fn disguised_body(decision: &Decision) -> String {
     let settings = decision.origin.config.disguised;
     let rule = decision.rule.as_ref().map_or_else(
         || "everything".to_string(),
@@ -143,7 +182,7 @@ pub(super) fn disguised_body(decision: &Decision) -> String {
 
 /// The body of a 429 for `decision`: which crawler, the delay applied (robots.txt's, capped), and
 /// when to come back. Only names from the catalogue and numbers: nothing the client wrote.
-pub(super) fn limited_body(
+fn limited_body(
     decision: &Decision,
     delay: std::time::Duration,
     wait: std::time::Duration,
@@ -173,13 +212,21 @@ fn seconds_text(delay: std::time::Duration) -> String {
 /// Answers a request robotsguard will not proxy with `status` and a one-line reason (written by
 /// us, never client text), and ends the request.
 pub(super) async fn refuse(session: &mut Session, status: u16, why: &str) -> Result<bool> {
-    respond(
-        session,
-        status,
-        format!("{}: {why}.\n", status_line(status)),
-    )
-    .await?;
+    respond(session, status, refusal_text(status, why)).await?;
     Ok(true)
+}
+
+/// The body of a refusal of ours: `403 Forbidden: {why}.` and a line end.
+pub(crate) fn refusal_text(status: u16, why: &str) -> String {
+    format!("{}: {why}.\n", status_line(status))
+}
+
+/// Why a request the judgment could not route is refused, in the words of its answer.
+pub(crate) fn unrouted_reason(why: &RefusedFor) -> &'static str {
+    match why {
+        RefusedFor::EscapedSlash => "encoded slashes are not accepted in paths",
+        _ => "this proxy does not serve that host",
+    }
 }
 
 /// `403 Forbidden`, `451 Unavailable For Legal Reasons`, ...

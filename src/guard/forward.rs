@@ -305,7 +305,12 @@ fn too_many(_: http::header::MaxSizeReached) -> Box<Error> {
 /// The robots.txt URL a client should read: the scheme and host it used (as a trusted proxy
 /// forwarded them, else as this connection shows them).
 pub(super) fn robots_url(session: &Session, peer_trusted: bool) -> String {
-    let request = session.req_header();
+    robots_url_of(session.req_header(), peer_trusted, is_tls(session))
+}
+
+/// [`robots_url`] for `request`, received over TLS when `tls`: shared by the proxy and the
+/// decision listener (which judges a request a front proxy forwarded).
+pub(crate) fn robots_url_of(request: &RequestHeader, peer_trusted: bool, tls: bool) -> String {
     let forwarded = |name: HeaderName| {
         peer_trusted
             .then(|| request.headers.get(name))
@@ -317,7 +322,7 @@ pub(super) fn robots_url(session: &Session, peer_trusted: bool) -> String {
     let scheme = match forwarded(X_FORWARDED_PROTO) {
         Some(proto) if proto.eq_ignore_ascii_case("https") => "https",
         Some(proto) if proto.eq_ignore_ascii_case("http") => "http",
-        _ if is_tls(session) => "https",
+        _ if tls => "https",
         _ => "http",
     };
     let host = match forwarded(X_FORWARDED_HOST)
@@ -336,7 +341,7 @@ pub(super) fn robots_url(session: &Session, peer_trusted: bool) -> String {
 }
 
 /// The `X-Request-Id` of a request: kept from a trusted proxy, else a new one.
-pub(super) fn request_id(request: &RequestHeader, peer_trusted: bool) -> HeaderValue {
+pub(crate) fn request_id(request: &RequestHeader, peer_trusted: bool) -> HeaderValue {
     if peer_trusted {
         if let Some(id) = request
             .headers

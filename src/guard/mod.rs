@@ -45,15 +45,17 @@ use crate::store::Store;
 use crate::tables::offenders::Offenders;
 use crate::upstream::Peer;
 use crate::verify::signature::SignatureOutcome;
-use answer::{banned_body, failure_body, limited_body, refuse, respond_refusal, serve_robots};
+use answer::{failure_body, refuse, respond_refusal, serve_robots};
+pub(crate) use answer::{refusal_body, refusal_header, refusal_text, unrouted_reason};
+// What the decision listener shares with the proxy: how a request is read and answered.
 use forward::{
-    connection_nominations, forward, request_id, robots_url, Forwarding, X_FORWARDED_FOR,
-    X_FORWARDED_PROTO,
+    connection_nominations, forward, robots_url, Forwarding, X_FORWARDED_FOR, X_FORWARDED_PROTO,
 };
-use request::{
-    client_text, is_tls, peer_ip, request_host, request_path, request_target, routed_host,
-    scan_headers, Target, MAX_USER_AGENT,
+pub(crate) use forward::{request_id, robots_url_of};
+pub(crate) use request::{
+    client_text, request_path, request_target, routed_host, scan_headers, Target, MAX_USER_AGENT,
 };
+use request::{is_tls, peer_ip, request_host};
 
 /// The header that marks a Web Bot Auth signature ([`request::scan_headers`] looks for it on
 /// every request).
@@ -431,6 +433,58 @@ impl Guard {
         Box::new(admin)
     }
 
+    /// Checks a request's Web Bot Auth signature (`authority` and `https` as the client addressed
+    /// the site), counting it: the verified signature, and whether the signing agent's keys are
+    /// unavailable. Shared by the proxy and the decision listener.
+    pub(crate) fn check_signature(
+        &self,
+        snapshot: &Snapshot,
+        request: &RequestHeader,
+        authority: &str,
+        https: bool,
+    ) -> (Option<Signed>, bool) {
+        let scheme = if https { "https" } else { "http" };
+        let checked = self.verifier.signature_check(request, authority, scheme);
+        let wba_mode =
+            crate::judge::web_bot_auth_mode(snapshot, &self.verifier, authority.as_bytes());
+        if !matches!(checked.outcome, SignatureOutcome::Absent) {
+            METRICS
+                .web_bot_auth_signatures
+                .with_label_values(&[wba_mode.as_str(), checked.outcome.as_str()])
+                .inc();
+            tracing::debug!(mode = wba_mode.as_str(), outcome = ?checked.outcome, "Web Bot Auth signature");
+        }
+        match checked.outcome {
+            SignatureOutcome::Verified { agent, crawler } => (
+                Some(Signed {
+                    agent,
+                    crawler,
+                    nonce: checked.nonce,
+                    lifetime: checked.lifetime,
+                    created: checked.created,
+                    digest: checked.digest,
+                }),
+                false,
+            ),
+            SignatureOutcome::Unavailable(_) => (None, true),
+            _ => (None, false),
+        }
+    }
+
+    /// The judge over `snapshot`, this guard's verifier and store.
+    pub(crate) fn judge_over<'a>(&'a self, snapshot: &'a Snapshot) -> Judge<'a> {
+        Judge {
+            snapshot,
+            verifier: &self.verifier,
+            store: &self.store,
+        }
+    }
+
+    /// The snapshot in force, for a reader that drops it before anything slow.
+    pub(crate) fn peek_snapshot(&self) -> arc_swap::Guard<Arc<Snapshot>> {
+        self.live.peek()
+    }
+
     /// Call from `request_filter`. Routes the request by host, identifies the crawler (by a Web
     /// Bot Auth signature first), decides, verifies a claimed crawler that would be let through
     /// (waiting for reverse DNS at most `verify.dns.timeout`, once per address), and answers
@@ -506,49 +560,17 @@ impl Guard {
             return refuse(session, 400, "unsupported request target").await;
         };
         // A Web Bot Auth signature names its crawler whatever the User-Agent says.
-        let mut keys_unavailable = false;
-        let signed = if scan.signature_input {
+        let (signed, keys_unavailable) = if scan.signature_input {
             let authority = String::from_utf8_lossy(host.unwrap_or_default());
             let forwarded_https = ctx.state.peer_trusted
                 && request
                     .headers
                     .get(X_FORWARDED_PROTO)
                     .is_some_and(|proto| proto.as_bytes().eq_ignore_ascii_case(b"https"));
-            let scheme = if is_tls(session) || forwarded_https {
-                "https"
-            } else {
-                "http"
-            };
-            let checked = self.verifier.signature_check(request, &authority, scheme);
-            let wba_mode = crate::judge::web_bot_auth_mode(
-                &snapshot,
-                &self.verifier,
-                host.unwrap_or_default(),
-            );
-            if !matches!(checked.outcome, SignatureOutcome::Absent) {
-                METRICS
-                    .web_bot_auth_signatures
-                    .with_label_values(&[wba_mode.as_str(), checked.outcome.as_str()])
-                    .inc();
-                tracing::debug!(mode = wba_mode.as_str(), outcome = ?checked.outcome, "Web Bot Auth signature");
-            }
-            match checked.outcome {
-                SignatureOutcome::Verified { agent, crawler } => Some(Signed {
-                    agent,
-                    crawler,
-                    nonce: checked.nonce,
-                    lifetime: checked.lifetime,
-                    created: checked.created,
-                    digest: checked.digest,
-                }),
-                SignatureOutcome::Unavailable(_) => {
-                    keys_unavailable = true;
-                    None
-                }
-                _ => None,
-            }
+            let https = is_tls(session) || forwarded_https;
+            self.check_signature(&snapshot, request, &authority, https)
         } else {
-            None
+            (None, false)
         };
         let request_id = ctx.state.request_id.clone();
         let facts = Facts {
@@ -579,12 +601,8 @@ impl Guard {
                     why: RefusedFor::UnknownHost,
                     ..
                 }) if self.unknown_hosts == UnknownHosts::Pass => Ok(false),
-                Answer::Refuse(Refusal {
-                    status,
-                    why: RefusedFor::EscapedSlash,
-                }) => refuse(session, status, "encoded slashes are not accepted in paths").await,
-                Answer::Refuse(Refusal { status, .. }) => {
-                    refuse(session, status, "this proxy does not serve that host").await
+                Answer::Refuse(Refusal { status, why }) => {
+                    refuse(session, status, unrouted_reason(&why)).await
                 }
                 // Every request the judgment routes has a decision.
                 _ => refuse(session, 500, "the request could not be judged").await,
@@ -599,33 +617,11 @@ impl Guard {
                 return Ok(true);
             }
             Answer::Refuse(refusal) => {
-                let body = match &refusal.why {
-                    RefusedFor::Banned(ban) => banned_body(ban),
-                    RefusedFor::Limited { delay, wait } => limited_body(&decision, *delay, *wait),
-                    RefusedFor::SignatureRequired { .. } => {
-                        "403 Forbidden: this site asks this crawler for a Web Bot Auth signature; \
-                         sign the request as the Accept-Signature header describes.\n"
-                            .to_string()
-                    }
-                    RefusedFor::KeysUnavailable => {
-                        "503 Service Unavailable: this site cannot check this crawler's Web Bot \
-                         Auth signature right now; try again later.\n"
-                            .to_string()
-                    }
-                    RefusedFor::Replayed { .. } => {
-                        "429 Too Many Requests: this signature's nonce was already used; sign \
-                         again with a fresh nonce (Accept-Signature offers one).\n"
-                            .to_string()
-                    }
-                    // A trap answers as a path that does not exist: nothing tells the client.
-                    RefusedFor::Trap => "404 Not Found\n".to_string(),
-                    RefusedFor::Disguised => answer::disguised_body(&decision),
-                    _ => {
-                        let path = request_path(session.req_header());
-                        let robots_url = robots_url(session, ctx.state.peer_trusted);
-                        block_body(&decision, path, &robots_url, &client_text(ctx.state.client))
-                    }
-                };
+                let body = refusal_body(&decision, &refusal, || {
+                    let path = request_path(session.req_header());
+                    let robots_url = robots_url(session, ctx.state.peer_trusted);
+                    block_body(&decision, path, &robots_url, &client_text(ctx.state.client))
+                });
                 ctx.state.decision = Some(decision);
                 respond_refusal(session, &refusal, body).await?;
                 return Ok(true);
@@ -1053,9 +1049,8 @@ impl Guard {
             }
             return;
         };
-        let now = Instant::now();
         let target = request_target(session.req_header());
-        self.reports.record_at(
+        self.count_decided(
             &crate::reports::Observed {
                 decision,
                 failed: ctx.state.failed,
@@ -1064,31 +1059,45 @@ impl Guard {
                 read_robots: ctx.state.read_robots,
                 target: target.as_ref().map_or(&b"/"[..], Target::decided_path),
             },
-            now,
+            status,
+            ctx.state.started,
         );
+    }
+
+    /// Counts a decided request in the reports and the request metrics, as the proxy does for
+    /// every request it decided; the decision listener does the same for each judgment.
+    pub(crate) fn count_decided(
+        &self,
+        observed: &crate::reports::Observed<'_>,
+        status: Option<u16>,
+        started: Instant,
+    ) {
+        let now = Instant::now();
+        self.reports.record_at(observed, now);
+        let decision = observed.decision;
+        let failed = observed.failed;
         let origin = decision.origin.name();
         let series = decision.origin.request_series.get(origin);
         if let Some(status) = status {
             series.count_response(status);
         }
-        if !ctx.state.failed && decision.crawler.is_none() && decision.outcome == Outcome::Pass {
+        if !failed && decision.crawler.is_none() && decision.outcome == Outcome::Pass {
             series.not_crawler_passed.inc();
         } else {
             series.count_request(
                 origin,
                 decision.crawler_label(),
                 decision.category_label(),
-                if ctx.state.failed {
+                if failed {
                     "error"
                 } else {
                     decision.outcome.as_str()
                 },
             );
         }
-        series.duration.observe(
-            now.saturating_duration_since(ctx.state.started)
-                .as_secs_f64(),
-        );
+        series
+            .duration
+            .observe(now.saturating_duration_since(started).as_secs_f64());
     }
 }
 

@@ -10,12 +10,12 @@ use pingora::proxy::Session;
 /// Longest User-Agent accepted. Real ones are well under 1 KB; cutting longer ones instead would
 /// let a crawler hide its name behind padding, and scanning them whole would let a client make
 /// every request expensive, so they are refused with 431.
-pub(super) const MAX_USER_AGENT: usize = 8 * 1024;
+pub(crate) const MAX_USER_AGENT: usize = 8 * 1024;
 
 /// The Host a request is for: the HTTP/2 `:authority` when present, else the Host header (for an
 /// HTTP/1 absolute-form target pingora has already checked that the two agree). A request carrying
 /// two Host headers is refused (returns `None`).
-pub(super) fn request_host(request: &RequestHeader) -> Option<&[u8]> {
+pub(crate) fn request_host(request: &RequestHeader) -> Option<&[u8]> {
     if let Some(authority) = request.uri.authority() {
         return Some(authority.as_str().as_bytes());
     }
@@ -29,7 +29,7 @@ pub(super) fn request_host(request: &RequestHeader) -> Option<&[u8]> {
 
 /// The Host the request is routed by, as [`request_host`] reads it, from the `Host` value
 /// [`HeaderScan::host_header`] already found when there is one.
-pub(super) fn routed_host<'a>(
+pub(crate) fn routed_host<'a>(
     host_header: Option<&'a HeaderValue>,
     request: &'a RequestHeader,
 ) -> Option<&'a [u8]> {
@@ -43,7 +43,7 @@ const SEC_FETCH_SITE: http::HeaderName = http::HeaderName::from_static("sec-fetc
 
 /// What [`super::Guard::request_filter`] reads of the request's header names, in one pass over
 /// the headers rather than a hashed lookup per name (most requests carry a handful of headers).
-pub(super) struct HeaderScan<'a> {
+pub(crate) struct HeaderScan<'a> {
     /// The first `User-Agent` value.
     pub user_agent: Option<&'a HeaderValue>,
     /// How many `User-Agent` values there are.
@@ -65,7 +65,7 @@ impl<'a> HeaderScan<'a> {
     /// The `Host` header that names the request's host, as [`request_host`] reads it: the one
     /// `Host` value when the target carries no authority (an HTTP/2 `:authority` or an
     /// absolute-form target comes first).
-    pub(super) fn host_header(&self, request: &RequestHeader) -> Option<&'a HeaderValue> {
+    pub(crate) fn host_header(&self, request: &RequestHeader) -> Option<&'a HeaderValue> {
         if request.uri.authority().is_some() || self.hosts != 1 {
             return None;
         }
@@ -73,7 +73,7 @@ impl<'a> HeaderScan<'a> {
     }
 }
 
-pub(super) fn scan_headers(headers: &HeaderMap) -> HeaderScan<'_> {
+pub(crate) fn scan_headers(headers: &HeaderMap) -> HeaderScan<'_> {
     let mut scan = HeaderScan {
         user_agent: None,
         user_agents: 0,
@@ -108,12 +108,12 @@ pub(super) fn scan_headers(headers: &HeaderMap) -> HeaderScan<'_> {
 }
 
 /// The request target's path and query (`/` when it has none, as for `*`).
-pub(super) fn request_path(request: &RequestHeader) -> &str {
+pub(crate) fn request_path(request: &RequestHeader) -> &str {
     request.uri.path_and_query().map_or("/", |p| p.as_str())
 }
 
 /// How a request names its resource (RFC 9112 §3.2), for the forms robotsguard accepts.
-pub(super) enum Target<'a> {
+pub(crate) enum Target<'a> {
     /// `/path?query`, or the path and query of an absolute-form target.
     Path(&'a [u8]),
     /// `http://host/path`: decided on its path, forwarded in origin-form.
@@ -123,7 +123,7 @@ pub(super) enum Target<'a> {
 }
 
 impl Target<'_> {
-    pub(super) fn decided_path(&self) -> &[u8] {
+    pub(crate) fn decided_path(&self) -> &[u8] {
         match self {
             Target::Path(path) | Target::Absolute(path) => path,
             Target::Asterisk => b"/",
@@ -134,7 +134,7 @@ impl Target<'_> {
 /// The request's target, if it has one of the forms robotsguard proxies: origin-form,
 /// absolute-form with an http(s) scheme, or `*` for OPTIONS. Anything else (`private`,
 /// `./x`, `?x`, `host/x`, `GET *`) would be read differently by different origins.
-pub(super) fn request_target(request: &RequestHeader) -> Option<Target<'_>> {
+pub(crate) fn request_target(request: &RequestHeader) -> Option<Target<'_>> {
     let raw = request.raw_path();
     if raw.starts_with(b"/") {
         return Some(Target::Path(raw));
@@ -225,7 +225,7 @@ pub(super) fn peer_ip(session: &Session) -> Option<IpAddr> {
 }
 
 /// A client address as text, or [`UNKNOWN_CLIENT`].
-pub(super) fn client_text(client: Option<IpAddr>) -> String {
+pub(crate) fn client_text(client: Option<IpAddr>) -> String {
     match client {
         // Written octet by octet: `Ipv4Addr`'s `Display` goes through the formatter's machinery,
         // several times the cost, and every blocked request names its client.

@@ -123,7 +123,7 @@ fn as_config(info: &str, body: &str) -> Option<String> {
     if words.first() != Some(&"yaml") || words.contains(&"not-config") {
         return None;
     }
-    const TOP: [&str; 13] = [
+    const TOP: [&str; 14] = [
         "listen:",
         "admin:",
         "threads:",
@@ -137,6 +137,7 @@ fn as_config(info: &str, body: &str) -> Option<String> {
         "verify:",
         "state:",
         "reports:",
+        "decision:",
     ];
     let top_keys: Vec<&str> = body
         .lines()

@@ -100,8 +100,11 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
         .addresses("host-5.other.example", &["203.0.113.5"]);
     // A shared state store nobody listens on: its checks fail, decisions fall back to memory.
     let no_store = support::free_port();
+    // A decision listener, asked once below.
+    let decision = std::net::SocketAddr::from(([127, 0, 0, 1], support::free_port()));
     let body = format!(
         "trusted_proxies: [\"127.0.0.1/32\"]\n\
+         decision: {{listen: [\"{decision}\"]}}\n\
          state: {{backend: redis, redis: {{url: \"redis://127.0.0.1:{no_store}/0\"}}}}\n\
          verify:\n  dns: {{servers: [\"{}\"], timeout: 1s}}\n  web_bot_auth:\n    \
          agents: [{{agent: \"https://bot.example\", crawler: ExampleBot, keys: \"file:keys.json\"}}]\n    \
@@ -148,6 +151,14 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
         ])
         .start();
     assert_eq!(proxy.get("shop.example", "/page", BROWSER).status, 200);
+    let asked = support::Conn::open(decision).send(
+        &support::Request::get("/auth")
+            .host("shop.example")
+            .header("X-Forwarded-Method", "GET")
+            .header("X-Forwarded-Uri", "/page")
+            .ua(BROWSER),
+    );
+    assert_eq!(asked.status, 200);
     let impostor = support::Request::get("/page")
         .host("shop.example")
         .ua("ExampleBot/1.0")
@@ -221,7 +232,17 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
             &[("origin", "shop"), ("decision", decision)],
         )
     };
-    assert_eq!(requests("pass"), 1.0);
+    // The browser's request through the proxy, and the one the decision listener judged: it
+    // counts as a proxied request does.
+    assert_eq!(requests("pass"), 2.0);
+    assert_eq!(
+        support::metric(
+            &text,
+            "robotsguard_decision_requests_total",
+            &[("origin", "shop"), ("decision", "pass")],
+        ),
+        1.0
+    );
     // GPTBot on /private, and the impostor.
     assert_eq!(requests("blocked"), 2.0);
     assert!(

@@ -13,6 +13,8 @@ mod console;
 mod crawl_delay;
 mod crawler_knowledge;
 mod dashboard;
+mod decision_front_proxies;
+mod decision_service;
 mod disguised;
 mod docs_generated;
 mod edge_readiness;

@@ -113,7 +113,13 @@ pub fn preflight(config: &Config, binds: bool) -> Result<(), StartError> {
             .listen
             .iter()
             .map(|l| ("listen", l.address))
-            .chain([("admin", config.admin.address)]);
+            .chain([("admin", config.admin.address)])
+            .chain(
+                config
+                    .decision
+                    .iter()
+                    .flat_map(|d| d.listen.iter().map(|a| ("decision", *a))),
+            );
         for (what, address) in addresses {
             if let Err(e) = try_bind(address) {
                 problems.push(format!("cannot bind the {what} address {address}: {e}"));
@@ -433,17 +439,19 @@ pub fn build_after(
     let first = prerequisite.map(|service| server.add_boxed_service(service));
     // The proxy, then the admin endpoint and the guard's background services exactly as an
     // embedding proxy would add them; here each one's end ends the process.
-    let services = [
-        Box::new(proxy_service) as Box<dyn ServiceWithDependents>,
-        guard.admin_service(),
-    ]
-    .into_iter()
-    .chain(guard.services())
-    .chain(
-        certificate_services
-            .into_iter()
-            .map(|service| Box::new(service) as Box<dyn ServiceWithDependents>),
-    );
+    // `listen: []` beside `decision`: the decision listener alone, no proxy listener.
+    let proxy_service = (!config.listen.is_empty())
+        .then(|| Box::new(proxy_service) as Box<dyn ServiceWithDependents>);
+    let services = proxy_service
+        .into_iter()
+        .chain([guard.admin_service()])
+        .chain(robotsguard::decision::service(&guard))
+        .chain(guard.services())
+        .chain(
+            certificate_services
+                .into_iter()
+                .map(|service| Box::new(service) as Box<dyn ServiceWithDependents>),
+        );
     for service in services {
         let handle = server.add_service(critical(service));
         if let Some(first) = &first {
@@ -454,6 +462,7 @@ pub fn build_after(
     tracing::info!(
         listen = %config.listen.iter().map(|l| l.address.to_string()).collect::<Vec<_>>().join(", "),
         admin = %config.admin.address,
+        decision = %config.decision.as_ref().map_or_else(String::new, |d| d.listen.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")),
         origins = config.origins.len(),
         max_connections,
         max_requests_in_flight = in_flight.max(),

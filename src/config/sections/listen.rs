@@ -81,11 +81,12 @@ pub(crate) fn at(pos: Pos) -> String {
 }
 
 /// The `listen` entries with their positions. Absent means the default;
-/// an explicitly empty list is an error.
+/// an explicitly empty list is an error unless `decision` is set.
 pub(crate) fn listeners(
     sink: &mut Sink,
     node: Option<&Node>,
     base_dir: &Path,
+    decision_set: bool,
 ) -> Vec<(Listener, Pos)> {
     let Some(node) = node else {
         return vec![(
@@ -99,11 +100,11 @@ pub(crate) fn listeners(
         )];
     };
     let items = reader::one_or_many(node);
-    if items.is_empty() {
+    if items.is_empty() && !decision_set {
         sink.error_hint(
             node.pos,
             "`listen` must list at least one address",
-            "e.g. listen: [\"127.0.0.1:8080\"]",
+            "e.g. listen: [\"127.0.0.1:8080\"]; or set `decision` to run only the decision listener",
         );
     }
     let mut out: Vec<(Listener, Pos)> = Vec::with_capacity(items.len());

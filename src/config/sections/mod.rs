@@ -69,6 +69,10 @@ mod state;
 pub use state::*;
 mod reports;
 pub use reports::*;
+mod decision;
+pub(crate) use decision::{default_trusted_callers, DEFAULT_DECISION_TIMEOUT};
+pub use decision::{DecisionConfig, OnDecisionError};
+pub(crate) use decision::{check_clashes as check_decision_clashes, decision, DECISION};
 
 /// The value a key takes.
 pub(crate) enum Ty {
@@ -222,6 +226,7 @@ pub(crate) static ALL: &[&Section] = &[
     &STATE_REDIS_CLUSTER,
     &STATE_REDIS_TLS,
     &REPORTS,
+    &DECISION,
 ];
 
 /// Keys that are valid somewhere, just not where they were written: a better
