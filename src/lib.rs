@@ -37,7 +37,8 @@
 //!    the compiler keeps it from using anything above it. Pure: bytes in, verdicts out.
 //! 2. [`crawlers`]: the crawler catalogue and User-Agent identification, a crate of its own
 //!    (`crates/robotsguard-crawlers`). Pure.
-//! 3. [`config`]: the YAML config, checked, with `file:line:column` errors.
+//! 3. [`config`]: the YAML config, checked, with `file:line:column` errors; [`outcome`]: the
+//!    outcome table (each decision word with its status, log text and report column).
 //! 4. [`metrics`]: the Prometheus metrics, registered once, in a registry of your choice.
 //! 5. [`tables`]: this process's tables with expiry (the coarse clock, Crawl-delay budgets, who
 //!    read robots.txt, strikes and bans).
@@ -89,6 +90,7 @@ pub mod metrics;
 #[doc(hidden)]
 pub mod metrics_reference;
 mod net;
+pub mod outcome;
 #[doc(hidden)]
 pub mod preflight;
 pub mod purpose_controls;

@@ -7,7 +7,8 @@ use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::Session;
 
-use super::request::{body_is_drainable, client_keeps_alive};
+use super::forward::robots_url;
+use super::request::{body_is_drainable, client_keeps_alive, client_text, request_path};
 use crate::config::render_body;
 use crate::enforce::{Decision, Outcome, Why};
 use crate::judge::{Refusal, RefusedFor};
@@ -112,9 +113,55 @@ pub(super) async fn respond_refusal(
     respond_with(session, refusal.status, body, extra, true).await
 }
 
+/// The body of every refusal the judgment made with a decision: the one place a refusal's text is
+/// chosen. Only what robotsguard wrote, and for a block's template what the guard read of the
+/// request (its path, the robots.txt URL, the client's address).
+pub(super) fn refusal_body(
+    session: &Session,
+    state: &super::RequestState,
+    why: &RefusedFor,
+    decision: &Decision,
+) -> String {
+    match why {
+        RefusedFor::Banned(ban) => banned_body(ban),
+        RefusedFor::Limited { delay, wait } => limited_body(decision, *delay, *wait),
+        RefusedFor::SignatureRequired { .. } => {
+            "403 Forbidden: this site asks this crawler for a Web Bot Auth signature; \
+             sign the request as the Accept-Signature header describes.\n"
+                .to_string()
+        }
+        RefusedFor::KeysUnavailable => {
+            "503 Service Unavailable: this site cannot check this crawler's Web Bot \
+             Auth signature right now; try again later.\n"
+                .to_string()
+        }
+        RefusedFor::Replayed { .. } => {
+            "429 Too Many Requests: this signature's nonce was already used; sign \
+             again with a fresh nonce (Accept-Signature offers one).\n"
+                .to_string()
+        }
+        // A trap answers as a path that does not exist: nothing tells the client.
+        RefusedFor::Trap => "404 Not Found\n".to_string(),
+        RefusedFor::Disguised => disguised_body(decision),
+        _ => {
+            let path = request_path(session.req_header());
+            let robots_url = robots_url(session, state.peer_trusted);
+            block_body(decision, path, &robots_url, &client_text(state.client))
+        }
+    }
+}
+
+/// The reason line of a refusal made before any decision ([`refuse`] writes it).
+pub(super) fn undecided_reason(why: &RefusedFor) -> &'static str {
+    match why {
+        RefusedFor::EscapedSlash => "encoded slashes are not accepted in paths",
+        _ => "this proxy does not serve that host",
+    }
+}
+
 /// The body of a ban's 403: that the address is banned, why, and until when. Nothing the client
 /// wrote.
-pub(super) fn banned_body(ban: &crate::tables::offenders::Ban) -> String {
+fn banned_body(ban: &crate::tables::offenders::Ban) -> String {
     format!(
         "403 Forbidden: {} is banned from this site until {} after {} requests for paths \
          robots.txt disallows; robots.txt stays readable.\n",
@@ -126,7 +173,7 @@ pub(super) fn banned_body(ban: &crate::tables::offenders::Ban) -> String {
 
 /// The body of a 403 for a disguised crawler: why it is one, and the rule that disallows the
 /// path. Only numbers, rule text and fixed words: nothing the client wrote.
-pub(super) fn disguised_body(decision: &Decision) -> String {
+fn disguised_body(decision: &Decision) -> String {
     let settings = decision.origin.config.disguised;
     let rule = decision.rule.as_ref().map_or_else(
         || "everything".to_string(),
@@ -143,7 +190,7 @@ pub(super) fn disguised_body(decision: &Decision) -> String {
 
 /// The body of a 429 for `decision`: which crawler, the delay applied (robots.txt's, capped), and
 /// when to come back. Only names from the catalogue and numbers: nothing the client wrote.
-pub(super) fn limited_body(
+fn limited_body(
     decision: &Decision,
     delay: std::time::Duration,
     wait: std::time::Duration,

@@ -14,6 +14,7 @@ mod answer;
 mod builder;
 mod forward;
 mod request;
+mod signature;
 
 use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};
@@ -35,24 +36,18 @@ pub use builder::{GuardBuilder, OriginSpec};
 
 use crate::config::{Config, ConfigErrors, RobotsSource};
 use crate::enforce::{decide_for_client, Decision, Outcome, Refused};
-use crate::judge::{
-    Answer, Facts, Judge, Judgment, Mode as JudgeMode, Refusal, RefusedFor, Signed,
-};
+use crate::judge::{Answer, Facts, Judge, Judgment, Mode as JudgeMode, Refusal, RefusedFor};
 use crate::metrics::METRICS;
 use crate::net::http::http_peer;
 use crate::snapshot::{BuildError, Live, Snapshot};
 use crate::store::Store;
 use crate::tables::offenders::Offenders;
 use crate::upstream::Peer;
-use crate::verify::signature::SignatureOutcome;
-use answer::{banned_body, failure_body, limited_body, refuse, respond_refusal, serve_robots};
-use forward::{
-    connection_nominations, forward, request_id, robots_url, Forwarding, X_FORWARDED_FOR,
-    X_FORWARDED_PROTO,
-};
+use answer::{failure_body, refusal_body, refuse, respond_refusal, serve_robots, undecided_reason};
+use forward::{connection_nominations, forward, request_id, Forwarding, X_FORWARDED_FOR};
 use request::{
-    client_text, is_tls, peer_ip, request_host, request_path, request_target, routed_host,
-    scan_headers, Target, MAX_USER_AGENT,
+    is_tls, peer_ip, request_host, request_target, routed_host, scan_headers, Target,
+    MAX_USER_AGENT,
 };
 
 /// The header that marks a Web Bot Auth signature ([`request::scan_headers`] looks for it on
@@ -506,49 +501,17 @@ impl Guard {
             return refuse(session, 400, "unsupported request target").await;
         };
         // A Web Bot Auth signature names its crawler whatever the User-Agent says.
-        let mut keys_unavailable = false;
-        let signed = if scan.signature_input {
-            let authority = String::from_utf8_lossy(host.unwrap_or_default());
-            let forwarded_https = ctx.state.peer_trusted
-                && request
-                    .headers
-                    .get(X_FORWARDED_PROTO)
-                    .is_some_and(|proto| proto.as_bytes().eq_ignore_ascii_case(b"https"));
-            let scheme = if is_tls(session) || forwarded_https {
-                "https"
-            } else {
-                "http"
-            };
-            let checked = self.verifier.signature_check(request, &authority, scheme);
-            let wba_mode = crate::judge::web_bot_auth_mode(
-                &snapshot,
+        let signature = if scan.signature_input {
+            signature::read_signature(
                 &self.verifier,
+                &snapshot,
+                session,
+                request,
                 host.unwrap_or_default(),
-            );
-            if !matches!(checked.outcome, SignatureOutcome::Absent) {
-                METRICS
-                    .web_bot_auth_signatures
-                    .with_label_values(&[wba_mode.as_str(), checked.outcome.as_str()])
-                    .inc();
-                tracing::debug!(mode = wba_mode.as_str(), outcome = ?checked.outcome, "Web Bot Auth signature");
-            }
-            match checked.outcome {
-                SignatureOutcome::Verified { agent, crawler } => Some(Signed {
-                    agent,
-                    crawler,
-                    nonce: checked.nonce,
-                    lifetime: checked.lifetime,
-                    created: checked.created,
-                    digest: checked.digest,
-                }),
-                SignatureOutcome::Unavailable(_) => {
-                    keys_unavailable = true;
-                    None
-                }
-                _ => None,
-            }
+                ctx.state.peer_trusted,
+            )
         } else {
-            None
+            signature::SignatureRead::default()
         };
         let request_id = ctx.state.request_id.clone();
         let facts = Facts {
@@ -557,8 +520,8 @@ impl Guard {
             target: target.decided_path(),
             method: &request.method,
             client: ctx.state.client,
-            signed: signed.as_ref(),
-            keys_unavailable,
+            signed: signature.signed.as_ref(),
+            keys_unavailable: signature.keys_unavailable,
             request_id: request_id.as_ref().and_then(|id| id.to_str().ok()),
             fetch: scan.fetch,
         };
@@ -579,12 +542,8 @@ impl Guard {
                     why: RefusedFor::UnknownHost,
                     ..
                 }) if self.unknown_hosts == UnknownHosts::Pass => Ok(false),
-                Answer::Refuse(Refusal {
-                    status,
-                    why: RefusedFor::EscapedSlash,
-                }) => refuse(session, status, "encoded slashes are not accepted in paths").await,
-                Answer::Refuse(Refusal { status, .. }) => {
-                    refuse(session, status, "this proxy does not serve that host").await
+                Answer::Refuse(refusal) => {
+                    refuse(session, refusal.status, undecided_reason(&refusal.why)).await
                 }
                 // Every request the judgment routes has a decision.
                 _ => refuse(session, 500, "the request could not be judged").await,
@@ -599,33 +558,7 @@ impl Guard {
                 return Ok(true);
             }
             Answer::Refuse(refusal) => {
-                let body = match &refusal.why {
-                    RefusedFor::Banned(ban) => banned_body(ban),
-                    RefusedFor::Limited { delay, wait } => limited_body(&decision, *delay, *wait),
-                    RefusedFor::SignatureRequired { .. } => {
-                        "403 Forbidden: this site asks this crawler for a Web Bot Auth signature; \
-                         sign the request as the Accept-Signature header describes.\n"
-                            .to_string()
-                    }
-                    RefusedFor::KeysUnavailable => {
-                        "503 Service Unavailable: this site cannot check this crawler's Web Bot \
-                         Auth signature right now; try again later.\n"
-                            .to_string()
-                    }
-                    RefusedFor::Replayed { .. } => {
-                        "429 Too Many Requests: this signature's nonce was already used; sign \
-                         again with a fresh nonce (Accept-Signature offers one).\n"
-                            .to_string()
-                    }
-                    // A trap answers as a path that does not exist: nothing tells the client.
-                    RefusedFor::Trap => "404 Not Found\n".to_string(),
-                    RefusedFor::Disguised => answer::disguised_body(&decision),
-                    _ => {
-                        let path = request_path(session.req_header());
-                        let robots_url = robots_url(session, ctx.state.peer_trusted);
-                        block_body(&decision, path, &robots_url, &client_text(ctx.state.client))
-                    }
-                };
+                let body = refusal_body(session, &ctx.state, &refusal.why, &decision);
                 ctx.state.decision = Some(decision);
                 respond_refusal(session, &refusal, body).await?;
                 return Ok(true);
