@@ -239,7 +239,7 @@ fn every_column_of_the_outcome_table_is_a_field_of_the_tally_and_counts_its_outc
             verification: None,
             bytes: 0,
         });
-        let json = serde_json::to_value(&tally).expect("serializes");
+        let json = serde_json::to_value(tally).expect("serializes");
         assert_eq!(json[row.column.as_str()], 1, "{row:?}: {json}");
         assert_eq!(json["requests"], 1);
     }

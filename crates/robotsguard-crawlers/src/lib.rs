@@ -30,6 +30,7 @@
 //! punctuation are boundaries. Matching is ASCII case-insensitive.
 
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod catalogue;
 pub mod category;
@@ -47,8 +48,8 @@ pub use words::MAX_NAMES_CONSIDERED;
 
 pub use catalogue::{
     builtin_defs, check_format, compile_format_regex, parse_catalogue_yaml, Catalogue,
-    CatalogueError, CrawlerDef, CrawlerInfo, ListFormat, NamedEntry, VerifyData, BUILTIN_YAML,
-    MAX_FORMAT_MATCHES, MIN_PATTERN_LEN, OTHER_LABEL,
+    CatalogueError, CrawlerDef, CrawlerInfo, FormatError, ListFormat, NamedEntry, VerifyData,
+    BUILTIN_YAML, MAX_FORMAT_MATCHES, MIN_PATTERN_LEN, OTHER_LABEL,
 };
 pub use category::Category;
 pub use describe::{describe, report, IdentityReport, OwnedIdentity};
