@@ -37,17 +37,10 @@ enum Got {
     Failed(String),
 }
 
-/// Why a `file:` feed could not be read or parsed, in one line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FeedFileError(String);
-
-impl std::fmt::Display for FeedFileError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+message_error! {
+    /// Why a `file:` feed could not be read or parsed, in one line.
+    FeedFileError
 }
-
-impl std::error::Error for FeedFileError {}
 
 /// Reads and parses a `file:` feed now: what `validate`, `serve` and a reload check, and how a
 /// file feed's first copy is in force before the first request.

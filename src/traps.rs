@@ -278,17 +278,10 @@ pub fn state_dirs(configured: Option<&Path>) -> Vec<PathBuf> {
     dirs
 }
 
-/// Why no directory could keep the trap secret: each one tried, and what went wrong there.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SecretError(String);
-
-impl std::fmt::Display for SecretError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+message_error! {
+    /// Why no directory could keep the trap secret: each one tried, and what went wrong there.
+    SecretError
 }
-
-impl std::error::Error for SecretError {}
 
 /// The generated secret kept in the first usable directory of [`state_dirs`]: read when its
 /// file exists, else made and written there (atomically: a replica starting at the same moment

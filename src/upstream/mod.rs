@@ -249,17 +249,10 @@ fn resolve_blocking(upstream: &Upstream) -> Result<Vec<SocketAddr>, String> {
     Ok(found)
 }
 
-/// Why an upstream's host name gave no address, in one line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResolveError(String);
-
-impl std::fmt::Display for ResolveError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+message_error! {
+    /// Why an upstream's host name gave no address, in one line.
+    ResolveError
 }
-
-impl std::error::Error for ResolveError {}
 
 /// Every address `upstream` stands for, through the system resolver, off the async threads.
 pub async fn resolve(upstream: &Upstream) -> Result<Vec<SocketAddr>, ResolveError> {

@@ -55,17 +55,10 @@ fn certificates(path: &Path) -> Result<Vec<Vec<u8>>, String> {
     Ok(out)
 }
 
-/// Why an upstream's TLS files could not be used: which file, and what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UpstreamTlsError(String);
-
-impl std::fmt::Display for UpstreamTlsError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+message_error! {
+    /// Why an upstream's TLS files could not be used: which file, and what is wrong with it.
+    UpstreamTlsError
 }
-
-impl std::error::Error for UpstreamTlsError {}
 
 /// Reads what `tls` names. Errors say which file and what is wrong with it.
 pub fn load(tls: &UpstreamTls) -> Result<UpstreamTlsMaterial, UpstreamTlsError> {

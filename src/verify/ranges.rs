@@ -103,17 +103,10 @@ impl RangeSet {
     }
 }
 
-/// Why a range list was refused (none of it is used), in one line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RangeListError(String);
-
-impl std::fmt::Display for RangeListError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+message_error! {
+    /// Why a range list was refused (none of it is used), in one line.
+    RangeListError
 }
-
-impl std::error::Error for RangeListError {}
 
 /// Parses a range list: the operators' JSON (`{"prefixes": [{"ipv4Prefix": "…"},
 /// {"ipv6Prefix": "…"}]}`, or with `ip_prefix`/`ipv6_prefix`), a JSON array of addresses and

@@ -367,17 +367,10 @@ pub fn builtin_defs() -> Result<Vec<CrawlerDef>, CatalogueError> {
 /// may yield; more is refused as a broken list, not cut short.
 pub const MAX_FORMAT_MATCHES: usize = 100_000;
 
-/// Why a range list's `format` is unusable, in one line as a config error is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FormatError(String);
-
-impl std::fmt::Display for FormatError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+message_error! {
+    /// Why a range list's `format` is unusable, in one line as a config error is.
+    FormatError
 }
-
-impl std::error::Error for FormatError {}
 
 /// Whether a list format is usable: a pointer starts with `/`; a regex compiles (within a
 /// size limit) and has exactly one capture group.

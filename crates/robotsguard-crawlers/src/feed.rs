@@ -67,17 +67,10 @@ pub struct ParsedFeed {
     pub skipped: Vec<String>,
 }
 
-/// Why a feed's body was refused whole, in one line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FeedError(String);
-
-impl std::fmt::Display for FeedError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+message_error! {
+    /// Why a feed's body was refused whole, in one line.
+    FeedError
 }
-
-impl std::error::Error for FeedError {}
 
 /// Reads a feed's body. `feed` (its configured `url`) is recorded on every entry. A
 /// `robotsguard` feed with an entry that breaks a catalogue rule is refused whole (a team's

@@ -32,6 +32,24 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+/// A typed error that is its one-line message: for functions whose callers only say what went
+/// wrong, so that each kind of failure still has a type of its own.
+macro_rules! message_error {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct $name(String);
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl std::error::Error for $name {}
+    };
+}
+
 mod catalogue;
 pub mod category;
 mod describe;
