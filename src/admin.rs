@@ -22,7 +22,7 @@ use crate::console::checks::{self, Provenance};
 use crate::console::throttle::Throttles;
 use crate::console::Console;
 use crate::enforce::Decision;
-use crate::judge::{Answer, Facts, Refusal, RefusedFor};
+use crate::judge::{Answer, Refusal, RefusedFor};
 use crate::metrics::METRICS;
 use crate::snapshot::{Live, Snapshot};
 
@@ -241,52 +241,22 @@ async fn explain(
     caller: Option<std::net::IpAddr>,
     query: &str,
 ) -> Response<Vec<u8>> {
+    use crate::console::preview::{ExplainQuery, ExplainQueryError};
     let params = query_params(query);
-    let get = |name: &str| param(&params, name);
-    let Some(host) = get("host") else {
-        return json(
-            400,
-            &serde_json::json!({"error": "give ?host=HOST&ua=USER_AGENT&path=/PATH"}),
-        );
-    };
-    let user_agent = get("ua").unwrap_or("");
-    let path = get("path").unwrap_or("/");
-    let path = if path.starts_with('/') {
-        path.to_string()
-    } else {
-        format!("/{path}")
-    };
-    let client = match get("client").map(str::parse::<std::net::IpAddr>) {
-        None => None,
-        Some(Ok(address)) => Some(address.to_canonical()),
-        Some(Err(_)) => {
-            return json(
-                400,
-                &serde_json::json!({"error": "`client` must be an IP address"}),
-            )
+    let asked = match ExplainQuery::parse(|name| param(&params, name)) {
+        Ok(asked) => asked,
+        Err(error) => {
+            let error = match error {
+                ExplainQueryError::NoHost => "give ?host=HOST&ua=USER_AGENT&path=/PATH",
+                ExplainQueryError::Client => "`client` must be an IP address",
+                ExplainQueryError::Method => "`method` must be an HTTP method",
+            };
+            return json(400, &serde_json::json!({ "error": error }));
         }
     };
-    let method = match get("method").map(|m| http::Method::from_bytes(m.as_bytes())) {
-        None => http::Method::GET,
-        Some(Ok(method)) => method,
-        Some(Err(_)) => {
-            return json(
-                400,
-                &serde_json::json!({"error": "`method` must be an HTTP method"}),
-            )
-        }
-    };
-    let facts = Facts {
-        host: host.as_bytes(),
-        user_agent: user_agent.as_bytes(),
-        target: path.as_bytes(),
-        method: &method,
-        client,
-        signed: None,
-        keys_unavailable: false,
-        request_id: None,
-        fetch: crate::judge::Fetch::default(),
-    };
+    let (host, user_agent, path, client) =
+        (asked.host, asked.user_agent, &asked.target, asked.client);
+    let facts = asked.facts();
     let preview =
         crate::console::preview::preview(snapshot, verifier, store, throttles, caller, &facts)
             .await;
@@ -317,7 +287,7 @@ async fn explain(
             ),
         };
     };
-    let mut explained = explanation(host, &path, user_agent, client, decision);
+    let mut explained = explanation(host, path, user_agent, client, decision);
     explained.reverse_dns = Some(verifier.reverse_dns());
     explained.answer = Some(answer);
     explained.read_robots = judgment.read_robots;

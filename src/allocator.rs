@@ -9,6 +9,10 @@
 //! room stays where it is, as jemalloc would leave it, and shrinking and large blocks are
 //! jemalloc's own.
 
+// The one module the crate allows `unsafe` in wholesale: a global allocator is unsafe code by
+// definition; each block says why it is sound (`SAFETY:`).
+#![allow(unsafe_code)]
+
 use std::alloc::{GlobalAlloc, Layout};
 
 use tikv_jemallocator::Jemalloc;

@@ -37,14 +37,20 @@ enum Got {
     Failed(String),
 }
 
+message_error! {
+    /// Why a `file:` feed could not be read or parsed, in one line.
+    FeedFileError
+}
+
 /// Reads and parses a `file:` feed now: what `validate`, `serve` and a reload check, and how a
 /// file feed's first copy is in force before the first request.
-pub fn load_file(feed: &FeedConfig) -> Result<FeedCopy, String> {
+pub fn load_file(feed: &FeedConfig) -> Result<FeedCopy, FeedFileError> {
     let Some(path) = feed.file() else {
-        return Err("not a file: feed".to_string());
+        return Err(FeedFileError("not a file: feed".to_string()));
     };
-    let body = crate::net::file::read_capped(path, MAX_FEED_BYTES)?;
-    let parsed = parse_feed_in(feed.format, &body, &feed.url, path.parent())?;
+    let body = crate::net::file::read_capped(path, MAX_FEED_BYTES).map_err(FeedFileError)?;
+    let parsed = parse_feed_in(feed.format, &body, &feed.url, path.parent())
+        .map_err(|e| FeedFileError(e.to_string()))?;
     Ok(FeedCopy {
         defs: parsed.defs,
         skipped: parsed.skipped,
@@ -95,7 +101,7 @@ pub async fn load_once(
     let mut failures = Vec::new();
     for feed in feeds {
         let got = match feed.file() {
-            Some(_) => load_file(feed).map_or_else(Got::Failed, Got::Fresh),
+            Some(_) => load_file(feed).map_or_else(|e| Got::Failed(e.to_string()), Got::Fresh),
             None => fetch(&connector, proxy, None, feed).await,
         };
         match got {
@@ -248,7 +254,7 @@ async fn keep_fresh(feed: FeedConfig, shared: Arc<Shared>) {
                 let feed = feed.clone();
                 match tokio::task::spawn_blocking(move || load_file(&feed)).await {
                     Ok(Ok(copy)) => Got::Fresh(copy),
-                    Ok(Err(e)) => Got::Failed(e),
+                    Ok(Err(e)) => Got::Failed(e.to_string()),
                     Err(e) => Got::Failed(format!("the read did not finish: {e}")),
                 }
             }

@@ -1,6 +1,7 @@
-//! The whole judgment of one request, with no HTTP in it: route → robots.txt and policy verdict →
-//! robots.txt read recorded → ban → serve robots.txt → trap hit → disguised crawler → verify →
-//! Crawl-delay → strike → answer.
+//! The whole judgment of one request, with no HTTP in it, as named phases (the module `phases`):
+//! identify (route, crawler, policy and robots.txt verdict) → robots.txt (read recorded, copy
+//! served) → bans → signals (trap hit, disguised crawler) → verify (Web Bot Auth, the claim
+//! checked) → budgets (Crawl-delay) → strikes → answer.
 //!
 //! A request a browser makes for another site's page ([`Fetch::third_party`]: a sub-resource
 //! load, a navigation from another site) is never what a ban or the read-then-violate signal
@@ -9,28 +10,33 @@
 //! Three callers, one answer: the proxy ([`crate::guard::Guard::request_filter`]) judges in
 //! [`Mode::Apply`] (it spends Crawl-delay budgets, records robots.txt reads, counts strikes and
 //! writes the log lines of refused requests); `/explain` and embedders
-//! ([`crate::guard::Guard::judge`]) judge in [`Mode::Preview`], which changes nothing. Outcomes
-//! beyond the pure robots.txt and policy verdict of [`crate::enforce`] (banned, limited, would
-//! limit) are set here and nowhere else.
+//! ([`crate::guard::Guard::judge`]) judge in [`Mode::Preview`], which changes nothing. The
+//! difference is one value, [`Effects`], that every phase asks. Outcomes beyond the pure
+//! robots.txt and policy verdict of [`crate::enforce`] (banned, limited, would limit) are set
+//! here and nowhere else.
+
+mod effects;
+mod phases;
+mod signals;
+mod web_bot_auth;
+
+pub use effects::Effects;
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::config::{
-    BanScope, CrawlDelayAction, DisguisedAction, Mode as OriginMode, OffendersAction, TrapAction,
+    CrawlDelayAction, DisguisedAction, Mode as OriginMode, OffendersAction, TrapAction,
     WebBotAuthMode,
 };
-use crate::enforce::{
-    decide_routed, is_blank_user_agent, route, Crawler, Decision, Outcome, Readings, Refused,
-    Request as DecideRequest, Why,
-};
+use crate::enforce::{is_blank_user_agent, Decision, Outcome, Why};
 use crate::metrics::METRICS;
 use crate::snapshot::Origin;
 use crate::snapshot::{RobotsCopy, Snapshot};
-use crate::store::{Earner, Store, StrikeRequest};
-use crate::tables::crawl_delay::{retry_after_seconds, Admission};
-use crate::tables::offenders::{Ban, BanCause, Strike};
+use crate::store::{Earner, Store};
+use crate::tables::crawl_delay::retry_after_seconds;
+use crate::tables::offenders::{Ban, BanCause};
 use crate::verify::Verifier;
 
 /// What a judgment may change.
@@ -331,6 +337,25 @@ pub struct Refusal {
     pub why: RefusedFor,
 }
 
+impl Refusal {
+    /// The refusal for `why`, with the status it always has ([`RefusedFor::status`]).
+    pub fn new(why: RefusedFor) -> Refusal {
+        Refusal {
+            status: why.status(),
+            why,
+        }
+    }
+
+    /// A robots.txt or policy block of `decision`: the origin's block status
+    /// ([`refusal_status`]).
+    pub fn blocked(decision: &Decision) -> Refusal {
+        Refusal {
+            status: refusal_status(decision),
+            why: RefusedFor::Blocked,
+        }
+    }
+}
+
 /// Why a request is refused.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -385,6 +410,24 @@ pub enum RefusedFor {
 }
 
 impl RefusedFor {
+    /// The status each refusal is answered with; a block's is the origin's `block.status`
+    /// ([`Refusal::blocked`]), 403 unless it says otherwise.
+    pub fn status(&self) -> u16 {
+        match self {
+            RefusedFor::UnknownHost => 421,
+            RefusedFor::EscapedSlash => 400,
+            RefusedFor::Banned(_)
+            | RefusedFor::Blocked
+            | RefusedFor::Impostor
+            | RefusedFor::SignatureRequired { .. }
+            | RefusedFor::Disguised => 403,
+            RefusedFor::Limited { .. } | RefusedFor::Replayed { .. } => 429,
+            RefusedFor::KeysUnavailable => 503,
+            RefusedFor::Trap => 404,
+            RefusedFor::PaymentRequired { .. } => 402,
+        }
+    }
+
     /// The `Accept-Signature` value the refusal carries, when it carries one.
     pub fn accept_signature(&self) -> Option<&str> {
         match self {
@@ -481,738 +524,20 @@ pub struct Judge<'a> {
 }
 
 impl Judge<'_> {
-    /// Judges the request `facts` describe. In [`Mode::Apply`] it changes the state as the proxy
-    /// must; in [`Mode::Preview`] it changes nothing (a verification may still be looked up and
-    /// cached, which changes no answer).
+    /// Judges the request `facts` describe, phase by phase. In [`Mode::Apply`] it
+    /// changes the state as the proxy must; in [`Mode::Preview`] it changes nothing (a
+    /// verification may still be looked up and cached, which changes no answer): what each
+    /// mode may change is [`Effects`].
     pub async fn judge(&self, facts: &Facts<'_>, mode: Mode) -> Judgment {
-        let apply = mode == Mode::Apply;
-        let decided = Instant::now();
-        // Routed once: the origin gives both the Web Bot Auth mode and the decision.
-        let routed = route(self.snapshot, facts.host);
-        let wba_mode = routed
-            .ok()
-            .and_then(|origin| origin.config.web_bot_auth)
-            .unwrap_or_else(|| self.verifier.web_bot_auth_mode());
-        // `observe`: a signature is verified and counted, never let change the decision.
-        let signed = facts.signed.filter(|_| wba_mode != WebBotAuthMode::Observe);
-        let decision = routed.and_then(|origin| {
-            decide_routed(
-                self.snapshot,
-                origin,
-                &DecideRequest {
-                    host: facts.host,
-                    user_agent: facts.user_agent,
-                    path: facts.target,
-                    client: facts.client,
-                    method: facts.method,
-                    signed_by: signed.map(|signed| signed.crawler.as_str()),
-                    budgets: if apply {
-                        self.store.local_budgets()
-                    } else {
-                        None
-                    },
-                },
-            )
-        });
-        if apply {
-            METRICS
-                .decision_duration
-                .observe(decided.elapsed().as_secs_f64());
+        phases::Judging {
+            snapshot: self.snapshot,
+            verifier: self.verifier,
+            store: self.store,
+            facts,
+            effects: Effects::of(mode),
         }
-        let mut decision = match decision {
-            Ok(decision) => decision,
-            Err(refused) => {
-                let (status, why) = match refused {
-                    Refused::UnknownHost => (421, RefusedFor::UnknownHost),
-                    Refused::EscapedSlash => (400, RefusedFor::EscapedSlash),
-                };
-                return Judgment {
-                    decision: None,
-                    answer: Answer::Refuse(Refusal { status, why }),
-                    read_robots: None,
-                };
-            }
-        };
-        let client = facts.client;
-        // The copy in force answers any spelling of a robots.txt read, when robotsguard serves
-        // it; what goes to the origin, or counts as having read robots.txt, must be exactly that.
-        // With trap paths the copy carrying them is the one every client must read.
-        let traps_on = !decision.origin.robots.traps.is_empty();
-        let serves_robots = (decision.origin.robots.settings.serve
-            || decision.robots.carries_additions())
-            && asks_for_robots_txt(facts.method, facts.target);
-        if let (true, true, Some(client)) = (apply, decision.reads_robots_txt, client) {
-            // A read that another site's page made a visitor's browser send is not the
-            // visitor reading robots.txt (it would make their own later visits strikes).
-            if !self.third_party(&decision, facts, "robots_read", apply) {
-                self.store
-                    .record_robots_read(decision.origin.name(), client)
-                    .await;
-            }
-        }
-        // A banned address gets nothing but robots.txt: for every request (`offenders.scope:
-        // address`), or for those that identify as a crawler and those with the User-Agent a
-        // ban binds (`crawlers`: an address is often shared, and the people behind it are not
-        // the crawler). An allowed client is never refused for a ban (one imposed before it was
-        // allowed, or by a replica configured otherwise). While the origin's settings suspend
-        // bans, the request is judged as without it and says so (`would_ban`, `ban_suspended`).
-        let mut suspended = None;
-        if let (false, Some(client)) = (decision.reads_robots_txt || serves_robots, client) {
-            if !decision.origin.allow_clients.contains(client) {
-                if let Some(bans) = self.store.bans_of(decision.origin.name(), client) {
-                    let browser =
-                        decision.crawler.is_none() && !is_blank_user_agent(facts.user_agent);
-                    if let (true, true, Some(latest)) = (apply, browser, bans.latest()) {
-                        banned_browser_request(&decision, latest, facts);
-                    }
-                    let address_wide = match decision.origin.config.offenders.scope {
-                        BanScope::Address => true,
-                        BanScope::Crawlers => decision.is_bannable_crawler(facts.user_agent),
-                    };
-                    let refusing: Vec<&Ban> = if address_wide {
-                        bans.iter().collect()
-                    } else {
-                        bans.binding(facts.user_agent).into_iter().collect()
-                    };
-                    let applied = refusing
-                        .iter()
-                        .filter(|ban| ban_suspension(&decision.origin, ban.cause).is_none())
-                        .max_by_key(|ban| ban.until);
-                    if let Some(ban) = applied {
-                        let ban = (*ban).clone();
-                        decision.outcome = Outcome::Banned;
-                        return Judgment {
-                            decision: Some(decision),
-                            answer: Answer::Refuse(Refusal {
-                                status: 403,
-                                why: RefusedFor::Banned(ban),
-                            }),
-                            read_robots: None,
-                        };
-                    }
-                    suspended = refusing
-                        .first()
-                        .and_then(|ban| ban_suspension(&decision.origin, ban.cause));
-                }
-            }
-        }
-        if serves_robots {
-            // The copy robotsguard enforces is the one crawlers read, never the origin's.
-            let copy = decision.robots.clone();
-            return Judgment {
-                decision: Some(decision),
-                answer: Answer::ServeRobots(copy),
-                read_robots: None,
-            };
-        }
-        let watched = decision.origin.config.mode != OriginMode::Off && !decision.reads_robots_txt;
-        if traps_on && watched {
-            if let Some(judgment) = self.trap(&mut decision, facts, apply) {
-                return judgment.with_suspended_ban(suspended);
-            }
-        }
-        // A request without a crawler's User-Agent, from an address that may have read
-        // robots.txt: everyone else (browsers that never read it) pays one lookup, no more.
-        if let (true, None, Some(client)) = (watched, &decision.crawler, client) {
-            if self
-                .store
-                .may_have_read_robots(decision.origin.name(), client)
-            {
-                if let Some(judgment) = self.disguised(&mut decision, facts, client, apply).await {
-                    return judgment.with_suspended_ban(suspended);
-                }
-            }
-        }
-        if let Some(refusal) = self
-            .web_bot_auth_refusal(&decision, signed, facts, wba_mode, apply)
-            .await
-        {
-            // Counted and logged as what the client gets: refused (403), or told to come
-            // back (429).
-            decision.outcome = match refusal.why {
-                RefusedFor::Replayed { .. } | RefusedFor::KeysUnavailable => Outcome::Limited,
-                _ => Outcome::Blocked,
-            };
-            return Judgment {
-                decision: Some(decision),
-                answer: Answer::Refuse(refusal),
-                read_robots: None,
-            };
-        }
-        // A content signal in report mode leaves the request as robots.txt allowed it: still held
-        // to Crawl-delay.
-        let signal_reported =
-            decision.why == Why::ContentSignal && decision.outcome == Outcome::WouldBlock;
-        let robots_allows = decision.outcome == Outcome::Allowed || signal_reported;
-        if let Some(signed) = signed {
-            let verification = if apply {
-                Verifier::signed(&signed.crawler, &signed.agent)
-            } else {
-                crate::enforce::Verification::by_signature(&signed.crawler, &signed.agent)
-            };
-            decision.apply_verification(verification);
-        } else if decision.wants_verification() {
-            if let Some(client) = client {
-                let verification = if mode == Mode::PreviewWithoutLookups {
-                    self.verifier
-                        .verify_without_lookups(self.snapshot, &decision, client)
-                        .await
-                } else {
-                    self.verifier.verify(self.snapshot, &decision, client).await
-                };
-                if let Some(verification) = verification {
-                    decision.apply_verification(verification);
-                }
-            }
-        }
-        // A reported impostor (`impostors: report`) is let through, so it is held to the
-        // Crawl-delay of the claim, per address, as an unverified claim is.
-        let reported_impostor =
-            decision.why == Why::Impostor && decision.outcome == Outcome::WouldBlock;
-        if robots_allows
-            && (decision.outcome == Outcome::Allowed || reported_impostor || signal_reported)
-        {
-            if let Some((delay, wait)) = self.crawl_delay_wait(&decision, client, apply).await {
-                if crawl_delay_action(&decision) == CrawlDelayAction::Enforce
-                    && decision.origin.config.mode == OriginMode::Enforce
-                {
-                    if apply {
-                        if reported_impostor {
-                            // Still reported: the 429 must not hide the impostor from the log.
-                            log_disallowed(&decision, facts);
-                        }
-                        METRICS
-                            .rate_limited
-                            .with_label_values(&[decision.origin.name(), decision.crawler_label()])
-                            .inc();
-                    }
-                    decision.outcome = Outcome::Limited;
-                    return Judgment {
-                        decision: Some(decision),
-                        answer: Answer::Refuse(Refusal {
-                            status: 429,
-                            why: RefusedFor::Limited { delay, wait },
-                        }),
-                        read_robots: None,
-                    };
-                }
-                if !reported_impostor && !signal_reported {
-                    decision.outcome = Outcome::WouldLimit;
-                }
-            }
-        }
-        // A violation is a rule of the robots.txt in force disallowing the request (not a
-        // policy block, an impostor, or the disallow-all of an unreachable robots.txt).
-        let mut read_robots = None;
-        if matches!(decision.outcome, Outcome::Blocked | Outcome::WouldBlock)
-            && decision.why == Why::Rule
-        {
-            let read = match client {
-                Some(client) if apply => self.violation(&decision, facts, client).await,
-                Some(client) => {
-                    self.store
-                        .violation(decision.origin.name(), client, None)
-                        .await
-                        .read_robots
-                }
-                None => false,
-            };
-            if apply {
-                METRICS
-                    .violations
-                    .with_label_values(&[
-                        decision.origin.name(),
-                        decision.crawler_label(),
-                        if read { "yes" } else { "no" },
-                    ])
-                    .inc();
-            }
-            read_robots = Some(read);
-        }
-        if apply {
-            if let Some(hit) = decision.content_signal() {
-                let action = if decision.outcome == Outcome::Blocked {
-                    "enforce"
-                } else {
-                    "report"
-                };
-                METRICS
-                    .content_signals
-                    .with_label_values(&[
-                        decision.origin.name(),
-                        decision.crawler_label(),
-                        hit.purpose.as_str(),
-                        action,
-                    ])
-                    .inc();
-            }
-        }
-        let mut license = None;
-        if decision.outcome == Outcome::Blocked && decision.why != Why::Impostor {
-            if let Some(url) = licence_answer(&decision) {
-                if targets_licence(&url, facts) {
-                    // The terms a 402 points at are for every crawler to read.
-                    decision.outcome = Outcome::Pass;
-                    decision.why = Why::LicenseUrl;
-                    decision.clear_content_signal();
-                } else {
-                    decision.outcome = Outcome::PaymentRequired;
-                    license = url.into_link();
-                }
-            }
-        }
-        if apply
-            && matches!(
-                decision.outcome,
-                Outcome::Blocked | Outcome::WouldBlock | Outcome::PaymentRequired
-            )
-        {
-            log_disallowed(&decision, facts);
-        }
-        let answer = match decision.outcome {
-            // An impostor is refused for who it is, not for a robots.txt rule: always 403.
-            Outcome::Blocked if decision.why == Why::Impostor => Answer::Refuse(Refusal {
-                status: 403,
-                why: RefusedFor::Impostor,
-            }),
-            Outcome::Blocked => Answer::Refuse(Refusal {
-                status: refusal_status(&decision),
-                why: RefusedFor::Blocked,
-            }),
-            Outcome::PaymentRequired => Answer::Refuse(Refusal {
-                status: 402,
-                why: RefusedFor::PaymentRequired { license },
-            }),
-            _ => Answer::Proxy,
-        };
-        Judgment {
-            decision: Some(decision),
-            answer,
-            read_robots,
-        }
-        .with_suspended_ban(suspended)
-    }
-
-    /// Whether the request is one another site's page caused ([`Fetch::third_party`]): then it
-    /// is counted (applied) in `robotsguard_third_party_requests_total{signal}` and logged. Only
-    /// a browser's request can be (a User-Agent that names no crawler): a page cannot make a
-    /// browser send a crawler's User-Agent, or none, so those are judged whatever they send.
-    fn third_party(
-        &self,
-        decision: &Decision,
-        facts: &Facts<'_>,
-        signal: &'static str,
-        apply: bool,
-    ) -> bool {
-        if decision.crawler.is_some() || is_blank_user_agent(facts.user_agent) {
-            return false;
-        }
-        let Some(why) = facts.fetch.third_party(self.snapshot, &decision.origin) else {
-            return false;
-        };
-        if !apply {
-            return true;
-        }
-        METRICS
-            .third_party_requests
-            .with_label_values(&[decision.origin.name(), signal])
-            .inc();
-        crate::logs::third_party_request(
-            decision.origin.name(),
-            facts.client,
-            signal,
-            why.as_str(),
-            facts.request_id,
-        );
-        true
-    }
-
-    /// A request for a trap path, from anyone but an allowed client or a trusted proxy's own
-    /// address: counted and logged (applied); `block` and `ban` answer 404 without the origin
-    /// (`ban` also bans the address at once for `offenders.ban`: a client `offenders.scope:
-    /// crawlers` lets through, such as a browser's User-Agent, together with its exact
-    /// User-Agent), `report` proxies it as the origin answers (unless robots.txt already
-    /// refuses the crawler). A browser's hit that another site's page caused
-    /// ([`Fetch::third_party`]) never bans: `ban` answers it as `block` does. `None`: not a trap hit, or one that goes on
-    /// to the rest of the judgment.
-    fn trap(&self, decision: &mut Decision, facts: &Facts<'_>, apply: bool) -> Option<Judgment> {
-        let origin = decision.origin.clone();
-        if let Some(client) = facts.client {
-            if origin.allow_clients.contains(client)
-                || crate::client_address::is_trusted(&self.snapshot.config.trusted_proxies, client)
-            {
-                return None;
-            }
-        }
-        let readings = crate::enforce::read_target(facts.target, origin.config.paths).ok()?;
-        let traps = &origin.robots.traps;
-        let trap = readings
-            .all()
-            .find_map(|reading| crate::traps::hit(traps, reading))?;
-        let settings = &origin.config.traps;
-        let enforce = origin.config.mode == OriginMode::Enforce;
-        if apply {
-            METRICS.trap_hits.with_label_values(&[origin.name()]).inc();
-        }
-        let refuse = enforce && settings.action != TrapAction::Report;
-        if !refuse && !matches!(decision.outcome, Outcome::Pass | Outcome::Allowed) {
-            // Reported, and robots.txt already refuses (or reports) the crawler for it: that
-            // judgment stands, and counts as the violation it is.
-            if apply {
-                crate::logs::trap_hit(origin.name(), facts.client, trap, None, facts.request_id);
-            }
-            return None;
-        }
-        decision.outcome = if refuse {
-            Outcome::Trap
-        } else {
-            Outcome::WouldTrap
-        };
-        decision.why = Why::Trap;
-        decision.group = Some("*".to_string());
-        decision.rule =
-            crate::enforce::global_disallows(&decision.robots, &readings.canonical).flatten();
-        let mut ban = None;
-        if apply {
-            if let (true, TrapAction::Ban, Some(client)) = (refuse, settings.action, facts.client) {
-                if ban_suspension(&origin, BanCause::Trap).is_none()
-                    && !self.third_party(decision, facts, "trap", apply)
-                {
-                    ban = self.store.ban_now(
-                        origin.name(),
-                        client,
-                        origin.config.offenders.ban,
-                        1,
-                        earner(decision, facts, BanCause::Trap),
-                    );
-                }
-            }
-            crate::logs::trap_hit(
-                origin.name(),
-                facts.client,
-                trap,
-                ban.as_ref(),
-                facts.request_id,
-            );
-            log_disallowed(decision, facts);
-        }
-        Some(Judgment {
-            decision: Some(decision.clone()),
-            answer: if refuse {
-                Answer::Refuse(Refusal {
-                    status: 404,
-                    why: RefusedFor::Trap,
-                })
-            } else {
-                Answer::Proxy
-            },
-            read_robots: None,
-        })
-    }
-
-    /// A request without a crawler's User-Agent from an address that may have read robots.txt:
-    /// a strike when the robots.txt in force disallows the path to every group (exempt paths
-    /// and allowed clients never count, nor a trusted proxy's own address); once the address
-    /// reached `disguised.strikes` within the window it is a crawler named `disguised`, bound
-    /// by the `*` group: `report` logs would_block, `block` answers 403, `ban` bans the address
-    /// with the origin's `offenders` settings. `None`: nothing changes.
-    async fn disguised(
-        &self,
-        decision: &mut Decision,
-        facts: &Facts<'_>,
-        client: IpAddr,
-        apply: bool,
-    ) -> Option<Judgment> {
-        let origin = decision.origin.clone();
-        if origin.allow_clients.contains(client)
-            || crate::client_address::is_trusted(&self.snapshot.config.trusted_proxies, client)
-        {
-            return None;
-        }
-        let mut readings: Readings<'_> =
-            crate::enforce::read_target(facts.target, origin.config.paths).ok()?;
-        readings.reads = *facts.method == http::Method::GET || *facts.method == http::Method::HEAD;
-        if crate::enforce::is_exempt_reading(&origin, &readings) {
-            return None;
-        }
-        let copy = decision.robots.clone();
-        let rule = readings
-            .all()
-            .find_map(|reading| crate::enforce::global_disallows(&copy, reading))?;
-        // Another site's page can make a visitor's browser ask for anything: never a strike,
-        // never refused as a disguised crawler.
-        if self.third_party(decision, facts, "disguised", apply) {
-            return None;
-        }
-        let strike = readings
-            .all()
-            .any(|reading| crate::enforce::disallowed_to_every_group(&copy, reading));
-        let settings = origin.config.disguised;
-        let count = self
-            .store
-            .disguised(origin.name(), client, strike && apply, settings)
-            .await?;
-        if strike && apply {
-            METRICS
-                .disguised_strikes
-                .with_label_values(&[origin.name()])
-                .inc();
-        }
-        if count < settings.strikes {
-            return None;
-        }
-        let enforce = origin.config.mode == OriginMode::Enforce;
-        let refuse = enforce && settings.action != DisguisedAction::Report;
-        decision.crawler = Some(Crawler::signal("disguised"));
-        decision.outcome = if refuse {
-            Outcome::Disguised
-        } else {
-            Outcome::WouldDisguised
-        };
-        decision.why = Why::Disguised;
-        decision.group = Some("*".to_string());
-        decision.rule = rule;
-        if apply {
-            let mut ban = None;
-            if refuse
-                && settings.action == DisguisedAction::Ban
-                && ban_suspension(&origin, BanCause::Disguised).is_none()
-            {
-                let offenders = origin.config.offenders;
-                ban = self.store.ban_now(
-                    origin.name(),
-                    client,
-                    offenders.ban,
-                    count,
-                    earner(decision, facts, BanCause::Disguised),
-                );
-                if let Some(ban) = &ban {
-                    crate::logs::offender(
-                        origin.name(),
-                        client,
-                        count,
-                        Some(ban),
-                        facts.request_id,
-                    );
-                }
-            }
-            if count == settings.strikes || ban.is_some() {
-                crate::logs::disguised_crawler(origin.name(), client, count, settings.action);
-            }
-            log_disallowed(decision, facts);
-        }
-        Some(Judgment {
-            decision: Some(decision.clone()),
-            answer: if refuse {
-                Answer::Refuse(Refusal {
-                    status: 403,
-                    why: RefusedFor::Disguised,
-                })
-            } else {
-                Answer::Proxy
-            },
-            read_robots: Some(true),
-        })
-    }
-
-    /// Whether a verified signature without a nonce is refused as a replay: unless its agent is
-    /// in `nonceless_agents`, one made more than `nonceless_window` ago (clock skew tolerated),
-    /// or one first sent from another address within that time ([`Mode::Apply`] records the
-    /// first address; a preview only reads the time). A signature checked elsewhere (no
-    /// `created` or digest) is not bound.
-    async fn nonceless_replayed(
-        &self,
-        signed: &Signed,
-        client: Option<IpAddr>,
-        apply: bool,
-    ) -> bool {
-        use crate::verify::signature::NoncelessRule;
-        let NoncelessRule::Bounded { window, skew } = self.verifier.nonceless_rule(&signed.agent)
-        else {
-            return false;
-        };
-        let Some(created) = signed.created else {
-            return false;
-        };
-        let now = std::time::SystemTime::now();
-        let Some(valid_until) = created.checked_add(window.saturating_add(skew)) else {
-            return false;
-        };
-        let Ok(left) = valid_until.duration_since(now) else {
-            // Made longer ago than the window: a signature kept and sent again.
-            return true;
-        };
-        match (apply, signed.digest, client) {
-            (true, Some(digest), Some(client)) => {
-                let lifetime = left.min(signed.lifetime).max(Duration::from_secs(1));
-                !self
-                    .store
-                    .signature_from(&signed.agent, &digest, client, lifetime)
-                    .await
-            }
-            _ => false,
-        }
-    }
-
-    /// The delay that applies to a crawler robots.txt allows and how long it must still wait
-    /// under it ([`Decision::budget`]); `None` when it is admitted now, or nothing limits it.
-    /// Applying admits (spends the budget); previewing only reads it.
-    /// Web Bot Auth's own refusals, `optional` and `required` alike: a verified signature
-    /// whose nonce was seen before while still valid (429; recorded in [`Mode::Apply`] only, so
-    /// a preview never spends a nonce), and under `required`, a claim of a crawler that has a
-    /// signing agent, allowed by robots.txt on an enforcing origin, without a valid signature
-    /// (403; both carry a fresh `Accept-Signature`), or, when its signature's agent has no
-    /// keys loaded, 503 with `Retry-After`.
-    async fn web_bot_auth_refusal(
-        &self,
-        decision: &Decision,
-        signed: Option<&Signed>,
-        facts: &Facts<'_>,
-        wba_mode: WebBotAuthMode,
-        apply: bool,
-    ) -> Option<Refusal> {
-        if wba_mode == WebBotAuthMode::Observe {
-            return None;
-        }
-        let keys_unavailable = facts.keys_unavailable;
-        let origin = decision.origin.name();
-        if let Some(signed) = signed {
-            let replayed = match signed.nonce.as_deref() {
-                Some(nonce) => {
-                    apply
-                        && !self
-                            .store
-                            .first_nonce_use(&signed.agent, nonce, signed.lifetime)
-                            .await
-                }
-                None => self.nonceless_replayed(signed, facts.client, apply).await,
-            };
-            if !replayed {
-                return None;
-            }
-            if apply {
-                METRICS
-                    .web_bot_auth_refusals
-                    .with_label_values(&[origin, "replayed"])
-                    .inc();
-            }
-            return Some(Refusal {
-                status: 429,
-                why: RefusedFor::Replayed {
-                    accept_signature: crate::verify::signature::accept_signature(),
-                },
-            });
-        }
-        if wba_mode != WebBotAuthMode::Required
-            || decision.outcome != Outcome::Allowed
-            || decision.origin.config.mode != OriginMode::Enforce
-        {
-            return None;
-        }
-        let catalogue = self.snapshot.identifier.catalogue();
-        let claims_signer = decision
-            .crawler
-            .as_ref()
-            .map(|crawler| crawler.name())
-            .into_iter()
-            .chain(
-                decision
-                    .also_named
-                    .iter()
-                    .filter_map(|name| catalogue.get(name).map(|def| def.name.as_str())),
-            )
-            .any(|name| self.verifier.has_signing_agent(name));
-        if !claims_signer {
-            return None;
-        }
-        if keys_unavailable {
-            if apply {
-                METRICS
-                    .web_bot_auth_refusals
-                    .with_label_values(&[origin, "keys_unavailable"])
-                    .inc();
-            }
-            return Some(Refusal {
-                status: 503,
-                why: RefusedFor::KeysUnavailable,
-            });
-        }
-        if apply {
-            METRICS
-                .web_bot_auth_refusals
-                .with_label_values(&[origin, "signature_required"])
-                .inc();
-        }
-        Some(Refusal {
-            status: 403,
-            why: RefusedFor::SignatureRequired {
-                accept_signature: crate::verify::signature::accept_signature(),
-            },
-        })
-    }
-
-    async fn crawl_delay_wait(
-        &self,
-        decision: &Decision,
-        client: Option<IpAddr>,
-        apply: bool,
-    ) -> Option<(Duration, Duration)> {
-        if crawl_delay_action(decision) == CrawlDelayAction::Ignore {
-            return None;
-        }
-        let (key, delay) = decision.budget(client)?;
-        if delay.is_zero() {
-            return None;
-        }
-        if apply {
-            match self.store.admit(key, delay).await {
-                Admission::Admitted => None,
-                Admission::TooSoon(wait) => Some((delay, wait)),
-            }
-        } else {
-            let wait = self.store.next_admission(key, delay).await?;
-            (!wait.is_zero()).then_some((delay, wait))
-        }
-    }
-
-    /// A request a robots.txt rule blocked: whether the client read robots.txt within the last
-    /// 24 hours (returned), and a strike when every robots.txt in force over those hours
-    /// disallowed it too; enough strikes ban the address (`offenders`). One round trip at most
-    /// with the shared store.
-    async fn violation(&self, decision: &Decision, facts: &Facts<'_>, client: IpAddr) -> bool {
-        let settings = decision.origin.config.offenders;
-        // A trusted proxy's own address stands for every client behind it (a request that came
-        // through it without X-Forwarded-For): never a strike, so never banned.
-        let strikes =
-            !crate::client_address::is_trusted(&self.snapshot.config.trusted_proxies, client);
-        let strike = (strikes
-            && settings.action != OffendersAction::Off
-            && decision
-                .origin
-                .robots
-                .throughout_history(Instant::now(), |copy| {
-                    // The copy the decision was made with disallowed it (that is the block):
-                    // matching it again would only repeat the decision's work.
-                    std::ptr::eq(copy, Arc::as_ptr(&decision.robots))
-                        || crate::enforce::copy_disallows(copy, decision, facts.target)
-                }))
-        .then_some(StrikeRequest {
-            settings,
-            enforce: decision.origin.config.mode == OriginMode::Enforce,
-            crawler: decision.crawler_label(),
-        });
-        let origin = decision.origin.name();
-        let violation = self.store.violation(origin, client, strike).await;
-        match violation.strike {
-            Some(Strike::Banned(ban)) => {
-                crate::logs::offender(origin, client, ban.strikes, Some(&ban), facts.request_id)
-            }
-            Some(Strike::WouldBan(strikes)) if strikes == settings.strikes => {
-                crate::logs::offender(origin, client, strikes, None, facts.request_id)
-            }
-            _ => {}
-        }
-        violation.read_robots
+        .run()
+        .await
     }
 }
 
@@ -1385,6 +710,7 @@ pub fn asks_for_robots_txt(method: &http::Method, target: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     fn asks(path: &[u8]) -> bool {
         asks_for_robots_txt(&http::Method::GET, path)
@@ -1490,18 +816,18 @@ mod tests {
     /// A snapshot of `origin` (YAML of one origin's settings, indented as under `origins:`)
     /// for shop.example, with `ListedBot`, a crawler whose one range list holds 198.51.100.0/24
     /// (stubbed: the list's copy is stored directly, no fetch).
-    struct Bench {
-        snapshot: Snapshot,
-        verifier: Verifier,
-        store: Store,
-        runtime: tokio::runtime::Runtime,
+    pub(super) struct Bench {
+        pub(super) snapshot: Snapshot,
+        pub(super) verifier: Verifier,
+        pub(super) store: Store,
+        pub(super) runtime: tokio::runtime::Runtime,
     }
 
-    const LISTED: &str = "ListedBot/1.0";
-    const GPTBOT: &[u8] = b"GPTBot/1.2";
-    const BROWSER: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0";
+    pub(super) const LISTED: &str = "ListedBot/1.0";
+    pub(super) const GPTBOT: &[u8] = b"GPTBot/1.2";
+    pub(super) const BROWSER: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0";
 
-    fn bench_for(top: &str, origin: &str) -> Bench {
+    pub(super) fn bench_for(top: &str, origin: &str) -> Bench {
         let yaml = format!(
             "listen: [{{address: \"127.0.0.1:0\"}}]\n\
              admin: {{address: \"127.0.0.1:0\"}}\n\
@@ -1541,7 +867,7 @@ mod tests {
     }
 
     impl Bench {
-        fn judge(&self, facts: &Facts<'_>, mode: Mode) -> Judgment {
+        pub(super) fn judge(&self, facts: &Facts<'_>, mode: Mode) -> Judgment {
             let judge = Judge {
                 snapshot: &self.snapshot,
                 verifier: &self.verifier,
@@ -1568,7 +894,7 @@ mod tests {
             (judgment.answer.action(), judgment.answer.status(), outcome)
         }
 
-        fn ban(&self, client: &str) {
+        pub(super) fn ban(&self, client: &str) {
             let client: IpAddr = client.parse().expect("an address");
             let now = std::time::SystemTime::now();
             let ban = Ban::new(
@@ -1582,13 +908,13 @@ mod tests {
             assert!(self.store.offenders().impose(ban, Instant::now()).is_some());
         }
 
-        fn banned(&self, client: &str) -> bool {
+        pub(super) fn banned(&self, client: &str) -> bool {
             let client: IpAddr = client.parse().expect("an address");
             self.store.banned("shop", client).is_some()
         }
     }
 
-    const ROBOTS: &str = "    robots: {source: inline, text: \"User-agent: *\\nDisallow: /private\\nCrawl-delay: 30\\n\", serve: false}";
+    pub(super) const ROBOTS: &str = "    robots: {source: inline, text: \"User-agent: *\\nDisallow: /private\\nCrawl-delay: 30\\n\", serve: false}";
 
     #[test]
     fn a_banned_address_gets_robots_txt_and_nothing_else_under_scope_address() {
@@ -1934,7 +1260,7 @@ mod tests {
     }
 
     /// `/private` is disallowed to every group, `/star-only` to `*` only.
-    const EVERY_GROUP: &str = "    robots: {source: inline, text: \"User-agent: GPTBot\\nDisallow: /private\\n\\nUser-agent: *\\nDisallow: /private\\nDisallow: /star-only\\n\"}";
+    pub(super) const EVERY_GROUP: &str = "    robots: {source: inline, text: \"User-agent: GPTBot\\nDisallow: /private\\n\\nUser-agent: *\\nDisallow: /private\\nDisallow: /star-only\\n\"}";
 
     #[test]
     fn a_preview_of_a_disguised_crawler_counts_nothing_and_agrees_with_the_proxy() {

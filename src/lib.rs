@@ -30,30 +30,35 @@
 //!
 //! # Layers
 //!
-//! Bottom to top; a module uses only those below it (ARCHITECTURE.md has the whole map, the
+//! Bottom to top; a module uses only those of its own layer or below, and no two import each
+//! other (`python3 scripts/module-cycles.py` checks; ARCHITECTURE.md has the whole map, the
 //! request path and the reload path).
 //!
 //! 1. [`robots`]: the robots.txt engine, a crate of its own (`crates/robotsguard-robots`), so
 //!    the compiler keeps it from using anything above it. Pure: bytes in, verdicts out.
 //! 2. [`crawlers`]: the crawler catalogue and User-Agent identification, a crate of its own
 //!    (`crates/robotsguard-crawlers`). Pure.
-//! 3. [`config`]: the YAML config, checked, with `file:line:column` errors.
-//! 4. [`metrics`]: the Prometheus metrics, registered once, in a registry of your choice.
+//! 3. [`config`]: the YAML config, checked, with `file:line:column` errors; [`outcome`]: the
+//!    outcome table (each decision word with its status, log text and report column).
+//! 4. [`metrics`]: the Prometheus metrics, registered once, in a registry of your choice;
+//!    [`load`]: requests in flight, and upstream connections opened narrow under load.
 //! 5. [`tables`]: this process's tables with expiry (the coarse clock, Crawl-delay budgets, who
-//!    read robots.txt, strikes and bans).
+//!    read robots.txt, strikes and bans); [`traps`] and [`purpose_controls`]: the lines
+//!    robotsguard adds to robots.txt.
 //! 6. [`snapshot`]: the snapshot requests read (origins, robots.txt copies and their history,
 //!    the identifier), with the client-address and upstream types it holds.
-//! 7. [`enforce`]: the pure robots.txt and policy verdict, over a snapshot; [`store`]: where
-//!    the tables live (memory or a shared Redis/Valkey).
-//! 8. [`verify`] (crawler verification: IP range lists, reverse DNS, Web Bot Auth keys), then
-//!    [`judge`]: the whole judgment of one request (verdict, ban, verification, Crawl-delay,
-//!    strike, answer), with no HTTP in it: the proxy applies it, `/explain` and
-//!    [`guard::Guard::judge`] preview it.
-//! 9. Background work that replaces what the snapshot holds: robots.txt fetching, upstream health
-//!    and DNS, [`reload`] (the config file), [`listener_tls`] (TLS listeners' certificates,
-//!    chosen by SNI and re-read on change), [`load`] (requests in flight, and upstream connections
-//!    opened narrow under load); [`reports`] and [`logs`], which describe decisions.
-//! 10. [`guard`], [`admin`] and [`console`]: the pingora-facing shells (per-request hooks,
+//! 7. [`enforce`]: the pure robots.txt and policy verdict, over a snapshot.
+//! 8. [`logs`] and [`reports`], which describe decisions.
+//! 9. [`store`]: where the tables live (memory or a shared Redis/Valkey).
+//! 10. Plumbing: HTTP exchanges, URL fetches and file watching; one background task per key.
+//! 11. Background work that replaces what the snapshot holds: robots.txt fetching, [`feeds`]
+//!     (catalogue feeds), upstream health and DNS, [`reload`] (the config file),
+//!     [`listener_tls`] (TLS listeners' certificates, chosen by SNI and re-read on change).
+//! 12. [`verify`]: crawler verification (IP range lists, reverse DNS, Web Bot Auth keys).
+//! 13. [`judge`]: the whole judgment of one request, as named phases (verdict, robots.txt, ban,
+//!     signals, verification, Crawl-delay, strike, answer), with no HTTP in it: the proxy
+//!     applies it, `/explain` and [`guard::Guard::judge`] preview it.
+//! 14. [`guard`], [`admin`] and [`console`]: the pingora-facing shells (per-request hooks,
 //!     services, the admin endpoint, the operator's pages); [`preflight`]: what a config needs
 //!     from the machine, checked alike by `validate`, `serve` and a reload.
 //!
@@ -64,6 +69,27 @@
 //! (connection cap, request-head deadline, PROXY protocol) on top of [`guard`].
 
 #![deny(missing_docs)]
+// `unsafe` only where the allocator needs it (`allocator.rs`) and for the one CPU prefetch hint
+// of the deadline table, each allowed where it stands with a `SAFETY:` comment.
+#![deny(unsafe_code)]
+
+/// A typed error that is its one-line message: for functions whose callers only say what went
+/// wrong, so that each kind of failure still has a type of its own.
+macro_rules! message_error {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct $name(String);
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl std::error::Error for $name {}
+    };
+}
 
 pub mod admin;
 #[cfg(feature = "jemalloc")]
@@ -90,6 +116,7 @@ pub mod metrics;
 #[doc(hidden)]
 pub mod metrics_reference;
 mod net;
+pub mod outcome;
 #[doc(hidden)]
 pub mod preflight;
 pub mod purpose_controls;

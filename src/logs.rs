@@ -23,7 +23,7 @@ use pingora::services::background::BackgroundService;
 use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
-use crate::enforce::{Decision, Outcome};
+use crate::enforce::Decision;
 
 /// Blocked and would-block request lines written per second at most; the rest are counted.
 pub(crate) const REQUEST_LINES_PER_SECOND: u32 = 100;
@@ -242,15 +242,9 @@ pub(crate) fn disallowed_request(
     path: &str,
     request_id: Option<&str>,
 ) {
-    let verb = match decision.outcome {
-        Outcome::Blocked => "blocked",
-        Outcome::PaymentRequired => "answered with the licence (402)",
-        Outcome::WouldBlock => "would block (report mode)",
-        Outcome::Trap => "trap hit, refused",
-        Outcome::WouldTrap => "trap hit (report)",
-        Outcome::Disguised => "blocked, disguised crawler",
-        Outcome::WouldDisguised => "would_block (report), disguised crawler",
-        _ => return,
+    // Only the outcomes the outcome table gives a log text are logged per request.
+    let Some(verb) = decision.outcome.info().log else {
+        return;
     };
     if !REQUEST_LINES.admit() {
         return;

@@ -1,6 +1,7 @@
 //! Every Prometheus metric robotsguard exports, named in one place. Labels are bounded: origin
 //! names come from the config, crawler names from the catalogue (else `other`).
 
+use crate::outcome::OUTCOMES;
 use std::sync::{LazyLock, OnceLock};
 
 use prometheus::{
@@ -39,32 +40,21 @@ impl RobotsState {
 
 /// Every `decision` a request is counted and logged with, and what it means: the one list the
 /// help of `robotsguard_requests_total`, the access log's documentation and the metrics reference
-/// are written from. Every [`crate::enforce::Outcome`] is here under its own word (a test holds
-/// them equal), then `error` and the access log's `unrouted`.
-pub const DECISIONS: &[(&str, &str)] = &[
-    (
-        "pass",
-        "proxied without robots.txt: not a crawler, mode off, robots.txt itself, a passed policy",
-    ),
-    ("allowed", "a crawler robots.txt allows"),
-    ("blocked", "refused for robots.txt or the policy"),
-    ("would_block", "as blocked, but only reported"),
-    ("limited", "429 for Crawl-delay"),
-    ("would_limit", "as limited, but only reported"),
-    ("banned", "403 to a banned address"),
-    ("trap", "a trap path, refused"),
-    ("would_trap", "a trap path, reported"),
-    ("disguised", "a disguised crawler, refused"),
-    ("would_disguised", "a disguised crawler, reported"),
-    ("payment_required", "402 with the licence"),
-    (
-        "would_ban",
-        "a banned address, proxied: the origin only reports",
-    ),
-    ("ban_suspended", "a banned address, proxied: bans are off"),
-    ("error", "the request failed upstream"),
-    ("unrouted", "no origin serves the host: access log only"),
-];
+/// are written from. Every [`crate::outcome::Outcome`] is here under its own word, from the
+/// outcome table ([`crate::outcome::OUTCOMES`]), then `error` and the access log's `unrouted`.
+pub const DECISIONS: &[(&str, &str)] = &DECISION_WORDS;
+
+const DECISION_WORDS: [(&str, &str); OUTCOMES.len() + 2] = {
+    let mut words = [("", ""); OUTCOMES.len() + 2];
+    let mut i = 0;
+    while i < OUTCOMES.len() {
+        words[i] = (OUTCOMES[i].word, OUTCOMES[i].meaning);
+        i += 1;
+    }
+    words[i] = ("error", "the request failed upstream");
+    words[i + 1] = ("unrouted", "no origin serves the host: access log only");
+    words
+};
 
 /// Decision words only the access log has (no origin to count them under).
 pub const ACCESS_LOG_ONLY: &[&str] = &["unrouted"];

@@ -278,10 +278,20 @@ pub fn state_dirs(configured: Option<&Path>) -> Vec<PathBuf> {
     dirs
 }
 
+message_error! {
+    /// Why no directory could keep the trap secret: each one tried, and what went wrong there.
+    SecretError
+}
+
 /// The generated secret kept in the first usable directory of [`state_dirs`]: read when its
 /// file exists, else made and written there (atomically: a replica starting at the same moment
 /// on the same volume reads the one that won). Returns the secret and its file.
-pub fn secret_in_dir(configured: Option<&Path>) -> Result<(Vec<u8>, PathBuf), String> {
+pub fn secret_in_dir(configured: Option<&Path>) -> Result<(Vec<u8>, PathBuf), SecretError> {
+    secret_in_first_dir(configured).map_err(SecretError)
+}
+
+/// [`secret_in_dir`], its error as text.
+fn secret_in_first_dir(configured: Option<&Path>) -> Result<(Vec<u8>, PathBuf), String> {
     let mut problems = Vec::new();
     for dir in state_dirs(configured) {
         match secret_in(&dir) {

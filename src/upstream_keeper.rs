@@ -141,7 +141,7 @@ async fn resolve_all(origin: &Origin) -> bool {
                 crate::logs::upstream_unresolved(
                     origin.name(),
                     &upstream.raw,
-                    &e,
+                    &e.to_string(),
                     !kept.is_empty(),
                 );
                 addresses.extend(kept);

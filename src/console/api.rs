@@ -522,3 +522,16 @@ async fn every_origins_crawlers(console: &Console, asked: &Asked, csv: bool) -> 
         }),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_crawler_table_has_a_column_for_every_column_of_the_outcome_table() {
+        for row in &crate::outcome::OUTCOMES {
+            assert!(
+                super::CRAWLER_COLUMNS.contains(&row.column.as_str()),
+                "{row:?}"
+            );
+        }
+    }
+}

@@ -10,7 +10,7 @@ use super::access::{csrf_matches, Level, SECURE_SESSION_COOKIE, SESSION_COOKIE, 
 use super::api::{self, Filters, Scope};
 use super::html::{self, escape, number, url_value, Section};
 use super::{chart, Asked, Console};
-use crate::judge::{Answer, Facts};
+use crate::judge::Answer;
 use crate::metrics::METRICS;
 use crate::reports::rfc3339;
 use crate::snapshot::{CopyOutcome, Policy};
@@ -922,6 +922,8 @@ async fn lift(console: &Console, asked: &Asked, viewer: &Viewer) -> Response<Vec
     }
 }
 
+use super::preview::{ExplainQuery, ExplainQueryError};
+
 async fn explain_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Response<Vec<u8>> {
     let host = asked.param("host").unwrap_or("");
     let ua = asked.param("ua").unwrap_or("");
@@ -944,39 +946,25 @@ async fn explain_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Resp
         escape(client),
         escape(method)
     );
-    if host.is_empty() {
-        return viewer.page(200, "Explain", Section::Explain, &body);
-    }
-    let client_ip = match client.trim() {
-        "" => None,
-        text => match text.parse::<std::net::IpAddr>() {
-            Ok(ip) => Some(ip.to_canonical()),
-            Err(_) => {
-                body.push_str("<p class=\"alert\">The client is not an IP address.</p>\n");
-                return viewer.page(400, "Explain", Section::Explain, &body);
-            }
-        },
+    let asked_for = match ExplainQuery::parse(|name| asked.param(name)) {
+        Ok(asked_for) => asked_for,
+        Err(error) => {
+            body.push_str(match error {
+                ExplainQueryError::Client => {
+                    "<p class=\"alert\">The client is not an IP address.</p>\n"
+                }
+                ExplainQueryError::Method => "<p class=\"alert\">That is not an HTTP method.</p>\n",
+                ExplainQueryError::NoHost => "",
+            });
+            let status = if error == ExplainQueryError::NoHost {
+                200
+            } else {
+                400
+            };
+            return viewer.page(status, "Explain", Section::Explain, &body);
+        }
     };
-    let Ok(method) = http::Method::from_bytes(method.trim().as_bytes()) else {
-        body.push_str("<p class=\"alert\">That is not an HTTP method.</p>\n");
-        return viewer.page(400, "Explain", Section::Explain, &body);
-    };
-    let target = if path.starts_with('/') {
-        path.to_string()
-    } else {
-        format!("/{path}")
-    };
-    let facts = Facts {
-        host: host.as_bytes(),
-        user_agent: ua.as_bytes(),
-        target: target.as_bytes(),
-        method: &method,
-        client: client_ip,
-        signed: None,
-        keys_unavailable: false,
-        request_id: None,
-        fetch: crate::judge::Fetch::default(),
-    };
+    let facts = asked_for.facts();
     let preview = super::preview::preview(
         &snapshot,
         &console.verifier,

@@ -12,6 +12,87 @@ use crate::snapshot::Snapshot;
 
 use super::throttle::Throttles;
 
+/// The request `/explain` and the console's Explain describe, read from their query parameters
+/// (`host`, `ua`, `path`, `client`, `method`) by one parser: the same words mean the same
+/// request on both.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ExplainQuery<'q> {
+    /// `host`: the Host asked about.
+    pub host: &'q str,
+    /// `ua`: the User-Agent (none when absent).
+    pub user_agent: &'q str,
+    /// `path`: the path and query, `/` when absent, a `/` put before one without.
+    pub target: String,
+    /// `client`: the client's address, when given (blank is not given).
+    pub client: Option<std::net::IpAddr>,
+    /// `method`: `GET` when absent.
+    pub method: http::Method,
+}
+
+/// Why an explain query does not describe a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ExplainQueryError {
+    /// No `host` (or a blank one).
+    NoHost,
+    /// `client` is not an IP address.
+    Client,
+    /// `method` is not an HTTP method.
+    Method,
+}
+
+impl<'q> ExplainQuery<'q> {
+    /// Reads the query whose parameters `param` gives.
+    pub(crate) fn parse(
+        param: impl Fn(&str) -> Option<&'q str>,
+    ) -> Result<ExplainQuery<'q>, ExplainQueryError> {
+        let host = param("host")
+            .filter(|host| !host.trim().is_empty())
+            .ok_or(ExplainQueryError::NoHost)?;
+        let client = match param("client").map(str::trim).filter(|c| !c.is_empty()) {
+            None => None,
+            Some(text) => Some(
+                text.parse::<std::net::IpAddr>()
+                    .map_err(|_| ExplainQueryError::Client)?
+                    .to_canonical(),
+            ),
+        };
+        let method = match param("method").map(str::trim) {
+            None => http::Method::GET,
+            Some(method) => http::Method::from_bytes(method.as_bytes())
+                .map_err(|_| ExplainQueryError::Method)?,
+        };
+        let path = param("path").unwrap_or("/");
+        let target = if path.starts_with('/') {
+            path.to_string()
+        } else {
+            format!("/{path}")
+        };
+        Ok(ExplainQuery {
+            host,
+            user_agent: param("ua").unwrap_or(""),
+            target,
+            client,
+            method,
+        })
+    }
+
+    /// The facts the preview judges: what a request with no signature and no Fetch Metadata
+    /// would carry.
+    pub(crate) fn facts(&self) -> Facts<'_> {
+        Facts {
+            host: self.host.as_bytes(),
+            user_agent: self.user_agent.as_bytes(),
+            target: self.target.as_bytes(),
+            method: &self.method,
+            client: self.client,
+            signed: None,
+            keys_unavailable: false,
+            request_id: None,
+            fetch: crate::judge::Fetch::default(),
+        }
+    }
+}
+
 /// What `/explain` and the console's Explain show for one request: the judgment, and what
 /// checking the crawler's claim from the client found, worded once for both.
 pub(crate) struct Preview {

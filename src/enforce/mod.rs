@@ -31,92 +31,9 @@ mod warnings;
 pub use verification::{Verification, VerificationResult};
 pub use warnings::{config_warnings, count_config_warnings, search_refusals};
 
-/// What happens to the request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Outcome {
-    /// Proxied without consulting robots.txt: not a crawler, mode `off`, or `/robots.txt` itself.
-    Pass,
-    /// A crawler, and robots.txt allows the path.
-    Allowed,
-    /// A crawler, robots.txt disallows the path, and the origin enforces: answered with the block
-    /// response.
-    Blocked,
-    /// As `Blocked`, but the origin is in `report` mode: proxied, counted and logged.
-    WouldBlock,
-    /// Allowed by robots.txt, but sooner than its `Crawl-delay` after the crawler's previous
-    /// request: answered 429 with `Retry-After`.
-    Limited,
-    /// As `Limited`, but `crawl_delay.action` is `report` or the origin is in `report` mode:
-    /// proxied and counted.
-    WouldLimit,
-    /// The client address is banned from the origin for repeated violations: answered 403.
-    Banned,
-    /// A trap path (`traps`) was requested and `traps.action` is `block` or `ban`: answered 404
-    /// without contacting the origin.
-    Trap,
-    /// A trap path was requested and `traps.action` is `report`: proxied, counted and logged.
-    WouldTrap,
-    /// A disguised crawler (`disguised`: read robots.txt, then took what it disallows to every
-    /// group, without a crawler's User-Agent) asked for a path robots.txt disallows, and
-    /// `disguised.action` is `block` or `ban`: answered 403.
-    Disguised,
-    /// As `Disguised`, but `disguised.action` is `report` or the origin only reports: proxied,
-    /// counted and logged (as would_block).
-    WouldDisguised,
-    /// Refused with the origin's licence answer: `402` with a `Link` to the licence terms
-    /// (`block.status: 402`, or a `license` policy action).
-    PaymentRequired,
-    /// The client address is banned, but the origin only reports (`mode: report`, or
-    /// `offenders.action: report` for a ban of repeated violations): proxied as without the
-    /// ban, counted.
-    WouldBan,
-    /// The client address is banned, but bans are off (`mode: off` or `offenders.action:
-    /// off`): proxied as without the ban, counted.
-    BanSuspended,
-}
-
-impl Outcome {
-    /// Every outcome; each one's word is in [`crate::metrics::DECISIONS`] (a test holds them
-    /// equal), which the metric's help and the access log's documentation are written from.
-    pub const ALL: [Outcome; 14] = [
-        Outcome::Pass,
-        Outcome::Allowed,
-        Outcome::Blocked,
-        Outcome::WouldBlock,
-        Outcome::Limited,
-        Outcome::WouldLimit,
-        Outcome::Banned,
-        Outcome::Trap,
-        Outcome::WouldTrap,
-        Outcome::Disguised,
-        Outcome::WouldDisguised,
-        Outcome::PaymentRequired,
-        Outcome::WouldBan,
-        Outcome::BanSuspended,
-    ];
-
-    /// The `decision` label of `robotsguard_requests_total`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Pass => "pass",
-            Outcome::Allowed => "allowed",
-            Outcome::Blocked => "blocked",
-            Outcome::WouldBlock => "would_block",
-            Outcome::Limited => "limited",
-            Outcome::WouldLimit => "would_limit",
-            Outcome::Banned => "banned",
-            Outcome::Trap => "trap",
-            Outcome::WouldTrap => "would_trap",
-            Outcome::Disguised => "disguised",
-            Outcome::WouldDisguised => "would_disguised",
-            Outcome::PaymentRequired => "payment_required",
-            Outcome::WouldBan => "would_ban",
-            Outcome::BanSuspended => "ban_suspended",
-        }
-    }
-}
+/// What happens to the request: defined, with its word, status, log text and report column,
+/// in the outcome table ([`crate::outcome`]).
+pub use crate::outcome::Outcome;
 
 /// The crawler behind a request. Its name, label, category and tokens are shared with the
 /// catalogue entry (one reference count per request, no copies); crawlers outside the catalogue

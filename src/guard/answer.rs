@@ -118,9 +118,10 @@ pub(crate) fn refusal_header(refusal: &Refusal) -> Option<(HeaderName, String)> 
     }
 }
 
-/// The body of a refusal the judgment made for `decision`; `block` writes the block response
-/// (it needs the request's path, robots.txt URL and client). Shared by the proxy and the
-/// decision listener.
+/// The body of every refusal the judgment made for `decision`: the one place a refusal's text is
+/// chosen, shared by the proxy and the decision listener. Only what robotsguard wrote; `block`
+/// writes the block response, the one body that shows what was read of the request (its path,
+/// the robots.txt URL, the client's address).
 pub(crate) fn refusal_body(
     decision: &Decision,
     refusal: &Refusal,

@@ -14,6 +14,7 @@ mod answer;
 mod builder;
 mod forward;
 mod request;
+mod signature;
 
 use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};
@@ -35,21 +36,18 @@ pub use builder::{GuardBuilder, OriginSpec};
 
 use crate::config::{Config, ConfigErrors, RobotsSource};
 use crate::enforce::{decide_for_client, Decision, Outcome, Refused};
-use crate::judge::{
-    Answer, Facts, Judge, Judgment, Mode as JudgeMode, Refusal, RefusedFor, Signed,
-};
+use crate::judge::{Answer, Facts, Judge, Judgment, Mode as JudgeMode, Refusal, RefusedFor};
 use crate::metrics::METRICS;
 use crate::net::http::http_peer;
 use crate::snapshot::{BuildError, Live, Snapshot};
 use crate::store::Store;
 use crate::tables::offenders::Offenders;
 use crate::upstream::Peer;
-use crate::verify::signature::SignatureOutcome;
 use answer::{failure_body, refuse, respond_refusal, serve_robots};
 pub(crate) use answer::{refusal_body, refusal_header, refusal_text, unrouted_reason};
 // What the decision listener shares with the proxy: how a request is read and answered.
 use forward::{
-    connection_nominations, forward, robots_url, Forwarding, X_FORWARDED_FOR, X_FORWARDED_PROTO,
+    connection_nominations, forward, robots_url, Forwarding, X_FORWARDED_FOR,
 };
 pub(crate) use forward::{request_id, robots_url_of};
 pub(crate) use request::{
@@ -433,42 +431,17 @@ impl Guard {
         Box::new(admin)
     }
 
-    /// Checks a request's Web Bot Auth signature (`authority` and `https` as the client addressed
-    /// the site), counting it: the verified signature, and whether the signing agent's keys are
-    /// unavailable. Shared by the proxy and the decision listener.
+    /// Checks a request's Web Bot Auth signature for the decision listener, as the proxy does:
+    /// the crawler a valid signature identifies, and whether its agent's keys are not loaded.
     pub(crate) fn check_signature(
         &self,
         snapshot: &Snapshot,
         request: &RequestHeader,
         authority: &str,
         https: bool,
-    ) -> (Option<Signed>, bool) {
-        let scheme = if https { "https" } else { "http" };
-        let checked = self.verifier.signature_check(request, authority, scheme);
-        let wba_mode =
-            crate::judge::web_bot_auth_mode(snapshot, &self.verifier, authority.as_bytes());
-        if !matches!(checked.outcome, SignatureOutcome::Absent) {
-            METRICS
-                .web_bot_auth_signatures
-                .with_label_values(&[wba_mode.as_str(), checked.outcome.as_str()])
-                .inc();
-            tracing::debug!(mode = wba_mode.as_str(), outcome = ?checked.outcome, "Web Bot Auth signature");
-        }
-        match checked.outcome {
-            SignatureOutcome::Verified { agent, crawler } => (
-                Some(Signed {
-                    agent,
-                    crawler,
-                    nonce: checked.nonce,
-                    lifetime: checked.lifetime,
-                    created: checked.created,
-                    digest: checked.digest,
-                }),
-                false,
-            ),
-            SignatureOutcome::Unavailable(_) => (None, true),
-            _ => (None, false),
-        }
+    ) -> (Option<crate::judge::Signed>, bool) {
+        let read = signature::read_signature(&self.verifier, snapshot, request, authority, https);
+        (read.signed, read.keys_unavailable)
     }
 
     /// The judge over `snapshot`, this guard's verifier and store.
@@ -560,17 +533,18 @@ impl Guard {
             return refuse(session, 400, "unsupported request target").await;
         };
         // A Web Bot Auth signature names its crawler whatever the User-Agent says.
-        let (signed, keys_unavailable) = if scan.signature_input {
-            let authority = String::from_utf8_lossy(host.unwrap_or_default());
-            let forwarded_https = ctx.state.peer_trusted
-                && request
-                    .headers
-                    .get(X_FORWARDED_PROTO)
-                    .is_some_and(|proto| proto.as_bytes().eq_ignore_ascii_case(b"https"));
-            let https = is_tls(session) || forwarded_https;
-            self.check_signature(&snapshot, request, &authority, https)
+        let signature = if scan.signature_input {
+            let https =
+                signature::signed_over_https(session, request, ctx.state.peer_trusted);
+            signature::read_signature(
+                &self.verifier,
+                &snapshot,
+                request,
+                &String::from_utf8_lossy(host.unwrap_or_default()),
+                https,
+            )
         } else {
-            (None, false)
+            signature::SignatureRead::default()
         };
         let request_id = ctx.state.request_id.clone();
         let facts = Facts {
@@ -579,8 +553,8 @@ impl Guard {
             target: target.decided_path(),
             method: &request.method,
             client: ctx.state.client,
-            signed: signed.as_ref(),
-            keys_unavailable,
+            signed: signature.signed.as_ref(),
+            keys_unavailable: signature.keys_unavailable,
             request_id: request_id.as_ref().and_then(|id| id.to_str().ok()),
             fetch: scan.fetch,
         };
@@ -601,8 +575,8 @@ impl Guard {
                     why: RefusedFor::UnknownHost,
                     ..
                 }) if self.unknown_hosts == UnknownHosts::Pass => Ok(false),
-                Answer::Refuse(Refusal { status, why }) => {
-                    refuse(session, status, unrouted_reason(&why)).await
+                Answer::Refuse(refusal) => {
+                    refuse(session, refusal.status, unrouted_reason(&refusal.why)).await
                 }
                 // Every request the judgment routes has a decision.
                 _ => refuse(session, 500, "the request could not be judged").await,

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::ReportsConfig;
 use crate::enforce::{Decision, Outcome, VerificationResult, Why};
+use crate::outcome::ReportColumn;
 use distinct::Distinct;
 use sketch::{Counted, Mergeable, SpaceSaving};
 
@@ -120,6 +121,26 @@ impl Tally {
         self.ban_suspended += other.ban_suspended;
     }
 
+    /// The count of `column`: where the outcome table ([`crate::outcome::OUTCOMES`]) counts an
+    /// outcome.
+    fn column_mut(&mut self, column: ReportColumn) -> &mut u64 {
+        match column {
+            ReportColumn::Passed => &mut self.passed,
+            ReportColumn::Allowed => &mut self.allowed,
+            ReportColumn::Blocked => &mut self.blocked,
+            ReportColumn::WouldBlock => &mut self.would_block,
+            ReportColumn::Limited => &mut self.limited,
+            ReportColumn::WouldLimit => &mut self.would_limit,
+            ReportColumn::Banned => &mut self.banned,
+            ReportColumn::Trap => &mut self.trap,
+            ReportColumn::WouldTrap => &mut self.would_trap,
+            ReportColumn::Disguised => &mut self.disguised,
+            ReportColumn::WouldDisguised => &mut self.would_disguised,
+            ReportColumn::WouldBan => &mut self.would_ban,
+            ReportColumn::BanSuspended => &mut self.ban_suspended,
+        }
+    }
+
     /// Adds one request, as `counted` describes it.
     fn count(&mut self, counted: &OneRequest) {
         self.requests += 1;
@@ -127,22 +148,7 @@ impl Tally {
         if counted.failed {
             self.errors += 1;
         } else {
-            *match counted.outcome {
-                Outcome::Pass => &mut self.passed,
-                Outcome::Allowed => &mut self.allowed,
-                // A licence answer refuses the page as a block does.
-                Outcome::Blocked | Outcome::PaymentRequired => &mut self.blocked,
-                Outcome::WouldBlock => &mut self.would_block,
-                Outcome::Limited => &mut self.limited,
-                Outcome::WouldLimit => &mut self.would_limit,
-                Outcome::Banned => &mut self.banned,
-                Outcome::Trap => &mut self.trap,
-                Outcome::WouldTrap => &mut self.would_trap,
-                Outcome::Disguised => &mut self.disguised,
-                Outcome::WouldDisguised => &mut self.would_disguised,
-                Outcome::WouldBan => &mut self.would_ban,
-                Outcome::BanSuspended => &mut self.ban_suspended,
-            } += 1;
+            *self.column_mut(counted.outcome.info().column) += 1;
         }
         match counted.verification {
             Some(VerificationResult::Verified) => self.verified += 1,
@@ -166,15 +172,7 @@ struct OneRequest {
 
 impl OneRequest {
     fn of(decision: &Decision, failed: bool, bytes: u64) -> OneRequest {
-        let refused = matches!(
-            decision.outcome,
-            Outcome::Blocked
-                | Outcome::Limited
-                | Outcome::Banned
-                | Outcome::Trap
-                | Outcome::Disguised
-                | Outcome::PaymentRequired
-        );
+        let refused = decision.outcome.refuses();
         let verification = decision.verification_result();
         OneRequest {
             outcome: decision.outcome,

@@ -228,3 +228,19 @@ fn a_violation_counted_again_is_one_row_whether_or_not_its_path_was_cut() {
     counts.sort();
     assert_eq!(counts, vec![4, 4]);
 }
+
+#[test]
+fn every_column_of_the_outcome_table_is_a_field_of_the_tally_and_counts_its_outcomes() {
+    for row in &crate::outcome::OUTCOMES {
+        let mut tally = Tally::default();
+        tally.count(&OneRequest {
+            outcome: row.outcome,
+            failed: false,
+            verification: None,
+            bytes: 0,
+        });
+        let json = serde_json::to_value(tally).expect("serializes");
+        assert_eq!(json[row.column.as_str()], 1, "{row:?}: {json}");
+        assert_eq!(json["requests"], 1);
+    }
+}

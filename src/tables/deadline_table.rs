@@ -262,7 +262,10 @@ impl DeadlineTable {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             // SAFETY: a prefetch is a hint: it reads nothing the program sees and cannot fault,
             // and SSE, which it needs, is part of every x86_64 CPU. std has no stable prefetch.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(slots.as_ptr().cast()) };
+            #[allow(unsafe_code)]
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(slots.as_ptr().cast())
+            };
         }
         // Elsewhere nothing: a plain load instead would stall an in-order CPU for the miss.
         #[cfg(not(target_arch = "x86_64"))]

@@ -249,8 +249,18 @@ fn resolve_blocking(upstream: &Upstream) -> Result<Vec<SocketAddr>, String> {
     Ok(found)
 }
 
+message_error! {
+    /// Why an upstream's host name gave no address, in one line.
+    ResolveError
+}
+
 /// Every address `upstream` stands for, through the system resolver, off the async threads.
-pub async fn resolve(upstream: &Upstream) -> Result<Vec<SocketAddr>, String> {
+pub async fn resolve(upstream: &Upstream) -> Result<Vec<SocketAddr>, ResolveError> {
+    resolve_text(upstream).await.map_err(ResolveError)
+}
+
+/// [`resolve`], its error as text.
+async fn resolve_text(upstream: &Upstream) -> Result<Vec<SocketAddr>, String> {
     if let Ok(ip) = upstream.host.parse::<std::net::IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, upstream.port)]);
     }

@@ -55,8 +55,18 @@ fn certificates(path: &Path) -> Result<Vec<Vec<u8>>, String> {
     Ok(out)
 }
 
+message_error! {
+    /// Why an upstream's TLS files could not be used: which file, and what is wrong with it.
+    UpstreamTlsError
+}
+
 /// Reads what `tls` names. Errors say which file and what is wrong with it.
-pub fn load(tls: &UpstreamTls) -> Result<UpstreamTlsMaterial, String> {
+pub fn load(tls: &UpstreamTls) -> Result<UpstreamTlsMaterial, UpstreamTlsError> {
+    load_text(tls).map_err(UpstreamTlsError)
+}
+
+/// [`load`], its error as text.
+fn load_text(tls: &UpstreamTls) -> Result<UpstreamTlsMaterial, String> {
     let ca = match &tls.ca {
         Some(path) => {
             let certs = certificates(path)?;

@@ -103,17 +103,24 @@ impl RangeSet {
     }
 }
 
+message_error! {
+    /// Why a range list was refused (none of it is used), in one line.
+    RangeListError
+}
+
 /// Parses a range list: the operators' JSON (`{"prefixes": [{"ipv4Prefix": "…"},
 /// {"ipv6Prefix": "…"}]}`, or with `ip_prefix`/`ipv6_prefix`), a JSON array of addresses and
 /// networks, the same JSON inside an HTML page (Amazon's), or text with one address or network
 /// per line (`#` comments). A bare address is one host. A list without a single prefix is an
 /// error: a broken list must not replace a good one.
-pub fn parse_list(body: &[u8]) -> Result<Vec<IpNet>, String> {
-    parse_list_as(body, &ListFormat::Auto, None).map(|parsed| {
-        let mut all = parsed.open;
-        all.extend(parsed.for_services.into_iter().map(|(net, _)| net));
-        all
-    })
+pub fn parse_list(body: &[u8]) -> Result<Vec<IpNet>, RangeListError> {
+    parse_list_as(body, &ListFormat::Auto, None)
+        .map_err(RangeListError)
+        .map(|parsed| {
+            let mut all = parsed.open;
+            all.extend(parsed.for_services.into_iter().map(|(net, _)| net));
+            all
+        })
 }
 
 /// A list as read: the prefixes that vouch for every crawler naming the list, and (JAFAR) the
@@ -261,7 +268,7 @@ fn by_pointer(value: &Value, pointer: &str) -> Result<Vec<IpNet>, String> {
 
 /// Each capture of `pattern`'s one group over `text`, as an address or network.
 fn by_regex(text: &str, pattern: &str) -> Result<Vec<IpNet>, String> {
-    let regex = compile_format_regex(pattern)?;
+    let regex = compile_format_regex(pattern).map_err(|e| e.to_string())?;
     if regex.captures_len() != 2 {
         return Err(format!(
             "regex {pattern:?} must have exactly one capture group"
@@ -774,7 +781,7 @@ mod tests {
         ] {
             match parse_list(body) {
                 Ok(p) => panic!("{body:?} parsed: {p:?}"),
-                Err(e) => assert!(e.contains(why), "{e} (wanted {why})"),
+                Err(e) => assert!(e.to_string().contains(why), "{e} (wanted {why})"),
             }
         }
     }

@@ -100,7 +100,9 @@ pub(crate) fn parse_card(body: &[u8]) -> Result<Card, String> {
             }
             CardKeys::Directory(url.to_string())
         }
-        (None, None) => CardKeys::Directory(format!("{agent}{}", super::signature::DIRECTORY_PATH)),
+        (None, None) => {
+            CardKeys::Directory(format!("{agent}{}", super::signature_keys::DIRECTORY_PATH))
+        }
     };
     Ok(Card {
         agent,

@@ -49,8 +49,8 @@ use crate::metrics::METRICS;
 use crate::net::url::get_url_to;
 use crate::snapshot::Live;
 
-/// The path of an agent's key directory.
-pub const DIRECTORY_PATH: &str = "/.well-known/http-message-signatures-directory";
+/// The path of an agent's key directory (defined with the keys it serves).
+pub use super::signature_keys::DIRECTORY_PATH;
 
 /// The longest signature lifetime accepted (the draft recommends 24 hours or less).
 pub const MAX_LIFETIME: Duration = Duration::from_secs(24 * 3600);

@@ -16,6 +16,9 @@ use sha2::{Digest, Sha256};
 use web_bot_auth::components::CoveredComponent;
 use web_bot_auth::message_signatures::SignatureBase;
 
+/// The path of an agent's key directory (its JWKS), under the agent's URL.
+pub const DIRECTORY_PATH: &str = "/.well-known/http-message-signatures-directory";
+
 /// The most keys of one set imported; a directory lists a few (the current key and the next).
 const MAX_KEYS: usize = 64;
 

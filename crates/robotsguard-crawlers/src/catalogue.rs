@@ -367,9 +367,19 @@ pub fn builtin_defs() -> Result<Vec<CrawlerDef>, CatalogueError> {
 /// may yield; more is refused as a broken list, not cut short.
 pub const MAX_FORMAT_MATCHES: usize = 100_000;
 
+message_error! {
+    /// Why a range list's `format` is unusable, in one line as a config error is.
+    FormatError
+}
+
 /// Whether a list format is usable: a pointer starts with `/`; a regex compiles (within a
 /// size limit) and has exactly one capture group.
-pub fn check_format(format: &ListFormat) -> Result<(), String> {
+pub fn check_format(format: &ListFormat) -> Result<(), FormatError> {
+    check_format_text(format).map_err(FormatError)
+}
+
+/// [`check_format`], its error as text.
+fn check_format_text(format: &ListFormat) -> Result<(), String> {
     match format {
         ListFormat::Auto | ListFormat::Jafar => Ok(()),
         ListFormat::JsonPointer(pointer) => {
@@ -380,7 +390,7 @@ pub fn check_format(format: &ListFormat) -> Result<(), String> {
             }
         }
         ListFormat::Regex(pattern) => {
-            let regex = compile_format_regex(pattern)?;
+            let regex = compile_format_regex_text(pattern)?;
             if regex.captures_len() == 2 {
                 Ok(())
             } else {
@@ -396,7 +406,12 @@ pub fn check_format(format: &ListFormat) -> Result<(), String> {
 /// Compiles a list's `regex` with a size limit (it comes from a config or a feed). The error is
 /// one line, as a config error is (`regex "IP: ([0-9" does not compile: unclosed character
 /// class, at character 6`).
-pub fn compile_format_regex(pattern: &str) -> Result<regex::Regex, String> {
+pub fn compile_format_regex(pattern: &str) -> Result<regex::Regex, FormatError> {
+    compile_format_regex_text(pattern).map_err(FormatError)
+}
+
+/// [`compile_format_regex`], its error as text.
+fn compile_format_regex_text(pattern: &str) -> Result<regex::Regex, String> {
     regex::RegexBuilder::new(pattern)
         .size_limit(1 << 20)
         .build()
@@ -1013,13 +1028,19 @@ mod tests {
 
     #[test]
     fn a_regex_error_is_one_line_saying_what_and_where() {
-        let error = compile_format_regex("IP: ([0-9").map(|_| ()).unwrap_err();
+        let error = compile_format_regex("IP: ([0-9")
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             error,
             "regex \"IP: ([0-9\" does not compile: unclosed character class, at character 6"
         );
         assert!(!error.contains('\n'));
-        let error = compile_format_regex("a{99999999}").map(|_| ()).unwrap_err();
+        let error = compile_format_regex("a{99999999}")
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
         assert!(!error.contains('\n'), "{error}");
         assert!(
             error.starts_with("regex \"a{99999999}\" does not compile: "),

@@ -67,16 +67,31 @@ pub struct ParsedFeed {
     pub skipped: Vec<String>,
 }
 
+message_error! {
+    /// Why a feed's body was refused whole, in one line.
+    FeedError
+}
+
 /// Reads a feed's body. `feed` (its configured `url`) is recorded on every entry. A
 /// `robotsguard` feed with an entry that breaks a catalogue rule is refused whole (a team's
 /// own list should be right); an `ai-robots-txt` entry that cannot be an entry is skipped.
-pub fn parse_feed(format: FeedFormat, body: &[u8], feed: &str) -> Result<ParsedFeed, String> {
+pub fn parse_feed(format: FeedFormat, body: &[u8], feed: &str) -> Result<ParsedFeed, FeedError> {
     parse_feed_in(format, body, feed, None)
 }
 
 /// [`parse_feed`] for a feed read from a file in `base_dir`: its entries' `file:` range lists
 /// may be relative to that directory (a URL feed's must be absolute).
 pub fn parse_feed_in(
+    format: FeedFormat,
+    body: &[u8],
+    feed: &str,
+    base_dir: Option<&std::path::Path>,
+) -> Result<ParsedFeed, FeedError> {
+    read_feed(format, body, feed, base_dir).map_err(FeedError)
+}
+
+/// [`parse_feed_in`], its error as text.
+fn read_feed(
     format: FeedFormat,
     body: &[u8],
     feed: &str,

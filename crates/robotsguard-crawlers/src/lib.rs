@@ -30,6 +30,25 @@
 //! punctuation are boundaries. Matching is ASCII case-insensitive.
 
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+/// A typed error that is its one-line message: for functions whose callers only say what went
+/// wrong, so that each kind of failure still has a type of its own.
+macro_rules! message_error {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct $name(String);
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl std::error::Error for $name {}
+    };
+}
 
 mod catalogue;
 pub mod category;
@@ -47,8 +66,8 @@ pub use words::MAX_NAMES_CONSIDERED;
 
 pub use catalogue::{
     builtin_defs, check_format, compile_format_regex, parse_catalogue_yaml, Catalogue,
-    CatalogueError, CrawlerDef, CrawlerInfo, ListFormat, NamedEntry, VerifyData, BUILTIN_YAML,
-    MAX_FORMAT_MATCHES, MIN_PATTERN_LEN, OTHER_LABEL,
+    CatalogueError, CrawlerDef, CrawlerInfo, FormatError, ListFormat, NamedEntry, VerifyData,
+    BUILTIN_YAML, MAX_FORMAT_MATCHES, MIN_PATTERN_LEN, OTHER_LABEL,
 };
 pub use category::Category;
 pub use describe::{describe, report, IdentityReport, OwnedIdentity};

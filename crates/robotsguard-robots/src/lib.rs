@@ -86,6 +86,7 @@
 //!   JSON Lines. Without it the crate depends on `memchr` alone.
 
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod canonical;
 pub mod check;

@@ -22,7 +22,7 @@ use pingora::server::ShutdownWatch;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
-use crate::edge::EdgeApp;
+use crate::connections::EdgeApp;
 use robotsguard::config::Limits;
 use robotsguard::metrics::METRICS;
 

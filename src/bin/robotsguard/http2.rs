@@ -33,7 +33,7 @@ use pingora::protocols::{Digest, Stream};
 use pingora::server::ShutdownWatch;
 use tokio::time::Instant;
 
-use crate::edge::{Client, EdgeApp, Idle};
+use crate::connections::{Client, EdgeApp, Idle};
 use crate::frames::RefusalWatch;
 use robotsguard::config::Limits;
 

@@ -22,6 +22,7 @@ pub const VERSION: &str = concat!(
 );
 
 mod cli;
+mod connections;
 mod demo;
 mod edge;
 mod frames;

@@ -759,7 +759,7 @@ fn list_with_format<'a>(
                     }
                 };
                 if let Err(e) = crate::crawlers::check_format(&format) {
-                    sink.error(f.pos, e);
+                    sink.error(f.pos, e.to_string());
                     return None;
                 }
                 format
