@@ -14,6 +14,7 @@ pub use address::{normalize_host, normalize_host_bytes};
 mod duration;
 mod error;
 mod origin;
+mod preview;
 mod reader;
 // Public for the binary (`robotsguard config schema|reference`), not an API of its own.
 #[doc(hidden)]
@@ -33,6 +34,8 @@ pub use verify::https_origin_of;
 
 #[cfg(test)]
 mod tests;
+
+pub use preview::{PreviewConfig, DEFAULT_MAX_PATHS_PER_ORIGIN};
 
 use std::fmt;
 use std::io::Read;
@@ -76,6 +79,8 @@ pub struct Config {
     pub state_dir: Option<PathBuf>,
     /// What the reports keep (`/reports/*`, the console).
     pub reports: ReportsConfig,
+    /// What the preview keeps to replay (`preview`).
+    pub preview: PreviewConfig,
     /// The absolute path the config was loaded from (`None` from `load_str`).
     pub source_path: Option<PathBuf>,
 }
@@ -1691,6 +1696,11 @@ const RESTART_ONLY: &[RestartOnly] = &[
         name: "reports",
         differs: |old, new| old.reports != new.reports,
         keep: |new, running| new.reports = running.reports,
+    },
+    RestartOnly {
+        name: "preview",
+        differs: |old, new| old.preview != new.preview,
+        keep: |new, running| new.preview = running.preview,
     },
     RestartOnly {
         name: "state",

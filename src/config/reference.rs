@@ -76,7 +76,7 @@ pub(crate) struct SectionDoc {
     pub keys: &'static [Key],
 }
 
-const fn key(name: &'static str, ty: Ty, default: &'static str, doc: &'static str) -> Key {
+pub(super) const fn key(name: &'static str, ty: Ty, default: &'static str, doc: &'static str) -> Key {
     Key {
         name,
         ty,
@@ -144,6 +144,7 @@ static TOP: SectionDoc = SectionDoc {
         key("verify", Ty::Section(&VERIFY), "", "How crawler claims are checked: published IP ranges, reverse DNS, Web Bot Auth."),
         key("state", Ty::Section(&STATE), "`{backend: memory}`", "Where Crawl-delay budgets, strikes, bans and robots.txt reads are kept."),
         key("reports", Ty::Section(&REPORTS), "", "The violation reports behind `/reports/*` and the console."),
+        key("preview", Ty::Section(&super::preview::PREVIEW_DOC), "", "The recent crawler traffic `POST /robots/preview` replays against a candidate robots.txt or policy."),
     ],
 };
 
@@ -877,6 +878,7 @@ pub(crate) static SECTIONS: &[&SectionDoc] = &[
     &STATE_REDIS_CLUSTER,
     &STATE_REDIS_TLS,
     &REPORTS,
+    &super::preview::PREVIEW_DOC,
 ];
 
 /// The paths (`defaults.block`, `origins[].block`) where each section appears, walking from

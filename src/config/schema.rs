@@ -30,6 +30,7 @@ pub(crate) const TOP: Section = Section {
         "verify",
         "state",
         "reports",
+        "preview",
     ],
 };
 

@@ -65,6 +65,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
         state: super::StateConfig::default(),
         state_dir: None,
         reports: super::ReportsConfig::default(),
+        preview: super::PreviewConfig::default(),
         source_path: None,
     };
     let Some(top) = Table::read(sink, root, &TOP, "the config") else {
@@ -159,6 +160,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
             }
         }
     }
+    config.preview = super::preview::preview(sink, top.get("preview"));
     let defaults = defaults(sink, top.get("defaults"), &known, base_dir);
     config.origins = origins(sink, &top, &defaults, base_dir, &known);
     config

@@ -297,13 +297,18 @@ impl Guard {
         }
         let snapshot_state = snapshot.config.state.clone();
         let reports_settings = snapshot.config.reports;
+        let preview_settings = snapshot.config.preview;
         Ok(Guard {
             live: Arc::new(Live::new(snapshot)),
             config_path: None,
             unknown_hosts,
             verifier,
             store: Arc::new(Store::new(&snapshot_state)),
-            reports: Arc::new(crate::reports::Reports::new(reports_settings)),
+            reports: {
+                let reports = crate::reports::Reports::new(reports_settings);
+                reports.sample().set_max_pairs(preview_settings.max_paths_per_origin);
+                Arc::new(reports)
+            },
         })
     }
 
@@ -1064,6 +1069,16 @@ impl Guard {
                 read_robots: ctx.state.read_robots,
                 target: target.as_ref().map_or(&b"/"[..], Target::decided_path),
             },
+            now,
+        );
+        self.reports.record_sample(
+            decision,
+            target.as_ref().map_or(&b"/"[..], Target::decided_path),
+            session
+                .req_header()
+                .headers
+                .get(http::header::USER_AGENT)
+                .map_or(&b""[..], http::HeaderValue::as_bytes),
             now,
         );
         let origin = decision.origin.name();
