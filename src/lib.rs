@@ -91,6 +91,7 @@ pub mod metrics_reference;
 mod net;
 #[doc(hidden)]
 pub mod preflight;
+pub mod preview;
 pub mod purpose_controls;
 #[doc(hidden)]
 pub mod reload;
