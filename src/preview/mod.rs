@@ -393,6 +393,42 @@ pub fn robots_warnings(robots: &[u8]) -> Vec<Warning> {
     warnings
 }
 
+/// The warnings of a candidate robots.txt from the crawler catalogue alone, without traffic
+/// (`robotsguard check --robots FILE`): [`robots_warnings`], and [`SEARCH_ENGINE_LOSES_SITE`]
+/// for each catalogue search crawler (category or purpose `search`) the file disallows on
+/// every probed path, through the group it obeys.
+pub fn offline_warnings(robots: &[u8], catalogue: &crate::crawlers::Catalogue) -> Vec<Warning> {
+    let rules = crate::robots::Robots::compile(
+        &RobotsTxt::parse(robots),
+        crate::robots::MatchMode::Canonical,
+    );
+    let mut warnings = Vec::new();
+    for def in catalogue.defs() {
+        if def.category != Category::Search && !def.purposes.contains(&Purpose::Search) {
+            continue;
+        }
+        let tokens: Vec<&str> = def.tokens.iter().map(String::as_str).collect();
+        let refused = PROBE_PATHS.iter().all(|path| {
+            let verdict = rules.verdict(&tokens, path.as_bytes());
+            // A crawler that obeys only its own groups is not held to `*`.
+            !verdict.allowed && !(def.ignores_global && verdict.group == crate::robots::GroupMatch::Global)
+        });
+        if refused {
+            warnings.push(Warning {
+                kind: SEARCH_ENGINE_LOSES_SITE,
+                crawler: Some(def.name.clone()),
+                message: format!(
+                    "{} would be refused on every path: the site would drop out of its search results",
+                    def.name
+                ),
+                line: None,
+            });
+        }
+    }
+    warnings.extend(robots_warnings(robots));
+    warnings
+}
+
 /// Builds the candidate snapshot of `origin` and replays its sample: what `POST
 /// /robots/preview` and the console's preview page answer.
 #[allow(clippy::too_many_arguments)]

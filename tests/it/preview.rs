@@ -315,3 +315,96 @@ fn beyond_max_paths_the_least_requested_are_evicted_and_counted_as_not_replayabl
         "{hot}"
     );
 }
+
+fn robotsguard(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_robotsguard"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("the robotsguard binary runs")
+}
+
+#[test]
+fn the_cli_prints_the_changes_and_exits_3_when_a_search_engine_would_lose_the_site() {
+    let (_origin, proxy) = start();
+    for path in ["/a", "/b", "/b"] {
+        assert_eq!(proxy.get(SHOP, path, GPTBOT).status, 200);
+    }
+    assert_eq!(proxy.get(SHOP, "/a", GOOGLEBOT).status, 200);
+    wait_sampled(&proxy, 4);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("file written");
+        path.to_string_lossy().into_owned()
+    };
+    let token = write("token", READ_TOKEN);
+    let stricter = write(
+        "stricter.txt",
+        &format!("{LIVE}\nUser-agent: GPTBot\nDisallow: /private\nDisallow: /b\n"),
+    );
+    let everything = write("everything.txt", "User-agent: *\nDisallow: /\n");
+    let admin = format!("http://{}", proxy.admin);
+    let base = ["preview", "--admin", &admin, "--origin", "shop", "--token-file", &token];
+
+    let output = robotsguard(&[&base[..], &["--robots", &stricter]].concat());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let row = stdout
+        .lines()
+        .find(|line| line.starts_with("GPTBot"))
+        .unwrap_or_else(|| panic!("no GPTBot row:\n{stdout}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cells[..5], ["GPTBot", "allowed", "blocked", "2", "1"], "{stdout}");
+    assert!(stdout.contains("4 requests replayed"), "{stdout}");
+
+    let output = robotsguard(&[&base[..], &["--robots", &everything]].concat());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("warning: [search_engine_loses_site] Googlebot:"), "{stdout}");
+    assert!(stdout.contains("warning: [refuses_everything]"), "{stdout}");
+
+    let output = robotsguard(&[&base[..], &["--robots", &everything, "--json"]].concat());
+    assert_eq!(output.status.code(), Some(3));
+    let json: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("--json prints the answer");
+    assert_eq!(json["window"]["requests_replayed"], 4, "{json}");
+
+    // No token: the admin listener's refusal is said, exit 1.
+    let output = robotsguard(&["preview", "--admin", &admin, "--origin", "shop", "--robots", &stricter]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("401"));
+}
+
+#[test]
+fn check_with_a_robots_file_alone_warns_from_the_catalogue() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("file written");
+        path.to_string_lossy().into_owned()
+    };
+    let everything = write("everything.txt", "User-agent: *\nDisallow: /\n");
+    let output = robotsguard(&["check", "--robots", &everything]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("warning: [search_engine_loses_site] Googlebot:"), "{stdout}");
+    assert!(stdout.contains("warning: [search_engine_loses_site] bingbot:"), "{stdout}");
+    assert!(stdout.contains("warning: [refuses_everything] *:"), "{stdout}");
+
+    // Only Googlebot refused: it loses the site, bingbot does not.
+    let google = write("google.txt", "User-agent: Googlebot\nDisallow: /\n\nUser-agent: *\nDisallow: /admin\n");
+    let output = robotsguard(&["check", "--robots", &google, "--json"]);
+    assert_eq!(output.status.code(), Some(3));
+    let warnings: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON warning a line"))
+        .collect();
+    assert!(warnings.iter().any(|w| w["crawler"] == "Googlebot"), "{warnings:?}");
+    assert!(!warnings.iter().any(|w| w["crawler"] == "bingbot"), "{warnings:?}");
+    assert!(!warnings.iter().any(|w| w["kind"] == "refuses_everything"), "{warnings:?}");
+
+    let fine = write("fine.txt", "User-agent: *\nDisallow: /admin\n");
+    let output = robotsguard(&["check", "--robots", &fine]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+}
