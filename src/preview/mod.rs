@@ -28,9 +28,9 @@ pub const SAMPLE_PATHS: usize = 10;
 /// drop out of its results.
 pub const LOSES_SITE_SHARE: f64 = 0.5;
 
-/// Paths a search crawler with no sampled traffic is judged on: refused on all, it is taken to
-/// be refused everywhere.
-const PROBE_PATHS: [&str; 3] = ["/", "/index.html", "/robotsguard-preview/any/page"];
+// Paths a search crawler with no sampled traffic is judged on: refused on all, it is taken to
+// be refused everywhere.
+use crate::enforce::warnings::PROBE_PATHS;
 
 /// Warning kinds (the contract of the answer's `warnings[].kind`).
 pub const SEARCH_ENGINE_LOSES_SITE: &str = "search_engine_loses_site";
@@ -407,13 +407,7 @@ pub fn offline_warnings(robots: &[u8], catalogue: &crate::crawlers::Catalogue) -
         if def.category != Category::Search && !def.purposes.contains(&Purpose::Search) {
             continue;
         }
-        let tokens: Vec<&str> = def.tokens.iter().map(String::as_str).collect();
-        let refused = PROBE_PATHS.iter().all(|path| {
-            let verdict = rules.verdict(&tokens, path.as_bytes());
-            // A crawler that obeys only its own groups is not held to `*`.
-            !verdict.allowed && !(def.ignores_global && verdict.group == crate::robots::GroupMatch::Global)
-        });
-        if refused {
+        if crate::enforce::warnings::refused_by_robots(&rules, def).is_some() {
             warnings.push(Warning {
                 kind: SEARCH_ENGINE_LOSES_SITE,
                 crawler: Some(def.name.clone()),

@@ -408,3 +408,35 @@ fn check_with_a_robots_file_alone_warns_from_the_catalogue() {
     let output = robotsguard(&["check", "--robots", &fine]);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
 }
+
+#[test]
+fn validate_and_reloads_warn_when_an_inline_robots_txt_refuses_search_engines_everywhere() {
+    let origin = support::Origin::start();
+    let config = |robots: &str| site(&origin, SHOP, &inline_robots(robots));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("robotsguard.yaml");
+    std::fs::write(&path, config("User-agent: *\nDisallow: /\n")).expect("config written");
+    let path = path.to_string_lossy().into_owned();
+    let output = robotsguard(&["validate", "--config", &path]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let warning = stderr
+        .lines()
+        .find(|line| line.contains("warning:"))
+        .unwrap_or_else(|| panic!("no warning: {stderr}"));
+    for needle in ["origin `shop`", "`robots.source: inline` line 2: `Disallow: /`", "Googlebot", "bingbot"] {
+        assert!(warning.contains(needle), "{needle}: {warning}");
+    }
+    let output = robotsguard(&["validate", "--config", &path, "--strict"]);
+    assert_eq!(output.status.code(), Some(1));
+
+    // A reload to such a file logs the warning and counts it.
+    let proxy = Proxy::start(&config(LIVE));
+    let kind = [("kind", "search_crawler_refused")];
+    assert_eq!(proxy.wait_metric("robotsguard_config_warnings_total", &kind, 0.0), 0.0);
+    assert!(proxy.wait_log("config reload: watching", 1, Duration::from_secs(10)));
+    proxy.replace_config(&proxy.config_text(&config("User-agent: *\nDisallow: /\n")));
+    assert_eq!(proxy.wait_reloads("success", 1.0), 1.0);
+    assert_eq!(proxy.wait_metric("robotsguard_config_warnings_total", &kind, 1.0), 1.0);
+    assert!(proxy.wait_log("`robots.source: inline` line 2: `Disallow: /` refuses", 1, Duration::from_secs(10)));
+}
