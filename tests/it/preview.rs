@@ -440,3 +440,61 @@ fn validate_and_reloads_warn_when_an_inline_robots_txt_refuses_search_engines_ev
     assert_eq!(proxy.wait_metric("robotsguard_config_warnings_total", &kind, 1.0), 1.0);
     assert!(proxy.wait_log("`robots.source: inline` line 2: `Disallow: /` refuses", 1, Duration::from_secs(10)));
 }
+
+#[test]
+fn the_console_preview_page_takes_a_pasted_file_with_the_csrf_token_and_the_read_only_token() {
+    let (_origin, proxy) = start();
+    for path in ["/a", "/b", "/b"] {
+        assert_eq!(proxy.get(SHOP, path, GPTBOT).status, 200);
+    }
+    wait_sampled(&proxy, 3);
+    let send = |request: Request| {
+        Conn::open(proxy.admin).send(&request.host(&proxy.admin.to_string()))
+    };
+    // The read-only token signs in and may preview.
+    let login = send(
+        Request::new("POST", "/ui/login")
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(format!("token={READ_TOKEN}").as_bytes()),
+    );
+    let session = login
+        .header("set-cookie")
+        .and_then(|c| c.split(';').next())
+        .expect("a session cookie")
+        .to_string();
+    let page = send(Request::get("/ui/preview?origin=shop").header("Cookie", &session));
+    assert_eq!(page.status, 200, "{}", page.text());
+    let page = page.text();
+    assert!(!page.contains("<script"), "no JavaScript needed");
+    assert!(page.contains("Disallow: /private"), "the form holds the copy in force: {page}");
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a CSRF token in the preview form")
+        .to_string();
+    let stricter = format!("{LIVE}\nUser-agent: GPTBot\nDisallow: /private\nDisallow: /b\n");
+    let form = |csrf: &str| {
+        let robots: String = form_urlencoded::byte_serialize(stricter.as_bytes()).collect();
+        format!("csrf={csrf}&origin=shop&robots={robots}&config=")
+    };
+    let post = |body: String| {
+        send(
+            Request::new("POST", "/ui/preview")
+                .header("Cookie", &session)
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .body(body.as_bytes()),
+        )
+    };
+    assert_eq!(post(form("0000")).status, 403, "without the session's CSRF token");
+    let answer = post(form(&csrf));
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    let answer = answer.text();
+    assert!(
+        answer.contains("<tr><td>GPTBot</td><td>allowed</td><td>blocked</td><td class=\"num\">2</td><td class=\"num\">1</td>"),
+        "{answer}"
+    );
+    assert!(answer.contains("<code>/b</code>"), "{answer}");
+    // Nothing changed live.
+    assert_eq!(proxy.get(SHOP, "/b", GPTBOT).status, 200);
+}
