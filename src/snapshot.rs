@@ -896,7 +896,10 @@ impl Snapshot {
         let live = &self.origins[index];
         let config = config.unwrap_or_else(|| live.config.clone());
         let traps = crate::traps::paths_for(&config.traps, name);
-        let controls = Arc::new(ControlPlan::for_origin(&config, self.identifier.catalogue()));
+        let controls = Arc::new(ControlPlan::for_origin(
+            &config,
+            self.identifier.catalogue(),
+        ));
         let settings = config.robots.clone();
         let copy = match robots {
             Some(body) => {

@@ -35,7 +35,9 @@ pub use verify::https_origin_of;
 #[cfg(test)]
 mod tests;
 
-pub use preview::{with_origin_fragment, PreviewConfig, DEFAULT_MAX_PATHS_PER_ORIGIN, MAX_FRAGMENT_BYTES};
+pub use preview::{
+    with_origin_fragment, PreviewConfig, DEFAULT_MAX_PATHS_PER_ORIGIN, MAX_FRAGMENT_BYTES,
+};
 
 use std::fmt;
 use std::io::Read;

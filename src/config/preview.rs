@@ -115,14 +115,22 @@ pub fn with_origin_fragment(
     let mut sink = Sink::new(FRAGMENT);
     // Every key must be one an origin takes (did-you-mean for the others); the values are
     // checked with the whole config below.
-    let _ = Table::read(&mut sink, &overrides, &super::schema::ORIGIN, "the config fragment");
+    let _ = Table::read(
+        &mut sink,
+        &overrides,
+        &super::schema::ORIGIN,
+        "the config fragment",
+    );
     if !sink.is_empty() {
         return Err(sink.into_errors());
     }
     let super::tree::Value::Map(overrides) = overrides.value else {
         return Err(located(
             FRAGMENT,
-            (overrides.pos, "the config fragment must be a mapping of origin keys".into()),
+            (
+                overrides.pos,
+                "the config fragment must be a mapping of origin keys".into(),
+            ),
         ));
     };
     let mut root = super::tree::parse(text).map_err(|e| located(file_name, e))?;
@@ -174,7 +182,10 @@ fn origin_node<'a>(root: &'a mut Node, name: &str) -> Option<&'a mut Vec<(Node, 
 fn merge(entries: &mut Vec<(Node, Node)>, overrides: Vec<(Node, Node)>) {
     use super::tree::Value;
     for (key, value) in overrides {
-        match entries.iter_mut().find(|(known, _)| known.value == key.value) {
+        match entries
+            .iter_mut()
+            .find(|(known, _)| known.value == key.value)
+        {
             Some((_, existing)) => match (&mut existing.value, value.value) {
                 (Value::Map(inner), Value::Map(more)) => merge(inner, more),
                 (_, value_now) => {

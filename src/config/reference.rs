@@ -76,7 +76,12 @@ pub(crate) struct SectionDoc {
     pub keys: &'static [Key],
 }
 
-pub(super) const fn key(name: &'static str, ty: Ty, default: &'static str, doc: &'static str) -> Key {
+pub(super) const fn key(
+    name: &'static str,
+    ty: Ty,
+    default: &'static str,
+    doc: &'static str,
+) -> Key {
     Key {
         name,
         ty,

@@ -25,19 +25,22 @@ pub(crate) async fn body(
     };
     let current = live.robots.current();
     let mut out = String::new();
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<h1>Preview a robots.txt for {}</h1>\n<p class=\"note\">The origin's recent crawler requests judged again with the candidate in force, as the proxy would judge them; nothing live changes. <a href=\"/ui/origin?origin={}\">Back to the origin</a></p>\n",
+        "<h1>Preview a robots.txt for {}</h1>\n<p class=\"note\">The origin's recent crawler requests judged again with the candidate in force, as the proxy would judge them; nothing live changes. <a href=\"/ui/origin?origin={}\">Back to the origin</a></p>",
         escape(origin),
         url_value(origin)
     );
     let (robots_text, config_text) = match submitted {
         Some((robots, config)) => (robots.to_string(), config.to_string()),
-        None => (String::from_utf8_lossy(&current.body).into_owned(), String::new()),
+        None => (
+            String::from_utf8_lossy(&current.body).into_owned(),
+            String::new(),
+        ),
     };
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<form method=\"post\" action=\"/ui/preview\" class=\"preview\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"origin\" value=\"{}\"><label>Candidate robots.txt<textarea name=\"robots\" rows=\"16\" cols=\"80\">{}</textarea></label><label>Config fragment (optional: origin keys in YAML, e.g. <code>policy: {{purposes: {{training: block}}}}</code>)<textarea name=\"config\" rows=\"4\" cols=\"80\">{}</textarea></label><button type=\"submit\">Preview</button></form>\n",
+        "<form method=\"post\" action=\"/ui/preview\" class=\"preview\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"origin\" value=\"{}\"><label>Candidate robots.txt<textarea name=\"robots\" rows=\"16\" cols=\"80\">{}</textarea></label><label>Config fragment (optional: origin keys in YAML, e.g. <code>policy: {{purposes: {{training: block}}}}</code>)<textarea name=\"config\" rows=\"4\" cols=\"80\">{}</textarea></label><button type=\"submit\">Preview</button></form>",
         escape(csrf),
         escape(origin),
         escape(&robots_text),
@@ -50,14 +53,22 @@ pub(crate) async fn body(
         };
         if let Some(robots) = &candidate.robots {
             if let Err(problem) = crate::preview::body::check_robots(robots.as_bytes()) {
-                let _ = write!(out, "<div class=\"card warn\"><p>{}</p></div>\n", escape(&problem));
+                let _ = writeln!(
+                    out,
+                    "<div class=\"card warn\"><p>{}</p></div>",
+                    escape(&problem)
+                );
                 return Ok(out);
             }
         }
         match run(console, origin, &candidate).await {
             Ok(answer) => out.push_str(&answer_html(&answer, false)),
             Err(problem) => {
-                let _ = write!(out, "<div class=\"card warn\"><p>{}</p></div>\n", escape(&problem));
+                let _ = writeln!(
+                    out,
+                    "<div class=\"card warn\"><p>{}</p></div>",
+                    escape(&problem)
+                );
             }
         }
         return Ok(out);
@@ -71,10 +82,12 @@ pub(crate) async fn body(
         .find(|copy| copy.body != current.body && copy.has_rules());
     out.push_str("<h2>What changed</h2>\n");
     match previous {
-        None => out.push_str("<p class=\"note\">No earlier robots.txt copy is known in this process.</p>\n"),
+        None => out
+            .push_str("<p class=\"note\">No earlier robots.txt copy is known in this process.</p>"),
         Some(previous) => {
-            let diff = crate::reports::robots_diff(&previous.body, &current.body, "before", "in force");
-            let _ = write!(out, "<pre class=\"diff\">{}</pre>\n", escape(&diff));
+            let diff =
+                crate::reports::robots_diff(&previous.body, &current.body, "before", "in force");
+            let _ = writeln!(out, "<pre class=\"diff\">{}</pre>", escape(&diff));
             let candidate = Candidate {
                 robots: Some(String::from_utf8_lossy(&previous.body).into_owned()),
                 config: None,
@@ -82,7 +95,7 @@ pub(crate) async fn body(
             match run(console, origin, &candidate).await {
                 Ok(answer) => out.push_str(&answer_html(&answer, true)),
                 Err(problem) => {
-                    let _ = write!(out, "<p>{}</p>\n", escape(&problem));
+                    let _ = writeln!(out, "<p>{}</p>", escape(&problem));
                 }
             }
         }
@@ -90,7 +103,11 @@ pub(crate) async fn body(
     Ok(out)
 }
 
-async fn run(console: &Console, origin: &str, candidate: &Candidate) -> Result<PreviewAnswer, String> {
+async fn run(
+    console: &Console,
+    origin: &str,
+    candidate: &Candidate,
+) -> Result<PreviewAnswer, String> {
     let snapshot = console.live.load();
     crate::preview::preview(
         &snapshot,
@@ -107,9 +124,9 @@ async fn run(console: &Console, origin: &str, candidate: &Candidate) -> Result<P
 /// in force, so a row's `after` is what the requests got before the change.
 fn answer_html(answer: &PreviewAnswer, reversed: bool) -> String {
     let mut out = String::new();
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<p>{} requests replayed from {} to {} ({} not replayable).</p>\n",
+        "<p>{} requests replayed from {} to {} ({} not replayable).</p>",
         number(answer.window.requests_replayed),
         escape(&answer.window.since),
         escape(&answer.window.until),
@@ -117,9 +134,9 @@ fn answer_html(answer: &PreviewAnswer, reversed: bool) -> String {
     );
     if !reversed {
         for warning in &answer.warnings {
-            let _ = write!(
+            let _ = writeln!(
                 out,
-                "<div class=\"card warn\"><p><strong>{}</strong>{} {}</p></div>\n",
+                "<div class=\"card warn\"><p><strong>{}</strong>{} {}</p></div>",
                 escape(warning.kind),
                 warning
                     .crawler
@@ -145,9 +162,9 @@ fn answer_html(answer: &PreviewAnswer, reversed: bool) -> String {
         } else {
             (row.before, row.after)
         };
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{:.0}%</td><td>{}</td></tr>\n",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{:.0}%</td><td>{}</td></tr>",
             escape(&row.crawler),
             before,
             after,

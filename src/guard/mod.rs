@@ -306,7 +306,9 @@ impl Guard {
             store: Arc::new(Store::new(&snapshot_state)),
             reports: {
                 let reports = crate::reports::Reports::new(reports_settings);
-                reports.sample().set_max_pairs(preview_settings.max_paths_per_origin);
+                reports
+                    .sample()
+                    .set_max_pairs(preview_settings.max_paths_per_origin);
                 Arc::new(reports)
             },
         })

@@ -39,9 +39,7 @@ pub fn parse(content_type: Option<&[u8]>, body: &[u8]) -> Result<Candidate, Stri
         "application/json" => {
             let text = utf8(body, "the JSON body")?;
             let parsed: JsonCandidate = serde_json::from_str(text).map_err(|e| {
-                format!(
-                    "the JSON body is not {{\"robots\": \"...\", \"config\": \"...\"}}: {e}"
-                )
+                format!("the JSON body is not {{\"robots\": \"...\", \"config\": \"...\"}}: {e}")
             })?;
             Candidate {
                 robots: parsed.robots,
@@ -99,12 +97,8 @@ pub fn check_robots(robots: &[u8]) -> Result<(), String> {
 }
 
 fn utf8<'a>(body: &'a [u8], what: &str) -> Result<&'a str, String> {
-    std::str::from_utf8(body).map_err(|e| {
-        format!(
-            "{what} is not valid UTF-8 (at byte {})",
-            e.valid_up_to()
-        )
-    })
+    std::str::from_utf8(body)
+        .map_err(|e| format!("{what} is not valid UTF-8 (at byte {})", e.valid_up_to()))
 }
 
 #[cfg(test)]
@@ -113,26 +107,41 @@ mod tests {
 
     #[test]
     fn text_and_json_bodies() {
-        let text = parse(Some(b"text/plain; charset=utf-8"), b"User-agent: *\nDisallow: /\n");
-        assert_eq!(text.unwrap().robots.as_deref(), Some("User-agent: *\nDisallow: /\n"));
+        let text = parse(
+            Some(b"text/plain; charset=utf-8"),
+            b"User-agent: *\nDisallow: /\n",
+        );
+        assert_eq!(
+            text.unwrap().robots.as_deref(),
+            Some("User-agent: *\nDisallow: /\n")
+        );
         let json = parse(
             Some(b"application/json"),
             br#"{"config": "policy: {purposes: {search: block}}"}"#,
         )
         .unwrap();
         assert_eq!(json.robots, None);
-        assert_eq!(json.config.as_deref(), Some("policy: {purposes: {search: block}}"));
+        assert_eq!(
+            json.config.as_deref(),
+            Some("policy: {purposes: {search: block}}")
+        );
     }
 
     #[test]
     fn bad_bodies_name_the_problem() {
         let big = vec![b'a'; MAX_ROBOTS_BYTES + 1];
         assert!(parse(None, &big).unwrap_err().contains("500 KiB"));
-        assert!(parse(None, b"User-agent: *\x00\x01").unwrap_err().contains("binary"));
-        assert!(parse(None, b"User-agent: \xff\xfe").unwrap_err().contains("UTF-8"));
+        assert!(parse(None, b"User-agent: *\x00\x01")
+            .unwrap_err()
+            .contains("binary"));
+        assert!(parse(None, b"User-agent: \xff\xfe")
+            .unwrap_err()
+            .contains("UTF-8"));
         assert!(parse(Some(b"application/json"), br#"{"robot": "x"}"#)
             .unwrap_err()
             .contains("unknown field `robot`"));
-        assert!(parse(Some(b"image/png"), b"x").unwrap_err().contains("image/png"));
+        assert!(parse(Some(b"image/png"), b"x")
+            .unwrap_err()
+            .contains("image/png"));
     }
 }

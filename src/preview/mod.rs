@@ -155,7 +155,13 @@ fn is_search(crawler: &crate::enforce::Crawler) -> bool {
 }
 
 impl Replay<'_> {
-    async fn judge(&self, snapshot: &Snapshot, host: &str, user_agent: &[u8], path: &[u8]) -> Judgment {
+    async fn judge(
+        &self,
+        snapshot: &Snapshot,
+        host: &str,
+        user_agent: &[u8],
+        path: &[u8],
+    ) -> Judgment {
         let judge = Judge {
             snapshot,
             verifier: self.verifier,
@@ -266,7 +272,9 @@ impl Replay<'_> {
         let mut tallies: Vec<(String, SearchTally)> = search.into_iter().collect();
         tallies.sort_by(|a, b| a.0.cmp(&b.0));
         for (crawler, tally) in &tallies {
-            if tally.replayed > 0 && tally.refused as f64 >= LOSES_SITE_SHARE * tally.replayed as f64 {
+            if tally.replayed > 0
+                && tally.refused as f64 >= LOSES_SITE_SHARE * tally.replayed as f64
+            {
                 warnings.push(Warning {
                     kind: SEARCH_ENGINE_LOSES_SITE,
                     crawler: Some(crawler.clone()),
@@ -372,12 +380,16 @@ pub fn robots_warnings(robots: &[u8]) -> Vec<Warning> {
             line: Some(diagnostic.line),
         })
         .collect();
-    let everything = parsed.groups.iter().filter(|group| group.is_global()).find_map(|group| {
-        group
-            .rules
-            .iter()
-            .find(|rule| rule.directive == Directive::Disallow && matches!(rule.pattern.as_str(), "/" | "/*" | "*"))
-    });
+    let everything = parsed
+        .groups
+        .iter()
+        .filter(|group| group.is_global())
+        .find_map(|group| {
+            group.rules.iter().find(|rule| {
+                rule.directive == Directive::Disallow
+                    && matches!(rule.pattern.as_str(), "/" | "/*" | "*")
+            })
+        });
     if let Some(rule) = everything {
         warnings.push(Warning {
             kind: REFUSES_EVERYTHING,

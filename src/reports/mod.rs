@@ -548,8 +548,15 @@ impl Reports {
     }
 
     /// Keeps one request in the preview's sample ([`sample::Sample::record`]), ended `at`.
-    pub fn record_sample(&self, decision: &Decision, target: &[u8], user_agent: &[u8], at: Instant) {
-        self.sample.record(decision, target, user_agent, self.unix_at(at));
+    pub fn record_sample(
+        &self,
+        decision: &Decision,
+        target: &[u8],
+        user_agent: &[u8],
+        at: Instant,
+    ) {
+        self.sample
+            .record(decision, target, user_agent, self.unix_at(at));
     }
 
     /// Counts one request, now.

@@ -108,11 +108,7 @@ impl OriginSample {
             .collect();
         let (_, &mut threshold, _) = totals.select_nth_unstable(excess - 1);
         // Below the threshold all go; at it, only as many as still needed.
-        let mut at_threshold = excess
-            - totals
-                .iter()
-                .filter(|&&total| total < threshold)
-                .count();
+        let mut at_threshold = excess - totals.iter().filter(|&&total| total < threshold).count();
         let mut evicted = [0u64; SLICES];
         let mut removed = 0;
         for paths in self.crawlers.values_mut() {
@@ -242,7 +238,9 @@ impl Sample {
             sample.crawlers.insert(
                 Arc::from(name),
                 CrawlerPaths {
-                    user_agent: Arc::from(&user_agent[..user_agent.len().min(MAX_USER_AGENT_BYTES)]),
+                    user_agent: Arc::from(
+                        &user_agent[..user_agent.len().min(MAX_USER_AGENT_BYTES)],
+                    ),
                     paths: HashMap::default(),
                 },
             );

@@ -147,7 +147,8 @@ fn a_stricter_file_flips_exactly_the_requests_sent_and_nothing_live_changes() {
     assert!(!warned(&live, "refuses_everything", "*"), "{live}");
 
     let metrics_before = counted(&admin_get(&proxy, "/metrics").text());
-    let reports_before = admin_get(&proxy, "/reports/crawlers?origin=shop").json()["crawlers"].clone();
+    let reports_before =
+        admin_get(&proxy, "/reports/crawlers?origin=shop").json()["crawlers"].clone();
     let robots_before = admin_get(&proxy, "/robots?origin=shop").text();
     let bans_before = admin_get(&proxy, "/bans?origin=shop").json()["bans"].clone();
 
@@ -161,22 +162,38 @@ fn a_stricter_file_flips_exactly_the_requests_sent_and_nothing_live_changes() {
     let row = &answer["changes"][0];
     assert_eq!(row["sample_paths"], serde_json::json!(["/b"]), "{answer}");
     assert!(
-        row["purposes"].as_array().is_some_and(|p| p.iter().any(|p| p == "training")),
+        row["purposes"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|p| p == "training")),
         "{answer}"
     );
-    assert!(row["verified"].as_f64().is_some_and(|v| (0.0..=1.0).contains(&v)), "{answer}");
+    assert!(
+        row["verified"]
+            .as_f64()
+            .is_some_and(|v| (0.0..=1.0).contains(&v)),
+        "{answer}"
+    );
     assert_eq!(answer["window"]["requests_replayed"], 9, "{answer}");
-    assert!(!warned(&answer, "search_engine_loses_site", "Googlebot"), "{answer}");
+    assert!(
+        !warned(&answer, "search_engine_loses_site", "Googlebot"),
+        "{answer}"
+    );
 
     // The read-only token may preview; no token may not.
     let read = preview_with(&proxy, Some(READ_TOKEN), "text/plain", stricter.as_bytes());
     assert_eq!(read.status, 200, "{}", read.text());
     assert_eq!(changes(&read.json()), changes(&answer));
-    assert_eq!(preview_with(&proxy, None, "text/plain", stricter.as_bytes()).status, 401);
+    assert_eq!(
+        preview_with(&proxy, None, "text/plain", stricter.as_bytes()).status,
+        401
+    );
 
     // Everything refused for `*`: Googlebot loses the site, and the file says so.
     let nothing = preview(&proxy, "User-agent: *\nDisallow: /\n");
-    assert!(warned(&nothing, "search_engine_loses_site", "Googlebot"), "{nothing}");
+    assert!(
+        warned(&nothing, "search_engine_loses_site", "Googlebot"),
+        "{nothing}"
+    );
     assert!(warned(&nothing, "refuses_everything", "*"), "{nothing}");
     assert_eq!(
         changes(&nothing),
@@ -203,13 +220,25 @@ fn a_stricter_file_flips_exactly_the_requests_sent_and_nothing_live_changes() {
         vec![("Googlebot".into(), "allowed".into(), "blocked".into(), 2, 1)],
         "{policy}"
     );
-    assert!(warned(&policy, "search_engine_loses_site", "Googlebot"), "{policy}");
+    assert!(
+        warned(&policy, "search_engine_loses_site", "Googlebot"),
+        "{policy}"
+    );
 
     // Nothing live changed: the robots.txt in force, the crawlers' next requests, ZorgBot's
     // Crawl-delay budget (still the one request's 30 s, not more), bans, metrics, reports.
-    assert_eq!(admin_get(&proxy, "/robots?origin=shop").text(), robots_before);
-    assert_eq!(admin_get(&proxy, "/bans?origin=shop").json()["bans"], bans_before);
-    assert_eq!(counted(&admin_get(&proxy, "/metrics").text()), metrics_before);
+    assert_eq!(
+        admin_get(&proxy, "/robots?origin=shop").text(),
+        robots_before
+    );
+    assert_eq!(
+        admin_get(&proxy, "/bans?origin=shop").json()["bans"],
+        bans_before
+    );
+    assert_eq!(
+        counted(&admin_get(&proxy, "/metrics").text()),
+        metrics_before
+    );
     assert_eq!(
         admin_get(&proxy, "/reports/crawlers?origin=shop").json()["crawlers"],
         reports_before
@@ -231,15 +260,36 @@ fn bad_candidates_get_a_400_naming_the_problem() {
     let big = format!("User-agent: *\n{}", "Disallow: /x\n".repeat(45_000));
     let too_big = preview_with(&proxy, Some(TOKEN), "text/plain", big.as_bytes());
     assert_eq!(too_big.status, 400);
-    assert!(too_big.json()["error"].as_str().unwrap_or("").contains("500 KiB"), "{}", too_big.text());
+    assert!(
+        too_big.json()["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("500 KiB"),
+        "{}",
+        too_big.text()
+    );
 
-    let binary = preview_with(&proxy, Some(TOKEN), "text/plain", b"User-agent: *\x00\x01\x02");
+    let binary = preview_with(
+        &proxy,
+        Some(TOKEN),
+        "text/plain",
+        b"User-agent: *\x00\x01\x02",
+    );
     assert_eq!(binary.status, 400);
     assert!(binary.text().contains("binary"), "{}", binary.text());
 
-    let latin1 = preview_with(&proxy, Some(TOKEN), "text/plain", b"User-agent: \xe9t\xe9\n");
+    let latin1 = preview_with(
+        &proxy,
+        Some(TOKEN),
+        "text/plain",
+        b"User-agent: \xe9t\xe9\n",
+    );
     assert_eq!(latin1.status, 400);
-    assert!(latin1.text().contains("not valid UTF-8"), "{}", latin1.text());
+    assert!(
+        latin1.text().contains("not valid UTF-8"),
+        "{}",
+        latin1.text()
+    );
 
     let unknown = preview_with(
         &proxy,
@@ -250,7 +300,10 @@ fn bad_candidates_get_a_400_naming_the_problem() {
     assert_eq!(unknown.status, 400);
     let error = unknown.json()["error"].as_str().unwrap_or("").to_string();
     assert!(error.contains("config fragment:2:1"), "{error}");
-    assert!(error.contains("polcy") && error.contains("policy"), "{error}");
+    assert!(
+        error.contains("polcy") && error.contains("policy"),
+        "{error}"
+    );
 
     let bad_yaml = preview_with(
         &proxy,
@@ -259,7 +312,11 @@ fn bad_candidates_get_a_400_naming_the_problem() {
         br#"{"config": "policy: {crawlers: [\n"}"#,
     );
     assert_eq!(bad_yaml.status, 400);
-    assert!(bad_yaml.text().contains("config fragment:"), "{}", bad_yaml.text());
+    assert!(
+        bad_yaml.text().contains("config fragment:"),
+        "{}",
+        bad_yaml.text()
+    );
 
     // The live robots.txt is still the one in force.
     assert_eq!(proxy.get(SHOP, "/private", GPTBOT).status, 403);
@@ -269,7 +326,10 @@ fn bad_candidates_get_a_400_naming_the_problem() {
 #[test]
 fn a_candidate_with_lines_the_engine_ignores_says_which() {
     let (_origin, proxy) = start();
-    let answer = preview(&proxy, "User-agent: *\nDisalow /x\nNoindex: /y\nDisallow: /private\n");
+    let answer = preview(
+        &proxy,
+        "User-agent: *\nDisalow /x\nNoindex: /y\nDisallow: /private\n",
+    );
     let invalid: Vec<u64> = answer["warnings"]
         .as_array()
         .expect("warnings")
@@ -308,7 +368,10 @@ fn beyond_max_paths_the_least_requested_are_evicted_and_counted_as_not_replayabl
     };
     assert_eq!(live["window"]["requests_replayed"], 6, "{live}");
     assert_eq!(live["window"]["requests_not_replayable"], 2, "{live}");
-    let hot = preview(&proxy, &format!("{LIVE}\nUser-agent: GPTBot\nDisallow: /hot\n"));
+    let hot = preview(
+        &proxy,
+        &format!("{LIVE}\nUser-agent: GPTBot\nDisallow: /hot\n"),
+    );
     assert_eq!(
         changes(&hot),
         vec![("GPTBot".into(), "allowed".into(), "blocked".into(), 4, 1)],
@@ -345,23 +408,43 @@ fn the_cli_prints_the_changes_and_exits_3_when_a_search_engine_would_lose_the_si
     );
     let everything = write("everything.txt", "User-agent: *\nDisallow: /\n");
     let admin = format!("http://{}", proxy.admin);
-    let base = ["preview", "--admin", &admin, "--origin", "shop", "--token-file", &token];
+    let base = [
+        "preview",
+        "--admin",
+        &admin,
+        "--origin",
+        "shop",
+        "--token-file",
+        &token,
+    ];
 
     let output = robotsguard(&[&base[..], &["--robots", &stricter]].concat());
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(output.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let row = stdout
         .lines()
         .find(|line| line.starts_with("GPTBot"))
         .unwrap_or_else(|| panic!("no GPTBot row:\n{stdout}"));
     let cells: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(&cells[..5], ["GPTBot", "allowed", "blocked", "2", "1"], "{stdout}");
+    assert_eq!(
+        &cells[..5],
+        ["GPTBot", "allowed", "blocked", "2", "1"],
+        "{stdout}"
+    );
     assert!(stdout.contains("4 requests replayed"), "{stdout}");
 
     let output = robotsguard(&[&base[..], &["--robots", &everything]].concat());
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(3), "{stdout}");
-    assert!(stdout.contains("warning: [search_engine_loses_site] Googlebot:"), "{stdout}");
+    assert!(
+        stdout.contains("warning: [search_engine_loses_site] Googlebot:"),
+        "{stdout}"
+    );
     assert!(stdout.contains("warning: [refuses_everything]"), "{stdout}");
 
     let output = robotsguard(&[&base[..], &["--robots", &everything, "--json"]].concat());
@@ -371,7 +454,9 @@ fn the_cli_prints_the_changes_and_exits_3_when_a_search_engine_would_lose_the_si
     assert_eq!(json["window"]["requests_replayed"], 4, "{json}");
 
     // No token: the admin listener's refusal is said, exit 1.
-    let output = robotsguard(&["preview", "--admin", &admin, "--origin", "shop", "--robots", &stricter]);
+    let output = robotsguard(&[
+        "preview", "--admin", &admin, "--origin", "shop", "--robots", &stricter,
+    ]);
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("401"));
 }
@@ -388,25 +473,51 @@ fn check_with_a_robots_file_alone_warns_from_the_catalogue() {
     let output = robotsguard(&["check", "--robots", &everything]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(3), "{stdout}");
-    assert!(stdout.contains("warning: [search_engine_loses_site] Googlebot:"), "{stdout}");
-    assert!(stdout.contains("warning: [search_engine_loses_site] bingbot:"), "{stdout}");
-    assert!(stdout.contains("warning: [refuses_everything] *:"), "{stdout}");
+    assert!(
+        stdout.contains("warning: [search_engine_loses_site] Googlebot:"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("warning: [search_engine_loses_site] bingbot:"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("warning: [refuses_everything] *:"),
+        "{stdout}"
+    );
 
     // Only Googlebot refused: it loses the site, bingbot does not.
-    let google = write("google.txt", "User-agent: Googlebot\nDisallow: /\n\nUser-agent: *\nDisallow: /admin\n");
+    let google = write(
+        "google.txt",
+        "User-agent: Googlebot\nDisallow: /\n\nUser-agent: *\nDisallow: /admin\n",
+    );
     let output = robotsguard(&["check", "--robots", &google, "--json"]);
     assert_eq!(output.status.code(), Some(3));
     let warnings: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(|line| serde_json::from_str(line).expect("one JSON warning a line"))
         .collect();
-    assert!(warnings.iter().any(|w| w["crawler"] == "Googlebot"), "{warnings:?}");
-    assert!(!warnings.iter().any(|w| w["crawler"] == "bingbot"), "{warnings:?}");
-    assert!(!warnings.iter().any(|w| w["kind"] == "refuses_everything"), "{warnings:?}");
+    assert!(
+        warnings.iter().any(|w| w["crawler"] == "Googlebot"),
+        "{warnings:?}"
+    );
+    assert!(
+        !warnings.iter().any(|w| w["crawler"] == "bingbot"),
+        "{warnings:?}"
+    );
+    assert!(
+        !warnings.iter().any(|w| w["kind"] == "refuses_everything"),
+        "{warnings:?}"
+    );
 
     let fine = write("fine.txt", "User-agent: *\nDisallow: /admin\n");
     let output = robotsguard(&["check", "--robots", &fine]);
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
 }
 
 #[test]
@@ -424,7 +535,12 @@ fn validate_and_reloads_warn_when_an_inline_robots_txt_refuses_search_engines_ev
         .lines()
         .find(|line| line.contains("warning:"))
         .unwrap_or_else(|| panic!("no warning: {stderr}"));
-    for needle in ["origin `shop`", "`robots.source: inline` line 2: `Disallow: /`", "Googlebot", "bingbot"] {
+    for needle in [
+        "origin `shop`",
+        "`robots.source: inline` line 2: `Disallow: /`",
+        "Googlebot",
+        "bingbot",
+    ] {
         assert!(warning.contains(needle), "{needle}: {warning}");
     }
     let output = robotsguard(&["validate", "--config", &path, "--strict"]);
@@ -433,12 +549,22 @@ fn validate_and_reloads_warn_when_an_inline_robots_txt_refuses_search_engines_ev
     // A reload to such a file logs the warning and counts it.
     let proxy = Proxy::start(&config(LIVE));
     let kind = [("kind", "search_crawler_refused")];
-    assert_eq!(proxy.wait_metric("robotsguard_config_warnings_total", &kind, 0.0), 0.0);
+    assert_eq!(
+        proxy.wait_metric("robotsguard_config_warnings_total", &kind, 0.0),
+        0.0
+    );
     assert!(proxy.wait_log("config reload: watching", 1, Duration::from_secs(10)));
     proxy.replace_config(&proxy.config_text(&config("User-agent: *\nDisallow: /\n")));
     assert_eq!(proxy.wait_reloads("success", 1.0), 1.0);
-    assert_eq!(proxy.wait_metric("robotsguard_config_warnings_total", &kind, 1.0), 1.0);
-    assert!(proxy.wait_log("`robots.source: inline` line 2: `Disallow: /` refuses", 1, Duration::from_secs(10)));
+    assert_eq!(
+        proxy.wait_metric("robotsguard_config_warnings_total", &kind, 1.0),
+        1.0
+    );
+    assert!(proxy.wait_log(
+        "`robots.source: inline` line 2: `Disallow: /` refuses",
+        1,
+        Duration::from_secs(10)
+    ));
 }
 
 #[test]
@@ -448,9 +574,8 @@ fn the_console_preview_page_takes_a_pasted_file_with_the_csrf_token_and_the_read
         assert_eq!(proxy.get(SHOP, path, GPTBOT).status, 200);
     }
     wait_sampled(&proxy, 3);
-    let send = |request: Request| {
-        Conn::open(proxy.admin).send(&request.host(&proxy.admin.to_string()))
-    };
+    let send =
+        |request: Request| Conn::open(proxy.admin).send(&request.host(&proxy.admin.to_string()));
     // The read-only token signs in and may preview.
     let login = send(
         Request::new("POST", "/ui/login")
@@ -466,7 +591,10 @@ fn the_console_preview_page_takes_a_pasted_file_with_the_csrf_token_and_the_read
     assert_eq!(page.status, 200, "{}", page.text());
     let page = page.text();
     assert!(!page.contains("<script"), "no JavaScript needed");
-    assert!(page.contains("Disallow: /private"), "the form holds the copy in force: {page}");
+    assert!(
+        page.contains("Disallow: /private"),
+        "the form holds the copy in force: {page}"
+    );
     let csrf = page
         .split("name=\"csrf\" value=\"")
         .nth(1)
@@ -486,7 +614,11 @@ fn the_console_preview_page_takes_a_pasted_file_with_the_csrf_token_and_the_read
                 .body(body.as_bytes()),
         )
     };
-    assert_eq!(post(form("0000")).status, 403, "without the session's CSRF token");
+    assert_eq!(
+        post(form("0000")).status,
+        403,
+        "without the session's CSRF token"
+    );
     let answer = post(form(&csrf));
     assert_eq!(answer.status, 200, "{}", answer.text());
     let answer = answer.text();

@@ -117,7 +117,10 @@ fn offline_warnings(args: &CheckArgs, robots_path: &Path) -> Result<u8, String> 
             writeln!(out)
         })
     } else if warnings.is_empty() {
-        writeln!(out, "no warning: no search engine refused everywhere, nothing ignored")
+        writeln!(
+            out,
+            "no warning: no search engine refused everywhere, nothing ignored"
+        )
     } else {
         warnings.iter().try_for_each(|warning| {
             let crawler = warning
@@ -125,7 +128,11 @@ fn offline_warnings(args: &CheckArgs, robots_path: &Path) -> Result<u8, String> 
                 .as_deref()
                 .map(|c| format!(" {c}:"))
                 .unwrap_or_default();
-            writeln!(out, "warning: [{}]{crawler} {}", warning.kind, warning.message)
+            writeln!(
+                out,
+                "warning: [{}]{crawler} {}",
+                warning.kind, warning.message
+            )
         })
     };
     written

@@ -53,7 +53,11 @@ pub fn run(args: &PreviewArgs) -> ExitCode {
             } else {
                 print!("{}", table(&answer));
             }
-            ExitCode::from(if blocks(&answer) { EXIT_WARNED } else { EXIT_OK })
+            ExitCode::from(if blocks(&answer) {
+                EXIT_WARNED
+            } else {
+                EXIT_OK
+            })
         }
         Err(message) => {
             eprintln!("error: {message}");
@@ -127,8 +131,7 @@ fn ask(args: &PreviewArgs) -> Result<(serde_json::Value, String), String> {
             args.admin
         ));
     }
-    let origin: String =
-        form_urlencoded::byte_serialize(args.origin.as_bytes()).collect();
+    let origin: String = form_urlencoded::byte_serialize(args.origin.as_bytes()).collect();
     let mut head = format!(
         "POST /robots/preview?origin={origin} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n",
         body.len()
@@ -155,7 +158,9 @@ fn exchange(authority: &str, head: &[u8], body: &[u8]) -> Result<(u16, Vec<u8>),
         .to_socket_addrs()
         .map_err(|e| format!("--admin {authority}: not an address: {e}"))?
         .collect();
-    let target = targets.first().ok_or("the admin address resolves to nothing")?;
+    let target = targets
+        .first()
+        .ok_or("the admin address resolves to nothing")?;
     let left = || {
         deadline
             .checked_duration_since(Instant::now())
@@ -164,7 +169,9 @@ fn exchange(authority: &str, head: &[u8], body: &[u8]) -> Result<(u16, Vec<u8>),
     };
     let mut stream = TcpStream::connect_timeout(target, left()?)
         .map_err(|e| format!("cannot connect to {authority}: {e}"))?;
-    stream.set_write_timeout(Some(left()?)).map_err(|e| e.to_string())?;
+    stream
+        .set_write_timeout(Some(left()?))
+        .map_err(|e| e.to_string())?;
     stream.write_all(head).map_err(|e| e.to_string())?;
     stream.write_all(body).map_err(|e| e.to_string())?;
     let mut answer = Vec::new();
@@ -230,7 +237,13 @@ fn table(answer: &serde_json::Value) -> String {
             ]);
         }
         let widths: Vec<usize> = (0..8)
-            .map(|i| lines.iter().map(|l| l[i].chars().count()).max().unwrap_or(0))
+            .map(|i| {
+                lines
+                    .iter()
+                    .map(|l| l[i].chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
             .collect();
         for line in lines {
             let cells: Vec<String> = line
