@@ -52,7 +52,9 @@
 //! 9. Background work that replaces what the snapshot holds: robots.txt fetching, upstream health
 //!    and DNS, [`reload`] (the config file), [`listener_tls`] (TLS listeners' certificates,
 //!    chosen by SNI and re-read on change), [`load`] (requests in flight, and upstream connections
-//!    opened narrow under load); [`reports`] and [`logs`], which describe decisions.
+//!    opened narrow under load); [`reports`] and [`logs`], which describe decisions; [`preview`],
+//!    which judges the reports' sample of recent crawler traffic again with a candidate
+//!    robots.txt or policy in force.
 //! 10. [`guard`], [`admin`] and [`console`]: the pingora-facing shells (per-request hooks,
 //!     services, the admin endpoint, the operator's pages); [`preflight`]: what a config needs
 //!     from the machine, checked alike by `validate`, `serve` and a reload.
