@@ -645,13 +645,16 @@ fn allowed_methods(path: &str) -> &'static [http::Method] {
     const READ: &[http::Method] = &[http::Method::GET, http::Method::HEAD];
     const BANS: &[http::Method] = &[http::Method::GET, http::Method::HEAD, http::Method::DELETE];
     match path {
-        REFRESH_PATH => &[http::Method::POST],
+        REFRESH_PATH | PREVIEW_PATH => &[http::Method::POST],
         "/bans" => BANS,
         _ => READ,
     }
 }
 
 const REFRESH_PATH: &str = "/robots/refresh";
+/// `POST /robots/preview?origin=NAME`: what a candidate robots.txt or policy would change
+/// ([`crate::preview`]); the read-only token may ask, as it changes nothing.
+const PREVIEW_PATH: &str = "/robots/preview";
 
 /// What answers a request whose `Host` the admin listener does not answer to.
 const MISDIRECTED: &str = "421 misdirected: this admin listener answers to its own addresses, localhost (when it listens on loopback) and the names in admin.hosts; add the name you reach it by to admin.hosts\n";
@@ -748,7 +751,7 @@ impl ServeHttp for AdminApp {
         if !allowed.contains(method) {
             let mut answer = text(
                 405,
-                "only GET and HEAD are allowed (DELETE on /bans, and POST only on /robots/refresh)\n",
+                "only GET and HEAD are allowed (DELETE on /bans, and POST only on /robots/refresh and /robots/preview)\n",
             );
             let names: Vec<&str> = allowed.iter().map(http::Method::as_str).collect();
             if let Ok(allow) = http::HeaderValue::from_str(&names.join(", ")) {
@@ -831,9 +834,72 @@ impl ServeHttp for AdminApp {
                     None => json(400, &serde_json::json!({"error": "give ?origin=NAME"})),
                 }
             }
-            _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin= /reports/crawlers?origin= /ui/ (POST /robots/refresh?origin=)\n"),
+            PREVIEW_PATH => {
+                let content_type = session
+                    .req_header()
+                    .headers
+                    .get(http::header::CONTENT_TYPE)
+                    .map(|v| v.as_bytes().to_vec());
+                let params = query_params(&query);
+                let Some(name) = param(&params, "origin").map(str::to_string) else {
+                    return json(400, &serde_json::json!({"error": "give ?origin=NAME"}));
+                };
+                if snapshot.origin_named(&name).is_none() {
+                    return json(
+                        404,
+                        &serde_json::json!({"error": format!("no origin `{name}`")}),
+                    );
+                }
+                let Some(body) = read_body(session, crate::preview::body::MAX_BODY_BYTES).await
+                else {
+                    return json(
+                        400,
+                        &serde_json::json!({"error": format!(
+                            "the body is larger than {} KiB: a candidate robots.txt may be at most {} KiB (the engine's cap)",
+                            crate::preview::body::MAX_BODY_BYTES / 1024,
+                            crate::preview::body::MAX_ROBOTS_BYTES / 1024
+                        )}),
+                    );
+                };
+                let candidate = match crate::preview::body::parse(content_type.as_deref(), &body) {
+                    Ok(candidate) => candidate,
+                    Err(error) => return json(400, &serde_json::json!({ "error": error })),
+                };
+                match crate::preview::preview(
+                    &snapshot,
+                    &self.verifier,
+                    &self.store,
+                    &self.console.reports,
+                    &name,
+                    &candidate,
+                )
+                .await
+                {
+                    Ok(answer) => json(200, &answer),
+                    Err(error) => json(400, &serde_json::json!({ "error": error })),
+                }
+            }
+            _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin= /reports/crawlers?origin= /ui/ (POST /robots/refresh?origin= /robots/preview?origin=)\n"),
         }
     }
+}
+
+/// A request body of at most `max` bytes; `None` when it is larger (reading stops there).
+async fn read_body(session: &mut ServerSession, max: usize) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    // Bounded in chunks too; the admin request deadline bounds the time.
+    for _ in 0..16_384 {
+        match session.read_request_body().await {
+            Ok(Some(chunk)) => {
+                if body.len() + chunk.len() > max {
+                    return None;
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+    Some(body)
 }
 
 /// 429 for a robots.txt refresh of `origin` asked again within

@@ -58,7 +58,9 @@
 //! 13. [`judge`]: the whole judgment of one request, as named phases (verdict, robots.txt, ban,
 //!     signals, verification, Crawl-delay, strike, answer), with no HTTP in it: the proxy
 //!     applies it, `/explain` and [`guard::Guard::judge`] preview it.
-//! 14. [`guard`], [`admin`] and [`console`]: the pingora-facing shells (per-request hooks,
+//! 14. [`preview`]: the reports' sample of recent crawler traffic judged again with a candidate
+//!     robots.txt or policy in force.
+//! 15. [`guard`], [`admin`] and [`console`]: the pingora-facing shells (per-request hooks,
 //!     services, the admin endpoint, the operator's pages); [`preflight`]: what a config needs
 //!     from the machine, checked alike by `validate`, `serve` and a reload.
 //!
@@ -119,6 +121,7 @@ mod net;
 pub mod outcome;
 #[doc(hidden)]
 pub mod preflight;
+pub mod preview;
 pub mod purpose_controls;
 #[doc(hidden)]
 pub mod reload;

@@ -880,6 +880,64 @@ impl Snapshot {
     pub fn is_ready(&self) -> bool {
         self.origins.iter().all(|origin| origin.robots.is_ready())
     }
+
+    /// This snapshot with the origin `name` as a candidate would make it, for a preview:
+    /// `config` (default: the origin's own) and `robots`, robots.txt bytes (default: the copy in
+    /// force), in a slot of its own that nothing else sees, so that judging with the result
+    /// changes no copy in force. Routing, upstreams and every other origin stay shared.
+    /// `None` when there is no such origin.
+    pub fn with_candidate(
+        &self,
+        name: &str,
+        config: Option<OriginConfig>,
+        robots: Option<bytes::Bytes>,
+    ) -> Option<Snapshot> {
+        let index = *self.by_name.get(name)?;
+        let live = &self.origins[index];
+        let config = config.unwrap_or_else(|| live.config.clone());
+        let traps = crate::traps::paths_for(&config.traps, name);
+        let controls = Arc::new(ControlPlan::for_origin(
+            &config,
+            self.identifier.catalogue(),
+        ));
+        let settings = config.robots.clone();
+        let copy = match robots {
+            Some(body) => {
+                let mut copy = RobotsCopy::from_body(
+                    body,
+                    settings.max_size,
+                    CopyOutcome::Ok,
+                    "candidate robots.txt (preview)".to_string(),
+                );
+                copy.source = "preview".to_string();
+                copy
+            }
+            // The copy in force already carries the live additions; taken as it is.
+            None => (*live.robots.current()).clone(),
+        };
+        let copy = with_additions(copy, &traps, &controls, settings.max_size, None);
+        let slot = RobotsSlot::new(settings, traps, controls);
+        slot.current.store(Arc::new(copy));
+        slot.ready.store(true, Ordering::Release);
+        let mut origins = self.origins.clone();
+        origins[index] = Arc::new(Origin {
+            allow_clients: AddressSet::new(&config.policy.allow_clients),
+            config,
+            upstreams: live.upstreams.clone(),
+            robots: Arc::new(slot),
+            request_series: Default::default(),
+            upstream_tls: live.upstream_tls.clone(),
+        });
+        Some(Snapshot {
+            config: self.config.clone(),
+            identifier: self.identifier.clone(),
+            origins,
+            by_host: self.by_host.clone(),
+            by_name: self.by_name.clone(),
+            feeds: self.feeds.clone(),
+            feeds_generation: self.feeds_generation,
+        })
+    }
 }
 
 /// Reads every origin's upstream TLS files (`tls.ca`, `tls.client_cert`, `tls.client_key`) as

@@ -15,6 +15,7 @@ pub(crate) use sections::{default_trusted_callers, DEFAULT_DECISION_TIMEOUT};
 pub use sections::{DecisionConfig, OnDecisionError};
 mod duration;
 mod error;
+mod fragment;
 mod reader;
 // Public for the binary (`robotsguard config schema|reference`), not an API of its own.
 #[doc(hidden)]
@@ -45,6 +46,8 @@ pub use sections::{
 #[cfg(test)]
 mod tests;
 
+pub use fragment::{with_origin_fragment, MAX_FRAGMENT_BYTES};
+pub use sections::{PreviewConfig, DEFAULT_MAX_PATHS_PER_ORIGIN};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -83,6 +86,8 @@ pub struct Config {
     pub state_dir: Option<PathBuf>,
     /// What the reports keep (`/reports/*`, the console).
     pub reports: ReportsConfig,
+    /// What the preview keeps to replay (`preview`).
+    pub preview: PreviewConfig,
     /// The decision listener for front proxies' auth subrequests, when `decision` is set.
     pub decision: Option<DecisionConfig>,
     /// The absolute path the config was loaded from (`None` from `load_str`).
@@ -308,6 +313,11 @@ const RESTART_ONLY: &[RestartOnly] = &[
         name: "reports",
         differs: |old, new| old.reports != new.reports,
         keep: |new, running| new.reports = running.reports,
+    },
+    RestartOnly {
+        name: "preview",
+        differs: |old, new| old.preview != new.preview,
+        keep: |new, running| new.preview = running.preview,
     },
     RestartOnly {
         name: "state",

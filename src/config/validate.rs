@@ -10,8 +10,8 @@ use super::reader::{self, Table};
 use super::sections::{
     access_log, admin, check_admin_clash, check_catalogue, check_decision_clashes, crawlers, decision,
     defaults, limits, listeners,
-    origins, reports, shutdown_grace, state, verify, AdminConfig, CrawlersConfig, Limits, Listener,
-    ReportsConfig, StateConfig, VerifyConfig, DEFAULT_ADMIN, DEFAULT_GRACE, DEFAULT_LISTEN,
+    origins, preview, reports, shutdown_grace, state, verify, AdminConfig, CrawlersConfig, Limits, Listener,
+    PreviewConfig, ReportsConfig, StateConfig, VerifyConfig, DEFAULT_ADMIN, DEFAULT_GRACE, DEFAULT_LISTEN,
     MAX_THREADS, TOP,
 };
 use super::tree::Node;
@@ -50,6 +50,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
         state: StateConfig::default(),
         state_dir: None,
         reports: ReportsConfig::default(),
+        preview: PreviewConfig::default(),
         decision: None,
         source_path: None,
     };
@@ -121,6 +122,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
     if let Some(n) = top.get("reports") {
         config.reports = reports(sink, n);
     }
+    config.preview = preview(sink, top.get("preview"));
     let defaults = defaults(sink, top.get("defaults"), &known, base_dir);
     config.origins = origins(sink, &top, &defaults, base_dir, &known);
     config

@@ -9,6 +9,7 @@ pub mod checks;
 mod html;
 mod pages;
 pub(crate) mod preview;
+mod preview_page;
 pub mod throttle;
 
 use std::sync::Arc;
@@ -104,7 +105,13 @@ impl Console {
         let session_id = access::session_cookie(request);
         let secure = access::over_tls(request);
         let form = if method == http::Method::POST {
-            match read_form(session).await {
+            // A pasted robots.txt may be as large as the engine reads (form-encoded, larger).
+            let limit = if path == "/ui/preview" {
+                crate::preview::body::MAX_BODY_BYTES * 2
+            } else {
+                MAX_FORM_BYTES
+            };
+            match read_form(session, limit).await {
                 Some(form) => form,
                 None => return html::text(413, "the form is too large\n"),
             }
@@ -135,14 +142,15 @@ impl Console {
     }
 }
 
-/// A form body (`application/x-www-form-urlencoded`), at most [`MAX_FORM_BYTES`]; `None` when
+/// A form body (`application/x-www-form-urlencoded`), at most `limit` bytes ([`MAX_FORM_BYTES`]
+/// but for the preview's pasted robots.txt); `None` when
 /// it is larger.
-async fn read_form(session: &mut ServerSession) -> Option<Vec<(String, String)>> {
+async fn read_form(session: &mut ServerSession, limit: usize) -> Option<Vec<(String, String)>> {
     let mut body = Vec::new();
     for _ in 0..1024 {
         match session.read_request_body().await {
             Ok(Some(chunk)) => {
-                if body.len() + chunk.len() > MAX_FORM_BYTES {
+                if body.len() + chunk.len() > limit {
                     return None;
                 }
                 body.extend_from_slice(&chunk);

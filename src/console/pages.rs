@@ -91,6 +91,7 @@ pub(crate) async fn respond(console: &Console, asked: &Asked) -> Response<Vec<u8
         ("/ui/origin", false) => origin_page(console, asked, &viewer).await,
         ("/ui/bans", false) => bans_page(console, asked, &viewer),
         ("/ui/explain", false) => explain_page(console, asked, &viewer).await,
+        ("/ui/preview", _) => preview_page(console, asked, &viewer, post).await,
         ("/ui/bans/lift", true) => lift(console, asked, &viewer).await,
         ("/ui/bans/lift-all", true) => lift_all(console, asked, &viewer).await,
         ("/ui/logout", true) => {
@@ -544,6 +545,11 @@ async fn origin_page(console: &Console, asked: &Asked, viewer: &Viewer) -> Respo
         rfc3339(scope.since),
         rfc3339(scope.until),
     );
+    let _ = writeln!(
+        body,
+        "<p><a href=\"/ui/preview?origin={}\">Preview a robots.txt change</a>: what a candidate file would change for the recent crawler requests, and what the last change flipped.</p>",
+        url_value(scope.origin.name())
+    );
     body.push_str(&chart::bars(
         &scope.merged.series(None, scope.since, scope.until),
         "requests and refusals over the window",
@@ -919,6 +925,32 @@ async fn lift(console: &Console, asked: &Asked, viewer: &Viewer) -> Response<Vec
         }
         Lifted::NotBanned => message(404, "Not banned", "That address is not banned there (the ban may have ended).", viewer),
         Lifted::HereOnly => message(503, "Lifted here only", "The shared state store is unreachable: the ban is lifted in this replica only and comes back from the store when it is reachable. Try again.", viewer),
+    }
+}
+
+/// `/ui/preview?origin=NAME`: the form, and on POST what the candidate would change
+/// ([`super::preview_page`]).
+async fn preview_page(
+    console: &Console,
+    asked: &Asked,
+    viewer: &Viewer,
+    post: bool,
+) -> Response<Vec<u8>> {
+    let origin = if post {
+        asked.field("origin")
+    } else {
+        asked.param("origin")
+    }
+    .unwrap_or("");
+    let submitted = post.then(|| {
+        (
+            asked.field("robots").unwrap_or(""),
+            asked.field("config").unwrap_or(""),
+        )
+    });
+    match super::preview_page::body(console, origin, &viewer.csrf, submitted).await {
+        Ok(body) => viewer.page(200, "Preview", Section::Origin, &body),
+        Err(problem) => message(404, "Not found", &problem, viewer),
     }
 }
 

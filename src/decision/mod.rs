@@ -506,6 +506,7 @@ impl DecisionApp {
                 read_robots: judgment.read_robots,
                 target: target.decided_path(),
             },
+            user_agent,
             Some(status),
             started,
         );

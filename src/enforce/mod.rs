@@ -26,7 +26,7 @@ use crate::snapshot::{Origin, Policy, RobotsCopy, Snapshot};
 use crate::tables::crawl_delay::{BudgetKey, CrawlDelays, GENERIC_BUDGET, MAX_DELAY};
 
 mod verification;
-mod warnings;
+pub mod warnings;
 
 pub use verification::{Verification, VerificationResult};
 pub use warnings::{config_warnings, count_config_warnings, search_refusals};

@@ -59,6 +59,33 @@ pub fn search_refusals(config: &Config, catalogue: &Catalogue) -> Vec<ConfigWarn
                 None => settings.push((setting, vec![&def.name])),
             }
         }
+        // Left to robots.txt by the policy, a search crawler may still be refused everywhere
+        // by a file the config holds or names (`source: inline`, `source: file`).
+        if let Some((source, rules)) = configured_robots(&origin.robots) {
+            for def in &search_crawlers {
+                let (action, _, _) = policy_action(
+                    &origin.policy,
+                    &def.name,
+                    def.purposes(),
+                    def.controls.purposes(),
+                    def.category,
+                );
+                if action != Action::Enforce {
+                    continue;
+                }
+                let Some(rule) = refused_by_robots(&rules, def) else {
+                    continue;
+                };
+                let setting = format!(
+                    "robots.source: {source}` line {}: `{}: {}",
+                    rule.0, rule.1, rule.2
+                );
+                match settings.iter_mut().find(|(known, _)| *known == setting) {
+                    Some((_, crawlers)) => crawlers.push(&def.name),
+                    None => settings.push((setting, vec![&def.name])),
+                }
+            }
+        }
         let report = origin.mode == Mode::Report;
         for (setting, crawlers) in settings {
             match found
@@ -78,6 +105,61 @@ pub fn search_refusals(config: &Config, catalogue: &Catalogue) -> Vec<ConfigWarn
             text: warning_text(&setting, &crawlers, report, &origins),
         })
         .collect()
+}
+
+/// Paths a search crawler is judged on to tell "refused on every path": the root, a page and
+/// a deep path no site has.
+pub const PROBE_PATHS: [&str; 3] = ["/", "/index.html", "/robotsguard-preview/any/page"];
+
+/// The deciding rule (line, directive, pattern) when `rules` refuse `def` on every
+/// [`PROBE_PATHS`] through the group it obeys (a crawler that ignores `*` is not held to it).
+pub fn refused_by_robots(
+    rules: &crate::robots::Robots,
+    def: &CrawlerDef,
+) -> Option<(u32, &'static str, String)> {
+    let tokens: Vec<&str> = def.tokens.iter().map(String::as_str).collect();
+    let mut deciding = None;
+    for path in PROBE_PATHS {
+        let verdict = rules.verdict(&tokens, path.as_bytes());
+        if verdict.allowed
+            || (def.ignores_global && verdict.group == crate::robots::GroupMatch::Global)
+        {
+            return None;
+        }
+        if deciding.is_none() {
+            deciding = verdict
+                .rule
+                .map(|rule| (rule.line, rule.directive.as_str(), rule.pattern.to_string()));
+        }
+    }
+    deciding
+}
+
+/// The robots.txt an origin's config holds (`source: inline`) or names (`source: file`, read
+/// now, within `max_size`), compiled as the proxy matches; `None` for one fetched from the
+/// origin or a file that cannot be read (the file's own check reports that).
+fn configured_robots(
+    robots: &crate::config::RobotsConfig,
+) -> Option<(&'static str, crate::robots::Robots)> {
+    use std::io::Read;
+    let (source, body) = match &robots.source {
+        crate::config::RobotsSource::Inline { text } => ("inline", text.clone().into_bytes()),
+        crate::config::RobotsSource::File { path } => {
+            let mut body = Vec::new();
+            std::fs::File::open(path)
+                .ok()?
+                .take(robots.max_size as u64)
+                .read_to_end(&mut body)
+                .ok()?;
+            ("file", body)
+        }
+        crate::config::RobotsSource::Origin { .. } => return None,
+    };
+    let parsed = crate::robots::RobotsTxt::parse_with_limit(&body, robots.max_size);
+    Some((
+        source,
+        crate::robots::Robots::compile(&parsed, crate::robots::MatchMode::Canonical),
+    ))
 }
 
 /// The setting that refuses `def` on every path under `policy`, as written
@@ -208,6 +290,27 @@ mod tests {
             ),
             "Googlebot and Applebot are refused through their tokens: {found:?}"
         );
+    }
+
+    #[test]
+    fn an_inline_robots_txt_refusing_everything_names_its_line() {
+        let text = "origins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: \"127.0.0.1:1\"\n    robots: {source: inline, text: \"User-agent: *\\nDisallow: /\\n\"}\n  - name: blog\n    hosts: [blog.example]\n    upstream: \"127.0.0.1:1\"\n    robots: {source: inline, text: \"User-agent: *\\nDisallow: /admin\\n\"}\n";
+        let config = crate::config::load_str(text, "t.yaml", std::path::Path::new("."))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let catalogue = crate::snapshot::build_identifier(&config)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .catalogue()
+            .clone();
+        let found = config_warnings(&config, &catalogue);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].kind, WARNING_SEARCH_REFUSED);
+        assert!(
+            found[0].text.starts_with(
+                "origin `shop`: `robots.source: inline` line 2: `Disallow: /` refuses the search crawlers Googlebot"
+            ),
+            "{found:?}"
+        );
+        assert!(found[0].text.contains("bingbot"), "{found:?}");
     }
 
     #[test]

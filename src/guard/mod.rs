@@ -297,13 +297,20 @@ impl Guard {
         }
         let snapshot_state = snapshot.config.state.clone();
         let reports_settings = snapshot.config.reports;
+        let preview_settings = snapshot.config.preview;
         Ok(Guard {
             live: Arc::new(Live::new(snapshot)),
             config_path: None,
             unknown_hosts,
             verifier,
             store: Arc::new(Store::new(&snapshot_state)),
-            reports: Arc::new(crate::reports::Reports::new(reports_settings)),
+            reports: {
+                let reports = crate::reports::Reports::new(reports_settings);
+                reports
+                    .sample()
+                    .set_max_pairs(preview_settings.max_paths_per_origin);
+                Arc::new(reports)
+            },
         })
     }
 
@@ -1033,16 +1040,23 @@ impl Guard {
                 read_robots: ctx.state.read_robots,
                 target: target.as_ref().map_or(&b"/"[..], Target::decided_path),
             },
+            session
+                .req_header()
+                .headers
+                .get(http::header::USER_AGENT)
+                .map_or(&b""[..], http::HeaderValue::as_bytes),
             status,
             ctx.state.started,
         );
     }
 
-    /// Counts a decided request in the reports and the request metrics, as the proxy does for
-    /// every request it decided; the decision listener does the same for each judgment.
+    /// Counts a decided request in the reports, the preview's sample and the request metrics, as
+    /// the proxy does for every request it decided; the decision listener does the same for each
+    /// judgment. `user_agent` is the request's, for the sample to judge it again.
     pub(crate) fn count_decided(
         &self,
         observed: &crate::reports::Observed<'_>,
+        user_agent: &[u8],
         status: Option<u16>,
         started: Instant,
     ) {
@@ -1050,6 +1064,8 @@ impl Guard {
         self.reports.record_at(observed, now);
         let decision = observed.decision;
         let failed = observed.failed;
+        self.reports
+            .record_sample(decision, observed.target, user_agent, now);
         let origin = decision.origin.name();
         let series = decision.origin.request_series.get(origin);
         if let Some(status) = status {

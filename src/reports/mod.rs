@@ -9,6 +9,7 @@
 //! [`crate::store::Store::publish_reports`]) and a report merges every replica's.
 
 pub mod distinct;
+pub mod sample;
 pub mod sketch;
 pub mod text;
 
@@ -460,6 +461,8 @@ pub struct Reports {
     origins: RwLock<HashMap<Arc<str>, Arc<Mutex<OriginReport>>, foldhash::fast::RandomState>>,
     /// The wall clock at a moment of the monotonic one: requests read the cheap coarse clock.
     anchor: (Instant, u64),
+    /// The crawler traffic a preview replays.
+    sample: sample::Sample,
 }
 
 impl std::fmt::Debug for Reports {
@@ -503,6 +506,10 @@ impl Reports {
             grid: Grid::new(settings.window),
             origins: RwLock::new(HashMap::default()),
             anchor: (crate::tables::clock::coarse_now(), unix),
+            sample: sample::Sample::new(
+                settings.window.as_secs(),
+                crate::config::DEFAULT_MAX_PATHS_PER_ORIGIN,
+            ),
         }
     }
 
@@ -531,6 +538,23 @@ impl Reports {
             .entry(Arc::from(name))
             .or_default()
             .clone()
+    }
+
+    /// The crawler traffic kept for previews.
+    pub fn sample(&self) -> &sample::Sample {
+        &self.sample
+    }
+
+    /// Keeps one request in the preview's sample ([`sample::Sample::record`]), ended `at`.
+    pub fn record_sample(
+        &self,
+        decision: &Decision,
+        target: &[u8],
+        user_agent: &[u8],
+        at: Instant,
+    ) {
+        self.sample
+            .record(decision, target, user_agent, self.unix_at(at));
     }
 
     /// Counts one request, now.

@@ -40,6 +40,7 @@ mod offenders;
 mod one_judgment;
 mod origins_selftest;
 mod policy;
+mod preview;
 mod proxy_admin;
 mod proxy_enforcement;
 mod proxy_robots_sources;

@@ -69,6 +69,8 @@ mod state;
 pub use state::*;
 mod reports;
 pub use reports::*;
+mod preview;
+pub use preview::*;
 mod decision;
 pub(crate) use decision::{default_trusted_callers, DEFAULT_DECISION_TIMEOUT};
 pub use decision::{DecisionConfig, OnDecisionError};
@@ -226,6 +228,7 @@ pub(crate) static ALL: &[&Section] = &[
     &STATE_REDIS_CLUSTER,
     &STATE_REDIS_TLS,
     &REPORTS,
+    &PREVIEW,
     &DECISION,
 ];
 

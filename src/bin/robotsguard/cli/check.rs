@@ -27,11 +27,11 @@ pub struct CheckArgs {
     pub robots: Option<PathBuf>,
     /// Product token of the crawler (e.g. `googlebot`). Repeat for a crawler with several tokens,
     /// most specific first: the first one with a group of its own selects it.
-    #[arg(
-        long = "agent",
-        value_name = "TOKEN",
-        required_unless_present = "batch"
-    )]
+    /// Without --agent and URLs, `--robots FILE` prints the warnings of the file from the
+    /// crawler catalogue alone (a search engine refused everywhere, `Disallow: /` for `*`,
+    /// lines the engine ignores) and exits 3 when a search engine would lose the site or
+    /// everything is refused.
+    #[arg(long = "agent", value_name = "TOKEN")]
     pub agents: Vec<String>,
     /// File with one URL or path per line (`-` for standard input); blank lines are skipped.
     #[arg(long, value_name = "FILE", conflicts_with = "batch")]
@@ -97,11 +97,61 @@ fn read_input(path: &Path, what: &str) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("cannot read {what} `{}`: {e}", path.display()))
 }
 
+/// Exit code when the file would take the site out of a search engine or refuses everything.
+pub const EXIT_WARNED: u8 = 3;
+
+/// `check --robots FILE` alone: the file's warnings from the built-in crawler catalogue.
+fn offline_warnings(args: &CheckArgs, robots_path: &Path) -> Result<u8, String> {
+    let body = read_input(robots_path, "robots.txt")?;
+    robotsguard::preview::body::check_robots(&body)?;
+    let catalogue = robotsguard::crawlers::Catalogue::builtin().map_err(|e| e.to_string())?;
+    let warnings = robotsguard::preview::offline_warnings(&body, &catalogue);
+    let blocking = warnings.iter().any(|w| {
+        w.kind == robotsguard::preview::SEARCH_ENGINE_LOSES_SITE
+            || w.kind == robotsguard::preview::REFUSES_EVERYTHING
+    });
+    let mut out = BufWriter::new(io::stdout().lock());
+    let written = if args.json {
+        warnings.iter().try_for_each(|warning| {
+            serde_json::to_writer(&mut out, warning)?;
+            writeln!(out)
+        })
+    } else if warnings.is_empty() {
+        writeln!(
+            out,
+            "no warning: no search engine refused everywhere, nothing ignored"
+        )
+    } else {
+        warnings.iter().try_for_each(|warning| {
+            let crawler = warning
+                .crawler
+                .as_deref()
+                .map(|c| format!(" {c}:"))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "warning: [{}]{crawler} {}",
+                warning.kind, warning.message
+            )
+        })
+    };
+    written
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("cannot write: {e}"))?;
+    Ok(if blocking { EXIT_WARNED } else { EXIT_ALLOWED })
+}
+
 fn run_urls(args: &CheckArgs) -> Result<u8, String> {
     let robots_path = args
         .robots
         .as_deref()
         .ok_or("--robots FILE is required (or use --batch)")?;
+    if args.agents.is_empty() && args.url_args.is_empty() && args.urls.is_none() {
+        return offline_warnings(args, robots_path);
+    }
+    if args.agents.is_empty() {
+        return Err("give the crawler's product token with --agent TOKEN".into());
+    }
     if args.url_args.is_empty() && args.urls.is_none() {
         return Err("give URLs to check as arguments or with --urls FILE".into());
     }

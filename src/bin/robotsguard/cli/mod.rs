@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod healthcheck;
+pub mod preview;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,8 +44,13 @@ pub enum Command {
     },
     /// Run a demo origin, the proxy and the admin endpoint on loopback, and print curl lines to try.
     Demo,
-    /// Check URLs against a robots.txt exactly as Google's reference library would.
+    /// Check URLs against a robots.txt exactly as Google's reference library would; with
+    /// `--robots FILE` alone, warn when the file would take the site out of a search engine.
     Check(check::CheckArgs),
+    /// Ask a running instance what a candidate robots.txt or config fragment would change on
+    /// an origin, from its recent crawler traffic: exit 0, or 3 when a search engine would lose
+    /// the site or the file refuses everything.
+    Preview(preview::PreviewArgs),
     /// Check a config file and what it refers to (TLS files, robots.txt files, secrets, the
     /// crawler catalogue): exit 0 when `serve` would start with it, else print every error and
     /// exit 1. Warnings are printed too; with --strict they also make it exit 1.
@@ -116,6 +122,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
         Command::Check(args) => check::run(args),
+        Command::Preview(args) => preview::run(args),
         Command::Config { what } => write_stdout(&match what {
             ConfigDoc::Schema => robotsguard::config::reference::json_schema(),
             ConfigDoc::Reference => robotsguard::config::reference::markdown(),
