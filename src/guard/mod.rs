@@ -46,9 +46,7 @@ use crate::upstream::Peer;
 use answer::{failure_body, refuse, respond_refusal, serve_robots};
 pub(crate) use answer::{refusal_body, refusal_header, refusal_text, unrouted_reason};
 // What the decision listener shares with the proxy: how a request is read and answered.
-use forward::{
-    connection_nominations, forward, robots_url, Forwarding, X_FORWARDED_FOR,
-};
+use forward::{connection_nominations, forward, robots_url, Forwarding, X_FORWARDED_FOR};
 pub(crate) use forward::{request_id, robots_url_of};
 pub(crate) use request::{
     client_text, request_path, request_target, routed_host, scan_headers, Target, MAX_USER_AGENT,
@@ -541,8 +539,7 @@ impl Guard {
         };
         // A Web Bot Auth signature names its crawler whatever the User-Agent says.
         let signature = if scan.signature_input {
-            let https =
-                signature::signed_over_https(session, request, ctx.state.peer_trusted);
+            let https = signature::signed_over_https(session, request, ctx.state.peer_trusted);
             signature::read_signature(
                 &self.verifier,
                 &snapshot,

@@ -72,9 +72,9 @@ pub use reports::*;
 mod preview;
 pub use preview::*;
 mod decision;
+pub(crate) use decision::{check_clashes as check_decision_clashes, decision, DECISION};
 pub(crate) use decision::{default_trusted_callers, DEFAULT_DECISION_TIMEOUT};
 pub use decision::{DecisionConfig, OnDecisionError};
-pub(crate) use decision::{check_clashes as check_decision_clashes, decision, DECISION};
 
 /// The value a key takes.
 pub(crate) enum Ty {

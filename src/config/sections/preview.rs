@@ -65,4 +65,3 @@ pub(crate) fn preview(sink: &mut Sink, node: Option<&Node>) -> PreviewConfig {
     }
     config
 }
-
