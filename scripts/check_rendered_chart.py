@@ -49,6 +49,20 @@ def one(docs, kind, component=None):
     return found[0]
 
 
+def optional(docs, kind, component, wanted):
+    """The one object of this component when wanted (as `one`), else a problem if any exists."""
+    if wanted:
+        return one(docs, kind, component)
+    found = [
+        d
+        for d in by_kind(docs, kind)
+        if d["metadata"].get("labels", {}).get("app.kubernetes.io/component") == component
+    ]
+    if found:
+        problem(f"expected no {kind} {component}, found {len(found)}")
+    return None
+
+
 def selects(selector, labels):
     return all(labels.get(k) == v for k, v in selector.items())
 
@@ -76,12 +90,19 @@ def check_services(docs, pod_labels, container_ports):
         for port in service["spec"]["ports"]:
             if port["targetPort"] not in container_ports:
                 problem(f"Service {name} targets port {port['targetPort']!r}, not a container port")
-    proxy = one(docs, "Service", "proxy")
+    # The proxy and decision Services exist exactly when the container has their ports.
+    proxy = optional(docs, "Service", "proxy", "http" in container_ports)
     admin = one(docs, "Service", "admin")
     if admin and admin["spec"]["type"] != "ClusterIP":
         problem("the admin Service must stay ClusterIP")
     if proxy and any(p["targetPort"] == "admin" for p in proxy["spec"]["ports"]):
         problem("the proxy Service exposes the admin port")
+    decision = optional(docs, "Service", "decision", "decision" in container_ports)
+    if decision:
+        if decision["spec"]["type"] != "ClusterIP":
+            problem("the decision Service must stay ClusterIP")
+        if [p["targetPort"] for p in decision["spec"]["ports"]] != ["decision"]:
+            problem("the decision Service must expose the decision port only")
     return admin
 
 
@@ -129,13 +150,13 @@ def check_service_monitor(docs, admin, namespace, token):
 
 
 def check_network_policy(docs, pod_labels, container):
-    """Whatever a NetworkPolicy admits, the proxy Service must still reach its
-    ports, the admin port must not be open to all, and restricted egress must
+    """Whatever a NetworkPolicy admits, the proxy and decision Services must
+    still reach their ports, the admin port must not be open to all, and restricted egress must
     still reach DNS."""
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     proxies = [
         s for s in by_kind(docs, "Service")
-        if s["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "proxy"
+        if s["metadata"].get("labels", {}).get("app.kubernetes.io/component") in ("proxy", "decision")
     ]
     for policy in by_kind(docs, "NetworkPolicy"):
         name = policy["metadata"]["name"]
@@ -161,7 +182,7 @@ def check_network_policy(docs, pod_labels, container):
         for proxy in proxies:
             for port in proxy["spec"]["ports"]:
                 if port["targetPort"] not in admitted:
-                    problem(f"NetworkPolicy {name} cuts off the proxy Service's port {port['targetPort']}")
+                    problem(f"NetworkPolicy {name} cuts off Service {proxy['metadata']['name']}'s port {port['targetPort']}")
         for rule in admitted.get("admin", []):
             if not rule.get("from"):
                 problem(f"NetworkPolicy {name} opens the admin port to everyone")
@@ -345,6 +366,20 @@ def check_config_against_pod(config_file, container, pod_spec):
     for name in ("http", "https"):
         if name in ports and ports[name] not in listen_ports:
             problem(f"container port {name} ({ports[name]}) has no listener in the config")
+    if listen and "http" not in ports:
+        problem("the config has proxy listeners but the container exposes no proxy port")
+
+    decision = config.get("decision")
+    if "decision" in ports:
+        decision_ports = {port_of(a) for a in (decision or {}).get("listen", [])}
+        if ports["decision"] not in decision_ports:
+            problem(f"container port decision ({ports['decision']}) has no decision listener in the config")
+        # Without trusted_callers robotsguard answers loopback only, and in-cluster callers are pods.
+        callers = (decision or {}).get("trusted_callers") or []
+        if not callers or all(re.match(r"^(127\.|::1(/|$))", str(c)) for c in callers):
+            problem("decision.trusted_callers admits only loopback; the ingress controller's pods would get 403")
+    elif decision:
+        problem("the config has a decision listener but the container exposes no decision port")
     admin = config["admin"]["address"] if isinstance(config["admin"], dict) else config["admin"]
     if port_of(admin) != ports.get("admin"):
         problem(f"config admin {admin} is not the container's admin port")

@@ -58,6 +58,58 @@ Send traffic (an Ingress controller, or `service.type: LoadBalancer`) to Service
 install notes print the `kubectl port-forward` and `curl` lines for `/metrics` and `/explain`.
 Check a config before installing with `robotsguard validate --config-only --config FILE`.
 
+## With the ingress controller you already run
+
+`decision.enabled: true` adds robotsguard's decision listener (the book, "Use it with your
+proxy"): your ingress controller asks it about each request and enforces the answer, with the same
+judgment, budgets, bans and metrics as the proxy. The chart exposes it on the ClusterIP Service
+`<fullname>-decision` (port `decision.service.port`, 8081). Only `decision.trustedCallers` are
+answered, and in-cluster callers are pods, not loopback: name the controller's pod CIDR.
+`proxy.enabled: false` turns the proxy listener off (`listen: []`) to run the decision service
+alone.
+
+```yaml
+# decision-values.yaml, installed as `helm install robotsguard helm/robotsguard -n robotsguard`
+proxy: {enabled: false}
+decision:
+  enabled: true
+  trustedCallers: ["10.244.0.0/16"]   # the ingress controller's pod CIDR
+config:
+  origins:
+    - name: shop
+      hosts: [shop.example]
+      upstream: "shop.shop.svc.cluster.local:8080"   # robots.txt is fetched from here
+```
+
+ingress-nginx, on each Ingress to protect. `/auth/nginx` refuses with 403 (all `auth-url` passes
+on) and carries the real status in `X-Robotsguard-Status`; `deploy/proxies/ingress-nginx.yaml`
+has the whole recipe:
+
+```yaml
+metadata:
+  annotations:
+    nginx.ingress.kubernetes.io/auth-url: "http://robotsguard-decision.robotsguard.svc.cluster.local:8081/auth/nginx"
+    nginx.ingress.kubernetes.io/auth-response-headers: "X-Robotsguard-Decision,X-Robotsguard-Crawler,X-Robotsguard-Verified"
+    nginx.ingress.kubernetes.io/auth-snippet: |
+      proxy_set_header X-Forwarded-Proto $scheme;
+```
+
+Traefik, a forwardAuth Middleware named on the IngressRoute (or with the
+`traefik.ingress.kubernetes.io/router.middlewares` annotation). `/auth` answers a refusal with the
+proxy's own status, headers and body (403, 402 with `Link`, 429 with `Retry-After`), which Traefik
+copies to the client; `deploy/proxies/traefik-crd.yaml` has the whole recipe:
+
+```yaml
+apiVersion: traefik.io/v1alpha1
+kind: Middleware
+metadata:
+  name: robotsguard
+spec:
+  forwardAuth:
+    address: http://robotsguard-decision.robotsguard.svc:8081/auth
+    authResponseHeaders: [X-Robotsguard-Decision, X-Robotsguard-Crawler, X-Robotsguard-Verified]
+```
+
 ## Values
 
 Every value is optional; `values.schema.json` refuses unknown ones, so a typo fails

@@ -77,6 +77,12 @@ for values in "$chart"/ci/*-values.yaml; do
     check_case "$(basename "$values" .yaml)" -f "$values"
 done
 
+# decision-only-values.yaml must have rendered the decision service alone: `listen: []`.
+if ! grep -qE '^listen: \[\]$' "$work/decision-only-values.volume/robotsguard.yaml"; then
+    echo "validate-helm: decision-only-values.yaml no longer renders \`listen: []\`" >&2
+    exit 1
+fi
+
 # words-values.yaml writes `mode: off`: Helm must have turned it into a boolean (else the case
 # above proved nothing), and robotsguard accepted that boolean as `off`.
 if ! grep -qE '^ *mode: false$' "$work/words-values.volume/robotsguard.yaml"; then
@@ -154,6 +160,17 @@ refuse "origins" --set config.origins=null
 # A robots file named like the config would shadow it in the shared volume.
 refuse "robotsFiles" --set-string 'robotsFiles.robotsguard\.yaml=x'
 refuse "kubeVersion" --kube-version 1.29.0
+# The decision service: in-cluster callers are not loopback, the chart writes config.decision,
+# and a pod must serve something.
+refuse "decision.enabled needs decision.trustedCallers" --set decision.enabled=true
+refuse "config.decision is written by the chart" --set 'config.decision.listen[0]=0.0.0.0:8081'
+refuse "the pods would serve nothing" --set proxy.enabled=false
+refuse "tls.secretName needs proxy.enabled" --set proxy.enabled=false --set decision.enabled=true \
+    --set 'decision.trustedCallers[0]=10.244.0.0/16' --set tls.secretName=cert
+refuse "config.listen must be empty with proxy.enabled false" --set proxy.enabled=false \
+    --set decision.enabled=true --set 'decision.trustedCallers[0]=10.244.0.0/16' \
+    --set 'config.listen[0]=0.0.0.0:8080'
+refuse "decision.onError" --set decision.onError=maybe
 
 # The config JSON Schema accepts every example config and each config the chart renders, and
 # refuses its invalid samples; the chart's README is its generator's output.

@@ -62,7 +62,9 @@
 //!     robots.txt or policy in force.
 //! 15. [`guard`], [`admin`] and [`console`]: the pingora-facing shells (per-request hooks,
 //!     services, the admin endpoint, the operator's pages); [`preflight`]: what a config needs
-//!     from the machine, checked alike by `validate`, `serve` and a reload.
+//!     from the machine, checked alike by `validate`, `serve` and a reload; [`decision`]: the
+//!     decision listener, the same judgment answered to a front proxy's auth subrequest
+//!     (nginx `auth_request`, forward auth, Envoy `ext_authz`), built on [`guard`].
 //!
 //! `listener_tls`, `preflight` and `reload` are public for the binary and hidden from these docs:
 //! [`guard::Guard`] runs what an embedder needs of them.

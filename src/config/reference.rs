@@ -478,6 +478,9 @@ mod tests {
         if path == "state.redis.cluster" {
             doc.set(path, "nodes", "[\"127.0.0.1:7000\"]");
         }
+        if path == "decision" {
+            doc.set(path, "listen", "[\"127.0.0.1:8082\"]");
+        }
     }
 
     /// Every default the reference shows as a value (`` `5m` ``) is what the reader produces

@@ -23,6 +23,10 @@ Names and labels, following the usual app.kubernetes.io conventions.
 {{- printf "%s-admin" (include "robotsguard.fullname" . | trunc 57 | trimSuffix "-") -}}
 {{- end -}}
 
+{{- define "robotsguard.decisionServiceName" -}}
+{{- printf "%s-decision" (include "robotsguard.fullname" . | trunc 54 | trimSuffix "-") -}}
+{{- end -}}
+
 {{- define "robotsguard.robotsConfigMapName" -}}
 {{- printf "%s-robots" (include "robotsguard.fullname" . | trunc 56 | trimSuffix "-") -}}
 {{- end -}}
@@ -136,6 +140,30 @@ adminToken.secretName its token_file is the projected Secret key.
 {{- fail (printf "robotsguard chart: tls.extraSecrets lists tls.secretName (%s) again" .Values.tls.secretName) -}}
 {{- end -}}
 {{- $config := deepCopy (.Values.config | default dict) -}}
+{{- if hasKey $config "decision" -}}
+{{- fail "robotsguard chart: config.decision is written by the chart; set decision.enabled, decision.trustedCallers, decision.timeout and decision.onError instead" -}}
+{{- end -}}
+{{- if .Values.decision.enabled -}}
+{{- /* In-cluster callers are pod addresses, never loopback, so the default (loopback only)
+would answer every caller 403. */ -}}
+{{- if not .Values.decision.trustedCallers -}}
+{{- fail "robotsguard chart: decision.enabled needs decision.trustedCallers: name the ingress controller's pod CIDR (e.g. 10.244.0.0/16); in-cluster callers are not loopback" -}}
+{{- end -}}
+{{- $decision := dict "listen" (list (printf "%s:%d" .Values.bindAddress (int .Values.ports.decision))) "trusted_callers" .Values.decision.trustedCallers "timeout" .Values.decision.timeout "on_error" .Values.decision.onError -}}
+{{- $_ := set $config "decision" $decision -}}
+{{- end -}}
+{{- if not .Values.proxy.enabled -}}
+{{- if not .Values.decision.enabled -}}
+{{- fail "robotsguard chart: proxy.enabled is false and decision.enabled is not true: the pods would serve nothing" -}}
+{{- end -}}
+{{- if .Values.tls.secretName -}}
+{{- fail "robotsguard chart: tls.secretName needs proxy.enabled (TLS is the proxy's listener)" -}}
+{{- end -}}
+{{- if and (hasKey $config "listen") $config.listen -}}
+{{- fail "robotsguard chart: config.listen must be empty with proxy.enabled false" -}}
+{{- end -}}
+{{- $_ := set $config "listen" list -}}
+{{- end -}}
 {{- with .Values.sharedState.redisSecretName -}}
 {{- if hasKey $config "state" -}}
 {{- fail "robotsguard chart: set sharedState.redisSecretName or config.state, not both; with sharedState the chart mounts the Secret and writes state itself" -}}
@@ -167,7 +195,9 @@ adminToken.secretName its token_file is the projected Secret key.
 {{- $proxyPort := int .Values.ports.proxy -}}
 {{- $httpsPort := int .Values.ports.https -}}
 {{- $adminPort := int .Values.ports.admin -}}
-{{- if not (hasKey $config "listen") -}}
+{{- if not .Values.proxy.enabled -}}
+{{- /* listen: [] was set above: the decision service alone. */ -}}
+{{- else if not (hasKey $config "listen") -}}
 {{- $listen := list (printf "%s:%d" $bind $proxyPort) -}}
 {{- if .Values.tls.secretName -}}
 {{- $certs := list (dict "cert" "tls/tls.crt" "key" "tls/tls.key") -}}
