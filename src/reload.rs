@@ -210,6 +210,11 @@ impl Reloader {
         let origins = snapshot.origins.len();
         let warnings =
             crate::enforce::config_warnings(&snapshot.config, snapshot.identifier.catalogue());
+        // Set before the snapshot is in force: whoever sees the new config applied also sees
+        // whether part of it waits for a restart.
+        METRICS
+            .config_restart_required
+            .set(i64::from(!restart_required.is_empty()));
         self.live.install(snapshot);
         let total = started.elapsed();
 
@@ -219,9 +224,6 @@ impl Reloader {
         METRICS.config_reloads.with_label_values(&["success"]).inc();
         METRICS.config_last_reload_successful.set(1);
         METRICS.config_last_reload_timestamp.set(unix_now());
-        METRICS
-            .config_restart_required
-            .set(i64::from(!restart_required.is_empty()));
         if let Ok(mut last) = self.last.lock() {
             *last = Applied { written, ok: true };
         }

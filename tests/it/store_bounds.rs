@@ -223,6 +223,24 @@ fn a_read_flood_under_maxmemory_leaves_crawl_delay_and_strikes_in_force() {
     );
 }
 
+/// Fills the store with keys that never expire until it refuses writes: large values first,
+/// then ever smaller ones, so that little room is left.
+fn fill_until_refused(redis: &RedisServer, ballast: &mut usize) {
+    for size in [64 << 10, 1 << 10, 64] {
+        let value = "x".repeat(size);
+        let mut full = false;
+        for _ in 0..1_000 {
+            *ballast += 1;
+            if let Err(e) = redis.try_command(&["SET", &format!("ballast:{ballast}"), &value]) {
+                assert!(e.contains("OOM"), "{e}");
+                full = true;
+                break;
+            }
+        }
+        assert!(full, "the store refuses writes of {size} bytes");
+    }
+}
+
 /// A store that answers `OOM` to every write (full of data that cannot be evicted): reads of
 /// robots.txt, Crawl-delay admissions and strikes are decided from this replica's memory, which
 /// knows the budgets and strikes the store counted before; each refusal is counted.
@@ -242,20 +260,11 @@ fn a_store_out_of_memory_keeps_what_this_replica_knows_in_force() {
     // Something else fills the store with keys that never expire, until it refuses writes:
     // large values first, then ever smaller ones, so that little room is left.
     limit_memory(&redis, 1 << 20);
+    // Nothing may be evicted to make room (under volatile-ttl the replica's own keys, which
+    // expire, could be, and a write would then pass): every write is refused.
+    redis.command(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
     let mut ballast = 0;
-    for size in [64 << 10, 1 << 10, 64] {
-        let value = "x".repeat(size);
-        let mut full = false;
-        for _ in 0..1_000 {
-            ballast += 1;
-            if let Err(e) = redis.try_command(&["SET", &format!("ballast:{ballast}"), &value]) {
-                assert!(e.contains("OOM"), "{e}");
-                full = true;
-                break;
-            }
-        }
-        assert!(full, "the store refuses writes of {size} bytes");
-    }
+    fill_until_refused(&redis, &mut ballast);
 
     // robots.txt reads cannot be written: counted.
     read_flood(&proxy, 20);
@@ -268,17 +277,28 @@ fn a_store_out_of_memory_keeps_what_this_replica_knows_in_force() {
         "{}",
         proxy.metrics()
     );
+    // Keys that expired meanwhile may have made room: full again before each kind of write.
+    fill_until_refused(&redis, &mut ballast);
     // The budget spent before the store filled holds.
     assert_eq!(admitted(&proxy, crawler, 10), 0, "within the 30 s delay");
     // A crawler the store never saw gets this replica's own budget: one request per delay.
     assert_eq!(admitted(&proxy, "198.51.100.74", 10), 1);
+    // Counted when the store's answer arrives, which may be after the request was answered.
     assert!(
-        metric(
-            &proxy.metrics(),
+        proxy.wait_metric(
             ERRORS,
-            &[("operation", "crawl_delay"), ("kind", "oom")]
-        ) >= 1.0
+            &[("operation", "crawl_delay"), ("kind", "oom")],
+            1.0
+        ) >= 1.0,
+        "{}",
+        proxy
+            .metrics()
+            .lines()
+            .filter(|line| line.starts_with(ERRORS))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
+    fill_until_refused(&redis, &mut ballast);
     // The third strike bans: the two before are known here.
     assert_eq!(from(&proxy, offender, "/private/3").status, 403);
     let banned = from(&proxy, offender, "/allowed");
