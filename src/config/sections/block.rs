@@ -19,7 +19,7 @@ pub(crate) static BLOCK: Section = Section {
 pub struct BlockConfig {
     /// 400..=599.
     pub status: u16,
-    /// A template using only [`BODY_PLACEHOLDERS`] as `{name}`; other
+    /// A template using only [`BODY_PLACEHOLDERS`](crate::config::BODY_PLACEHOLDERS) as `{name}`; other
     /// braces are literal. `None` means the built-in body.
     pub body: Option<String>,
     /// `block.license_url`: where a `402` answer's `Link: <url>; rel="license"` points; absent,
