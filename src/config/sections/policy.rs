@@ -388,19 +388,9 @@ pub(crate) fn purpose_controls(
     purposes: crate::crawlers::Purposes,
     own_tokens: &[String],
 ) -> crate::crawlers::purpose::PurposeControls {
-    let purpose_names: Vec<&str> = Purpose::ALL.iter().map(|p| p.as_str()).collect();
     let mut pairs: Vec<(Purpose, &str)> = Vec::new();
     for (key, key_pos, value) in map_entries(sink, Some(node), "controls") {
-        let Some(purpose) = Purpose::ALL.iter().copied().find(|p| p.as_str() == key) else {
-            sink.error_hint(
-                key_pos,
-                format!(
-                    "unknown purpose {}{}",
-                    quote(key),
-                    did_you_mean(key, &purpose_names)
-                ),
-                one_of(&purpose_names),
-            );
+        let Some(purpose) = purpose_key(sink, key, key_pos) else {
             continue;
         };
         if !purposes.contains(purpose) {
@@ -523,18 +513,8 @@ pub(crate) fn policy(
             .retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
         out.crawlers.push((name.to_owned(), action));
     }
-    let purpose_names: Vec<&str> = Purpose::ALL.iter().map(|p| p.as_str()).collect();
     for (key, key_pos, value) in map_entries(sink, table.get("purposes"), "purposes") {
-        let Some(purpose) = Purpose::ALL.iter().find(|p| p.as_str() == key) else {
-            sink.error_hint(
-                key_pos,
-                format!(
-                    "unknown purpose {}{}",
-                    quote(key),
-                    did_you_mean(key, &purpose_names)
-                ),
-                one_of(&purpose_names),
-            );
+        let Some(purpose) = purpose_key(sink, key, key_pos) else {
             continue;
         };
         if let Some(rule) = purpose_rule(sink, value, key) {
@@ -631,4 +611,22 @@ pub(crate) fn map_entries<'a>(
         }
     }
     out
+}
+
+/// The purpose a mapping key names; an unknown one is an error with did-you-mean.
+fn purpose_key(sink: &mut Sink, key: &str, key_pos: Pos) -> Option<Purpose> {
+    let found = Purpose::ALL.iter().copied().find(|p| p.as_str() == key);
+    if found.is_none() {
+        let purpose_names: Vec<&str> = Purpose::ALL.iter().map(|p| p.as_str()).collect();
+        sink.error_hint(
+            key_pos,
+            format!(
+                "unknown purpose {}{}",
+                quote(key),
+                did_you_mean(key, &purpose_names)
+            ),
+            one_of(&purpose_names),
+        );
+    }
+    found
 }
