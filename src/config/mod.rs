@@ -21,6 +21,7 @@ mod reader;
 #[doc(hidden)]
 pub mod reference;
 mod sections;
+use sections::RestartOnly;
 mod size;
 mod template;
 mod tree;
@@ -208,31 +209,33 @@ pub fn warnings(config: &Config) -> Vec<ConfigWarning> {
     warnings
 }
 
-/// A setting applied once at start: listening sockets, the connection limit, the thread pool
-/// and pingora's grace period are set up when the server is built.
-struct RestartOnly {
-    name: &'static str,
-    differs: fn(&Config, &Config) -> bool,
-    /// Copies the running value into a new config.
-    keep: fn(&mut Config, &Config),
+/// Every restart-only setting with its path, from the key rows marked restart-only in
+/// `sections/`, in the reference page's order.
+fn restart_only() -> &'static [(String, &'static RestartOnly)] {
+    static KEYS: std::sync::OnceLock<Vec<(String, &'static RestartOnly)>> =
+        std::sync::OnceLock::new();
+    KEYS.get_or_init(sections::restart_only_keys)
 }
 
 /// The names of the restart-only settings (`listen`, `state`, `limits.max_connections`, …).
 pub(crate) fn restart_only_names() -> Vec<&'static str> {
-    RESTART_ONLY.iter().map(|s| s.name).collect()
+    restart_only()
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .collect()
 }
 
 /// The restart-only settings in words, the one list every text naming them is written from (the
 /// configuration reference, the reload and Kubernetes pages, the chart's alert, the metric's
 /// notes): `` `listen`, `admin`, … and `state.dir` `` in Markdown, else without the backticks.
 pub fn restart_only_list(markdown: bool) -> String {
-    let names: Vec<String> = RESTART_ONLY
-        .iter()
-        .map(|setting| {
+    let names: Vec<String> = restart_only_names()
+        .into_iter()
+        .map(|name| {
             if markdown {
-                format!("`{}`", setting.name)
+                format!("`{name}`")
             } else {
-                setting.name.to_string()
+                name.to_string()
             }
         })
         .collect();
@@ -243,112 +246,12 @@ pub fn restart_only_list(markdown: bool) -> String {
     }
 }
 
-/// Every restart-only setting, in the order they are reported.
-const RESTART_ONLY: &[RestartOnly] = &[
-    RestartOnly {
-        name: "listen",
-        differs: |old, new| old.listen != new.listen,
-        keep: |new, running| new.listen.clone_from(&running.listen),
-    },
-    // The listener and its tokens are set up at start; `admin.hosts` is read per request from
-    // the config in force, so a reload applies it.
-    RestartOnly {
-        name: "admin.address",
-        differs: |old, new| old.admin.address != new.admin.address,
-        keep: |new, running| new.admin.address = running.admin.address,
-    },
-    RestartOnly {
-        name: "admin.token_file",
-        differs: |old, new| old.admin.token_file != new.admin.token_file,
-        keep: |new, running| new.admin.token_file.clone_from(&running.admin.token_file),
-    },
-    RestartOnly {
-        name: "admin.read_token_file",
-        differs: |old, new| old.admin.read_token_file != new.admin.read_token_file,
-        keep: |new, running| {
-            new.admin
-                .read_token_file
-                .clone_from(&running.admin.read_token_file);
-        },
-    },
-    RestartOnly {
-        name: "limits.max_connections",
-        differs: |old, new| old.limits.max_connections != new.limits.max_connections,
-        keep: |new, running| new.limits.max_connections = running.limits.max_connections,
-    },
-    RestartOnly {
-        name: "limits.max_requests_in_flight",
-        differs: |old, new| old.limits.max_requests_in_flight != new.limits.max_requests_in_flight,
-        keep: |new, running| {
-            new.limits.max_requests_in_flight = running.limits.max_requests_in_flight;
-        },
-    },
-    RestartOnly {
-        name: "limits.max_requests_in_flight_per_client",
-        differs: |old, new| {
-            old.limits.max_requests_in_flight_per_client
-                != new.limits.max_requests_in_flight_per_client
-        },
-        keep: |new, running| {
-            new.limits.max_requests_in_flight_per_client =
-                running.limits.max_requests_in_flight_per_client;
-        },
-    },
-    RestartOnly {
-        name: "threads",
-        differs: |old, new| old.threads != new.threads,
-        keep: |new, running| new.threads = running.threads,
-    },
-    RestartOnly {
-        name: "shutdown.grace",
-        differs: |old, new| old.shutdown_grace != new.shutdown_grace,
-        keep: |new, running| new.shutdown_grace = running.shutdown_grace,
-    },
-    RestartOnly {
-        name: "verify",
-        differs: |old, new| old.verify != new.verify,
-        keep: |new, running| new.verify.clone_from(&running.verify),
-    },
-    RestartOnly {
-        name: "reports",
-        differs: |old, new| old.reports != new.reports,
-        keep: |new, running| new.reports = running.reports,
-    },
-    RestartOnly {
-        name: "preview",
-        differs: |old, new| old.preview != new.preview,
-        keep: |new, running| new.preview = running.preview,
-    },
-    RestartOnly {
-        name: "state",
-        differs: |old, new| old.state != new.state,
-        keep: |new, running| new.state.clone_from(&running.state),
-    },
-    RestartOnly {
-        name: "state.dir",
-        differs: |old, new| old.state_dir != new.state_dir,
-        keep: |new, running| new.state_dir.clone_from(&running.state_dir),
-    },
-    // The decision listener's sockets are bound at start; its callers, timeout and on_error are
-    // read per request from the config in force.
-    RestartOnly {
-        name: "decision.listen",
-        differs: |old, new| {
-            old.decision.as_ref().map(|d| &d.listen) != new.decision.as_ref().map(|d| &d.listen)
-        },
-        keep: |new, running| match (&mut new.decision, &running.decision) {
-            (Some(new), Some(running)) => new.listen.clone_from(&running.listen),
-            (new, running) => new.clone_from(running),
-        },
-    },
-];
-
 /// The settings that differ between `old` and `new` but only take effect on restart.
 pub fn restart_required(old: &Config, new: &Config) -> Vec<&'static str> {
-    RESTART_ONLY
+    restart_only()
         .iter()
-        .filter(|setting| (setting.differs)(old, new))
-        .map(|setting| setting.name)
+        .filter(|(_, how)| (how.differs)(old, new))
+        .map(|(name, _)| name.as_str())
         .collect()
 }
 
@@ -356,8 +259,8 @@ pub fn restart_required(old: &Config, new: &Config) -> Vec<&'static str> {
 /// had changed (as [`restart_required`] names them).
 pub fn keep_restart_only(new: &mut Config, running: &Config) -> Vec<&'static str> {
     let changed = restart_required(running, new);
-    for setting in RESTART_ONLY {
-        (setting.keep)(new, running);
+    for (_, how) in restart_only() {
+        (how.keep)(new, running);
     }
     changed
 }

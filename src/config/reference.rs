@@ -1,54 +1,12 @@
 //! The config file documented key by key, generated from the key rows in `sections/` (the
 //! same rows the reader checks keys against; the words a key accepts are the reader's own
-//! tables, restart-only comes from the reload's list): `robotsguard config schema` (a JSON
+//! tables, restart-only from the rows' marks): `robotsguard config schema` (a JSON
 //! Schema, draft 2020-12, for editors) and `robotsguard config reference` (the book's
 //! reference page).
 
 use serde_json::{json, Map, Value};
 
-use super::sections::{Section, Ty, ALL as SECTIONS, TOP};
-
-/// The paths (`defaults.block`, `origins[].block`) where each section appears, walking from
-/// the top level.
-fn section_paths() -> Vec<(&'static str, Vec<String>)> {
-    let mut out: Vec<(&'static str, Vec<String>)> =
-        SECTIONS.iter().map(|s| (s.id, Vec::new())).collect();
-    fn walk(out: &mut Vec<(&'static str, Vec<String>)>, section: &'static Section, path: &str) {
-        if let Some((_, paths)) = out.iter_mut().find(|(id, _)| *id == section.id) {
-            paths.push(path.to_owned());
-        }
-        for key in section.keys {
-            let key_path = if path.is_empty() {
-                key.name.to_owned()
-            } else {
-                format!("{path}.{}", key.name)
-            };
-            for (inner, suffix) in nested(&key.ty) {
-                walk(out, inner, &format!("{key_path}{suffix}"));
-            }
-        }
-    }
-    walk(&mut out, &TOP, "");
-    out
-}
-
-/// The sections a type holds, with the path suffix that reaches them (`[]` through a list).
-fn nested(ty: &'static Ty) -> Vec<(&'static Section, &'static str)> {
-    match ty {
-        Ty::Section(s) => vec![(*s, "")],
-        Ty::List(inner) | Ty::OneOrList(inner) => nested(inner)
-            .into_iter()
-            .map(|(s, suffix)| (s, if suffix.is_empty() { "[]" } else { suffix }))
-            .collect(),
-        Ty::AnyOf(options) => options.iter().flat_map(nested).collect(),
-        // A mapping's value sits under each of its keys: `policy.purposes.*`.
-        Ty::MapOf { value, .. } => nested(value)
-            .into_iter()
-            .map(|(s, suffix)| (s, if suffix.is_empty() { ".*" } else { suffix }))
-            .collect(),
-        _ => Vec::new(),
-    }
-}
+use super::sections::{join_path as join, section_paths, Section, Ty, ALL as SECTIONS, TOP};
 
 /// Whether a key at `path` keeps its running value until a restart.
 fn restart_only(path: &str) -> bool {
@@ -201,14 +159,6 @@ fn typed_default(ty: &Ty, value: &str) -> Option<Value> {
         Ty::Int { .. } => value.parse::<i64>().ok().map(|n| json!(n)),
         Ty::Duration | Ty::Size | Ty::Words(_) | Ty::Str | Ty::Address => Some(json!(value)),
         _ => None,
-    }
-}
-
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_owned()
-    } else {
-        format!("{path}.{key}")
     }
 }
 

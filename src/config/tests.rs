@@ -464,7 +464,7 @@ fn restart_required_lists_only_restart_only_fields() {
     new.shutdown_grace = Duration::from_secs(1);
     assert_eq!(
         restart_required(&old, &new),
-        ["listen", "admin.address", "threads", "shutdown.grace"]
+        ["listen", "threads", "admin.address", "shutdown.grace"]
     );
 }
 

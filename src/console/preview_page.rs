@@ -132,6 +132,22 @@ fn answer_html(answer: &PreviewAnswer, reversed: bool) -> String {
         escape(&answer.window.until),
         number(answer.window.requests_not_replayable)
     );
+    match answer.window.coverage {
+        "fleet" => {
+            let _ = writeln!(
+                out,
+                "<p>The traffic of every replica ({} within the window).</p>",
+                answer.window.replicas
+            );
+        }
+        "store_down" => {
+            let _ = writeln!(
+                out,
+                "<p>The traffic of this replica only: the shared store could not be read.</p>"
+            );
+        }
+        _ => {}
+    }
     if !reversed {
         for warning in &answer.warnings {
             let _ = writeln!(

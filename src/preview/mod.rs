@@ -63,6 +63,12 @@ pub struct Window {
     pub requests_replayed: u64,
     /// Requests of the window the sample could not keep (evicted, too long a path).
     pub requests_not_replayable: u64,
+    /// Whose traffic was replayed: `fleet` (every replica's, through the shared store),
+    /// `this_replica` (the memory backend) or `store_down` (this replica's alone: the shared
+    /// store could not be read).
+    pub coverage: &'static str,
+    /// Replicas whose traffic was replayed.
+    pub replicas: usize,
 }
 
 /// Requests of one crawler whose outcome would change from `before` to `after`.
@@ -301,6 +307,8 @@ impl Replay<'_> {
                 until: crate::reports::rfc3339(until),
                 requests_replayed: replayed,
                 requests_not_replayable: traffic.not_replayable,
+                coverage: "this_replica",
+                replicas: 1,
             },
             changes,
             warnings,
@@ -456,14 +464,21 @@ pub async fn preview(
     };
     let until = reports.now();
     let since = until.saturating_sub(reports.sample().window_seconds());
-    let traffic = reports.sample().traffic(origin, until);
+    let (traffic, coverage) = store
+        .sample_of(
+            reports,
+            origin,
+            until,
+            live.config.preview.max_paths_per_origin,
+        )
+        .await;
     let replay = Replay {
         live,
         candidate: &candidate_snapshot,
         verifier,
         store,
     };
-    Ok(replay
+    let mut answer = replay
         .run(
             origin,
             &traffic,
@@ -471,7 +486,13 @@ pub async fn preview(
             until,
             candidate.robots.as_deref().map(str::as_bytes),
         )
-        .await)
+        .await;
+    (answer.window.coverage, answer.window.replicas) = match coverage {
+        crate::store::Coverage::Fleet(replicas) => ("fleet", replicas),
+        crate::store::Coverage::StoreDown => ("store_down", 1),
+        _ => ("this_replica", 1),
+    };
+    Ok(answer)
 }
 
 /// The origin `origin` with the config fragment applied to the config in force's file.

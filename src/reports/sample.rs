@@ -62,6 +62,8 @@ struct OriginSample {
     pairs: usize,
     /// Requests counted but not kept (evicted, too long, too many crawlers), per slice.
     not_replayable: [u64; SLICES],
+    /// Changed since it was last published to the shared store.
+    dirty: bool,
 }
 
 impl OriginSample {
@@ -161,6 +163,135 @@ pub struct SampledTraffic {
     pub not_replayable: u64,
 }
 
+/// A (crawler, path) pair, as the merge finds it.
+type PairKey = (Arc<str>, Box<[u8]>);
+
+/// One crawler's pairs as a replica publishes them: `[path, requests, verified, outcome]`.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct PublishedCrawler {
+    name: String,
+    /// Lossy UTF-8 of the (bounded) User-Agent: the store holds text.
+    user_agent: String,
+    paths: Vec<(String, u64, u64, String)>,
+}
+
+/// A replica's sample of one origin in the shared store.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct PublishedSample {
+    not_replayable: u64,
+    crawlers: Vec<PublishedCrawler>,
+}
+
+impl SampledTraffic {
+    /// The text a replica writes to the shared store. Paths are canonical (percent-encoded,
+    /// ASCII), so the lossy conversion keeps them as they are.
+    pub fn publish(&self) -> String {
+        let mut crawlers: Vec<PublishedCrawler> = Vec::new();
+        for pair in &self.paths {
+            let at = match crawlers.iter().position(|c| *c.name == *pair.crawler) {
+                Some(at) => at,
+                None => {
+                    crawlers.push(PublishedCrawler {
+                        name: pair.crawler.to_string(),
+                        user_agent: String::from_utf8_lossy(&pair.user_agent).into_owned(),
+                        paths: Vec::new(),
+                    });
+                    crawlers.len() - 1
+                }
+            };
+            crawlers[at].paths.push((
+                String::from_utf8_lossy(&pair.path).into_owned(),
+                pair.requests,
+                pair.verified,
+                pair.outcome.as_str().to_owned(),
+            ));
+        }
+        serde_json::to_string(&PublishedSample {
+            not_replayable: self.not_replayable,
+            crawlers,
+        })
+        .unwrap_or_default()
+    }
+
+    /// Another replica's published sample; `None` when the text is not one (a store shared
+    /// with a newer or broken writer), which the merge then leaves out. Bounded as this
+    /// replica's own sample is: pairs, crawlers, path and User-Agent lengths.
+    pub fn from_published(text: &str, max_pairs: usize) -> Option<SampledTraffic> {
+        let published: PublishedSample = serde_json::from_str(text).ok()?;
+        let mut traffic = SampledTraffic {
+            paths: Vec::new(),
+            not_replayable: published.not_replayable,
+        };
+        for crawler in published.crawlers.into_iter().take(MAX_CRAWLERS) {
+            let name: Arc<str> = Arc::from(crawler.name.as_str());
+            let agent = crawler.user_agent.as_bytes();
+            let user_agent: Arc<[u8]> = Arc::from(&agent[..agent.len().min(MAX_USER_AGENT_BYTES)]);
+            for (path, requests, verified, outcome) in crawler.paths {
+                let outcome = Outcome::ALL.iter().copied().find(|o| o.as_str() == outcome);
+                let Some(outcome) = outcome
+                    .filter(|_| path.len() <= MAX_PATH_BYTES && traffic.paths.len() < max_pairs)
+                else {
+                    traffic.not_replayable = traffic.not_replayable.saturating_add(requests);
+                    continue;
+                };
+                traffic.paths.push(SampledPath {
+                    crawler: name.clone(),
+                    user_agent: user_agent.clone(),
+                    path: Box::from(path.as_bytes()),
+                    requests,
+                    verified: verified.min(requests),
+                    outcome,
+                });
+            }
+        }
+        Some(traffic)
+    }
+
+    /// The fleet's sample: `own` (this replica's, whose outcome and User-Agent win for a pair
+    /// both hold) and the others', counts added per (crawler, path); at most `max_pairs` pairs,
+    /// the least-requested left out and counted as not replayable, as a replica's own sample
+    /// does.
+    pub fn merge(
+        own: SampledTraffic,
+        others: Vec<SampledTraffic>,
+        max_pairs: usize,
+    ) -> SampledTraffic {
+        let mut not_replayable = own.not_replayable;
+        let mut at: HashMap<PairKey, usize, foldhash::fast::RandomState> = HashMap::default();
+        let mut paths: Vec<SampledPath> = Vec::with_capacity(own.paths.len());
+        for pair in own
+            .paths
+            .into_iter()
+            .chain(others.iter().flat_map(|o| o.paths.iter().cloned()))
+        {
+            match at.get(&(pair.crawler.clone(), pair.path.clone())) {
+                Some(&index) => {
+                    let kept = &mut paths[index];
+                    kept.requests = kept.requests.saturating_add(pair.requests);
+                    kept.verified = kept.verified.saturating_add(pair.verified);
+                }
+                None => {
+                    at.insert((pair.crawler.clone(), pair.path.clone()), paths.len());
+                    paths.push(pair);
+                }
+            }
+        }
+        for other in &others {
+            not_replayable = not_replayable.saturating_add(other.not_replayable);
+        }
+        if paths.len() > max_pairs {
+            paths.sort_unstable_by_key(|pair| std::cmp::Reverse(pair.requests));
+            for left_out in paths.drain(max_pairs..) {
+                not_replayable = not_replayable.saturating_add(left_out.requests);
+            }
+        }
+        SampledTraffic {
+            paths,
+            not_replayable,
+        }
+    }
+}
+
 /// Every origin's sample.
 #[derive(Debug)]
 pub struct Sample {
@@ -227,12 +358,14 @@ impl Sample {
         sample.advance(slice);
         if path.len() > MAX_PATH_BYTES {
             sample.not_replayable[index] += 1;
+            sample.dirty = true;
             return;
         }
         let name = crawler.name();
         if !sample.crawlers.contains_key(name) {
             if sample.crawlers.len() >= MAX_CRAWLERS {
                 sample.not_replayable[index] += 1;
+                sample.dirty = true;
                 return;
             }
             sample.crawlers.insert(
@@ -245,6 +378,7 @@ impl Sample {
                 },
             );
         }
+        sample.dirty = true;
         let OriginSample {
             crawlers, pairs, ..
         } = &mut *sample;
@@ -301,11 +435,150 @@ impl Sample {
         }
     }
 
+    /// The origins with a sample.
+    pub fn origins(&self) -> Vec<Arc<str>> {
+        self.origins.read().keys().cloned().collect()
+    }
+
+    /// `origin`'s sample at `now` for the shared store when it changed since the last call
+    /// ([`Sample::changed_again`] when the store did not take it).
+    pub fn take_changed(&self, origin: &str, now: u64) -> Option<String> {
+        let sample = self.origins.read().get(origin).cloned()?;
+        {
+            let mut sample = sample.lock();
+            if !sample.dirty {
+                return None;
+            }
+            sample.dirty = false;
+        }
+        Some(self.traffic(origin, now).publish())
+    }
+
+    /// Marks `origin`'s sample to be published again.
+    pub fn changed_again(&self, origin: &str) {
+        if let Some(sample) = self.origins.read().get(origin) {
+            sample.lock().dirty = true;
+        }
+    }
+
     /// Pairs kept for `origin` now.
     pub fn pairs(&self, origin: &str) -> usize {
         self.origins
             .read()
             .get(origin)
             .map_or(0, |sample| sample.lock().pairs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(crawler: &str, path: &str, requests: u64, outcome: Outcome) -> SampledPath {
+        SampledPath {
+            crawler: Arc::from(crawler),
+            user_agent: Arc::from(&b"Bot/1.0"[..]),
+            path: Box::from(path.as_bytes()),
+            requests,
+            verified: requests / 2,
+            outcome,
+        }
+    }
+
+    #[test]
+    fn a_published_sample_reads_back_as_it_was() {
+        let traffic = SampledTraffic {
+            paths: vec![
+                pair("GPTBot", "/a?x=%20", 3, Outcome::Allowed),
+                pair("GPTBot", "/b", 1, Outcome::Blocked),
+                pair("Googlebot", "/a?x=%20", 2, Outcome::Allowed),
+            ],
+            not_replayable: 7,
+        };
+        let read = SampledTraffic::from_published(&traffic.publish(), 100).expect("readable");
+        assert_eq!(read.not_replayable, 7);
+        let mut rows: Vec<_> = read
+            .paths
+            .iter()
+            .map(|p| {
+                (
+                    p.crawler.to_string(),
+                    p.path.to_vec(),
+                    p.requests,
+                    p.verified,
+                    p.outcome,
+                )
+            })
+            .collect();
+        rows.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        let expected: Vec<(String, Vec<u8>, u64, u64, Outcome)> = vec![
+            (
+                "GPTBot".into(),
+                b"/a?x=%20".to_vec(),
+                3,
+                1,
+                Outcome::Allowed,
+            ),
+            ("GPTBot".into(), b"/b".to_vec(), 1, 0, Outcome::Blocked),
+            (
+                "Googlebot".into(),
+                b"/a?x=%20".to_vec(),
+                2,
+                1,
+                Outcome::Allowed,
+            ),
+        ];
+        let mut expected = expected;
+        expected.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        assert_eq!(rows, expected);
+    }
+
+    #[test]
+    fn what_another_replica_wrote_is_bounded_and_garbage_is_left_out() {
+        assert!(SampledTraffic::from_published("not json", 10).is_none());
+        let long = "/".repeat(MAX_PATH_BYTES + 1);
+        let text = format!(
+            r#"{{"not_replayable":1,"crawlers":[{{"name":"GPTBot","user_agent":"{}","paths":[["{long}",4,0,"allowed"],["/x",5,9,"no_such_word"],["/a",2,1,"allowed"],["/b",3,0,"allowed"]]}}]}}"#,
+            "u".repeat(MAX_USER_AGENT_BYTES * 2)
+        );
+        let read = SampledTraffic::from_published(&text, 1).expect("readable");
+        // The long path, the unknown outcome and the pair beyond the bound are not replayable.
+        assert_eq!(read.paths.len(), 1);
+        assert_eq!(read.not_replayable, 1 + 4 + 5 + 3);
+        assert_eq!(read.paths[0].user_agent.len(), MAX_USER_AGENT_BYTES);
+    }
+
+    #[test]
+    fn merging_adds_a_pairs_requests_and_keeps_the_most_requested() {
+        let own = SampledTraffic {
+            paths: vec![
+                pair("GPTBot", "/a", 3, Outcome::Blocked),
+                pair("GPTBot", "/b", 1, Outcome::Allowed),
+            ],
+            not_replayable: 1,
+        };
+        let other = SampledTraffic {
+            paths: vec![
+                pair("GPTBot", "/a", 2, Outcome::Allowed),
+                pair("GPTBot", "/c", 4, Outcome::Allowed),
+            ],
+            not_replayable: 2,
+        };
+        let merged = SampledTraffic::merge(own, vec![other], 2);
+        let mut rows: Vec<_> = merged
+            .paths
+            .iter()
+            .map(|p| (p.path.to_vec(), p.requests, p.outcome))
+            .collect();
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        // `/a`: 3 + 2 with this replica's outcome; `/b` (1 request) is left out.
+        assert_eq!(
+            rows,
+            vec![
+                (b"/a".to_vec(), 5, Outcome::Blocked),
+                (b"/c".to_vec(), 4, Outcome::Allowed)
+            ]
+        );
+        assert_eq!(merged.not_replayable, 1 + 2 + 1);
     }
 }

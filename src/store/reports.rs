@@ -10,9 +10,11 @@ use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 
 use super::{unix_millis, Store};
+use crate::reports::sample::SampledTraffic;
 use crate::reports::{Published, Reports};
 
-/// How often a replica writes its changed reports to the shared store.
+/// How often a replica writes its changed reports and preview samples to the shared store: a
+/// fleet-wide report or preview sees another replica's traffic at most this late.
 pub const PUBLISH_EVERY: Duration = Duration::from_secs(10);
 
 /// This process's name among the replicas: random, so that a restarted replica does not write
@@ -68,6 +70,64 @@ impl Store {
         }
     }
 
+    /// The preview's sample of `origin` at `now` (Unix seconds): this replica's own and, with
+    /// the shared store, every other replica's as it last wrote it, merged and bounded by
+    /// `preview.max_paths_per_origin` ([`SampledTraffic::merge`]).
+    pub async fn sample_of(
+        &self,
+        reports: &Reports,
+        origin: &str,
+        now: u64,
+        max_pairs: usize,
+    ) -> (SampledTraffic, Coverage) {
+        let local = reports.sample().traffic(origin, now);
+        let Some(shared) = &self.shared else {
+            return (local, Coverage::ThisReplica);
+        };
+        if !shared.is_up() {
+            return (local, Coverage::StoreDown);
+        }
+        let now_ms = unix_millis(SystemTime::now());
+        match shared.fleet_samples(origin, reports.window(), now_ms).await {
+            Some(samples) => {
+                let others: Vec<SampledTraffic> = samples
+                    .iter()
+                    .filter(|(name, _)| name != replica_name())
+                    .filter_map(|(_, text)| SampledTraffic::from_published(text, max_pairs))
+                    .collect();
+                let replicas = others.len() + 1;
+                (
+                    SampledTraffic::merge(local, others, max_pairs),
+                    Coverage::Fleet(replicas),
+                )
+            }
+            None => (local, Coverage::StoreDown),
+        }
+    }
+
+    /// Writes every changed preview sample to the shared store (nothing with the memory
+    /// backend).
+    pub async fn publish_samples(&self, reports: &Reports) {
+        let Some(shared) = self.shared() else {
+            return;
+        };
+        let sample = reports.sample();
+        let now = reports.now();
+        let now_ms = unix_millis(SystemTime::now());
+        for origin in sample.origins() {
+            let Some(text) = sample.take_changed(&origin, now) else {
+                continue;
+            };
+            if !shared
+                .publish_sample(&origin, replica_name(), &text, reports.window(), now_ms)
+                .await
+            {
+                sample.changed_again(&origin);
+                return;
+            }
+        }
+    }
+
     /// Writes every changed report to the shared store (nothing with the memory backend).
     pub async fn publish_reports(&self, reports: &Reports) {
         let Some(shared) = self.shared() else {
@@ -111,10 +171,14 @@ impl BackgroundService for ReportsPublisher {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                _ = tick.tick() => self.store.publish_reports(&self.reports).await,
+                _ = tick.tick() => {
+                    self.store.publish_reports(&self.reports).await;
+                    self.store.publish_samples(&self.reports).await;
+                }
                 _ = shutdown.changed() => {
                     // What was counted since the last write is not lost to the fleet.
                     self.store.publish_reports(&self.reports).await;
+                    self.store.publish_samples(&self.reports).await;
                     return;
                 }
             }

@@ -630,3 +630,56 @@ fn the_console_preview_page_takes_a_pasted_file_with_the_csrf_token_and_the_read
     // Nothing changed live.
     assert_eq!(proxy.get(SHOP, "/b", GPTBOT).status, 200);
 }
+
+/// With the shared store, a preview replays every replica's sample (each writes its own there
+/// every few seconds, as the reports do): crawler traffic sent through two proxies, previewed on
+/// one, flips the requests of both; the same pair seen by both counts once with their requests
+/// added.
+#[test]
+fn with_a_shared_store_a_preview_replays_every_replicas_traffic() {
+    let redis = support::redis::RedisServer::start();
+    let origin = support::Origin::start();
+    let body = format!(
+        "state:\n  backend: redis\n  redis: {{url: \"{}\", prefix: \"preview-fleet:\", timeout: 2s}}\n{}",
+        redis.url(),
+        site(&origin, SHOP, &inline_robots(LIVE))
+    );
+    let first = Proxy::builder(&body).admin_token(TOKEN).start();
+    let second = Proxy::builder(&body).admin_token(TOKEN).start();
+    for path in ["/a", "/b"] {
+        assert_eq!(first.get(SHOP, path, GPTBOT).status, 200);
+    }
+    for path in ["/b", "/b", "/c"] {
+        assert_eq!(second.get(SHOP, path, GPTBOT).status, 200);
+    }
+
+    // The second replica writes its sample within the reports' publishing period.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut answer = preview(&first, LIVE);
+    while answer["window"]["requests_replayed"] != 5 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        answer = preview(&first, LIVE);
+    }
+    assert_eq!(answer["window"]["requests_replayed"], 5, "{answer}");
+    assert_eq!(answer["window"]["coverage"], "fleet", "{answer}");
+    assert_eq!(answer["window"]["replicas"], 2, "{answer}");
+
+    let stricter = format!("{LIVE}\nUser-agent: GPTBot\nDisallow: /private\nDisallow: /b\n");
+    let answer = preview(&first, &stricter);
+    assert_eq!(
+        changes(&answer),
+        vec![("GPTBot".into(), "allowed".into(), "blocked".into(), 3, 1)],
+        "{answer}"
+    );
+
+    // Without the store's answer, the replica previews its own traffic and says so.
+    drop(redis);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut answer = preview(&first, LIVE);
+    while answer["window"]["coverage"] != "store_down" && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        answer = preview(&first, LIVE);
+    }
+    assert_eq!(answer["window"]["coverage"], "store_down", "{answer}");
+    assert_eq!(answer["window"]["requests_replayed"], 2, "{answer}");
+}

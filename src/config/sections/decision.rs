@@ -173,7 +173,15 @@ pub(crate) static DECISION: Section = Section {
     title: "The decision listener",
     doc: "Answers a front proxy's auth subrequests (nginx `auth_request`, Caddy `forward_auth`, Traefik `forwardAuth`, Envoy `ext_authz` over HTTP and gRPC) with the judgment the proxy would make: `GET /auth`, `GET /auth/nginx`, `/envoy/…`, `envoy.service.auth.v3.Authorization/Check`, `GET /robots.txt?host=HOST`. With `listen: []` at the top level only this listener runs. See \"Use it with your proxy\".",
     keys: &[
-        required("listen", Ty::OneOrList(&Ty::Address), "The decision listener's addresses (HTTP/1.0, HTTP/1.1 and h2c, which gRPC uses, on each)."),
+        // The sockets are bound at start; callers, timeout and on_error are read per request
+        // from the config in force.
+        required("listen", Ty::OneOrList(&Ty::Address), "The decision listener's addresses (HTTP/1.0, HTTP/1.1 and h2c, which gRPC uses, on each).").restart_only(&RestartOnly {
+            differs: |old, new| old.decision.as_ref().map(|d| &d.listen) != new.decision.as_ref().map(|d| &d.listen),
+            keep: |new, running| match (&mut new.decision, &running.decision) {
+            (Some(new), Some(running)) => new.listen.clone_from(&running.listen),
+            (new, running) => new.clone_from(running),
+        },
+        }),
         key("trusted_callers", Ty::OneOrList(&Ty::Network), "loopback (`127.0.0.0/8`, `::1`)", "Peers that may ask (everyone else gets `403`, counted in `robotsguard_decision_rejected_total{reason=\"untrusted_caller\"}`). A caller is a trusted proxy: the client is the rightmost `X-Forwarded-For` entry that is neither a caller nor in `trusted_proxies`."),
         key("timeout", Ty::Duration, "`50ms`", "How long the judgment may take (a slow store, reverse DNS) before `on_error` answers (1ms–10s)."),
         key("on_error", ON_ERROR_WORDS, "`allow`", "The answer when the judgment is not made in time: `allow` (fail open, `200`) or `deny` (fail closed, `503`; `403` on `/auth/nginx`), counted in `robotsguard_decision_errors_total{reason}`."),

@@ -127,6 +127,27 @@ pub(crate) struct Key {
     pub required: bool,
     /// Markdown; the first sentence is what an editor shows.
     pub doc: &'static str,
+    /// How a reload treats a changed value when it cannot apply it; `None`: a reload applies it.
+    pub restart: Option<&'static RestartOnly>,
+}
+
+/// A setting applied once at start (listening sockets, the connection limit, the thread pool,
+/// pingora's grace period, the store's connection): a reload that changes it keeps the running
+/// value and says that a restart is required.
+pub(crate) struct RestartOnly {
+    pub differs: fn(&crate::config::Config, &crate::config::Config) -> bool,
+    /// Copies the running value into a new config.
+    pub keep: fn(&mut crate::config::Config, &crate::config::Config),
+}
+
+impl Key {
+    /// Marks the key restart-only, with how to tell a change and keep the running value.
+    pub(crate) const fn restart_only(self, how: &'static RestartOnly) -> Key {
+        Key {
+            restart: Some(how),
+            ..self
+        }
+    }
 }
 
 /// A mapping of the config: the keys the reader accepts there, each documented.
@@ -152,6 +173,7 @@ pub(crate) const fn key(
         default,
         required: false,
         doc,
+        restart: None,
     }
 }
 
@@ -162,6 +184,7 @@ pub(crate) const fn required(name: &'static str, ty: Ty, doc: &'static str) -> K
         default: "",
         required: true,
         doc,
+        restart: None,
     }
 }
 
@@ -181,6 +204,73 @@ pub(crate) fn categories() -> Vec<&'static str> {
         .iter()
         .map(|c| c.as_str())
         .collect()
+}
+
+/// The paths (`defaults.block`, `origins[].block`) where each section appears, walking from
+/// the top level.
+pub(crate) fn section_paths() -> Vec<(&'static str, Vec<String>)> {
+    let mut out: Vec<(&'static str, Vec<String>)> =
+        ALL.iter().map(|s| (s.id, Vec::new())).collect();
+    fn walk(out: &mut Vec<(&'static str, Vec<String>)>, section: &'static Section, path: &str) {
+        if let Some((_, paths)) = out.iter_mut().find(|(id, _)| *id == section.id) {
+            paths.push(path.to_owned());
+        }
+        for key in section.keys {
+            let key_path = join_path(path, key.name);
+            for (inner, suffix) in nested(&key.ty) {
+                walk(out, inner, &format!("{key_path}{suffix}"));
+            }
+        }
+    }
+    walk(&mut out, &TOP, "");
+    out
+}
+
+/// The sections a type holds, with the path suffix that reaches them (`[]` through a list).
+pub(crate) fn nested(ty: &'static Ty) -> Vec<(&'static Section, &'static str)> {
+    match ty {
+        Ty::Section(s) => vec![(*s, "")],
+        Ty::List(inner) | Ty::OneOrList(inner) => nested(inner)
+            .into_iter()
+            .map(|(s, suffix)| (s, if suffix.is_empty() { "[]" } else { suffix }))
+            .collect(),
+        Ty::AnyOf(options) => options.iter().flat_map(nested).collect(),
+        // A mapping's value sits under each of its keys: `policy.purposes.*`.
+        Ty::MapOf { value, .. } => nested(value)
+            .into_iter()
+            .map(|(s, suffix)| (s, if suffix.is_empty() { ".*" } else { suffix }))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `path.key`, or `key` at the top level.
+pub(crate) fn join_path(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// Every restart-only key with its path (`admin.address`), in the reference page's order: the
+/// rows marked [`Key::restart_only`], wherever their section sits.
+pub(crate) fn restart_only_keys() -> Vec<(String, &'static RestartOnly)> {
+    let paths = section_paths();
+    let mut out = Vec::new();
+    for section in ALL {
+        let Some((_, at)) = paths.iter().find(|(id, _)| *id == section.id) else {
+            continue;
+        };
+        for key in section.keys {
+            if let Some(how) = key.restart {
+                for path in at {
+                    out.push((join_path(path, key.name), how));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Every documented section, in the reference page's order.

@@ -32,7 +32,10 @@ pub(crate) static STATE: Section = Section {
             Ty::Str,
             "`$STATE_DIRECTORY`, else `/var/lib/robotsguard`, else `$XDG_STATE_HOME/robotsguard`: the first that can be written",
             "Where this process keeps the generated trap secret (file `trap-secret`, mode 0600) without a shared store.",
-        ),
+        ).restart_only(&RestartOnly {
+            differs: |old, new| old.state_dir != new.state_dir,
+            keep: |new, running| new.state_dir.clone_from(&running.state_dir),
+        }),
     ],
 };
 

@@ -8,9 +8,15 @@ pub(crate) static TOP: Section = Section {
     title: "The top level",
     doc: "Process-wide settings, the defaults every origin inherits, the crawler catalogue and the origins. Unknown keys are errors; relative paths resolve against the config file's directory.",
     keys: &[
-        key("listen", Ty::OneOrList(&Ty::AnyOf(&[Ty::Address, Ty::Section(&LISTENER)])), "`127.0.0.1:8080`", "The proxy's listeners: `\"IP:PORT\"` entries, or mappings for TLS, PROXY protocol and HTTP/2."),
+        key("listen", Ty::OneOrList(&Ty::AnyOf(&[Ty::Address, Ty::Section(&LISTENER)])), "`127.0.0.1:8080`", "The proxy's listeners: `\"IP:PORT\"` entries, or mappings for TLS, PROXY protocol and HTTP/2.").restart_only(&RestartOnly {
+            differs: |old, new| old.listen != new.listen,
+            keep: |new, running| new.listen.clone_from(&running.listen),
+        }),
         key("admin", Ty::AnyOf(&[Ty::Address, Ty::Section(&ADMIN)]), "`127.0.0.1:9090`", "The admin listener (`/metrics`, `/healthz`, `/readyz`, `/explain`, `/robots`, `/bans`, the console): `\"IP:PORT\"` or a mapping with a token."),
-        key("threads", Ty::Int { min: 1, max: MAX_THREADS as i128 }, "one per CPU", "Proxy worker threads."),
+        key("threads", Ty::Int { min: 1, max: MAX_THREADS as i128 }, "one per CPU", "Proxy worker threads.").restart_only(&RestartOnly {
+            differs: |old, new| old.threads != new.threads,
+            keep: |new, running| new.threads = running.threads,
+        }),
         key("shutdown", Ty::Section(&SHUTDOWN), "", "What SIGTERM does."),
         key("limits", Ty::Section(&LIMITS), "", "Deadlines and caps on client connections and requests."),
         key("trusted_proxies", Ty::OneOrList(&Ty::Network), "`[]`", "Peers (CIDRs or addresses) whose forwarding headers are believed: the client is then the rightmost `X-Forwarded-For` entry that is not itself trusted; on a `proxy_protocol` listener, the only peers allowed to connect."),
@@ -18,10 +24,22 @@ pub(crate) static TOP: Section = Section {
         key("defaults", Ty::Section(&DEFAULTS), "", "Settings every origin inherits, each overridable per origin."),
         key("crawlers", Ty::Section(&CRAWLERS), "", "The crawler catalogue: the built-in one and your own entries."),
         required("origins", Ty::List(&Ty::Section(&ORIGIN)), "The sites behind the proxy, each with its hosts, upstreams and robots.txt."),
-        key("verify", Ty::Section(&VERIFY), "", "How crawler claims are checked: published IP ranges, reverse DNS, Web Bot Auth."),
-        key("state", Ty::Section(&STATE), "`{backend: memory}`", "Where Crawl-delay budgets, strikes, bans and robots.txt reads are kept."),
-        key("reports", Ty::Section(&REPORTS), "", "The violation reports behind `/reports/*` and the console."),
-        key("preview", Ty::Section(&PREVIEW), "", "The recent crawler traffic `POST /robots/preview` replays against a candidate robots.txt or policy."),
+        key("verify", Ty::Section(&VERIFY), "", "How crawler claims are checked: published IP ranges, reverse DNS, Web Bot Auth.").restart_only(&RestartOnly {
+            differs: |old, new| old.verify != new.verify,
+            keep: |new, running| new.verify.clone_from(&running.verify),
+        }),
+        key("state", Ty::Section(&STATE), "`{backend: memory}`", "Where Crawl-delay budgets, strikes, bans and robots.txt reads are kept.").restart_only(&RestartOnly {
+            differs: |old, new| old.state != new.state,
+            keep: |new, running| new.state.clone_from(&running.state),
+        }),
+        key("reports", Ty::Section(&REPORTS), "", "The violation reports behind `/reports/*` and the console.").restart_only(&RestartOnly {
+            differs: |old, new| old.reports != new.reports,
+            keep: |new, running| new.reports = running.reports,
+        }),
+        key("preview", Ty::Section(&PREVIEW), "", "The recent crawler traffic `POST /robots/preview` replays against a candidate robots.txt or policy.").restart_only(&RestartOnly {
+            differs: |old, new| old.preview != new.preview,
+            keep: |new, running| new.preview = running.preview,
+        }),
         key("decision", Ty::Section(&DECISION), "off", "The decision listener: front proxies (nginx `auth_request`, Caddy, Traefik, Envoy) ask it for the judgment instead of proxying through robotsguard."),
     ],
 };
@@ -36,7 +54,11 @@ pub(crate) static SHUTDOWN: Section = Section {
         Ty::Duration,
         "`10s`",
         "How long SIGTERM waits for requests in flight.",
-    )],
+    )
+    .restart_only(&RestartOnly {
+        differs: |old, new| old.shutdown_grace != new.shutdown_grace,
+        keep: |new, running| new.shutdown_grace = running.shutdown_grace,
+    })],
 };
 
 pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(10);

@@ -5,7 +5,8 @@
 //!
 //! Keys (after the prefix): `reports:ORIGIN:replicas` (a sorted set of replica names, scored by
 //! their last write, at most [`MAX_REPLICAS`]), `reports:ORIGIN:counts:REPLICA` and
-//! `reports:ORIGIN:violations:SLICE_START:REPLICA` (JSON).
+//! `reports:ORIGIN:violations:SLICE_START:REPLICA` (JSON), and `reports:ORIGIN:sample:REPLICA`
+//! (the preview's sample of recent crawler traffic, JSON).
 
 use std::time::Duration;
 
@@ -135,5 +136,91 @@ impl Shared {
             })
             .collect();
         Some(reports)
+    }
+
+    /// Writes `replica`'s preview sample of `origin` (JSON); `false` when the store did not
+    /// take it. The replica joins the origin's replicas as a report write does.
+    pub(crate) async fn publish_sample(
+        &self,
+        origin: &str,
+        replica: &str,
+        sample: &str,
+        window: Duration,
+        now_ms: u64,
+    ) -> bool {
+        let Some(mut connection) = self.live_connection() else {
+            return false;
+        };
+        let ttl = window.as_secs() + 3600;
+        let replicas = self.key(&["reports", origin, "replicas"]);
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET")
+            .arg(self.key(&["reports", origin, "sample", replica]))
+            .arg(sample)
+            .arg("EX")
+            .arg(ttl)
+            .ignore()
+            .cmd("ZADD")
+            .arg(&replicas)
+            .arg(now_ms)
+            .arg(replica)
+            .ignore()
+            .cmd("EXPIRE")
+            .arg(&replicas)
+            .arg(ttl)
+            .ignore();
+        self.run_within(
+            "reports",
+            REPORTS_TIMEOUT,
+            pipe.query_async::<()>(&mut connection),
+        )
+        .await
+        .is_some()
+    }
+
+    /// Every replica's preview sample of `origin` written within `window`, by replica name;
+    /// `None` when the store cannot be read.
+    pub(crate) async fn fleet_samples(
+        &self,
+        origin: &str,
+        window: Duration,
+        now_ms: u64,
+    ) -> Option<Vec<(String, String)>> {
+        let mut connection = self.live_connection()?;
+        let oldest = now_ms.saturating_sub(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
+        let mut command = redis::cmd("ZRANGEBYSCORE");
+        command
+            .arg(self.key(&["reports", origin, "replicas"]))
+            .arg(oldest)
+            .arg("+inf");
+        let replicas: Vec<String> = self
+            .run_within(
+                "reports",
+                REPORTS_TIMEOUT,
+                command.query_async(&mut connection),
+            )
+            .await?;
+        if replicas.is_empty() {
+            return Some(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for replica in &replicas {
+            pipe.cmd("GET")
+                .arg(self.key(&["reports", origin, "sample", replica]));
+        }
+        let values: Vec<Option<String>> = self
+            .run_within(
+                "reports",
+                REPORTS_TIMEOUT,
+                pipe.query_async(&mut connection),
+            )
+            .await?;
+        Some(
+            replicas
+                .into_iter()
+                .zip(values)
+                .filter_map(|(replica, value)| Some((replica, value?)))
+                .collect(),
+        )
     }
 }

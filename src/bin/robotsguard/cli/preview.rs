@@ -210,6 +210,16 @@ fn table(answer: &serde_json::Value) -> String {
         window["until"].as_str().unwrap_or("?"),
         window["requests_not_replayable"],
     ));
+    match window["coverage"].as_str() {
+        Some("fleet") => out.push_str(&format!(
+            "traffic of every replica ({} within the window)\n",
+            window["replicas"]
+        )),
+        Some("store_down") => out.push_str(
+            "traffic of the answering replica only: the shared store could not be read\n",
+        ),
+        _ => {}
+    }
     let rows = typed.map(|t| t.changes).unwrap_or_default();
     if rows.is_empty() {
         out.push_str("no change\n");
