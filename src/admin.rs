@@ -306,8 +306,9 @@ async fn explain(
         if decision.origin.allow_clients.contains(address) {
             return None;
         }
+        let network = decision.origin.config.offenders.prefix.network(address);
         store
-            .banned(decision.origin.name(), address)
+            .banned(decision.origin.name(), network)
             .map(|ban| ban_json(&ban))
     });
     json(200, &explained)
@@ -384,7 +385,7 @@ fn explanation<'a>(
 pub fn ban_json(ban: &crate::tables::offenders::Ban) -> serde_json::Value {
     serde_json::json!({
         "origin": &*ban.origin,
-        "client": ban.client.to_string(),
+        "client": crate::client_address::shown_network(&ban.client),
         "since": rfc3339(ban.since),
         "until": rfc3339(ban.until),
         "remaining_seconds": crate::tables::offenders::seconds_left(ban),
@@ -447,7 +448,7 @@ fn list_bans(snapshot: &Snapshot, store: &crate::store::Store, query: &str) -> R
         let rows = bans.iter().map(|ban| {
             vec![
                 ban.origin.to_string(),
-                ban.client.to_string(),
+                crate::client_address::shown_network(&ban.client),
                 rfc3339(ban.since),
                 rfc3339(ban.until),
                 crate::tables::offenders::seconds_left(ban).to_string(),
@@ -493,7 +494,9 @@ fn list_bans(snapshot: &Snapshot, store: &crate::store::Store, query: &str) -> R
     json(200, &serde_json::json!({ "bans": bans }))
 }
 
-/// `DELETE /bans?origin=NAME&client=ADDRESS` lifts the bans of an address on an origin,
+/// `DELETE /bans?origin=NAME&client=ADDRESS` lifts the bans of an address's network (under the
+/// origin's `offenders.prefix`) on an origin, `client=PREFIX` those of a network as `/bans`
+/// shows it (`2001:db8:1:2::/64`; host bits set: 400 naming the network),
 /// `DELETE /bans?origin=NAME` all of an origin's, `DELETE /bans?all=1` every origin's: here and
 /// in the shared store.
 async fn lift_ban(
@@ -541,38 +544,42 @@ async fn lift_ban(
         _ => {
             return json(
                 400,
-                &serde_json::json!({"error": "give ?origin=NAME&client=ADDRESS (one address), ?origin=NAME (all of an origin's bans) or ?all=1 (every origin's)"}),
+                &serde_json::json!({"error": "give ?origin=NAME&client=ADDRESS or client=PREFIX (one client network), ?origin=NAME (all of an origin's bans) or ?all=1 (every origin's)"}),
             )
         }
     };
-    if !snapshot.origins.iter().any(|o| o.name() == origin) {
+    let Some(named) = snapshot.origin_named(origin) else {
         return json(
             404,
             &serde_json::json!({"error": format!("no origin `{origin}`")}),
         );
-    }
-    let Ok(client) = client.parse::<std::net::IpAddr>() else {
-        return json(
-            400,
-            &serde_json::json!({"error": "`client` must be an IP address"}),
-        );
     };
-    // As the proxy keys it: an IPv4-mapped address is the IPv4 client.
-    let client = client.to_canonical();
+    // An address stands for its network under the origin's `offenders.prefix`, as the proxy
+    // keys bans; a prefix must be a network boundary.
+    let client = match crate::client_address::parse_client(client, named.config.offenders.prefix) {
+        Ok(client) => client,
+        Err(e) => {
+            return json(
+                400,
+                &serde_json::json!({ "error": format!("`client`: {e}") }),
+            )
+        }
+    };
+    let shown = crate::client_address::shown_network(&client);
     match store.lift(origin, client).await {
         crate::store::Lifted::Yes => json(
             200,
-            &serde_json::json!({"lifted": {"origin": origin, "client": client.to_string()}}),
+            &serde_json::json!({"lifted": {"origin": origin, "client": shown}}),
         ),
         crate::store::Lifted::NotBanned => json(
             404,
-            &serde_json::json!({"error": format!("{client} is not banned on `{origin}`")}),
+            &serde_json::json!({"error": format!("{shown} is not banned on `{origin}`")}),
         ),
         crate::store::Lifted::HereOnly => json(
             503,
             &serde_json::json!({
                 "error": "the shared state store is unreachable: the ban is lifted in this process only, and comes back from the store when it is reachable; try again",
-                "lifted_here": {"origin": origin, "client": client.to_string()},
+                "lifted_here": {"origin": origin, "client": shown},
             }),
         ),
     }

@@ -2275,3 +2275,60 @@ fn extra_crawlers_name_their_control_tokens() {
         assert!(joined.contains(needle), "{needle}: {joined}");
     }
 }
+
+// ---------------------------------------------------------------- client prefixes
+
+#[test]
+fn client_prefixes_are_read_merged_and_refused_out_of_range_at_their_position() {
+    let c = ok(&format!(
+        "defaults:\n  offenders: {{prefix: {{ipv6: 56}}}}\n  crawl_delay: {{prefix: {{ipv4: 24}}}}\n{ORIGIN}    offenders: {{prefix: {{ipv4: 30}}}}\n"
+    ));
+    let origin = &c.origins[0];
+    assert_eq!(
+        origin.offenders.prefix,
+        crate::config::ClientPrefix { ipv4: 30, ipv6: 56 },
+        "the origin's key over the defaults', key by key"
+    );
+    assert_eq!(
+        origin.crawl_delay.prefix,
+        crate::config::ClientPrefix { ipv4: 24, ipv6: 64 }
+    );
+    assert_eq!(
+        ok(ORIGIN).origins[0].offenders.prefix,
+        crate::config::ClientPrefix { ipv4: 32, ipv6: 64 }
+    );
+    for (yaml, line, column, part) in [
+        (
+            format!("{ORIGIN}    offenders: {{prefix: {{ipv4: 8}}}}\n"),
+            6,
+            34,
+            "`ipv4` must be between 16 and 32, not 8",
+        ),
+        (
+            format!("{ORIGIN}    offenders:\n      prefix:\n        ipv6: 129\n"),
+            8,
+            15,
+            "`ipv6` must be between 32 and 128, not 129",
+        ),
+        (
+            format!("{ORIGIN}    crawl_delay: {{prefix: {{ipv6: 16}}}}\n"),
+            6,
+            36,
+            "`ipv6` must be between 32 and 128, not 16",
+        ),
+        (
+            format!("{ORIGIN}    crawl_delay: {{prefix: {{ipv5: 16}}}}\n"),
+            6,
+            30,
+            "unknown key `ipv5` in `prefix`",
+        ),
+        (
+            format!("{ORIGIN}    offenders: {{prefix: 64}}\n"),
+            6,
+            27,
+            "`prefix` must be a mapping",
+        ),
+    ] {
+        one_error(&yaml, line, column, part);
+    }
+}

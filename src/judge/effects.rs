@@ -11,6 +11,7 @@ use crate::enforce::{Decision, Verification};
 use crate::snapshot::Snapshot;
 use crate::store::Store;
 use crate::tables::crawl_delay::{Admission, BudgetKey, CrawlDelays};
+use crate::tables::rates::{Rate, RateKey};
 use crate::verify::Verifier;
 
 /// The effects a judgment is allowed: spend Crawl-delay budgets, nonces and first signature
@@ -67,6 +68,16 @@ impl Effects {
         } else {
             let wait = store.next_admission(key, delay).await?;
             (!wait.is_zero()).then_some(wait)
+        }
+    }
+
+    /// How long a request of `key` must still wait under the operator's rate budget `rate`, if
+    /// at all: applying admits (spends the budget), previewing only reads it.
+    pub async fn rate_wait(self, store: &Store, key: RateKey<'_>, rate: Rate) -> Option<Duration> {
+        if self.applies() {
+            store.admit_rate(key, rate).await
+        } else {
+            store.rate_wait(key, rate).await
         }
     }
 
@@ -190,7 +201,7 @@ mod tests {
         let key = BudgetKey {
             origin: "shop",
             crawler: "GPTBot",
-            client: Some(client),
+            client: Some(ipnet::IpNet::from(client)),
         };
         let delay = Duration::from_secs(30);
         runtime.block_on(async {

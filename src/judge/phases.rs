@@ -192,7 +192,8 @@ impl Judging<'_, '_> {
         Break(ended(decision, Answer::ServeRobots(copy)))
     }
 
-    /// Phase 3: a banned address gets nothing but robots.txt: for every request
+    /// Phase 3: a banned address (its network, under `offenders.prefix`) gets nothing but
+    /// robots.txt: for every request
     /// (`offenders.scope: address`), or for those that identify as a crawler and those with
     /// the User-Agent a ban binds (`crawlers`: an address is often shared, and the people
     /// behind it are not the crawler). An allowed client is never refused for a ban (one
@@ -207,7 +208,8 @@ impl Judging<'_, '_> {
         if decision.origin.allow_clients.contains(client) {
             return Continue((decision, None));
         }
-        let Some(bans) = self.store.bans_of(decision.origin.name(), client) else {
+        let network = decision.origin.config.offenders.prefix.network(client);
+        let Some(bans) = self.store.bans_of(decision.origin.name(), network) else {
             return Continue((decision, None));
         };
         let browser = decision.crawler.is_none() && !is_blank_user_agent(facts.user_agent);
@@ -393,6 +395,7 @@ impl Judging<'_, '_> {
             settings,
             enforce: decision.origin.config.mode == OriginMode::Enforce,
             crawler: decision.crawler_label(),
+            network: settings.prefix.network(client),
         });
         let origin = decision.origin.name();
         let violation = self.store.violation(origin, client, strike).await;

@@ -40,6 +40,7 @@ mod offenders;
 mod one_judgment;
 mod origins_selftest;
 mod policy;
+mod prefix_bans;
 mod preview;
 mod proxy_admin;
 mod proxy_enforcement;
