@@ -146,6 +146,8 @@ struct Explanation<'a> {
     reason: String,
     /// The crawler's `Crawl-delay` as enforced, when its group states one.
     crawl_delay: Option<CrawlDelayInfo>,
+    /// The operator's rate budget (`policy.rates`) that applies to the crawler, when one does.
+    rate_budget: Option<RateBudgetInfo>,
     /// The ban in force for `client=` on this origin (repeat offenders), if any.
     ban: Option<serde_json::Value>,
     /// What the proxy would do with the request now: `proxy`, `serve_robots` or `refuse`, and
@@ -193,6 +195,45 @@ struct CrawlDelayInfo {
     /// How long the next request of this crawler (from `client`, when not verified) would
     /// have to wait now; 0 when it would be admitted.
     wait_seconds: f64,
+}
+
+#[derive(Serialize)]
+struct RateBudgetInfo {
+    /// The rate, as written: `60/m`.
+    rate: String,
+    /// `client` or `crawler`, as written.
+    per: &'static str,
+    /// What the rule was written for: `crawler`, `category` or `purpose`.
+    rule: &'static str,
+    /// Whose budget this request spends: `crawler` (a verified crawler's own, `per: crawler`)
+    /// or the client's network (`2001:db8:1:2::/64`).
+    budget: String,
+    /// How long the next request would have to wait now; 0 when it would be admitted.
+    wait_seconds: f64,
+}
+
+/// The `rate_budget` part of `/explain`.
+async fn rate_budget_info(
+    decision: &Decision,
+    client: Option<std::net::IpAddr>,
+    store: &crate::store::Store,
+) -> Option<RateBudgetInfo> {
+    let (key, rule, scope) = decision.rate_budget(client)?;
+    let rate = crate::tables::rates::Rate {
+        limit: rule.limit,
+        period: rule.period,
+    };
+    let wait = store.rate_wait(key, rate).await.unwrap_or_default();
+    Some(RateBudgetInfo {
+        rate: rule.rate_text(),
+        per: rule.per.as_str(),
+        rule: scope.as_str(),
+        budget: key.client.map_or_else(
+            || "crawler".to_owned(),
+            |network| crate::client_address::shown_network(&network),
+        ),
+        wait_seconds: wait.as_secs_f64(),
+    })
 }
 
 /// The `crawl_delay` part of `/explain`.
@@ -292,6 +333,7 @@ async fn explain(
     explained.answer = Some(answer);
     explained.read_robots = judgment.read_robots;
     explained.crawl_delay = crawl_delay_info(decision, client, store).await;
+    explained.rate_budget = rate_budget_info(decision, client, store).await;
     explained.verification = preview.verification.as_deref();
     if preview.lookups_limited {
         explained.note = Some(format!(
@@ -350,6 +392,7 @@ fn explanation<'a>(
         rule: decision.rule.as_ref(),
         reason: decision.reason(),
         crawl_delay: None,
+        rate_budget: None,
         ban: None,
         answer: None,
         read_robots: None,

@@ -499,6 +499,41 @@ impl Decision {
         Some((key, delay))
     }
 
+    /// The operator's rate budget (`policy.rates`) this decision spends: the rule for the
+    /// crawler (its name's, else its category's, else its purposes'), what it was written for, and
+    /// the budget's key. `None` when no rule applies or the request is not a crawler's. A budget
+    /// `per: crawler` is the crawler's own only for a request verified as it; any other claim
+    /// (and every budget `per: client`) is kept per client network (`crawl_delay.prefix`), and
+    /// crawlers found only by the generic rules share one name per network.
+    pub fn rate_budget(
+        &self,
+        client: Option<IpAddr>,
+    ) -> Option<(
+        crate::tables::rates::RateKey<'_>,
+        crate::config::RateRule,
+        crate::config::RateScope,
+    )> {
+        let rates = &self.origin.config.policy.rates;
+        if rates.is_empty() {
+            return None;
+        }
+        let crawler = self.crawler.as_ref()?;
+        let (rule, scope) =
+            rates.rule_for(crawler.name(), crawler.category(), crawler.purposes())?;
+        let own =
+            rule.per == crate::config::RatePer::Crawler && self.is_verified_as_deciding_crawler();
+        let key = crate::tables::rates::RateKey {
+            origin: self.origin.name(),
+            crawler: budget_name(crawler.name(), crawler.source),
+            client: if own {
+                None
+            } else {
+                client.map(|client| self.origin.config.crawl_delay.prefix.network(client))
+            },
+        };
+        Some((key, rule, scope))
+    }
+
     /// The reason in words, for logs, `/explain` and the block response.
     pub fn reason(&self) -> String {
         match self.why {

@@ -7,7 +7,8 @@
 //! 4. [`Judging::signals`]: a trap hit, a disguised crawler ([`super::signals`]);
 //! 5. [`Judging::web_bot_auth`] and [`Judging::verify`]: signatures' refusals, then the claim
 //!    checked (signature, IP ranges, reverse DNS);
-//! 6. [`Judging::budgets`]: the Crawl-delay budget;
+//! 6. [`Judging::budgets`]: the Crawl-delay budget; [`Judging::rates`]: the operator's rate
+//!    budget (`policy.rates`);
 //! 7. [`Judging::strikes`]: a robots.txt violation, its strike and ban;
 //! 8. [`Judging::answer`]: the licence answer, the log line, the answer.
 //!
@@ -102,6 +103,7 @@ impl Judging<'_, '_> {
         let allowance = Allowance::of(&decision);
         self.verify(&mut decision, signed).await;
         let decision = self.budgets(decision, allowance).await?;
+        let decision = self.rates(decision).await?;
         let read_robots = self.strikes(&decision).await;
         Continue(
             self.answer(decision, read_robots)
@@ -323,6 +325,53 @@ impl Judging<'_, '_> {
         }
         if !reported_impostor && !allowance.signal_reported {
             decision.outcome = Outcome::WouldLimit;
+        }
+        Continue(decision)
+    }
+
+    /// Phase 6b: a crawler's request that would be proxied spends the operator's rate budget
+    /// for it (`policy.rates`), whatever robots.txt's `Crawl-delay` says: over the budget it is
+    /// answered 429 with `Retry-After` (`rate_limited`), or, on an origin that only reports,
+    /// proxied and counted `would_rate_limit`. An allowed client, an exempt path, robots.txt and
+    /// the licence terms spend nothing.
+    pub(super) async fn rates(&self, mut decision: Decision) -> Step<Decision> {
+        let spends = !decision.reads_robots_txt
+            && decision.origin.config.mode != OriginMode::Off
+            && !decision.outcome.refuses()
+            && !matches!(
+                decision.why,
+                Why::AllowedClient | Why::ExemptPath | Why::RobotsTxtPath | Why::LicenseUrl
+            );
+        if !spends {
+            return Continue(decision);
+        }
+        let Some((key, rule, scope)) = decision.rate_budget(self.facts.client) else {
+            return Continue(decision);
+        };
+        let rate = crate::tables::rates::Rate {
+            limit: rule.limit,
+            period: rule.period,
+        };
+        let Some(wait) = self.effects.rate_wait(self.store, key, rate).await else {
+            return Continue(decision);
+        };
+        self.effects.record(|| {
+            METRICS
+                .rate_budget_exceeded
+                .with_label_values(&[
+                    decision.origin.name(),
+                    decision.crawler_label(),
+                    scope.as_str(),
+                ])
+                .inc();
+        });
+        if decision.origin.config.mode == OriginMode::Enforce {
+            decision.outcome = Outcome::RateLimited;
+            let refusal = Refusal::new(RefusedFor::RateLimited { rule, wait });
+            return Break(ended(decision, Answer::Refuse(refusal)));
+        }
+        if matches!(decision.outcome, Outcome::Allowed | Outcome::Pass) {
+            decision.outcome = Outcome::WouldRateLimit;
         }
         Continue(decision)
     }
