@@ -759,6 +759,66 @@ mod tests {
     }
 
     #[test]
+    fn rates_refuse_over_the_budget_only_when_applied_and_an_origin_that_reports_counts() {
+        let bench = bench_for(
+            "",
+            &format!("{ROBOTS}\n    policy: {{rates: {{GPTBot: 2/m}}}}"),
+        );
+        let page = facts(GPTBOT, "/page", CLIENT);
+        let run = |bench: &Bench, facts: &Facts<'_>, mode| {
+            let decision = bench.identified(facts);
+            bench
+                .runtime
+                .block_on(bench.judging(facts, mode).rates(decision))
+        };
+        for _ in 0..3 {
+            assert!(matches!(run(&bench, &page, Mode::Preview), Continue(_)));
+        }
+        for n in 0..2 {
+            let Continue(decision) = run(&bench, &page, Mode::Apply) else {
+                panic!("request {n} refused");
+            };
+            assert_eq!(decision.outcome, Outcome::Allowed);
+        }
+        let (status, why, outcome) = refusal(run(&bench, &page, Mode::Apply));
+        assert_eq!((status, outcome), (429, Outcome::RateLimited));
+        assert!(
+            why.retry_after().is_some_and(|s| (1..=30).contains(&s)),
+            "{why:?}"
+        );
+        let (_, _, outcome) = refusal(run(&bench, &page, Mode::Preview));
+        assert_eq!(
+            outcome,
+            Outcome::RateLimited,
+            "a preview sees the spent budget"
+        );
+        // Another client's budget is its own; a path robots.txt refuses spends nothing.
+        let elsewhere = facts(GPTBOT, "/page", "192.0.2.10");
+        assert!(matches!(run(&bench, &elsewhere, Mode::Apply), Continue(_)));
+        let blocked = facts(GPTBOT, "/private", "192.0.2.10");
+        for _ in 0..3 {
+            let Continue(decision) = run(&bench, &blocked, Mode::Apply) else {
+                panic!("a block is refused by its own phase");
+            };
+            assert_eq!(decision.outcome, Outcome::Blocked);
+        }
+        assert!(matches!(run(&bench, &elsewhere, Mode::Apply), Continue(_)));
+
+        let reporting = bench_for(
+            "",
+            &format!("{ROBOTS}\n    mode: report\n    policy: {{rates: {{GPTBot: 1/h}}}}"),
+        );
+        assert!(matches!(
+            run(&reporting, &page, Mode::Apply),
+            Continue(ref d) if d.outcome == Outcome::Allowed
+        ));
+        let Continue(decision) = run(&reporting, &page, Mode::Apply) else {
+            panic!("an origin that reports refuses nothing");
+        };
+        assert_eq!(decision.outcome, Outcome::WouldRateLimit);
+    }
+
+    #[test]
     fn strikes_are_counted_for_a_rule_only_and_only_when_applied() {
         let bench = bench_for(
             "",

@@ -47,6 +47,7 @@ mod proxy_enforcement;
 mod proxy_robots_sources;
 mod proxy_routing;
 mod proxy_tls;
+mod rate_budgets;
 mod robots_acquisition;
 mod robots_refresh;
 mod shared_state;
