@@ -116,6 +116,16 @@ fn ipv6_clients_of_one_64_share_strikes_a_ban_and_a_budget_and_ipv4_stays_per_ad
     }
     assert_eq!(banned_clients(&proxy), ["2001:db8:1:2::/64"]);
 
+    // The console (open on loopback without tokens) shows the network, and its Lift form names it.
+    let page = support::Conn::open(proxy.admin)
+        .send(&Request::get("/ui/bans").host(&proxy.admin.to_string()))
+        .text();
+    assert!(page.contains("<code>2001:db8:1:2::/64</code>"), "{page}");
+    assert!(
+        page.contains("name=\"client\" value=\"2001:db8:1:2::/64\""),
+        "{page}"
+    );
+
     // A prefix that is not a network boundary is refused, naming the network; an address of
     // the /64 or the /64 itself lifts the ban.
     let odd = lift(&proxy, "2001:db8:1:2::5/64");
