@@ -1,5 +1,7 @@
-//! Repeat offenders: a client address that keeps fetching what robots.txt disallows is banned
-//! from the origin for a while.
+//! Repeat offenders: a client that keeps fetching what robots.txt disallows is banned from the
+//! origin for a while. A client is a network (`offenders.prefix`: one IPv4 address, an IPv6 /64
+//! by default): the caller cuts the address, and every address of the network shares its strike
+//! count and its bans.
 //!
 //! A strike is a request blocked by a robots.txt rule that every copy of robots.txt in force over
 //! the previous 24 hours also disallowed (the caller checks that: a crawler may keep a robots.txt
