@@ -298,4 +298,17 @@ fn with_the_shared_store_strikes_of_one_64_on_two_replicas_ban_it_on_both() {
         "lifted on the other replica"
     );
     assert_eq!(from(&a, "2001:db8:7:1::9", "/page", EXAMPLEBOT).status, 200);
+    // One Crawl-delay budget for the /64 in the store: another address of it, on the other
+    // replica, waits.
+    assert_eq!(
+        redis.command(&[
+            "EXISTS",
+            "rg-prefix:delay:shop:examplebot:2001:db8:7:1::/64"
+        ]),
+        "1"
+    );
+    assert_eq!(
+        from(&b, "2001:db8:7:1:beef::1", "/page", EXAMPLEBOT).status,
+        429
+    );
 }
