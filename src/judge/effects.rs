@@ -216,4 +216,38 @@ mod tests {
             assert!(seen.is_some_and(|wait| wait <= delay), "{seen:?}");
         });
     }
+
+    #[test]
+    fn a_preview_reads_a_rate_budget_and_applying_spends_it() {
+        let store = Store::new(&crate::config::StateConfig::default());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let key = RateKey {
+            origin: "shop",
+            crawler: "Googlebot",
+            client: None,
+        };
+        let rate = Rate {
+            limit: 2,
+            period: Duration::from_secs(60),
+        };
+        runtime.block_on(async {
+            let preview = Effects::of(Mode::Preview);
+            let apply = Effects::of(Mode::Apply);
+            for _ in 0..3 {
+                assert_eq!(preview.rate_wait(&store, key, rate).await, None);
+            }
+            assert_eq!(apply.rate_wait(&store, key, rate).await, None);
+            assert_eq!(apply.rate_wait(&store, key, rate).await, None);
+            let refused = apply.rate_wait(&store, key, rate).await;
+            assert!(
+                refused.is_some_and(|wait| wait <= Duration::from_secs(30)),
+                "{refused:?}"
+            );
+            let seen = preview.rate_wait(&store, key, rate).await;
+            assert!(seen.is_some(), "a preview sees the spent budget");
+        });
+    }
 }
