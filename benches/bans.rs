@@ -5,16 +5,20 @@ use std::hint::black_box;
 use std::net::{IpAddr, Ipv6Addr};
 use std::time::{Duration, Instant};
 
+use ipnet::IpNet;
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use robotsguard::store::{Earner, Store};
 use robotsguard::tables::offenders::BanCause;
 
-/// The `n`th address of the benchmark's own range.
-fn address(n: u64) -> IpAddr {
-    IpAddr::V6(Ipv6Addr::from(0x2001_0db8_u128 << 96 | u128::from(n)))
+/// The `n`th address of the benchmark's own range, as a one-address network.
+fn address(n: u64) -> IpNet {
+    IpNet::from(IpAddr::V6(Ipv6Addr::from(
+        0x2001_0db8_u128 << 96 | u128::from(n),
+    )))
 }
 
-fn impose(store: &Store, client: IpAddr) {
+fn impose(store: &Store, client: IpNet) {
     let earner = Earner {
         cause: BanCause::Trap,
         crawler: "browser",

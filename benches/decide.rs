@@ -197,7 +197,7 @@ fn gptbot_at(n: u32) -> robotsguard::tables::crawl_delay::BudgetKey<'static> {
     robotsguard::tables::crawl_delay::BudgetKey {
         origin: "shop",
         crawler: "GPTBot",
-        client: Some(std::net::IpAddr::from(n.to_be_bytes())),
+        client: Some(ipnet::IpNet::from(std::net::IpAddr::from(n.to_be_bytes()))),
     }
 }
 

@@ -35,7 +35,7 @@ fn main() {
         let key = BudgetKey {
             origin: "shop",
             crawler: "GPTBot",
-            client: Some(std::net::IpAddr::from(n.to_be_bytes())),
+            client: Some(ipnet::IpNet::from(std::net::IpAddr::from(n.to_be_bytes()))),
         };
         limits.admit(key, Duration::from_secs(60), now);
     }

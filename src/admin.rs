@@ -146,6 +146,8 @@ struct Explanation<'a> {
     reason: String,
     /// The crawler's `Crawl-delay` as enforced, when its group states one.
     crawl_delay: Option<CrawlDelayInfo>,
+    /// The operator's rate budget (`policy.rates`) that applies to the crawler, when one does.
+    rate_budget: Option<RateBudgetInfo>,
     /// The ban in force for `client=` on this origin (repeat offenders), if any.
     ban: Option<serde_json::Value>,
     /// What the proxy would do with the request now: `proxy`, `serve_robots` or `refuse`, and
@@ -193,6 +195,45 @@ struct CrawlDelayInfo {
     /// How long the next request of this crawler (from `client`, when not verified) would
     /// have to wait now; 0 when it would be admitted.
     wait_seconds: f64,
+}
+
+#[derive(Serialize)]
+struct RateBudgetInfo {
+    /// The rate, as written: `60/m`.
+    rate: String,
+    /// `client` or `crawler`, as written.
+    per: &'static str,
+    /// What the rule was written for: `crawler`, `category` or `purpose`.
+    rule: &'static str,
+    /// Whose budget this request spends: `crawler` (a verified crawler's own, `per: crawler`)
+    /// or the client's network (`2001:db8:1:2::/64`).
+    budget: String,
+    /// How long the next request would have to wait now; 0 when it would be admitted.
+    wait_seconds: f64,
+}
+
+/// The `rate_budget` part of `/explain`.
+async fn rate_budget_info(
+    decision: &Decision,
+    client: Option<std::net::IpAddr>,
+    store: &crate::store::Store,
+) -> Option<RateBudgetInfo> {
+    let (key, rule, scope) = decision.rate_budget(client)?;
+    let rate = crate::tables::rates::Rate {
+        limit: rule.limit,
+        period: rule.period,
+    };
+    let wait = store.rate_wait(key, rate).await.unwrap_or_default();
+    Some(RateBudgetInfo {
+        rate: rule.rate_text(),
+        per: rule.per.as_str(),
+        rule: scope.as_str(),
+        budget: key.client.map_or_else(
+            || "crawler".to_owned(),
+            |network| crate::client_address::shown_network(&network),
+        ),
+        wait_seconds: wait.as_secs_f64(),
+    })
 }
 
 /// The `crawl_delay` part of `/explain`.
@@ -292,6 +333,7 @@ async fn explain(
     explained.answer = Some(answer);
     explained.read_robots = judgment.read_robots;
     explained.crawl_delay = crawl_delay_info(decision, client, store).await;
+    explained.rate_budget = rate_budget_info(decision, client, store).await;
     explained.verification = preview.verification.as_deref();
     if preview.lookups_limited {
         explained.note = Some(format!(
@@ -306,8 +348,9 @@ async fn explain(
         if decision.origin.allow_clients.contains(address) {
             return None;
         }
+        let network = decision.origin.config.offenders.prefix.network(address);
         store
-            .banned(decision.origin.name(), address)
+            .banned(decision.origin.name(), network)
             .map(|ban| ban_json(&ban))
     });
     json(200, &explained)
@@ -349,6 +392,7 @@ fn explanation<'a>(
         rule: decision.rule.as_ref(),
         reason: decision.reason(),
         crawl_delay: None,
+        rate_budget: None,
         ban: None,
         answer: None,
         read_robots: None,
@@ -384,7 +428,7 @@ fn explanation<'a>(
 pub fn ban_json(ban: &crate::tables::offenders::Ban) -> serde_json::Value {
     serde_json::json!({
         "origin": &*ban.origin,
-        "client": ban.client.to_string(),
+        "client": crate::client_address::shown_network(&ban.client),
         "since": rfc3339(ban.since),
         "until": rfc3339(ban.until),
         "remaining_seconds": crate::tables::offenders::seconds_left(ban),
@@ -447,7 +491,7 @@ fn list_bans(snapshot: &Snapshot, store: &crate::store::Store, query: &str) -> R
         let rows = bans.iter().map(|ban| {
             vec![
                 ban.origin.to_string(),
-                ban.client.to_string(),
+                crate::client_address::shown_network(&ban.client),
                 rfc3339(ban.since),
                 rfc3339(ban.until),
                 crate::tables::offenders::seconds_left(ban).to_string(),
@@ -493,7 +537,9 @@ fn list_bans(snapshot: &Snapshot, store: &crate::store::Store, query: &str) -> R
     json(200, &serde_json::json!({ "bans": bans }))
 }
 
-/// `DELETE /bans?origin=NAME&client=ADDRESS` lifts the bans of an address on an origin,
+/// `DELETE /bans?origin=NAME&client=ADDRESS` lifts the bans of an address's network (under the
+/// origin's `offenders.prefix`) on an origin, `client=PREFIX` those of a network as `/bans`
+/// shows it (`2001:db8:1:2::/64`; host bits set: 400 naming the network),
 /// `DELETE /bans?origin=NAME` all of an origin's, `DELETE /bans?all=1` every origin's: here and
 /// in the shared store.
 async fn lift_ban(
@@ -541,38 +587,42 @@ async fn lift_ban(
         _ => {
             return json(
                 400,
-                &serde_json::json!({"error": "give ?origin=NAME&client=ADDRESS (one address), ?origin=NAME (all of an origin's bans) or ?all=1 (every origin's)"}),
+                &serde_json::json!({"error": "give ?origin=NAME&client=ADDRESS or client=PREFIX (one client network), ?origin=NAME (all of an origin's bans) or ?all=1 (every origin's)"}),
             )
         }
     };
-    if !snapshot.origins.iter().any(|o| o.name() == origin) {
+    let Some(named) = snapshot.origin_named(origin) else {
         return json(
             404,
             &serde_json::json!({"error": format!("no origin `{origin}`")}),
         );
-    }
-    let Ok(client) = client.parse::<std::net::IpAddr>() else {
-        return json(
-            400,
-            &serde_json::json!({"error": "`client` must be an IP address"}),
-        );
     };
-    // As the proxy keys it: an IPv4-mapped address is the IPv4 client.
-    let client = client.to_canonical();
+    // An address stands for its network under the origin's `offenders.prefix`, as the proxy
+    // keys bans; a prefix must be a network boundary.
+    let client = match crate::client_address::parse_client(client, named.config.offenders.prefix) {
+        Ok(client) => client,
+        Err(e) => {
+            return json(
+                400,
+                &serde_json::json!({ "error": format!("`client`: {e}") }),
+            )
+        }
+    };
+    let shown = crate::client_address::shown_network(&client);
     match store.lift(origin, client).await {
         crate::store::Lifted::Yes => json(
             200,
-            &serde_json::json!({"lifted": {"origin": origin, "client": client.to_string()}}),
+            &serde_json::json!({"lifted": {"origin": origin, "client": shown}}),
         ),
         crate::store::Lifted::NotBanned => json(
             404,
-            &serde_json::json!({"error": format!("{client} is not banned on `{origin}`")}),
+            &serde_json::json!({"error": format!("{shown} is not banned on `{origin}`")}),
         ),
         crate::store::Lifted::HereOnly => json(
             503,
             &serde_json::json!({
                 "error": "the shared state store is unreachable: the ban is lifted in this process only, and comes back from the store when it is reachable; try again",
-                "lifted_here": {"origin": origin, "client": client.to_string()},
+                "lifted_here": {"origin": origin, "client": shown},
             }),
         ),
     }

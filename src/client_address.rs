@@ -75,6 +75,46 @@ fn canonical(address: IpAddr) -> IpAddr {
     }
 }
 
+/// A client network as `/bans`, the console, the log and the shared store write it: an
+/// address alone when the network is one address (`203.0.113.5`), else the prefix
+/// (`2001:db8:1:2::/64`).
+pub fn shown_network(network: &IpNet) -> String {
+    if network.prefix_len() == network.max_prefix_len() {
+        network.addr().to_string()
+    } else {
+        network.to_string()
+    }
+}
+
+/// What an operator names a client by (`DELETE /bans`, the console's lift): an address, taken
+/// as its network under `prefix`, or a network written as a prefix, which must be a network
+/// boundary (`2001:db8:1:2::5/64` is refused, naming `2001:db8:1:2::/64`).
+pub fn parse_client(text: &str, prefix: crate::config::ClientPrefix) -> Result<IpNet, String> {
+    let text = text.trim();
+    if let Ok(address) = text.parse::<IpAddr>() {
+        return Ok(prefix.network(address));
+    }
+    match text.parse::<IpNet>() {
+        Ok(network) if network != network.trunc() => Err(format!(
+            "{text} has host bits set; did you mean {}?",
+            network.trunc()
+        )),
+        Ok(network) => Ok(match network {
+            // An IPv4-mapped network is the IPv4 one it stands for.
+            IpNet::V6(v6) => match v6.addr().to_ipv4_mapped() {
+                Some(v4) if v6.prefix_len() >= 96 => {
+                    ipnet::Ipv4Net::new(v4, v6.prefix_len() - 96).map_or(network, IpNet::V4)
+                }
+                _ => network,
+            },
+            v4 => v4,
+        }),
+        Err(_) => Err(format!(
+            "{text} is neither an IP address nor a network (write 203.0.113.5 or 2001:db8:1:2::/64)"
+        )),
+    }
+}
+
 /// The client address for a request from `peer` carrying these `X-Forwarded-For` values (in
 /// header order): `peer` itself unless it is trusted; else the rightmost address that is not
 /// itself trusted, walking from the right (each trusted hop appended the one before it), or the
@@ -129,6 +169,37 @@ mod tests {
 
     fn ip(text: &str) -> IpAddr {
         text.parse().unwrap_or_else(|_| unreachable!())
+    }
+
+    #[test]
+    fn clients_are_named_by_address_or_network_and_shown_as_operators_write_them() {
+        let prefix = crate::config::ClientPrefix::default();
+        let shown = |text: &str| parse_client(text, prefix).map(|net| shown_network(&net));
+        assert_eq!(shown("203.0.113.5"), Ok("203.0.113.5".to_owned()));
+        assert_eq!(shown("::ffff:203.0.113.5"), Ok("203.0.113.5".to_owned()));
+        assert_eq!(
+            shown("2001:db8:1:2:aaaa::5"),
+            Ok("2001:db8:1:2::/64".to_owned())
+        );
+        assert_eq!(
+            shown("2001:db8:1:2::/64"),
+            Ok("2001:db8:1:2::/64".to_owned())
+        );
+        assert_eq!(shown("198.51.100.0/24"), Ok("198.51.100.0/24".to_owned()));
+        assert_eq!(
+            shown("2001:db8:1:2::5/64"),
+            Err("2001:db8:1:2::5/64 has host bits set; did you mean 2001:db8:1:2::/64?".to_owned())
+        );
+        assert!(shown("a.example").is_err_and(|e| e.contains("neither")));
+        let wide = crate::config::ClientPrefix { ipv4: 24, ipv6: 48 };
+        assert_eq!(
+            shown_network(&wide.network(ip("2001:db8:1:2::9"))),
+            "2001:db8:1::/48"
+        );
+        assert_eq!(
+            shown_network(&wide.network(ip("192.0.2.77"))),
+            "192.0.2.0/24"
+        );
     }
 
     fn client(peer: &str, trusted: &[&str], headers: &[&str]) -> IpAddr {

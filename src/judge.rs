@@ -373,6 +373,13 @@ pub enum RefusedFor {
         /// How long until the request would be admitted.
         wait: Duration,
     },
+    /// Over the operator's rate budget for the crawler (`policy.rates`: 429, `Retry-After`).
+    RateLimited {
+        /// The budget that refused it.
+        rule: crate::config::RateRule,
+        /// How long until the budget holds a request again.
+        wait: Duration,
+    },
     /// robots.txt or the policy disallows the request to the crawler (the origin's block
     /// status).
     Blocked,
@@ -421,7 +428,9 @@ impl RefusedFor {
             | RefusedFor::Impostor
             | RefusedFor::SignatureRequired { .. }
             | RefusedFor::Disguised => 403,
-            RefusedFor::Limited { .. } | RefusedFor::Replayed { .. } => 429,
+            RefusedFor::Limited { .. }
+            | RefusedFor::RateLimited { .. }
+            | RefusedFor::Replayed { .. } => 429,
             RefusedFor::KeysUnavailable => 503,
             RefusedFor::Trap => 404,
             RefusedFor::PaymentRequired { .. } => 402,
@@ -441,7 +450,9 @@ impl RefusedFor {
     pub fn retry_after(&self) -> Option<u64> {
         match self {
             RefusedFor::Banned(ban) => Some(crate::tables::offenders::seconds_left(ban)),
-            RefusedFor::Limited { wait, .. } => Some(retry_after_seconds(*wait)),
+            RefusedFor::Limited { wait, .. } | RefusedFor::RateLimited { wait, .. } => {
+                Some(retry_after_seconds(*wait))
+            }
             RefusedFor::KeysUnavailable => Some(KEYS_UNAVAILABLE_RETRY.as_secs()),
             _ => None,
         }
@@ -896,6 +907,7 @@ mod tests {
 
         pub(super) fn ban(&self, client: &str) {
             let client: IpAddr = client.parse().expect("an address");
+            let client = ipnet::IpNet::from(client);
             let now = std::time::SystemTime::now();
             let ban = Ban::new(
                 "shop",
@@ -910,7 +922,9 @@ mod tests {
 
         pub(super) fn banned(&self, client: &str) -> bool {
             let client: IpAddr = client.parse().expect("an address");
-            self.store.banned("shop", client).is_some()
+            self.store
+                .banned("shop", ipnet::IpNet::from(client))
+                .is_some()
         }
     }
 
@@ -1035,7 +1049,7 @@ mod tests {
         let client: IpAddr = client.parse().expect("an address");
         bench
             .store
-            .banned("shop", client)
+            .banned("shop", ipnet::IpNet::from(client))
             .map_or(0, |ban| ban.browser_requests())
     }
 
@@ -1543,7 +1557,10 @@ mod tests {
             ("refuse", Some(404), "trap")
         );
         let client: IpAddr = scraper.parse().expect("an address");
-        let ban = bench.store.banned("shop", client).expect("banned");
+        let ban = bench
+            .store
+            .banned("shop", ipnet::IpNet::from(client))
+            .expect("banned");
         assert_eq!((ban.cause, &*ban.crawler), (BanCause::Trap, "browser"));
         assert_eq!(
             ban.agent.as_ref().map(|a| a.shown()),
@@ -1587,7 +1604,10 @@ mod tests {
         bench.get(GPTBOT, "/trap/x", "192.0.2.42", Mode::Apply);
         let ban = bench
             .store
-            .banned("shop", "192.0.2.42".parse().expect("an address"))
+            .banned(
+                "shop",
+                ipnet::IpNet::from("192.0.2.42".parse::<IpAddr>().expect("an address")),
+            )
             .expect("banned");
         assert_eq!((&*ban.crawler, ban.agent.is_none()), ("GPTBot", true));
         assert_eq!(
@@ -1649,7 +1669,10 @@ mod tests {
         );
         let ban = bench
             .store
-            .banned("shop", victim.parse().expect("an address"))
+            .banned(
+                "shop",
+                ipnet::IpNet::from(victim.parse::<IpAddr>().expect("an address")),
+            )
             .expect("banned");
         assert_eq!(
             (ban.cause, &*ban.crawler),
@@ -1748,7 +1771,10 @@ mod tests {
             assert!(traps.banned("192.0.2.62"));
             let ban = traps
                 .store
-                .banned("shop", "192.0.2.62".parse().expect("an address"))
+                .banned(
+                    "shop",
+                    ipnet::IpNet::from("192.0.2.62".parse::<IpAddr>().expect("an address")),
+                )
                 .expect("banned");
             let settings = bench_for(
                 "",

@@ -406,6 +406,7 @@ pub(crate) fn offender(
         Some(ban) => tracing::warn!(
             origin,
             client = %client,
+            banned = %crate::client_address::shown_network(&ban.client),
             strikes,
             until = %rfc3339(ban.until),
             cause = ban.cause.as_str(),
@@ -518,7 +519,7 @@ pub(crate) fn banned_browser_request(
     };
     tracing::warn!(
         origin,
-        client = %ban.client,
+        client = %crate::client_address::shown_network(&ban.client),
         scope = scope.as_str(),
         until = %rfc3339(ban.until),
         request_id,

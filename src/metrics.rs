@@ -171,6 +171,10 @@ pub struct Metrics {
     /// `robotsguard_rate_limited_total{origin, crawler}`: requests answered 429 under robots.txt's
     /// `Crawl-delay`.
     pub rate_limited: IntCounterVec,
+    /// `robotsguard_rate_budget_exceeded_total{origin, crawler, rule}`: crawler requests over the
+    /// operator's rate budget (`policy.rates`), by what the rule was written for (`crawler`,
+    /// `category`, `purpose`): answered 429, or counted on an origin that only reports.
+    pub rate_budget_exceeded: IntCounterVec,
     /// `robotsguard_content_signals_total{origin, crawler, purpose, action}`: crawler requests a
     /// robots.txt `Content-Signal` or `Content-Usage` line refuses for one of the crawler's
     /// purposes (`action`: `enforce`, refused; `report`, proxied and counted).
@@ -289,7 +293,7 @@ pub const REQUEST_REFUSALS: [&str; 4] = [
 ];
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 65] = [
+pub const METRIC_NAMES: [&str; 66] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -336,6 +340,7 @@ pub const METRIC_NAMES: [&str; 65] = [
     "robotsguard_tls_certificate_expiry_timestamp_seconds",
     "robotsguard_tls_certificate_reloads_total",
     "robotsguard_rate_limited_total",
+    "robotsguard_rate_budget_exceeded_total",
     "robotsguard_content_signals_total",
     "robotsguard_violations_total",
     "robotsguard_bans_total",
@@ -705,6 +710,12 @@ impl Metrics {
             "Crawler requests answered 429 because they came sooner than robots.txt's Crawl-delay, by origin and crawler.",
             &["origin", "crawler"],
         );
+        let rate_budget_exceeded = counter(
+            &registry,
+            "robotsguard_rate_budget_exceeded_total",
+            "Crawler requests over the operator's rate budget (policy.rates), by origin, crawler and what the rule was written for (crawler, category, purpose): answered 429 (rate_limited), or counted where the origin only reports (would_rate_limit).",
+            &["origin", "crawler", "rule"],
+        );
         let content_signals = counter(
             &registry,
             "robotsguard_content_signals_total",
@@ -881,6 +892,7 @@ impl Metrics {
             tls_certificate_expiry,
             tls_certificate_reloads,
             rate_limited,
+            rate_budget_exceeded,
             content_signals,
             violations,
             bans,
@@ -1058,6 +1070,7 @@ impl Metrics {
             Box::new(self.tls_certificate_expiry.clone()),
             Box::new(self.tls_certificate_reloads.clone()),
             Box::new(self.rate_limited.clone()),
+            Box::new(self.rate_budget_exceeded.clone()),
             Box::new(self.content_signals.clone()),
             Box::new(self.violations.clone()),
             Box::new(self.bans.clone()),

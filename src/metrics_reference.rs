@@ -210,6 +210,10 @@ const NOTES: &[(&str, &str)] = &[
         "crawler requests answered `429` because they came sooner than robots.txt's `Crawl-delay` (`would_limit` ones are in `robotsguard_requests_total`)",
     ),
     (
+        "robotsguard_rate_budget_exceeded_total",
+        "crawler requests over the operator's rate budget (`policy.rates`): answered `429` (`rate_limited`) or, on an origin in `mode: report`, proxied (`would_rate_limit`); `rule` is what the budget was written for: `crawler` (its name), `category` or `purpose`. See \"Bans, budgets and the firewall\"",
+    ),
+    (
         "robotsguard_violations_total",
         "crawler requests a rule of the robots.txt in force disallows (`blocked` or `would_block`; not policy blocks, impostors or an unreachable robots.txt), by whether that client address fetched this origin's `/robots.txt` within the last 24 hours (`yes`: it read the rules and ignored them)",
     ),
@@ -219,7 +223,7 @@ const NOTES: &[(&str, &str)] = &[
     ),
     (
         "robotsguard_banned_clients",
-        "client addresses with a ban in force, each once however many User-Agents its bans bind (updated when a ban is added, lifted, or found ended; with the shared store, those of every replica)",
+        "client networks (`offenders.prefix`: an address, or an IPv6 /64 by default) with a ban in force, each once however many User-Agents its bans bind (updated when a ban is added, lifted, or found ended; with the shared store, those of every replica)",
     ),
     (
         "robotsguard_banned_browser_requests_total",
@@ -235,7 +239,7 @@ const NOTES: &[(&str, &str)] = &[
     ),
     (
         "robotsguard_state_backend_errors_total",
-        "commands to the shared store that failed or timed out, by `operation`: `crawl_delay`, `robots_read`, `violation`, `disguised`, `web_bot_auth_nonce`, `lift_ban`, `reports` (requests and the admin endpoint), `check` (the background check), `readers`, `reload_bans`, `share_bans`, `robots_history` (background work, retried); and by `kind`: `timeout`, `connection`, `readonly` (the store is taken for down until a check succeeds), `oom` (a write refused for want of memory: that decision is made from this process's memory, the store stays in use), `lost` (the store answered without strikes this process knew of: evicted or lost; this process's count decided), `error` (anything else)",
+        "commands to the shared store that failed or timed out, by `operation`: `crawl_delay`, `rate_budget`, `robots_read`, `violation`, `disguised`, `web_bot_auth_nonce`, `lift_ban`, `reports` (requests and the admin endpoint), `check` (the background check), `readers`, `reload_bans`, `share_bans`, `robots_history` (background work, retried); and by `kind`: `timeout`, `connection`, `readonly` (the store is taken for down until a check succeeds), `oom` (a write refused for want of memory: that decision is made from this process's memory, the store stays in use), `lost` (the store answered without strikes this process knew of: evicted or lost; this process's count decided), `error` (anything else)",
     ),
 ];
 

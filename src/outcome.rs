@@ -50,6 +50,11 @@ pub enum Outcome {
     /// The client address is banned, but bans are off (`mode: off` or `offenders.action:
     /// off`): proxied as without the ban, counted.
     BanSuspended,
+    /// Over the operator's rate budget for the crawler (`policy.rates`): answered 429 with
+    /// `Retry-After`, whatever robots.txt's `Crawl-delay` says.
+    RateLimited,
+    /// As `RateLimited`, but the origin only reports (`mode: report`): proxied and counted.
+    WouldRateLimit,
 }
 
 /// A column of the reports (and the console's crawler table) that requests are counted in.
@@ -82,6 +87,10 @@ pub enum ReportColumn {
     WouldBan,
     /// `ban_suspended`.
     BanSuspended,
+    /// `rate_limited`.
+    RateLimited,
+    /// `would_rate_limit`.
+    WouldRateLimit,
 }
 
 /// One row of the outcome table.
@@ -124,7 +133,7 @@ const fn row(
 }
 
 /// The outcome table, in [`Outcome`]'s order (a test holds each row at its outcome's place).
-pub const OUTCOMES: [OutcomeInfo; 14] = [
+pub const OUTCOMES: [OutcomeInfo; 16] = [
     row(
         Outcome::Pass,
         "pass",
@@ -238,12 +247,28 @@ pub const OUTCOMES: [OutcomeInfo; 14] = [
         None,
         ReportColumn::BanSuspended,
     ),
+    row(
+        Outcome::RateLimited,
+        "rate_limited",
+        "429 for the operator's rate budget (policy.rates)",
+        Some(429),
+        None,
+        ReportColumn::RateLimited,
+    ),
+    row(
+        Outcome::WouldRateLimit,
+        "would_rate_limit",
+        "as rate_limited, but only reported",
+        None,
+        None,
+        ReportColumn::WouldRateLimit,
+    ),
 ];
 
 impl Outcome {
     /// Every outcome, in the table's order.
-    pub const ALL: [Outcome; 14] = {
-        let mut all = [Outcome::Pass; 14];
+    pub const ALL: [Outcome; 16] = {
+        let mut all = [Outcome::Pass; 16];
         let mut i = 0;
         while i < OUTCOMES.len() {
             all[i] = OUTCOMES[i].outcome;
@@ -286,6 +311,8 @@ impl ReportColumn {
             ReportColumn::WouldDisguised => "would_disguised",
             ReportColumn::WouldBan => "would_ban",
             ReportColumn::BanSuspended => "ban_suspended",
+            ReportColumn::RateLimited => "rate_limited",
+            ReportColumn::WouldRateLimit => "would_rate_limit",
         }
     }
 }

@@ -32,16 +32,17 @@ mod validate;
 pub(crate) use sections::https_origin;
 pub use sections::{
     https_origin_of, redacted_url, spared, AccessLog, AccessLogFormat, AccessLogPath, Action,
-    AdminConfig, BanScope, BlockConfig, CertificatePair, ContentSignalsConfig, CrawlDelayAction,
-    CrawlDelayConfig, CrawlersConfig, Credentials, DisguisedAction, DisguisedConfig, DnsConfig,
-    DnsProbe, EscapedSlashes, ExtraCrawler, FeedConfig, FetchProxy, Forward, HealthCheck,
-    Impostors, Limits, Listener, ListenerTls, Mode, MultiPurpose, OffendersAction, OffendersConfig,
-    OnUnreachable, OriginConfig, PathsConfig, PolicyConfig, ProxyUrlError, PurposeAction,
-    PurposeRule, RangesConfig, RedisClient, RedisConfig, RedisNode, RedisSetupError, RedisTls,
-    RedisTopology, RedisUrlError, RegistrySource, ReportsConfig, RobotsConfig, RobotsSource,
-    SignalAction, SignatureAgent, Spared, SparedPurposes, StateConfig, TrapAction, TrapSecret,
-    TrapsConfig, Upstream, UpstreamHealth, UpstreamTimeouts, UpstreamTls, VerifyConfig,
-    WebBotAuthConfig, WebBotAuthMode, MIN_ADMIN_TOKEN_BYTES,
+    AdminConfig, BanScope, BlockConfig, CertificatePair, ClientPrefix, ContentSignalsConfig,
+    CrawlDelayAction, CrawlDelayConfig, CrawlersConfig, Credentials, DisguisedAction,
+    DisguisedConfig, DnsConfig, DnsProbe, EscapedSlashes, ExtraCrawler, FeedConfig, FetchProxy,
+    Forward, HealthCheck, Impostors, Limits, Listener, ListenerTls, Mode, MultiPurpose,
+    OffendersAction, OffendersConfig, OnUnreachable, OriginConfig, PathsConfig, PolicyConfig,
+    ProxyUrlError, PurposeAction, PurposeRule, RangesConfig, RatePer, RateRule, RateScope,
+    RatesConfig, RedisClient, RedisConfig, RedisNode, RedisSetupError, RedisTls, RedisTopology,
+    RedisUrlError, RegistrySource, ReportsConfig, RobotsConfig, RobotsSource, SignalAction,
+    SignatureAgent, Spared, SparedPurposes, StateConfig, TrapAction, TrapSecret, TrapsConfig,
+    Upstream, UpstreamHealth, UpstreamTimeouts, UpstreamTls, VerifyConfig, WebBotAuthConfig,
+    WebBotAuthMode, MIN_ADMIN_TOKEN_BYTES,
 };
 
 #[cfg(test)]

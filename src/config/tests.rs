@@ -2275,3 +2275,150 @@ fn extra_crawlers_name_their_control_tokens() {
         assert!(joined.contains(needle), "{needle}: {joined}");
     }
 }
+
+// ---------------------------------------------------------------- client prefixes
+
+#[test]
+fn client_prefixes_are_read_merged_and_refused_out_of_range_at_their_position() {
+    let c = ok(&format!(
+        "defaults:\n  offenders: {{prefix: {{ipv6: 56}}}}\n  crawl_delay: {{prefix: {{ipv4: 24}}}}\n{ORIGIN}    offenders: {{prefix: {{ipv4: 30}}}}\n"
+    ));
+    let origin = &c.origins[0];
+    assert_eq!(
+        origin.offenders.prefix,
+        crate::config::ClientPrefix { ipv4: 30, ipv6: 56 },
+        "the origin's key over the defaults', key by key"
+    );
+    assert_eq!(
+        origin.crawl_delay.prefix,
+        crate::config::ClientPrefix { ipv4: 24, ipv6: 64 }
+    );
+    assert_eq!(
+        ok(ORIGIN).origins[0].offenders.prefix,
+        crate::config::ClientPrefix { ipv4: 32, ipv6: 64 }
+    );
+    for (yaml, line, column, part) in [
+        (
+            format!("{ORIGIN}    offenders: {{prefix: {{ipv4: 8}}}}\n"),
+            5,
+            32,
+            "`ipv4` must be between 16 and 32, not 8",
+        ),
+        (
+            format!("{ORIGIN}    offenders:\n      prefix:\n        ipv6: 129\n"),
+            7,
+            15,
+            "`ipv6` must be between 32 and 128, not 129",
+        ),
+        (
+            format!("{ORIGIN}    crawl_delay: {{prefix: {{ipv6: 16}}}}\n"),
+            5,
+            34,
+            "`ipv6` must be between 32 and 128, not 16",
+        ),
+        (
+            format!("{ORIGIN}    crawl_delay: {{prefix: {{ipv5: 16}}}}\n"),
+            5,
+            28,
+            "unknown key `ipv5` in `prefix`",
+        ),
+        (
+            format!("{ORIGIN}    offenders: {{prefix: 64}}\n"),
+            5,
+            25,
+            "`prefix` must be a mapping",
+        ),
+    ] {
+        one_error(&yaml, line, column, part);
+    }
+}
+
+// ---------------------------------------------------------------- rate budgets
+
+#[test]
+fn rate_budgets_are_read_by_crawler_category_and_purpose_and_bad_rates_refused_in_place() {
+    use crate::config::{RatePer, RateScope};
+    use crate::crawlers::{Category, Purpose, Purposes};
+    let c = ok(&format!(
+        "defaults:\n  policy:\n    rates: {{search: 60/m, training: \"10/h\"}}\n{ORIGIN}    policy:\n      rates:\n        googlebot: {{rate: 600/m, per: crawler}}\n        ai-training: 2/s\n"
+    ));
+    let rates = &c.origins[0].policy.rates;
+    let (rule, scope) = rates
+        .rule_for(
+            "Googlebot",
+            Category::Search,
+            Purposes::of(&[Purpose::Search]),
+        )
+        .expect("a rule");
+    assert_eq!(
+        (rule.rate_text(), rule.per, scope),
+        ("600/m".to_owned(), RatePer::Crawler, RateScope::Crawler)
+    );
+    let (rule, scope) = rates
+        .rule_for(
+            "bingbot",
+            Category::Search,
+            Purposes::of(&[Purpose::Search]),
+        )
+        .expect("the category's");
+    assert_eq!(
+        (rule.rate_text(), rule.per, scope),
+        ("60/m".to_owned(), RatePer::Client, RateScope::Category)
+    );
+    let (rule, scope) = rates
+        .rule_for(
+            "GPTBot",
+            Category::AiTraining,
+            Purposes::of(&[Purpose::Training]),
+        )
+        .expect("the category's");
+    assert_eq!(
+        (rule.rate_text(), scope),
+        ("2/s".to_owned(), RateScope::Category)
+    );
+    // `search` is a purpose too: a crawler of another category that searches gets it, and of
+    // several purposes the strictest.
+    let (rule, scope) = rates
+        .rule_for(
+            "OAI-SearchBot",
+            Category::AiSearch,
+            Purposes::of(&[Purpose::Search, Purpose::Training]),
+        )
+        .expect("a purpose's");
+    assert_eq!(
+        (rule.rate_text(), scope),
+        ("10/h".to_owned(), RateScope::Purpose)
+    );
+    assert!(rates
+        .rule_for(
+            "Archiver",
+            Category::Archive,
+            Purposes::of(&[Purpose::Other])
+        )
+        .is_none());
+    assert!(ok(ORIGIN).origins[0].policy.rates.is_empty());
+
+    for (value, column, part) in [
+        ("\"60/min\"", 30, "`60/min` is not a rate"),
+        ("\"0/s\"", 30, "must allow from 1 to 1000000 requests"),
+        ("\"1000001/h\"", 30, "must allow from 1 to 1000000 requests"),
+        ("\"-5/s\"", 30, "is not a rate"),
+        ("\"5\"", 30, "is not a rate"),
+        ("60", 30, "must be a rate such as `60/m`, not"),
+        ("{per: crawler}", 30, "`policy.rates.GPTBot` needs `rate`"),
+        ("{rate: 5/s, per: everyone}", 47, "everyone"),
+    ] {
+        one_error(
+            &format!("{ORIGIN}    policy: {{rates: {{GPTBot: {value}}}}}\n"),
+            5,
+            column,
+            part,
+        );
+    }
+    one_error(
+        &format!("{ORIGIN}    policy: {{rates: {{GTPBot: 5/s}}}}\n"),
+        5,
+        22,
+        "no crawler, category or purpose is named `GTPBot`; did you mean `GPTBot`?",
+    );
+}

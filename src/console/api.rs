@@ -186,7 +186,7 @@ pub(crate) fn crawler_rows_of(
     })
 }
 
-const CRAWLER_COLUMNS: [&str; 26] = [
+const CRAWLER_COLUMNS: [&str; 28] = [
     "name",
     "category",
     "operator",
@@ -213,6 +213,8 @@ const CRAWLER_COLUMNS: [&str; 26] = [
     "would_disguised",
     "would_ban",
     "ban_suspended",
+    "rate_limited",
+    "would_rate_limit",
 ];
 
 fn crawler_cells(row: &CrawlerReport) -> Vec<String> {
@@ -249,6 +251,8 @@ fn crawler_cells(row: &CrawlerReport) -> Vec<String> {
             t.would_disguised,
             t.would_ban,
             t.ban_suspended,
+            t.rate_limited,
+            t.would_rate_limit,
         ]
         .map(|n| n.to_string()),
     );

@@ -449,10 +449,16 @@ fn crawler_table(
                 number(t.allowed),
                 // The signals' rows (`trap`, `disguised`) show their refusals as blocked.
                 number(t.blocked + t.trap + t.disguised),
-                number(t.limited),
+                // Crawl-delay's and the operator's rate budgets' refusals alike.
+                number(t.limited + t.rate_limited),
                 number(t.banned),
                 number(
-                    t.would_block + t.would_limit + t.would_trap + t.would_disguised + t.would_ban,
+                    t.would_block
+                        + t.would_limit
+                        + t.would_trap
+                        + t.would_disguised
+                        + t.would_ban
+                        + t.would_rate_limit,
                 ),
                 // A request whose ban was suspended (a rollback) was answered as without it.
                 number(t.passed + t.ban_suspended),
@@ -772,7 +778,7 @@ fn bans_rows(console: &Console, bans: &[crate::tables::offenders::Ban], viewer: 
                     "<form method=\"post\" action=\"/ui/bans/lift\" class=\"inline\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"origin\" value=\"{}\"><input type=\"hidden\" name=\"client\" value=\"{}\"><button type=\"submit\" class=\"danger\">Lift</button></form>",
                     escape(&viewer.csrf),
                     escape(&ban.origin),
-                    escape(&ban.client.to_string()),
+                    escape(&crate::client_address::shown_network(&ban.client)),
                 )
             } else {
                 "<span class=\"note\">admin token needed</span>".to_string()
@@ -803,7 +809,10 @@ fn bans_rows(console: &Console, bans: &[crate::tables::offenders::Ban], viewer: 
             };
             vec![
                 escape(&ban.origin),
-                format!("<code>{}</code>", escape(&ban.client.to_string())),
+                format!(
+                    "<code>{}</code>",
+                    escape(&crate::client_address::shown_network(&ban.client))
+                ),
                 earned,
                 rfc3339(since),
                 rfc3339(until),
@@ -902,26 +911,28 @@ async fn lift(console: &Console, asked: &Asked, viewer: &Viewer) -> Response<Vec
             viewer,
         );
     };
-    let Ok(address) = client.parse::<std::net::IpAddr>() else {
-        return message(
-            400,
-            "Not an address",
-            "The client is not an IP address.",
-            viewer,
-        );
-    };
-    if console.live.load().origin_named(origin).is_none() {
+    let Some(prefix) = console
+        .live
+        .load()
+        .origin_named(origin)
+        .map(|named| named.config.offenders.prefix)
+    else {
         return message(
             404,
             "No such origin",
             "The config has no origin of that name.",
             viewer,
         );
-    }
-    match console.store.lift(origin, address.to_canonical()).await {
+    };
+    let address = match crate::client_address::parse_client(client, prefix) {
+        Ok(network) => network,
+        Err(e) => return message(400, "Not an address or a network", &e, viewer),
+    };
+    let shown = crate::client_address::shown_network(&address);
+    match console.store.lift(origin, address).await {
         Lifted::Yes => {
-            tracing::info!(origin, client = %address, "ban lifted from the console");
-            html::see_other(&format!("/ui/bans?lifted={}", url_value(&format!("the bans of {address} on {origin}"))))
+            tracing::info!(origin, client = %shown, "ban lifted from the console");
+            html::see_other(&format!("/ui/bans?lifted={}", url_value(&format!("the bans of {shown} on {origin}"))))
         }
         Lifted::NotBanned => message(404, "Not banned", "That address is not banned there (the ban may have ended).", viewer),
         Lifted::HereOnly => message(503, "Lifted here only", "The shared state store is unreachable: the ban is lifted in this replica only and comes back from the store when it is reachable. Try again.", viewer),

@@ -478,9 +478,9 @@ impl Decision {
     /// The Crawl-delay budget this decision spends, with the delay that applies to it (its
     /// group's `Crawl-delay`, capped by the origin's `crawl_delay.max` and by a day); `None` when
     /// its group states none or it is not a crawler. A crawler verified as itself has one budget
-    /// per origin; any other claim, one per client address, so that it cannot spend a real
-    /// crawler's budget; and every crawler found only by the generic rules, one per address
-    /// whatever name it gives.
+    /// per origin; any other claim, one per client network (`crawl_delay.prefix`), so that it
+    /// cannot spend a real crawler's budget; and every crawler found only by the generic rules,
+    /// one per network whatever name it gives.
     pub fn budget(&self, client: Option<IpAddr>) -> Option<(BudgetKey<'_>, std::time::Duration)> {
         let delay = self
             .crawl_delay?
@@ -493,10 +493,45 @@ impl Decision {
             client: if self.is_verified_as_deciding_crawler() {
                 None
             } else {
-                client
+                client.map(|client| self.origin.config.crawl_delay.prefix.network(client))
             },
         };
         Some((key, delay))
+    }
+
+    /// The operator's rate budget (`policy.rates`) this decision spends: the rule for the
+    /// crawler (its name's, else its category's, else its purposes'), what it was written for, and
+    /// the budget's key. `None` when no rule applies or the request is not a crawler's. A budget
+    /// `per: crawler` is the crawler's own only for a request verified as it; any other claim
+    /// (and every budget `per: client`) is kept per client network (`crawl_delay.prefix`), and
+    /// crawlers found only by the generic rules share one name per network.
+    pub fn rate_budget(
+        &self,
+        client: Option<IpAddr>,
+    ) -> Option<(
+        crate::tables::rates::RateKey<'_>,
+        crate::config::RateRule,
+        crate::config::RateScope,
+    )> {
+        let rates = &self.origin.config.policy.rates;
+        if rates.is_empty() {
+            return None;
+        }
+        let crawler = self.crawler.as_ref()?;
+        let (rule, scope) =
+            rates.rule_for(crawler.name(), crawler.category(), crawler.purposes())?;
+        let own =
+            rule.per == crate::config::RatePer::Crawler && self.is_verified_as_deciding_crawler();
+        let key = crate::tables::rates::RateKey {
+            origin: self.origin.name(),
+            crawler: budget_name(crawler.name(), crawler.source),
+            client: if own {
+                None
+            } else {
+                client.map(|client| self.origin.config.crawl_delay.prefix.network(client))
+            },
+        };
+        Some((key, rule, scope))
     }
 
     /// The reason in words, for logs, `/explain` and the block response.
@@ -1095,7 +1130,8 @@ fn decide_identified(
                 rules.has_crawl_delay()
                     && origin.config.crawl_delay.action != CrawlDelayAction::Ignore,
             ) {
-                prefetch_budget(budgets, origin.name(), identity, client, signed_by);
+                let network = client.map(|client| origin.config.crawl_delay.prefix.network(client));
+                prefetch_budget(budgets, origin.name(), identity, network, signed_by);
             }
             let mut first: Option<Verdict<'_>> = None;
             let mut blocking: Option<(Verdict<'_>, &Identity<'_>)> = None;
@@ -1262,7 +1298,7 @@ fn prefetch_budget(
     budgets: &CrawlDelays,
     origin: &str,
     identity: &Identity<'_>,
-    client: Option<IpAddr>,
+    client: Option<ipnet::IpNet>,
     signed_by: Option<&str>,
 ) {
     let signed = signed_by.is_some_and(|name| name.eq_ignore_ascii_case(identity.name));

@@ -130,6 +130,7 @@ pub(crate) fn refusal_body(
     match &refusal.why {
         RefusedFor::Banned(ban) => banned_body(ban),
         RefusedFor::Limited { delay, wait } => limited_body(decision, *delay, *wait),
+        RefusedFor::RateLimited { rule, wait } => rate_limited_body(decision, rule, *wait),
         RefusedFor::SignatureRequired { .. } => {
             "403 Forbidden: this site asks this crawler for a Web Bot Auth signature; \
              sign the request as the Accept-Signature header describes.\n"
@@ -158,7 +159,7 @@ fn banned_body(ban: &crate::tables::offenders::Ban) -> String {
     format!(
         "403 Forbidden: {} is banned from this site until {} after {} requests for paths \
          robots.txt disallows; robots.txt stays readable.\n",
-        ban.client,
+        crate::client_address::shown_network(&ban.client),
         httpdate::fmt_http_date(ban.until),
         ban.strikes
     )
@@ -196,6 +197,26 @@ fn limited_body(
         "429 Too Many Requests: robots.txt asks {crawler} to wait {} s between requests \
          (Crawl-delay); retry after {} s.\n",
         seconds_text(delay),
+        crate::tables::crawl_delay::retry_after_seconds(wait)
+    )
+}
+
+/// The body of a 429 for the operator's rate budget: the rate and when to come back. Only the
+/// crawler's catalogue name and numbers: nothing the client wrote.
+fn rate_limited_body(
+    decision: &Decision,
+    rule: &crate::config::RateRule,
+    wait: std::time::Duration,
+) -> String {
+    let crawler = decision
+        .crawler
+        .as_ref()
+        .map_or("this crawler", |c| c.name());
+    format!(
+        "429 Too Many Requests: this site allows {crawler} at most {} requests a {} (rate \
+         budget); retry after {} s.\n",
+        rule.limit,
+        rule.period_word(),
         crate::tables::crawl_delay::retry_after_seconds(wait)
     )
 }

@@ -11,6 +11,7 @@ use crate::enforce::{Decision, Verification};
 use crate::snapshot::Snapshot;
 use crate::store::Store;
 use crate::tables::crawl_delay::{Admission, BudgetKey, CrawlDelays};
+use crate::tables::rates::{Rate, RateKey};
 use crate::verify::Verifier;
 
 /// The effects a judgment is allowed: spend Crawl-delay budgets, nonces and first signature
@@ -67,6 +68,16 @@ impl Effects {
         } else {
             let wait = store.next_admission(key, delay).await?;
             (!wait.is_zero()).then_some(wait)
+        }
+    }
+
+    /// How long a request of `key` must still wait under the operator's rate budget `rate`, if
+    /// at all: applying admits (spends the budget), previewing only reads it.
+    pub async fn rate_wait(self, store: &Store, key: RateKey<'_>, rate: Rate) -> Option<Duration> {
+        if self.applies() {
+            store.admit_rate(key, rate).await
+        } else {
+            store.rate_wait(key, rate).await
         }
     }
 
@@ -190,7 +201,7 @@ mod tests {
         let key = BudgetKey {
             origin: "shop",
             crawler: "GPTBot",
-            client: Some(client),
+            client: Some(ipnet::IpNet::from(client)),
         };
         let delay = Duration::from_secs(30);
         runtime.block_on(async {
@@ -203,6 +214,40 @@ mod tests {
             assert!(wait.is_some_and(|wait| wait <= delay), "{wait:?}");
             let seen = preview.crawl_delay_wait(&store, key, delay).await;
             assert!(seen.is_some_and(|wait| wait <= delay), "{seen:?}");
+        });
+    }
+
+    #[test]
+    fn a_preview_reads_a_rate_budget_and_applying_spends_it() {
+        let store = Store::new(&crate::config::StateConfig::default());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let key = RateKey {
+            origin: "shop",
+            crawler: "Googlebot",
+            client: None,
+        };
+        let rate = Rate {
+            limit: 2,
+            period: Duration::from_secs(60),
+        };
+        runtime.block_on(async {
+            let preview = Effects::of(Mode::Preview);
+            let apply = Effects::of(Mode::Apply);
+            for _ in 0..3 {
+                assert_eq!(preview.rate_wait(&store, key, rate).await, None);
+            }
+            assert_eq!(apply.rate_wait(&store, key, rate).await, None);
+            assert_eq!(apply.rate_wait(&store, key, rate).await, None);
+            let refused = apply.rate_wait(&store, key, rate).await;
+            assert!(
+                refused.is_some_and(|wait| wait <= Duration::from_secs(30)),
+                "{refused:?}"
+            );
+            let seen = preview.rate_wait(&store, key, rate).await;
+            assert!(seen.is_some(), "a preview sees the spent budget");
         });
     }
 }

@@ -7,7 +7,8 @@
 //! 4. [`Judging::signals`]: a trap hit, a disguised crawler ([`super::signals`]);
 //! 5. [`Judging::web_bot_auth`] and [`Judging::verify`]: signatures' refusals, then the claim
 //!    checked (signature, IP ranges, reverse DNS);
-//! 6. [`Judging::budgets`]: the Crawl-delay budget;
+//! 6. [`Judging::budgets`]: the Crawl-delay budget; [`Judging::rates`]: the operator's rate
+//!    budget (`policy.rates`);
 //! 7. [`Judging::strikes`]: a robots.txt violation, its strike and ban;
 //! 8. [`Judging::answer`]: the licence answer, the log line, the answer.
 //!
@@ -102,6 +103,7 @@ impl Judging<'_, '_> {
         let allowance = Allowance::of(&decision);
         self.verify(&mut decision, signed).await;
         let decision = self.budgets(decision, allowance).await?;
+        let decision = self.rates(decision).await?;
         let read_robots = self.strikes(&decision).await;
         Continue(
             self.answer(decision, read_robots)
@@ -192,7 +194,8 @@ impl Judging<'_, '_> {
         Break(ended(decision, Answer::ServeRobots(copy)))
     }
 
-    /// Phase 3: a banned address gets nothing but robots.txt: for every request
+    /// Phase 3: a banned address (its network, under `offenders.prefix`) gets nothing but
+    /// robots.txt: for every request
     /// (`offenders.scope: address`), or for those that identify as a crawler and those with
     /// the User-Agent a ban binds (`crawlers`: an address is often shared, and the people
     /// behind it are not the crawler). An allowed client is never refused for a ban (one
@@ -207,7 +210,8 @@ impl Judging<'_, '_> {
         if decision.origin.allow_clients.contains(client) {
             return Continue((decision, None));
         }
-        let Some(bans) = self.store.bans_of(decision.origin.name(), client) else {
+        let network = decision.origin.config.offenders.prefix.network(client);
+        let Some(bans) = self.store.bans_of(decision.origin.name(), network) else {
             return Continue((decision, None));
         };
         let browser = decision.crawler.is_none() && !is_blank_user_agent(facts.user_agent);
@@ -325,6 +329,53 @@ impl Judging<'_, '_> {
         Continue(decision)
     }
 
+    /// Phase 6b: a crawler's request that would be proxied spends the operator's rate budget
+    /// for it (`policy.rates`), whatever robots.txt's `Crawl-delay` says: over the budget it is
+    /// answered 429 with `Retry-After` (`rate_limited`), or, on an origin that only reports,
+    /// proxied and counted `would_rate_limit`. An allowed client, an exempt path, robots.txt and
+    /// the licence terms spend nothing.
+    pub(super) async fn rates(&self, mut decision: Decision) -> Step<Decision> {
+        let spends = !decision.reads_robots_txt
+            && decision.origin.config.mode != OriginMode::Off
+            && !decision.outcome.refuses()
+            && !matches!(
+                decision.why,
+                Why::AllowedClient | Why::ExemptPath | Why::RobotsTxtPath | Why::LicenseUrl
+            );
+        if !spends {
+            return Continue(decision);
+        }
+        let Some((key, rule, scope)) = decision.rate_budget(self.facts.client) else {
+            return Continue(decision);
+        };
+        let rate = crate::tables::rates::Rate {
+            limit: rule.limit,
+            period: rule.period,
+        };
+        let Some(wait) = self.effects.rate_wait(self.store, key, rate).await else {
+            return Continue(decision);
+        };
+        self.effects.record(|| {
+            METRICS
+                .rate_budget_exceeded
+                .with_label_values(&[
+                    decision.origin.name(),
+                    decision.crawler_label(),
+                    scope.as_str(),
+                ])
+                .inc();
+        });
+        if decision.origin.config.mode == OriginMode::Enforce {
+            decision.outcome = Outcome::RateLimited;
+            let refusal = Refusal::new(RefusedFor::RateLimited { rule, wait });
+            return Break(ended(decision, Answer::Refuse(refusal)));
+        }
+        if matches!(decision.outcome, Outcome::Allowed | Outcome::Pass) {
+            decision.outcome = Outcome::WouldRateLimit;
+        }
+        Continue(decision)
+    }
+
     /// The delay that applies to a crawler robots.txt allows and how long it must still wait
     /// under it ([`Decision::budget`]); `None` when it is admitted now, or nothing limits it.
     async fn crawl_delay_wait(&self, decision: &Decision) -> Option<(Duration, Duration)> {
@@ -393,6 +444,7 @@ impl Judging<'_, '_> {
             settings,
             enforce: decision.origin.config.mode == OriginMode::Enforce,
             crawler: decision.crawler_label(),
+            network: settings.prefix.network(client),
         });
         let origin = decision.origin.name();
         let violation = self.store.violation(origin, client, strike).await;
@@ -704,6 +756,66 @@ mod tests {
         let (status, why, outcome) = refusal(run(Mode::Apply));
         assert_eq!((status, outcome), (429, Outcome::Limited));
         assert!(matches!(why, RefusedFor::Limited { .. }), "{why:?}");
+    }
+
+    #[test]
+    fn rates_refuse_over_the_budget_only_when_applied_and_an_origin_that_reports_counts() {
+        let bench = bench_for(
+            "",
+            &format!("{ROBOTS}\n    policy: {{rates: {{GPTBot: 2/m}}}}"),
+        );
+        let page = facts(GPTBOT, "/page", CLIENT);
+        let run = |bench: &Bench, facts: &Facts<'_>, mode| {
+            let decision = bench.identified(facts);
+            bench
+                .runtime
+                .block_on(bench.judging(facts, mode).rates(decision))
+        };
+        for _ in 0..3 {
+            assert!(matches!(run(&bench, &page, Mode::Preview), Continue(_)));
+        }
+        for n in 0..2 {
+            let Continue(decision) = run(&bench, &page, Mode::Apply) else {
+                panic!("request {n} refused");
+            };
+            assert_eq!(decision.outcome, Outcome::Allowed);
+        }
+        let (status, why, outcome) = refusal(run(&bench, &page, Mode::Apply));
+        assert_eq!((status, outcome), (429, Outcome::RateLimited));
+        assert!(
+            why.retry_after().is_some_and(|s| (1..=30).contains(&s)),
+            "{why:?}"
+        );
+        let (_, _, outcome) = refusal(run(&bench, &page, Mode::Preview));
+        assert_eq!(
+            outcome,
+            Outcome::RateLimited,
+            "a preview sees the spent budget"
+        );
+        // Another client's budget is its own; a path robots.txt refuses spends nothing.
+        let elsewhere = facts(GPTBOT, "/page", "192.0.2.10");
+        assert!(matches!(run(&bench, &elsewhere, Mode::Apply), Continue(_)));
+        let blocked = facts(GPTBOT, "/private", "192.0.2.10");
+        for _ in 0..3 {
+            let Continue(decision) = run(&bench, &blocked, Mode::Apply) else {
+                panic!("a block is refused by its own phase");
+            };
+            assert_eq!(decision.outcome, Outcome::Blocked);
+        }
+        assert!(matches!(run(&bench, &elsewhere, Mode::Apply), Continue(_)));
+
+        let reporting = bench_for(
+            "",
+            &format!("{ROBOTS}\n    mode: report\n    policy: {{rates: {{GPTBot: 1/h}}}}"),
+        );
+        assert!(matches!(
+            run(&reporting, &page, Mode::Apply),
+            Continue(ref d) if d.outcome == Outcome::Allowed
+        ));
+        let Continue(decision) = run(&reporting, &page, Mode::Apply) else {
+            panic!("an origin that reports refuses nothing");
+        };
+        assert_eq!(decision.outcome, Outcome::WouldRateLimit);
     }
 
     #[test]

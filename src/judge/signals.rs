@@ -153,7 +153,7 @@ impl Judging<'_, '_> {
         }
         self.store.ban_now(
             origin.name(),
-            client,
+            origin.config.offenders.prefix.network(client),
             origin.config.offenders.ban,
             1,
             earner(decision, self.facts, BanCause::Trap),
@@ -247,7 +247,7 @@ impl Judging<'_, '_> {
         {
             ban = self.store.ban_now(
                 origin.name(),
-                client,
+                origin.config.offenders.prefix.network(client),
                 origin.config.offenders.ban,
                 count,
                 earner(decision, facts, BanCause::Disguised),

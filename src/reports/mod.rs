@@ -97,6 +97,12 @@ pub struct Tally {
     /// off`).
     #[serde(default)]
     pub ban_suspended: u64,
+    /// Refused for the operator's rate budget (`policy.rates`).
+    #[serde(default)]
+    pub rate_limited: u64,
+    /// Would have been refused for the operator's rate budget (`mode: report`).
+    #[serde(default)]
+    pub would_rate_limit: u64,
 }
 
 impl Tally {
@@ -120,6 +126,8 @@ impl Tally {
         self.would_disguised += other.would_disguised;
         self.would_ban += other.would_ban;
         self.ban_suspended += other.ban_suspended;
+        self.rate_limited += other.rate_limited;
+        self.would_rate_limit += other.would_rate_limit;
     }
 
     /// The count of `column`: where the outcome table ([`crate::outcome::OUTCOMES`]) counts an
@@ -139,6 +147,8 @@ impl Tally {
             ReportColumn::WouldDisguised => &mut self.would_disguised,
             ReportColumn::WouldBan => &mut self.would_ban,
             ReportColumn::BanSuspended => &mut self.ban_suspended,
+            ReportColumn::RateLimited => &mut self.rate_limited,
+            ReportColumn::WouldRateLimit => &mut self.would_rate_limit,
         }
     }
 

@@ -22,6 +22,8 @@ mod shared;
 
 use std::net::IpAddr;
 use std::sync::Arc;
+
+use ipnet::IpNet;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::{Config, DisguisedConfig, OffendersAction, OffendersConfig, StateConfig};
@@ -31,6 +33,7 @@ use crate::tables::compliance::RobotsReads;
 use crate::tables::crawl_delay::{Admission, BudgetKey, CrawlDelays};
 use crate::tables::disguised::DisguisedStrikes;
 use crate::tables::offenders::{AddressBans, Ban, BanCause, BoundAgent, Offenders, Strike};
+use crate::tables::rates::{Rate, RateBuckets, RateKey};
 
 pub use self::reports::{Coverage, ReportsPublisher, PUBLISH_EVERY};
 pub use self::shared::StoreService;
@@ -44,6 +47,9 @@ pub struct StrikeRequest<'a> {
     pub enforce: bool,
     /// The label of the crawler the request named (recorded in the ban it may lead to).
     pub crawler: &'a str,
+    /// The client's network under `offenders.prefix`: what strikes are counted and bans
+    /// imposed for.
+    pub network: IpNet,
 }
 
 /// What earned a ban imposed at once (a trap hit, a disguised crawler).
@@ -93,6 +99,7 @@ pub enum Lifted {
 /// The state of Crawl-delay budgets, robots.txt reads, strikes and bans.
 pub struct Store {
     delays: CrawlDelays,
+    rates: RateBuckets,
     reads: Arc<RobotsReads>,
     offenders: Arc<Offenders>,
     nonces: crate::tables::nonces::Nonces,
@@ -134,6 +141,7 @@ impl Store {
         };
         Store {
             delays: CrawlDelays::default(),
+            rates: RateBuckets::default(),
             reads: Arc::new(RobotsReads::default()),
             offenders,
             nonces: crate::tables::nonces::Nonces::default(),
@@ -215,6 +223,43 @@ impl Store {
         here
     }
 
+    /// Admits a request of `key`'s rate budget under `rate` (`None`), or says how long it must
+    /// wait (`Some`), spending nothing then.
+    ///
+    /// With the shared store, the store's bucket decides (one atomic step there for every
+    /// replica's requests: while it answers, the replicas together admit no more than the rate)
+    /// and this process spends its own bucket beside it. A bucket this process alone has emptied
+    /// is refused without asking (the store counted at least those requests). When the store does
+    /// not answer, this process's bucket decides alone: each replica then admits at most the rate
+    /// by itself, so `R` replicas cut off from the store admit at most `R` times the rate.
+    pub async fn admit_rate(&self, key: RateKey<'_>, rate: Rate) -> Option<Duration> {
+        let now = Instant::now();
+        if let Some(shared) = self.shared() {
+            if let Some(wait) = self.rates.wait(key, rate, now) {
+                return Some(wait);
+            }
+            if let Some(answer) = shared.rate(&key, rate, true).await {
+                if answer.is_none() {
+                    self.rates.spend(key, rate, now);
+                }
+                return answer;
+            }
+        }
+        self.rates.admit(key, rate, now)
+    }
+
+    /// How long a request of `key` must wait under `rate`, if at all, spending nothing (for
+    /// `/explain`): the longer of the store's wait and this process's own.
+    pub async fn rate_wait(&self, key: RateKey<'_>, rate: Rate) -> Option<Duration> {
+        let here = self.rates.wait(key, rate, Instant::now());
+        if let Some(shared) = self.shared() {
+            if let Some(there) = shared.rate(&key, rate, false).await {
+                return there.max(here);
+            }
+        }
+        here
+    }
+
     /// Records `agent`'s Web Bot Auth `nonce` for `lifetime` (until its signature expires):
     /// `true` the first time it is seen, `false` for a replay — here, or, with the shared
     /// store, on any replica (an atomic `SET NX` with that expiry). Kept in this process too,
@@ -282,8 +327,9 @@ impl Store {
         if let Some(shared) = self.shared() {
             // Read before asking: the store's count then includes every one of them unless it
             // lost some (requests in flight meanwhile only add to it).
-            let known = strike.map_or(0, |_| {
-                self.offenders.strikes_known(origin, client, coarse_now())
+            let known = strike.map_or(0, |s| {
+                self.offenders
+                    .strikes_known(origin, s.network, coarse_now())
             });
             if let Some(outcome) = shared.violation(origin, client, strike).await {
                 let now = coarse_now();
@@ -294,13 +340,13 @@ impl Store {
                             until,
                             strikes,
                         }),
-                        _,
+                        Some(request),
                     ) => {
-                        self.offenders.forget_strikes(origin, client);
-                        let crawler = strike.map_or("", |s| s.crawler);
+                        let network = request.network;
+                        self.offenders.forget_strikes(origin, network);
                         let mut ban =
-                            Ban::new(origin, client, since, until, strikes, Instant::now())
-                                .earned_by(BanCause::Strikes, crawler, None);
+                            Ban::new(origin, network, since, until, strikes, Instant::now())
+                                .earned_by(BanCause::Strikes, request.crawler, None);
                         ban.shared = true;
                         Some(match self.offenders.impose(ban, Instant::now()) {
                             Some(ban) => Strike::Banned(ban),
@@ -319,22 +365,27 @@ impl Store {
                             );
                             Some(self.offenders.strike(
                                 origin,
-                                client,
+                                request.network,
                                 request.crawler,
                                 request.settings,
                                 request.enforce,
                                 now,
                             ))
                         } else {
-                            self.offenders
-                                .mirror_strikes(origin, client, count, left, now);
+                            self.offenders.mirror_strikes(
+                                origin,
+                                request.network,
+                                count,
+                                left,
+                                now,
+                            );
                             Some(Strike::Counted(count))
                         }
                     }
-                    (Some(shared::SharedStrike::WouldBan(count, left)), _) => {
+                    (Some(shared::SharedStrike::WouldBan(count, left)), Some(request)) => {
                         let count = count.max(known + 1);
                         self.offenders
-                            .mirror_strikes(origin, client, count, left, now);
+                            .mirror_strikes(origin, request.network, count, left, now);
                         Some(Strike::WouldBan(count))
                     }
                     _ => None,
@@ -352,7 +403,7 @@ impl Store {
             read_robots: self.reads.read_recently(origin, client, now),
             strike: strike.map(|s| {
                 self.offenders
-                    .strike(origin, client, s.crawler, s.settings, s.enforce, now)
+                    .strike(origin, s.network, s.crawler, s.settings, s.enforce, now)
             }),
         }
     }
@@ -406,13 +457,13 @@ impl Store {
         })
     }
 
-    /// Bans `client` from `origin` at once for `length` (a trap hit, a disguised crawler), here;
-    /// with the shared store, the background loop writes it there within a second. `None` when
-    /// the most bans are in force.
+    /// Bans `client` (a network under `offenders.prefix`) from `origin` at once for `length` (a
+    /// trap hit, a disguised crawler), here; with the shared store, the background loop writes
+    /// it there within a second. `None` when the most bans are in force.
     pub fn ban_now(
         &self,
         origin: &str,
-        client: IpAddr,
+        client: IpNet,
         length: Duration,
         strikes: u32,
         earner: Earner<'_>,
@@ -428,13 +479,13 @@ impl Store {
 
     /// The ban in force for `client` on `origin` that ends last, if any: from memory, never a
     /// round trip.
-    pub fn banned(&self, origin: &str, client: IpAddr) -> Option<Ban> {
+    pub fn banned(&self, origin: &str, client: IpNet) -> Option<Ban> {
         self.offenders.banned_at(origin, client, coarse_now)
     }
 
     /// Every ban in force for `client` on `origin`, if any: from memory, never a round trip, and
     /// without reading the clock unless the address has a ban (every request asks).
-    pub fn bans_of(&self, origin: &str, client: IpAddr) -> Option<AddressBans> {
+    pub fn bans_of(&self, origin: &str, client: IpNet) -> Option<AddressBans> {
         self.offenders.bans_of(origin, client, coarse_now)
     }
 
@@ -445,7 +496,7 @@ impl Store {
 
     /// Lifts the bans of `client` on `origin` (its own and those bound to a User-Agent), here
     /// and in the shared store.
-    pub async fn lift(&self, origin: &str, client: IpAddr) -> Lifted {
+    pub async fn lift(&self, origin: &str, client: IpNet) -> Lifted {
         let here = !self
             .offenders
             .lift(origin, client, Instant::now())

@@ -16,6 +16,7 @@ pub use sync::StoreService;
 
 use super::endpoint::{Endpoint, StoreConnection};
 use super::{from_unix_millis, unix_millis, StrikeRequest};
+use crate::client_address::shown_network;
 use crate::config::{redacted_url, OffendersAction, RedisConfig};
 use crate::metrics::METRICS;
 use crate::snapshot::{CopyOutcome, EndedCopy, Live, Policy, RobotsCopy, HISTORY, HISTORY_COPIES};
@@ -24,6 +25,7 @@ use crate::tables::crawl_delay::{Admission, BudgetKey};
 use crate::tables::offenders::{
     AgentDigest, Ban, BanCause, BoundAgent, Offenders, MAX_BANS, UNKNOWN_CRAWLER,
 };
+use crate::tables::rates::{Rate, RateKey};
 
 /// How often the loop checks the store, reconnects, and looks for changed bans.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
@@ -188,6 +190,26 @@ redis.call('INCR', KEYS[3])
 return 1
 ";
 
+/// An operator's rate budget (`policy.rates`) as a token bucket, kept as the generic cell rate
+/// algorithm keeps one: the key holds, in the server's microseconds, when the bucket would be
+/// full again. KEYS: the budget. ARGV: microseconds one request takes (period / limit), the
+/// tolerance (period less that), spend (1/0: admit, or only say). Returns 0 when admitted (or
+/// admissible), else the microseconds to wait; a refusal spends nothing. The key expires when the
+/// bucket is full.
+const RATE_SCRIPT: &str = "
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local due = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+if due < now then due = now end
+local wait = due - now - tonumber(ARGV[2])
+if wait > 0 then return wait end
+if ARGV[3] == '1' then
+  local next = due + tonumber(ARGV[1])
+  redis.call('SET', KEYS[1], string.format('%d', next), 'PX', math.max(1, math.ceil((next - now) / 1000)))
+end
+return 0
+";
+
 /// Why a command to the store failed: the `kind` of `robotsguard_state_backend_errors_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FailureKind {
@@ -318,6 +340,7 @@ pub(super) struct Shared {
     share: redis::Script,
     publish_history: redis::Script,
     disguised: redis::Script,
+    rate: redis::Script,
 }
 
 impl Shared {
@@ -343,6 +366,7 @@ impl Shared {
             share: redis::Script::new(SHARE_SCRIPT),
             publish_history: redis::Script::new(PUBLISH_HISTORY_SCRIPT),
             disguised: redis::Script::new(DISGUISED_SCRIPT),
+            rate: redis::Script::new(RATE_SCRIPT),
         })
     }
 
@@ -384,7 +408,7 @@ impl Shared {
             // Each budget is one key on its own: untagged, so that a cluster spreads them.
             Some(client) => self.key_in(
                 false,
-                &["delay", budget.origin, &crawler, &client.to_string()],
+                &["delay", budget.origin, &crawler, &shown_network(&client)],
             ),
             None => self.key_in(false, &["delay", budget.origin, &crawler]),
         }
@@ -392,8 +416,14 @@ impl Shared {
 
     /// The field of a ban in the hash `bans`: `CLIENT ORIGIN`, and ` ua:DIGEST` for one bound
     /// to a User-Agent (origin names have no spaces; a process that reads fields as `CLIENT
-    /// ORIGIN` only takes such a ban for one of an origin it does not have).
-    pub(super) fn ban_field(origin: &str, client: IpAddr, agent: Option<&BoundAgent>) -> String {
+    /// ORIGIN` only takes such a ban for one of an origin it does not have). `CLIENT` is an
+    /// address for a one-address network (as before prefixes), else the prefix.
+    pub(super) fn ban_field(
+        origin: &str,
+        client: ipnet::IpNet,
+        agent: Option<&BoundAgent>,
+    ) -> String {
+        let client = shown_network(&client);
         match agent {
             Some(agent) => format!("{client} {origin} ua:{}", agent.digest().hex()),
             None => format!("{client} {origin}"),
@@ -482,6 +512,47 @@ impl Shared {
             // Set now, or the budget ran out between the two commands (PTTL -2): admitted.
             _ => Admission::Admitted,
         })
+    }
+
+    /// The key of an operator's rate budget: `rate:ORIGIN:CRAWLER[:CLIENT]`, untagged (one key
+    /// per script call: a cluster spreads them).
+    fn rate_key(&self, key: &RateKey<'_>) -> String {
+        let crawler = crate::tables::crawl_delay::budget_name(key.crawler);
+        match key.client {
+            Some(client) => self.key_in(
+                false,
+                &["rate", key.origin, &crawler, &shown_network(&client)],
+            ),
+            None => self.key_in(false, &["rate", key.origin, &crawler]),
+        }
+    }
+
+    /// An operator's rate budget in the store, every replica's requests together: `Some(None)`
+    /// admitted (spent when `spend`), `Some(Some(wait))` refused, `None` when the store did not
+    /// answer.
+    pub(super) async fn rate(
+        &self,
+        key: &RateKey<'_>,
+        rate: Rate,
+        spend: bool,
+    ) -> Option<Option<Duration>> {
+        let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        let mut invocation = self.rate.prepare_invoke();
+        invocation
+            .key(self.rate_key(key))
+            .arg(micros(rate.interval()).max(1))
+            .arg(micros(rate.tolerance()))
+            .arg(if spend { "1" } else { "0" });
+        let mut connection = self.live_connection()?;
+        let wait: i64 = self
+            .run("rate_budget", invocation.invoke_async(&mut connection))
+            .await?;
+        Some(
+            u64::try_from(wait)
+                .ok()
+                .filter(|&wait| wait > 0)
+                .map(Duration::from_micros),
+        )
     }
 
     /// `Some(None)`: the budget may spend now; `None`: the store did not answer.
@@ -625,7 +696,9 @@ impl Shared {
         client: IpAddr,
         strike: Option<StrikeRequest<'_>>,
     ) -> Option<SharedViolation> {
-        let address = client.to_string();
+        // Strikes are counted for the client's network; the read of robots.txt is the address's.
+        let network = strike.map_or_else(|| ipnet::IpNet::from(client), |s| s.network);
+        let counted = shown_network(&network);
         let (count_strike, strikes, window, ban, ban_length) = match strike {
             Some(s) => (
                 true,
@@ -639,14 +712,14 @@ impl Shared {
         let mut invocation = self.strike.prepare_invoke();
         invocation
             .key(self.key(&[READERS]))
-            .key(self.key(&["strikes", origin, &address]))
+            .key(self.key(&["strikes", origin, &counted]))
             .key(self.key(&["bans"]))
             .key(self.key(&["bans", "version"]))
             .arg(if count_strike { "1" } else { "0" })
             .arg(strikes)
             .arg(u64::try_from(window.as_millis()).unwrap_or(u64::MAX).max(1))
             .arg(if ban { "1" } else { "0" })
-            .arg(Shared::ban_field(origin, client, None))
+            .arg(Shared::ban_field(origin, network, None))
             .arg(u64::try_from(ban_length.as_millis()).unwrap_or(u64::MAX))
             .arg(MAX_BANS)
             .arg(reader_member(origin, client))
@@ -745,14 +818,14 @@ impl Shared {
     pub(super) async fn lift(
         &self,
         origin: Option<&str>,
-        client: Option<IpAddr>,
+        client: Option<ipnet::IpNet>,
     ) -> Option<Vec<String>> {
         let mut connection = self.live_connection()?;
         let mut invocation = self.lift.prepare_invoke();
         invocation
             .key(self.key(&["bans"]))
             .key(self.key(&["bans", "version"]))
-            .arg(client.map_or_else(String::new, |client| client.to_string()))
+            .arg(client.map_or_else(String::new, |client| shown_network(&client)))
             .arg(origin.unwrap_or(""));
         self.run_within(
             "lift_ban",
@@ -851,12 +924,19 @@ mod tests {
         let now = Instant::now();
         // The server's clock is an hour behind this process's: the ban still has 30 minutes.
         let server_now: u64 = 1_700_000_000_000;
-        let field = Shared::ban_field("shop", [203, 0, 113, 9].into(), None);
+        let field = Shared::ban_field(
+            "shop",
+            ipnet::IpNet::from(IpAddr::from([203, 0, 113, 9])),
+            None,
+        );
         let value = format!("{} {} 20", server_now + 1_800_000, server_now - 60_000);
         let ban = parse_ban(field.as_bytes(), value.as_bytes(), server_now, now)
             .expect("a ban as written");
         assert_eq!(&*ban.origin, "shop");
-        assert_eq!(ban.client, IpAddr::from([203, 0, 113, 9]));
+        assert_eq!(
+            ban.client,
+            ipnet::IpNet::from(IpAddr::from([203, 0, 113, 9]))
+        );
         assert_eq!(ban.strikes, 20);
         // Written before bans recorded what earned them.
         assert_eq!((ban.cause, &*ban.crawler), (BanCause::Unknown, "unknown"));
@@ -869,8 +949,17 @@ mod tests {
             left > Duration::from_secs(1790) && left <= Duration::from_secs(1800),
             "{left:?}"
         );
-        let v6 = Shared::ban_field("blog.v2", "2001:db8::1".parse().expect("an address"), None);
-        assert!(parse_ban(v6.as_bytes(), value.as_bytes(), server_now, now).is_some());
+        let v6 = Shared::ban_field(
+            "blog.v2",
+            "2001:db8:1:2::/64".parse().expect("a network"),
+            None,
+        );
+        assert_eq!(v6, "2001:db8:1:2::/64 blog.v2");
+        let read = parse_ban(v6.as_bytes(), value.as_bytes(), server_now, now).expect("a prefix");
+        assert_eq!(read.client.to_string(), "2001:db8:1:2::/64");
+        // A prefix with host bits set is not one robotsguard wrote.
+        let odd = b"2001:db8:1:2::5/64 blog.v2";
+        assert!(parse_ban(odd, value.as_bytes(), server_now, now).is_none());
         let ended = format!("{} {} 20", server_now - 1, server_now - 60_000);
         for (field, value) in [
             (field.as_bytes(), ended.as_bytes()),
@@ -894,7 +983,11 @@ mod tests {
         let server_now: u64 = 1_700_000_000_000;
         let times = format!("{} {} 1", server_now + 60_000, server_now);
         let agent = BoundAgent::of(b"Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0");
-        let field = Shared::ban_field("shop", [203, 0, 113, 9].into(), Some(&agent));
+        let field = Shared::ban_field(
+            "shop",
+            ipnet::IpNet::from(IpAddr::from([203, 0, 113, 9])),
+            Some(&agent),
+        );
         assert!(field.starts_with("203.0.113.9 shop ua:"), "{field}");
         let value = format!(
             "{times} {}",
@@ -906,7 +999,11 @@ mod tests {
         // A crawler name with spaces and percent signs stays one word.
         let odd = "Odd Bot 100%";
         let value = format!("{times} {}", earned_text(BanCause::Strikes, odd, None));
-        let plain = Shared::ban_field("shop", [203, 0, 113, 9].into(), None);
+        let plain = Shared::ban_field(
+            "shop",
+            ipnet::IpNet::from(IpAddr::from([203, 0, 113, 9])),
+            None,
+        );
         let ban = parse_ban(plain.as_bytes(), value.as_bytes(), server_now, now).expect("read");
         assert_eq!((ban.cause, &*ban.crawler), (BanCause::Strikes, odd));
         assert!(ban.agent.is_none());

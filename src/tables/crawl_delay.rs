@@ -2,7 +2,8 @@
 //!
 //! A crawler's requests are admitted at most one per delay. The key is the origin and the crawler
 //! for a crawler whose identity was verified (its requests come from many addresses and share one
-//! budget), and the origin, the crawler and the client address otherwise, so that an impostor
+//! budget), and the origin, the crawler and the client's network (`crawl_delay.prefix`: its
+//! address alone for IPv4, its /64 for IPv6 unless configured otherwise) otherwise, so that an impostor
 //! cannot spend a real crawler's budget and one scraper's speed does not slow another down.
 //! Crawlers found only by the generic rules share one crawler name, [`GENERIC_BUDGET`]: a client
 //! renaming itself keeps its address's budget.
@@ -22,12 +23,12 @@
 //! admission in the other table.
 
 use std::hash::{BuildHasher, Hasher};
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use foldhash::fast::RandomState;
+use ipnet::IpNet;
 
 use crate::tables::clock::Millis;
 use crate::tables::deadline_table::{Claim, DeadlineTable};
@@ -64,8 +65,9 @@ pub struct BudgetKey<'a> {
     /// the generic rules found). Budgets are kept per name whatever its spelling: `FooBot`,
     /// `foobot` and `FOOBOT` are one crawler.
     pub crawler: &'a str,
-    /// The client address, for a crawler whose identity was not verified.
-    pub client: Option<IpAddr>,
+    /// The client's network (`crawl_delay.prefix`), for a crawler whose identity was not
+    /// verified.
+    pub client: Option<IpNet>,
 }
 
 /// When each key may next be admitted.
@@ -249,17 +251,19 @@ impl CrawlDelays {
     }
 
     fn digest(&self, key: &BudgetKey<'_>) -> u64 {
-        // Written field by field, not as a tuple: the derived `Hash` of `Option<IpAddr>` feeds
-        // the hasher a length and two discriminants besides the address. An IPv4 address and
-        // its IPv6-mapped form are one client.
+        // Written field by field, not as a tuple: the derived `Hash` of `Option<IpNet>` feeds
+        // the hasher a length and discriminants besides the network. An IPv4 network and its
+        // IPv6-mapped form are one client.
         let mut hasher = self.hasher.build_hasher();
         hasher.write(key.origin.as_bytes());
         write_lowercase(&mut hasher, key.crawler.as_bytes());
         if let Some(client) = key.client {
-            hasher.write_u128(match client {
-                IpAddr::V4(address) => address.to_ipv6_mapped().to_bits(),
-                IpAddr::V6(address) => address.to_bits(),
-            });
+            let (bits, length) = match client {
+                IpNet::V4(net) => (net.addr().to_ipv6_mapped().to_bits(), net.prefix_len() + 96),
+                IpNet::V6(net) => (net.addr().to_bits(), net.prefix_len()),
+            };
+            hasher.write_u128(bits);
+            hasher.write_u8(length);
         }
         hasher.finish()
     }
@@ -300,12 +304,13 @@ pub fn retry_after_seconds(wait: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::IpAddr;
 
     fn key<'a>(crawler: &'a str, client: Option<IpAddr>) -> BudgetKey<'a> {
         BudgetKey {
             origin: "shop",
             crawler,
-            client,
+            client: client.map(IpNet::from),
         }
     }
 
@@ -396,7 +401,7 @@ mod tests {
         let other_origin = BudgetKey {
             origin: "blog",
             crawler: "GPTBot",
-            client: Some(a),
+            client: Some(IpNet::from(a)),
         };
         assert_eq!(limits.admit(other_origin, delay, now), Admission::Admitted);
         assert!(matches!(

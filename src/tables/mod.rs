@@ -12,3 +12,4 @@ pub mod disguised;
 pub(crate) mod expiring;
 pub mod nonces;
 pub mod offenders;
+pub mod rates;

@@ -1,5 +1,7 @@
-//! Repeat offenders: a client address that keeps fetching what robots.txt disallows is banned
-//! from the origin for a while.
+//! Repeat offenders: a client that keeps fetching what robots.txt disallows is banned from the
+//! origin for a while. A client is a network (`offenders.prefix`: one IPv4 address, an IPv6 /64
+//! by default): the caller cuts the address, and every address of the network shares its strike
+//! count and its bans.
 //!
 //! A strike is a request blocked by a robots.txt rule that every copy of robots.txt in force over
 //! the previous 24 hours also disallowed (the caller checks that: a crawler may keep a robots.txt
@@ -21,9 +23,9 @@
 //! bans' end times in order (expired bans are dropped from the front) and the per-origin counts
 //! behind `robotsguard_banned_clients`. At most [`MAX_BANS`] bans at once.
 
+use ipnet::IpNet;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
-use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -195,8 +197,8 @@ fn shown_agent(user_agent: &[u8]) -> String {
 pub struct Ban {
     /// The origin it applies to.
     pub origin: Arc<str>,
-    /// The banned client address.
-    pub client: IpAddr,
+    /// The banned client network (one address: a /32 or /128), as `offenders.prefix` cut it.
+    pub client: IpNet,
     /// When it was imposed.
     pub since: SystemTime,
     /// When it ends.
@@ -239,7 +241,7 @@ impl Ban {
     /// distance from `now`; earned by an unknown crawler until [`Ban::earned_by`] says.
     pub(crate) fn new(
         origin: &str,
-        client: IpAddr,
+        client: IpNet,
         since: SystemTime,
         until: SystemTime,
         strikes: u32,
@@ -428,12 +430,12 @@ struct Change {
 }
 
 impl Offenders {
-    fn key(&self, origin: &str, client: IpAddr) -> u64 {
+    fn key(&self, origin: &str, client: IpNet) -> u64 {
         self.hasher.hash_one((origin, client))
     }
 
     /// The ban in force for `client` on `origin` that ends last, if any.
-    pub fn banned(&self, origin: &str, client: IpAddr, now: Instant) -> Option<Ban> {
+    pub fn banned(&self, origin: &str, client: IpNet, now: Instant) -> Option<Ban> {
         self.banned_at(origin, client, || now)
     }
 
@@ -441,7 +443,7 @@ impl Offenders {
     pub(crate) fn banned_at(
         &self,
         origin: &str,
-        client: IpAddr,
+        client: IpNet,
         clock: impl FnOnce() -> Instant,
     ) -> Option<Ban> {
         self.bans_of(origin, client, clock)
@@ -454,7 +456,7 @@ impl Offenders {
     pub(crate) fn bans_of(
         &self,
         origin: &str,
-        client: IpAddr,
+        client: IpNet,
         clock: impl FnOnce() -> Instant,
     ) -> Option<AddressBans> {
         if !self.any_bans.load(Ordering::Acquire) {
@@ -490,7 +492,7 @@ impl Offenders {
     pub fn strike(
         &self,
         origin: &str,
-        client: IpAddr,
+        client: IpNet,
         crawler: &str,
         settings: OffendersConfig,
         enforce: bool,
@@ -749,7 +751,7 @@ impl Offenders {
     }
 
     /// Lifts every ban of `client` on `origin`: those in force that were lifted.
-    pub fn lift(&self, origin: &str, client: IpAddr, now: Instant) -> Vec<Ban> {
+    pub fn lift(&self, origin: &str, client: IpNet, now: Instant) -> Vec<Ban> {
         let Ok(mut books) = self.changing.lock() else {
             return Vec::new();
         };
@@ -843,7 +845,7 @@ impl Offenders {
 /// in a restart).
 impl Offenders {
     /// The strikes this process knows of for `client` on `origin` within their window.
-    pub fn strikes_known(&self, origin: &str, client: IpAddr, now: Instant) -> u32 {
+    pub fn strikes_known(&self, origin: &str, client: IpNet, now: Instant) -> u32 {
         self.strikes
             .get(self.key(origin, client), now)
             .map_or(0, |(_, count)| count)
@@ -854,7 +856,7 @@ impl Offenders {
     pub fn mirror_strikes(
         &self,
         origin: &str,
-        client: IpAddr,
+        client: IpNet,
         count: u32,
         left: Duration,
         now: Instant,
@@ -867,7 +869,7 @@ impl Offenders {
     }
 
     /// Forgets the count of `client` on `origin` (the store banned it: counting starts again).
-    pub fn forget_strikes(&self, origin: &str, client: IpAddr) {
+    pub fn forget_strikes(&self, origin: &str, client: IpNet) {
         self.strikes.remove(self.key(origin, client));
     }
 }
@@ -885,6 +887,12 @@ pub fn seconds_left(ban: &Ban) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::IpAddr;
+
+    /// The one-address network of `address`.
+    fn net(address: impl Into<IpAddr>) -> IpNet {
+        IpNet::from(address.into())
+    }
 
     fn settings(action: OffendersAction) -> OffendersConfig {
         OffendersConfig {
@@ -893,6 +901,7 @@ mod tests {
             strikes: 3,
             window: Duration::from_secs(60),
             ban: Duration::from_secs(10),
+            prefix: crate::config::ClientPrefix::default(),
         }
     }
 
@@ -900,7 +909,7 @@ mod tests {
     fn strikes_within_the_window_ban_and_the_ban_ends() {
         let offenders = Offenders::default();
         let now = Instant::now();
-        let client: IpAddr = [203, 0, 113, 5].into();
+        let client = net([203, 0, 113, 5]);
         let ban = settings(OffendersAction::Ban);
         assert_eq!(
             offenders.strike("shop", client, "GPTBot", ban, true, now),
@@ -939,7 +948,7 @@ mod tests {
     fn the_window_restarts_and_report_off_and_lifting() {
         let offenders = Offenders::default();
         let now = Instant::now();
-        let client: IpAddr = [203, 0, 113, 6].into();
+        let client = net([203, 0, 113, 6]);
         let ban = settings(OffendersAction::Ban);
         offenders.strike("shop", client, "GPTBot", ban, true, now);
         offenders.strike("shop", client, "GPTBot", ban, true, now);
@@ -981,7 +990,7 @@ mod tests {
     fn mirrored_counts_are_kept_for_their_window_and_never_lowered() {
         let offenders = Offenders::default();
         let now = Instant::now();
-        let client: IpAddr = [203, 0, 113, 7].into();
+        let client = net([203, 0, 113, 7]);
         let window = Duration::from_secs(30);
         offenders.mirror_strikes("shop", client, 2, window, now);
         assert_eq!(offenders.strikes_known("shop", client, now), 2);
@@ -1010,7 +1019,7 @@ mod tests {
         assert_eq!(offenders.strikes_known("shop", client, now), 0);
     }
 
-    fn ban_of(origin: &str, client: IpAddr, length: u64, agent: Option<&[u8]>) -> Ban {
+    fn ban_of(origin: &str, client: IpNet, length: u64, agent: Option<&[u8]>) -> Ban {
         let since = SystemTime::now();
         Ban::new(
             origin,
@@ -1035,7 +1044,7 @@ mod tests {
     fn an_address_holds_a_ban_of_its_own_and_bans_bound_to_user_agents() {
         let offenders = Offenders::default();
         let now = Instant::now();
-        let client: IpAddr = [203, 0, 113, 7].into();
+        let client = net([203, 0, 113, 7]);
         assert!(offenders
             .impose(ban_of("shop", client, 60, Some(FIREFOX)), now)
             .is_some());
@@ -1085,12 +1094,12 @@ mod tests {
         let offenders = Offenders::default();
         let now = Instant::now();
         for n in 0..50_u8 {
-            let client: IpAddr = [198, 51, 100, n].into();
+            let client = net([198, 51, 100, n]);
             offenders.impose(ban_of("lift-a", client, 60, None), now);
             offenders.impose(ban_of("lift-b", client, 60, Some(FIREFOX)), now);
         }
         offenders.impose(
-            ban_of("lift-a", [198, 51, 100, 0].into(), 60, Some(CHROME)),
+            ban_of("lift-a", net([198, 51, 100, 0]), 60, Some(CHROME)),
             now,
         );
         let gauge = |origin: &str| METRICS.banned_clients.with_label_values(&[origin]).get();
@@ -1102,7 +1111,7 @@ mod tests {
         assert_eq!(offenders.lift_all(None, now).len(), 50);
         assert!(offenders.list(None, now).is_empty());
         assert!(offenders
-            .bans_of("lift-b", [198, 51, 100, 1].into(), || now)
+            .bans_of("lift-b", net([198, 51, 100, 1]), || now)
             .is_none());
         assert_eq!(gauge("lift-b"), 0);
     }
@@ -1113,7 +1122,7 @@ mod tests {
         let now = Instant::now();
         for n in 0..10_u8 {
             let length = if n < 6 { 5 } else { 500 };
-            offenders.impose(ban_of("ending", [192, 0, 2, n].into(), length, None), now);
+            offenders.impose(ban_of("ending", net([192, 0, 2, n]), length, None), now);
         }
         let gauge = || METRICS.banned_clients.with_label_values(&["ending"]).get();
         assert_eq!(gauge(), 10);
@@ -1122,12 +1131,12 @@ mod tests {
         assert_eq!(gauge(), 4);
         assert_eq!(offenders.list(None, later).len(), 4);
         assert!(offenders
-            .bans_of("ending", [192, 0, 2, 0].into(), || later)
+            .bans_of("ending", net([192, 0, 2, 0]), || later)
             .is_none());
         // A ban added later drops the ended ones on its way.
         let ended = Offenders::default();
-        ended.impose(ban_of("ending2", [192, 0, 2, 1].into(), 5, None), now);
-        ended.impose(ban_of("ending2", [192, 0, 2, 2].into(), 500, None), later);
+        ended.impose(ban_of("ending2", net([192, 0, 2, 1]), 5, None), now);
+        ended.impose(ban_of("ending2", net([192, 0, 2, 2]), 500, None), later);
         assert_eq!(ended.list(None, now).len(), 1);
         assert_eq!(
             METRICS.banned_clients.with_label_values(&["ending2"]).get(),
@@ -1139,7 +1148,7 @@ mod tests {
     fn the_store_mirror_keeps_bindings_counts_and_this_process_s_own_bans() {
         let offenders = Offenders::default();
         let now = Instant::now();
-        let client: IpAddr = [203, 0, 113, 70].into();
+        let client = net([203, 0, 113, 70]);
         let here = offenders
             .impose(ban_of("mirror", client, 60, Some(FIREFOX)), now)
             .expect("imposed");
@@ -1148,7 +1157,7 @@ mod tests {
         // The store's list: that same ban (now shared) and another replica's.
         let mut stored = here.clone();
         stored.shared = true;
-        let other = ban_of("mirror", [203, 0, 113, 71].into(), 60, None);
+        let other = ban_of("mirror", net([203, 0, 113, 71]), 60, None);
         offenders.mirror(vec![stored, other], now, now);
         let bans = offenders.bans_of("mirror", client, || now).expect("banned");
         let ban = bans.binding(FIREFOX).expect("still bound");
@@ -1159,7 +1168,7 @@ mod tests {
         // A ban of this process the store does not hold (imposed while it was unreachable)
         // stays through a mirror, and is marked once written.
         let local = offenders
-            .impose(ban_of("mirror", [203, 0, 113, 72].into(), 60, None), now)
+            .impose(ban_of("mirror", net([203, 0, 113, 72]), 60, None), now)
             .expect("imposed");
         let started = now + Duration::from_secs(1);
         offenders.mirror(Vec::new(), started, started);

@@ -112,7 +112,8 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
          crawlers:\n  feeds: [{{url: \"file:feed.json\", format: ai-robots-txt}}]\n  extra:\n    - name: ExampleBot\n      \
          verify: {{ips: [\"file:ranges.json\"], rdns: [crawl.example.com]}}\n\
          origins:\n\
-         \x20 - name: shop\n    hosts: [\"shop.example\"]\n    upstream: \"{}\"\n\
+         \x20 - name: shop\n    hosts: [\"shop.example\"]\n    upstream: \"{}\"\n    \
+         policy: {{rates: {{search: 1/h}}}}\n\
          \x20 - name: dead\n    hosts: [\"dead.example\"]\n    upstream: \"{dead}\"\n\
          \x20 - name: signed\n    hosts: [\"signed.example\"]\n    upstream: \"{}\"\n    \
          robots: {{source: inline, text: \"User-agent: *\\nAllow: /\\n\"}}\n    \
@@ -174,6 +175,10 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
     // Crawl-delay: the second request within the delay is limited.
     assert_eq!(proxy.get("shop.example", "/page", GPTBOT).status, 200);
     assert_eq!(proxy.get("shop.example", "/page", GPTBOT).status, 429);
+    // A rate budget (`search: 1/h`): the second request of a search crawler is over it.
+    let bingbot = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)";
+    assert_eq!(proxy.get("shop.example", "/page", bingbot).status, 200);
+    assert_eq!(proxy.get("shop.example", "/page", bingbot).status, 429);
     assert_eq!(proxy.get("dead.example", "/page", BROWSER).status, 502);
     // Web Bot Auth: `required` refuses an unsigned claim of a crawler that signs; a signature
     // that does not hold is counted.

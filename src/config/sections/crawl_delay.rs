@@ -6,11 +6,12 @@ pub(crate) static CRAWL_DELAY: Section = Section {
     id: "crawl_delay",
     place: "in `crawl_delay`",
     title: "Crawl-delay",
-    doc: "robots.txt's `Crawl-delay` as a rate limit per crawler and client address.",
+    doc: "robots.txt's `Crawl-delay` as a rate limit per crawler and client network (`prefix`).",
     keys: &[
         key("action", Ty::Words(|| names(&CRAWL_DELAY_ACTIONS)), "`enforce`", "`enforce` (a request sooner than its group's delay after the previous admitted one gets `429` with `Retry-After`), `report` (proxied, counted `would_limit`), `ignore`."),
         key("max", Ty::Duration, "`60s`", "Longer delays are taken as this long."),
         key("crawlers", Ty::MapOf { keys: None, value: &Ty::Words(|| names(&CRAWL_DELAY_ACTIONS)) }, "`report` for crawlers the catalogue marks as ignoring Crawl-delay (the Google family, Applebot, Amazonbot), `action` for the rest", "Per crawler, by catalogue name: `enforce`, `report` or `ignore`."),
+        key("prefix", Ty::Section(&CLIENT_PREFIX), "`{ipv4: 32, ipv6: 64}`", "The network a budget of an unverified crawler is kept for: every address of one network shares it (an IPv6 crawler moving within its /64 gets no new budget)."),
     ],
 };
 
@@ -25,6 +26,8 @@ pub struct CrawlDelayConfig {
     /// winning over `action` and over the catalogue's mark for crawlers that ignore
     /// `Crawl-delay`.
     pub crawlers: Vec<(String, CrawlDelayAction)>,
+    /// The network a budget of an unverified crawler is kept for.
+    pub prefix: ClientPrefix,
 }
 
 impl Default for CrawlDelayConfig {
@@ -33,6 +36,7 @@ impl Default for CrawlDelayConfig {
             action: CrawlDelayAction::Enforce,
             max: Duration::from_secs(60),
             crawlers: Vec::new(),
+            prefix: ClientPrefix::default(),
         }
     }
 }
@@ -124,6 +128,9 @@ pub(crate) fn crawl_delay(
         .and_then(|n| positive_duration(sink, n, "max"))
     {
         out.max = max;
+    }
+    if let Some(node) = table.get("prefix") {
+        out.prefix = client_prefix(sink, Some(node), out.prefix);
     }
     out
 }

@@ -53,6 +53,8 @@ mod upstream;
 pub use upstream::*;
 mod policy;
 pub use policy::*;
+mod rates;
+pub use rates::*;
 mod crawl_delay;
 pub use crawl_delay::*;
 mod offenders;
@@ -292,9 +294,11 @@ pub(crate) static ALL: &[&Section] = &[
     &HEALTH_CHECK,
     &POLICY,
     &PURPOSE_POLICY,
+    &RATE_RULE,
     &CRAWL_DELAY,
     &CONTENT_SIGNALS,
     &OFFENDERS,
+    &CLIENT_PREFIX,
     &CRAWLERS,
     &EXTRA_CRAWLER,
     &CRAWLER_VERIFY,

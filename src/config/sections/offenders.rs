@@ -13,8 +13,83 @@ pub(crate) static OFFENDERS: Section = Section {
         key("strikes", Ty::Int { min: 1, max: 1_000_000 }, "`20`", "Strikes that ban."),
         key("window", Ty::Duration, "`10m`", "Counted from the first strike."),
         key("ban", Ty::Duration, "`1h`", "How long a ban lasts."),
+        key("prefix", Ty::Section(&CLIENT_PREFIX), "`{ipv4: 32, ipv6: 64}`", "The network strikes and bans are counted for: a client's address cut to this many bits. An IPv6 host usually holds a whole /64 (often a /48) and moves within it at will, so a ban of one IPv6 address is no ban."),
     ],
 };
+
+pub(crate) static CLIENT_PREFIX: Section = Section {
+    id: "client_prefix",
+    place: "in `prefix`",
+    title: "Client networks",
+    doc: "How many leading bits of a client's address name the client for strikes and bans (`offenders.prefix`) and for Crawl-delay budgets (`crawl_delay.prefix`): `{ipv4: 32, ipv6: 56}`. Every address of one network shares them.",
+    keys: &[
+        key("ipv4", Ty::Int { min: MIN_IPV4_PREFIX as i128, max: 32 }, "`32`", "Bits of an IPv4 address (16 to 32): 32 is one address (a carrier NAT is handled by `offenders.scope`)."),
+        key("ipv6", Ty::Int { min: MIN_IPV6_PREFIX as i128, max: 128 }, "`64`", "Bits of an IPv6 address (32 to 128): 64 is one subscriber's or server's network; 56 or 48 for providers that give out larger ones."),
+    ],
+};
+
+/// The shortest `prefix.ipv4`: a /16 already holds 65,536 addresses.
+pub const MIN_IPV4_PREFIX: u8 = 16;
+
+/// The shortest `prefix.ipv6`: a /32 is a whole provider's allocation.
+pub const MIN_IPV6_PREFIX: u8 = 32;
+
+/// `offenders.prefix`, `crawl_delay.prefix`: the network a client's address stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ClientPrefix {
+    /// Leading bits of an IPv4 address (16 to 32).
+    pub ipv4: u8,
+    /// Leading bits of an IPv6 address (32 to 128).
+    pub ipv6: u8,
+}
+
+impl Default for ClientPrefix {
+    fn default() -> Self {
+        ClientPrefix { ipv4: 32, ipv6: 64 }
+    }
+}
+
+impl ClientPrefix {
+    /// The network of `client` (an IPv4-mapped IPv6 address is taken as the IPv4 address it
+    /// is), host bits cleared.
+    pub fn network(self, client: std::net::IpAddr) -> ipnet::IpNet {
+        match client.to_canonical() {
+            std::net::IpAddr::V4(v4) => ipnet::IpNet::V4(
+                ipnet::Ipv4Net::new(v4, self.ipv4.clamp(MIN_IPV4_PREFIX, 32))
+                    .map_or_else(|_| ipnet::Ipv4Net::from(v4), |net| net.trunc()),
+            ),
+            std::net::IpAddr::V6(v6) => ipnet::IpNet::V6(
+                ipnet::Ipv6Net::new(v6, self.ipv6.clamp(MIN_IPV6_PREFIX, 128))
+                    .map_or_else(|_| ipnet::Ipv6Net::from(v6), |net| net.trunc()),
+            ),
+        }
+    }
+}
+
+/// Reads a `prefix` mapping over `base`.
+pub(crate) fn client_prefix(
+    sink: &mut Sink,
+    node: Option<&Node>,
+    base: ClientPrefix,
+) -> ClientPrefix {
+    let mut out = base;
+    let Some(table) = node.and_then(|n| Table::read(sink, n, &CLIENT_PREFIX, "`prefix`")) else {
+        return out;
+    };
+    if let Some(bits) = table
+        .get("ipv4")
+        .and_then(|n| reader::integer(sink, n, "ipv4", i128::from(MIN_IPV4_PREFIX), 32))
+    {
+        out.ipv4 = u8::try_from(bits).unwrap_or(32);
+    }
+    if let Some(bits) = table
+        .get("ipv6")
+        .and_then(|n| reader::integer(sink, n, "ipv6", i128::from(MIN_IPV6_PREFIX), 128))
+    {
+        out.ipv6 = u8::try_from(bits).unwrap_or(64);
+    }
+    out
+}
 
 /// `offenders`: clients that keep fetching what robots.txt disallows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -29,6 +104,8 @@ pub struct OffendersConfig {
     pub window: Duration,
     /// How long a ban lasts.
     pub ban: Duration,
+    /// The network strikes and bans are counted for.
+    pub prefix: ClientPrefix,
 }
 
 impl Default for OffendersConfig {
@@ -39,6 +116,7 @@ impl Default for OffendersConfig {
             strikes: 20,
             window: Duration::from_secs(600),
             ban: Duration::from_secs(3600),
+            prefix: ClientPrefix::default(),
         }
     }
 }
@@ -136,6 +214,9 @@ pub(crate) fn offenders(
         if let Some(d) = table.get(key).and_then(|n| positive_duration(sink, n, key)) {
             *slot = d;
         }
+    }
+    if let Some(node) = table.get("prefix") {
+        out.prefix = client_prefix(sink, Some(node), out.prefix);
     }
     out
 }

@@ -13,6 +13,7 @@ pub(crate) static POLICY: Section = Section {
         key("categories", Ty::MapOf { keys: Some(categories), value: &POLICY_ACTION_WORDS }, "`{library: pass, monitoring: pass}`, every other category `enforce`", "Per crawler category; merged category by category."),
         key("crawlers", Ty::MapOf { keys: None, value: &POLICY_ACTION_WORDS }, "`{}`", "Per crawler, by catalogue name (case-insensitive); wins over its purposes and category; merged crawler by crawler."),
         key("purposes", Ty::MapOf { keys: Some(purposes), value: &Ty::AnyOf(&[POLICY_ACTION_WORDS, Ty::Section(&PURPOSE_POLICY)]) }, "`{}`", "Per purpose (`search`, `training`, `agent`, `other`): an action, or `{action, multi_purpose}`. Wins over the category, loses to `crawlers`; a crawler with several purposes gets the most restrictive of their actions, except that a refusal (`block`, `license`) does not refuse a crawler that serves the purpose through its operator's own robots.txt token (Googlebot's training: `Google-Extended`; the served robots.txt gets a `Disallow: /` group for the token instead), nor, unless `multi_purpose: block`, one that serves `search` too. `license` answers with the origin's licence (`402`)."),
+        key("rates", Ty::MapOf { keys: None, value: &Ty::AnyOf(&[Ty::Str, Ty::Section(&RATE_RULE)]) }, "`{}`", "Rate budgets, by crawler name, category or purpose: `\"60/m\"` or `{rate: 60/m, per: crawler}`. A crawler's name wins over its category, a category over its purposes (of several, the strictest applies). A crawler that spends its budget gets `429` with `Retry-After` (decision `rate_limited`), whatever robots.txt's `Crawl-delay` says; merged key by key. See the book's \"Bans, budgets and the firewall\"."),
         key("allow_clients", Ty::OneOrList(&Ty::Network), "`[]`", "Client networks never blocked, whatever the User-Agent."),
         key("exempt_paths", Ty::OneOrList(&Ty::Str), "`[]`", "Path prefixes (starting with `/`, matched on the canonical path) never blocked for GET and HEAD without a query."),
     ],
@@ -229,6 +230,8 @@ pub struct PolicyConfig {
     /// them, but for refusals its operator lets a site express otherwise
     /// ([`PolicyConfig::purpose_action`]).
     pub purposes: [Option<PurposeRule>; crate::crawlers::Purpose::ALL.len()],
+    /// Rate budgets per crawler, category and purpose (`policy.rates`).
+    pub rates: RatesConfig,
     /// Clients (networks) never blocked, whatever their User-Agent.
     pub allow_clients: Vec<ipnet::IpNet>,
     /// Path prefixes (canonical form) never blocked.
@@ -246,6 +249,7 @@ impl Default for PolicyConfig {
             categories,
             crawlers: Vec::new(),
             purposes: [None; crate::crawlers::Purpose::ALL.len()],
+            rates: RatesConfig::default(),
             allow_clients: Vec::new(),
             exempt_paths: Vec::new(),
         }
@@ -520,6 +524,9 @@ pub(crate) fn policy(
         if let Some(rule) = purpose_rule(sink, value, key) {
             out.purposes[purpose.index()] = Some(rule);
         }
+    }
+    if let Some(n) = table.get("rates") {
+        out.rates = rates(sink, Some(n), &out.rates, known);
     }
     if let Some(n) = table.get("allow_clients") {
         out.allow_clients = reader::networks(sink, n, "allow_clients");

@@ -504,12 +504,22 @@ pub(super) fn unescape_word(word: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// A client as a ban's field names it: an address (one-address network), or a prefix at a
+/// network boundary.
+fn parse_network(text: &str) -> Option<ipnet::IpNet> {
+    if let Ok(address) = text.parse::<IpAddr>() {
+        return Some(ipnet::IpNet::from(address));
+    }
+    let network = text.parse::<ipnet::IpNet>().ok()?;
+    (network == network.trunc()).then_some(network)
+}
+
 /// A ban as the store writes it (`UNTIL SINCE STRIKES [CAUSE CRAWLER [USER-AGENT]]` in the
 /// server's milliseconds), placed on this process's clocks by its distance from `server_now`;
 /// `None` when it has ended or is not a ban robotsguard wrote.
 pub(super) fn parse_ban(field: &[u8], value: &[u8], server_now: u64, now: Instant) -> Option<Ban> {
     let mut parts = std::str::from_utf8(field).ok()?.split(' ');
-    let client: IpAddr = parts.next()?.parse().ok()?;
+    let client = parse_network(parts.next()?)?;
     let origin = parts.next()?;
     let digest = match parts.next() {
         None => None,
