@@ -13,7 +13,7 @@ use std::time::SystemTime;
 
 use async_trait::async_trait;
 use http::Response;
-use pingora::apps::http_app::ServeHttp;
+use pingora::apps::{HttpPersistentSettings, HttpServerApp, ReusedHttpStream};
 use pingora::protocols::http::ServerSession;
 use serde::Serialize;
 
@@ -35,6 +35,8 @@ pub(crate) struct AdminApp {
     console: Console,
     /// The listener's address, for the `Host` check.
     address: std::net::SocketAddr,
+    /// What each bouncer of the decision stream was sent.
+    bouncers: crate::crowdsec::Bouncers,
 }
 
 impl AdminApp {
@@ -67,6 +69,7 @@ impl AdminApp {
             verifier,
             store,
             address: admin.address,
+            bouncers: crate::crowdsec::Bouncers::default(),
         }
     }
 }
@@ -728,8 +731,216 @@ impl AdminApp {
     }
 }
 
+/// The decision stream's paths (`crate::crowdsec`).
+const STREAM_PATH: &str = "/v1/decisions/stream";
+const DECISIONS_PATH: &str = "/v1/decisions";
+
 #[async_trait]
-impl ServeHttp for AdminApp {
+impl HttpServerApp for AdminApp {
+    async fn process_new_http(
+        self: &Arc<Self>,
+        mut http: ServerSession,
+        shutdown: &pingora::server::ShutdownWatch,
+    ) -> Option<ReusedHttpStream> {
+        if !matches!(http.read_request().await, Ok(true)) {
+            return None;
+        }
+        http.set_keepalive(if *shutdown.borrow() { None } else { Some(60) });
+        let path = http.req_header().uri.path().to_string();
+        if matches!(path.as_str(), STREAM_PATH | DECISIONS_PATH) {
+            // Streamed: an answer may hold every ban in force.
+            if !self.decisions(&mut http, &path).await {
+                return None;
+            }
+        } else {
+            let answer = self.response(&mut http).await;
+            let (parts, body) = answer.into_parts();
+            let head: pingora::http::ResponseHeader = parts.into();
+            if http.write_response_header(Box::new(head)).await.is_err() {
+                return None;
+            }
+            if !body.is_empty() && http.write_response_body(body.into(), true).await.is_err() {
+                return None;
+            }
+        }
+        let settings = HttpPersistentSettings::for_session(&http);
+        match http.finish().await {
+            Ok(stream) => stream.map(|s| ReusedHttpStream::from_reusable_stream(s, settings)),
+            Err(_) => None,
+        }
+    }
+}
+
+impl AdminApp {
+    /// `GET /v1/decisions/stream?startup=true|false` and `GET /v1/decisions`, as the CrowdSec
+    /// Local API answers bouncers; `X-Api-Key` alone authorises them. False when the
+    /// connection cannot go on.
+    async fn decisions(&self, http: &mut ServerSession, path: &str) -> bool {
+        let peer = http
+            .client_addr()
+            .and_then(|address| address.as_inet())
+            .map(|address| address.ip().to_canonical());
+        let snapshot = self.snapshot.load();
+        let request = http.req_header();
+        let host_ok = checks::host_allowed(request, self.address, &snapshot.config.admin.hosts);
+        let early = if let Some(refused) = self.refuse_foreign(request, path, host_ok, peer) {
+            Some(refused)
+        } else if !matches!(request.method, http::Method::GET | http::Method::HEAD) {
+            let mut answer = json(405, &serde_json::json!({"message": "only GET"}));
+            answer
+                .headers_mut()
+                .insert("allow", http::HeaderValue::from_static("GET, HEAD"));
+            Some(answer)
+        } else {
+            None
+        };
+        let key = request
+            .headers
+            .get("x-api-key")
+            .and_then(|v| v.to_str().ok());
+        let params = query_params(request.uri.query().unwrap_or(""));
+        let head = request.method == http::Method::HEAD;
+        let authenticated = self.bouncers.authenticate(
+            snapshot.config.admin.bouncer_keys_file.as_deref(),
+            key,
+        );
+        let filter = crate::crowdsec::Filter::from_params(&params);
+        let answer = match (early, authenticated, filter) {
+            (Some(answer), _, _) => Err(answer),
+            (None, Err(_), _) => {
+                METRICS
+                    .decision_stream_requests
+                    .with_label_values(&["forbidden"])
+                    .inc();
+                crate::logs::admin_refused(peer, "a decision stream request without a bouncer key of admin.bouncer_keys_file");
+                Err(json(403, &serde_json::json!({"message": "access forbidden"})))
+            }
+            (None, Ok(_), Err(error)) => {
+                METRICS
+                    .decision_stream_requests
+                    .with_label_values(&["bad_request"])
+                    .inc();
+                Err(json(400, &serde_json::json!({ "message": error })))
+            }
+            (None, Ok(key), Ok(filter)) => Ok((key, filter)),
+        };
+        let (key, filter) = match answer {
+            Ok(go) => go,
+            Err(answer) => {
+                let (parts, body) = answer.into_parts();
+                let head_: pingora::http::ResponseHeader = parts.into();
+                if http.write_response_header(Box::new(head_)).await.is_err() {
+                    return false;
+                }
+                return body.is_empty() || http.write_response_body(body.into(), true).await.is_ok();
+            }
+        };
+        let startup = match param(&params, "startup") {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                let answer = json(400, &serde_json::json!({"message": format!("startup must be true or false, not {other:?}")}));
+                let (parts, body) = answer.into_parts();
+                let head_: pingora::http::ResponseHeader = parts.into();
+                if http.write_response_header(Box::new(head_)).await.is_err() {
+                    return false;
+                }
+                return http.write_response_body(body.into(), true).await.is_ok();
+            }
+        };
+        METRICS
+            .decision_stream_requests
+            .with_label_values(&["ok"])
+            .inc();
+        let export = snapshot.config.events.firewall;
+        let offenders = self.store.offenders();
+        let current = crate::crowdsec::in_force(&snapshot, &offenders, export, &filter);
+        drop(snapshot);
+        let mut head_ = pingora::http::ResponseHeader::build(200, Some(4)).ok();
+        let Some(mut header) = head_.take() else {
+            return false;
+        };
+        let _ = header.insert_header("content-type", "application/json");
+        let _ = header.insert_header("cache-control", "no-store");
+        if !head {
+            let _ = header.insert_header("transfer-encoding", "chunked");
+        }
+        if http.write_response_header(Box::new(header)).await.is_err() {
+            return false;
+        }
+        if head {
+            return http.write_response_body(bytes::Bytes::new(), true).await.is_ok();
+        }
+        // Written a chunk at a time as it fills: one chunk of the answer is held at once.
+        let mut chunk = String::with_capacity(crate::crowdsec::CHUNK_BYTES + 1024);
+        let mut full: Vec<String> = Vec::new();
+        let flush = |chunk: &mut String, full: &mut Vec<String>| {
+            full.push(std::mem::replace(
+                chunk,
+                String::with_capacity(crate::crowdsec::CHUNK_BYTES + 1024),
+            ));
+        };
+        if path == STREAM_PATH {
+            let pull = self.bouncers.pull(key, startup, current);
+            chunk.push_str("{\"new\":");
+            for (list, deleted) in [(&pull.new, false), (&pull.deleted, true)] {
+                if deleted {
+                    chunk.push_str(",\"deleted\":");
+                }
+                for part in list.chunks(256) {
+                    let first = std::ptr::eq(part.as_ptr(), list.as_ptr());
+                    let last = std::ptr::eq(part.as_ptr_range().end, list.as_ptr_range().end);
+                    crate::crowdsec::write_part(part, first, last, deleted, &mut chunk);
+                    if chunk.len() >= crate::crowdsec::CHUNK_BYTES {
+                        flush(&mut chunk, &mut full);
+                    }
+                    if !self.write_chunks(http, &mut full).await {
+                        return false;
+                    }
+                }
+                if list.is_empty() {
+                    chunk.push_str("null");
+                }
+            }
+            chunk.push('}');
+        } else {
+            let decisions: Vec<crate::crowdsec::Decision> = current.into_values().collect();
+            for part in decisions.chunks(256) {
+                let first = std::ptr::eq(part.as_ptr(), decisions.as_ptr());
+                let last = std::ptr::eq(part.as_ptr_range().end, decisions.as_ptr_range().end);
+                crate::crowdsec::write_part(part, first, last, false, &mut chunk);
+                if chunk.len() >= crate::crowdsec::CHUNK_BYTES {
+                    flush(&mut chunk, &mut full);
+                }
+                if !self.write_chunks(http, &mut full).await {
+                    return false;
+                }
+            }
+            if decisions.is_empty() {
+                chunk.push_str("null");
+            }
+        }
+        chunk.push('\n');
+        full.push(chunk);
+        if !self.write_chunks(http, &mut full).await {
+            return false;
+        }
+        http.write_response_body(bytes::Bytes::new(), true).await.is_ok()
+    }
+
+    async fn write_chunks(&self, http: &mut ServerSession, full: &mut Vec<String>) -> bool {
+        for chunk in full.drain(..) {
+            if http
+                .write_response_body(bytes::Bytes::from(chunk), false)
+                .await
+                .is_err()
+            {
+                return false;
+            }
+        }
+        true
+    }
+
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
         let peer = session
             .client_addr()
@@ -879,7 +1090,7 @@ impl ServeHttp for AdminApp {
                     Err(error) => json(400, &serde_json::json!({ "error": error })),
                 }
             }
-            _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin= /reports/crawlers?origin= /ui/ (POST /robots/refresh?origin= /robots/preview?origin=)\n"),
+            _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin= /reports/crawlers?origin= /ui/ /v1/decisions/stream (POST /robots/refresh?origin= /robots/preview?origin=)\n"),
         }
     }
 }

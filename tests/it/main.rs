@@ -61,3 +61,4 @@ mod verify_egress;
 mod verify_signature;
 mod web_bot_auth;
 mod web_bot_auth_draft;
+mod webhooks;

@@ -71,6 +71,9 @@ mod reports;
 pub use reports::*;
 mod preview;
 pub use preview::*;
+mod events;
+pub use events::{EventKind, EventsConfig, FirewallExport, Webhook};
+pub(crate) use events::{events, EVENTS, FIREWALL, MAX_WEBHOOK_SECRET_BYTES, WEBHOOK};
 mod decision;
 pub(crate) use decision::{check_clashes as check_decision_clashes, decision, DECISION};
 pub(crate) use decision::{default_trusted_callers, DEFAULT_DECISION_TIMEOUT};
@@ -230,6 +233,9 @@ pub(crate) static ALL: &[&Section] = &[
     &REPORTS,
     &PREVIEW,
     &DECISION,
+    &EVENTS,
+    &WEBHOOK,
+    &FIREWALL,
 ];
 
 /// Keys that are valid somewhere, just not where they were written: a better

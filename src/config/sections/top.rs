@@ -22,6 +22,7 @@ pub(crate) static TOP: Section = Section {
         key("state", Ty::Section(&STATE), "`{backend: memory}`", "Where Crawl-delay budgets, strikes, bans and robots.txt reads are kept."),
         key("reports", Ty::Section(&REPORTS), "", "The violation reports behind `/reports/*` and the console."),
         key("preview", Ty::Section(&PREVIEW), "", "The recent crawler traffic `POST /robots/preview` replays against a candidate robots.txt or policy."),
+        key("events", Ty::Section(&EVENTS), "", "Decisions pushed out: signed webhooks, and which bans the admin listener's CrowdSec-compatible decision stream exports to firewalls."),
         key("decision", Ty::Section(&DECISION), "off", "The decision listener: front proxies (nginx `auth_request`, Caddy, Traefik, Envoy) ask it for the judgment instead of proxying through robotsguard."),
     ],
 };
