@@ -380,7 +380,7 @@ mod tests {
         Decision {
             id,
             value: value.to_owned(),
-            scenario: "violations",
+            scenario: "strikes",
             until: SystemTime::now() + Duration::from_secs(3600),
         }
     }

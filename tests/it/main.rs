@@ -11,6 +11,7 @@ mod cli_check;
 mod cli_validate_identify;
 mod console;
 mod crawl_delay;
+mod crowdsec_stream;
 mod crawler_knowledge;
 mod dashboard;
 mod decision_front_proxies;
