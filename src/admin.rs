@@ -839,6 +839,10 @@ impl AdminApp {
             None | Some("false") => false,
             Some("true") => true,
             Some(other) => {
+                METRICS
+                    .decision_stream_requests
+                    .with_label_values(&["bad_request"])
+                    .inc();
                 let answer = json(400, &serde_json::json!({"message": format!("startup must be true or false, not {other:?}")}));
                 let (parts, body) = answer.into_parts();
                 let head_: pingora::http::ResponseHeader = parts.into();
