@@ -800,10 +800,9 @@ impl AdminApp {
             .and_then(|v| v.to_str().ok());
         let params = query_params(request.uri.query().unwrap_or(""));
         let head = request.method == http::Method::HEAD;
-        let authenticated = self.bouncers.authenticate(
-            snapshot.config.admin.bouncer_keys_file.as_deref(),
-            key,
-        );
+        let authenticated = self
+            .bouncers
+            .authenticate(snapshot.config.admin.bouncer_keys_file.as_deref(), key);
         let filter = crate::crowdsec::Filter::from_params(&params);
         let answer = match (early, authenticated, filter) {
             (Some(answer), _, _) => Err(answer),
@@ -812,8 +811,14 @@ impl AdminApp {
                     .decision_stream_requests
                     .with_label_values(&["forbidden"])
                     .inc();
-                crate::logs::admin_refused(peer, "a decision stream request without a bouncer key of admin.bouncer_keys_file");
-                Err(json(403, &serde_json::json!({"message": "access forbidden"})))
+                crate::logs::admin_refused(
+                    peer,
+                    "a decision stream request without a bouncer key of admin.bouncer_keys_file",
+                );
+                Err(json(
+                    403,
+                    &serde_json::json!({"message": "access forbidden"}),
+                ))
             }
             (None, Ok(_), Err(error)) => {
                 METRICS
@@ -832,7 +837,8 @@ impl AdminApp {
                 if http.write_response_header(Box::new(head_)).await.is_err() {
                     return false;
                 }
-                return body.is_empty() || http.write_response_body(body.into(), true).await.is_ok();
+                return body.is_empty()
+                    || http.write_response_body(body.into(), true).await.is_ok();
             }
         };
         let startup = match param(&params, "startup") {
@@ -843,7 +849,10 @@ impl AdminApp {
                     .decision_stream_requests
                     .with_label_values(&["bad_request"])
                     .inc();
-                let answer = json(400, &serde_json::json!({"message": format!("startup must be true or false, not {other:?}")}));
+                let answer = json(
+                    400,
+                    &serde_json::json!({"message": format!("startup must be true or false, not {other:?}")}),
+                );
                 let (parts, body) = answer.into_parts();
                 let head_: pingora::http::ResponseHeader = parts.into();
                 if http.write_response_header(Box::new(head_)).await.is_err() {
@@ -873,7 +882,10 @@ impl AdminApp {
             return false;
         }
         if head {
-            return http.write_response_body(bytes::Bytes::new(), true).await.is_ok();
+            return http
+                .write_response_body(bytes::Bytes::new(), true)
+                .await
+                .is_ok();
         }
         // Written a chunk at a time as it fills: one chunk of the answer is held at once.
         let mut chunk = String::with_capacity(crate::crowdsec::CHUNK_BYTES + 1024);
@@ -929,7 +941,9 @@ impl AdminApp {
         if !self.write_chunks(http, &mut full).await {
             return false;
         }
-        http.write_response_body(bytes::Bytes::new(), true).await.is_ok()
+        http.write_response_body(bytes::Bytes::new(), true)
+            .await
+            .is_ok()
     }
 
     async fn write_chunks(&self, http: &mut ServerSession, full: &mut Vec<String>) -> bool {

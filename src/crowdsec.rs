@@ -177,7 +177,11 @@ impl Filter {
 
     fn admits(&self, decision: &Decision) -> bool {
         let scope = decision.scope().to_ascii_lowercase();
-        if self.scopes.as_ref().is_some_and(|scopes| !scopes.contains(&scope)) {
+        if self
+            .scopes
+            .as_ref()
+            .is_some_and(|scopes| !scopes.contains(&scope))
+        {
             return false;
         }
         if self
@@ -189,23 +193,36 @@ impl Filter {
         }
         let scenario = decision.scenario.to_ascii_lowercase();
         if !self.scenarios_containing.is_empty()
-            && !self.scenarios_containing.iter().any(|w| scenario.contains(w.as_str()))
+            && !self
+                .scenarios_containing
+                .iter()
+                .any(|w| scenario.contains(w.as_str()))
         {
             return false;
         }
-        if self.scenarios_not_containing.iter().any(|w| scenario.contains(w.as_str())) {
+        if self
+            .scenarios_not_containing
+            .iter()
+            .any(|w| scenario.contains(w.as_str()))
+        {
             return false;
         }
         if self.kind.as_deref().is_some_and(|kind| kind != "ban") {
             return false;
         }
-        if self.value.as_ref().is_some_and(|value| *value != decision.value) {
+        if self
+            .value
+            .as_ref()
+            .is_some_and(|value| *value != decision.value)
+        {
             return false;
         }
-        let network = decision
-            .value
-            .parse::<ipnet::IpNet>()
-            .or_else(|_| decision.value.parse::<std::net::IpAddr>().map(ipnet::IpNet::from));
+        let network = decision.value.parse::<ipnet::IpNet>().or_else(|_| {
+            decision
+                .value
+                .parse::<std::net::IpAddr>()
+                .map(ipnet::IpNet::from)
+        });
         if let Some(ip) = self.ip {
             if !network.as_ref().is_ok_and(|net| net.contains(&ip)) {
                 return false;
@@ -303,7 +320,11 @@ fn digest(key: &str) -> [u8; 32] {
 impl Bouncers {
     /// The digest of `given` when it is one of the keys in `keys_file` (compared as digests:
     /// in constant time for the key's bytes). Forgets what was sent to keys no longer listed.
-    pub fn authenticate(&self, keys_file: Option<&Path>, given: Option<&str>) -> Result<[u8; 32], Refused> {
+    pub fn authenticate(
+        &self,
+        keys_file: Option<&Path>,
+        given: Option<&str>,
+    ) -> Result<[u8; 32], Refused> {
         let keys = keys_file
             .and_then(|path| crate::config::read_bouncer_keys(path).ok())
             .ok_or(Refused::NoKeys)?;
@@ -315,7 +336,11 @@ impl Bouncers {
         let mut found = false;
         for key in &digests {
             // Every byte compared, found or not.
-            let same = key.iter().zip(given.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;
+            let same = key
+                .iter()
+                .zip(given.iter())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0;
             found |= same;
         }
         if found {
@@ -410,7 +435,13 @@ mod tests {
         let startup = bouncers.pull(key, true, now);
         assert_eq!(startup.new.len(), 1);
         // Another key has its own state.
-        assert_eq!(bouncers.pull(digest("other"), false, HashMap::new()).deleted.len(), 0);
+        assert_eq!(
+            bouncers
+                .pull(digest("other"), false, HashMap::new())
+                .deleted
+                .len(),
+            0
+        );
     }
 
     #[test]
@@ -424,7 +455,8 @@ mod tests {
         let range = decision("2001:db8::/64", 2);
         let only_ip = Filter::from_params(&params("scopes=ip")).unwrap_or_default();
         assert!(only_ip.admits(&ip) && !only_ip.admits(&range));
-        let other_origin = Filter::from_params(&params("origins=crowdsec,cscli")).unwrap_or_default();
+        let other_origin =
+            Filter::from_params(&params("origins=crowdsec,cscli")).unwrap_or_default();
         assert!(!other_origin.admits(&ip));
         let within = Filter::from_params(&params("ip=2001:db8::5")).unwrap_or_default();
         assert!(within.admits(&range) && !within.admits(&ip));

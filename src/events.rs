@@ -125,16 +125,20 @@ pub fn emit(event: Event) {
     let mut event = event;
     event.reason = event.reason.as_deref().map(cut);
     if HUB.sender.try_send(event).is_err() {
-        METRICS
-            .webhook_events
-            .with_label_values(&["dropped"])
-            .inc();
+        METRICS.webhook_events.with_label_values(&["dropped"]).inc();
     }
 }
 
 /// A ban imposed by this process: on `origin`, of `client`, earned by `crawler` for `cause`
 /// with `strikes`, until `until`.
-pub fn ban(origin: &str, client: IpAddr, crawler: &str, cause: &str, strikes: u32, until: SystemTime) {
+pub fn ban(
+    origin: &str,
+    client: IpAddr,
+    crawler: &str,
+    cause: &str,
+    strikes: u32,
+    until: SystemTime,
+) {
     let mut event = Event::new(EventKind::Ban, Some(origin));
     event.client = Some(client.to_string());
     event.crawler = Some(crawler.to_owned());
@@ -174,9 +178,7 @@ pub fn impostor(origin: &str, crawler: &str) {
         if counts.len() > 4096 {
             counts.clear();
         }
-        let entry = counts
-            .entry(origin.to_owned())
-            .or_insert((now, 0, false));
+        let entry = counts.entry(origin.to_owned()).or_insert((now, 0, false));
         if now.duration_since(entry.0).as_secs() >= 60 {
             *entry = (now, 0, false);
         }
@@ -229,7 +231,14 @@ pub fn robots_fetch(origin: &str, failed: bool, reason: impl FnOnce() -> String)
 pub fn config_rejected(errors: &[String]) {
     let mut event = Event::new(EventKind::ConfigRejected, None);
     event.count = Some(errors.len() as u64);
-    event.reason = Some(errors.iter().take(3).cloned().collect::<Vec<_>>().join("; "));
+    event.reason = Some(
+        errors
+            .iter()
+            .take(3)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("; "),
+    );
     emit(event);
 }
 

@@ -125,7 +125,12 @@ enum Attempt {
     GiveUp(&'static str, String),
 }
 
-async fn deliver(connector: &Connector, config: &EventsConfig, webhook: &Webhook, body: bytes::Bytes) {
+async fn deliver(
+    connector: &Connector,
+    config: &EventsConfig,
+    webhook: &Webhook,
+    body: bytes::Bytes,
+) {
     let id = event_id();
     let mut backoff = FIRST_BACKOFF;
     for attempt in 0..=webhook.retries {
@@ -136,7 +141,10 @@ async fn deliver(connector: &Connector, config: &EventsConfig, webhook: &Webhook
         }
         match attempt_once(connector, config, webhook, &id, body.clone()).await {
             Attempt::Delivered => {
-                METRICS.webhook_events.with_label_values(&["delivered"]).inc();
+                METRICS
+                    .webhook_events
+                    .with_label_values(&["delivered"])
+                    .inc();
                 return;
             }
             Attempt::Retry(why) if attempt < webhook.retries => {

@@ -9,8 +9,8 @@ use super::error::Sink;
 use super::reader::{self, Table};
 use super::sections::{
     access_log, admin, check_admin_clash, check_catalogue, check_decision_clashes, crawlers,
-    decision, defaults, events, limits, listeners, origins, preview, reports, shutdown_grace, state,
-    verify, AdminConfig, CrawlersConfig, Limits, Listener, PreviewConfig, ReportsConfig,
+    decision, defaults, events, limits, listeners, origins, preview, reports, shutdown_grace,
+    state, verify, AdminConfig, CrawlersConfig, Limits, Listener, PreviewConfig, ReportsConfig,
     StateConfig, VerifyConfig, DEFAULT_ADMIN, DEFAULT_GRACE, DEFAULT_LISTEN, MAX_THREADS, TOP,
 };
 use super::tree::Node;

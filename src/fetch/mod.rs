@@ -292,7 +292,12 @@ fn tell(origin: &Origin, fetched: &Fetched) {
         let outcome = fetched.outcome.as_str();
         fetched.copy.last_error.as_deref().map_or_else(
             || format!("robots.txt fetch: {outcome}"),
-            |error| format!("robots.txt fetch: {outcome}: {}", crate::logs::one_line(error)),
+            |error| {
+                format!(
+                    "robots.txt fetch: {outcome}: {}",
+                    crate::logs::one_line(error)
+                )
+            },
         )
     });
 }

@@ -135,9 +135,10 @@ impl Effects {
         } else {
             verifier.verify(snapshot, decision, client).await
         };
-        if let Some(found) = verification.as_ref().filter(|v| {
-            self.applies() && v.result == crate::enforce::VerificationResult::Impostor
-        }) {
+        if let Some(found) = verification
+            .as_ref()
+            .filter(|v| self.applies() && v.result == crate::enforce::VerificationResult::Impostor)
+        {
             crate::events::impostor(decision.origin.name(), &found.crawler);
         }
         verification

@@ -108,22 +108,51 @@ fn bouncers_get_new_and_deleted_address_bans_by_key() {
     ban(&proxy, "blog.example", "203.0.113.20");
 
     // The key alone: no bearer token, and the admin token is no key.
-    assert_eq!(curl(&proxy, "/v1/decisions/stream?startup=true", None).0, 403);
-    assert_eq!(curl(&proxy, "/v1/decisions/stream?startup=true", Some("wrong-key-0123456789")).0, 403);
-    assert_eq!(curl(&proxy, "/v1/decisions/stream", Some(ADMIN_TOKEN)).0, 403);
-    assert_eq!(curl(&proxy, "/bans", Some(KEY)).0, 401, "a key opens only the stream");
+    assert_eq!(
+        curl(&proxy, "/v1/decisions/stream?startup=true", None).0,
+        403
+    );
+    assert_eq!(
+        curl(
+            &proxy,
+            "/v1/decisions/stream?startup=true",
+            Some("wrong-key-0123456789")
+        )
+        .0,
+        403
+    );
+    assert_eq!(
+        curl(&proxy, "/v1/decisions/stream", Some(ADMIN_TOKEN)).0,
+        403
+    );
+    assert_eq!(
+        curl(&proxy, "/bans", Some(KEY)).0,
+        401,
+        "a key opens only the stream"
+    );
 
     let (status, head, body) = curl(&proxy, "/v1/decisions/stream?startup=true", Some(KEY));
     assert_eq!(status, 200, "{head}{body}");
-    assert!(head.to_ascii_lowercase().contains("content-type: application/json"), "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/json"),
+        "{head}"
+    );
     let answer = json(&body);
-    assert_eq!(values(&answer["new"]), ["203.0.113.10"], "the crawler-scope ban stays: {body}");
+    assert_eq!(
+        values(&answer["new"]),
+        ["203.0.113.10"],
+        "the crawler-scope ban stays: {body}"
+    );
     let decision = &answer["new"][0];
     assert_eq!(decision["origin"], "robotsguard");
     assert_eq!(decision["type"], "ban");
     assert_eq!(decision["scope"], "Ip");
     assert_eq!(decision["scenario"], "strikes");
-    assert!(decision["id"].as_u64().is_some_and(|id| id > 0), "{decision}");
+    assert!(
+        decision["id"].as_u64().is_some_and(|id| id > 0),
+        "{decision}"
+    );
     let duration = decision["duration"].as_str().unwrap_or_default();
     assert!(
         duration.starts_with("59m") || duration == "1h0m0s",
@@ -133,9 +162,19 @@ fn bouncers_get_new_and_deleted_address_bans_by_key() {
 
     // Nothing new since; `startup` left out means false.
     let again = json(&curl(&proxy, "/v1/decisions/stream", Some(KEY)).2);
-    assert!(again["new"].is_null() && again["deleted"].is_null(), "{again}");
+    assert!(
+        again["new"].is_null() && again["deleted"].is_null(),
+        "{again}"
+    );
     // Another key has its own state: everything is new to it.
-    let other = json(&curl(&proxy, "/v1/decisions/stream?startup=false", Some(OTHER_KEY)).2);
+    let other = json(
+        &curl(
+            &proxy,
+            "/v1/decisions/stream?startup=false",
+            Some(OTHER_KEY),
+        )
+        .2,
+    );
     assert_eq!(values(&other["new"]), ["203.0.113.10"]);
 
     // A lookup by address, as a live-mode bouncer asks.
@@ -143,7 +182,10 @@ fn bouncers_get_new_and_deleted_address_bans_by_key() {
     assert_eq!(values(&found), ["203.0.113.10"]);
     assert!(json(&curl(&proxy, "/v1/decisions?ip=203.0.113.99", Some(KEY)).2).is_null());
     assert_eq!(curl(&proxy, "/v1/decisions?ip=nope", Some(KEY)).0, 400);
-    assert_eq!(curl(&proxy, "/v1/decisions/stream?startup=maybe", Some(KEY)).0, 400);
+    assert_eq!(
+        curl(&proxy, "/v1/decisions/stream?startup=maybe", Some(KEY)).0,
+        400
+    );
 
     lift(&proxy, "shop", "203.0.113.10");
     let after = json(&curl(&proxy, "/v1/decisions/stream", Some(KEY)).2);
@@ -158,7 +200,11 @@ fn bouncers_get_new_and_deleted_address_bans_by_key() {
         .header("Authorization", &format!("Bearer {ADMIN_TOKEN}"));
     let metrics = support::Conn::open(proxy.admin).send(&request).text();
     assert!(
-        support::metric(&metrics, "robotsguard_decision_stream_requests_total", &[("result", "forbidden")]) >= 3.0
+        support::metric(
+            &metrics,
+            "robotsguard_decision_stream_requests_total",
+            &[("result", "forbidden")]
+        ) >= 3.0
     );
 }
 
@@ -195,7 +241,14 @@ fn a_startup_pull_streams_every_one_of_100000_bans() {
     const BANS: usize = 100_000;
     let origin = Origin::start();
     let redis = RedisServer::start();
-    redis.command(&["EVAL", WRITE_BANS, "2", "rg:bans", "rg:bans:version", &BANS.to_string()]);
+    redis.command(&[
+        "EVAL",
+        WRITE_BANS,
+        "2",
+        "rg:bans",
+        "rg:bans:version",
+        &BANS.to_string(),
+    ]);
     let state = format!(
         "state:\n  backend: redis\n  redis: {{url: \"{}\", prefix: \"rg:\", timeout: 5s}}\n",
         redis.url()
@@ -204,14 +257,26 @@ fn a_startup_pull_streams_every_one_of_100000_bans() {
         .bouncer_keys(KEY)
         .start();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while support::metric(&proxy.metrics(), "robotsguard_banned_clients", &[("origin", "shop")]) < BANS as f64 {
-        assert!(Instant::now() < deadline, "the store's bans never reached the mirror");
+    while support::metric(
+        &proxy.metrics(),
+        "robotsguard_banned_clients",
+        &[("origin", "shop")],
+    ) < BANS as f64
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the store's bans never reached the mirror"
+        );
         thread::sleep(Duration::from_millis(200));
     }
     let (status, head, body) = curl(&proxy, "/v1/decisions/stream?startup=true", Some(KEY));
     assert_eq!(status, 200, "{head}");
     // Streamed in chunks, never as one body: the answer is not held whole.
-    assert!(head.to_ascii_lowercase().contains("transfer-encoding: chunked"), "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("transfer-encoding: chunked"),
+        "{head}"
+    );
     let answer = json(&body);
     let new = answer["new"].as_array().map_or(0, Vec::len);
     assert_eq!(new, BANS);
@@ -284,7 +349,10 @@ fn wait_line(dir: &Path, words: &[&str], within: Duration) -> bool {
     let deadline = Instant::now() + within;
     loop {
         let got = std::fs::read_to_string(dir.join("received.log")).unwrap_or_default();
-        if got.lines().any(|line| words.iter().all(|w| line.split(' ').any(|part| part == *w))) {
+        if got
+            .lines()
+            .any(|line| words.iter().all(|w| line.split(' ').any(|part| part == *w)))
+        {
             return true;
         }
         if Instant::now() > deadline {
@@ -303,14 +371,22 @@ fn the_real_crowdsec_custom_bouncer_sees_a_ban_appear_and_disappear() {
     ban(&proxy, "shop.example", "203.0.113.77");
     let log = || std::fs::read_to_string(dir.path().join("bouncer.log")).unwrap_or_default();
     assert!(
-        wait_line(dir.path(), &["add", "203.0.113.77"], Duration::from_secs(15)),
+        wait_line(
+            dir.path(),
+            &["add", "203.0.113.77"],
+            Duration::from_secs(15)
+        ),
         "the bouncer got no ban within 15 s; its log:\n{}\nproxy:\n{}",
         log(),
         proxy.stderr()
     );
     lift(&proxy, "shop", "203.0.113.77");
     assert!(
-        wait_line(dir.path(), &["del", "203.0.113.77"], Duration::from_secs(15)),
+        wait_line(
+            dir.path(),
+            &["del", "203.0.113.77"],
+            Duration::from_secs(15)
+        ),
         "the bouncer saw no deletion; its log:\n{}",
         log()
     );

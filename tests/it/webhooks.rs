@@ -182,7 +182,9 @@ fn retried(got: &[Delivery], kind: &str) -> bool {
     deliveries.iter().any(|first| {
         deliveries
             .iter()
-            .filter(|d| d.header("x-robotsguard-event-id") == first.header("x-robotsguard-event-id"))
+            .filter(|d| {
+                d.header("x-robotsguard-event-id") == first.header("x-robotsguard-event-id")
+            })
             .count()
             >= 2
     })
@@ -208,7 +210,10 @@ fn start(receiver_url: &str, origin: &Origin, broken: &Origin, hook_extra: &str)
     Proxy::builder(&config(receiver_url, origin, broken, hook_extra))
         .files(&[
             ("hook.secret", SECRET_FILE_TEXT),
-            ("listed.json", r#"{"prefixes": [{"ipv4Prefix": "198.51.100.0/24"}]}"#),
+            (
+                "listed.json",
+                r#"{"prefixes": [{"ipv4Prefix": "198.51.100.0/24"}]}"#,
+            ),
         ])
         .unready()
         .start()
@@ -237,7 +242,12 @@ fn a_receiver_gets_signed_retried_events_for_a_ban_its_lift_a_failing_fetch_and_
     let origin = Origin::start();
     let broken = Origin::start();
     broken.robots(500, "down");
-    let proxy = start(&receiver.url(), &origin, &broken, ", timeout: 2s, retries: 3");
+    let proxy = start(
+        &receiver.url(),
+        &origin,
+        &broken,
+        ", timeout: 2s, retries: 3",
+    );
 
     ban(&proxy, "203.0.113.44");
     assert_eq!(from(&proxy, "203.0.113.44", "/page", GPTBOT), 403, "banned");
@@ -256,13 +266,21 @@ fn a_receiver_gets_signed_retried_events_for_a_ban_its_lift_a_failing_fetch_and_
         thread::sleep(Duration::from_millis(100));
     }
     for n in 0..5 {
-        assert_eq!(from(&proxy, "203.0.113.9", &format!("/p/{n}"), "ListedBot/1.0"), 403);
+        assert_eq!(
+            from(&proxy, "203.0.113.9", &format!("/p/{n}"), "ListedBot/1.0"),
+            403
+        );
     }
 
     let kinds = ["ban", "unban", "robots_fetch_failing", "impostor_surge"];
-    let got = receiver.wait(Duration::from_secs(40), |got| kinds.iter().all(|k| retried(got, k)));
+    let got = receiver.wait(Duration::from_secs(40), |got| {
+        kinds.iter().all(|k| retried(got, k))
+    });
     for kind in kinds {
-        assert!(retried(&got, kind), "{kind} not delivered twice under one id: {got:#?}");
+        assert!(
+            retried(&got, kind),
+            "{kind} not delivered twice under one id: {got:#?}"
+        );
     }
     for delivery in &got {
         assert_eq!(
@@ -272,7 +290,10 @@ fn a_receiver_gets_signed_retried_events_for_a_ban_its_lift_a_failing_fetch_and_
         );
         assert_eq!(delivery.header("content-type"), Some("application/json"));
         let body = delivery.json();
-        assert!(body["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{body}");
+        assert!(
+            body["time"].as_str().is_some_and(|t| t.ends_with('Z')),
+            "{body}"
+        );
     }
     let ban = of_kind(&got, "ban")[0].json();
     assert_eq!(ban["origin"], "shop");
@@ -303,7 +324,12 @@ fn a_hanging_receiver_never_holds_up_requests() {
     let receiver = Receiver::start(Behaviour::Hang);
     let origin = Origin::start();
     let broken = Origin::start();
-    let proxy = start(&receiver.url(), &origin, &broken, ", timeout: 30s, retries: 5");
+    let proxy = start(
+        &receiver.url(),
+        &origin,
+        &broken,
+        ", timeout: 30s, retries: 5",
+    );
     // The first ban's delivery hangs: the receiver holds its connection.
     ban(&proxy, "203.0.113.1");
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -321,7 +347,11 @@ fn a_hanging_receiver_never_holds_up_requests() {
     assert!(receiver.held.load(Ordering::SeqCst) >= 1, "still hanging");
     let metrics = proxy.metrics();
     assert_eq!(
-        metric(&metrics, "robotsguard_webhook_events_total", &[("result", "delivered")]),
+        metric(
+            &metrics,
+            "robotsguard_webhook_events_total",
+            &[("result", "delivered")]
+        ),
         0.0
     );
 }
@@ -331,23 +361,43 @@ fn a_failing_receiver_is_retried_then_given_up_and_a_redirect_is_not_followed() 
     let failing = Receiver::start(Behaviour::Always500);
     let origin = Origin::start();
     let broken = Origin::start();
-    let proxy = start(&failing.url(), &origin, &broken, ", timeout: 2s, retries: 2, events: [ban]");
+    let proxy = start(
+        &failing.url(),
+        &origin,
+        &broken,
+        ", timeout: 2s, retries: 2, events: [ban]",
+    );
     ban(&proxy, "203.0.113.7");
     assert_eq!(wait_result(&proxy, "failed", 1.0), 1.0);
     let got = failing.deliveries();
     assert_eq!(got.len(), 3, "the first attempt and two retries: {got:#?}");
-    assert!(got.iter().all(|d| d.header("x-robotsguard-event-id") == got[0].header("x-robotsguard-event-id")));
+    assert!(got
+        .iter()
+        .all(|d| d.header("x-robotsguard-event-id") == got[0].header("x-robotsguard-event-id")));
     assert_eq!(
-        metric(&proxy.metrics(), "robotsguard_webhook_events_total", &[("result", "retried")]),
+        metric(
+            &proxy.metrics(),
+            "robotsguard_webhook_events_total",
+            &[("result", "retried")]
+        ),
         2.0
     );
     drop(proxy);
 
     let redirecting = Receiver::start(Behaviour::Redirect);
-    let proxy = start(&redirecting.url(), &origin, &broken, ", timeout: 2s, retries: 3, events: [ban]");
+    let proxy = start(
+        &redirecting.url(),
+        &origin,
+        &broken,
+        ", timeout: 2s, retries: 3, events: [ban]",
+    );
     ban(&proxy, "203.0.113.8");
     assert_eq!(wait_result(&proxy, "refused", 1.0), 1.0);
-    assert_eq!(redirecting.deliveries().len(), 1, "a redirect is neither followed nor retried");
+    assert_eq!(
+        redirecting.deliveries().len(),
+        1,
+        "a redirect is neither followed nor retried"
+    );
 }
 
 /// `robotsguard_webhook_events_total{result}` once it is at least `want` (waiting at most 30 s:
@@ -355,7 +405,11 @@ fn a_failing_receiver_is_retried_then_given_up_and_a_redirect_is_not_followed() 
 fn wait_result(proxy: &Proxy, result: &str, want: f64) -> f64 {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let value = metric(&proxy.metrics(), "robotsguard_webhook_events_total", &[("result", result)]);
+        let value = metric(
+            &proxy.metrics(),
+            "robotsguard_webhook_events_total",
+            &[("result", result)],
+        );
         if value >= want || Instant::now() > deadline {
             return value;
         }
@@ -375,12 +429,16 @@ fn validate(config: &str) -> (Option<i32>, String) {
         .arg(&path)
         .output()
         .expect("robotsguard runs");
-    (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }
 
 #[test]
 fn validate_refuses_a_private_target_not_listed_and_plain_http_to_a_public_one() {
-    let origin = "origins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: \"127.0.0.1:1\"\n";
+    let origin =
+        "origins:\n  - name: shop\n    hosts: [shop.example]\n    upstream: \"127.0.0.1:1\"\n";
     let with = |events: &str| format!("events:\n{events}{origin}");
     let (code, stderr) = validate(&with(
         "  webhooks:\n    - {url: \"http://10.1.2.3/hook\", secret_file: hook.secret}\n",
@@ -403,9 +461,7 @@ fn validate_refuses_a_private_target_not_listed_and_plain_http_to_a_public_one()
     ));
     assert_ne!(code, Some(0), "{stderr}");
     assert!(stderr.contains("private address"), "{stderr}");
-    let (code, stderr) = validate(&with(
-        "  private_targets: [\"10.0.0.1/8\"]\n",
-    ));
+    let (code, stderr) = validate(&with("  private_targets: [\"10.0.0.1/8\"]\n"));
     assert_ne!(code, Some(0), "{stderr}");
     assert!(stderr.contains("did you mean 10.0.0.0/8"), "{stderr}");
 }

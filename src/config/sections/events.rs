@@ -147,7 +147,8 @@ impl EventsConfig {
     /// Whether a webhook may connect to `ip`: a public address, or one in `private_targets`.
     pub fn target_allowed(&self, ip: std::net::IpAddr) -> bool {
         let ip = ip.to_canonical();
-        crate::config::address::is_public(ip) || self.private_targets.iter().any(|n| n.contains(&ip))
+        crate::config::address::is_public(ip)
+            || self.private_targets.iter().any(|n| n.contains(&ip))
     }
 
     /// Whether any webhook wants events of `kind`.
@@ -195,7 +196,10 @@ pub(crate) fn events(sink: &mut Sink, node: Option<&Node>, base_dir: &Path) -> E
             if items.len() > MAX_WEBHOOKS {
                 sink.error(
                     n.pos,
-                    format!("`events.webhooks` lists {} receivers; at most {MAX_WEBHOOKS}", items.len()),
+                    format!(
+                        "`events.webhooks` lists {} receivers; at most {MAX_WEBHOOKS}",
+                        items.len()
+                    ),
                 );
             }
             for item in items.iter().take(MAX_WEBHOOKS) {
@@ -208,7 +212,12 @@ pub(crate) fn events(sink: &mut Sink, node: Option<&Node>, base_dir: &Path) -> E
     config
 }
 
-fn webhook(sink: &mut Sink, node: &Node, base_dir: &Path, events: &EventsConfig) -> Option<Webhook> {
+fn webhook(
+    sink: &mut Sink,
+    node: &Node,
+    base_dir: &Path,
+    events: &EventsConfig,
+) -> Option<Webhook> {
     let table = Table::read(sink, node, &WEBHOOK, "a webhook")?;
     let Some(url_node) = table.get("url") else {
         sink.error_hint(
@@ -227,7 +236,8 @@ fn webhook(sink: &mut Sink, node: &Node, base_dir: &Path, events: &EventsConfig)
         );
         return None;
     };
-    let secret_file = reader::nonempty_string(sink, secret_node, "secret_file").map(|p| base_dir.join(p));
+    let secret_file =
+        reader::nonempty_string(sink, secret_node, "secret_file").map(|p| base_dir.join(p));
     if let Some(path) = &secret_file {
         if !sink.config_only {
             match crate::config::read_secret_file(path, MAX_WEBHOOK_SECRET_BYTES) {
@@ -324,7 +334,10 @@ fn webhook_url(sink: &mut Sink, node: &Node, events: &EventsConfig) -> Option<St
             return None;
         }
         other => {
-            sink.error(node.pos, format!("webhook {}: `{other}:` is not http(s)", quote(text)));
+            sink.error(
+                node.pos,
+                format!("webhook {}: `{other}:` is not http(s)", quote(text)),
+            );
             return None;
         }
     }
