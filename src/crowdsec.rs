@@ -298,10 +298,19 @@ pub struct Pull {
     pub deleted: Vec<Decision>,
 }
 
-/// The bouncers' keys and, per key, the decisions sent (by value).
+/// What a bouncer was sent for one value: enough to tell it changed, and to write its deletion.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    id: u64,
+    scenario: &'static str,
+    until: SystemTime,
+}
+
+/// The bouncers' keys and, per key, the decisions sent (by value): a small entry per exported
+/// address, the only state kept between pulls.
 #[derive(Default)]
 pub struct Bouncers {
-    sent: Mutex<HashMap<[u8; 32], HashMap<String, Decision>>>,
+    sent: Mutex<HashMap<[u8; 32], HashMap<Box<str>, Sent>>>,
 }
 
 /// Why a bouncer is refused.
@@ -362,19 +371,35 @@ impl Bouncers {
             sent.clear();
         }
         let mut pull = Pull::default();
-        sent.retain(|value, decision| {
-            let kept = current.contains_key(value);
+        sent.retain(|value, held| {
+            let kept = current.contains_key(&**value);
             if !kept {
-                pull.deleted.push(decision.clone());
+                pull.deleted.push(Decision {
+                    id: held.id,
+                    value: value.to_string(),
+                    scenario: held.scenario,
+                    until: held.until,
+                });
             }
             kept
         });
-        for (value, decision) in current {
-            if sent.get(&value).is_some_and(|held| held.id == decision.id) {
+        // Moved, not copied: the decisions in force are held once while the answer is written.
+        for (_, decision) in current {
+            if sent
+                .get(decision.value.as_str())
+                .is_some_and(|held| held.id == decision.id)
+            {
                 continue;
             }
-            pull.new.push(decision.clone());
-            sent.insert(value, decision);
+            sent.insert(
+                decision.value.as_str().into(),
+                Sent {
+                    id: decision.id,
+                    scenario: decision.scenario,
+                    until: decision.until,
+                },
+            );
+            pull.new.push(decision);
         }
         pull
     }
