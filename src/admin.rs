@@ -36,7 +36,7 @@ pub(crate) struct AdminApp {
     /// The listener's address, for the `Host` check.
     address: std::net::SocketAddr,
     /// What each bouncer of the decision stream was sent.
-    bouncers: crate::crowdsec::Bouncers,
+    bouncers: Arc<crate::crowdsec::Bouncers>,
 }
 
 impl AdminApp {
@@ -69,7 +69,7 @@ impl AdminApp {
             verifier,
             store,
             address: admin.address,
-            bouncers: crate::crowdsec::Bouncers::default(),
+            bouncers: Arc::new(crate::crowdsec::Bouncers::default()),
         }
     }
 }
@@ -731,6 +731,13 @@ impl AdminApp {
     }
 }
 
+/// What a bouncer's request is answered with: a pull of the stream, or the list of
+/// `/v1/decisions`.
+enum Walked {
+    Stream(crate::crowdsec::Pull),
+    List(Vec<crate::crowdsec::Decision>),
+}
+
 /// The decision stream's paths (`crate::crowdsec`).
 const STREAM_PATH: &str = "/v1/decisions/stream";
 const DECISIONS_PATH: &str = "/v1/decisions";
@@ -867,8 +874,21 @@ impl AdminApp {
             .inc();
         let export = snapshot.config.events.firewall;
         let offenders = self.store.offenders();
-        let current = crate::crowdsec::in_force(&snapshot, &offenders, export, &filter);
-        drop(snapshot);
+        let bouncers = self.bouncers.clone();
+        let stream = path == STREAM_PATH;
+        // Walking up to 100,000 bans is CPU work: off the admin listener's async threads.
+        let walked = tokio::task::spawn_blocking(move || {
+            let current = crate::crowdsec::in_force(&snapshot, &offenders, export, &filter);
+            if stream {
+                Walked::Stream(bouncers.pull(key, startup, current))
+            } else {
+                Walked::List(current.into_values().collect())
+            }
+        })
+        .await;
+        let Ok(walked) = walked else {
+            return false;
+        };
         let mut head_ = pingora::http::ResponseHeader::build(200, Some(4)).ok();
         let Some(mut header) = head_.take() else {
             return false;
@@ -896,8 +916,7 @@ impl AdminApp {
                 String::with_capacity(crate::crowdsec::CHUNK_BYTES + 1024),
             ));
         };
-        if path == STREAM_PATH {
-            let pull = self.bouncers.pull(key, startup, current);
+        if let Walked::Stream(pull) = walked {
             chunk.push_str("{\"new\":");
             for (list, deleted) in [(&pull.new, false), (&pull.deleted, true)] {
                 if deleted {
@@ -919,8 +938,7 @@ impl AdminApp {
                 }
             }
             chunk.push('}');
-        } else {
-            let decisions: Vec<crate::crowdsec::Decision> = current.into_values().collect();
+        } else if let Walked::List(decisions) = walked {
             for part in decisions.chunks(256) {
                 let first = std::ptr::eq(part.as_ptr(), decisions.as_ptr());
                 let last = std::ptr::eq(part.as_ptr_range().end, decisions.as_ptr_range().end);

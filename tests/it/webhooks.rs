@@ -465,3 +465,53 @@ fn validate_refuses_a_private_target_not_listed_and_plain_http_to_a_public_one()
     assert_ne!(code, Some(0), "{stderr}");
     assert!(stderr.contains("did you mean 10.0.0.0/8"), "{stderr}");
 }
+
+#[test]
+fn a_config_refusing_a_search_engine_and_a_rejected_reload_are_told() {
+    let receiver = Receiver::start(Behaviour::FailFirst);
+    let origin = Origin::start();
+    let body = format!(
+        "events:\n  private_targets: [\"127.0.0.0/8\"]\n  webhooks:\n    - {{url: \"{}\", secret_file: hook.secret, timeout: 2s, events: [search_engine_refused, config_rejected]}}\n\
+         origins:\n  - name: shop\n    hosts: [\"shop.example\"]\n    upstream: \"{}\"\n    \
+         robots: {{source: inline, text: \"User-agent: *\\nAllow: /\\n\"}}\n    \
+         policy: {{crawlers: {{Googlebot: block}}}}\n",
+        receiver.url(),
+        origin.addr()
+    );
+    let proxy = Proxy::builder(&body)
+        .files(&[("hook.secret", SECRET_FILE_TEXT)])
+        .start();
+    let got = receiver.wait(Duration::from_secs(30), |got| {
+        retried(got, "search_engine_refused")
+    });
+    let refused = of_kind(&got, "search_engine_refused");
+    assert!(!refused.is_empty(), "{got:#?}");
+    let text = refused[0].json()["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(text.contains("Googlebot"), "{text}");
+
+    proxy.replace_config(
+        &proxy.config_text(&format!("{body}  - name: broken\n    hosts: oops: [\n")),
+    );
+    let got = receiver.wait(Duration::from_secs(30), |got| {
+        retried(got, "config_rejected")
+    });
+    let rejected = of_kind(&got, "config_rejected");
+    assert!(!rejected.is_empty(), "{got:#?}\n{}", proxy.stderr());
+    let body = rejected[0].json();
+    assert!(body["origin"].is_null(), "{body}");
+    assert!(
+        body["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("robotsguard.yaml:")),
+        "{body}"
+    );
+    for delivery in &got {
+        assert_eq!(
+            delivery.header("x-robotsguard-signature"),
+            Some(expected_signature(&delivery.body).as_str())
+        );
+    }
+}
