@@ -310,8 +310,11 @@ struct Sent {
 /// address, the only state kept between pulls.
 #[derive(Default)]
 pub struct Bouncers {
-    sent: Mutex<HashMap<[u8; 32], HashMap<Box<str>, Sent>>>,
+    sent: Mutex<HashMap<[u8; 32], SentTo>>,
 }
+
+/// What one bouncer key was sent, by value.
+type SentTo = HashMap<Box<str>, Sent>;
 
 /// Why a bouncer is refused.
 #[derive(Debug, PartialEq, Eq)]
