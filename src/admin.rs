@@ -738,6 +738,58 @@ enum Walked {
     List(Vec<crate::crowdsec::Decision>),
 }
 
+/// A bouncer's request, authorised and read.
+struct BouncerRequest {
+    /// The digest of its key: what was sent is remembered per key.
+    key: [u8; 32],
+    filter: crate::crowdsec::Filter,
+    startup: bool,
+    head: bool,
+}
+
+/// Writes a whole answer; false when the connection cannot go on.
+async fn write_whole(http: &mut ServerSession, answer: Response<Vec<u8>>) -> bool {
+    let (parts, body) = answer.into_parts();
+    let head: pingora::http::ResponseHeader = parts.into();
+    if http.write_response_header(Box::new(head)).await.is_err() {
+        return false;
+    }
+    body.is_empty() || http.write_response_body(body.into(), true).await.is_ok()
+}
+
+/// Writes `decisions` as a JSON list (`null` when empty) through `chunk`, sending it each time
+/// it fills.
+async fn write_list(
+    http: &mut ServerSession,
+    chunk: &mut String,
+    decisions: &[crate::crowdsec::Decision],
+    deleted: bool,
+) -> bool {
+    if decisions.is_empty() {
+        chunk.push_str("null");
+        return true;
+    }
+    let parts = decisions.len().div_ceil(256);
+    for (i, part) in decisions.chunks(256).enumerate() {
+        crate::crowdsec::write_part(part, i == 0, i + 1 == parts, deleted, chunk);
+        if chunk.len() >= crate::crowdsec::CHUNK_BYTES && !write_chunk(http, chunk).await {
+            return false;
+        }
+    }
+    true
+}
+
+/// Sends what `chunk` holds as a piece of a chunked body, and empties it.
+async fn write_chunk(http: &mut ServerSession, chunk: &mut String) -> bool {
+    let piece = std::mem::replace(
+        chunk,
+        String::with_capacity(crate::crowdsec::CHUNK_BYTES + 1024),
+    );
+    http.write_response_body(bytes::Bytes::from(piece), false)
+        .await
+        .is_ok()
+}
+
 /// The decision stream's paths (`crate::crowdsec`).
 const STREAM_PATH: &str = "/v1/decisions/stream";
 const DECISIONS_PATH: &str = "/v1/decisions";
@@ -783,90 +835,10 @@ impl AdminApp {
     /// Local API answers bouncers; `X-Api-Key` alone authorises them. False when the
     /// connection cannot go on.
     async fn decisions(&self, http: &mut ServerSession, path: &str) -> bool {
-        let peer = http
-            .client_addr()
-            .and_then(|address| address.as_inet())
-            .map(|address| address.ip().to_canonical());
         let snapshot = self.snapshot.load();
-        let request = http.req_header();
-        let host_ok = checks::host_allowed(request, self.address, &snapshot.config.admin.hosts);
-        let early = if let Some(refused) = self.refuse_foreign(request, path, host_ok, peer) {
-            Some(refused)
-        } else if !matches!(request.method, http::Method::GET | http::Method::HEAD) {
-            let mut answer = json(405, &serde_json::json!({"message": "only GET"}));
-            answer
-                .headers_mut()
-                .insert("allow", http::HeaderValue::from_static("GET, HEAD"));
-            Some(answer)
-        } else {
-            None
-        };
-        let key = request
-            .headers
-            .get("x-api-key")
-            .and_then(|v| v.to_str().ok());
-        let params = query_params(request.uri.query().unwrap_or(""));
-        let head = request.method == http::Method::HEAD;
-        let authenticated = self
-            .bouncers
-            .authenticate(snapshot.config.admin.bouncer_keys_file.as_deref(), key);
-        let filter = crate::crowdsec::Filter::from_params(&params);
-        let answer = match (early, authenticated, filter) {
-            (Some(answer), _, _) => Err(answer),
-            (None, Err(_), _) => {
-                METRICS
-                    .decision_stream_requests
-                    .with_label_values(&["forbidden"])
-                    .inc();
-                crate::logs::admin_refused(
-                    peer,
-                    "a decision stream request without a bouncer key of admin.bouncer_keys_file",
-                );
-                Err(json(
-                    403,
-                    &serde_json::json!({"message": "access forbidden"}),
-                ))
-            }
-            (None, Ok(_), Err(error)) => {
-                METRICS
-                    .decision_stream_requests
-                    .with_label_values(&["bad_request"])
-                    .inc();
-                Err(json(400, &serde_json::json!({ "message": error })))
-            }
-            (None, Ok(key), Ok(filter)) => Ok((key, filter)),
-        };
-        let (key, filter) = match answer {
-            Ok(go) => go,
-            Err(answer) => {
-                let (parts, body) = answer.into_parts();
-                let head_: pingora::http::ResponseHeader = parts.into();
-                if http.write_response_header(Box::new(head_)).await.is_err() {
-                    return false;
-                }
-                return body.is_empty()
-                    || http.write_response_body(body.into(), true).await.is_ok();
-            }
-        };
-        let startup = match param(&params, "startup") {
-            None | Some("false") => false,
-            Some("true") => true,
-            Some(other) => {
-                METRICS
-                    .decision_stream_requests
-                    .with_label_values(&["bad_request"])
-                    .inc();
-                let answer = json(
-                    400,
-                    &serde_json::json!({"message": format!("startup must be true or false, not {other:?}")}),
-                );
-                let (parts, body) = answer.into_parts();
-                let head_: pingora::http::ResponseHeader = parts.into();
-                if http.write_response_header(Box::new(head_)).await.is_err() {
-                    return false;
-                }
-                return http.write_response_body(body.into(), true).await.is_ok();
-            }
+        let asked = match self.bouncer_request(http, path, &snapshot) {
+            Ok(asked) => asked,
+            Err(refused) => return write_whole(http, *refused).await,
         };
         METRICS
             .decision_stream_requests
@@ -876,6 +848,12 @@ impl AdminApp {
         let offenders = self.store.offenders();
         let bouncers = self.bouncers.clone();
         let stream = path == STREAM_PATH;
+        let BouncerRequest {
+            key,
+            filter,
+            startup,
+            head,
+        } = asked;
         // Walking up to 100,000 bans is CPU work: off the admin listener's async threads.
         let walked = tokio::task::spawn_blocking(move || {
             let current = crate::crowdsec::in_force(&snapshot, &offenders, export, &filter);
@@ -889,8 +867,7 @@ impl AdminApp {
         let Ok(walked) = walked else {
             return false;
         };
-        let mut head_ = pingora::http::ResponseHeader::build(200, Some(4)).ok();
-        let Some(mut header) = head_.take() else {
+        let Ok(mut header) = pingora::http::ResponseHeader::build(200, Some(4)) else {
             return false;
         };
         let _ = header.insert_header("content-type", "application/json");
@@ -901,80 +878,97 @@ impl AdminApp {
         if http.write_response_header(Box::new(header)).await.is_err() {
             return false;
         }
-        if head {
-            return http
-                .write_response_body(bytes::Bytes::new(), true)
-                .await
-                .is_ok();
-        }
-        // Written a chunk at a time as it fills: one chunk of the answer is held at once.
-        let mut chunk = String::with_capacity(crate::crowdsec::CHUNK_BYTES + 1024);
-        let mut full: Vec<String> = Vec::new();
-        let flush = |chunk: &mut String, full: &mut Vec<String>| {
-            full.push(std::mem::replace(
-                chunk,
-                String::with_capacity(crate::crowdsec::CHUNK_BYTES + 1024),
-            ));
-        };
-        if let Walked::Stream(pull) = walked {
-            chunk.push_str("{\"new\":");
-            for (list, deleted) in [(&pull.new, false), (&pull.deleted, true)] {
-                if deleted {
+        if !head {
+            // Written a chunk at a time as it fills: one chunk of the answer is held at once.
+            let mut chunk = String::with_capacity(crate::crowdsec::CHUNK_BYTES + 1024);
+            let written = match &walked {
+                Walked::Stream(pull) => {
+                    chunk.push_str("{\"new\":");
+                    let new = write_list(http, &mut chunk, &pull.new, false).await;
                     chunk.push_str(",\"deleted\":");
+                    let deleted = new && write_list(http, &mut chunk, &pull.deleted, true).await;
+                    chunk.push('}');
+                    deleted
                 }
-                for part in list.chunks(256) {
-                    let first = std::ptr::eq(part.as_ptr(), list.as_ptr());
-                    let last = std::ptr::eq(part.as_ptr_range().end, list.as_ptr_range().end);
-                    crate::crowdsec::write_part(part, first, last, deleted, &mut chunk);
-                    if chunk.len() >= crate::crowdsec::CHUNK_BYTES {
-                        flush(&mut chunk, &mut full);
-                    }
-                    if !self.write_chunks(http, &mut full).await {
-                        return false;
-                    }
-                }
-                if list.is_empty() {
-                    chunk.push_str("null");
-                }
+                Walked::List(decisions) => write_list(http, &mut chunk, decisions, false).await,
+            };
+            chunk.push('\n');
+            if !written || !write_chunk(http, &mut chunk).await {
+                return false;
             }
-            chunk.push('}');
-        } else if let Walked::List(decisions) = walked {
-            for part in decisions.chunks(256) {
-                let first = std::ptr::eq(part.as_ptr(), decisions.as_ptr());
-                let last = std::ptr::eq(part.as_ptr_range().end, decisions.as_ptr_range().end);
-                crate::crowdsec::write_part(part, first, last, false, &mut chunk);
-                if chunk.len() >= crate::crowdsec::CHUNK_BYTES {
-                    flush(&mut chunk, &mut full);
-                }
-                if !self.write_chunks(http, &mut full).await {
-                    return false;
-                }
-            }
-            if decisions.is_empty() {
-                chunk.push_str("null");
-            }
-        }
-        chunk.push('\n');
-        full.push(chunk);
-        if !self.write_chunks(http, &mut full).await {
-            return false;
         }
         http.write_response_body(bytes::Bytes::new(), true)
             .await
             .is_ok()
     }
 
-    async fn write_chunks(&self, http: &mut ServerSession, full: &mut Vec<String>) -> bool {
-        for chunk in full.drain(..) {
-            if http
-                .write_response_body(bytes::Bytes::from(chunk), false)
-                .await
-                .is_err()
-            {
-                return false;
-            }
+    /// Who asks the decision stream what: a GET with a bouncer key of
+    /// `admin.bouncer_keys_file` and a query that can be read; else the answer refusing it.
+    fn bouncer_request(
+        &self,
+        http: &ServerSession,
+        path: &str,
+        snapshot: &Snapshot,
+    ) -> Result<BouncerRequest, Box<Response<Vec<u8>>>> {
+        let peer = http
+            .client_addr()
+            .and_then(|address| address.as_inet())
+            .map(|address| address.ip().to_canonical());
+        let request = http.req_header();
+        let host_ok = checks::host_allowed(request, self.address, &snapshot.config.admin.hosts);
+        if let Some(refused) = self.refuse_foreign(request, path, host_ok, peer) {
+            return Err(Box::new(refused));
         }
-        true
+        if !matches!(request.method, http::Method::GET | http::Method::HEAD) {
+            let mut answer = json(405, &serde_json::json!({"message": "only GET"}));
+            answer
+                .headers_mut()
+                .insert("allow", http::HeaderValue::from_static("GET, HEAD"));
+            return Err(Box::new(answer));
+        }
+        let count = |result: &str| {
+            METRICS
+                .decision_stream_requests
+                .with_label_values(&[result])
+                .inc();
+        };
+        let given = request
+            .headers
+            .get("x-api-key")
+            .and_then(|v| v.to_str().ok());
+        let Ok(key) = self
+            .bouncers
+            .authenticate(snapshot.config.admin.bouncer_keys_file.as_deref(), given)
+        else {
+            count("forbidden");
+            crate::logs::admin_refused(
+                peer,
+                "a decision stream request without a bouncer key of admin.bouncer_keys_file",
+            );
+            return Err(Box::new(json(
+                403,
+                &serde_json::json!({"message": "access forbidden"}),
+            )));
+        };
+        let params = query_params(request.uri.query().unwrap_or(""));
+        let bad = |message: String| {
+            count("bad_request");
+            Box::new(json(400, &serde_json::json!({ "message": message })))
+        };
+        let filter = crate::crowdsec::Filter::from_params(&params).map_err(bad)?;
+        let startup = match param(&params, "startup") {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                return Err(bad(format!("startup must be true or false, not {other:?}")))
+            }
+        };
+        Ok(BouncerRequest {
+            key,
+            filter,
+            startup,
+            head: request.method == http::Method::HEAD,
+        })
     }
 
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
