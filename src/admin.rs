@@ -13,7 +13,7 @@ use std::time::SystemTime;
 
 use async_trait::async_trait;
 use http::Response;
-use pingora::apps::http_app::ServeHttp;
+use pingora::apps::{HttpPersistentSettings, HttpServerApp, ReusedHttpStream};
 use pingora::protocols::http::ServerSession;
 use serde::Serialize;
 
@@ -35,6 +35,8 @@ pub(crate) struct AdminApp {
     console: Console,
     /// The listener's address, for the `Host` check.
     address: std::net::SocketAddr,
+    /// What each bouncer of the decision stream was sent.
+    bouncers: Arc<crate::crowdsec::Bouncers>,
 }
 
 impl AdminApp {
@@ -67,6 +69,7 @@ impl AdminApp {
             verifier,
             store,
             address: admin.address,
+            bouncers: Arc::new(crate::crowdsec::Bouncers::default()),
         }
     }
 }
@@ -778,8 +781,246 @@ impl AdminApp {
     }
 }
 
+/// What a bouncer's request is answered with: a pull of the stream, or the list of
+/// `/v1/decisions`.
+enum Walked {
+    Stream(crate::crowdsec::Pull),
+    List(Vec<crate::crowdsec::Decision>),
+}
+
+/// A bouncer's request, authorised and read.
+struct BouncerRequest {
+    /// The digest of its key: what was sent is remembered per key.
+    key: [u8; 32],
+    filter: crate::crowdsec::Filter,
+    startup: bool,
+    head: bool,
+}
+
+/// Writes a whole answer; false when the connection cannot go on.
+async fn write_whole(http: &mut ServerSession, answer: Response<Vec<u8>>) -> bool {
+    let (parts, body) = answer.into_parts();
+    let head: pingora::http::ResponseHeader = parts.into();
+    if http.write_response_header(Box::new(head)).await.is_err() {
+        return false;
+    }
+    body.is_empty() || http.write_response_body(body.into(), true).await.is_ok()
+}
+
+/// Writes `decisions` as a JSON list (`null` when empty) through `chunk`, sending it each time
+/// it fills.
+async fn write_list(
+    http: &mut ServerSession,
+    chunk: &mut String,
+    decisions: &[crate::crowdsec::Decision],
+    deleted: bool,
+) -> bool {
+    if decisions.is_empty() {
+        chunk.push_str("null");
+        return true;
+    }
+    let parts = decisions.len().div_ceil(256);
+    for (i, part) in decisions.chunks(256).enumerate() {
+        crate::crowdsec::write_part(part, i == 0, i + 1 == parts, deleted, chunk);
+        if chunk.len() >= crate::crowdsec::CHUNK_BYTES && !write_chunk(http, chunk).await {
+            return false;
+        }
+    }
+    true
+}
+
+/// Sends what `chunk` holds as a piece of a chunked body, and empties it.
+async fn write_chunk(http: &mut ServerSession, chunk: &mut String) -> bool {
+    let piece = std::mem::replace(
+        chunk,
+        String::with_capacity(crate::crowdsec::CHUNK_BYTES + 1024),
+    );
+    http.write_response_body(bytes::Bytes::from(piece), false)
+        .await
+        .is_ok()
+}
+
+/// The decision stream's paths (`crate::crowdsec`).
+const STREAM_PATH: &str = "/v1/decisions/stream";
+const DECISIONS_PATH: &str = "/v1/decisions";
+
 #[async_trait]
-impl ServeHttp for AdminApp {
+impl HttpServerApp for AdminApp {
+    async fn process_new_http(
+        self: &Arc<Self>,
+        mut http: ServerSession,
+        shutdown: &pingora::server::ShutdownWatch,
+    ) -> Option<ReusedHttpStream> {
+        if !matches!(http.read_request().await, Ok(true)) {
+            return None;
+        }
+        http.set_keepalive(if *shutdown.borrow() { None } else { Some(60) });
+        let path = http.req_header().uri.path().to_string();
+        if matches!(path.as_str(), STREAM_PATH | DECISIONS_PATH) {
+            // Streamed: an answer may hold every ban in force.
+            if !self.decisions(&mut http, &path).await {
+                return None;
+            }
+        } else {
+            let answer = self.response(&mut http).await;
+            let (parts, body) = answer.into_parts();
+            let head: pingora::http::ResponseHeader = parts.into();
+            if http.write_response_header(Box::new(head)).await.is_err() {
+                return None;
+            }
+            if !body.is_empty() && http.write_response_body(body.into(), true).await.is_err() {
+                return None;
+            }
+        }
+        let settings = HttpPersistentSettings::for_session(&http);
+        match http.finish().await {
+            Ok(stream) => stream.map(|s| ReusedHttpStream::from_reusable_stream(s, settings)),
+            Err(_) => None,
+        }
+    }
+}
+
+impl AdminApp {
+    /// `GET /v1/decisions/stream?startup=true|false` and `GET /v1/decisions`, as the CrowdSec
+    /// Local API answers bouncers; `X-Api-Key` alone authorises them. False when the
+    /// connection cannot go on.
+    async fn decisions(&self, http: &mut ServerSession, path: &str) -> bool {
+        let snapshot = self.snapshot.load();
+        let asked = match self.bouncer_request(http, path, &snapshot) {
+            Ok(asked) => asked,
+            Err(refused) => return write_whole(http, *refused).await,
+        };
+        METRICS
+            .decision_stream_requests
+            .with_label_values(&["ok"])
+            .inc();
+        let export = snapshot.config.events.firewall;
+        let offenders = self.store.offenders();
+        let bouncers = self.bouncers.clone();
+        let stream = path == STREAM_PATH;
+        let BouncerRequest {
+            key,
+            filter,
+            startup,
+            head,
+        } = asked;
+        // Walking up to 100,000 bans is CPU work: off the admin listener's async threads.
+        let walked = tokio::task::spawn_blocking(move || {
+            let current = crate::crowdsec::in_force(&snapshot, &offenders, export, &filter);
+            if stream {
+                Walked::Stream(bouncers.pull(key, startup, current))
+            } else {
+                Walked::List(current.into_values().collect())
+            }
+        })
+        .await;
+        let Ok(walked) = walked else {
+            return false;
+        };
+        let Ok(mut header) = pingora::http::ResponseHeader::build(200, Some(4)) else {
+            return false;
+        };
+        let _ = header.insert_header("content-type", "application/json");
+        let _ = header.insert_header("cache-control", "no-store");
+        if !head {
+            let _ = header.insert_header("transfer-encoding", "chunked");
+        }
+        if http.write_response_header(Box::new(header)).await.is_err() {
+            return false;
+        }
+        if !head {
+            // Written a chunk at a time as it fills: one chunk of the answer is held at once.
+            let mut chunk = String::with_capacity(crate::crowdsec::CHUNK_BYTES + 1024);
+            let written = match &walked {
+                Walked::Stream(pull) => {
+                    chunk.push_str("{\"new\":");
+                    let new = write_list(http, &mut chunk, &pull.new, false).await;
+                    chunk.push_str(",\"deleted\":");
+                    let deleted = new && write_list(http, &mut chunk, &pull.deleted, true).await;
+                    chunk.push('}');
+                    deleted
+                }
+                Walked::List(decisions) => write_list(http, &mut chunk, decisions, false).await,
+            };
+            chunk.push('\n');
+            if !written || !write_chunk(http, &mut chunk).await {
+                return false;
+            }
+        }
+        http.write_response_body(bytes::Bytes::new(), true)
+            .await
+            .is_ok()
+    }
+
+    /// Who asks the decision stream what: a GET with a bouncer key of
+    /// `admin.bouncer_keys_file` and a query that can be read; else the answer refusing it.
+    fn bouncer_request(
+        &self,
+        http: &ServerSession,
+        path: &str,
+        snapshot: &Snapshot,
+    ) -> Result<BouncerRequest, Box<Response<Vec<u8>>>> {
+        let peer = http
+            .client_addr()
+            .and_then(|address| address.as_inet())
+            .map(|address| address.ip().to_canonical());
+        let request = http.req_header();
+        let host_ok = checks::host_allowed(request, self.address, &snapshot.config.admin.hosts);
+        if let Some(refused) = self.refuse_foreign(request, path, host_ok, peer) {
+            return Err(Box::new(refused));
+        }
+        if !matches!(request.method, http::Method::GET | http::Method::HEAD) {
+            let mut answer = json(405, &serde_json::json!({"message": "only GET"}));
+            answer
+                .headers_mut()
+                .insert("allow", http::HeaderValue::from_static("GET, HEAD"));
+            return Err(Box::new(answer));
+        }
+        let count = |result: &str| {
+            METRICS
+                .decision_stream_requests
+                .with_label_values(&[result])
+                .inc();
+        };
+        let given = request
+            .headers
+            .get("x-api-key")
+            .and_then(|v| v.to_str().ok());
+        let Ok(key) = self
+            .bouncers
+            .authenticate(snapshot.config.admin.bouncer_keys_file.as_deref(), given)
+        else {
+            count("forbidden");
+            crate::logs::admin_refused(
+                peer,
+                "a decision stream request without a bouncer key of admin.bouncer_keys_file",
+            );
+            return Err(Box::new(json(
+                403,
+                &serde_json::json!({"message": "access forbidden"}),
+            )));
+        };
+        let params = query_params(request.uri.query().unwrap_or(""));
+        let bad = |message: String| {
+            count("bad_request");
+            Box::new(json(400, &serde_json::json!({ "message": message })))
+        };
+        let filter = crate::crowdsec::Filter::from_params(&params).map_err(bad)?;
+        let startup = match param(&params, "startup") {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                return Err(bad(format!("startup must be true or false, not {other:?}")))
+            }
+        };
+        Ok(BouncerRequest {
+            key,
+            filter,
+            startup,
+            head: request.method == http::Method::HEAD,
+        })
+    }
+
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
         let peer = session
             .client_addr()
@@ -929,7 +1170,7 @@ impl ServeHttp for AdminApp {
                     Err(error) => json(400, &serde_json::json!({ "error": error })),
                 }
             }
-            _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin= /reports/crawlers?origin= /ui/ (POST /robots/refresh?origin= /robots/preview?origin=)\n"),
+            _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin= /reports/crawlers?origin= /ui/ /v1/decisions/stream (POST /robots/refresh?origin= /robots/preview?origin=)\n"),
         }
     }
 }

@@ -101,12 +101,14 @@ pub mod allocator;
 mod client_address;
 pub mod config;
 pub mod console;
+pub mod crowdsec;
 pub mod decision;
 /// The crawler catalogue and User-Agent identification: the `robotsguard-crawlers` crate, at the
 /// path the proxy's modules and embedders use (`robotsguard::crawlers`).
 #[doc(inline)]
 pub use robotsguard_crawlers as crawlers;
 pub mod enforce;
+pub mod events;
 pub mod feeds;
 mod fetch;
 pub mod guard;
@@ -140,3 +142,4 @@ pub mod traps;
 mod upstream;
 mod upstream_keeper;
 pub mod verify;
+pub mod webhooks;

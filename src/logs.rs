@@ -602,6 +602,22 @@ pub(crate) fn admin_refused(peer: Option<std::net::IpAddr>, why: &str) {
     }
 }
 
+/// Webhook failures logged per second at most (each is counted in
+/// `robotsguard_webhook_events_total`).
+static WEBHOOK_LINES: LazyLock<RateLimiter> = LazyLock::new(|| RateLimiter::new(1));
+
+/// Logs that a webhook delivery was given up on (rate-limited: a receiver that is down fails
+/// every event).
+pub(crate) fn webhook_failed(url: &str, why: &str) {
+    if WEBHOOK_LINES.admit() {
+        tracing::warn!(
+            url = %one_line(url),
+            "webhook: event not delivered: {} (robotsguard_webhook_events_total counts every one)",
+            one_line(why)
+        );
+    }
+}
+
 /// Request refusals logged per second at most (each is counted in
 /// `robotsguard_requests_refused_total` whether logged or not).
 const REFUSAL_LINES_PER_SECOND: u32 = 5;

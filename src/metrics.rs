@@ -235,7 +235,24 @@ pub struct Metrics {
     /// `robotsguard_decision_rejected_total{reason}`: decision requests refused before any
     /// judgment ([`DECISION_REJECTIONS`]).
     pub decision_rejected: IntCounterVec,
+    /// `robotsguard_webhook_events_total{result}`: webhook deliveries by what became of them
+    /// ([`WEBHOOK_RESULTS`]).
+    pub webhook_events: IntCounterVec,
+    /// `robotsguard_decision_stream_requests_total{result}`: bouncer requests to
+    /// `/v1/decisions*` ([`DECISION_STREAM_RESULTS`]).
+    pub decision_stream_requests: IntCounterVec,
 }
+
+/// The `result` values of `robotsguard_webhook_events_total`: an event a receiver accepted
+/// (2xx); an attempt that failed and is tried again; an event given up on after its retries or
+/// at a permanent refusal (4xx); one not sent because the queue was full or too many deliveries
+/// were under way; one not sent because its target resolved to an address webhooks may not
+/// reach, or answered with a redirect (not followed).
+pub const WEBHOOK_RESULTS: [&str; 5] = ["delivered", "retried", "failed", "dropped", "refused"];
+
+/// The `result` values of `robotsguard_decision_stream_requests_total`: answered; refused for a
+/// missing or unknown `X-Api-Key` (403); a bad query (400).
+pub const DECISION_STREAM_RESULTS: [&str; 3] = ["ok", "forbidden", "bad_request"];
 
 /// The `reason` values of `robotsguard_decision_errors_total`: the judgment took longer than
 /// `decision.timeout`; it came to no answer the listener can give.
@@ -293,7 +310,7 @@ pub const REQUEST_REFUSALS: [&str; 4] = [
 ];
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 66] = [
+pub const METRIC_NAMES: [&str; 68] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -360,6 +377,8 @@ pub const METRIC_NAMES: [&str; 66] = [
     "robotsguard_decision_requests_total",
     "robotsguard_decision_errors_total",
     "robotsguard_decision_rejected_total",
+    "robotsguard_webhook_events_total",
+    "robotsguard_decision_stream_requests_total",
 ];
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -839,6 +858,24 @@ impl Metrics {
         for reason in DECISION_REJECTIONS {
             decision_rejected.with_label_values(&[reason]);
         }
+        let webhook_events = counter(
+            &registry,
+            "robotsguard_webhook_events_total",
+            "Webhook deliveries by result (delivered, retried, failed, dropped, refused).",
+            &["result"],
+        );
+        for result in WEBHOOK_RESULTS {
+            webhook_events.with_label_values(&[result]);
+        }
+        let decision_stream_requests = counter(
+            &registry,
+            "robotsguard_decision_stream_requests_total",
+            "Bouncer requests to the CrowdSec-compatible decision stream (/v1/decisions/stream, /v1/decisions), by result (ok, forbidden, bad_request).",
+            &["result"],
+        );
+        for result in DECISION_STREAM_RESULTS {
+            decision_stream_requests.with_label_values(&[result]);
+        }
         // process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... (Linux).
         register(
             &registry,
@@ -912,6 +949,8 @@ impl Metrics {
             decision_requests,
             decision_errors,
             decision_rejected,
+            webhook_events,
+            decision_stream_requests,
         }
     }
 
@@ -1090,6 +1129,8 @@ impl Metrics {
             Box::new(self.decision_requests.clone()),
             Box::new(self.decision_errors.clone()),
             Box::new(self.decision_rejected.clone()),
+            Box::new(self.webhook_events.clone()),
+            Box::new(self.decision_stream_requests.clone()),
         ]
     }
 }

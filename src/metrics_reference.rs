@@ -20,6 +20,14 @@ const NOTES: &[(&str, &str)] = &[
         "decision requests refused before any judgment: `untrusted_caller` (a peer outside `decision.trusted_callers`: 403, gRPC `PERMISSION_DENIED`), `missing_header` (no forwarded method, URI or host: 400), `conflicting_headers` (two differing values of a forwarded header, or `X-Forwarded-Uri` and `X-Original-URI` that disagree: 400), `bad_request` (a target that is not origin-form, an unknown method: 400), `too_large` (the header list over `limits.max_header_bytes`, or a User-Agent over 8 KiB: 431; a gRPC message over 64 KiB: `RESOURCE_EXHAUSTED`), `not_found` (a path the listener does not serve: 404)",
     ),
     (
+        "robotsguard_webhook_events_total",
+        "webhook deliveries (one event to one receiver of `events.webhooks`): `delivered` (a 2xx), `retried` (each attempt after the first: no answer within `timeout`, 5xx, 408, 429), `failed` (given up after `retries`, a 4xx, or an unreadable `secret_file`), `dropped` (the queue of 1,024 events or the 256 deliveries in flight were full: a receiver that hangs), `refused` (a redirect, never followed, or a target that resolves to an address neither public nor in `events.private_targets`)",
+    ),
+    (
+        "robotsguard_decision_stream_requests_total",
+        "bouncer requests to `/v1/decisions/stream` and `/v1/decisions` on the admin listener: `ok`, `forbidden` (no `X-Api-Key`, or one not in `admin.bouncer_keys_file`: 403), `bad_request` (a `startup`, `ip` or `range` that cannot be read: 400)",
+    ),
+    (
         "robotsguard_admin_refusals_total",
         "admin requests refused or cut short: `host` (a `Host` that is not an address of the admin listener nor in `admin.hosts`: 421), `cross_site` (a request that changes something from another site, or with a session cookie and no CSRF token: 403), `login_failed` (a console sign-in with a wrong token), `login_throttled` (a sign-in refused while its address waits: 429), `refresh_throttled` (`POST /robots/refresh` again within 5 s: 429), `explain_lookups` (an `/explain` whose client's reverse DNS was not looked up: its lookups were used up)",
     ),

@@ -215,6 +215,8 @@ impl Reloader {
         METRICS
             .config_restart_required
             .set(i64::from(!restart_required.is_empty()));
+        // Before the warnings are told: a reload that adds a webhook hears of them.
+        crate::events::configure(&snapshot.config.events);
         self.live.install(snapshot);
         let total = started.elapsed();
 
@@ -244,6 +246,7 @@ impl Reloader {
     }
 
     fn failed(&self, errors: Vec<String>) -> ReloadOutcome {
+        crate::events::config_rejected(&errors);
         METRICS.config_reloads.with_label_values(&["failure"]).inc();
         METRICS.config_last_reload_successful.set(0);
         if let Ok(mut last) = self.last.lock() {

@@ -343,6 +343,33 @@ fn bad_address(text: &str) -> Problem {
         .hint("write host:port, e.g. 127.0.0.1:8080 or [::1]:8080")
 }
 
+/// Whether an address can be on the public internet: loopback, private, link-local,
+/// shared (100.64/10), unique-local, broadcast and unspecified addresses (and their IPv4-mapped
+/// forms) are a load balancer's or the local network's.
+pub fn is_public(ip: std::net::IpAddr) -> bool {
+    use std::net::IpAddr;
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    match ip {
+        IpAddr::V4(v4) => {
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || (v4.octets()[0] == 100 && (v4.octets()[1] & 0xC0) == 64))
+        }
+        IpAddr::V6(v6) => {
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || (v6.segments()[0] & 0xFE00) == 0xFC00
+                || (v6.segments()[0] & 0xFFC0) == 0xFE80)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,9 +10,10 @@
 //! The file format is documented, key by key, in `config/robotsguard.yaml`.
 
 mod address;
-pub use address::{normalize_host, normalize_host_bytes};
+pub use address::{is_public as is_public_address, normalize_host, normalize_host_bytes};
 pub(crate) use sections::{default_trusted_callers, DEFAULT_DECISION_TIMEOUT};
 pub use sections::{DecisionConfig, OnDecisionError};
+pub use sections::{EventKind, EventsConfig, FirewallExport, Webhook};
 mod duration;
 mod error;
 mod fragment;
@@ -92,6 +93,8 @@ pub struct Config {
     pub preview: PreviewConfig,
     /// The decision listener for front proxies' auth subrequests, when `decision` is set.
     pub decision: Option<DecisionConfig>,
+    /// `events`: webhooks and what the decision stream exports.
+    pub events: EventsConfig,
     /// The absolute path the config was loaded from (`None` from `load_str`).
     pub source_path: Option<PathBuf>,
 }
@@ -286,6 +289,62 @@ pub fn read_secret_file(path: &Path, max_bytes: u64) -> Result<String, SecretFil
         return Err(failed(SecretProblem::Empty));
     }
     Ok(secret.to_owned())
+}
+
+/// Reads a webhook's HMAC key: the file's bytes less one trailing newline (`\n` or `\r\n`),
+/// which must not be empty. Read raw: a key may hold spaces that `read_secret_file` would trim.
+pub fn read_webhook_secret(path: &Path) -> Result<Vec<u8>, SecretFileError> {
+    let max_bytes = sections::MAX_WEBHOOK_SECRET_BYTES;
+    let failed = |why| SecretFileError {
+        path: path.to_path_buf(),
+        why,
+    };
+    let file = std::fs::File::open(path).map_err(|e| failed(SecretProblem::Unreadable(e)))?;
+    let mut bytes = Vec::new();
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| failed(SecretProblem::Unreadable(e)))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(failed(SecretProblem::TooLarge(max_bytes)));
+    }
+    if bytes.last() == Some(&b'\n') {
+        bytes.pop();
+        if bytes.last() == Some(&b'\r') {
+            bytes.pop();
+        }
+    }
+    if bytes.is_empty() {
+        return Err(failed(SecretProblem::Empty));
+    }
+    Ok(bytes)
+}
+
+/// The largest bouncer keys file read.
+const MAX_BOUNCER_KEYS_FILE_BYTES: u64 = 64 * 1024;
+
+/// Reads `admin.bouncer_keys_file`: one key a line, blank lines and `#` comments skipped; at
+/// least one key, each at least [`MIN_ADMIN_TOKEN_BYTES`] long.
+pub fn read_bouncer_keys(path: &Path) -> Result<Vec<String>, SecretFileError> {
+    let text = read_secret_file(path, MAX_BOUNCER_KEYS_FILE_BYTES)?;
+    let keys: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
+    if keys.is_empty() {
+        return Err(SecretFileError {
+            path: path.to_path_buf(),
+            why: SecretProblem::Empty,
+        });
+    }
+    if let Some(short) = keys.iter().find(|key| key.len() < MIN_ADMIN_TOKEN_BYTES) {
+        return Err(SecretFileError {
+            path: path.to_path_buf(),
+            why: SecretProblem::TooShort(short.len()),
+        });
+    }
+    Ok(keys)
 }
 
 /// Reads an admin token file: [`read_secret_file`], and the token at least

@@ -1132,7 +1132,7 @@ fn error_output_is_capped() {
     let yaml: String = (0..1_000).map(|i| format!("k{i}: 1\n")).collect();
     let errs = errors(&yaml);
     assert_eq!(errs.len(), 201);
-    assert_eq!(errs[0], "t.yaml:1:1: unknown key `k0` at the top level (expected one of: listen, admin, threads, shutdown, limits, trusted_proxies, access_log, defaults, crawlers, origins, verify, state, reports, preview, decision)");
+    assert_eq!(errs[0], "t.yaml:1:1: unknown key `k0` at the top level (expected one of: listen, admin, threads, shutdown, limits, trusted_proxies, access_log, defaults, crawlers, origins, verify, state, reports, preview, events, decision)");
     assert_eq!(errs[200], "t.yaml: 801 more errors not shown");
 }
 
@@ -2421,4 +2421,94 @@ fn rate_budgets_are_read_by_crawler_category_and_purpose_and_bad_rates_refused_i
         22,
         "no crawler, category or purpose is named `GTPBot`; did you mean `GPTBot`?",
     );
+}
+
+// ---------------------------------------------------------------- events
+
+#[test]
+fn events_are_read_with_their_defaults() {
+    let scratch = scratch_dir("events");
+    let secret = scratch.path().join("hook.secret");
+    std::fs::write(&secret, "key\n").unwrap_or_else(|e| panic!("{e}"));
+    let c = ok(&format!(
+        "events:\n  private_targets: [\"10.0.0.0/8\"]\n  webhooks:\n    - {{url: \"http://10.1.2.3/hook\", secret_file: {}}}\n{ORIGIN}",
+        secret.display()
+    ));
+    let hook = &c.events.webhooks[0];
+    assert_eq!(hook.events.len(), 6, "every kind by default");
+    assert_eq!((hook.retries, hook.timeout), (5, Duration::from_secs(5)));
+    assert_eq!(c.events.impostor_surge_per_minute, 60);
+    assert_eq!(
+        c.events.firewall,
+        crate::config::FirewallExport::AddressBans
+    );
+    assert_eq!(
+        crate::config::read_webhook_secret(&secret).unwrap_or_default(),
+        b"key"
+    );
+    assert!(ok(ORIGIN).events.webhooks.is_empty());
+}
+
+#[test]
+fn bad_events_are_errors_at_their_position() {
+    let scratch = scratch_dir("bad-events");
+    let secret = scratch.path().join("hook.secret");
+    std::fs::write(&secret, "key\n").unwrap_or_else(|e| panic!("{e}"));
+    let hook = |url: &str| {
+        format!(
+            "events:\n  webhooks:\n    - {{url: \"{url}\", secret_file: {}}}\n{ORIGIN}",
+            secret.display()
+        )
+    };
+    one_error(
+        &hook("http://127.0.0.1:9/h"),
+        3,
+        13,
+        "private address (127.0.0.1)",
+    );
+    one_error(&hook("https://[fd00::1]/h"), 3, 13, "private address");
+    one_error(&hook("http://hooks.example.com/h"), 3, 13, "plain http");
+    one_error(&hook("ftp://hooks.example.com/h"), 3, 13, "not http(s)");
+    one_error(
+        &format!("events:\n  firewall: {{export: everything}}\n{ORIGIN}"),
+        2,
+        22,
+        "unknown `events.firewall.export`",
+    );
+    let kinds = errors(&format!(
+        "events:\n  webhooks:\n    - {{url: \"https://h.example/\", secret_file: {}, events: [bans]}}\n{ORIGIN}",
+        secret.display()
+    ));
+    assert!(
+        kinds[0].contains("t.yaml:3:") && kinds[0].contains("did you mean"),
+        "{kinds:?}"
+    );
+    let missing = errors(&format!(
+        "events:\n  webhooks:\n    - {{url: \"https://h.example/\", secret_file: {}}}\n{ORIGIN}",
+        scratch.path().join("missing").display()
+    ));
+    assert!(missing[0].contains("secret_file"), "{missing:?}");
+}
+
+#[test]
+fn bouncer_keys_must_be_long_enough() {
+    let scratch = scratch_dir("bouncer-keys");
+    let keys = scratch.path().join("keys");
+    std::fs::write(&keys, "# comment\nshort\n").unwrap_or_else(|e| panic!("{e}"));
+    let yaml = format!(
+        "admin: {{address: \"127.0.0.1:9090\", bouncer_keys_file: {}}}\n{ORIGIN}",
+        keys.display()
+    );
+    let errs = errors(&yaml);
+    assert!(
+        errs[0].contains("bouncer_keys_file") && errs[0].contains("5 bytes"),
+        "{errs:?}"
+    );
+    std::fs::write(&keys, "# comment\n0123456789abcdef\n\nfedcba9876543210\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        crate::config::read_bouncer_keys(&keys).unwrap_or_default(),
+        ["0123456789abcdef", "fedcba9876543210"]
+    );
+    assert!(ok(&yaml).admin.bouncer_keys_file.is_some());
 }

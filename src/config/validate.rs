@@ -9,8 +9,8 @@ use super::error::Sink;
 use super::reader::{self, Table};
 use super::sections::{
     access_log, admin, check_admin_clash, check_catalogue, check_decision_clashes, crawlers,
-    decision, defaults, limits, listeners, origins, preview, reports, shutdown_grace, state,
-    verify, AdminConfig, CrawlersConfig, Limits, Listener, PreviewConfig, ReportsConfig,
+    decision, defaults, events, limits, listeners, origins, preview, reports, shutdown_grace,
+    state, verify, AdminConfig, CrawlersConfig, Limits, Listener, PreviewConfig, ReportsConfig,
     StateConfig, VerifyConfig, DEFAULT_ADMIN, DEFAULT_GRACE, DEFAULT_LISTEN, MAX_THREADS, TOP,
 };
 use super::tree::Node;
@@ -32,6 +32,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
             token_file: None,
             read_token_file: None,
             hosts: Vec::new(),
+            bouncer_keys_file: None,
         },
         limits: Limits::default(),
         trusted_proxies: Vec::new(),
@@ -51,6 +52,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
         reports: ReportsConfig::default(),
         preview: PreviewConfig::default(),
         decision: None,
+        events: super::EventsConfig::default(),
         source_path: None,
     };
     let Some(top) = Table::read(sink, root, &TOP, "the config") else {
@@ -122,6 +124,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
         config.reports = reports(sink, n);
     }
     config.preview = preview(sink, top.get("preview"));
+    config.events = events(sink, top.get("events"), base_dir);
     let defaults = defaults(sink, top.get("defaults"), &known, base_dir);
     config.origins = origins(sink, &top, &defaults, base_dir, &known);
     config

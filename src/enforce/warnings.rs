@@ -30,6 +30,9 @@ pub fn count_config_warnings(warnings: &[ConfigWarning]) {
     for warning in warnings {
         metric.with_label_values(&[warning.kind]).inc();
         tracing::warn!(kind = warning.kind, "warning: {}", warning.text);
+        if warning.kind == WARNING_SEARCH_REFUSED {
+            crate::events::search_engine_refused(&warning.text);
+        }
     }
 }
 

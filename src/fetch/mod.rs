@@ -80,6 +80,7 @@ pub async fn refresh_now(origin: &Origin) -> Refreshed {
         };
     };
     count(origin, fetched.outcome);
+    tell(origin, &fetched);
     let changed = store(origin, fetched.copy.clone());
     if changed || fetched.copy.last_error.is_some() {
         log_outcome(origin, &fetched.copy);
@@ -181,6 +182,7 @@ async fn keep_fresh(origin: Arc<Origin>, shared: Arc<Shared>) {
         let fetch_ended = tokio::time::Instant::now();
         let Some(fetched) = fetched else { return };
         count(&origin, fetched.outcome);
+        tell(&origin, &fetched);
         let had_rules = origin.robots.current().rule_count() > 0;
         let changed = store(&origin, fetched.copy.clone());
         if fetched.copy.last_error.is_some() {
@@ -278,6 +280,26 @@ fn store(origin: &Origin, copy: RobotsCopy) -> bool {
     publish(origin, &copy);
     origin.robots.store(copy);
     changed
+}
+
+/// Tells `events` how a fetch went: a run of failures makes a `robots_fetch_failing` event.
+fn tell(origin: &Origin, fetched: &Fetched) {
+    let failed = !matches!(
+        fetched.outcome,
+        FetchOutcome::Ok | FetchOutcome::NotModified | FetchOutcome::NoRules
+    );
+    crate::events::robots_fetch(origin.name(), failed, || {
+        let outcome = fetched.outcome.as_str();
+        fetched.copy.last_error.as_deref().map_or_else(
+            || format!("robots.txt fetch: {outcome}"),
+            |error| {
+                format!(
+                    "robots.txt fetch: {outcome}: {}",
+                    crate::logs::one_line(error)
+                )
+            },
+        )
+    });
 }
 
 fn count(origin: &Origin, outcome: FetchOutcome) {

@@ -401,6 +401,12 @@ impl Guard {
                 proxy: self.verifier.proxy().cloned(),
             },
         )));
+        services.push(Box::new(background_service(
+            "webhook sender",
+            crate::webhooks::WebhookSender {
+                live: self.live.clone(),
+            },
+        )));
         services.extend(self.verifier.services(self.live.clone()));
         if let Some(store) = self.store.service(self.live.clone()) {
             services.push(Box::new(background_service("shared state store", store)));

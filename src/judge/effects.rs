@@ -139,13 +139,20 @@ impl Effects {
         decision: &Decision,
         client: IpAddr,
     ) -> Option<Arc<Verification>> {
-        if self.mode == Mode::PreviewWithoutLookups {
+        let verification = if self.mode == Mode::PreviewWithoutLookups {
             verifier
                 .verify_without_lookups(snapshot, decision, client)
                 .await
         } else {
             verifier.verify(snapshot, decision, client).await
+        };
+        if let Some(found) = verification
+            .as_ref()
+            .filter(|v| self.applies() && v.result == crate::enforce::VerificationResult::Impostor)
+        {
+            crate::events::impostor(decision.origin.name(), &found.crawler);
         }
+        verification
     }
 }
 

@@ -76,30 +76,9 @@ fn target_of(url: &str) -> Result<UrlTarget, Failure> {
     })
 }
 
-/// Whether an address can be on the public internet: loopback, private, link-local,
-/// shared (100.64/10), unique-local, broadcast and unspecified addresses (and their IPv4-mapped
-/// forms) are a load balancer's or the local network's.
+/// Whether an address can be on the public internet ([`crate::config::is_public_address`]).
 pub fn is_public_address(ip: IpAddr) -> bool {
-    let ip = match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    };
-    match ip {
-        IpAddr::V4(v4) => {
-            !(v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || (v4.octets()[0] == 100 && (v4.octets()[1] & 0xC0) == 64))
-        }
-        IpAddr::V6(v6) => {
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || (v6.segments()[0] & 0xFE00) == 0xFC00
-                || (v6.segments()[0] & 0xFFC0) == 0xFE80)
-        }
-    }
+    crate::config::is_public_address(ip)
 }
 
 /// The first address `host` resolves to, on `port`.
@@ -192,6 +171,100 @@ pub async fn get_url_to(
             max_size,
         )
         .await
+    };
+    match tokio::time::timeout(timeout, attempt).await {
+        Ok(answer) => answer,
+        Err(_) => Err(Failure::new(format!(
+            "no answer from `{url}` within {timeout:?}"
+        ))),
+    }
+}
+
+/// The most of an answer's body a POST reads (and throws away) before it lets the connection go.
+const MAX_POST_ANSWER: usize = 64 * 1024;
+
+/// POSTs `body` to `url` (http or https) with `headers` besides `Host`, `User-Agent` and
+/// `Content-Length`, within `timeout` in all (name resolution included), directly (no proxy).
+/// The address the host resolves to is checked with `allowed` before connecting (the one
+/// connected to, so a name cannot answer differently between the check and the connection):
+/// refused ([`Failure::is_refused`]) when it is not allowed. Answers the status and the
+/// `Location` of a redirect, which is never followed.
+pub(crate) async fn post_url(
+    connector: &Connector,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: bytes::Bytes,
+    timeout: Duration,
+    allowed: &(dyn Fn(IpAddr) -> bool + Send + Sync),
+) -> Result<(u16, Option<String>), Failure> {
+    let target = target_of(url)?;
+    let attempt = async {
+        let address = resolve(&target.hostname, target.port).await?;
+        if !allowed(address.ip()) {
+            return Err(Failure::refused(format!(
+                "`{}` resolves to {}, which webhooks may not reach (not public, not in events.private_targets)",
+                target.hostname,
+                address.ip()
+            )));
+        }
+        let mut peer = HttpPeer::new(address, target.tls, target.hostname.clone());
+        peer.options.connection_timeout = Some(timeout);
+        peer.options.total_connection_timeout = Some(timeout);
+        peer.options.read_timeout = Some(timeout);
+        peer.options.write_timeout = Some(timeout);
+        let (mut session, _) = connector
+            .get_http_session(&peer)
+            .await
+            .map_err(|e| Failure::caused(format!("cannot connect to {address}"), e))?;
+        let mut request = pingora::http::RequestHeader::build("POST", target.path.as_bytes(), None)
+            .map_err(|e| Failure::caused(format!("bad path `{}`", target.path), e))?;
+        let user_agent = super::http::user_agent();
+        let length = body.len().to_string();
+        let mut all: Vec<(&str, &str)> = vec![
+            ("host", &target.authority),
+            ("user-agent", &user_agent),
+            ("content-length", &length),
+        ];
+        all.extend_from_slice(headers);
+        for (name, value) in all {
+            request
+                .insert_header(name.to_string(), value)
+                .map_err(|e| Failure::caused("cannot build the request", e))?;
+        }
+        session
+            .write_request_header(Box::new(request))
+            .await
+            .map_err(|e| Failure::caused("cannot send the request", e))?;
+        session
+            .write_request_body(body, true)
+            .await
+            .map_err(|e| Failure::caused("cannot send the body", e))?;
+        session
+            .finish_request_body()
+            .await
+            .map_err(|e| Failure::caused("cannot send the body", e))?;
+        session
+            .read_response_header()
+            .await
+            .map_err(|e| Failure::caused("no answer", e))?;
+        let Some(response) = session.response_header() else {
+            return Err(Failure::new("no answer"));
+        };
+        let status = response.status.as_u16();
+        let location = response
+            .headers
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        // What the receiver says is not used; read a little so the exchange ends cleanly.
+        let mut read = 0;
+        while read < MAX_POST_ANSWER {
+            match session.read_response_body().await {
+                Ok(Some(chunk)) => read += chunk.len(),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        Ok((status, location))
     };
     match tokio::time::timeout(timeout, attempt).await {
         Ok(answer) => answer,

@@ -501,20 +501,31 @@ impl Store {
             .offenders
             .lift(origin, client, Instant::now())
             .is_empty();
-        let Some(shared) = &self.shared else {
-            return if here { Lifted::Yes } else { Lifted::NotBanned };
+        let lifted = match &self.shared {
+            None if here => Lifted::Yes,
+            None => Lifted::NotBanned,
+            Some(shared) => match shared.lift(Some(origin), Some(client)).await {
+                Some(there) if here || !there.is_empty() => Lifted::Yes,
+                Some(_) => Lifted::NotBanned,
+                None => Lifted::HereOnly,
+            },
         };
-        match shared.lift(Some(origin), Some(client)).await {
-            Some(there) if here || !there.is_empty() => Lifted::Yes,
-            Some(_) => Lifted::NotBanned,
-            None => Lifted::HereOnly,
+        if !matches!(lifted, Lifted::NotBanned) {
+            crate::events::unban(origin, client, "lifted");
         }
+        lifted
     }
 
     /// Lifts every ban on `origin` (`None`: on every origin), here and in the shared store:
     /// how many, each ban counted once wherever it was held.
     pub async fn lift_all(&self, origin: Option<&str>) -> LiftedAll {
         let here = self.offenders.lift_all(origin, Instant::now());
+        let mut told = std::collections::HashSet::new();
+        for ban in &here {
+            if told.insert((ban.origin.clone(), ban.client)) {
+                crate::events::unban(&ban.origin, ban.client, "lifted");
+            }
+        }
         let Some(shared) = &self.shared else {
             return LiftedAll {
                 count: here.len(),

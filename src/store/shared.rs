@@ -34,6 +34,10 @@ const CHECK_EVERY: Duration = Duration::from_secs(1);
 /// background: no request waits for it).
 const BACKGROUND_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The longest a read of the whole ban list may take: up to 100,000 bans (megabytes) must still
+/// reach a replica whose CPU is busy, where two seconds would time out again at every try.
+const BULK_READ_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// Commands in flight on the connection at most: beyond that, requests decide from memory.
 const MAX_IN_FLIGHT: usize = 4096;
 

@@ -539,6 +539,14 @@ impl Offenders {
     pub(crate) fn impose(&self, ban: Ban, now: Instant) -> Option<Ban> {
         if self.add(ban.clone(), now) {
             METRICS.bans.with_label_values(&[&ban.origin]).inc();
+            crate::events::ban(
+                &ban.origin,
+                ban.client,
+                &ban.crawler,
+                ban.cause.as_str(),
+                ban.strikes,
+                ban.until,
+            );
             Some(ban)
         } else {
             None
@@ -810,6 +818,17 @@ impl Offenders {
         self.publish(&mut books, change);
         lifted.sort_by_key(|ban| ban.ends);
         lifted
+    }
+
+    /// Calls `f` with each ban in force, read off the map published now: no copy of the bans,
+    /// however many (the decision stream walks them all).
+    pub fn each_in_force(&self, now: Instant, mut f: impl FnMut(&Ban)) {
+        let map = self.bans.load_full();
+        for ban in map.values().flat_map(|bans| bans.iter()) {
+            if ban.in_force(now) {
+                f(ban);
+            }
+        }
     }
 
     /// The bans in force, on `origin` or all, soonest to end first.

@@ -43,6 +43,13 @@ file (as tls/tls.crt is), inside the config volume.
 admin/token
 {{- end -}}
 
+{{/*
+Where the bouncer keys Secret's key is projected, beside the admin token.
+*/}}
+{{- define "robotsguard.bouncerKeysFile" -}}
+admin/bouncer-keys
+{{- end -}}
+
 {{- define "robotsguard.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{ include "robotsguard.selectorLabels" . }}
@@ -241,6 +248,10 @@ adminService.hosts. Probes and Prometheus send the pod IP, which a wildcard list
 {{- range .Values.adminService.hosts -}}
 {{- $adminHosts = append $adminHosts (lower .) -}}
 {{- end -}}
+{{- $keysFile := "" -}}
+{{- if .Values.bouncerKeys.secretName -}}
+{{- $keysFile = include "robotsguard.bouncerKeysFile" . -}}
+{{- end -}}
 {{- if not (hasKey $config "admin") -}}
 {{- $address := printf "%s:%d" $bind $adminPort -}}
 {{- if $tokenFile -}}
@@ -248,7 +259,19 @@ adminService.hosts. Probes and Prometheus send the pod IP, which a wildcard list
 {{- else -}}
 {{- $_ := set $config "admin" (dict "address" $address "hosts" $adminHosts) -}}
 {{- end -}}
+{{- if $keysFile -}}
+{{- $_ := set $config.admin "bouncer_keys_file" $keysFile -}}
+{{- end -}}
 {{- else -}}
+{{- if and $keysFile (not (kindIs "map" $config.admin)) -}}
+{{- fail "robotsguard chart: bouncerKeys.secretName needs config.admin written as a mapping ({address: ...}) or left out" -}}
+{{- end -}}
+{{- if and $keysFile (kindIs "map" $config.admin) -}}
+{{- if hasKey $config.admin "bouncer_keys_file" -}}
+{{- fail "robotsguard chart: set bouncerKeys.secretName or config.admin.bouncer_keys_file, not both; with bouncerKeys the chart mounts the Secret and writes bouncer_keys_file itself" -}}
+{{- end -}}
+{{- $_ := set $config.admin "bouncer_keys_file" $keysFile -}}
+{{- end -}}
 {{- /* admin is "IP:PORT" or {address, token_file}; check the address either way. */ -}}
 {{- $key := "config.admin" -}}
 {{- $admin := toString $config.admin -}}

@@ -470,6 +470,7 @@ pub fn build_after(
         "robotsguard starting"
     );
     let snapshot = guard.snapshot();
+    robotsguard::events::configure(&snapshot.config.events);
     robotsguard::enforce::count_config_warnings(&robotsguard::enforce::config_warnings(
         &snapshot.config,
         snapshot.identifier.catalogue(),

@@ -22,6 +22,7 @@ pub(crate) static ADMIN: Section = Section {
             differs: |old, new| old.admin.read_token_file != new.admin.read_token_file,
             keep: |new, running| new.admin.read_token_file.clone_from(&running.admin.read_token_file),
         }),
+        key("bouncer_keys_file", Ty::Path, "none", "A file of CrowdSec bouncer API keys, one a line (at least 16 bytes each; blank lines and `#` comments skipped): a key in `X-Api-Key` authorises `GET /v1/decisions/stream` and `GET /v1/decisions` alone, admin token or not; re-read when it changes. Without it those paths answer 403."),
         key("hosts", Ty::List(&Ty::Str), "none", "Names the admin listener answers to besides its own addresses (an IP literal `Host` naming the listener's address, any address when it listens on `0.0.0.0` or `[::]`; any port) and `localhost` (when it accepts loopback connections): a request naming another host gets 421, token or not, so a DNS-rebinding page cannot read it. List the names clients use, e.g. the admin Service's DNS names or an ingress host."),
     ],
 };
@@ -41,6 +42,8 @@ pub struct AdminConfig {
     /// addresses and, when it accepts loopback connections, `localhost`: any other `Host` is
     /// refused (421), which is what keeps DNS rebinding out. Applied by a reload.
     pub hosts: Vec<String>,
+    /// A file of CrowdSec bouncer keys (one a line): they authorise the decision stream alone.
+    pub bouncer_keys_file: Option<PathBuf>,
 }
 
 /// The shortest admin token accepted (bytes): a token is typed into the console's login form
@@ -96,12 +99,24 @@ pub(crate) fn admin(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<(Ad
                 .get("hosts")
                 .map(|n| admin_hosts(sink, n))
                 .unwrap_or_default();
+            let bouncer_keys_file = table
+                .get("bouncer_keys_file")
+                .and_then(|n| reader::nonempty_string(sink, n, "bouncer_keys_file"))
+                .map(|p| base_dir.join(p));
+            if let (Some(n), Some(path)) = (table.get("bouncer_keys_file"), &bouncer_keys_file) {
+                if !sink.config_only {
+                    if let Err(e) = crate::config::read_bouncer_keys(path) {
+                        sink.error(n.pos, format!("`admin.bouncer_keys_file`: {e}"));
+                    }
+                }
+            }
             Some((
                 AdminConfig {
                     address: address?,
                     token_file,
                     read_token_file,
                     hosts,
+                    bouncer_keys_file,
                 },
                 address_node.pos,
             ))
@@ -113,6 +128,7 @@ pub(crate) fn admin(sink: &mut Sink, node: &Node, base_dir: &Path) -> Option<(Ad
                     token_file: None,
                     read_token_file: None,
                     hosts: Vec::new(),
+                    bouncer_keys_file: None,
                 },
                 node.pos,
             )

@@ -73,6 +73,9 @@ mod reports;
 pub use reports::*;
 mod preview;
 pub use preview::*;
+mod events;
+pub(crate) use events::{events, EVENTS, FIREWALL, MAX_WEBHOOK_SECRET_BYTES, WEBHOOK};
+pub use events::{EventKind, EventsConfig, FirewallExport, Webhook};
 mod decision;
 pub(crate) use decision::{check_clashes as check_decision_clashes, decision, DECISION};
 pub(crate) use decision::{default_trusted_callers, DEFAULT_DECISION_TIMEOUT};
@@ -324,6 +327,9 @@ pub(crate) static ALL: &[&Section] = &[
     &REPORTS,
     &PREVIEW,
     &DECISION,
+    &EVENTS,
+    &WEBHOOK,
+    &FIREWALL,
 ];
 
 /// Keys that are valid somewhere, just not where they were written: a better

@@ -40,6 +40,7 @@ pub(crate) static TOP: Section = Section {
             differs: |old, new| old.preview != new.preview,
             keep: |new, running| new.preview = running.preview,
         }),
+        key("events", Ty::Section(&EVENTS), "", "Decisions pushed out: signed webhooks, and which bans the admin listener's CrowdSec-compatible decision stream exports to firewalls."),
         key("decision", Ty::Section(&DECISION), "off", "The decision listener: front proxies (nginx `auth_request`, Caddy, Traefik, Envoy) ask it for the judgment instead of proxying through robotsguard."),
     ],
 };

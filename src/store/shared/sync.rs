@@ -383,8 +383,7 @@ impl StoreService {
         let mut pipe = redis::pipe();
         pipe.cmd("TIME").cmd("HGETALL").arg(&bans_key);
         let ((seconds, micros), all): ((u64, u64), HashMap<Vec<u8>, Vec<u8>>) =
-            match tokio::time::timeout(BACKGROUND_TIMEOUT, pipe.query_async(&mut connection)).await
-            {
+            match tokio::time::timeout(BULK_READ_TIMEOUT, pipe.query_async(&mut connection)).await {
                 Ok(Ok(answer)) => answer,
                 Ok(Err(e)) => return Err(e.into()),
                 Err(_) => return Err(Failure::timeout("reading the bans took too long")),

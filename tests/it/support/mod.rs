@@ -771,6 +771,10 @@ const ADMIN_TOKEN_FILE: &str = "admin-token";
 /// The read-only token's file (`admin.read_token_file`), with [`ADMIN_TOKEN_FILE`].
 const READ_TOKEN_FILE: &str = "read-token";
 
+/// The CrowdSec bouncer keys' file (`admin.bouncer_keys_file`) [`ProxyBuilder::bouncer_keys`]
+/// writes.
+pub const BOUNCER_KEYS_FILE: &str = "bouncer-keys";
+
 /// How to start a [`Proxy`]: its config body, files beside the config, listener keys, tokens.
 pub struct ProxyBuilder {
     body: String,
@@ -809,6 +813,11 @@ impl ProxyBuilder {
     /// A read-only token besides the admin one (`admin.read_token_file`).
     pub fn read_token(self, token: &str) -> ProxyBuilder {
         self.files(&[(READ_TOKEN_FILE, token)])
+    }
+
+    /// Bouncer keys for the decision stream (`admin.bouncer_keys_file`), one a line.
+    pub fn bouncer_keys(self, keys: &str) -> ProxyBuilder {
+        self.files(&[(BOUNCER_KEYS_FILE, keys)])
     }
 
     /// Returns once the admin listener answers `/healthz`, without waiting for `/readyz`.
@@ -952,12 +961,20 @@ impl Proxy {
         let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let body = body.replace("{dir}", &dir.path().to_string_lossy());
         let has = |file: &str| files.iter().any(|(name, _)| *name == file);
-        let admin_line = if has(ADMIN_TOKEN_FILE) && has(READ_TOKEN_FILE) {
-            format!("{{address: \"{admin}\", token_file: {ADMIN_TOKEN_FILE}, read_token_file: {READ_TOKEN_FILE}}}")
-        } else if has(ADMIN_TOKEN_FILE) {
-            format!("{{address: \"{admin}\", token_file: {ADMIN_TOKEN_FILE}}}")
-        } else {
+        let mut admin_keys = String::new();
+        if has(ADMIN_TOKEN_FILE) {
+            admin_keys.push_str(&format!(", token_file: {ADMIN_TOKEN_FILE}"));
+            if has(READ_TOKEN_FILE) {
+                admin_keys.push_str(&format!(", read_token_file: {READ_TOKEN_FILE}"));
+            }
+        }
+        if has(BOUNCER_KEYS_FILE) {
+            admin_keys.push_str(&format!(", bouncer_keys_file: {BOUNCER_KEYS_FILE}"));
+        }
+        let admin_line = if admin_keys.is_empty() {
             format!("\"{admin}\"")
+        } else {
+            format!("{{address: \"{admin}\"{admin_keys}}}")
         };
         let listen_line = if listener_extra.is_empty() {
             format!("\"{listen}\"")
