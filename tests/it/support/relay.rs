@@ -93,6 +93,9 @@ impl Drop for Relay {
     }
 }
 
+/// The commands parsed so far, and how many chunks carried them.
+type Record = (Arc<Mutex<Vec<Vec<String>>>>, Arc<Mutex<usize>>);
+
 /// Chunks read and not yet due, each with when it is due.
 type Queue = Arc<(Mutex<VecDeque<(Instant, Vec<u8>)>>, Condvar)>;
 
@@ -130,7 +133,7 @@ fn read_side(
     mut from: TcpStream,
     queue: Queue,
     delay: Duration,
-    record: Option<(Arc<Mutex<Vec<Vec<String>>>>, Arc<Mutex<usize>>)>,
+    record: Option<Record>,
     stop: &AtomicBool,
 ) {
     let _ = from.set_read_timeout(Some(Duration::from_millis(200)));
