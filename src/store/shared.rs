@@ -47,9 +47,9 @@ const ROBOTS_FORGOTTEN: &str = "robots-history-forgotten";
 const SCHEMA_KEY: &str = "schema";
 
 /// The key schema this build reads and writes: the keys and value layouts of
-/// docs/src/operations/upgrading.md ("Store keys"). A release that changes a key's layout in a
-/// way an older replica would misread raises it, and writes the old layout beside the new one
-/// for one release, so that a rolling upgrade never leaves a replica unable to serve.
+/// docs/src/operations/replicas.md ("What the store holds"). A release that changes a key's
+/// layout in a way an older replica would misread raises it, and writes the old layout beside
+/// the new one for one release, so that a rolling upgrade never leaves a replica unable to serve.
 pub(crate) const SCHEMA: u64 = 1;
 
 /// The key of the deployment's generated trap secret (`traps` without `paths` or
