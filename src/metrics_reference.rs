@@ -239,7 +239,7 @@ const NOTES: &[(&str, &str)] = &[
     ),
     (
         "robotsguard_state_backend_errors_total",
-        "commands to the shared store that failed or timed out, by `operation`: `crawl_delay`, `robots_read`, `violation`, `disguised`, `web_bot_auth_nonce`, `lift_ban`, `reports` (requests and the admin endpoint), `check` (the background check), `readers`, `reload_bans`, `share_bans`, `robots_history` (background work, retried); and by `kind`: `timeout`, `connection`, `readonly` (the store is taken for down until a check succeeds), `oom` (a write refused for want of memory: that decision is made from this process's memory, the store stays in use), `lost` (the store answered without strikes this process knew of: evicted or lost; this process's count decided), `error` (anything else)",
+        "commands to the shared store that failed or timed out, by `operation`: `crawl_delay`, `robots_read`, `violation`, `disguised`, `web_bot_auth_nonce`, `lift_ban`, `reports` (requests and the admin endpoint), `check` (the background check), `readers`, `reload_bans`, `share_bans`, `robots_history`, `schema` (background work, retried); and by `kind`: `timeout`, `connection`, `readonly` (the store is taken for down until a check succeeds), `oom` (a write refused for want of memory: that decision is made from this process's memory, the store stays in use), `lost` (the store answered without strikes this process knew of: evicted or lost; this process's count decided), `error` (anything else)",
     ),
 ];
 
