@@ -4,7 +4,8 @@
 # Debian slim as an unprivileged user with only the binary and config/. Without a registry (and in
 # CI), scripts/build-image.sh builds the same image from the host's Debian packages instead.
 #
-#   docker build --build-arg ROBOTSGUARD_COMMIT=$(git rev-parse --short=12 HEAD) -t robotsguard .
+#   docker build --build-arg ROBOTSGUARD_COMMIT=$(git rev-parse --short=12 HEAD) \
+#     --build-arg ROBOTSGUARD_DESCRIBE=$(git describe --tags --match 'v[0-9]*' --abbrev=12) -t robotsguard .
 #   docker run --rm -p 8080:8080 -v "$PWD/my.yaml:/etc/robotsguard/robotsguard.yaml:ro" robotsguard
 #
 # Your config must listen on 0.0.0.0 (not the loopback default) to be reachable from outside
@@ -25,6 +26,9 @@ COPY . .
 # The build context has no .git: build.rs takes the commit for --version from here.
 ARG ROBOTSGUARD_COMMIT=unknown
 ENV ROBOTSGUARD_COMMIT=${ROBOTSGUARD_COMMIT}
+# And the release tag (`git describe --tags --match 'v[0-9]*'`); empty: --version names none.
+ARG ROBOTSGUARD_DESCRIBE=
+ENV ROBOTSGUARD_DESCRIBE=${ROBOTSGUARD_DESCRIBE}
 # Cache mounts keep the registry and compiled dependencies between builds; the binary is copied
 # out because the target cache is not part of the image.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \

@@ -219,6 +219,9 @@ pub struct Metrics {
     /// `robotsguard_state_backend_up`: 1 while the state store answers (always with `memory`),
     /// 0 while decisions fall back to this process's memory.
     pub state_backend_up: IntGauge,
+    /// `robotsguard_state_schema_newer`: 1 while the shared store's keys carry a newer schema
+    /// version than this build reads (a rolling upgrade in progress), else 0.
+    pub state_schema_newer: IntGauge,
     /// `robotsguard_state_backend_errors_total{operation, kind}`: store commands that failed or
     /// took longer than `state.redis.timeout`, and answers that lacked what this process knew,
     /// by why (`kind`: `timeout`, `connection`, `oom`, `readonly`, `lost`, `error`).
@@ -310,7 +313,7 @@ pub const REQUEST_REFUSALS: [&str; 4] = [
 ];
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 68] = [
+pub const METRIC_NAMES: [&str; 69] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -372,6 +375,7 @@ pub const METRIC_NAMES: [&str; 68] = [
     "robotsguard_catalogue_feed_entries_refused",
     "robotsguard_verify_dns_available",
     "robotsguard_state_backend_up",
+    "robotsguard_state_schema_newer",
     "robotsguard_state_backend_errors_total",
     "robotsguard_admin_refusals_total",
     "robotsguard_decision_requests_total",
@@ -819,6 +823,12 @@ impl Metrics {
         )
         .unwrap_or_else(|e| panic!("state gauge is malformed: {e}"));
         register(&registry, Box::new(state_backend_up.clone()));
+        let state_schema_newer = IntGauge::new(
+            "robotsguard_state_schema_newer",
+            "1 while the shared state store's keys carry a newer schema version than this build reads (a newer release wrote them: finish the rolling upgrade); this replica keeps serving with the keys it knows. 0 otherwise.",
+        )
+        .unwrap_or_else(|e| panic!("state schema gauge is malformed: {e}"));
+        register(&registry, Box::new(state_schema_newer.clone()));
         let state_backend_errors = counter(
             &registry,
             "robotsguard_state_backend_errors_total",
@@ -944,6 +954,7 @@ impl Metrics {
             catalogue_feed_entries_refused,
             verify_dns_available,
             state_backend_up,
+            state_schema_newer,
             state_backend_errors,
             admin_refusals,
             decision_requests,
@@ -1124,6 +1135,7 @@ impl Metrics {
             Box::new(self.catalogue_feed_entries_refused.clone()),
             Box::new(self.verify_dns_available.clone()),
             Box::new(self.state_backend_up.clone()),
+            Box::new(self.state_schema_newer.clone()),
             Box::new(self.state_backend_errors.clone()),
             Box::new(self.admin_refusals.clone()),
             Box::new(self.decision_requests.clone()),

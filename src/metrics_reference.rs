@@ -246,8 +246,12 @@ const NOTES: &[(&str, &str)] = &[
         "`1` while the state store answers within `state.redis.timeout` (always `1` with `memory`), `0` while decisions fall back to this process's memory",
     ),
     (
+        "robotsguard_state_schema_newer",
+        "`1` while the shared store's `schema` key names a newer key schema than this build writes (`1` today): a newer release is running beside this one; logged once per change. The replica keeps serving with the keys it knows (see \"Upgrading\")",
+    ),
+    (
         "robotsguard_state_backend_errors_total",
-        "commands to the shared store that failed or timed out, by `operation`: `crawl_delay`, `rate_budget`, `robots_read`, `violation`, `disguised`, `web_bot_auth_nonce`, `lift_ban`, `reports` (requests and the admin endpoint), `check` (the background check), `readers`, `reload_bans`, `share_bans`, `robots_history` (background work, retried); and by `kind`: `timeout`, `connection`, `readonly` (the store is taken for down until a check succeeds), `oom` (a write refused for want of memory: that decision is made from this process's memory, the store stays in use), `lost` (the store answered without strikes this process knew of: evicted or lost; this process's count decided), `error` (anything else)",
+        "commands to the shared store that failed or timed out, by `operation`: `crawl_delay`, `rate_budget`, `robots_read`, `violation`, `disguised`, `web_bot_auth_nonce`, `lift_ban`, `reports` (requests and the admin endpoint), `check` (the background check), `readers`, `reload_bans`, `share_bans`, `robots_history`, `schema` (background work, retried); and by `kind`: `timeout`, `connection`, `readonly` (the store is taken for down until a check succeeds), `oom` (a write refused for want of memory: that decision is made from this process's memory, the store stays in use), `lost` (the store answered without strikes this process knew of: evicted or lost; this process's count decided), `error` (anything else)",
     ),
 ];
 

@@ -181,9 +181,11 @@ impl Store {
     /// previous admitted request (a refused request does not move it).
     ///
     /// With the shared store, the store's budget decides, and this process keeps its own beside
-    /// it: a budget it admitted within the delay is refused without asking (the store, had it
-    /// not lost the key, would refuse it too), and when the store fails the request is admitted
-    /// against this process's budget alone, never for the asking.
+    /// it: a budget it admitted within the delay, or that the store refused with a wait, is
+    /// refused without asking until then (the store, had it not lost the key, would refuse it
+    /// too), and when the store fails the request is admitted against this process's budget
+    /// alone, never for the asking. So a crawler costs the store at most one round trip per
+    /// window per replica, however often it asks.
     pub async fn admit(&self, key: BudgetKey<'_>, delay: Duration) -> Admission {
         if delay.is_zero() {
             return Admission::Admitted;
@@ -194,10 +196,18 @@ impl Store {
                 return Admission::TooSoon(wait);
             }
             if let Some(admission) = shared.admit(&key, delay).await {
-                if admission == Admission::Admitted {
+                match admission {
                     // This process's own budget, from when the request arrived: a crawler
                     // keeping the delay is never refused by it.
-                    self.delays.admit(key, delay, now);
+                    Admission::Admitted => {
+                        self.delays.admit(key, delay, now);
+                    }
+                    // Spent on another replica: held here too until the store's window ends
+                    // (counted from when the request arrived, so never past it), so that a
+                    // crawler that keeps asking costs no further round trip until then.
+                    Admission::TooSoon(wait) => {
+                        self.delays.admit(key, wait, now);
+                    }
                 }
                 return admission;
             }

@@ -47,6 +47,17 @@ const ROBOTS_HISTORY: &str = "robots-history";
 /// The key holding, per origin, until when history copies were dropped for the most copies.
 const ROBOTS_FORGOTTEN: &str = "robots-history-forgotten";
 
+/// The key naming the version of the key schema the replicas write ([`SCHEMA`]): a replica of
+/// an older release meeting a newer one says so once, in a log line and
+/// `robotsguard_state_schema_newer`, and keeps serving with the keys it knows.
+const SCHEMA_KEY: &str = "schema";
+
+/// The key schema this build reads and writes: the keys and value layouts of
+/// docs/src/operations/replicas.md ("What the store holds"). A release that changes a key's
+/// layout in a way an older replica would misread raises it, and writes the old layout beside
+/// the new one for one release, so that a rolling upgrade never leaves a replica unable to serve.
+pub(crate) const SCHEMA: u64 = 1;
+
 /// The key of the deployment's generated trap secret (`traps` without `paths` or
 /// `secret_file`).
 const TRAP_SECRET: &str = "trap-secret";

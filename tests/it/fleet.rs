@@ -558,17 +558,41 @@ fn healthcheck_exits_0_for_a_live_admin_listener_and_1_otherwise() {
 }
 
 #[test]
-fn version_names_the_package_version_and_a_commit() {
+fn version_names_the_package_version_a_commit_and_the_release_tag() {
     let output = Command::new(env!("CARGO_BIN_EXE_robotsguard"))
         .arg("--version")
         .output()
         .expect("robotsguard runs");
     let line = String::from_utf8_lossy(&output.stdout).trim().to_owned();
     let expected = format!("robotsguard {} (commit ", env!("CARGO_PKG_VERSION"));
-    assert!(line.starts_with(&expected) && line.ends_with(')'), "{line}");
-    let commit = &line[expected.len()..line.len() - 1];
+    assert!(line.starts_with(&expected), "{line}");
+    let (commit, describe) = line[expected.len()..]
+        .split_once(')')
+        .expect("the commit in parentheses");
     assert!(
         commit == "unknown" || (commit.len() >= 7 && commit.bytes().all(|b| b.is_ascii_hexdigit())),
         "{line}"
     );
+    // After the commit, `git describe`'s name of the nearest release tag, when the build had
+    // git and tags (a clone without tags names the commit alone).
+    let describe = describe.trim();
+    let tagged = std::process::Command::new("git")
+        .args(["describe", "--tags", "--match", "v[0-9]*"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if tagged {
+        assert!(
+            describe.starts_with("v0.") || describe.starts_with('v'),
+            "{line}"
+        );
+        assert!(
+            describe
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'+')),
+            "{line}"
+        );
+    } else {
+        assert!(describe.is_empty() || describe.starts_with('v'), "{line}");
+    }
 }

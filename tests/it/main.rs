@@ -54,6 +54,7 @@ mod robots_refresh;
 mod shared_state;
 mod shared_state_tls;
 mod store_bounds;
+mod store_cost;
 mod tls_listeners;
 mod upstream_tls;
 mod validate_serve;

@@ -18,12 +18,13 @@ const PREFIX: &str = "rg-bound:";
 const ERRORS: &str = "robotsguard_state_backend_errors_total";
 
 /// Keys without a TTL that robotsguard writes (none per client): the bans (bounded by the most
-/// bans in force), the two version counters and the trap secret.
-const WITHOUT_TTL: [&str; 4] = [
+/// bans in force), the two version counters, the trap secret and the key schema's version.
+const WITHOUT_TTL: [&str; 5] = [
     "bans",
     "bans:version",
     "robots-history-version",
     "trap-secret",
+    "schema",
 ];
 
 /// The most robots.txt reads the store keeps (docs/src/operations/replicas.md).

@@ -12,14 +12,26 @@
 #[global_allocator]
 static ALLOCATOR: robotsguard::allocator::Allocator = robotsguard::allocator::Allocator;
 
-/// What `--version` prints after the name: the package version and the commit it was built from
-/// (`build.rs`; `unknown` when built without git and without `ROBOTSGUARD_COMMIT`).
-pub const VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (commit ",
-    env!("ROBOTSGUARD_COMMIT"),
-    ")"
-);
+/// What `--version` prints after the name: the package version, the commit it was built from
+/// and the release tag it is or descends from (`build.rs`: the commit `unknown` and no tag when
+/// built without git and without `ROBOTSGUARD_COMMIT` / `ROBOTSGUARD_DESCRIBE`), e.g.
+/// `0.3.0 (commit 0123456789ab) v0.3.0`.
+pub const VERSION: &str = if env!("ROBOTSGUARD_DESCRIBE").is_empty() {
+    concat!(
+        env!("CARGO_PKG_VERSION"),
+        " (commit ",
+        env!("ROBOTSGUARD_COMMIT"),
+        ")"
+    )
+} else {
+    concat!(
+        env!("CARGO_PKG_VERSION"),
+        " (commit ",
+        env!("ROBOTSGUARD_COMMIT"),
+        ") ",
+        env!("ROBOTSGUARD_DESCRIBE")
+    )
+};
 
 mod cli;
 mod connections;

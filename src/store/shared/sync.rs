@@ -10,6 +10,8 @@ use super::*;
 /// (`Guard::services` runs it).
 pub struct StoreService {
     shared: Arc<Shared>,
+    /// The newer key schema last logged (0: none), so that each is said once.
+    newer_schema_logged: std::sync::atomic::AtomicU64,
     offenders: Arc<Offenders>,
     reads: Arc<crate::tables::compliance::RobotsReads>,
     live: Arc<Live>,
@@ -50,6 +52,7 @@ impl StoreService {
     ) -> StoreService {
         StoreService {
             shared,
+            newer_schema_logged: std::sync::atomic::AtomicU64::new(0),
             offenders,
             reads,
             live,
@@ -125,6 +128,7 @@ impl StoreService {
             Some(connection) => (*connection).clone(),
             None => match self.connect().await {
                 Ok(connection) => {
+                    self.load_request_scripts(connection.clone()).await;
                     shared.connection.store(Some(Arc::new(connection.clone())));
                     // A new connection may be to a server that lost its data (a restart without
                     // persistence): read everything again.
@@ -141,14 +145,15 @@ impl StoreService {
         let mut versions = redis::cmd("MGET");
         versions
             .arg(shared.key(&["bans", "version"]))
-            .arg(shared.key(&[ROBOTS_VERSION]));
-        let (bans_version, robots_version) = match tokio::time::timeout(
+            .arg(shared.key(&[ROBOTS_VERSION]))
+            .arg(shared.key(&[SCHEMA_KEY]));
+        let (bans_version, robots_version, schema) = match tokio::time::timeout(
             shared.timeout,
-            versions.query_async::<(Option<i64>, Option<i64>)>(&mut probe),
+            versions.query_async::<(Option<i64>, Option<i64>, Option<Vec<u8>>)>(&mut probe),
         )
         .await
         {
-            Ok(Ok((bans, robots))) => (bans.unwrap_or(0), robots.unwrap_or(0)),
+            Ok(Ok((bans, robots, schema))) => (bans.unwrap_or(0), robots.unwrap_or(0), schema),
             Ok(Err(e)) => {
                 // A fresh connection next time: this one may be broken.
                 shared.connection.store(None);
@@ -172,6 +177,8 @@ impl StoreService {
             METRICS.state_backend_up.set(1);
             tracing::info!(url = %shared.shown_url, "the shared state store is reachable: state is shared");
         }
+        self.check_schema(connection.clone(), schema.as_deref())
+            .await;
         self.share_local_bans(connection.clone()).await;
         self.mirror_readers(connection.clone(), seen).await;
         if seen.bans_version != Some(bans_version) {
@@ -192,6 +199,52 @@ impl StoreService {
                 }
                 Err(failure) => self.background_failed("robots_history", failure),
             }
+        }
+    }
+
+    /// Compares the store's key schema with this build's: writes it when the store has none
+    /// (the first replica, or a store that lost it), and says once when it is newer (a newer
+    /// release is running beside this one). An unreadable value counts as newer: something
+    /// other than this build wrote it.
+    async fn check_schema(&self, mut connection: StoreConnection, schema: Option<&[u8]>) {
+        let Some(schema) = schema else {
+            let mut write = redis::cmd("SET");
+            write
+                .arg(self.shared.key(&[SCHEMA_KEY]))
+                .arg(SCHEMA)
+                .arg("NX");
+            match tokio::time::timeout(
+                BACKGROUND_TIMEOUT,
+                write.query_async::<Option<String>>(&mut connection),
+            )
+            .await
+            {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => self.background_failed("schema", e.into()),
+                Err(_) => self.background_failed("schema", Failure::timeout("no answer")),
+            }
+            return;
+        };
+        let version = std::str::from_utf8(schema)
+            .ok()
+            .and_then(|text| text.trim().parse::<u64>().ok())
+            .unwrap_or(u64::MAX);
+        if version <= SCHEMA {
+            METRICS.state_schema_newer.set(0);
+            self.newer_schema_logged.store(0, Ordering::Relaxed);
+            return;
+        }
+        METRICS.state_schema_newer.set(1);
+        if self.newer_schema_logged.swap(version, Ordering::Relaxed) != version {
+            let found = String::from_utf8_lossy(&schema[..schema.len().min(32)])
+                .escape_debug()
+                .to_string();
+            tracing::warn!(
+                url = %self.shared.shown_url,
+                store_schema = %found,
+                this_schema = SCHEMA,
+                "the shared state store's keys carry a newer schema than this release reads: a newer release runs beside this one; this replica keeps serving with the keys it knows until it is upgraded"
+            );
         }
     }
 
@@ -290,6 +343,22 @@ impl StoreService {
             }
         }
         Ok(())
+    }
+
+    /// Loads the scripts requests run into the server before requests use a new connection: a
+    /// request's script then costs one round trip, not a refused `EVALSHA` and the script sent
+    /// again. A failure is only logged: the invocation falls back to sending the script.
+    async fn load_request_scripts(&self, mut connection: StoreConnection) {
+        for script in [&self.shared.strike, &self.shared.disguised] {
+            match tokio::time::timeout(BACKGROUND_TIMEOUT, script.load_async(&mut connection)).await
+            {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "could not load a script into the shared store");
+                }
+                Err(_) => tracing::debug!("loading a script into the shared store took too long"),
+            }
+        }
     }
 
     async fn connect(&self) -> Result<StoreConnection, Failure> {

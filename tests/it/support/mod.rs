@@ -1177,6 +1177,7 @@ pub mod nginx;
 // The programs above and curl, openssl, kill: the system's, or Debian's fetched without root.
 pub mod programs;
 pub mod redis;
+pub mod relay;
 pub mod tls;
 pub mod trickle;
 pub mod whatwg;
