@@ -535,6 +535,7 @@ impl Judge<'_> {
             store: self.store,
             facts,
             effects: Effects::of(mode),
+            imposed: Default::default(),
         }
         .run()
         .await

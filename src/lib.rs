@@ -107,6 +107,7 @@ pub mod decision;
 #[doc(inline)]
 pub use robotsguard_crawlers as crawlers;
 pub mod enforce;
+pub mod evidence;
 pub mod feeds;
 mod fetch;
 pub mod guard;

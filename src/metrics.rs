@@ -231,7 +231,15 @@ pub struct Metrics {
     /// `robotsguard_decision_rejected_total{reason}`: decision requests refused before any
     /// judgment ([`DECISION_REJECTIONS`]).
     pub decision_rejected: IntCounterVec,
+    /// `robotsguard_evidence_records_total{result}`: evidence records by what became of them
+    /// ([`EVIDENCE_RESULTS`]).
+    pub evidence_records: IntCounterVec,
 }
+
+/// The `result` values of `robotsguard_evidence_records_total`: signed and written (and
+/// synced); dropped because the queue was full (a request never waits for the disk); lost
+/// because the write failed (disk full, permissions).
+pub const EVIDENCE_RESULTS: [&str; 3] = ["written", "dropped", "failed"];
 
 /// The `reason` values of `robotsguard_decision_errors_total`: the judgment took longer than
 /// `decision.timeout`; it came to no answer the listener can give.
@@ -289,7 +297,7 @@ pub const REQUEST_REFUSALS: [&str; 4] = [
 ];
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 65] = [
+pub const METRIC_NAMES: [&str; 66] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -355,6 +363,7 @@ pub const METRIC_NAMES: [&str; 65] = [
     "robotsguard_decision_requests_total",
     "robotsguard_decision_errors_total",
     "robotsguard_decision_rejected_total",
+    "robotsguard_evidence_records_total",
 ];
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -828,6 +837,15 @@ impl Metrics {
         for reason in DECISION_REJECTIONS {
             decision_rejected.with_label_values(&[reason]);
         }
+        let evidence_records = counter(
+            &registry,
+            "robotsguard_evidence_records_total",
+            "Evidence records, by result (written, dropped: the queue was full, failed: the write failed).",
+            &["result"],
+        );
+        for result in EVIDENCE_RESULTS {
+            evidence_records.with_label_values(&[result]);
+        }
         // process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... (Linux).
         register(
             &registry,
@@ -900,6 +918,7 @@ impl Metrics {
             decision_requests,
             decision_errors,
             decision_rejected,
+            evidence_records,
         }
     }
 
@@ -1077,6 +1096,7 @@ impl Metrics {
             Box::new(self.decision_requests.clone()),
             Box::new(self.decision_errors.clone()),
             Box::new(self.decision_rejected.clone()),
+            Box::new(self.evidence_records.clone()),
         ]
     }
 }

@@ -14,6 +14,7 @@ pub use address::{normalize_host, normalize_host_bytes};
 pub(crate) use sections::{default_trusted_callers, DEFAULT_DECISION_TIMEOUT};
 pub use sections::{DecisionConfig, OnDecisionError};
 mod duration;
+pub(crate) use duration::parse_duration;
 mod error;
 mod fragment;
 mod reader;
@@ -48,6 +49,8 @@ mod tests;
 
 pub use fragment::{with_origin_fragment, MAX_FRAGMENT_BYTES};
 pub use sections::{PreviewConfig, DEFAULT_MAX_PATHS_PER_ORIGIN};
+pub use sections::{EvidenceConfig, EvidenceEvent};
+pub(crate) use sections::MAX_REPLICA_NAME as MAX_EVIDENCE_REPLICA_NAME;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -90,6 +93,8 @@ pub struct Config {
     pub preview: PreviewConfig,
     /// The decision listener for front proxies' auth subrequests, when `decision` is set.
     pub decision: Option<DecisionConfig>,
+    /// Signed compliance records (`evidence`).
+    pub evidence: EvidenceConfig,
     /// The absolute path the config was loaded from (`None` from `load_str`).
     pub source_path: Option<PathBuf>,
 }
@@ -328,6 +333,12 @@ const RESTART_ONLY: &[RestartOnly] = &[
         name: "state.dir",
         differs: |old, new| old.state_dir != new.state_dir,
         keep: |new, running| new.state_dir.clone_from(&running.state_dir),
+    },
+    // The writer, its key and its files are set up at start.
+    RestartOnly {
+        name: "evidence",
+        differs: |old, new| old.evidence != new.evidence,
+        keep: |new, running| new.evidence.clone_from(&running.evidence),
     },
     // The decision listener's sockets are bound at start; its callers, timeout and on_error are
     // read per request from the config in force.

@@ -47,6 +47,8 @@ pub(super) struct Judging<'r, 'f> {
     pub(super) store: &'r Store,
     pub(super) facts: &'r Facts<'f>,
     pub(super) effects: Effects,
+    /// The strikes of the ban this request earned (0: none), for its evidence record.
+    pub(super) imposed: std::sync::atomic::AtomicU32,
 }
 
 /// What robots.txt said of the request before its claim was checked: a verification may turn
@@ -82,9 +84,51 @@ fn ended(decision: Decision, answer: Answer) -> Judgment {
 impl Judging<'_, '_> {
     /// Runs every phase in order: the judgment the first one to end gives, else the answer.
     pub(super) async fn run(&self) -> Judgment {
-        match self.phases().await {
+        let judgment = match self.phases().await {
             Break(judgment) | Continue(judgment) => judgment,
-        }
+        };
+        self.effects.record(|| self.evidence(&judgment));
+        judgment
+    }
+
+    /// Records that the request earned a ban of `strikes` strikes (for its evidence record).
+    pub(super) fn banned(&self, strikes: u32) {
+        self.imposed
+            .store(strikes.max(1), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Hands the applied judgment to the evidence writer: a violation, a ban, a refusal or a
+    /// licence answer gets a record when `evidence.events` selects it. A request refused before
+    /// any decision (unknown host, escaped slash) has no origin to give evidence for.
+    fn evidence(&self, judgment: &Judgment) {
+        let Some(decision) = &judgment.decision else {
+            return;
+        };
+        let strikes = self.imposed.load(std::sync::atomic::Ordering::Relaxed);
+        let ban_strikes = (strikes > 0).then_some(strikes);
+        let events = crate::evidence::Events {
+            // The strikes phase says whether the client read robots.txt exactly for violations.
+            violation: judgment.read_robots.is_some(),
+            ban: ban_strikes.is_some(),
+            refusal: matches!(judgment.answer, Answer::Refuse(_)),
+            payment_required: decision.outcome == Outcome::PaymentRequired,
+        };
+        let facts = self.facts;
+        crate::evidence::offer(events, || {
+            Some(crate::evidence::Observed {
+                decision,
+                host: facts.host,
+                method: facts.method,
+                target: facts.target,
+                client: facts.client,
+                user_agent: facts.user_agent,
+                status: judgment.answer.status(),
+                ban_strikes,
+                read_robots: facts
+                    .client
+                    .and_then(|client| self.store.robots_read_at(decision.origin.name(), client)),
+            })
+        });
     }
 
     async fn phases(&self) -> Step<Judgment> {
@@ -399,6 +443,7 @@ impl Judging<'_, '_> {
         let request_id = self.facts.request_id;
         match violation.strike {
             Some(Strike::Banned(ban)) => {
+                self.banned(ban.strikes);
                 crate::logs::offender(origin, client, ban.strikes, Some(&ban), request_id)
             }
             Some(Strike::WouldBan(strikes)) if strikes == settings.strikes => {
@@ -500,6 +545,7 @@ mod tests {
                 store: &self.store,
                 facts,
                 effects: Effects::of(mode),
+                imposed: Default::default(),
             }
         }
 

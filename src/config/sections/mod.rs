@@ -71,6 +71,8 @@ mod reports;
 pub use reports::*;
 mod preview;
 pub use preview::*;
+mod evidence;
+pub use evidence::*;
 mod decision;
 pub(crate) use decision::{check_clashes as check_decision_clashes, decision, DECISION};
 pub(crate) use decision::{default_trusted_callers, DEFAULT_DECISION_TIMEOUT};
@@ -230,6 +232,7 @@ pub(crate) static ALL: &[&Section] = &[
     &REPORTS,
     &PREVIEW,
     &DECISION,
+    &EVIDENCE,
 ];
 
 /// Keys that are valid somewhere, just not where they were written: a better

@@ -23,6 +23,7 @@ pub(crate) static TOP: Section = Section {
         key("reports", Ty::Section(&REPORTS), "", "The violation reports behind `/reports/*` and the console."),
         key("preview", Ty::Section(&PREVIEW), "", "The recent crawler traffic `POST /robots/preview` replays against a candidate robots.txt or policy."),
         key("decision", Ty::Section(&DECISION), "off", "The decision listener: front proxies (nginx `auth_request`, Caddy, Traefik, Envoy) ask it for the judgment instead of proxying through robotsguard."),
+        key("evidence", Ty::Section(&EVIDENCE), "off", "Signed compliance records of violations, bans, refusals and licence answers, with the robots.txt copies they refer to."),
     ],
 };
 
