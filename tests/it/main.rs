@@ -19,6 +19,7 @@ mod disguised;
 mod docs_generated;
 mod edge_readiness;
 mod embed;
+mod evidence;
 mod evasion;
 mod examples_config;
 mod fail_fast;
