@@ -665,22 +665,24 @@ fn evidence_export(query: &str) -> Response<Vec<u8>> {
                 Err(why) => {
                     return text(
                         400,
-                        &format!("{name}: {}\n", crate::logs::escape_client_text(why.as_bytes())),
+                        &format!(
+                            "{name}: {}\n",
+                            crate::logs::escape_client_text(why.as_bytes())
+                        ),
                     )
                 }
             }
         }
     }
     let mut body = Vec::new();
-    let selected = crate::evidence::export::select(
-        evidence.dir(),
-        &filter,
-        MAX_EVIDENCE_EXPORT,
-        &mut body,
-    );
+    let selected =
+        crate::evidence::export::select(evidence.dir(), &filter, MAX_EVIDENCE_EXPORT, &mut body);
     let mut answer = reply(200, "application/jsonl", body);
     let headers = answer.headers_mut();
-    headers.insert("x-evidence-records", http::HeaderValue::from(selected.records));
+    headers.insert(
+        "x-evidence-records",
+        http::HeaderValue::from(selected.records),
+    );
     if selected.truncated {
         headers.insert(
             "x-evidence-truncated",

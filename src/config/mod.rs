@@ -48,9 +48,9 @@ pub use sections::{
 mod tests;
 
 pub use fragment::{with_origin_fragment, MAX_FRAGMENT_BYTES};
-pub use sections::{PreviewConfig, DEFAULT_MAX_PATHS_PER_ORIGIN};
-pub use sections::{EvidenceConfig, EvidenceEvent};
 pub(crate) use sections::MAX_REPLICA_NAME as MAX_EVIDENCE_REPLICA_NAME;
+pub use sections::{EvidenceConfig, EvidenceEvent};
+pub use sections::{PreviewConfig, DEFAULT_MAX_PATHS_PER_ORIGIN};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -9,9 +9,10 @@ use super::error::Sink;
 use super::reader::{self, Table};
 use super::sections::{
     access_log, admin, check_admin_clash, check_catalogue, check_decision_clashes, crawlers,
-    decision, defaults, evidence, limits, listeners, origins, preview, reports, shutdown_grace, state,
-    verify, AdminConfig, CrawlersConfig, Limits, Listener, PreviewConfig, ReportsConfig,
-    StateConfig, VerifyConfig, EvidenceConfig, DEFAULT_ADMIN, DEFAULT_GRACE, DEFAULT_LISTEN, MAX_THREADS, TOP,
+    decision, defaults, evidence, limits, listeners, origins, preview, reports, shutdown_grace,
+    state, verify, AdminConfig, CrawlersConfig, EvidenceConfig, Limits, Listener, PreviewConfig,
+    ReportsConfig, StateConfig, VerifyConfig, DEFAULT_ADMIN, DEFAULT_GRACE, DEFAULT_LISTEN,
+    MAX_THREADS, TOP,
 };
 use super::tree::Node;
 use super::Config;

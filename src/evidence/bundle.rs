@@ -68,7 +68,10 @@ pub fn write(dir: &Path, filter: &Filter, out: impl Write) -> Result<(usize, usi
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let gzip = flate2::write::GzEncoder::new(out, flate2::Compression::default());
-    let mut tar = Tar { out: gzip, mtime: now };
+    let mut tar = Tar {
+        out: gzip,
+        mtime: now,
+    };
     tar.file("evidence.jsonl", &records)?;
     tar.file(KEY_FILE, &key)?;
     tar.file("README.md", README.as_bytes())?;

@@ -73,7 +73,9 @@ pub fn verify(input: impl BufRead, options: &Options) -> Summary {
         let line = match line {
             Ok(line) => line,
             Err(e) => {
-                summary.failures.push(format!("line {number}: unreadable: {e}"));
+                summary
+                    .failures
+                    .push(format!("line {number}: unreadable: {e}"));
                 break;
             }
         };

@@ -57,12 +57,10 @@ impl Filter {
             }
         }
         if self.since.is_some() || self.until.is_some() {
-            let Some(at) = field("time").and_then(|t| humantime::parse_rfc3339_weak(t).ok())
-            else {
+            let Some(at) = field("time").and_then(|t| humantime::parse_rfc3339_weak(t).ok()) else {
                 return false;
             };
-            if self.since.is_some_and(|since| at < since) || self.until.is_some_and(|u| at >= u)
-            {
+            if self.since.is_some_and(|since| at < since) || self.until.is_some_and(|u| at >= u) {
                 return false;
             }
         }
@@ -144,7 +142,10 @@ pub fn robots_meta(dir: &Path, sha256: &str) -> Option<Vec<u8>> {
     if !is_sha256_name(sha256) {
         return None;
     }
-    read_bounded(&dir.join(ROBOTS_DIR).join(format!("{sha256}.json")), 64 * 1024)
+    read_bounded(
+        &dir.join(ROBOTS_DIR).join(format!("{sha256}.json")),
+        64 * 1024,
+    )
 }
 
 fn read_bounded(path: &Path, max: u64) -> Option<Vec<u8>> {

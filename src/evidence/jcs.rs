@@ -103,7 +103,8 @@ mod tests {
     fn members_are_sorted_by_utf16_and_nothing_else_is_added() {
         // RFC 8785 section 3.2.3's order: by UTF-16 code units, so U+1F600 (a surrogate pair,
         // 0xD83D...) sorts before U+FB33 although its code point is larger.
-        let value = json!({"\u{fb33}": 1, "\u{1f600}": 2, "b": [true, null, "x"], "a": {"z": 0, "y": -3}});
+        let value =
+            json!({"\u{fb33}": 1, "\u{1f600}": 2, "b": [true, null, "x"], "a": {"z": 0, "y": -3}});
         assert_eq!(
             canonical(&value).expect("canonical"),
             "{\"a\":{\"y\":-3,\"z\":0},\"b\":[true,null,\"x\"],\"\u{1f600}\":2,\"\u{fb33}\":1}"
@@ -121,7 +122,10 @@ mod tests {
 
     #[test]
     fn numbers_other_than_safe_integers_are_refused() {
-        assert_eq!(canonical(&json!(9007199254740991u64)).expect("safe"), "9007199254740991");
+        assert_eq!(
+            canonical(&json!(9007199254740991u64)).expect("safe"),
+            "9007199254740991"
+        );
         assert!(canonical(&json!(9007199254740992u64)).is_err());
         assert!(canonical(&json!(1.5)).is_err());
         assert!(canonical(&json!(-9007199254740992i64)).is_err());

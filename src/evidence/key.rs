@@ -42,8 +42,8 @@ pub fn parse_private(text: &str) -> Result<SigningKey, String> {
         return SigningKey::from_pkcs8_pem(text)
             .map_err(|_| "not an Ed25519 PKCS#8 private key in PEM (`-----BEGIN PRIVATE KEY-----`; `openssl genpkey -algorithm ed25519`)".to_string());
     }
-    let seed = decode_base64(text)
-        .ok_or("neither PEM nor base64 (a 32-byte Ed25519 seed in base64)")?;
+    let seed =
+        decode_base64(text).ok_or("neither PEM nor base64 (a 32-byte Ed25519 seed in base64)")?;
     let seed: [u8; 32] = seed
         .try_into()
         .map_err(|seed: Vec<u8>| format!("a base64 seed of {} bytes, not 32", seed.len()))?;
@@ -129,7 +129,12 @@ mod tests {
 
     #[test]
     fn malformed_keys_are_refused_with_why() {
-        for text in ["", "not base64 !!", "AAAA", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----"] {
+        for text in [
+            "",
+            "not base64 !!",
+            "AAAA",
+            "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----",
+        ] {
             assert!(parse_private(text).is_err(), "{text}");
         }
     }

@@ -83,7 +83,10 @@ pub fn pending(observed: &Observed<'_>, replica: &str, now: SystemTime) -> Pendi
     put("time", json!(time_ms(now)));
     put("origin", json!(decision.origin.name()));
     put("host", json!(escaped(observed.host, MAX_CLIENT_FIELD)));
-    put("method", json!(escaped(observed.method.as_str().as_bytes(), 64)));
+    put(
+        "method",
+        json!(escaped(observed.method.as_str().as_bytes(), 64)),
+    );
     put("path", json!(matcher_form(&path, MAX_PATH)));
     put(
         "path_received",
@@ -217,7 +220,10 @@ mod tests {
         let mut hostile = b"a\nb\r\x00\x1b[31m\\\xff\xfe".to_vec();
         hostile.extend(std::iter::repeat_n(b'x', 8 * 1024));
         let text = escaped(&hostile, MAX_CLIENT_FIELD);
-        assert!(text.starts_with("a\\x0ab\\x0d\\x00\\x1b[31m\\\\\\xff\\xfe"), "{text}");
+        assert!(
+            text.starts_with("a\\x0ab\\x0d\\x00\\x1b[31m\\\\\\xff\\xfe"),
+            "{text}"
+        );
         assert!(text.ends_with(&format!("... ({} bytes)", hostile.len())));
         assert!(text.len() < MAX_CLIENT_FIELD * 4 + 32);
         assert!(!text.chars().any(char::is_control));

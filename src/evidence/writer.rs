@@ -248,8 +248,8 @@ impl Writer {
                         && std::fs::metadata(path)
                             .is_ok_and(|m| m.len() + len <= self.max_file_size)
                 });
-            let path = current
-                .unwrap_or_else(|| self.dir.join(file_name(&self.replica, chain.next)));
+            let path =
+                current.unwrap_or_else(|| self.dir.join(file_name(&self.replica, chain.next)));
             if path.is_file() {
                 // A write that failed may have left half a record: it is cut off before the
                 // next one is appended.

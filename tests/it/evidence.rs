@@ -145,7 +145,10 @@ fn download(proxy: &Proxy, query: &str, out: &Path) -> Vec<String> {
     let key = proxy.admin_get("/evidence/key");
     assert_eq!(key.status, 200);
     let jwk = key.json();
-    assert_eq!((jwk["kty"].as_str(), jwk["crv"].as_str()), (Some("OKP"), Some("Ed25519")));
+    assert_eq!(
+        (jwk["kty"].as_str(), jwk["crv"].as_str()),
+        (Some("OKP"), Some("Ed25519"))
+    );
     std::fs::write(out.join("key.jwk"), &key.body).expect("written");
     let lines: Vec<String> = export.text().lines().map(str::to_string).collect();
     for line in &lines {
@@ -155,7 +158,9 @@ fn download(proxy: &Proxy, query: &str, out: &Path) -> Vec<String> {
             .to_string();
         let copy = proxy.admin_get(&format!("/evidence/robots/{sha}"));
         assert_eq!(copy.status, 200);
-        assert!(copy.header("x-evidence-robots").is_some_and(|m| m.contains("inline")));
+        assert!(copy
+            .header("x-evidence-robots")
+            .is_some_and(|m| m.contains("inline")));
         std::fs::write(out.join("robots").join(&sha), &copy.body).expect("written");
     }
     lines
@@ -189,11 +194,33 @@ fn rewrite(file: &Path, change: impl FnOnce(&mut Vec<String>)) {
 /// a 402, and a browser that gets nothing recorded.
 fn script(proxy: &Proxy) {
     let client = "203.0.113.9";
-    assert_eq!(from(proxy, "shop.example", client, "/private", GPTBOT).status, 403);
-    assert_eq!(from(proxy, "shop.example", client, "/private/x", GPTBOT).status, 403);
-    assert_eq!(from(proxy, "shop.example", client, "/page", GPTBOT).status, 403);
-    assert_eq!(from(proxy, "pay.example", "203.0.113.20", "/private", GPTBOT).status, 402);
-    assert_eq!(from(proxy, "shop.example", "203.0.113.30", "/page", support::BROWSER).status, 200);
+    assert_eq!(
+        from(proxy, "shop.example", client, "/private", GPTBOT).status,
+        403
+    );
+    assert_eq!(
+        from(proxy, "shop.example", client, "/private/x", GPTBOT).status,
+        403
+    );
+    assert_eq!(
+        from(proxy, "shop.example", client, "/page", GPTBOT).status,
+        403
+    );
+    assert_eq!(
+        from(proxy, "pay.example", "203.0.113.20", "/private", GPTBOT).status,
+        402
+    );
+    assert_eq!(
+        from(
+            proxy,
+            "shop.example",
+            "203.0.113.30",
+            "/page",
+            support::BROWSER
+        )
+        .status,
+        200
+    );
 }
 
 #[test]
@@ -218,7 +245,9 @@ fn a_violation_a_ban_and_a_402_each_give_a_signed_record_that_verifies() {
     assert_eq!(violation["client_prefix"], "203.0.113.9/32");
     assert_eq!(violation["user_agent"], GPTBOT);
     assert_eq!(violation["crawler"], "GPTBot");
-    assert!(violation["purposes"].as_array().is_some_and(|p| !p.is_empty()));
+    assert!(violation["purposes"]
+        .as_array()
+        .is_some_and(|p| !p.is_empty()));
     assert_eq!(violation["verification"]["verdict"], "unverified");
     assert_eq!(violation["decision"], "blocked");
     assert_eq!(violation["status"], 403);
@@ -231,7 +260,11 @@ fn a_violation_a_ban_and_a_402_each_give_a_signed_record_that_verifies() {
     assert_eq!(violation["strikes"], serde_json::Value::Null);
     let time = violation["time"].as_str().expect("a time");
     // RFC 3339 with milliseconds, in UTC: 2026-05-01T12:00:00.123Z.
-    assert_eq!((time.len(), &time[19..20], &time[23..]), (24, ".", "Z"), "{time}");
+    assert_eq!(
+        (time.len(), &time[19..20], &time[23..]),
+        (24, ".", "Z"),
+        "{time}"
+    );
     let sha = violation["robots"]["sha256"].as_str().expect("a sha256");
     assert_eq!(sha.len(), 64);
     assert!(place.dir().join("robots").join(sha).is_file());
@@ -249,8 +282,14 @@ fn a_violation_a_ban_and_a_402_each_give_a_signed_record_that_verifies() {
     assert_eq!(exported, lines);
     let (code, text) = verify(out.path(), "evidence.jsonl", &["--complete"]);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("4 records: 4 signatures valid, 3 links checked, 0 gaps"), "{text}");
-    assert!(text.contains("3 rule lines and 3 verdicts re-checked"), "{text}");
+    assert!(
+        text.contains("4 records: 4 signatures valid, 3 links checked, 0 gaps"),
+        "{text}"
+    );
+    assert!(
+        text.contains("3 rule lines and 3 verdicts re-checked"),
+        "{text}"
+    );
     // A selection by crawler and origin has its gaps counted, not failed.
     let selected = proxy.admin_get("/evidence?origin=pay&crawler=gptbot");
     assert_eq!(selected.text().lines().count(), 1);
@@ -264,7 +303,11 @@ fn a_violation_a_ban_and_a_402_each_give_a_signed_record_that_verifies() {
     assert_eq!(written, 4.0);
     let metrics = proxy.metrics();
     assert_eq!(
-        metric(&metrics, "robotsguard_evidence_records_total", &[("result", "dropped")]),
+        metric(
+            &metrics,
+            "robotsguard_evidence_records_total",
+            &[("result", "dropped")]
+        ),
         0.0
     );
 }
@@ -281,10 +324,15 @@ fn a_changed_record_a_deleted_record_or_an_edited_robots_copy_fails_naming_the_r
     let file = out.path().join("evidence.jsonl");
     let original = std::fs::read_to_string(&file).expect("readable");
     // One byte of the second record flipped.
-    rewrite(&file, |lines| lines[1] = lines[1].replacen("/private/x", "/private/y", 1));
+    rewrite(&file, |lines| {
+        lines[1] = lines[1].replacen("/private/x", "/private/y", 1)
+    });
     let (code, text) = verify(out.path(), "evidence.jsonl", &[]);
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("record r1-2: the signature does not verify"), "{text}");
+    assert!(
+        text.contains("record r1-2: the signature does not verify"),
+        "{text}"
+    );
     // The third record deleted: a gap, which fails with --complete, naming the record after it.
     std::fs::write(&file, &original).expect("written");
     rewrite(&file, |lines| {
@@ -292,7 +340,10 @@ fn a_changed_record_a_deleted_record_or_an_edited_robots_copy_fails_naming_the_r
     });
     let (code, text) = verify(out.path(), "evidence.jsonl", &[]);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("gap: line 3, record r1-4: 1 record(s)"), "{text}");
+    assert!(
+        text.contains("gap: line 3, record r1-4: 1 record(s)"),
+        "{text}"
+    );
     let (code, text) = verify(out.path(), "evidence.jsonl", &["--complete"]);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("FAILED line 3, record r1-4"), "{text}");
@@ -313,7 +364,9 @@ fn a_changed_record_a_deleted_record_or_an_edited_robots_copy_fails_naming_the_r
     let (code, text) = verify(out.path(), "evidence.jsonl", &[]);
     assert_eq!(code, 1, "{text}");
     assert!(
-        text.contains(&format!("record r1-1: the stored robots.txt copy {sha} does not hash to its name")),
+        text.contains(&format!(
+            "record r1-1: the stored robots.txt copy {sha} does not hash to its name"
+        )),
         "{text}"
     );
     // Another key does not verify anything.
@@ -348,7 +401,10 @@ fn files_rotate_by_size_the_chain_goes_on_across_restarts_and_old_files_are_prun
     for i in 0..60 {
         let client = format!("198.51.100.{}", i + 1);
         let path = format!("/private/{i}");
-        assert_eq!(from(&proxy, "shop.example", &client, &path, &long_ua).status, 403);
+        assert_eq!(
+            from(&proxy, "shop.example", &client, &path, &long_ua).status,
+            403
+        );
     }
     let lines = wait_records(&place.dir(), 60);
     assert_eq!(lines.len(), 60);
@@ -367,7 +423,10 @@ fn files_rotate_by_size_the_chain_goes_on_across_restarts_and_old_files_are_prun
     // A restart goes on with the chain where it stopped.
     drop(proxy);
     proxy = place.start(&origin, extra);
-    assert_eq!(from(&proxy, "shop.example", "192.0.2.1", "/private", GPTBOT).status, 403);
+    assert_eq!(
+        from(&proxy, "shop.example", "192.0.2.1", "/private", GPTBOT).status,
+        403
+    );
     let lines = wait_records(&place.dir(), 61);
     assert_eq!(lines.len(), 61);
     assert_eq!(json(&lines[60])["id"], "r1-61");
@@ -375,7 +434,10 @@ fn files_rotate_by_size_the_chain_goes_on_across_restarts_and_old_files_are_prun
     download(&proxy, "", out.path());
     let (code, text) = verify(out.path(), "evidence.jsonl", &["--complete"]);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("61 records: 61 signatures valid, 60 links checked, 0 gaps"), "{text}");
+    assert!(
+        text.contains("61 records: 61 signatures valid, 60 links checked, 0 gaps"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -398,16 +460,24 @@ fn hostile_user_agents_and_paths_are_recorded_bounded_and_escaped() {
     assert_eq!(lines.len(), 1);
     let line = &lines[0];
     assert!(line.len() < 4 * 1024, "{} bytes", line.len());
-    assert!(!line.bytes().any(|b| b < 0x20), "a control byte in the line");
+    assert!(
+        !line.bytes().any(|b| b < 0x20),
+        "a control byte in the line"
+    );
     let record = json(line);
     let recorded = record["user_agent"].as_str().expect("a string");
-    assert!(recorded.starts_with("GPTBot/1.2 \"quoted\" \\\\ \\x09\\xff\\xfe"), "{recorded}");
-    assert!(recorded.ends_with(&format!("... ({} bytes)", ua.len())), "{recorded}");
-    assert_eq!(
-        record["path_received"],
-        "/private/%0a%00%e2%80%a8\\\\\"x"
+    assert!(
+        recorded.starts_with("GPTBot/1.2 \"quoted\" \\\\ \\x09\\xff\\xfe"),
+        "{recorded}"
     );
-    assert!(record["path"].as_str().is_some_and(|p| p.starts_with("/private/")));
+    assert!(
+        recorded.ends_with(&format!("... ({} bytes)", ua.len())),
+        "{recorded}"
+    );
+    assert_eq!(record["path_received"], "/private/%0a%00%e2%80%a8\\\\\"x");
+    assert!(record["path"]
+        .as_str()
+        .is_some_and(|p| p.starts_with("/private/")));
     let out = tempfile::tempdir().expect("a temp dir");
     download(&proxy, "", out.path());
     let (code, text) = verify(out.path(), "evidence.jsonl", &["--complete"]);
@@ -422,8 +492,11 @@ fn a_missing_or_malformed_key_is_refused_by_validate_and_serve_alike() {
     // A raw 32-byte seed in base64 is a key too.
     std::fs::write(&seed, "nWGxne/9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A=\n").expect("written");
     let bad = dir.path().join("bad.pem");
-    std::fs::write(&bad, "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
-        .expect("written");
+    std::fs::write(
+        &bad,
+        "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+    )
+    .expect("written");
     let short = dir.path().join("short.b64");
     std::fs::write(&short, "AAAA").expect("written");
     let missing = dir.path().join("missing.pem");
@@ -476,5 +549,8 @@ fn a_missing_or_malformed_key_is_refused_by_validate_and_serve_alike() {
         .expect("robotsguard runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("nokey.yaml:2:3") && stderr.contains("evidence.key_file"), "{stderr}");
+    assert!(
+        stderr.contains("nokey.yaml:2:3") && stderr.contains("evidence.key_file"),
+        "{stderr}"
+    );
 }

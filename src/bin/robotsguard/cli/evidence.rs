@@ -84,7 +84,9 @@ pub fn run(command: &EvidenceCommand) -> ExitCode {
                         .map_err(|e| format!("--until: {e}"))?,
                 })
             })();
-            match filter.and_then(|filter| make_bundle(&filter, config.as_deref(), dir.as_deref(), output)) {
+            match filter
+                .and_then(|filter| make_bundle(&filter, config.as_deref(), dir.as_deref(), output))
+            {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -107,7 +109,10 @@ fn verify(file: &Path, key: Option<&Path>, robots_dir: Option<&Path>, complete: 
     {
         Ok(public) => public,
         Err(e) => {
-            eprintln!("error: key `{}`: {e} (give --key JWK|PEM)", key_path.display());
+            eprintln!(
+                "error: key `{}`: {e} (give --key JWK|PEM)",
+                key_path.display()
+            );
             return ExitCode::from(2);
         }
     };
@@ -176,8 +181,8 @@ fn make_bundle(
         (None, None) => return Err("give --config FILE or --dir DIR".to_string()),
     };
     let temporary = output.with_extension("partial");
-    let file = std::fs::File::create(&temporary)
-        .map_err(|e| format!("{}: {e}", temporary.display()))?;
+    let file =
+        std::fs::File::create(&temporary).map_err(|e| format!("{}: {e}", temporary.display()))?;
     let written = bundle::write(&dir, filter, std::io::BufWriter::new(file));
     let (records, copies) = match written {
         Ok(counts) => counts,
