@@ -295,6 +295,44 @@ fn a_violation_a_ban_and_a_402_each_give_a_signed_record_that_verifies() {
     assert_eq!(selected.text().lines().count(), 1);
     assert_eq!(proxy.admin_get("/evidence?since=nonsense").status, 400);
     assert_eq!(proxy.admin_get("/evidence/robots/..%2Fkey.pem").status, 400);
+    // The bundle for one origin and crawler: the records, their copy, the key and a README,
+    // in a tar.gz that tar reads and whose records verify as they are.
+    let bundle = out.path().join("gptbot.tar.gz");
+    let (code, text) = evidence(&[
+        "bundle",
+        "--origin",
+        "shop",
+        "--crawler",
+        "GPTBot",
+        "--since",
+        "1h",
+        "--dir",
+        place.dir().to_str().expect("utf-8"),
+        "-o",
+        bundle.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("3 records, 1 robots.txt copies"), "{text}");
+    let unpacked = out.path().join("unpacked");
+    std::fs::create_dir_all(&unpacked).expect("dir");
+    let tar = Command::new("tar")
+        .arg("xzf")
+        .arg(&bundle)
+        .arg("-C")
+        .arg(&unpacked)
+        .output()
+        .expect("tar runs");
+    assert!(tar.status.success(), "{tar:?}");
+    assert!(std::fs::read_to_string(unpacked.join("README.md"))
+        .is_ok_and(|readme| readme.contains("robotsguard evidence verify")));
+    assert!(unpacked.join("robots").join(sha).is_file());
+    let bundled = unpacked.join("evidence.jsonl");
+    let (code, text) = evidence(&["verify", bundled.to_str().expect("utf-8"), "--complete"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("3 records: 3 signatures valid, 2 links checked"),
+        "{text}"
+    );
     let written = proxy.wait_metric(
         "robotsguard_evidence_records_total",
         &[("result", "written")],
