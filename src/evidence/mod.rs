@@ -3,8 +3,8 @@
 //! its RFC 8785 canonical form and chained by sha256 to the record before it; the robots.txt
 //! copies the records refer to, stored once each by their sha256.
 //!
-//! The judgment hands each applied request here ([`offer`], through
-//! [`crate::judge::Effects::record`], so a preview records nothing); the record is built from
+//! The judgment hands each applied request here ([`Evidence::offer`]; a preview records
+//! nothing); the record is built from
 //! what the judgment knew and queued for the writer ([`writer`]), a thread of its own: a request
 //! never waits for the disk. [`check`] verifies records (`robotsguard evidence verify`),
 //! [`export`] selects them (`GET /evidence`, `robotsguard evidence bundle`).
@@ -237,20 +237,6 @@ impl Evidence {
     /// This replica's name.
     pub fn replica(&self) -> &str {
         &self.replica
-    }
-}
-
-/// Queues the record of an applied judgment that is `events`, when evidence is on and wants
-/// them. `observe` builds what the record needs only then.
-pub fn offer<'a>(events: Events, observe: impl FnOnce() -> Option<Observed<'a>>) {
-    let Some(evidence) = ACTIVE.get() else {
-        return;
-    };
-    if !evidence.wants(events) {
-        return;
-    }
-    if let Some(observed) = observe() {
-        evidence.offer(&observed);
     }
 }
 

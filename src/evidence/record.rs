@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use serde_json::{json, Map, Value};
 
-use crate::enforce::Decision;
+use crate::enforce::{Decision, VerifiedBy};
 use crate::snapshot::RobotsCopy;
 
 /// The most bytes of a User-Agent, a Host or a path as received that a record keeps (escaped
@@ -71,10 +71,7 @@ pub fn pending(observed: &Observed<'_>, replica: &str, now: SystemTime) -> Pendi
         .as_ref()
         .map(|crawler| crawler.purposes().iter().map(|p| p.as_str()).collect())
         .unwrap_or_default();
-    let verification = json!({
-        "verdict": decision.verification_result().map(|r| r.as_str()),
-        "how": decision.verification.as_ref().map(|v| v.how.clone()),
-    });
+    let verification = verification(decision);
     let mut fields = Map::new();
     let mut put = |name: &str, value: Value| {
         fields.insert(name.to_string(), value);
@@ -124,6 +121,38 @@ pub fn pending(observed: &Observed<'_>, replica: &str, now: SystemTime) -> Pendi
         rule_line: decision.rule.as_ref().map(|rule| rule.line),
         robots: copy.clone(),
     }
+}
+
+/// `verification`: the verdict, the sentence that says how, and what a verified claim stood on:
+/// `method` (`range_list`, `reverse_dns`, `web_bot_auth`) with the list and its fetch time, the
+/// reverse DNS name, or the signing agent.
+fn verification(decision: &Decision) -> Value {
+    let checked = decision.verification.as_deref();
+    let mut value = json!({
+        "verdict": decision.verification_result().map(|r| r.as_str()),
+        "how": checked.map(|v| escaped(v.how.as_bytes(), MAX_CLIENT_FIELD)),
+        "method": Value::Null,
+    });
+    let by = match checked.and_then(|v| v.by.as_ref()) {
+        Some(VerifiedBy::RangeList { list, fetched_at }) => json!({
+            "method": "range_list",
+            "list": escaped(list.as_bytes(), MAX_CLIENT_FIELD),
+            "list_fetched_at": fetched_at.map(time_ms),
+        }),
+        Some(VerifiedBy::ReverseDns { name }) => json!({
+            "method": "reverse_dns",
+            "name": escaped(name.as_bytes(), MAX_CLIENT_FIELD),
+        }),
+        Some(VerifiedBy::WebBotAuth { agent }) => json!({
+            "method": "web_bot_auth",
+            "agent": escaped(agent.as_bytes(), MAX_CLIENT_FIELD),
+        }),
+        _ => Value::Null,
+    };
+    if let (Value::Object(value), Value::Object(by)) = (&mut value, by) {
+        value.extend(by);
+    }
+    value
 }
 
 /// Client bytes as one bounded line of text: printable ASCII as is, a backslash doubled, every

@@ -87,7 +87,9 @@ impl Judging<'_, '_> {
         let judgment = match self.phases().await {
             Break(judgment) | Continue(judgment) => judgment,
         };
-        self.effects.record(|| self.evidence(&judgment));
+        if self.effects.applies() {
+            self.evidence(&judgment).await;
+        }
         judgment
     }
 
@@ -100,8 +102,9 @@ impl Judging<'_, '_> {
     /// Hands the applied judgment to the evidence writer: a violation, a ban, a refusal or a
     /// licence answer gets a record when `evidence.events` selects it. A request refused before
     /// any decision (unknown host, escaped slash) has no origin to give evidence for.
-    fn evidence(&self, judgment: &Judgment) {
-        let Some(decision) = &judgment.decision else {
+    async fn evidence(&self, judgment: &Judgment) {
+        let (Some(decision), Some(evidence)) = (&judgment.decision, crate::evidence::active())
+        else {
             return;
         };
         let strikes = self.imposed.load(std::sync::atomic::Ordering::Relaxed);
@@ -113,21 +116,37 @@ impl Judging<'_, '_> {
             refusal: matches!(judgment.answer, Answer::Refuse(_)),
             payment_required: decision.outcome == Outcome::PaymentRequired,
         };
+        if !evidence.wants(events) {
+            return;
+        }
         let facts = self.facts;
-        crate::evidence::offer(events, || {
-            Some(crate::evidence::Observed {
-                decision,
-                host: facts.host,
-                method: facts.method,
-                target: facts.target,
-                client: facts.client,
-                user_agent: facts.user_agent,
-                status: judgment.answer.status(),
-                ban_strikes,
-                read_robots: facts
-                    .client
-                    .and_then(|client| self.store.robots_read_at(decision.origin.name(), client)),
-            })
+        // The judgment checks no claim it refuses anyway (nothing a check could change); the
+        // record says what the range lists and cached reverse DNS answers show of it, without
+        // sending a DNS query.
+        let checked = match (&decision.verification, &decision.crawler, facts.client) {
+            (None, Some(_), Some(client)) => self
+                .verifier
+                .verify_without_lookups(self.snapshot, decision, client)
+                .await
+                .map(|verification| {
+                    let mut checked = decision.clone();
+                    checked.verification = Some(verification);
+                    checked
+                }),
+            _ => None,
+        };
+        evidence.offer(&crate::evidence::Observed {
+            decision: checked.as_ref().unwrap_or(decision),
+            host: facts.host,
+            method: facts.method,
+            target: facts.target,
+            client: facts.client,
+            user_agent: facts.user_agent,
+            status: judgment.answer.status(),
+            ban_strikes,
+            read_robots: facts
+                .client
+                .and_then(|client| self.store.robots_read_at(decision.origin.name(), client)),
         });
     }
 

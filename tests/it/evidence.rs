@@ -592,3 +592,59 @@ fn a_missing_or_malformed_key_is_refused_by_validate_and_serve_alike() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_refused_crawler_s_record_says_how_its_claim_was_checked() {
+    let origin = Origin::start();
+    let place = Place::new();
+    // ListedBot's range list is a file: a claim from 198.51.100.200 is verified by it, one
+    // from elsewhere is an impostor; neither is looked up in DNS.
+    let body = body(&origin, &place.key(), &place.dir(), "").replacen(
+        "origins:",
+        "crawlers:\n  extra:\n    - {name: ListedBot, tokens: [listedbot], pattern: ListedBot, category: ai-training, verify: {ips: [\"file:ranges/listed.json\"]}}\norigins:",
+        1,
+    );
+    let proxy = Proxy::builder(&body)
+        .files(&[("ranges/listed.json", r#"["198.51.100.200"]"#)])
+        .start();
+    // The entry as the list is known: its path made absolute.
+    let list = format!("file:{}/ranges/listed.json", proxy.dir.path().display());
+    let loaded = (0..200).any(|_| {
+        let ok = metric(
+            &proxy.metrics(),
+            "robotsguard_crawler_range_list_loaded",
+            &[("list", &list)],
+        ) >= 1.0;
+        if !ok {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        ok
+    });
+    assert!(loaded, "the range list did not load");
+    let ua = "Mozilla/5.0 (compatible; ListedBot/1.0)";
+    assert_eq!(
+        from(&proxy, "shop.example", "198.51.100.200", "/cart", ua).status,
+        403
+    );
+    assert_eq!(
+        from(&proxy, "shop.example", "203.0.113.77", "/cart", ua).status,
+        403
+    );
+    let lines = wait_records(&place.dir(), 2);
+    assert_eq!(lines.len(), 2);
+    let verified = json(&lines[0]);
+    assert_eq!(
+        verified["verification"]["verdict"], "verified",
+        "{verified}"
+    );
+    assert_eq!(verified["verification"]["method"], "range_list");
+    assert_eq!(verified["verification"]["list"], list);
+    assert!(
+        verified["verification"]["list_fetched_at"].is_string(),
+        "{verified}"
+    );
+    let other = json(&lines[1]);
+    assert_eq!(other["verification"]["verdict"], "impostor", "{other}");
+    assert_eq!(other["verification"]["method"], serde_json::Value::Null);
+    assert_eq!(other["rule"]["agents"], serde_json::json!(["*"]));
+}
