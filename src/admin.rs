@@ -647,7 +647,7 @@ fn evidence_key() -> Response<Vec<u8>> {
 
 /// `GET /evidence?origin=&crawler=&since=&until=`: the records selected, as written (JSON
 /// Lines), every replica's in the directory.
-fn evidence_export(query: &str) -> Response<Vec<u8>> {
+async fn evidence_export(query: &str) -> Response<Vec<u8>> {
     let Some(evidence) = crate::evidence::active() else {
         return text(404, EVIDENCE_OFF);
     };
@@ -909,7 +909,7 @@ impl ServeHttp for AdminApp {
             "/bans" => list_bans(&snapshot, &self.store, &query),
             "/robots" => robots_copy(&snapshot, &query),
             "/evidence/key" => evidence_key(),
-            "/evidence" => evidence_export(&query),
+            "/evidence" => evidence_export(&query).await,
             other if other.starts_with(EVIDENCE_ROBOTS) => {
                 evidence_robots(&other[EVIDENCE_ROBOTS.len()..])
             }
