@@ -678,6 +678,97 @@ fn robots_copy(snapshot: &Snapshot, query: &str) -> Response<Vec<u8>> {
     }
 }
 
+/// `GET /evidence/robots/<sha256>`: a stored robots.txt copy.
+const EVIDENCE_ROBOTS: &str = "/evidence/robots/";
+
+/// The most bytes `GET /evidence` answers with: a longer selection is cut at a record's end
+/// (`X-Evidence-Truncated: true`); narrow it with `since` and `until`.
+const MAX_EVIDENCE_EXPORT: usize = 64 * 1024 * 1024;
+
+const EVIDENCE_OFF: &str = "evidence is off: set evidence.enabled and evidence.key_file\n";
+
+/// `GET /evidence/key`: the public key records are signed with, as a JWK.
+fn evidence_key() -> Response<Vec<u8>> {
+    match crate::evidence::active() {
+        Some(evidence) => {
+            let body = format!("{}\n", evidence.jwk()).into_bytes();
+            reply(200, "application/jwk+json", body)
+        }
+        None => text(404, EVIDENCE_OFF),
+    }
+}
+
+/// `GET /evidence?origin=&crawler=&since=&until=`: the records selected, as written (JSON
+/// Lines), every replica's in the directory.
+async fn evidence_export(query: &str) -> Response<Vec<u8>> {
+    let Some(evidence) = crate::evidence::active() else {
+        return text(404, EVIDENCE_OFF);
+    };
+    let params = query_params(query);
+    let nonempty = |name: &str| param(&params, name).filter(|v| !v.is_empty());
+    let mut filter = crate::evidence::export::Filter {
+        origin: nonempty("origin").map(str::to_string),
+        crawler: nonempty("crawler").map(str::to_string),
+        ..Default::default()
+    };
+    for (name, slot) in [("since", &mut filter.since), ("until", &mut filter.until)] {
+        if let Some(value) = nonempty(name) {
+            match crate::evidence::export::parse_time(value) {
+                Ok(at) => *slot = Some(at),
+                Err(why) => {
+                    return text(
+                        400,
+                        &format!(
+                            "{name}: {}\n",
+                            crate::logs::escape_client_text(why.as_bytes())
+                        ),
+                    )
+                }
+            }
+        }
+    }
+    let mut body = Vec::new();
+    let selected =
+        crate::evidence::export::select(evidence.dir(), &filter, MAX_EVIDENCE_EXPORT, &mut body);
+    let mut answer = reply(200, "application/jsonl", body);
+    let headers = answer.headers_mut();
+    headers.insert(
+        "x-evidence-records",
+        http::HeaderValue::from(selected.records),
+    );
+    if selected.truncated {
+        headers.insert(
+            "x-evidence-truncated",
+            http::HeaderValue::from_static("true"),
+        );
+    }
+    answer
+}
+
+/// `GET /evidence/robots/<sha256>`: a stored robots.txt copy, as fetched; its fetch time,
+/// source and status in `X-Evidence-Robots` (the JSON stored beside it).
+fn evidence_robots(name: &str) -> Response<Vec<u8>> {
+    let Some(evidence) = crate::evidence::active() else {
+        return text(404, EVIDENCE_OFF);
+    };
+    if !crate::evidence::is_sha256_name(name) {
+        return text(400, "give the copy's sha256: 64 lower-case hex digits\n");
+    }
+    match crate::evidence::export::robots_copy(evidence.dir(), name) {
+        Some(body) => {
+            let mut answer = reply(200, "text/plain; charset=utf-8", body);
+            let meta = crate::evidence::export::robots_meta(evidence.dir(), name)
+                .and_then(|m| String::from_utf8(m).ok())
+                .and_then(|m| http::HeaderValue::from_str(m.trim()).ok());
+            if let Some(meta) = meta {
+                answer.headers_mut().insert("x-evidence-robots", meta);
+            }
+            answer
+        }
+        None => text(404, "no stored robots.txt copy by that sha256\n"),
+    }
+}
+
 /// Ages change with time, not with events: they are computed when scraped.
 fn publish_ages(snapshot: &Snapshot) {
     let now = std::time::SystemTime::now();
@@ -1108,6 +1199,11 @@ impl AdminApp {
             "/bans" if lifting => lift_ban(&snapshot, &self.store, &query).await,
             "/bans" => list_bans(&snapshot, &self.store, &query),
             "/robots" => robots_copy(&snapshot, &query),
+            "/evidence/key" => evidence_key(),
+            "/evidence" => evidence_export(&query).await,
+            other if other.starts_with(EVIDENCE_ROBOTS) => {
+                evidence_robots(&other[EVIDENCE_ROBOTS.len()..])
+            }
             REFRESH_PATH => {
                 let params = query_params(&query);
                 match param(&params, "origin") {
@@ -1170,7 +1266,7 @@ impl AdminApp {
                     Err(error) => json(400, &serde_json::json!({ "error": error })),
                 }
             }
-            _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin= /reports/crawlers?origin= /ui/ /v1/decisions/stream (POST /robots/refresh?origin= /robots/preview?origin=)\n"),
+            _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin= /reports/crawlers?origin= /evidence?origin=&crawler=&since=&until= /evidence/key /ui/ /v1/decisions/stream (POST /robots/refresh?origin= /robots/preview?origin=)\n"),
         }
     }
 }

@@ -546,6 +546,7 @@ impl Judge<'_> {
             store: self.store,
             facts,
             effects: Effects::of(mode),
+            imposed: Default::default(),
         }
         .run()
         .await

@@ -109,6 +109,7 @@ pub mod decision;
 pub use robotsguard_crawlers as crawlers;
 pub mod enforce;
 pub mod events;
+pub mod evidence;
 pub mod feeds;
 mod fetch;
 pub mod guard;

@@ -588,6 +588,28 @@ pub fn connection_refused(reason: &str, peer: Option<std::net::IpAddr>, why: &st
     }
 }
 
+static EVIDENCE_LINES: LazyLock<RateLimiter> = LazyLock::new(|| RateLimiter::new(1));
+static EVIDENCE_DROPS: LazyLock<RateLimiter> = LazyLock::new(|| RateLimiter::new(1));
+
+/// Logs that an evidence record (or a robots.txt copy it needs) could not be written, at
+/// ERROR: a request the evidence will not show. One line a second at most (each is counted in
+/// `robotsguard_evidence_records_total{result="failed"}`).
+pub(crate) fn evidence_failed(why: &str) {
+    if EVIDENCE_LINES.admit() {
+        tracing::error!("evidence record not written: {}", one_line(why));
+    }
+}
+
+/// Logs that the evidence queue was full and a record was dropped, at WARN, one line a second
+/// at most (each is counted in `robotsguard_evidence_records_total{result="dropped"}`).
+pub(crate) fn evidence_dropped(queue: usize) {
+    if EVIDENCE_DROPS.admit() {
+        tracing::warn!(
+            "evidence record dropped: {queue} records already wait for the disk (evidence.queue)"
+        );
+    }
+}
+
 static ADMIN_LINES: LazyLock<RateLimiter> = LazyLock::new(|| RateLimiter::new(1));
 
 /// Logs a request the admin listener refused before answering it (a `Host` it does not answer

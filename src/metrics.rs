@@ -244,6 +244,9 @@ pub struct Metrics {
     /// `robotsguard_decision_stream_requests_total{result}`: bouncer requests to
     /// `/v1/decisions*` ([`DECISION_STREAM_RESULTS`]).
     pub decision_stream_requests: IntCounterVec,
+    /// `robotsguard_evidence_records_total{result}`: evidence records by what became of them
+    /// ([`EVIDENCE_RESULTS`]).
+    pub evidence_records: IntCounterVec,
 }
 
 /// The `result` values of `robotsguard_webhook_events_total`: an event a receiver accepted
@@ -256,6 +259,11 @@ pub const WEBHOOK_RESULTS: [&str; 5] = ["delivered", "retried", "failed", "dropp
 /// The `result` values of `robotsguard_decision_stream_requests_total`: answered; refused for a
 /// missing or unknown `X-Api-Key` (403); a bad query (400).
 pub const DECISION_STREAM_RESULTS: [&str; 3] = ["ok", "forbidden", "bad_request"];
+
+/// The `result` values of `robotsguard_evidence_records_total`: signed and written (and
+/// synced); dropped because the queue was full (a request never waits for the disk); lost
+/// because the write failed (disk full, permissions).
+pub const EVIDENCE_RESULTS: [&str; 3] = ["written", "dropped", "failed"];
 
 /// The `reason` values of `robotsguard_decision_errors_total`: the judgment took longer than
 /// `decision.timeout`; it came to no answer the listener can give.
@@ -313,7 +321,7 @@ pub const REQUEST_REFUSALS: [&str; 4] = [
 ];
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 69] = [
+pub const METRIC_NAMES: [&str; 70] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -383,6 +391,7 @@ pub const METRIC_NAMES: [&str; 69] = [
     "robotsguard_decision_rejected_total",
     "robotsguard_webhook_events_total",
     "robotsguard_decision_stream_requests_total",
+    "robotsguard_evidence_records_total",
 ];
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -886,6 +895,15 @@ impl Metrics {
         for result in DECISION_STREAM_RESULTS {
             decision_stream_requests.with_label_values(&[result]);
         }
+        let evidence_records = counter(
+            &registry,
+            "robotsguard_evidence_records_total",
+            "Evidence records, by result (written, dropped: the queue was full, failed: the write failed).",
+            &["result"],
+        );
+        for result in EVIDENCE_RESULTS {
+            evidence_records.with_label_values(&[result]);
+        }
         // process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ... (Linux).
         register(
             &registry,
@@ -962,6 +980,7 @@ impl Metrics {
             decision_rejected,
             webhook_events,
             decision_stream_requests,
+            evidence_records,
         }
     }
 
@@ -1143,6 +1162,7 @@ impl Metrics {
             Box::new(self.decision_rejected.clone()),
             Box::new(self.webhook_events.clone()),
             Box::new(self.decision_stream_requests.clone()),
+            Box::new(self.evidence_records.clone()),
         ]
     }
 }

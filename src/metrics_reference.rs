@@ -8,6 +8,10 @@ use prometheus::proto::MetricType;
 /// More about a metric than its help line: its label values and when it moves (Markdown).
 const NOTES: &[(&str, &str)] = &[
     (
+        "robotsguard_evidence_records_total",
+        "evidence records (`evidence`): `written` (signed, appended to this replica's chain and synced to disk), `dropped` (the writer's queue, `evidence.queue`, was full: a request never waits for the disk, so the record is lost and its chain has no gap, since it was never linked), `failed` (the write or the robots.txt copy's write failed: disk full, permissions); any `dropped` or `failed` means a request the evidence cannot show",
+    ),
+    (
         "robotsguard_decision_requests_total",
         "requests judged through the decision listener (`decision`), by origin and the access log's decision word; they are counted in `robotsguard_requests_total` as well, exactly as proxied requests, so proxied traffic is the difference",
     ),

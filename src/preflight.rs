@@ -74,6 +74,8 @@ pub fn problems(config: &Config) -> Vec<String> {
             }
         }
     }
+    // A signing key that cannot be read would leave violations without their evidence.
+    problems.extend(crate::evidence::problems(config));
     // The file itself is made by the first access line; its directory must be there.
     let access_file = config.access_log.as_ref().and_then(|log| match &log.path {
         Some(AccessLogPath::File(file)) => Some(file),

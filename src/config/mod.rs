@@ -15,6 +15,7 @@ pub(crate) use sections::{default_trusted_callers, DEFAULT_DECISION_TIMEOUT};
 pub use sections::{DecisionConfig, OnDecisionError};
 pub use sections::{EventKind, EventsConfig, FirewallExport, Webhook};
 mod duration;
+pub(crate) use duration::parse_duration;
 mod error;
 mod fragment;
 mod reader;
@@ -50,6 +51,8 @@ pub use sections::{
 mod tests;
 
 pub use fragment::{with_origin_fragment, MAX_FRAGMENT_BYTES};
+pub(crate) use sections::MAX_REPLICA_NAME as MAX_EVIDENCE_REPLICA_NAME;
+pub use sections::{EvidenceConfig, EvidenceEvent};
 pub use sections::{PreviewConfig, DEFAULT_MAX_PATHS_PER_ORIGIN};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -95,6 +98,8 @@ pub struct Config {
     pub decision: Option<DecisionConfig>,
     /// `events`: webhooks and what the decision stream exports.
     pub events: EventsConfig,
+    /// Signed compliance records (`evidence`).
+    pub evidence: EvidenceConfig,
     /// The absolute path the config was loaded from (`None` from `load_str`).
     pub source_path: Option<PathBuf>,
 }

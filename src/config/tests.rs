@@ -1133,6 +1133,7 @@ fn error_output_is_capped() {
     let errs = errors(&yaml);
     assert_eq!(errs.len(), 201);
     assert_eq!(errs[0], "t.yaml:1:1: unknown key `k0` at the top level (expected one of: listen, admin, threads, shutdown, limits, trusted_proxies, access_log, defaults, crawlers, origins, verify, state, reports, preview, events, decision)");
+    assert_eq!(errs[0], "t.yaml:1:1: unknown key `k0` at the top level (expected one of: listen, admin, threads, shutdown, limits, trusted_proxies, access_log, defaults, crawlers, origins, verify, state, reports, preview, decision, evidence)");
     assert_eq!(errs[200], "t.yaml: 801 more errors not shown");
 }
 
@@ -2511,4 +2512,49 @@ fn bouncer_keys_must_be_long_enough() {
         ["0123456789abcdef", "fedcba9876543210"]
     );
     assert!(ok(&yaml).admin.bouncer_keys_file.is_some());
+}
+
+#[test]
+fn evidence_errors_point_at_the_key() {
+    one_error(
+        &format!("evidence:\n  enabled: true\n{ORIGIN}"),
+        2,
+        3,
+        "`evidence.enabled` needs `evidence.key_file`",
+    );
+    one_error(
+        &format!("evidence: {{events: [violation, bans]}}\n{ORIGIN}"),
+        1,
+        32,
+        "did you mean `ban`",
+    );
+    one_error(
+        &format!("evidence: {{max_file_size: 1KiB}}\n{ORIGIN}"),
+        1,
+        27,
+        "at least 64KiB",
+    );
+    one_error(
+        &format!("evidence: {{replica: \"a/b\"}}\n{ORIGIN}"),
+        1,
+        21,
+        "not a replica name",
+    );
+    let config = load(&format!(
+        "evidence: {{enabled: true, key_file: k.pem, events: [ban, ban], retention: 7d}}\n{ORIGIN}"
+    ))
+    .expect("valid");
+    assert!(config.evidence.records(crate::config::EvidenceEvent::Ban));
+    assert!(!config
+        .evidence
+        .records(crate::config::EvidenceEvent::Violation));
+    assert_eq!(config.evidence.events.len(), 1);
+    assert_eq!(
+        config.evidence.retention,
+        Duration::from_secs(7 * 24 * 60 * 60)
+    );
+    // Off by default, every event selected once enabled.
+    let default = load(ORIGIN).expect("valid");
+    assert!(!default.evidence.enabled);
+    assert_eq!(default.evidence.events.len(), 4);
 }

@@ -9,9 +9,10 @@ use super::error::Sink;
 use super::reader::{self, Table};
 use super::sections::{
     access_log, admin, check_admin_clash, check_catalogue, check_decision_clashes, crawlers,
-    decision, defaults, events, limits, listeners, origins, preview, reports, shutdown_grace,
-    state, verify, AdminConfig, CrawlersConfig, Limits, Listener, PreviewConfig, ReportsConfig,
-    StateConfig, VerifyConfig, DEFAULT_ADMIN, DEFAULT_GRACE, DEFAULT_LISTEN, MAX_THREADS, TOP,
+    decision, defaults, events, evidence, limits, listeners, origins, preview, reports,
+    shutdown_grace, state, verify, AdminConfig, CrawlersConfig, EvidenceConfig, Limits, Listener,
+    PreviewConfig, ReportsConfig, StateConfig, VerifyConfig, DEFAULT_ADMIN, DEFAULT_GRACE,
+    DEFAULT_LISTEN, MAX_THREADS, TOP,
 };
 use super::tree::Node;
 use super::Config;
@@ -53,6 +54,7 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
         preview: PreviewConfig::default(),
         decision: None,
         events: super::EventsConfig::default(),
+        evidence: EvidenceConfig::default(),
         source_path: None,
     };
     let Some(top) = Table::read(sink, root, &TOP, "the config") else {
@@ -125,6 +127,9 @@ pub(crate) fn build(root: &Node, sink: &mut Sink, base_dir: &Path) -> Config {
     }
     config.preview = preview(sink, top.get("preview"));
     config.events = events(sink, top.get("events"), base_dir);
+    if let Some(n) = top.get("evidence") {
+        config.evidence = evidence(sink, n, base_dir);
+    }
     let defaults = defaults(sink, top.get("defaults"), &known, base_dir);
     config.origins = origins(sink, &top, &defaults, base_dir, &known);
     config

@@ -28,7 +28,7 @@ use crate::tables::crawl_delay::{BudgetKey, CrawlDelays, GENERIC_BUDGET, MAX_DEL
 mod verification;
 pub mod warnings;
 
-pub use verification::{Verification, VerificationResult};
+pub use verification::{Verification, VerificationResult, VerifiedBy};
 pub use warnings::{config_warnings, count_config_warnings, search_refusals};
 
 /// What happens to the request: defined, with its word, status, log text and report column,

@@ -51,6 +51,33 @@ pub struct Verification {
     /// resolves back to the address`, `reverse DNS proves nothing: the address has no reverse
     /// DNS name`).
     pub how: String,
+    /// What a verified claim stood on, for evidence records (`None` unless verified).
+    #[serde(skip)]
+    pub by: Option<VerifiedBy>,
+}
+
+/// What a verified claim stood on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum VerifiedBy {
+    /// The address is in this published IP range list (its entry: a URL or `file:` path),
+    /// fetched at that time.
+    RangeList {
+        /// The list's entry as written in the catalogue or config.
+        list: String,
+        /// When the copy in force was fetched.
+        fetched_at: Option<std::time::SystemTime>,
+    },
+    /// This reverse DNS name, one of the operator's, resolves back to the address.
+    ReverseDns {
+        /// The name.
+        name: String,
+    },
+    /// A valid Web Bot Auth signature of this agent.
+    WebBotAuth {
+        /// The signing agent.
+        agent: String,
+    },
 }
 
 impl Verification {
@@ -60,6 +87,7 @@ impl Verification {
             crawler: crawler.to_owned(),
             result: VerificationResult::Unverified,
             how: how.into(),
+            by: None,
         }
     }
 
@@ -70,6 +98,9 @@ impl Verification {
             crawler: crawler.to_owned(),
             result: VerificationResult::Verified,
             how: format!("a valid Web Bot Auth signature of {agent}"),
+            by: Some(VerifiedBy::WebBotAuth {
+                agent: agent.to_owned(),
+            }),
         })
     }
 }

@@ -48,6 +48,8 @@ pub(super) struct Judging<'r, 'f> {
     pub(super) store: &'r Store,
     pub(super) facts: &'r Facts<'f>,
     pub(super) effects: Effects,
+    /// The strikes of the ban this request earned (0: none), for its evidence record.
+    pub(super) imposed: std::sync::atomic::AtomicU32,
 }
 
 /// What robots.txt said of the request before its claim was checked: a verification may turn
@@ -83,9 +85,70 @@ fn ended(decision: Decision, answer: Answer) -> Judgment {
 impl Judging<'_, '_> {
     /// Runs every phase in order: the judgment the first one to end gives, else the answer.
     pub(super) async fn run(&self) -> Judgment {
-        match self.phases().await {
+        let judgment = match self.phases().await {
             Break(judgment) | Continue(judgment) => judgment,
+        };
+        if self.effects.applies() {
+            self.evidence(&judgment).await;
         }
+        judgment
+    }
+
+    /// Records that the request earned a ban of `strikes` strikes (for its evidence record).
+    pub(super) fn banned(&self, strikes: u32) {
+        self.imposed
+            .store(strikes.max(1), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Hands the applied judgment to the evidence writer: a violation, a ban, a refusal or a
+    /// licence answer gets a record when `evidence.events` selects it. A request refused before
+    /// any decision (unknown host, escaped slash) has no origin to give evidence for.
+    async fn evidence(&self, judgment: &Judgment) {
+        let (Some(decision), Some(evidence)) = (&judgment.decision, crate::evidence::active())
+        else {
+            return;
+        };
+        let strikes = self.imposed.load(std::sync::atomic::Ordering::Relaxed);
+        let ban_strikes = (strikes > 0).then_some(strikes);
+        let events = crate::evidence::Events {
+            // The strikes phase says whether the client read robots.txt exactly for violations.
+            violation: judgment.read_robots.is_some(),
+            ban: ban_strikes.is_some(),
+            refusal: matches!(judgment.answer, Answer::Refuse(_)),
+            payment_required: decision.outcome == Outcome::PaymentRequired,
+        };
+        if !evidence.wants(events) {
+            return;
+        }
+        let facts = self.facts;
+        // The judgment checks no claim it refuses anyway (nothing a check could change); the
+        // record says what the range lists and cached reverse DNS answers show of it, without
+        // sending a DNS query.
+        let checked = match (&decision.verification, &decision.crawler, facts.client) {
+            (None, Some(_), Some(client)) => self
+                .verifier
+                .verify_without_lookups(self.snapshot, decision, client)
+                .await
+                .map(|verification| {
+                    let mut checked = decision.clone();
+                    checked.verification = Some(verification);
+                    checked
+                }),
+            _ => None,
+        };
+        evidence.offer(&crate::evidence::Observed {
+            decision: checked.as_ref().unwrap_or(decision),
+            host: facts.host,
+            method: facts.method,
+            target: facts.target,
+            client: facts.client,
+            user_agent: facts.user_agent,
+            status: judgment.answer.status(),
+            ban_strikes,
+            read_robots: facts
+                .client
+                .and_then(|client| self.store.robots_read_at(decision.origin.name(), client)),
+        });
     }
 
     async fn phases(&self) -> Step<Judgment> {
@@ -451,6 +514,7 @@ impl Judging<'_, '_> {
         let request_id = self.facts.request_id;
         match violation.strike {
             Some(Strike::Banned(ban)) => {
+                self.banned(ban.strikes);
                 crate::logs::offender(origin, client, ban.strikes, Some(&ban), request_id)
             }
             Some(Strike::WouldBan(strikes)) if strikes == settings.strikes => {
@@ -552,6 +616,7 @@ mod tests {
                 store: &self.store,
                 facts,
                 effects: Effects::of(mode),
+                imposed: Default::default(),
             }
         }
 

@@ -123,6 +123,9 @@ impl Judging<'_, '_> {
             let ban = (refuse && settings.action == TrapAction::Ban)
                 .then(|| self.trap_ban(decision))
                 .flatten();
+            if let Some(ban) = &ban {
+                self.banned(ban.strikes);
+            }
             crate::logs::trap_hit(
                 origin.name(),
                 facts.client,
@@ -253,6 +256,7 @@ impl Judging<'_, '_> {
                 earner(decision, facts, BanCause::Disguised),
             );
             if let Some(ban) = &ban {
+                self.banned(ban.strikes);
                 crate::logs::offender(origin.name(), client, count, Some(ban), facts.request_id);
             }
         }

@@ -426,6 +426,14 @@ impl Store {
         self.reads.any() && self.reads.read_recently(origin, client, coarse_now())
     }
 
+    /// When `client` last read `origin`'s robots.txt within the last 24 hours, as this process
+    /// knows it (its own reads and those mirrored from the shared store); for evidence records.
+    pub fn robots_read_at(&self, origin: &str, client: IpAddr) -> Option<std::time::SystemTime> {
+        let now = coarse_now();
+        let read = self.reads.read_at(origin, client, now)?;
+        std::time::SystemTime::now().checked_sub(now.saturating_duration_since(read))
+    }
+
     /// A disguised crawler's strike count on `origin` (counting one more when `strike`), for a
     /// client that read robots.txt within the last 24 hours; `None` when it did not. One round
     /// trip with the shared store.

@@ -67,6 +67,18 @@ impl RobotsReads {
         self.any.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// When `client` last fetched `origin`'s robots.txt, if within [`REMEMBERED`] before `now`
+    /// (its memory ends [`REMEMBERED`] after the read, so the read is that much before).
+    pub fn read_at(&self, origin: &str, client: IpAddr, now: Instant) -> Option<Instant> {
+        if !self.any.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        let until = self
+            .reads
+            .holds_until(self.reads.digest((origin, client)), now)?;
+        until.checked_sub(REMEMBERED)
+    }
+
     /// Whether `client` fetched `origin`'s robots.txt within [`REMEMBERED`] before `now`.
     pub fn read_recently(&self, origin: &str, client: IpAddr, now: Instant) -> bool {
         if !self.any.load(std::sync::atomic::Ordering::Relaxed) {

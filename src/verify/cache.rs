@@ -134,6 +134,7 @@ mod tests {
             crawler: crawler.into(),
             result,
             how: String::new(),
+            by: None,
         })
     }
 

@@ -21,7 +21,7 @@ mod signature_keys;
 
 use crate::config::VerifyConfig;
 use crate::crawlers::VerifyData;
-use crate::enforce::{Decision, Verification, VerificationResult};
+use crate::enforce::{Decision, Verification, VerificationResult, VerifiedBy};
 use crate::metrics::METRICS;
 use crate::snapshot::{Live, Snapshot};
 
@@ -337,7 +337,13 @@ impl Verifier {
             let lookup = self.dns.resolve_lookup(ip).await;
             dns_answer(&lookup.evidence(&data.rdns), &data.rdns, &self.dns.reach())
         };
-        let verification = Arc::new(verdict(crawler, data, public, &lists, &dns));
+        let mut verification = verdict(crawler, data, public, &lists, &dns);
+        if let (ListAnswer::In(entry), Some(VerifiedBy::RangeList { fetched_at, .. })) =
+            (&lists, verification.by.as_mut())
+        {
+            *fetched_at = self.lists.fetched_at(entry);
+        }
+        let verification = Arc::new(verification);
         // An unverified verdict on a public address is not kept: its cause (a list not loaded,
         // DNS down) heals on its own, and asking the sources again is cheap (the DNS failure is
         // cached there). One on an address that is not public is final while the lists stay as
@@ -488,18 +494,26 @@ pub fn verdict(
     lists: &ListAnswer,
     dns: &DnsAnswer,
 ) -> Verification {
-    let verified = |how: String| Verification {
+    let verified = |how: String, by: VerifiedBy| Verification {
         crawler: crawler.to_owned(),
         result: VerificationResult::Verified,
         how,
+        by: Some(by),
     };
     if let ListAnswer::In(list) = lists {
-        return verified(format!("the address is in {list}"));
+        return verified(
+            format!("the address is in {list}"),
+            VerifiedBy::RangeList {
+                list: list.clone(),
+                fetched_at: None,
+            },
+        );
     }
     if let DnsAnswer::Confirmed(name) = dns {
-        return verified(format!(
-            "its reverse DNS name {name} resolves back to the address"
-        ));
+        return verified(
+            format!("its reverse DNS name {name} resolves back to the address"),
+            VerifiedBy::ReverseDns { name: name.clone() },
+        );
     }
     if !public {
         return Verification::unverified(crawler, "the address is not public");
@@ -554,6 +568,7 @@ pub fn verdict(
         crawler: crawler.to_owned(),
         result: VerificationResult::Impostor,
         how: how.join(", and "),
+        by: None,
     }
 }
 

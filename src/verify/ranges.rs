@@ -649,6 +649,14 @@ impl RangeLists {
         slots.values().cloned().collect()
     }
 
+    /// When the copy in force of the list `entry` was fetched, if one is.
+    pub fn fetched_at(&self, entry: &str) -> Option<std::time::SystemTime> {
+        let slots = self.slots.read().unwrap_or_else(|e| e.into_inner());
+        let slot = slots.get(entry)?;
+        let copy = slot.copy.load();
+        copy.as_ref().map(|copy| copy.fetched_at)
+    }
+
     /// What `crawler`'s lists (`entries`) say of `ip`; a JAFAR prefix with `services` vouches
     /// only when it names the crawler (case-insensitively).
     pub fn answer(&self, crawler: &str, entries: &[String], ip: IpAddr) -> ListAnswer {

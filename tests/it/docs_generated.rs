@@ -261,6 +261,10 @@ fn cli_surface() -> Vec<Subcommand> {
                 }
             }
         }
+        // The flags of `evidence verify` and `evidence bundle` are their own.
+        for sub in &subs {
+            flags.extend(long_flags(&[command.as_str(), sub.as_str(), "--help"]));
+        }
         flags.sort();
         flags.dedup();
         out.push(Subcommand {

@@ -21,6 +21,7 @@ mod docs_generated;
 mod edge_readiness;
 mod embed;
 mod evasion;
+mod evidence;
 mod examples_config;
 mod fail_fast;
 mod feed_trust;

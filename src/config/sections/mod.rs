@@ -76,6 +76,8 @@ pub use preview::*;
 mod events;
 pub(crate) use events::{events, EVENTS, FIREWALL, MAX_WEBHOOK_SECRET_BYTES, WEBHOOK};
 pub use events::{EventKind, EventsConfig, FirewallExport, Webhook};
+mod evidence;
+pub use evidence::*;
 mod decision;
 pub(crate) use decision::{check_clashes as check_decision_clashes, decision, DECISION};
 pub(crate) use decision::{default_trusted_callers, DEFAULT_DECISION_TIMEOUT};
@@ -330,6 +332,7 @@ pub(crate) static ALL: &[&Section] = &[
     &EVENTS,
     &WEBHOOK,
     &FIREWALL,
+    &EVIDENCE,
 ];
 
 /// Keys that are valid somewhere, just not where they were written: a better

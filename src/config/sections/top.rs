@@ -42,6 +42,10 @@ pub(crate) static TOP: Section = Section {
         }),
         key("events", Ty::Section(&EVENTS), "", "Decisions pushed out: signed webhooks, and which bans the admin listener's CrowdSec-compatible decision stream exports to firewalls."),
         key("decision", Ty::Section(&DECISION), "off", "The decision listener: front proxies (nginx `auth_request`, Caddy, Traefik, Envoy) ask it for the judgment instead of proxying through robotsguard."),
+        key("evidence", Ty::Section(&EVIDENCE), "off", "Signed compliance records of violations, bans, refusals and licence answers, with the robots.txt copies they refer to.").restart_only(&RestartOnly {
+            differs: |old, new| old.evidence != new.evidence,
+            keep: |new, running| new.evidence.clone_from(&running.evidence),
+        }),
     ],
 };
 

@@ -1,6 +1,7 @@
 //! The `robotsguard` command line: subcommands and their dispatch.
 
 pub mod check;
+pub mod evidence;
 pub mod healthcheck;
 pub mod preview;
 
@@ -86,6 +87,11 @@ pub enum Command {
     },
     /// Print the Markdown reference of every Prometheus metric (name, type, labels, help).
     Metrics,
+    /// Check signed evidence records, or bundle them for a third party.
+    Evidence {
+        #[command(subcommand)]
+        what: evidence::EvidenceCommand,
+    },
     /// Tell which crawler a User-Agent string belongs to.
     Identify {
         /// The User-Agent header value.
@@ -128,6 +134,7 @@ pub fn main() -> ExitCode {
             ConfigDoc::Reference => robotsguard::config::reference::markdown(),
         }),
         Command::Metrics => write_stdout(&robotsguard::metrics_reference::reference_markdown()),
+        Command::Evidence { what } => evidence::run(what),
         Command::Validate {
             config,
             config_only,
