@@ -67,6 +67,8 @@ struct Link {
 pub fn verify(input: impl BufRead, options: &Options) -> Summary {
     let mut summary = Summary::default();
     let mut chains: HashMap<String, Link> = HashMap::new();
+    // The gaps an export declared it left out, by chain: (after, before).
+    let mut declared: HashMap<String, (u64, u64)> = HashMap::new();
     let mut copies: HashMap<String, Result<(Vec<u8>, Robots), String>> = HashMap::new();
     for (index, line) in input.split(b'\n').enumerate() {
         let number = index + 1;
@@ -80,6 +82,10 @@ pub fn verify(input: impl BufRead, options: &Options) -> Summary {
             }
         };
         if line.is_empty() {
+            continue;
+        }
+        if let Some((replica, after, before)) = left_out(&line) {
+            declared.insert(replica, (after, before));
             continue;
         }
         summary.records += 1;
@@ -137,10 +143,10 @@ pub fn verify(input: impl BufRead, options: &Options) -> Summary {
                     summary.links += 1;
                 } else if sequence == last.number + 1 {
                     fail("`prev` is not the hash of the record before it: the record before was changed".into());
-                } else {
+                } else if declared.get(&replica) == Some(&(last.number, sequence)) {
                     summary.gaps += 1;
                     let note = format!(
-                        "{name}: {} record(s) of chain `{replica}` missing before it",
+                        "{name}: {} record(s) of chain `{replica}` left out by the selection before it",
                         sequence - last.number - 1
                     );
                     if options.complete {
@@ -150,6 +156,11 @@ pub fn verify(input: impl BufRead, options: &Options) -> Summary {
                         ));
                     }
                     summary.gap_notes.push(note);
+                } else {
+                    fail(format!(
+                        "{} record(s) of its chain missing before it, and no selection declared them left out: deleted",
+                        sequence - last.number - 1
+                    ));
                 }
             }
         }
@@ -170,6 +181,20 @@ pub fn verify(input: impl BufRead, options: &Options) -> Summary {
         }
     }
     summary
+}
+
+/// A line an export wrote to declare the records its filter left out: (replica, after, before).
+fn left_out(line: &[u8]) -> Option<(String, u64, u64)> {
+    if !line.starts_with(b"{\"left_out\"") {
+        return None;
+    }
+    let value: Value = serde_json::from_slice(line).ok()?;
+    let gap = value.get("left_out")?;
+    Some((
+        gap.get("replica")?.as_str()?.to_string(),
+        gap.get("after")?.as_u64()?,
+        gap.get("before")?.as_u64()?,
+    ))
 }
 
 fn signature_of(sig: Option<&Value>) -> Result<Signature, String> {

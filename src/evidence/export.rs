@@ -1,6 +1,9 @@
 //! Selecting records: by origin, crawler and time, from every record file of a directory (every
 //! replica's, oldest file first), for `GET /evidence` and `robotsguard evidence bundle`. Lines
-//! are copied as written: a selection verifies as the files do, with its gaps counted.
+//! are copied as written: a selection verifies as the files do. Where the filter leaves records
+//! of a chain out between two it selects, a line `{"left_out":{"replica":R,"after":N,"before":M}}`
+//! declares them, so that verify tells a selection's gaps (counted) from records deleted since
+//! (failed).
 
 use std::io::{BufRead as _, BufReader, Read as _};
 use std::path::Path;
@@ -79,10 +82,45 @@ pub struct Selected {
     pub copies: Vec<String>,
 }
 
+/// A record's chain and its number in it (`edge-1-42`: 42).
+fn chain_place(record: &Value) -> Option<(String, u64)> {
+    let replica = record.get("replica").and_then(Value::as_str)?;
+    let number = record
+        .get("id")
+        .and_then(Value::as_str)?
+        .rsplit('-')
+        .next()?
+        .parse()
+        .ok()?;
+    Some((replica.to_string(), number))
+}
+
+/// Per chain, while selecting: the number of the last record selected, and the run of records
+/// left out since (first number, count).
+#[derive(Default)]
+struct ChainSelection {
+    last_selected: Option<u64>,
+    left_out: Option<(u64, u64)>,
+}
+
+/// The line declaring that the filter left out the records of `replica` between `after` and
+/// `before`.
+pub fn left_out_line(replica: &str, after: u64, before: u64) -> String {
+    let mut line =
+        serde_json::json!({"left_out": {"replica": replica, "after": after, "before": before}})
+            .to_string();
+    line.push('\n');
+    line
+}
+
 /// Appends to `out` every record in `dir`'s files that `filter` selects, as written (one line
-/// each), up to `max_bytes`.
+/// each), up to `max_bytes`; before a selected record whose chain's previous records the filter
+/// left out, the line declaring them ([`left_out_line`]).
 pub fn select(dir: &Path, filter: &Filter, max_bytes: usize, out: &mut Vec<u8>) -> Selected {
     let mut selected = Selected::default();
+    // Bounded by the replicas whose files are in `dir`.
+    let mut chains: std::collections::HashMap<String, ChainSelection> =
+        std::collections::HashMap::new();
     let mut line = Vec::new();
     for path in record_files(dir) {
         let Ok(file) = std::fs::File::open(&path) else {
@@ -106,13 +144,35 @@ pub fn select(dir: &Path, filter: &Filter, max_bytes: usize, out: &mut Vec<u8>) 
             let Ok(record) = serde_json::from_slice::<Value>(&line) else {
                 continue;
             };
+            let place = chain_place(&record);
             if !filter.matches(&record) {
+                if let Some((replica, number)) = place {
+                    let chain = chains.entry(replica).or_default();
+                    chain.left_out = Some(match chain.left_out {
+                        Some((first, count)) => (first, count + 1),
+                        None => (number, 1),
+                    });
+                }
                 continue;
             }
-            if out.len() + line.len() > max_bytes {
+            let mut declared = String::new();
+            if let Some((replica, number)) = &place {
+                let chain = chains.entry(replica.clone()).or_default();
+                // Declared only when the records left out are exactly the missing numbers: a
+                // record missing from the files themselves stays an undeclared gap.
+                if let (Some(last), Some((first, count))) = (chain.last_selected, chain.left_out) {
+                    if first == last + 1 && last + 1 + count == *number {
+                        declared = left_out_line(replica, last, *number);
+                    }
+                }
+                chain.last_selected = Some(*number);
+                chain.left_out = None;
+            }
+            if out.len() + declared.len() + line.len() > max_bytes {
                 selected.truncated = true;
                 return selected;
             }
+            out.extend_from_slice(declared.as_bytes());
             out.extend_from_slice(&line);
             selected.records += 1;
             if let Some(sha) = record

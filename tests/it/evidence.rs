@@ -371,20 +371,40 @@ fn a_changed_record_a_deleted_record_or_an_edited_robots_copy_fails_naming_the_r
         text.contains("record r1-2: the signature does not verify"),
         "{text}"
     );
-    // The third record deleted: a gap, which fails with --complete, naming the record after it.
+    // The third record deleted: a gap no selection declared, which fails naming the record
+    // after it, with or without --complete.
     std::fs::write(&file, &original).expect("written");
     rewrite(&file, |lines| {
         lines.remove(2);
     });
+    for flags in [&[][..], &["--complete"][..]] {
+        let (code, text) = verify(out.path(), "evidence.jsonl", flags);
+        assert_eq!(code, 1, "{text}");
+        assert!(
+            text.contains("FAILED line 3, record r1-4: 1 record(s) of its chain missing before it"),
+            "{text}"
+        );
+    }
+    // The same record left out by a selection that declares it (as `GET /evidence` with a
+    // filter does): a gap counted, failed only with --complete.
+    std::fs::write(&file, &original).expect("written");
+    rewrite(&file, |lines| {
+        let replica = serde_json::from_str::<serde_json::Value>(&lines[2]).expect("a record")
+            ["replica"]
+            .as_str()
+            .expect("a replica")
+            .to_string();
+        lines[2] = serde_json::json!({"left_out": {"replica": replica, "after": 2, "before": 4}})
+            .to_string();
+    });
     let (code, text) = verify(out.path(), "evidence.jsonl", &[]);
     assert_eq!(code, 0, "{text}");
     assert!(
-        text.contains("gap: line 3, record r1-4: 1 record(s)"),
+        text.contains("gap: line 4, record r1-4: 1 record(s) of chain"),
         "{text}"
     );
     let (code, text) = verify(out.path(), "evidence.jsonl", &["--complete"]);
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("FAILED line 3, record r1-4"), "{text}");
     // A record put back in another's place breaks the link after it.
     std::fs::write(&file, &original).expect("written");
     rewrite(&file, |lines| lines.swap(1, 2));
