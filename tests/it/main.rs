@@ -46,6 +46,7 @@ mod proxy_enforcement;
 mod proxy_robots_sources;
 mod proxy_routing;
 mod proxy_tls;
+mod response_signals;
 mod robots_acquisition;
 mod robots_refresh;
 mod shared_state;

@@ -65,6 +65,8 @@ mod verify;
 pub use verify::*;
 mod traps;
 pub use traps::*;
+mod response_signals;
+pub use response_signals::*;
 mod state;
 pub use state::*;
 mod reports;
@@ -204,6 +206,7 @@ pub(crate) static ALL: &[&Section] = &[
     &PURPOSE_POLICY,
     &CRAWL_DELAY,
     &CONTENT_SIGNALS,
+    &RESPONSE_SIGNALS,
     &OFFENDERS,
     &CRAWLERS,
     &EXTRA_CRAWLER,
