@@ -8,6 +8,10 @@ use prometheus::proto::MetricType;
 /// More about a metric than its help line: its label values and when it moves (Markdown).
 const NOTES: &[(&str, &str)] = &[
     (
+        "robotsguard_response_signals_total",
+        "moves when the origin's response head for a crawler's request carries a page preference (`response_signals`, not `ignore`): `signal` is `content_usage` (`Content-Usage: train-ai=n` or `search=n`), `noai` or `noimageai` (`X-Robots-Tag`); `action` is `enforce` (refused: decision `blocked` or `payment_required`), `report` (passed: `would_block`), `spared` (a crawler with a control token, or one that serves search too under `content_signals.multi_purpose: allow`) or `malformed` (a `Content-Usage` line ignored)",
+    ),
+    (
         "robotsguard_decision_requests_total",
         "requests judged through the decision listener (`decision`), by origin and the access log's decision word; they are counted in `robotsguard_requests_total` as well, exactly as proxied requests, so proxied traffic is the difference",
     ),

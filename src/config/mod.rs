@@ -37,10 +37,10 @@ pub use sections::{
     Impostors, Limits, Listener, ListenerTls, Mode, MultiPurpose, OffendersAction, OffendersConfig,
     OnUnreachable, OriginConfig, PathsConfig, PolicyConfig, ProxyUrlError, PurposeAction,
     PurposeRule, RangesConfig, RedisClient, RedisConfig, RedisNode, RedisSetupError, RedisTls,
-    RedisTopology, RedisUrlError, RegistrySource, ReportsConfig, ResponseSignalsConfig, RobotsConfig, RobotsSource,
-    SignalAction, SignatureAgent, Spared, SparedPurposes, StateConfig, TrapAction, TrapSecret,
-    TrapsConfig, Upstream, UpstreamHealth, UpstreamTimeouts, UpstreamTls, VerifyConfig,
-    WebBotAuthConfig, WebBotAuthMode, MIN_ADMIN_TOKEN_BYTES,
+    RedisTopology, RedisUrlError, RegistrySource, ReportsConfig, ResponseSignalsConfig,
+    RobotsConfig, RobotsSource, SignalAction, SignatureAgent, Spared, SparedPurposes, StateConfig,
+    TrapAction, TrapSecret, TrapsConfig, Upstream, UpstreamHealth, UpstreamTimeouts, UpstreamTls,
+    VerifyConfig, WebBotAuthConfig, WebBotAuthMode, MIN_ADMIN_TOKEN_BYTES,
 };
 
 #[cfg(test)]

@@ -306,10 +306,7 @@ mod tests {
 
     #[test]
     fn content_usage_refuses_training_and_search() {
-        let signals = gptbot(
-            &head(&[(&CONTENT_USAGE, b"train-ai=n, search=y")]),
-            false,
-        );
+        let signals = gptbot(&head(&[(&CONTENT_USAGE, b"train-ai=n, search=y")]), false);
         let training = signals.refusal_of(Purpose::Training).expect("refused");
         assert_eq!(training.signal, Signal::ContentUsage);
         assert_eq!(training.value, "train-ai=n, search=y");
@@ -341,14 +338,22 @@ mod tests {
             long.as_bytes(),
         ] {
             let signals = gptbot(&head(&[(&CONTENT_USAGE, bad)]), false);
-            assert_eq!(signals.refusals, Vec::new(), "{:?}", String::from_utf8_lossy(bad));
+            assert_eq!(
+                signals.refusals,
+                Vec::new(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
             assert_eq!(signals.malformed, 1);
         }
         // A quoted `n` is a string, not a preference; `noai` inside one is not a directive.
         let signals = gptbot(
             &head(&[
                 (&CONTENT_USAGE, b"train-ai=\"n\""),
-                (&X_ROBOTS_TAG, b"\"noai\", unavailable_after: \"noai, 2030\""),
+                (
+                    &X_ROBOTS_TAG,
+                    b"\"noai\", unavailable_after: \"noai, 2030\"",
+                ),
             ]),
             false,
         );
@@ -380,7 +385,10 @@ mod tests {
         }
         // A scope ends with its line.
         let signals = gptbot(
-            &head(&[(&X_ROBOTS_TAG, b"ClaudeBot: noindex"), (&X_ROBOTS_TAG, b"noai")]),
+            &head(&[
+                (&X_ROBOTS_TAG, b"ClaudeBot: noindex"),
+                (&X_ROBOTS_TAG, b"noai"),
+            ]),
             false,
         );
         assert_eq!(
@@ -426,7 +434,9 @@ mod tests {
             headers.append(X_ROBOTS_TAG, HeaderValue::from_static("noindex"));
         }
         headers.append(X_ROBOTS_TAG, HeaderValue::from_static("noai"));
-        assert!(gptbot(&headers, false).refusal_of(Purpose::Training).is_some());
+        assert!(gptbot(&headers, false)
+            .refusal_of(Purpose::Training)
+            .is_some());
         // An 8 KiB line is read, and quoted cut.
         let line = format!("{}noai", "noindex, ".repeat((MAX_LINE_BYTES - 4) / 9));
         assert!(line.len() <= MAX_LINE_BYTES);
@@ -439,7 +449,9 @@ mod tests {
         // Control bytes are not quoted as they are.
         let signals = gptbot(&head(&[(&X_ROBOTS_TAG, b"noai, \xff\t")]), false);
         assert_eq!(
-            signals.refusal_of(Purpose::Training).map(|r| r.value.as_str()),
+            signals
+                .refusal_of(Purpose::Training)
+                .map(|r| r.value.as_str()),
             Some("noai, ??")
         );
     }

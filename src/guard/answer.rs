@@ -102,7 +102,14 @@ pub(super) async fn respond_refusal_closing(
     refusal: &Refusal,
     body: String,
 ) -> Result<()> {
-    respond_with(session, refusal.status, body, refusal_header(refusal), false).await
+    respond_with(
+        session,
+        refusal.status,
+        body,
+        refusal_header(refusal),
+        false,
+    )
+    .await
 }
 
 /// The one header a refusal carries besides its body, when it has one: `Link` to a 402's

@@ -50,7 +50,8 @@ pub fn judge_response(
     }
     let crawler = decision.crawler.as_ref()?;
     let signals = response::read(headers, crawler.tokens(), response::is_image(headers));
-    let origin = decision.origin.name();
+    let origin = decision.origin.clone();
+    let origin = origin.name();
     if signals.malformed > 0 {
         METRICS
             .response_signals
@@ -127,8 +128,7 @@ fn refused_purpose(decision: &mut Decision, signals: &PageSignals) -> Option<Res
         let Some(refusal) = signals.refusal_of(purpose) else {
             continue;
         };
-        let counted_as = match crate::config::spared(purpose, purposes, controlled, multi_purpose)
-        {
+        let counted_as = match crate::config::spared(purpose, purposes, controlled, multi_purpose) {
             Some(Spared::Token) => {
                 spared.by_token = spared.by_token.with(purpose);
                 "spared"
@@ -148,11 +148,7 @@ fn refused_purpose(decision: &mut Decision, signals: &PageSignals) -> Option<Res
         };
         METRICS
             .response_signals
-            .with_label_values(&[
-                decision.origin.name(),
-                refusal.signal.as_str(),
-                counted_as,
-            ])
+            .with_label_values(&[decision.origin.name(), refusal.signal.as_str(), counted_as])
             .inc();
     }
     decision.spared = spared;

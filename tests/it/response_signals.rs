@@ -37,7 +37,10 @@ fn origin() -> Origin {
             "/noai",
             200,
             page.as_bytes(),
-            &[("content-type", "text/html"), ("x-robots-tag", "noindex, NoAI")],
+            &[
+                ("content-type", "text/html"),
+                ("x-robots-tag", "noindex, NoAI"),
+            ],
         )
         .route_with_headers(
             "/scoped",
@@ -75,7 +78,10 @@ fn origin() -> Origin {
             "/malformed",
             200,
             page.as_bytes(),
-            &[("content-type", "text/html"), ("content-usage", "Train-AI=n,")],
+            &[
+                ("content-type", "text/html"),
+                ("content-usage", "Train-AI=n,"),
+            ],
         );
     origin
 }
@@ -145,7 +151,10 @@ fn a_training_crawler_is_refused_before_any_body_byte_and_others_get_the_page() 
         "{body}"
     );
     assert!(!body.contains(SECRET), "{body}");
-    assert!(!headers.to_ascii_lowercase().contains("x-origin"), "{headers}");
+    assert!(
+        !headers.to_ascii_lowercase().contains("x-origin"),
+        "{headers}"
+    );
     // The origin was asked: the refusal is made on its answer.
     assert_eq!(origin.proxied_to("/usage").len(), 1);
     // Googlebot (training refused through Google-Extended, not by refusing Googlebot) and a
@@ -192,7 +201,11 @@ fn a_training_crawler_is_refused_before_any_body_byte_and_others_get_the_page() 
         metric(
             &metrics,
             "robotsguard_requests_total",
-            &[("origin", "shop"), ("crawler", "GPTBot"), ("decision", "blocked")]
+            &[
+                ("origin", "shop"),
+                ("crawler", "GPTBot"),
+                ("decision", "blocked")
+            ]
         ),
         2.0,
         "{metrics}"
@@ -225,7 +238,10 @@ fn a_training_crawler_is_refused_before_any_body_byte_and_others_get_the_page() 
         .find(|row| row["path"] == "/usage")
         .unwrap_or_else(|| panic!("no row for /usage: {report}"));
     assert_eq!(row["directive"], "response-header", "{row}");
-    assert_eq!(row["pattern"], "Content-Usage: train-ai=n, search=y", "{row}");
+    assert_eq!(
+        row["pattern"], "Content-Usage: train-ai=n, search=y",
+        "{row}"
+    );
     assert_eq!(row["crawler"], "GPTBot", "{row}");
     assert_eq!(row["enforced"], true, "{row}");
     // /explain cannot know the answer and says so.
@@ -240,7 +256,10 @@ fn a_training_crawler_is_refused_before_any_body_byte_and_others_get_the_page() 
 #[test]
 fn status_402_answers_with_the_licence_link() {
     let origin = origin();
-    let proxy = start(&origin, "    response_signals: {action: enforce, status: 402}\n");
+    let proxy = start(
+        &origin,
+        "    response_signals: {action: enforce, status: 402}\n",
+    );
     let refused = proxy.get(HOST, "/usage", GPTBOT);
     assert_eq!(refused.status, 402, "{}", refused.text());
     assert_eq!(
@@ -294,7 +313,10 @@ fn noimageai_refuses_only_images() {
     let refused = proxy.get(HOST, "/picture.png", GPTBOT);
     assert_eq!(refused.status, 403, "{}", refused.text());
     assert!(!refused.text().contains(SECRET));
-    assert_eq!(refused.header("content-type"), Some("text/plain; charset=utf-8"));
+    assert_eq!(
+        refused.header("content-type"),
+        Some("text/plain; charset=utf-8")
+    );
     let page = proxy.get(HOST, "/article", GPTBOT);
     assert_eq!(page.status, 200);
     assert!(page.text().contains(SECRET));
@@ -311,7 +333,9 @@ fn head_is_judged_as_get() {
     let (status, headers, _) = curl(&proxy, true, "/usage", GOOGLEBOT);
     assert_eq!(status, 200, "{headers}");
     assert!(
-        headers.to_ascii_lowercase().contains("content-usage: train-ai=n"),
+        headers
+            .to_ascii_lowercase()
+            .contains("content-usage: train-ai=n"),
         "{headers}"
     );
     let (status, _, _) = curl(&proxy, true, "/scoped", CLAUDEBOT);

@@ -497,7 +497,11 @@ fn serve_connection(stream: TcpStream, state: &OriginState, stop: &AtomicBool) {
             "HTTP/1.1 {} {}\r\n{}content-length: {}\r\nx-origin: yes\r\n{}{}\r\n",
             route.status,
             reason(route.status),
-            if typed { "" } else { "content-type: text/plain\r\n" },
+            if typed {
+                ""
+            } else {
+                "content-type: text/plain\r\n"
+            },
             route.body.len(),
             route.extra_headers,
             if close { "connection: close\r\n" } else { "" }
