@@ -2276,3 +2276,54 @@ fn extra_crawlers_name_their_control_tokens() {
         assert!(joined.contains(needle), "{needle}: {joined}");
     }
 }
+
+#[test]
+fn response_signals_merge_over_defaults_and_refuse_other_statuses_where_written() {
+    use crate::config::{ResponseSignalsConfig, SignalAction};
+    let c = ok(&format!(
+        "defaults:\n  response_signals: {{action: enforce, status: 402}}\n{ORIGIN}  - name: blog\n    hosts: [blog.example]\n    upstream: \"127.0.0.1:8082\"\n    response_signals: {{status: 403}}\n"
+    ));
+    assert_eq!(
+        c.origins[0].response_signals,
+        ResponseSignalsConfig {
+            action: SignalAction::Enforce,
+            status: 402,
+        }
+    );
+    // Key by key: the origin's status, the defaults' action.
+    assert_eq!(
+        c.origins[1].response_signals,
+        ResponseSignalsConfig {
+            action: SignalAction::Enforce,
+            status: 403,
+        }
+    );
+    assert_eq!(
+        ok(ORIGIN).origins[0].response_signals,
+        ResponseSignalsConfig::default()
+    );
+    one_error(
+        &format!("defaults:\n  response_signals: {{status: 404}}\n{ORIGIN}"),
+        2,
+        30,
+        "`status` must be 403 or 402, not 404",
+    );
+    one_error(
+        &format!("defaults:\n  response_signals: {{status: forbidden}}\n{ORIGIN}"),
+        2,
+        30,
+        "`status` must be 403 or 402",
+    );
+    one_error(
+        &format!("defaults:\n  response_signals: {{action: block}}\n{ORIGIN}"),
+        2,
+        30,
+        "`block`",
+    );
+    one_error(
+        &format!("defaults:\n  response_signals: {{stauts: 402}}\n{ORIGIN}"),
+        2,
+        22,
+        "did you mean `status`",
+    );
+}
