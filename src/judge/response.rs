@@ -154,3 +154,148 @@ fn refused_purpose(decision: &mut Decision, signals: &PageSignals) -> Option<Res
     decision.spared = spared;
     hit
 }
+
+#[cfg(test)]
+mod tests {
+    use http::{HeaderMap, HeaderValue};
+
+    use super::super::tests::{bench_for, Bench, BROWSER, GPTBOT};
+    use super::super::{Facts, Mode};
+    use super::*;
+
+    const GOOGLEBOT: &[u8] =
+        b"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+    const BINGBOT: &[u8] =
+        b"Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)";
+    const ROBOTS: &str = "    robots: {source: inline, text: \"User-agent: *\\nDisallow: /private\\n\"}\n    impostors: ignore";
+
+    fn head(lines: &[(&str, &str)]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (name, value) in lines {
+            headers.append(
+                http::HeaderName::from_bytes(name.as_bytes()).expect("a name"),
+                HeaderValue::from_str(value).expect("a value"),
+            );
+        }
+        headers
+    }
+
+    /// The proxy's decision for a GET of `target` by `ua`, then judged on `headers`: the
+    /// outcome word, the refusal's status, and the decision.
+    fn on_response(
+        bench: &Bench,
+        ua: &[u8],
+        target: &str,
+        headers: &HeaderMap,
+    ) -> (&'static str, Option<u16>, Decision) {
+        let facts = Facts::get(b"shop.example", ua, target.as_bytes());
+        let mut decision = bench
+            .judge(&facts, Mode::Apply)
+            .decision
+            .expect("a decision");
+        let asked = Asked {
+            method: &http::Method::GET,
+            target: target.as_bytes(),
+            client: None,
+            request_id: None,
+        };
+        let refusal = judge_response(&mut decision, headers, &asked);
+        (
+            decision.outcome.as_str(),
+            refusal.map(|r| r.status),
+            decision,
+        )
+    }
+
+    #[test]
+    fn a_refused_purpose_refuses_reports_or_spares_as_robots_txt_lines_do() {
+        let enforce = bench_for(
+            "",
+            &format!("{ROBOTS}\n    response_signals: {{action: enforce}}"),
+        );
+        let usage = head(&[("content-usage", "train-ai=n")]);
+        let (outcome, status, decision) = on_response(&enforce, GPTBOT, "/a", &usage);
+        assert_eq!((outcome, status), ("blocked", Some(403)));
+        assert_eq!(decision.why, Why::ResponseSignal);
+        let rule = decision.rule.as_ref().expect("the header as the rule");
+        assert_eq!(rule.directive, "response-header");
+        assert_eq!(rule.pattern, "Content-Usage: train-ai=n");
+        assert!(
+            decision.reason().contains("Content-Usage"),
+            "{}",
+            decision.reason()
+        );
+        // Googlebot's training has its own token; bingbot also searches: both spared.
+        let (outcome, status, decision) = on_response(&enforce, GOOGLEBOT, "/a", &usage);
+        assert_eq!((outcome, status), ("allowed", None));
+        assert!(!decision.spared.by_token.is_empty());
+        let (outcome, _, decision) = on_response(&enforce, BINGBOT, "/a", &usage);
+        assert_eq!(outcome, "allowed");
+        assert!(!decision.spared.for_search.is_empty());
+        // Browsers, and what robots.txt already refused, are not judged again.
+        assert_eq!(on_response(&enforce, BROWSER, "/a", &usage).0, "pass");
+        let (outcome, status, decision) = on_response(&enforce, GPTBOT, "/private/x", &usage);
+        assert_eq!((outcome, status), ("blocked", None));
+        assert_eq!(decision.why, Why::Rule);
+        // No header, nothing: the response passes.
+        assert_eq!(
+            on_response(&enforce, GPTBOT, "/a", &HeaderMap::new()).0,
+            "allowed"
+        );
+        // multi_purpose: block refuses bingbot too.
+        let strict = bench_for(
+            "",
+            &format!("{ROBOTS}\n    response_signals: {{action: enforce}}\n    content_signals: {{multi_purpose: block}}"),
+        );
+        assert_eq!(on_response(&strict, BINGBOT, "/a", &usage).0, "blocked");
+        // report, and enforce under mode: report: would_block, no refusal.
+        for origin in [
+            format!("{ROBOTS}\n    response_signals: {{action: report}}"),
+            format!("{ROBOTS}\n    mode: report\n    response_signals: {{action: enforce}}"),
+        ] {
+            let bench = bench_for("", &origin);
+            assert_eq!(
+                on_response(&bench, GPTBOT, "/a", &usage).0,
+                "would_block",
+                "{origin}"
+            );
+        }
+        // ignore: not read.
+        let ignore = bench_for(
+            "",
+            &format!("{ROBOTS}\n    response_signals: {{action: ignore}}"),
+        );
+        assert_eq!(on_response(&ignore, GPTBOT, "/a", &usage).0, "allowed");
+    }
+
+    #[test]
+    fn status_402_is_payment_required_with_the_licence() {
+        let bench = bench_for(
+            "",
+            &format!("{ROBOTS}\n    block: {{license_url: \"https://shop.example/terms\"}}\n    response_signals: {{action: enforce, status: 402}}"),
+        );
+        let facts = Facts::get(b"shop.example", GPTBOT, b"/a");
+        let mut decision = bench
+            .judge(&facts, Mode::Apply)
+            .decision
+            .expect("a decision");
+        let asked = Asked {
+            method: &http::Method::HEAD,
+            target: b"/a",
+            client: None,
+            request_id: None,
+        };
+        let refusal = judge_response(
+            &mut decision,
+            &head(&[("x-robots-tag", "GPTBot: noai")]),
+            &asked,
+        )
+        .expect("refused");
+        assert_eq!(refusal.status, 402);
+        assert!(matches!(
+            refusal.why,
+            RefusedFor::ResponseSignal { license: Some(ref url) } if url == "https://shop.example/terms"
+        ));
+        assert_eq!(decision.outcome, Outcome::PaymentRequired);
+    }
+}
