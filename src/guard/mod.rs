@@ -876,7 +876,14 @@ impl Guard {
         response: &ResponseHeader,
         ctx: &mut GuardContext,
     ) -> Result<()> {
-        if let Some(decision) = ctx.state.decision.as_mut() {
+        // Every proxied response is asked; almost none is a crawler's carrying a preference,
+        // and those cost two comparisons and two header lookups before anything is built.
+        if let Some(decision) = ctx
+            .state
+            .decision
+            .as_mut()
+            .filter(|decision| crate::judge::response::to_judge(decision, &response.headers))
+        {
             let request = session.req_header();
             let request_id = ctx.state.request_id.as_ref();
             let asked = crate::judge::response::Asked {

@@ -41,7 +41,7 @@ pub fn judge_response(
     headers: &HeaderMap,
     asked: &Asked<'_>,
 ) -> Option<Refusal> {
-    if !judged(decision) || !carries_signals(headers) {
+    if !to_judge(decision, headers) {
         return None;
     }
     let settings = decision.origin.config.response_signals;
@@ -96,6 +96,13 @@ pub fn judge_response(
         status: settings.status,
         why: RefusedFor::ResponseSignal { license },
     })
+}
+
+/// Whether the response `headers` to the request `decision` let through are judged: a crawler's
+/// request robots.txt let through ([`judged`]), answered with `Content-Usage` or `X-Robots-Tag`.
+/// What every proxied response without them costs.
+pub fn to_judge(decision: &Decision, headers: &HeaderMap) -> bool {
+    judged(decision) && carries_signals(headers)
 }
 
 /// Whether a decision is one a page's preference can still change: a crawler's request that
