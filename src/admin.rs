@@ -171,6 +171,9 @@ struct Explanation<'a> {
     /// search too.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     spared_purposes: Vec<crate::enforce::SparedPurpose>,
+    /// `response_signals`: a page's preferences in the origin's response head are judged on
+    /// the origin's answer, which `/explain` does not ask for.
+    response_signals: &'static str,
     robots: RobotsInfo<'a>,
     /// Why the answer may differ from the proxy's: the claim was not checked because
     /// `/explain`'s DNS lookups are used up for now.
@@ -359,6 +362,19 @@ async fn explain(
     json(200, &explained)
 }
 
+/// What `/explain` says of the origin's `response_signals`: they are judged on the origin's
+/// answer (unless ignored).
+fn response_signals_note(decision: &Decision) -> &'static str {
+    if decision.origin.config.response_signals.action == crate::config::SignalAction::Ignore {
+        "not read (response_signals.action: ignore)"
+    } else {
+        RESPONSE_SIGNALS_NOTE
+    }
+}
+
+/// `/explain`'s `response_signals` where the origin reads them.
+pub const RESPONSE_SIGNALS_NOTE: &str = "judged on the origin's answer";
+
 fn explanation<'a>(
     host: &'a str,
     path: &'a str,
@@ -403,6 +419,7 @@ fn explanation<'a>(
         content_signal: decision.content_signal(),
         content_usage: decision.content_usage(),
         spared_purposes: decision.spared_purposes(),
+        response_signals: response_signals_note(decision),
         robots: RobotsInfo {
             state: copy.policy.state_label(),
             outcome: copy.outcome.as_str(),

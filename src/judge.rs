@@ -17,6 +17,7 @@
 
 mod effects;
 mod phases;
+pub mod response;
 mod signals;
 mod web_bot_auth;
 
@@ -414,6 +415,15 @@ pub enum RefusedFor {
         /// (`block.license_url`, else robots.txt's `License:` line), when there is one.
         license: Option<String>,
     },
+    /// The origin's response carries the page's own preference refusing one of the crawler's
+    /// purposes (`response_signals.action: enforce`): `response_signals.status`, 403 or 402
+    /// (then with the licence link, as [`RefusedFor::PaymentRequired`]). None of the origin's
+    /// body is sent.
+    ResponseSignal {
+        /// For a 402, the licence URL its `Link: <url>; rel="license"` points at, when there
+        /// is one.
+        license: Option<String>,
+    },
 }
 
 impl RefusedFor {
@@ -427,7 +437,8 @@ impl RefusedFor {
             | RefusedFor::Blocked
             | RefusedFor::Impostor
             | RefusedFor::SignatureRequired { .. }
-            | RefusedFor::Disguised => 403,
+            | RefusedFor::Disguised
+            | RefusedFor::ResponseSignal { .. } => 403,
             RefusedFor::Limited { .. }
             | RefusedFor::RateLimited { .. }
             | RefusedFor::Replayed { .. } => 429,
@@ -590,6 +601,22 @@ impl Licence {
     }
 }
 
+/// The licence URL of `origin` a 402 points at: `block.license_url`, else the first `License:`
+/// line of the robots.txt copy `copy`.
+pub(crate) fn licence_url(origin: &Origin, copy: &RobotsCopy) -> Option<String> {
+    origin
+        .config
+        .block
+        .license_url
+        .clone()
+        .or_else(|| match &copy.policy {
+            crate::snapshot::Policy::Rules(rules) => {
+                rules.licenses().first().map(|l| l.url.clone())
+            }
+            _ => None,
+        })
+}
+
 /// Whether a blocked decision is answered with the origin's licence (402), and where the
 /// licence is: a `license` policy action always; `block.status: 402` for every crawler but
 /// those fetching for a person (`agent` purpose), who get 403 unless a policy says `license`
@@ -604,18 +631,7 @@ fn licence_answer(decision: &Decision) -> Option<Licence> {
     if !by_policy && !by_status {
         return None;
     }
-    let url = decision
-        .origin
-        .config
-        .block
-        .license_url
-        .clone()
-        .or_else(|| match &decision.robots.policy {
-            crate::snapshot::Policy::Rules(rules) => {
-                rules.licenses().first().map(|l| l.url.clone())
-            }
-            _ => None,
-        });
+    let url = licence_url(&decision.origin, &decision.robots);
     Some(url.map_or(Licence::Unnamed, Licence::Url))
 }
 

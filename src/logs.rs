@@ -745,6 +745,8 @@ pub(crate) struct AccessRecord<'a> {
     pub origin: Option<&'a str>,
     pub crawler: Option<&'a str>,
     pub decision: &'a str,
+    /// Why the decision came out as it did ([`crate::enforce::Why::as_str`]), when decided.
+    pub why: Option<&'a str>,
     pub upstream: Option<std::net::SocketAddr>,
     pub request_id: Option<&'a [u8]>,
 }
@@ -785,6 +787,7 @@ pub(crate) fn access(settings: &crate::config::AccessLog, record: &AccessRecord<
                 "origin": record.origin,
                 "crawler": record.crawler,
                 "decision": record.decision,
+                "why": record.why,
                 "upstream": upstream,
                 "request_id": request_id,
             });
@@ -793,7 +796,7 @@ pub(crate) fn access(settings: &crate::config::AccessLog, record: &AccessRecord<
         crate::config::AccessLogFormat::Text => {
             let quoted = |text: &str| escape_client_text(text.as_bytes());
             format!(
-                "{time} access client={} host=\"{}\" method={} path=\"{}\" status={} bytes={} duration_ms={duration_ms:.3} user_agent=\"{}\" origin={} crawler=\"{}\" decision={} upstream={} request_id={}",
+                "{time} access client={} host=\"{}\" method={} path=\"{}\" status={} bytes={} duration_ms={duration_ms:.3} user_agent=\"{}\" origin={} crawler=\"{}\" decision={} why={} upstream={} request_id={}",
                 client.as_deref().unwrap_or("-"),
                 quoted(&host),
                 quoted(cut(record.method, MAX_LOGGED_METHOD)),
@@ -804,6 +807,7 @@ pub(crate) fn access(settings: &crate::config::AccessLog, record: &AccessRecord<
                 record.origin.unwrap_or("-"),
                 record.crawler.unwrap_or("-"),
                 record.decision,
+                record.why.unwrap_or("-"),
                 upstream.as_deref().unwrap_or("-"),
                 request_id.as_deref().map_or_else(|| "-".to_string(), quoted),
             )

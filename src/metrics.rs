@@ -179,6 +179,12 @@ pub struct Metrics {
     /// robots.txt `Content-Signal` or `Content-Usage` line refuses for one of the crawler's
     /// purposes (`action`: `enforce`, refused; `report`, proxied and counted).
     pub content_signals: IntCounterVec,
+    /// `robotsguard_response_signals_total{origin, signal, action}`: crawler responses whose
+    /// head carries a page's AI preference that refuses one of the crawler's purposes (`signal`:
+    /// `content_usage`, `noai`, `noimageai`; `action`: `enforce`, refused; `report`, passed and
+    /// counted; `spared`, a multi-purpose crawler not refused), and `Content-Usage` headers
+    /// ignored as malformed (`action`: `malformed`).
+    pub response_signals: IntCounterVec,
     /// `robotsguard_violations_total{origin, crawler, read_robots}`: crawler requests robots.txt
     /// disallows, by whether the client fetched robots.txt within the last 24 hours.
     pub violations: IntCounterVec,
@@ -321,7 +327,7 @@ pub const REQUEST_REFUSALS: [&str; 4] = [
 ];
 
 /// Documented metric names (also checked by tests and the dashboard test).
-pub const METRIC_NAMES: [&str; 70] = [
+pub const METRIC_NAMES: [&str; 71] = [
     "robotsguard_requests_total",
     "robotsguard_decision_duration_seconds",
     "robotsguard_request_duration_seconds",
@@ -370,6 +376,7 @@ pub const METRIC_NAMES: [&str; 70] = [
     "robotsguard_rate_limited_total",
     "robotsguard_rate_budget_exceeded_total",
     "robotsguard_content_signals_total",
+    "robotsguard_response_signals_total",
     "robotsguard_violations_total",
     "robotsguard_bans_total",
     "robotsguard_banned_clients",
@@ -754,6 +761,12 @@ impl Metrics {
             "Crawler requests a robots.txt Content-Signal or Content-Usage line refuses for one of the crawler's purposes, by origin, crawler, purpose and action (enforce: refused; report: proxied and counted).",
             &["origin", "crawler", "purpose", "action"],
         );
+        let response_signals = counter(
+            &registry,
+            "robotsguard_response_signals_total",
+            "Crawler responses whose head carries a page's AI preference (Content-Usage, X-Robots-Tag noai or noimageai) refusing one of the crawler's purposes, by origin, signal (content_usage, noai, noimageai) and action (enforce: refused; report: passed and counted; spared: a multi-purpose crawler not refused; malformed: a Content-Usage header ignored).",
+            &["origin", "signal", "action"],
+        );
         let violations = counter(
             &registry,
             "robotsguard_violations_total",
@@ -959,6 +972,7 @@ impl Metrics {
             rate_limited,
             rate_budget_exceeded,
             content_signals,
+            response_signals,
             violations,
             bans,
             banned_clients,
@@ -1141,6 +1155,7 @@ impl Metrics {
             Box::new(self.rate_limited.clone()),
             Box::new(self.rate_budget_exceeded.clone()),
             Box::new(self.content_signals.clone()),
+            Box::new(self.response_signals.clone()),
             Box::new(self.violations.clone()),
             Box::new(self.bans.clone()),
             Box::new(self.banned_clients.clone()),

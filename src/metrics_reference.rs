@@ -12,6 +12,10 @@ const NOTES: &[(&str, &str)] = &[
         "evidence records (`evidence`): `written` (signed, appended to this replica's chain and synced to disk), `dropped` (the writer's queue, `evidence.queue`, was full: a request never waits for the disk, so the record is lost and its chain has no gap, since it was never linked), `failed` (the write or the robots.txt copy's write failed: disk full, permissions); any `dropped` or `failed` means a request the evidence cannot show",
     ),
     (
+        "robotsguard_response_signals_total",
+        "moves when the origin's response head for a crawler's request carries a page preference (`response_signals`, not `ignore`): `signal` is `content_usage` (`Content-Usage: train-ai=n` or `search=n`), `noai` or `noimageai` (`X-Robots-Tag`); `action` is `enforce` (refused: decision `blocked` or `payment_required`), `report` (passed: `would_block`), `spared` (a crawler with a control token, or one that serves search too under `content_signals.multi_purpose: allow`) or `malformed` (a `Content-Usage` line ignored)",
+    ),
+    (
         "robotsguard_decision_requests_total",
         "requests judged through the decision listener (`decision`), by origin and the access log's decision word; they are counted in `robotsguard_requests_total` as well, exactly as proxied requests, so proxied traffic is the difference",
     ),

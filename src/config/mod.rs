@@ -41,10 +41,10 @@ pub use sections::{
     OffendersAction, OffendersConfig, OnUnreachable, OriginConfig, PathsConfig, PolicyConfig,
     ProxyUrlError, PurposeAction, PurposeRule, RangesConfig, RatePer, RateRule, RateScope,
     RatesConfig, RedisClient, RedisConfig, RedisNode, RedisSetupError, RedisTls, RedisTopology,
-    RedisUrlError, RegistrySource, ReportsConfig, RobotsConfig, RobotsSource, SignalAction,
-    SignatureAgent, Spared, SparedPurposes, StateConfig, TrapAction, TrapSecret, TrapsConfig,
-    Upstream, UpstreamHealth, UpstreamTimeouts, UpstreamTls, VerifyConfig, WebBotAuthConfig,
-    WebBotAuthMode, MIN_ADMIN_TOKEN_BYTES,
+    RedisUrlError, RegistrySource, ReportsConfig, ResponseSignalsConfig, RobotsConfig,
+    RobotsSource, SignalAction, SignatureAgent, Spared, SparedPurposes, StateConfig, TrapAction,
+    TrapSecret, TrapsConfig, Upstream, UpstreamHealth, UpstreamTimeouts, UpstreamTls, VerifyConfig,
+    WebBotAuthConfig, WebBotAuthMode, MIN_ADMIN_TOKEN_BYTES,
 };
 
 #[cfg(test)]

@@ -410,10 +410,10 @@ mod tests {
         assert_eq!(
             errors,
             [
-                "t.yaml:2:1: unknown key `upstreams` in origin; did you mean `upstream`? (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth, traps, disguised, content_signals)",
-                "t.yaml:3:1: unknown key `hots` in origin; did you mean `hosts`? (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth, traps, disguised, content_signals)",
+                "t.yaml:2:1: unknown key `upstreams` in origin; did you mean `upstream`? (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth, traps, disguised, content_signals, response_signals)",
+                "t.yaml:3:1: unknown key `hots` in origin; did you mean `hosts`? (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth, traps, disguised, content_signals, response_signals)",
                 "t.yaml:4:1: keys must be strings, not an integer in origin",
-                "t.yaml:5:1: unknown key `zzz` in origin (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth, traps, disguised, content_signals)",
+                "t.yaml:5:1: unknown key `zzz` in origin (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth, traps, disguised, content_signals, response_signals)",
                 "t.yaml:6:1: key `listen` is not allowed in origin (`listen` is set once, at the top level)",
             ]
         );

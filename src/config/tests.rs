@@ -134,6 +134,7 @@ fn minimal_config_gets_every_default() {
             traps: crate::config::TrapsConfig::default(),
             disguised: crate::config::DisguisedConfig::default(),
             content_signals: crate::config::ContentSignalsConfig::default(),
+            response_signals: crate::config::ResponseSignalsConfig::default(),
         }]
     );
 }
@@ -486,7 +487,7 @@ fn unknown_key_in_origin_suggests_the_closest() {
     assert_eq!(
         e.to_string(),
         "t.yaml:5:5: unknown key `upstreams` in origin; did you mean `upstream`? \
-         (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth, traps, disguised, content_signals)"
+         (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth, traps, disguised, content_signals, response_signals)"
     );
 }
 
@@ -513,7 +514,7 @@ origins:
         [
             "t.yaml:1:33: unknown key `tsl` in listener; did you mean `tls`? (expected one of: address, tls, proxy_protocol, http2)",
             "t.yaml:2:12: unknown key `grase` in `shutdown`; did you mean `grace`? (expected one of: grace)",
-            "t.yaml:4:3: unknown key `moed` in `defaults`; did you mean `mode`? (expected one of: mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth, traps, disguised, content_signals)",
+            "t.yaml:4:3: unknown key `moed` in `defaults`; did you mean `mode`? (expected one of: mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth, traps, disguised, content_signals, response_signals)",
             "t.yaml:5:11: unknown key `staus` in `block`; did you mean `status`? (expected one of: status, body, license_url)",
             "t.yaml:6:12: unknown key `refesh` in `defaults.robots`; did you mean `refresh`? (expected one of: refresh, timeout, on_unreachable, max_size)",
             "t.yaml:7:12: unknown key `extras` in `crawlers`; did you mean `extra`? (expected one of: builtin, generic, extra, feeds)",
@@ -596,7 +597,7 @@ fn origin_required_keys() {
             "t.yaml:3:5: origin is missing `upstream` (e.g. upstream: 127.0.0.1:8081)",
             "t.yaml:4:5: origin is missing `name` (e.g. name: shop)",
             "t.yaml:4:5: origin is missing `hosts` (list the Host names it serves, e.g. hosts: [shop.example])",
-            "t.yaml:5:5: each origin must be a mapping, not a string (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth, traps, disguised, content_signals)",
+            "t.yaml:5:5: each origin must be a mapping, not a string (expected one of: name, hosts, upstream, tls, mode, block, robots, paths, upstream_timeouts, passive_health, health_check, dns_refresh, policy, impostors, crawl_delay, offenders, web_bot_auth, traps, disguised, content_signals, response_signals)",
         ]
     );
 }
@@ -2557,4 +2558,55 @@ fn evidence_errors_point_at_the_key() {
     let default = load(ORIGIN).expect("valid");
     assert!(!default.evidence.enabled);
     assert_eq!(default.evidence.events.len(), 4);
+}
+
+#[test]
+fn response_signals_merge_over_defaults_and_refuse_other_statuses_where_written() {
+    use crate::config::{ResponseSignalsConfig, SignalAction};
+    let c = ok(&format!(
+        "defaults:\n  response_signals: {{action: enforce, status: 402}}\n{ORIGIN}  - name: blog\n    hosts: [blog.example]\n    upstream: \"127.0.0.1:8082\"\n    response_signals: {{status: 403}}\n"
+    ));
+    assert_eq!(
+        c.origins[0].response_signals,
+        ResponseSignalsConfig {
+            action: SignalAction::Enforce,
+            status: 402,
+        }
+    );
+    // Key by key: the origin's status, the defaults' action.
+    assert_eq!(
+        c.origins[1].response_signals,
+        ResponseSignalsConfig {
+            action: SignalAction::Enforce,
+            status: 403,
+        }
+    );
+    assert_eq!(
+        ok(ORIGIN).origins[0].response_signals,
+        ResponseSignalsConfig::default()
+    );
+    one_error(
+        &format!("defaults:\n  response_signals: {{status: 404}}\n{ORIGIN}"),
+        2,
+        30,
+        "`status` must be 403 or 402, not 404",
+    );
+    one_error(
+        &format!("defaults:\n  response_signals: {{status: forbidden}}\n{ORIGIN}"),
+        2,
+        30,
+        "`status` must be 403 or 402",
+    );
+    one_error(
+        &format!("defaults:\n  response_signals: {{action: block}}\n{ORIGIN}"),
+        2,
+        30,
+        "`block`",
+    );
+    one_error(
+        &format!("defaults:\n  response_signals: {{stauts: 402}}\n{ORIGIN}"),
+        2,
+        22,
+        "did you mean `status`",
+    );
 }

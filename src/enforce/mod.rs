@@ -25,6 +25,7 @@ use crate::robots::{
 use crate::snapshot::{Origin, Policy, RobotsCopy, Snapshot};
 use crate::tables::crawl_delay::{BudgetKey, CrawlDelays, GENERIC_BUDGET, MAX_DELAY};
 
+pub mod response;
 mod verification;
 pub mod warnings;
 
@@ -156,6 +157,10 @@ impl Serialize for Crawler {
     }
 }
 
+/// The kind a [`MatchedRule`] has when it stands for a header of the origin's response (its
+/// pattern is the header, `Content-Usage: train-ai=n`), not a robots.txt line.
+pub const RESPONSE_HEADER_RULE: &str = "response-header";
+
 /// The robots.txt rule behind a verdict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MatchedRule {
@@ -227,6 +232,35 @@ pub struct UsagePreferences {
     pub refusal: Option<SignalRefusal>,
     /// The `Content-Usage` header value proxied responses carry (`content_signals.header`).
     pub content_usage: Option<String>,
+    /// The page's own preference, in the origin's response head, that refuses one of the
+    /// crawler's purposes (`response_signals`): set after the origin answered.
+    pub response_signal: Option<ResponseSignalHit>,
+}
+
+/// A header of the origin's response that refuses one of the crawler's purposes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResponseSignalHit {
+    /// The purpose refused.
+    pub purpose: Purpose,
+    /// `content_usage`, `noai` or `noimageai`.
+    #[serde(serialize_with = "serialize_signal")]
+    pub signal: response::Signal,
+    /// The header line as quoted (printable ASCII, cut).
+    pub value: String,
+}
+
+impl ResponseSignalHit {
+    /// `Content-Usage: train-ai=n`: the header as the refusal cites it.
+    pub fn text(&self) -> String {
+        format!("{}: {}", self.signal.header(), self.value)
+    }
+}
+
+fn serialize_signal<S: serde::Serializer>(
+    signal: &response::Signal,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(signal.as_str())
 }
 
 /// A `Content-Signal` or `Content-Usage` line that applies to a request, for `/explain`.
@@ -326,6 +360,37 @@ pub enum Why {
     ContentSignal,
     /// The request is for the licence terms a `402` answer points at: every crawler may read it.
     LicenseUrl,
+    /// The origin's response carries the page's own preference refusing one of the crawler's
+    /// purposes (`Content-Usage`, `X-Robots-Tag: noai`): [`Decision::response_signal`].
+    ResponseSignal,
+}
+
+impl Why {
+    /// The word the access log's `why` says: `rule`, `no_rule_matched`, `content_signal`,
+    /// `response_signal`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Why::NotCrawler => "not_crawler",
+            Why::ModeOff => "mode_off",
+            Why::RobotsTxtPath => "robots_txt",
+            Why::ExemptPath => "exempt_path",
+            Why::AllowedClient => "allowed_client",
+            Why::PolicyPass(_) => "policy_pass",
+            Why::PolicyBlock(_) => "policy_block",
+            Why::PolicyLicense(_) => "policy_license",
+            Why::AllowAll => "allow_all",
+            Why::DisallowAll => "disallow_all",
+            Why::NoGroup => "no_group",
+            Why::Rule => "rule",
+            Why::NoRuleMatched => "no_rule_matched",
+            Why::Impostor => "impostor",
+            Why::Trap => "trap",
+            Why::Disguised => "disguised",
+            Why::ContentSignal => "content_signal",
+            Why::LicenseUrl => "license_url",
+            Why::ResponseSignal => "response_signal",
+        }
+    }
 }
 
 /// Which `policy` entry decided.
@@ -349,6 +414,26 @@ impl Decision {
     /// The preference line that refuses the crawler's purpose on the path, when one does.
     pub fn content_signal(&self) -> Option<&SignalRefusal> {
         self.usage.as_ref().and_then(|usage| usage.refusal.as_ref())
+    }
+
+    /// The header of the origin's response that refuses the crawler's purpose, when one did.
+    pub fn response_signal(&self) -> Option<&ResponseSignalHit> {
+        self.usage
+            .as_ref()
+            .and_then(|usage| usage.response_signal.as_ref())
+    }
+
+    /// Records that the origin's response refuses one of the crawler's purposes: the decision
+    /// cites the header (its rule is the header, kind `response-header`) and says why
+    /// ([`Why::ResponseSignal`]); the outcome is the caller's.
+    pub fn refuse_for_response(&mut self, hit: ResponseSignalHit) {
+        self.rule = Some(MatchedRule {
+            line: 0,
+            directive: RESPONSE_HEADER_RULE,
+            pattern: hit.text(),
+        });
+        self.why = Why::ResponseSignal;
+        self.usage_mut().response_signal = Some(hit);
     }
 
     /// The `Content-Usage` header value proxied responses carry (`content_signals.header`).
@@ -548,6 +633,15 @@ impl Decision {
                 None => "a content signal refuses this use".to_string(),
             },
             Why::LicenseUrl => "the licence terms are always readable".to_string(),
+            Why::ResponseSignal => match self.response_signal() {
+                Some(hit) => format!(
+                    "the page's {} header refuses {}: {}",
+                    hit.signal.header(),
+                    hit.purpose,
+                    hit.value
+                ),
+                None => "the page's response headers refuse this use".to_string(),
+            },
             Why::AllowAll => format!("robots.txt allows everything ({})", self.robots.reason),
             Why::DisallowAll => format!("robots.txt disallows everything ({})", self.robots.reason),
             Why::NoGroup => "no robots.txt group applies to this crawler".to_string(),
@@ -627,6 +721,7 @@ impl Decision {
             Why::Disguised => "disguised".to_string(),
             Why::ContentSignal => "content-signal".to_string(),
             Why::LicenseUrl => "licence URL".to_string(),
+            Why::ResponseSignal => "response-signal".to_string(),
             Why::AllowAll | Why::DisallowAll | Why::NoGroup | Why::Rule | Why::NoRuleMatched => {
                 "robots.txt".to_string()
             }

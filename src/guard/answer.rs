@@ -95,13 +95,33 @@ pub(super) async fn respond_refusal(
     respond_with(session, refusal.status, body, refusal_header(refusal), true).await
 }
 
+/// Sends a refusal after which the connection closes (one made after the request was proxied,
+/// whose upstream exchange was cut short).
+pub(super) async fn respond_refusal_closing(
+    session: &mut Session,
+    refusal: &Refusal,
+    body: String,
+) -> Result<()> {
+    respond_with(
+        session,
+        refusal.status,
+        body,
+        refusal_header(refusal),
+        false,
+    )
+    .await
+}
+
 /// The one header a refusal carries besides its body, when it has one: `Link` to a 402's
 /// licence, `Retry-After` (a ban's end, a Crawl-delay's wait) or `Accept-Signature` (Web Bot
 /// Auth). Shared by the proxy and the decision listener.
 pub(crate) fn refusal_header(refusal: &Refusal) -> Option<(HeaderName, String)> {
     // A refusal carries at most one of them.
     match &refusal.why {
-        RefusedFor::PaymentRequired { license: Some(url) } => {
+        RefusedFor::PaymentRequired { license: Some(url) }
+        | RefusedFor::ResponseSignal { license: Some(url) }
+            if refusal.status == 402 =>
+        {
             Some((header::LINK, format!("<{url}>; rel=\"license\"")))
         }
         why => why
@@ -149,8 +169,41 @@ pub(crate) fn refusal_body(
         // A trap answers as a path that does not exist: nothing tells the client.
         RefusedFor::Trap => "404 Not Found\n".to_string(),
         RefusedFor::Disguised => disguised_body(decision),
+        RefusedFor::ResponseSignal { license } => {
+            response_signal_body(decision, refusal.status, license.as_deref())
+        }
         _ => block(),
     }
+}
+
+/// The body of a refusal for the page's own preference in the origin's response: the crawler,
+/// the purpose refused, the header that says so (as quoted: printable ASCII, cut) and, for a
+/// 402, the licence terms. Nothing the client wrote.
+fn response_signal_body(decision: &Decision, status: u16, license: Option<&str>) -> String {
+    let crawler = decision
+        .crawler
+        .as_ref()
+        .map_or("this crawler", |c| c.name());
+    let (purpose, header) = match decision.response_signal() {
+        Some(hit) => (
+            hit.purpose.as_str(),
+            format!("{} header: {}", hit.signal.header(), hit.value),
+        ),
+        None => ("this", "response headers".to_string()),
+    };
+    let mut body = format!(
+        "{}: this page is not for {crawler}'s {purpose} use.\n\
+         Reason: the page's {header}\n",
+        status_line(status)
+    );
+    if status == 402 {
+        match license {
+            Some(url) => body.push_str(&format!("Licence terms: {url}\n")),
+            None => body.push_str("Ask this site for its licence terms.\n"),
+        }
+    }
+    body.push_str("Enforced by robotsguard.\n");
+    body
 }
 
 /// The body of a ban's 403: that the address is banned, why, and until when. Nothing the client

@@ -189,6 +189,9 @@ struct RequestState {
     /// `request_filter` found no `access_log` in force: `logging` need not look again (a
     /// reload in between applies from the next request).
     access_log_off: bool,
+    /// The origin's response carries the page's preference refusing the crawler
+    /// (`response_signals: enforce`): `fail_to_proxy` answers with it instead of the response.
+    response_refusal: Option<Refusal>,
 }
 
 impl Default for GuardContext {
@@ -218,6 +221,7 @@ impl GuardContext {
                 connection_header: true,
                 host_header: None,
                 access_log_off: false,
+                response_refusal: None,
             }),
         }
     }
@@ -861,10 +865,58 @@ impl Guard {
         }
     }
 
-    /// Call from `response_filter` together with [`Guard::response_body_filter`]: when a client
-    /// fetches `/robots.txt` through the proxy and the origin's differs from the copy in force,
-    /// robotsguard refreshes its copy at once instead of at the next scheduled refresh.
-    pub fn response_filter(&self, response: &ResponseHeader, ctx: &mut GuardContext) {
+    /// Call from `response_filter`, and return its error: the page's own AI preferences in the
+    /// origin's response head (`response_signals`: `Content-Usage`, `X-Robots-Tag: noai`) are
+    /// judged before any of its body is sent. A crawler the page refuses, under `enforce`, makes
+    /// this an error (status 403 or 402) after which nothing of the origin's response reaches
+    /// the client; [`Guard::fail_to_proxy`] then answers with the refusal (the upstream
+    /// connection is closed, not reused). Under `report` the response passes and the decision
+    /// becomes `would_block`.
+    ///
+    /// Also, with [`Guard::response_body_filter`]: when a client fetches `/robots.txt` through
+    /// the proxy and the origin's differs from the copy in force, robotsguard refreshes its copy
+    /// at once instead of at the next scheduled refresh.
+    pub fn response_filter(
+        &self,
+        session: &Session,
+        response: &ResponseHeader,
+        ctx: &mut GuardContext,
+    ) -> Result<()> {
+        // Every proxied response is asked; almost none is a crawler's carrying a preference,
+        // and those cost two comparisons and two header lookups before anything is built.
+        if let Some(decision) = ctx
+            .state
+            .decision
+            .as_mut()
+            .filter(|decision| crate::judge::response::to_judge(decision, &response.headers))
+        {
+            let request = session.req_header();
+            let request_id = ctx.state.request_id.as_ref();
+            let asked = crate::judge::response::Asked {
+                method: &request.method,
+                target: request.raw_path(),
+                client: ctx.state.client,
+                request_id: request_id.and_then(|id| id.to_str().ok()),
+            };
+            if let Some(refusal) =
+                crate::judge::response::judge_response(decision, &response.headers, &asked)
+            {
+                let status = refusal.status;
+                ctx.state.response_refusal = Some(refusal);
+                ctx.state.robots_seen = None;
+                return Error::e_explain(
+                    ErrorType::HTTPStatus(status),
+                    "the page's response headers refuse this crawler",
+                );
+            }
+        }
+        self.robots_response(response, ctx);
+        Ok(())
+    }
+
+    /// A client's own `/robots.txt` through the proxy: only a plain-text 200 is compared with
+    /// the copy in force.
+    fn robots_response(&self, response: &ResponseHeader, ctx: &mut GuardContext) {
         if ctx.state.robots_seen.is_none() {
             return;
         }
@@ -948,6 +1000,9 @@ impl Guard {
         e: &Error,
         ctx: &mut GuardContext,
     ) -> FailToProxy {
+        if let Some(refusal) = ctx.state.response_refusal.take() {
+            return self.answer_response_refusal(session, &refusal, ctx).await;
+        }
         let from_upstream = e.esource() == &ErrorSource::Upstream;
         let upstream_failure = from_upstream || matches!(e.etype(), ErrorType::HTTPStatus(502));
         // A client that stopped reading (limits.write_timeout): its request ends here and its
@@ -1012,6 +1067,38 @@ impl Guard {
         }
         FailToProxy {
             error_code: code,
+            can_reuse_downstream: false,
+        }
+    }
+
+    /// Answers a crawler the page's response headers refuse ([`Guard::response_filter`]): the
+    /// refusal's status and body, nothing of the origin's response; the connection closes after
+    /// it (pingora does not reuse one whose proxying ended in an error).
+    async fn answer_response_refusal(
+        &self,
+        session: &mut Session,
+        refusal: &Refusal,
+        ctx: &GuardContext,
+    ) -> FailToProxy {
+        let status = match &ctx.state.decision {
+            Some(decision) if session.response_written().is_none() => {
+                let body = refusal_body(decision, refusal, || {
+                    block_body(
+                        decision,
+                        request_path(session.req_header()),
+                        &robots_url(session, ctx.state.peer_trusted),
+                        &client_text(ctx.state.client),
+                    )
+                });
+                match answer::respond_refusal_closing(session, refusal, body).await {
+                    Ok(()) => refusal.status,
+                    Err(_) => 0,
+                }
+            }
+            _ => 0,
+        };
+        FailToProxy {
+            error_code: status,
             can_reuse_downstream: false,
         }
     }
@@ -1140,6 +1227,7 @@ fn access_log(
             Some(_) if ctx.state.failed => "error",
             Some(d) => d.outcome.as_str(),
         },
+        why: decision.map(|d| d.why.as_str()),
         upstream: ctx.state.upstream.as_ref().map(|u| u.address),
         request_id: ctx.state.request_id.as_ref().map(HeaderValue::as_bytes),
     };

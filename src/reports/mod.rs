@@ -650,7 +650,7 @@ impl Reports {
         let violation = matches!(
             decision.outcome,
             Outcome::Blocked | Outcome::WouldBlock | Outcome::PaymentRequired
-        ) && decision.why == Why::Rule;
+        ) && matches!(decision.why, Why::Rule | Why::ResponseSignal);
         if let (true, Some(rule)) = (violation, &decision.rule) {
             let canonical = match &decision.rewritten_target {
                 Some(target) => std::borrow::Cow::Borrowed(&target[..]),

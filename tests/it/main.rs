@@ -50,6 +50,7 @@ mod proxy_robots_sources;
 mod proxy_routing;
 mod proxy_tls;
 mod rate_budgets;
+mod response_signals;
 mod robots_acquisition;
 mod robots_refresh;
 mod shared_state;

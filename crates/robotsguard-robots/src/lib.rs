@@ -104,8 +104,8 @@ pub use parse::{
 };
 pub use pattern::{escape_pattern, pattern_matches};
 pub use prefs::{
-    License, PreferenceEntry, PreferenceKind, PreferenceLine, PreferenceValue, Preferences,
-    Statement, Use,
+    content_usage_says, parse_content_usage_header, License, PreferenceEntry, PreferenceKind,
+    PreferenceLine, PreferenceValue, Preferences, Statement, Use,
 };
 pub use url::path_params_query;
 

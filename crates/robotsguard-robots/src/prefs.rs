@@ -265,18 +265,52 @@ pub(crate) fn parse_content_usage(value: &str) -> Option<(Option<&str>, Vec<Pref
         _ if value.starts_with('/') => return None,
         _ => (None, value),
     };
-    parse_dictionary(dictionary).map(|entries| (path, entries))
+    parse_dictionary(dictionary, usize::MAX).map(|entries| (path, entries))
+}
+
+/// Members a `Content-Usage` response header may hold; one with more is malformed. The
+/// vocabulary has two keys: a page's header with dozens is not a preference, and the check for
+/// a repeated key is quadratic in the members.
+pub const MAX_HEADER_MEMBERS: usize = 64;
+
+/// Parses one `Content-Usage` response header line (draft-ietf-aipref-attach): a Structured
+/// Fields dictionary, as the robots.txt line's after its path, of at most
+/// [`MAX_HEADER_MEMBERS`] members. `None` for a malformed value (invalid Structured Fields, a
+/// path, too many members).
+pub fn parse_content_usage_header(value: &str) -> Option<Vec<PreferenceEntry>> {
+    parse_dictionary(value.trim_end_matches([' ', '\t']), MAX_HEADER_MEMBERS)
+}
+
+/// What the members of a `Content-Usage` value say about `category`: `Some(true)` for `y`,
+/// `Some(false)` for `n` (the last member naming it; aipref's keys: `train-ai`, `search`), `None`
+/// when none states it.
+pub fn content_usage_says(entries: &[PreferenceEntry], category: Use) -> Option<bool> {
+    entries
+        .iter()
+        .rev()
+        .find(|entry| category.is_named_by(PreferenceKind::ContentUsage, &entry.key))
+        .and_then(|entry| match entry.value {
+            PreferenceValue::Yes => Some(true),
+            PreferenceValue::No => Some(false),
+            PreferenceValue::Other(_) => None,
+        })
 }
 
 /// A Structured Fields dictionary, strictly enough that garbage is refused and loosely enough
-/// that any member value is kept: bare keys are `?1` (true), parameters are skipped.
-fn parse_dictionary(text: &str) -> Option<Vec<PreferenceEntry>> {
+/// that any member value is kept: bare keys are `?1` (true), parameters are skipped. More than
+/// `max_members` members make it malformed.
+fn parse_dictionary(text: &str, max_members: usize) -> Option<Vec<PreferenceEntry>> {
+    let mut members = 0usize;
     let mut entries = Vec::new();
     let mut rest = text.trim_start_matches([' ', '\t']);
     if rest.is_empty() {
         return None;
     }
     loop {
+        members += 1;
+        if members > max_members {
+            return None;
+        }
         let key_len = sf_key_len(rest)?;
         let key = &rest[..key_len];
         rest = &rest[key_len..];
@@ -471,6 +505,25 @@ mod tests {
         }
         let (_, entries) = parse_content_usage("train-ai=y, train-ai=n").unwrap();
         assert_eq!(keys(&entries), vec![("train-ai", &PreferenceValue::No)]);
+    }
+
+    #[test]
+    fn content_usage_header_values() {
+        let entries = parse_content_usage_header("train-ai=n, search=y").unwrap();
+        assert_eq!(content_usage_says(&entries, Use::TrainAi), Some(false));
+        assert_eq!(content_usage_says(&entries, Use::Search), Some(true));
+        assert_eq!(content_usage_says(&entries, Use::AiInput), None);
+        // A path belongs to robots.txt lines only; a quoted `n` is a string, not a preference.
+        assert!(parse_content_usage_header("/blog/ train-ai=n").is_none());
+        let quoted = parse_content_usage_header("train-ai=\"n\"").unwrap();
+        assert_eq!(content_usage_says(&quoted, Use::TrainAi), None);
+        // Upper case is not a Structured Fields key: the value is malformed.
+        assert!(parse_content_usage_header("Train-AI=n").is_none());
+        let many = vec!["a=1"; MAX_HEADER_MEMBERS + 1].join(", ");
+        assert!(parse_content_usage_header(&many).is_none());
+        let long = format!("train-ai=n, x=\"{}\"", "a".repeat(8192));
+        let entries = parse_content_usage_header(&long).unwrap();
+        assert_eq!(content_usage_says(&entries, Use::TrainAi), Some(false));
     }
 
     #[test]

@@ -75,11 +75,11 @@ impl ProxyHttp for RobotsGuardProxy {
 
     async fn response_filter(
         &self,
-        _session: &mut Session,
+        session: &mut Session,
         response: &mut ResponseHeader,
         ctx: &mut GuardContext,
     ) -> Result<()> {
-        self.guard.response_filter(response, ctx);
+        self.guard.response_filter(session, response, ctx)?;
         self.guard.response_headers(response, ctx);
         Ok(())
     }

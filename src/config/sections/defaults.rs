@@ -24,6 +24,7 @@ pub(crate) static DEFAULTS: Section = Section {
         key("traps", Ty::Section(&TRAPS), "off", "Trap paths in the robots.txt served: a request for one is a trap hit, whatever its User-Agent."),
         key("disguised", Ty::Section(&DISGUISED), "`{action: report, strikes: 5, window: 10m}`", "Clients without a crawler's User-Agent that read robots.txt and then take what it disallows to every group."),
         key("content_signals", Ty::Section(&CONTENT_SIGNALS), "`{action: report, header: false, multi_purpose: allow}`", "robots.txt's Content-Signal and Content-Usage lines, per crawler purpose."),
+        key("response_signals", Ty::Section(&RESPONSE_SIGNALS), "`{action: report, status: 403}`", "A page's own AI preferences in the origin's response (`Content-Usage`, `X-Robots-Tag: noai`), judged before its body is sent."),
     ],
 };
 
@@ -44,6 +45,7 @@ pub(crate) struct Defaults {
     pub traps: crate::config::TrapsConfig,
     pub disguised: crate::config::DisguisedConfig,
     pub content_signals: crate::config::ContentSignalsConfig,
+    pub response_signals: crate::config::ResponseSignalsConfig,
 }
 
 /// `defaults`, over the built-in defaults.
@@ -77,6 +79,7 @@ pub(crate) fn defaults(
         traps: crate::config::TrapsConfig::default(),
         disguised: crate::config::DisguisedConfig::default(),
         content_signals: crate::config::ContentSignalsConfig::default(),
+        response_signals: crate::config::ResponseSignalsConfig::default(),
     };
     let Some(table) = node.and_then(|n| Table::read(sink, n, &DEFAULTS, "`defaults`")) else {
         return out;
@@ -103,6 +106,8 @@ pub(crate) fn defaults(
     out.traps = traps(sink, table.get("traps"), &out.traps, base_dir);
     out.disguised = disguised(sink, table.get("disguised"), &out.disguised);
     out.content_signals = content_signals(sink, table.get("content_signals"), &out.content_signals);
+    out.response_signals =
+        response_signals(sink, table.get("response_signals"), &out.response_signals);
     out.upstream_health = upstream_health(sink, &table, &out.upstream_health);
     out.policy = policy(sink, table.get("policy"), &out.policy, known);
     if let Some(robots) = table

@@ -67,6 +67,8 @@ mod verify;
 pub use verify::*;
 mod traps;
 pub use traps::*;
+mod response_signals;
+pub use response_signals::*;
 mod state;
 pub use state::*;
 mod reports;
@@ -302,6 +304,7 @@ pub(crate) static ALL: &[&Section] = &[
     &RATE_RULE,
     &CRAWL_DELAY,
     &CONTENT_SIGNALS,
+    &RESPONSE_SIGNALS,
     &OFFENDERS,
     &CLIENT_PREFIX,
     &CRAWLERS,

@@ -34,6 +34,7 @@ pub(crate) static ORIGIN: Section = Section {
         key("traps", Ty::Section(&TRAPS), "from `defaults`", "As `defaults.traps`."),
         key("disguised", Ty::Section(&DISGUISED), "from `defaults`", "As `defaults.disguised`."),
         key("content_signals", Ty::Section(&CONTENT_SIGNALS), "from `defaults`", "As `defaults.content_signals`."),
+        key("response_signals", Ty::Section(&RESPONSE_SIGNALS), "from `defaults`", "As `defaults.response_signals`."),
     ],
 };
 
@@ -122,6 +123,8 @@ pub struct OriginConfig {
     pub crawl_delay: CrawlDelayConfig,
     /// What robots.txt's `Content-Signal` and `Content-Usage` lines do.
     pub content_signals: ContentSignalsConfig,
+    /// What a page's AI preferences in the origin's response head do.
+    pub response_signals: ResponseSignalsConfig,
     /// Bans for clients that keep fetching what robots.txt disallows.
     pub offenders: OffendersConfig,
     /// `web_bot_auth.mode` for this origin (or `defaults`); `None`: `verify.web_bot_auth.mode`.
@@ -240,6 +243,11 @@ pub(crate) fn parse_origin(
         table.get("content_signals"),
         &defaults.content_signals,
     );
+    let response_signals = response_signals(
+        sink,
+        table.get("response_signals"),
+        &defaults.response_signals,
+    );
 
     let config = OriginConfig {
         name: name.as_ref().map(|(n, _)| n.clone()).unwrap_or_default(),
@@ -260,6 +268,7 @@ pub(crate) fn parse_origin(
         traps,
         disguised,
         content_signals,
+        response_signals,
     };
     Some(Parsed {
         config,

@@ -352,6 +352,31 @@ impl Origin {
         self
     }
 
+    /// As [`Origin::route`], with more response header lines, in order (repeats kept); a
+    /// `content-type` among them replaces the default `text/plain`.
+    pub fn route_with_headers(
+        &self,
+        path: &str,
+        status: u16,
+        body: &[u8],
+        headers: &[(&str, &str)],
+    ) -> &Origin {
+        let extra_headers: String = headers
+            .iter()
+            .map(|(name, value)| format!("{name}: {value}\r\n"))
+            .collect();
+        self.state.routes.lock().expect("routes lock").insert(
+            path.to_string(),
+            Route {
+                status,
+                body: body.to_vec(),
+                delay: Duration::ZERO,
+                extra_headers,
+            },
+        );
+        self
+    }
+
     /// Answers `/robots.txt` with `status` and `body`.
     pub fn robots(&self, status: u16, body: &str) -> &Origin {
         self.route("/robots.txt", status, body)
@@ -464,10 +489,19 @@ fn serve_connection(stream: TcpStream, state: &OriginState, stop: &AtomicBool) {
         if !route.delay.is_zero() {
             thread::sleep(route.delay);
         }
+        let typed = route
+            .extra_headers
+            .to_ascii_lowercase()
+            .contains("content-type:");
         let mut out = format!(
-            "HTTP/1.1 {} {}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nx-origin: yes\r\n{}{}\r\n",
+            "HTTP/1.1 {} {}\r\n{}content-length: {}\r\nx-origin: yes\r\n{}{}\r\n",
             route.status,
             reason(route.status),
+            if typed {
+                ""
+            } else {
+                "content-type: text/plain\r\n"
+            },
             route.body.len(),
             route.extra_headers,
             if close { "connection: close\r\n" } else { "" }
