@@ -5,7 +5,7 @@
 //!
 //! The judgment hands each applied request here ([`Evidence::offer`]; a preview records
 //! nothing); the record is built from
-//! what the judgment knew and queued for the writer ([`writer`]), a thread of its own: a request
+//! what the judgment knew and queued for the writer (`writer`), a thread of its own: a request
 //! never waits for the disk. [`check`] verifies records (`robotsguard evidence verify`),
 //! [`export`] selects them (`GET /evidence`, `robotsguard evidence bundle`).
 

@@ -99,7 +99,7 @@ pub fn judge_response(
 }
 
 /// Whether the response `headers` to the request `decision` let through are judged: a crawler's
-/// request robots.txt let through ([`judged`]), answered with `Content-Usage` or `X-Robots-Tag`.
+/// request robots.txt let through (`judged`), answered with `Content-Usage` or `X-Robots-Tag`.
 /// What every proxied response without them costs.
 pub fn to_judge(decision: &Decision, headers: &HeaderMap) -> bool {
     judged(decision) && carries_signals(headers)
