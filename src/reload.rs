@@ -702,7 +702,7 @@ mod tests {
         let changed = crate::config::keep_restart_only(&mut new, &running);
         assert_eq!(
             changed,
-            ["listen", "admin.address", "threads", "shutdown.grace"]
+            ["listen", "threads", "admin.address", "shutdown.grace"]
         );
         assert_eq!(new.listen, running.listen);
         assert_eq!(new.admin, running.admin);
