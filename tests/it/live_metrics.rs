@@ -175,6 +175,27 @@ fn every_documented_metric_is_served_with_its_type_and_labels() {
     // Crawl-delay: the second request within the delay is limited.
     assert_eq!(proxy.get("shop.example", "/page", GPTBOT).status, 200);
     assert_eq!(proxy.get("shop.example", "/page", GPTBOT).status, 429);
+    // A page whose response says `train-ai=n`: reported (the default), for
+    // robotsguard_response_signals_total.
+    shop.route_with_headers(
+        "/usage",
+        200,
+        b"<p>page</p>",
+        &[
+            ("content-type", "text/html"),
+            ("content-usage", "train-ai=n"),
+        ],
+    );
+    assert_eq!(
+        proxy
+            .get(
+                "shop.example",
+                "/usage",
+                "CCBot/2.0 (https://commoncrawl.org/faq/)"
+            )
+            .status,
+        200
+    );
     // A rate budget (`search: 1/h`): the second request of a search crawler is over it.
     let bingbot = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)";
     assert_eq!(proxy.get("shop.example", "/page", bingbot).status, 200);

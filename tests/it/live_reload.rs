@@ -297,7 +297,7 @@ fn restart_only_settings_are_not_half_applied() {
     assert!(
         proxy
             .stderr()
-            .contains("settings=listen, admin.address, threads"),
+            .contains("settings=listen, threads, admin.address"),
         "{}",
         proxy.stderr()
     );
