@@ -20,35 +20,18 @@ pub(crate) const MAX_REPLICAS: isize = 64;
 const REPORTS_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Shared {
-    /// Writes `replica`'s report of `origin`; `false` when the store did not take it.
-    pub(crate) async fn publish_report(
+    /// Adds to `pipe` what marks `replica` as a writer of `origin`'s reports at `now_ms`: its
+    /// place in the replicas set, which drops writers older than `window` and beyond
+    /// [`MAX_REPLICAS`], and expires with the reports.
+    fn join_replicas(
         &self,
+        pipe: &mut redis::Pipeline,
         origin: &str,
         replica: &str,
-        parts: &PublishedParts,
         window: Duration,
         now_ms: u64,
-    ) -> bool {
-        let Some(mut connection) = self.live_connection() else {
-            return false;
-        };
-        let ttl = window.as_secs() + 3600;
+    ) {
         let replicas = self.key(&["reports", origin, "replicas"]);
-        let mut pipe = redis::pipe();
-        pipe.cmd("SET")
-            .arg(self.key(&["reports", origin, "counts", replica]))
-            .arg(&parts.counts)
-            .arg("EX")
-            .arg(ttl)
-            .ignore();
-        for (start, slice) in &parts.violations {
-            pipe.cmd("SET")
-                .arg(self.key(&["reports", origin, "violations", &start.to_string(), replica]))
-                .arg(slice)
-                .arg("EX")
-                .arg(ttl)
-                .ignore();
-        }
         let oldest = now_ms.saturating_sub(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
         pipe.cmd("ZADD")
             .arg(&replicas)
@@ -67,8 +50,57 @@ impl Shared {
             .ignore()
             .cmd("EXPIRE")
             .arg(&replicas)
+            .arg(window.as_secs() + 3600)
+            .ignore();
+    }
+
+    /// The replicas that wrote reports or samples of `origin` within `window`.
+    async fn replicas_within(
+        &self,
+        connection: &mut super::StoreConnection,
+        origin: &str,
+        window: Duration,
+        now_ms: u64,
+    ) -> Option<Vec<String>> {
+        let oldest = now_ms.saturating_sub(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
+        let mut command = redis::cmd("ZRANGEBYSCORE");
+        command
+            .arg(self.key(&["reports", origin, "replicas"]))
+            .arg(oldest)
+            .arg("+inf");
+        self.run_within("reports", REPORTS_TIMEOUT, command.query_async(connection))
+            .await
+    }
+
+    /// Writes `replica`'s report of `origin`; `false` when the store did not take it.
+    pub(crate) async fn publish_report(
+        &self,
+        origin: &str,
+        replica: &str,
+        parts: &PublishedParts,
+        window: Duration,
+        now_ms: u64,
+    ) -> bool {
+        let Some(mut connection) = self.live_connection() else {
+            return false;
+        };
+        let ttl = window.as_secs() + 3600;
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET")
+            .arg(self.key(&["reports", origin, "counts", replica]))
+            .arg(&parts.counts)
+            .arg("EX")
             .arg(ttl)
             .ignore();
+        for (start, slice) in &parts.violations {
+            pipe.cmd("SET")
+                .arg(self.key(&["reports", origin, "violations", &start.to_string(), replica]))
+                .arg(slice)
+                .arg("EX")
+                .arg(ttl)
+                .ignore();
+        }
+        self.join_replicas(&mut pipe, origin, replica, window, now_ms);
         self.run_within(
             "reports",
             REPORTS_TIMEOUT,
@@ -88,18 +120,8 @@ impl Shared {
         now_ms: u64,
     ) -> Option<Vec<(String, Published)>> {
         let mut connection = self.live_connection()?;
-        let oldest = now_ms.saturating_sub(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
-        let mut command = redis::cmd("ZRANGEBYSCORE");
-        command
-            .arg(self.key(&["reports", origin, "replicas"]))
-            .arg(oldest)
-            .arg("+inf");
-        let replicas: Vec<String> = self
-            .run_within(
-                "reports",
-                REPORTS_TIMEOUT,
-                command.query_async(&mut connection),
-            )
+        let replicas = self
+            .replicas_within(&mut connection, origin, window, now_ms)
             .await?;
         let mut pipe = redis::pipe();
         for replica in &replicas {
@@ -151,24 +173,14 @@ impl Shared {
         let Some(mut connection) = self.live_connection() else {
             return false;
         };
-        let ttl = window.as_secs() + 3600;
-        let replicas = self.key(&["reports", origin, "replicas"]);
         let mut pipe = redis::pipe();
         pipe.cmd("SET")
             .arg(self.key(&["reports", origin, "sample", replica]))
             .arg(sample)
             .arg("EX")
-            .arg(ttl)
-            .ignore()
-            .cmd("ZADD")
-            .arg(&replicas)
-            .arg(now_ms)
-            .arg(replica)
-            .ignore()
-            .cmd("EXPIRE")
-            .arg(&replicas)
-            .arg(ttl)
+            .arg(window.as_secs() + 3600)
             .ignore();
+        self.join_replicas(&mut pipe, origin, replica, window, now_ms);
         self.run_within(
             "reports",
             REPORTS_TIMEOUT,
@@ -187,18 +199,8 @@ impl Shared {
         now_ms: u64,
     ) -> Option<Vec<(String, String)>> {
         let mut connection = self.live_connection()?;
-        let oldest = now_ms.saturating_sub(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
-        let mut command = redis::cmd("ZRANGEBYSCORE");
-        command
-            .arg(self.key(&["reports", origin, "replicas"]))
-            .arg(oldest)
-            .arg("+inf");
-        let replicas: Vec<String> = self
-            .run_within(
-                "reports",
-                REPORTS_TIMEOUT,
-                command.query_async(&mut connection),
-            )
+        let replicas = self
+            .replicas_within(&mut connection, origin, window, now_ms)
             .await?;
         if replicas.is_empty() {
             return Some(Vec::new());
