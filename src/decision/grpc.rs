@@ -7,18 +7,16 @@
 use std::net::IpAddr;
 
 use bytes::{BufMut, BytesMut};
-use envoy_types::pb::envoy::config::core::v3::{address, HeaderValue, HeaderValueOption};
-use envoy_types::pb::envoy::r#type::v3::HttpStatus;
-use envoy_types::pb::envoy::service::auth::v3::{
-    check_response, CheckRequest, CheckResponse, DeniedHttpResponse, OkHttpResponse,
-};
-use envoy_types::pb::google::rpc::Status;
 use http::{HeaderMap, Method};
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::protocols::http::ServerSession;
 use prost::Message;
 
 use super::answer::Answer;
+use super::envoy::{
+    CheckRequest, CheckResponse, DeniedHttpResponse, HeaderValue, HeaderValueOption, HttpResponse,
+    HttpStatus, OkHttpResponse, Status,
+};
 use super::Rejection;
 use crate::metrics::METRICS;
 
@@ -133,27 +131,49 @@ pub(super) fn asked(check: &CheckRequest) -> Result<Asked, Rejection> {
     if http.host.is_empty() {
         return Err(Rejection::Missing("host"));
     }
-    let mut head =
-        RequestHeader::build_no_case(method, http.path.as_bytes(), Some(http.headers.len()))
-            .map_err(|_| Rejection::BadRequest("a path that cannot be parsed"))?;
+    let raw_headers = http
+        .header_map
+        .as_ref()
+        .map_or(&[][..], |map| &map.headers[..]);
+    let mut head = RequestHeader::build_no_case(
+        method,
+        http.path.as_bytes(),
+        Some(http.headers.len() + raw_headers.len()),
+    )
+    .map_err(|_| Rejection::BadRequest("a path that cannot be parsed"))?;
     let mut forwarded_for = Vec::new();
     let mut https = false;
     // Names arrive lower-cased; pseudo-headers (`:path`, `:authority`) are Envoy's copies of
-    // what the fields above say.
-    for (name, value) in &http.headers {
+    // what the fields above say. A raw header map (`encode_raw_headers`) carries its values as
+    // bytes in `raw_value`.
+    let named = http
+        .headers
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_bytes()))
+        .chain(raw_headers.iter().map(|header| {
+            let value = if header.raw_value.is_empty() {
+                header.value.as_bytes()
+            } else {
+                &header.raw_value[..]
+            };
+            (header.key.as_str(), value)
+        }));
+    for (name, value) in named {
         if name.starts_with(':') || name.eq_ignore_ascii_case("host") {
             continue;
         }
         if name.eq_ignore_ascii_case("x-forwarded-for") {
-            forwarded_for.push(value.as_bytes().to_vec());
+            forwarded_for.push(value.to_vec());
         }
         if name.eq_ignore_ascii_case("x-forwarded-proto") {
-            https = value.trim().eq_ignore_ascii_case("https");
+            https = value.trim_ascii().eq_ignore_ascii_case(b"https");
         }
         let name = http::HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| Rejection::BadRequest("a header name"))?;
+        let value = http::HeaderValue::from_bytes(value)
+            .map_err(|_| Rejection::BadRequest("a header value"))?;
         // Envoy joins repeated headers with `,`; a User-Agent sent twice is one value here.
-        head.append_header(name, value.as_str())
+        head.append_header(name, value)
             .map_err(|_| Rejection::BadRequest("a header value"))?;
     }
     head.insert_header(http::header::HOST, http.host.as_str())
@@ -162,10 +182,8 @@ pub(super) fn asked(check: &CheckRequest) -> Result<Asked, Rejection> {
         .source
         .as_ref()
         .and_then(|peer| peer.address.as_ref())
-        .and_then(|address| match &address.address {
-            Some(address::Address::SocketAddress(socket)) => socket.address.parse().ok(),
-            _ => None,
-        });
+        .and_then(|address| address.socket_address.as_ref())
+        .and_then(|socket| socket.address.parse().ok());
     Ok(Asked {
         head,
         https,
@@ -179,9 +197,8 @@ fn header(key: &str, value: &str) -> HeaderValueOption {
         header: Some(HeaderValue {
             key: key.to_string(),
             value: value.to_string(),
-            ..HeaderValue::default()
+            raw_value: Vec::new(),
         }),
-        ..HeaderValueOption::default()
     }
 }
 
@@ -200,13 +217,9 @@ pub(super) fn response(answer: Answer) -> CheckResponse {
         return CheckResponse {
             status: Some(Status {
                 code: OK,
-                ..Status::default()
+                message: String::new(),
             }),
-            http_response: Some(check_response::HttpResponse::OkResponse(OkHttpResponse {
-                headers,
-                ..OkHttpResponse::default()
-            })),
-            ..CheckResponse::default()
+            http_response: Some(HttpResponse::OkResponse(OkHttpResponse { headers })),
         };
     }
     if let Some((name, value)) = &answer.extra {
@@ -217,18 +230,15 @@ pub(super) fn response(answer: Answer) -> CheckResponse {
     CheckResponse {
         status: Some(Status {
             code: PERMISSION_DENIED,
-            ..Status::default()
+            message: String::new(),
         }),
-        http_response: Some(check_response::HttpResponse::DeniedResponse(
-            DeniedHttpResponse {
-                status: Some(HttpStatus {
-                    code: i32::from(answer.status),
-                }),
-                headers,
-                body: answer.body,
-            },
-        )),
-        ..CheckResponse::default()
+        http_response: Some(HttpResponse::DeniedResponse(DeniedHttpResponse {
+            status: Some(HttpStatus {
+                code: i32::from(answer.status),
+            }),
+            headers,
+            body: answer.body,
+        })),
     }
 }
 

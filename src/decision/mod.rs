@@ -15,6 +15,7 @@
 //! body and headers; budgets, strikes, bans, reports and metrics count it as a proxied request.
 
 mod answer;
+mod envoy;
 mod grpc;
 mod request;
 

@@ -779,6 +779,76 @@ mod grpc {
         });
     }
 
+    /// Envoy with `encode_raw_headers` sends the headers as bytes in `header_map` and leaves
+    /// `headers` empty; the client is then `attributes.source.address` when no
+    /// `x-forwarded-for` is among them.
+    #[test]
+    fn check_reads_a_raw_header_map_and_the_source_address() {
+        use envoy_types::pb::envoy::config::core::v3::{
+            address, Address, HeaderMap, HeaderValue, SocketAddress,
+        };
+        let (_origin, _proxy, decision) = listener("");
+        let raw = |key: &str, value: &str| HeaderValue {
+            key: key.to_string(),
+            raw_value: value.as_bytes().to_vec(),
+            ..Default::default()
+        };
+        let mut request = check(GPTBOT, "/private", "192.0.2.1", 0);
+        let attributes = request.attributes.as_mut().unwrap();
+        attributes.source = Some(attribute_context::Peer {
+            address: Some(Address {
+                address: Some(address::Address::SocketAddress(SocketAddress {
+                    address: "198.51.100.77".to_string(),
+                    ..Default::default()
+                })),
+            }),
+            ..Default::default()
+        });
+        let http = attributes
+            .request
+            .as_mut()
+            .and_then(|request| request.http.as_mut())
+            .unwrap();
+        http.headers.clear();
+        http.header_map = Some(HeaderMap {
+            headers: vec![raw("user-agent", GPTBOT), raw(":authority", HOST)],
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut client = AuthorizationClient::connect(format!("http://{decision}"))
+                .await
+                .expect("the gRPC client connects");
+            let denied = client.check(request).await.unwrap().into_inner();
+            assert_eq!(
+                denied.status.as_ref().map(|s| s.code),
+                Some(7),
+                "{denied:?}"
+            );
+            let Some(check_response::HttpResponse::DeniedResponse(refused)) = denied.http_response
+            else {
+                panic!("no DeniedHttpResponse: {denied:?}");
+            };
+            assert_eq!(refused.status.map(|s| s.code), Some(403));
+            assert!(
+                refused.body.contains("GPTBot may not fetch /private"),
+                "{}",
+                refused.body
+            );
+            assert!(
+                refused.body.contains("Your address: 198.51.100.77"),
+                "{}",
+                refused.body
+            );
+            assert_eq!(
+                header(&refused.headers, "x-robotsguard-crawler"),
+                Some("GPTBot")
+            );
+        });
+    }
+
     #[test]
     fn an_untrusted_peer_is_denied_without_a_judgment() {
         let origin = Origin::start();
