@@ -66,6 +66,9 @@ http {
   upstream guard { server 127.0.0.1:$5; keepalive 32; }
   upstream robotsguard_decision { server 127.0.0.1:$6; keepalive 32; }
   proxy_http_version 1.1;
+  # nginx inherits proxy_set_header only into a location that sets none of its own: each
+  # location below that sets any says Connection "" again, or its upstream connections would
+  # close after every request (and each way would pay a connection per request).
   proxy_set_header Connection "";
 
   server {
@@ -86,6 +89,7 @@ http {
     location = /.robotsguard/auth {
       internal;
       proxy_pass http://robotsguard_decision/auth/nginx;
+      proxy_set_header Connection "";
       proxy_pass_request_body off;
       proxy_set_header Content-Length "";
       proxy_set_header Host \$host;
@@ -97,6 +101,7 @@ http {
     location @robotsguard_refused {
       rewrite ^ /auth/nginx/answer/\$robotsguard_answer break;
       proxy_pass http://robotsguard_decision;
+      proxy_set_header Connection "";
       proxy_pass_request_body off;
       proxy_set_header Content-Length "";
     }
@@ -106,6 +111,7 @@ http {
     listen 127.0.0.1:$4;
     location / {
       proxy_pass http://guard;
+      proxy_set_header Connection "";
       proxy_set_header Host \$host;
       proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
     }
