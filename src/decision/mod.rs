@@ -430,11 +430,7 @@ impl DecisionApp {
         let client = if asked.forwarded_for.is_empty() {
             asked.source.map_or(peer, |ip| ip.to_canonical())
         } else {
-            client_of(
-                peer,
-                &config,
-                asked.forwarded_for.iter().map(Vec::as_slice),
-            )
+            client_of(peer, &config, asked.forwarded_for.iter().map(Vec::as_slice))
         };
         drop(config);
         match self

@@ -847,9 +847,21 @@ fn a_judged_request_gets_the_proxys_access_line_with_via_decision() {
     assert_eq!(inline_page, Seen { refusal: None });
     let inline_refused = inline(&proxy, &origin, GPTBOT, "/private/x", "192.0.2.8");
     assert_eq!(inline_refused.refusal.map(|r| r.status), Some(403));
-    let page = asked(decision, Convention::Nginx, BROWSER, "/page?q=1", "192.0.2.7");
+    let page = asked(
+        decision,
+        Convention::Nginx,
+        BROWSER,
+        "/page?q=1",
+        "192.0.2.7",
+    );
     assert_eq!(page, Seen { refusal: None });
-    let refused = asked(decision, Convention::Nginx, GPTBOT, "/private/x", "192.0.2.9");
+    let refused = asked(
+        decision,
+        Convention::Nginx,
+        GPTBOT,
+        "/private/x",
+        "192.0.2.9",
+    );
     assert_eq!(refused.refusal.map(|r| r.status), Some(403));
     let unknown = Conn::open(decision).send(
         &Request::get("/auth")
@@ -862,7 +874,13 @@ fn a_judged_request_gets_the_proxys_access_line_with_via_decision() {
     // A path far over the logged length is cut as the proxy cuts it.
     let long = format!("/page/{}", "a".repeat(5000));
     assert_eq!(
-        asked(decision, Convention::ForwardAuth, BROWSER, &long, "192.0.2.7"),
+        asked(
+            decision,
+            Convention::ForwardAuth,
+            BROWSER,
+            &long,
+            "192.0.2.7"
+        ),
         Seen { refusal: None }
     );
 
@@ -882,10 +900,28 @@ fn a_judged_request_gets_the_proxys_access_line_with_via_decision() {
         assert!(line["duration_ms"].as_f64().is_some(), "{line}");
     }
     // Field by field as the proxy's line, but for what only proxying has.
-    let same = ["host", "method", "path", "status", "origin", "crawler", "decision", "why", "user_agent"];
+    let same = [
+        "host",
+        "method",
+        "path",
+        "status",
+        "origin",
+        "crawler",
+        "decision",
+        "why",
+        "user_agent",
+    ];
     for field in same {
-        assert_eq!(judged[0][field], proxied[0][field], "{field}: {}", judged[0]);
-        assert_eq!(judged[1][field], proxied[1][field], "{field}: {}", judged[1]);
+        assert_eq!(
+            judged[0][field], proxied[0][field],
+            "{field}: {}",
+            judged[0]
+        );
+        assert_eq!(
+            judged[1][field], proxied[1][field],
+            "{field}: {}",
+            judged[1]
+        );
     }
     assert_eq!(judged[0]["client"], "192.0.2.7");
     assert_eq!(judged[0]["status"], 200);
@@ -938,9 +974,7 @@ fn the_decision_listener_has_the_proxy_listeners_deadlines_and_connection_cap() 
             .ua(BROWSER),
     );
     assert_eq!(response.status, 200, "{response:?}");
-    assert!(
-        proxy.wait_metric("robotsguard_downstream_connections_evicted_total", &[], 1.0) >= 1.0
-    );
+    assert!(proxy.wait_metric("robotsguard_downstream_connections_evicted_total", &[], 1.0) >= 1.0);
     // The others are answered 408 at header_timeout and closed.
     let mut timed_out = 0;
     for stream in &mut stalled {

@@ -14,7 +14,7 @@
 use std::time::Duration;
 
 use bytes::BytesMut;
-use pingora::apps::{HttpPersistentSettings, HttpServerApp};
+use pingora::apps::HttpPersistentSettings;
 use pingora::protocols::http::ServerSession;
 use pingora::protocols::l4::stream::Stream as L4Stream;
 use pingora::protocols::Stream;

@@ -26,7 +26,6 @@ use std::task::{Context, Poll};
 
 use futures::task::AtomicWaker;
 
-use pingora::apps::HttpServerApp;
 use pingora::protocols::http::v2::server::{handshake, H2Accept, H2Options, HttpSession};
 use pingora::protocols::http::ServerSession;
 use pingora::protocols::{Digest, Stream};
@@ -108,7 +107,12 @@ async fn evicted(idle: Option<&Idle>) {
 
 /// Serves one HTTP/2 connection until it closes, times out or is evicted. `started`: when the
 /// connection was accepted.
-pub async fn serve<A: Served>(app: &EdgeApp<A>, stream: Stream, started: Instant, shutdown: &ShutdownWatch) {
+pub async fn serve<A: Served>(
+    app: &EdgeApp<A>,
+    stream: Stream,
+    started: Instant,
+    shutdown: &ShutdownWatch,
+) {
     let limits = app.guard.limits();
     let client = app.client(&stream);
     let digest = Arc::new(Digest {
