@@ -4,9 +4,9 @@ proxy listener, asked the same way.
 
 For each listener a fresh robotsguard (one config with both listeners, one origin, a stock nginx
 answering 200 behind it) is started, warmed with a few requests, and then --connections
-keep-alive connections are opened to that listener and kept open together. Each makes --requests
-requests in turns (at most --window in flight at once, every connection waiting its turn with its
-connection open): to the decision listener nginx's `GET /auth/nginx` with `X-Original-URI`,
+keep-alive connections are opened to that listener (--window at a time, each sending its first
+request as it opens) and kept open together. Each makes --requests requests in turns (at most
+--window in flight at once, every connection waiting its turn with its connection open): to the decision listener nginx's `GET /auth/nginx` with `X-Original-URI`,
 `X-Original-Method` and `Host`; to the proxy listener the same request itself. One request in ten
 is from a crawler robots.txt refuses, the rest from a browser. robotsguard's RSS is read before
 the connections open, after every request was answered (all connections still open and idle),
@@ -152,11 +152,13 @@ def measure(binary, work, listener, args):
         time.sleep(1)
         before = status_of(guard.pid, "VmRSS")
         deadline = time.monotonic() + args.timeout
-        for _ in range(args.connections):
-            sockets.append(socket.create_connection(("127.0.0.1", port), timeout=5))
         statuses = {}
         for turn in range(args.requests):
-            for start in range(0, len(sockets), args.window):
+            for start in range(0, args.connections, args.window):
+                # Each connection sends its first request as it opens: a connection that sends
+                # nothing within limits.header_timeout is closed, on either listener.
+                while turn == 0 and len(sockets) < min(start + args.window, args.connections):
+                    sockets.append(socket.create_connection(("127.0.0.1", port), timeout=5))
                 batch = list(enumerate(sockets))[start:start + args.window]
                 for index, sock in batch:
                     sock.sendall(request_bytes(listener, index + turn))
