@@ -9,6 +9,12 @@ largest differences first:
     CACHE_SIM=1 ROUNDS=1 DURATION=10 KEEP=/tmp/cg bench/proxy-instructions.sh
     bench/callgrind-diff.py /tmp/cg --event I1mr --top 30
 
+With --decision, the KEEP directory is bench/decision-cost.sh's, and the sides are robotsguard
+per decision (nginx's auth_request way) against robotsguard per inline proxied request:
+
+    ROUNDS=1 KEEP=/tmp/dc bench/decision-cost.sh
+    bench/callgrind-diff.py /tmp/dc --decision --top 30
+
 Events: Ir (instructions), and with CACHE_SIM=1 also I1mr (instruction-cache misses), D1mr and
 D1mw (data-cache read and write misses), Bcm and Bim (mispredicted conditional and indirect
 branches). A function inlined into a different caller in one binary than in the other shows as a
@@ -115,10 +121,16 @@ def main():
     parser.add_argument("--against", default="passthrough-production",
                         choices=("passthrough-production", "passthrough"),
                         help="the other side (default: the production pass-through)")
+    parser.add_argument("--decision", action="store_true",
+                        help="a KEEP directory of bench/decision-cost.sh: decision against inline")
     args = parser.parse_args()
 
     kept = Path(args.kept)
     sides = {}
+    if args.decision:
+        decision_sides(kept, args, sides)
+        show_sides(sides, ("decision", "inline"), args)
+        return
     for label in ("robotsguard", args.against):
         # The dump made on request (after the warm-up was zeroed) is the one with suffix .1.
         profile = kept / f"{label}.r{args.round}.out.1"
@@ -137,10 +149,38 @@ def main():
         sides[label] = ({function: counts[args.event] / requests
                          for function, counts in costs.items()}, requests)
 
-    guard, guard_requests = sides["robotsguard"]
-    other, other_requests = sides[args.against]
-    print(f"{args.event} per request, own cost of each function: robotsguard ({guard_requests} "
-          f"requests) against {args.against} ({other_requests})")
+    show_sides(sides, ("robotsguard", args.against), args)
+
+
+def decision_sides(kept, args, sides):
+    """bench/decision-cost.sh's profiles of robotsguard: its dumps are numbered in the order of
+    the ways (alone, auth, inline) and its results file has each way's completed requests."""
+    ways = ("alone", "auth", "inline")
+    requests = {}
+    results = kept / "results"
+    if not results.is_file():
+        sys.exit(f"{results}: not found (a KEEP directory of bench/decision-cost.sh?)")
+    for line in results.read_text().splitlines():
+        fields = line.split()
+        if fields[:2] == ["ir", str(args.round)]:
+            requests[fields[2]] = int(fields[3])
+    for label, way in (("decision", "auth"), ("inline", "inline")):
+        profile = kept / f"r{args.round}" / f"guard.out.{ways.index(way) + 1}"
+        if not profile.is_file() or not requests.get(way):
+            sys.exit(f"{profile}: not found, or no requests for {way} in {results}")
+        costs, events = self_costs(profile)
+        if args.event not in events:
+            sys.exit(f"{profile} has no {args.event} (events: {' '.join(events)})")
+        sides[label] = ({function: counts[args.event] / requests[way]
+                         for function, counts in costs.items()}, requests[way])
+
+
+def show_sides(sides, labels, args):
+    mine_label, other_label = labels
+    guard, guard_requests = sides[mine_label]
+    other, other_requests = sides[other_label]
+    print(f"{args.event} per request, own cost of each function: {mine_label} ({guard_requests} "
+          f"requests) against {other_label} ({other_requests})")
     print(f"total\t{sum(guard.values()):,.1f}\t{sum(other.values()):,.1f}")
     rows = sorted(((guard.get(f, 0.0) - other.get(f, 0.0), guard.get(f, 0.0), other.get(f, 0.0), f)
                    for f in set(guard) | set(other)), reverse=True)
@@ -151,7 +191,7 @@ def main():
         for difference, mine, theirs, function in rows:
             print(f"{difference:+,.1f}\t{mine:,.1f}\t{theirs:,.1f}\t{function}")
 
-    print(f"difference\trobotsguard\t{args.against}\tfunction")
+    print(f"difference\t{mine_label}\t{other_label}\tfunction")
     show(gains)
     if losses:
         print("...")

@@ -14,7 +14,8 @@
 # thread, proxy and decision listeners in one process) run under valgrind's callgrind; for each
 # way WARMUP seconds of load, both counters zeroed, DURATION seconds of load, both dumped, divided
 # by the requests wrk completed. The origin's instructions are the same in every way and are not
-# counted. Wall clock: the same processes without valgrind, WALL_DURATION seconds of wrk per way
+# counted. robotsguard's work in the alone way (it serves nothing then) is its cost per second;
+# the summary also gives each way's robotsguard instructions net of it. Wall clock: the same processes without valgrind, WALL_DURATION seconds of wrk per way
 # and round, requests per second and wrk's mean latency (loopback, a small shared machine: treat
 # them as rough; the instructions are the figures to compare).
 # Needs valgrind, nginx and wrk (installed from Debian packages when missing). Loopback only.
@@ -66,6 +67,9 @@ http {
   upstream guard { server 127.0.0.1:$5; keepalive 32; }
   upstream robotsguard_decision { server 127.0.0.1:$6; keepalive 32; }
   proxy_http_version 1.1;
+  # nginx inherits proxy_set_header only into a location that sets none of its own: each
+  # location below that sets any says Connection "" again, or its upstream connections would
+  # close after every request (and each way would pay a connection per request).
   proxy_set_header Connection "";
 
   server {
@@ -86,6 +90,7 @@ http {
     location = /.robotsguard/auth {
       internal;
       proxy_pass http://robotsguard_decision/auth/nginx;
+      proxy_set_header Connection "";
       proxy_pass_request_body off;
       proxy_set_header Content-Length "";
       proxy_set_header Host \$host;
@@ -97,6 +102,7 @@ http {
     location @robotsguard_refused {
       rewrite ^ /auth/nginx/answer/\$robotsguard_answer break;
       proxy_pass http://robotsguard_decision;
+      proxy_set_header Connection "";
       proxy_pass_request_body off;
       proxy_set_header Content-Length "";
     }
@@ -106,6 +112,7 @@ http {
     listen 127.0.0.1:$4;
     location / {
       proxy_pass http://guard;
+      proxy_set_header Connection "";
       proxy_set_header Host \$host;
       proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
     }
@@ -203,7 +210,8 @@ for line in open(sys.argv[1]):
     kind, round_, way, requests, *rest = line.split()
     if kind == "ir":
         front, guard = map(int, rest)
-        ir.setdefault(way, []).append((front / int(requests), guard / int(requests)))
+        ir.setdefault(way, []).append((front / int(requests), guard / int(requests), guard,
+                                       int(requests), round_))
     else:
         rate, latency, non2xx = rest
         wall.setdefault(way, []).append((float(rate), micros(latency), int(non2xx) / int(requests)))
@@ -211,9 +219,16 @@ rounds = len(ir["alone"])
 print(f"\nmedians of {rounds} round(s), per request:")
 print(f"{'way':<8}{'nginx Ir':>12}{'robotsguard Ir':>16}{'total Ir':>12}{'req/s':>10}{'mean latency':>14}{'non-2xx':>9}")
 med = {}
+# robotsguard's work per second, whatever the load (timers, background tasks): what it did in the
+# alone way, where it served nothing. Taken from the other ways' totals of the same round, the
+# rest is per request.
+idle = {round_: total for _, _, total, _, round_ in ir["alone"]}
+net = {way: statistics.median((total - idle[round_]) / requests
+                              for _, _, total, requests, round_ in ir[way])
+       for way in ("auth", "inline")}
 for way in ("alone", "auth", "inline"):
-    front = statistics.median(f for f, _ in ir[way])
-    guard = statistics.median(g for _, g in ir[way])
+    front = statistics.median(f for f, *_ in ir[way])
+    guard = statistics.median(g for _, g, *_ in ir[way])
     rate = statistics.median(r for r, _, _ in wall[way])
     latency = statistics.median(l for _, l, _ in wall[way])
     refused = statistics.median(n for _, _, n in wall[way])
@@ -221,5 +236,7 @@ for way in ("alone", "auth", "inline"):
     print(f"{way:<8}{front:>12,.0f}{guard:>16,.0f}{front + guard:>12,.0f}{rate:>10,.0f}{latency:>11,.0f} us{refused:>9.0%}")
 ratio = med["auth"][1] / med["inline"][1]
 print(f"robotsguard's instructions, decision (auth) / inline: {ratio:.3f} (goal <= 0.25)")
+print(f"net of its idle work (the alone way's): auth {net['auth']:,.0f}, inline {net['inline']:,.0f}, "
+      f"ratio {net['auth'] / net['inline']:.3f}")
 print(f"whole path (nginx + robotsguard), auth / inline: {sum(med['auth']) / sum(med['inline']):.3f}")
 PY

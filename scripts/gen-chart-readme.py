@@ -66,7 +66,8 @@ judgment, budgets, bans and metrics as the proxy. The chart exposes it on the Cl
 `<fullname>-decision` (port `decision.service.port`, 8081). Only `decision.trustedCallers` are
 answered, and in-cluster callers are pods, not loopback: name the controller's pod CIDR.
 `proxy.enabled: false` turns the proxy listener off (`listen: []`) to run the decision service
-alone.
+alone. The proxy listener's `config.limits` (header and idle deadlines, `max_connections`,
+requests in flight) hold the decision listener's callers too, within the same caps.
 
 ```yaml
 # decision-values.yaml, installed as `helm install robotsguard helm/robotsguard -n robotsguard`

@@ -749,6 +749,9 @@ pub(crate) struct AccessRecord<'a> {
     pub why: Option<&'a str>,
     pub upstream: Option<std::net::SocketAddr>,
     pub request_id: Option<&'a [u8]>,
+    /// How the request reached robotsguard: `proxy` (through the proxy listener) or
+    /// `decision` (judged for a front proxy on the decision listener).
+    pub via: &'static str,
 }
 
 /// Client text for the access log: cut to `max` bytes, invalid UTF-8 replaced; JSON or the text
@@ -790,13 +793,14 @@ pub(crate) fn access(settings: &crate::config::AccessLog, record: &AccessRecord<
                 "why": record.why,
                 "upstream": upstream,
                 "request_id": request_id,
+                "via": record.via,
             });
             value.to_string()
         }
         crate::config::AccessLogFormat::Text => {
             let quoted = |text: &str| escape_client_text(text.as_bytes());
             format!(
-                "{time} access client={} host=\"{}\" method={} path=\"{}\" status={} bytes={} duration_ms={duration_ms:.3} user_agent=\"{}\" origin={} crawler=\"{}\" decision={} why={} upstream={} request_id={}",
+                "{time} access client={} host=\"{}\" method={} path=\"{}\" status={} bytes={} duration_ms={duration_ms:.3} user_agent=\"{}\" origin={} crawler=\"{}\" decision={} why={} upstream={} request_id={} via={}",
                 client.as_deref().unwrap_or("-"),
                 quoted(&host),
                 quoted(cut(record.method, MAX_LOGGED_METHOD)),
@@ -810,6 +814,7 @@ pub(crate) fn access(settings: &crate::config::AccessLog, record: &AccessRecord<
                 record.why.unwrap_or("-"),
                 upstream.as_deref().unwrap_or("-"),
                 request_id.as_deref().map_or_else(|| "-".to_string(), quoted),
+                record.via,
             )
         }
     };

@@ -19,7 +19,7 @@ mod envoy;
 mod grpc;
 mod request;
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -30,8 +30,6 @@ use pingora::apps::{HttpPersistentSettings, HttpServerApp, HttpServerOptions, Re
 use pingora::http::ResponseHeader;
 use pingora::protocols::http::ServerSession;
 use pingora::server::ShutdownWatch;
-use pingora::services::listening::Service as ListeningService;
-use pingora::services::ServiceWithDependents;
 
 use crate::config::{DecisionConfig, OnDecisionError};
 use crate::enforce::Decision;
@@ -137,9 +135,11 @@ pub struct DecisionApp {
     kept: KeptAnswers,
 }
 
-/// The decision listener as a service for the server, when the config sets `decision`: HTTP/1.0,
-/// HTTP/1.1 and h2c on each `decision.listen` address.
-pub fn service(guard: &Guard) -> Option<Box<dyn ServiceWithDependents>> {
+/// The decision listener's application and its addresses, when the config sets `decision`:
+/// HTTP/1.0, HTTP/1.1 and h2c on each `decision.listen` address. The binary serves it behind the
+/// same connection layer as the proxy listener (connection cap, header and idle deadlines, read
+/// buffer, requests in flight), which reads each request head before this application sees it.
+pub fn server(guard: &Guard) -> Option<(DecisionServer, Vec<SocketAddr>)> {
     let config = guard.config();
     let decision = config.decision.as_ref()?;
     let mut options = HttpServerOptions::default();
@@ -151,16 +151,17 @@ pub fn service(guard: &Guard) -> Option<Box<dyn ServiceWithDependents>> {
         },
         options,
     };
-    let mut service = ListeningService::new("robotsguard decision".to_string(), server);
-    for address in &decision.listen {
-        service.add_tcp(&address.to_string());
-    }
-    Some(Box::new(service))
+    Some((server, decision.listen.clone()))
+}
+
+/// Whether `peer` is one of the `decision.trusted_callers` in force (loopback by default).
+pub fn is_trusted_caller(guard: &Guard, peer: IpAddr) -> bool {
+    crate::client_address::is_trusted(callers(&guard.config()), peer.to_canonical())
 }
 
 /// The listener's server: gRPC Check calls (whose answer ends in trailers) and every other
 /// request through [`DecisionApp`]'s [`ServeHttp`].
-struct DecisionServer {
+pub struct DecisionServer {
     app: DecisionApp,
     options: HttpServerOptions,
 }
@@ -175,7 +176,12 @@ impl HttpServerApp for DecisionServer {
         if !http.read_request().await.unwrap_or(false) {
             return None;
         }
-        http.set_keepalive(if *shutdown.borrow() { None } else { Some(60) });
+        // Keep-alive is the connection layer's (limits.idle_timeout, and none once shutdown
+        // begins) and the caller's: an HTTP/1.0 caller without `Connection: keep-alive`, or one
+        // that sends `Connection: close`, gets its answer and the connection closed.
+        if *shutdown.borrow() {
+            http.set_keepalive(None);
+        }
         let head = http.req_header();
         if head.method == http::Method::POST && head.uri.path().as_bytes() == grpc::CHECK {
             if self.app.check(&mut http).await.is_err() {
@@ -202,24 +208,49 @@ impl HttpServerApp for DecisionServer {
     }
 }
 
+/// What of `decision` a judgment needs once the config is let go.
+#[derive(Clone, Copy)]
+struct InForce {
+    timeout: std::time::Duration,
+    on_error: OnDecisionError,
+}
+
 /// `decision` in force: only a running listener asks, and a reload cannot remove `decision`
 /// (`decision.listen` is restart-only); the defaults stand in all the same.
-fn settings(config: &crate::config::Config) -> DecisionConfig {
-    config.decision.clone().unwrap_or_else(|| DecisionConfig {
-        listen: Vec::new(),
-        trusted_callers: crate::config::default_trusted_callers(),
-        timeout: crate::config::DEFAULT_DECISION_TIMEOUT,
-        on_error: OnDecisionError::Allow,
-    })
+fn settings(config: &crate::config::Config) -> InForce {
+    config.decision.as_ref().map_or(
+        InForce {
+            timeout: crate::config::DEFAULT_DECISION_TIMEOUT,
+            on_error: OnDecisionError::Allow,
+        },
+        |decision| InForce {
+            timeout: decision.timeout,
+            on_error: decision.on_error,
+        },
+    )
+}
+
+/// The default `decision.trusted_callers`, for a config without `decision`.
+static DEFAULT_CALLERS: std::sync::LazyLock<Vec<ipnet::IpNet>> =
+    std::sync::LazyLock::new(crate::config::default_trusted_callers);
+
+/// `decision.trusted_callers` in force.
+fn callers(config: &crate::config::Config) -> &[ipnet::IpNet] {
+    config
+        .decision
+        .as_ref()
+        .map_or(&DEFAULT_CALLERS[..], |decision: &DecisionConfig| {
+            &decision.trusted_callers[..]
+        })
 }
 
 /// The peer, when it is one of `decision.trusted_callers`.
-fn trusted_peer(session: &ServerSession, settings: &DecisionConfig) -> Option<IpAddr> {
+fn trusted_peer(session: &ServerSession, config: &crate::config::Config) -> Option<IpAddr> {
     session
         .client_addr()
         .and_then(|address| address.as_inet())
         .map(|address| address.ip().to_canonical())
-        .filter(|ip| crate::client_address::is_trusted(&settings.trusted_callers, *ip))
+        .filter(|ip| crate::client_address::is_trusted(callers(config), *ip))
 }
 
 #[async_trait]
@@ -228,7 +259,7 @@ impl ServeHttp for DecisionApp {
         let started = Instant::now();
         let config = self.guard.config();
         let settings = settings(&config);
-        let Some(peer) = trusted_peer(session, &settings) else {
+        let Some(peer) = trusted_peer(session, &config) else {
             return Rejection::UntrustedCaller.answer();
         };
         let head = session.req_header();
@@ -267,7 +298,6 @@ impl ServeHttp for DecisionApp {
         };
         let client = client_of(
             peer,
-            &settings,
             &config,
             head.headers
                 .get_all(http::header::HeaderName::from_static("x-forwarded-for"))
@@ -313,12 +343,10 @@ fn on_error(choice: OnDecisionError) -> Answer {
 /// neither a caller nor one of `trusted_proxies`, else the caller.
 fn client_of<'a>(
     peer: IpAddr,
-    settings: &DecisionConfig,
     config: &crate::config::Config,
     forwarded_for: impl DoubleEndedIterator<Item = &'a [u8]>,
 ) -> IpAddr {
-    let trusted: Vec<ipnet::IpNet> = settings
-        .trusted_callers
+    let trusted: Vec<ipnet::IpNet> = callers(config)
         .iter()
         .chain(&config.trusted_proxies)
         .copied()
@@ -330,7 +358,7 @@ impl DecisionApp {
     /// [`DecisionApp::judge`] within `decision.timeout`, else `decision.on_error`'s answer.
     async fn judge_in_time(
         &self,
-        settings: &DecisionConfig,
+        settings: &InForce,
         head: &pingora::http::RequestHeader,
         https: bool,
         client: IpAddr,
@@ -352,7 +380,28 @@ impl DecisionApp {
                         settings.on_error.as_str()
                     ),
                 );
-                Ok(on_error(settings.on_error))
+                let answer = on_error(settings.on_error);
+                let config = self.guard.config();
+                let header = |name: http::header::HeaderName| {
+                    head.headers
+                        .get(name)
+                        .map_or(&[][..], HeaderValue::as_bytes)
+                };
+                let request_id = config
+                    .access_log
+                    .is_some()
+                    .then(|| crate::guard::request_id(head, true));
+                Access {
+                    settings: config.access_log.as_ref(),
+                    head,
+                    host: header(http::header::HOST),
+                    user_agent: header(http::header::USER_AGENT),
+                    client,
+                    request_id: request_id.as_ref(),
+                    started,
+                }
+                .log(answer.status, answer.body.len(), None, answer.decision);
+                Ok(answer)
             }
         }
     }
@@ -363,7 +412,7 @@ impl DecisionApp {
         let started = Instant::now();
         let config = self.guard.config();
         let settings = settings(&config);
-        let Some(peer) = trusted_peer(session, &settings) else {
+        let Some(peer) = trusted_peer(session, &config) else {
             let failed = grpc::Failed::from_rejection(&Rejection::UntrustedCaller);
             return grpc::write(session, None, Some(failed)).await;
         };
@@ -382,12 +431,7 @@ impl DecisionApp {
         let client = if asked.forwarded_for.is_empty() {
             asked.source.map_or(peer, |ip| ip.to_canonical())
         } else {
-            client_of(
-                peer,
-                &settings,
-                &config,
-                asked.forwarded_for.iter().map(Vec::as_slice),
-            )
+            client_of(peer, &config, asked.forwarded_for.iter().map(Vec::as_slice))
         };
         drop(config);
         match self
@@ -452,7 +496,16 @@ impl DecisionApp {
             .judge_over(&snapshot)
             .judge(&facts, Mode::Apply)
             .await;
-        drop(snapshot);
+        // The proxy's access line, said to come through here.
+        let access = Access {
+            settings: snapshot.config.access_log.as_ref(),
+            head,
+            host,
+            user_agent,
+            client,
+            request_id: request_id.as_ref(),
+            started,
+        };
         let Some(decision) = judgment.decision else {
             let (status, body) = match &judgment.answer {
                 Judged::Refuse(Refusal { status, why }) => (
@@ -471,6 +524,7 @@ impl DecisionApp {
                 }
             };
             METRICS.count_response(None, status);
+            access.log(status, body.len(), None, "unrouted");
             return Ok(Answer {
                 status,
                 body,
@@ -515,6 +569,12 @@ impl DecisionApp {
             .decision_requests
             .with_label_values(&[decision.origin.name(), decision.outcome.as_str()])
             .inc();
+        access.log(
+            status,
+            body.len(),
+            Some(&decision),
+            decision.outcome.as_str(),
+        );
         Ok(Answer {
             status,
             body,
@@ -579,6 +639,46 @@ impl DecisionApp {
                 .insert(http::header::CACHE_CONTROL, value);
         }
         response
+    }
+}
+
+/// What a judged request's access line says besides its answer: the line the proxy writes for
+/// the same request (`access_log`), with `via: decision`. The status is the one the proxy would
+/// have answered with (`200` when it would have proxied, whatever nginx's flavour sent), the
+/// bytes those of the refusal's body, and no upstream: the front proxy forwards.
+struct Access<'a> {
+    settings: Option<&'a crate::config::AccessLog>,
+    head: &'a pingora::http::RequestHeader,
+    host: &'a [u8],
+    user_agent: &'a [u8],
+    client: IpAddr,
+    request_id: Option<&'a HeaderValue>,
+    started: Instant,
+}
+
+impl Access<'_> {
+    fn log(&self, status: u16, bytes: usize, decision: Option<&Decision>, word: &str) {
+        let Some(settings) = self.settings else {
+            return;
+        };
+        let record = crate::logs::AccessRecord {
+            client: Some(self.client),
+            host: self.host,
+            method: self.head.method.as_str(),
+            path: self.head.raw_path(),
+            status,
+            bytes,
+            duration: self.started.elapsed(),
+            user_agent: self.user_agent,
+            origin: decision.map(|d| d.origin.name()),
+            crawler: decision.and_then(|d| d.crawler.as_ref()).map(|c| c.name()),
+            decision: word,
+            why: decision.map(|d| d.why.as_str()),
+            upstream: None,
+            request_id: self.request_id.map(HeaderValue::as_bytes),
+            via: "decision",
+        };
+        crate::logs::access(settings, &record);
     }
 }
 

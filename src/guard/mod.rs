@@ -1230,6 +1230,7 @@ fn access_log(
         why: decision.map(|d| d.why.as_str()),
         upstream: ctx.state.upstream.as_ref().map(|u| u.address),
         request_id: ctx.state.request_id.as_ref().map(HeaderValue::as_bytes),
+        via: "proxy",
     };
     crate::logs::access(settings, &record);
 }

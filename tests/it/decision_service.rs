@@ -886,3 +886,204 @@ mod grpc {
         );
     }
 }
+
+/// The access lines (JSON) written so far, waiting until there are `count` of them.
+fn access_lines(proxy: &Proxy, count: usize) -> Vec<serde_json::Value> {
+    let mut lines = Vec::new();
+    for _ in 0..200 {
+        lines = proxy
+            .stderr()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|value| value["kind"] == "access")
+            .collect();
+        if lines.len() >= count {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    lines
+}
+
+#[test]
+fn a_judged_request_gets_the_proxys_access_line_with_via_decision() {
+    let origin = Origin::start();
+    let (proxy, decision) = start(&format!(
+        "access_log: {{format: json}}\n{}",
+        origin_config(&origin, ROBOTS, "crawlers", "")
+    ));
+    // The same requests through the proxy, then through nginx's and the forward-auth flavour.
+    let inline_page = inline(&proxy, &origin, BROWSER, "/page?q=1", "192.0.2.7");
+    assert_eq!(inline_page, Seen { refusal: None });
+    let inline_refused = inline(&proxy, &origin, GPTBOT, "/private/x", "192.0.2.8");
+    assert_eq!(inline_refused.refusal.map(|r| r.status), Some(403));
+    let page = asked(
+        decision,
+        Convention::Nginx,
+        BROWSER,
+        "/page?q=1",
+        "192.0.2.7",
+    );
+    assert_eq!(page, Seen { refusal: None });
+    let refused = asked(
+        decision,
+        Convention::Nginx,
+        GPTBOT,
+        "/private/x",
+        "192.0.2.9",
+    );
+    assert_eq!(refused.refusal.map(|r| r.status), Some(403));
+    let unknown = Conn::open(decision).send(
+        &Request::get("/auth")
+            .host("unknown.example")
+            .header("X-Forwarded-Method", "GET")
+            .header("X-Forwarded-Uri", "/")
+            .ua(BROWSER),
+    );
+    assert_eq!(unknown.status, 421);
+    // A path far over the logged length is cut as the proxy cuts it.
+    let long = format!("/page/{}", "a".repeat(5000));
+    assert_eq!(
+        asked(
+            decision,
+            Convention::ForwardAuth,
+            BROWSER,
+            &long,
+            "192.0.2.7"
+        ),
+        Seen { refusal: None }
+    );
+
+    let lines = access_lines(&proxy, 6);
+    assert_eq!(lines.len(), 6, "{}", proxy.stderr());
+    let (proxied, judged) = lines.split_at(2);
+    for line in proxied {
+        assert_eq!(line["via"], "proxy", "{line}");
+    }
+    for line in judged {
+        assert_eq!(line["via"], "decision", "{line}");
+        assert_eq!(line["upstream"], serde_json::Value::Null, "{line}");
+        assert!(
+            line["request_id"].as_str().is_some_and(|id| !id.is_empty()),
+            "{line}"
+        );
+        assert!(line["duration_ms"].as_f64().is_some(), "{line}");
+    }
+    // Field by field as the proxy's line, but for what only proxying has.
+    let same = [
+        "host",
+        "method",
+        "path",
+        "status",
+        "origin",
+        "crawler",
+        "decision",
+        "why",
+        "user_agent",
+    ];
+    for field in same {
+        assert_eq!(
+            judged[0][field], proxied[0][field],
+            "{field}: {}",
+            judged[0]
+        );
+        assert_eq!(
+            judged[1][field], proxied[1][field],
+            "{field}: {}",
+            judged[1]
+        );
+    }
+    assert_eq!(judged[0]["client"], "192.0.2.7");
+    assert_eq!(judged[0]["status"], 200);
+    assert_eq!(judged[0]["decision"], "pass");
+    // nginx's flavour answered 403 with the real status beside it: the line has the real one.
+    assert_eq!(judged[1]["client"], "192.0.2.9");
+    assert_eq!(judged[1]["decision"], "blocked");
+    assert_eq!(judged[1]["crawler"], "GPTBot");
+    assert_eq!(judged[1]["why"], "rule");
+    assert_eq!(
+        judged[1]["bytes"], proxied[1]["bytes"],
+        "the refusal's body is the proxy's"
+    );
+    assert_eq!(judged[2]["status"], 421);
+    assert_eq!(judged[2]["decision"], "unrouted");
+    assert_eq!(judged[2]["host"], "unknown.example");
+    let path = judged[3]["path"].as_str().unwrap_or_default();
+    assert!(
+        path.starts_with("/page/aaa") && path.len() <= 1100,
+        "the long path is cut: {} bytes",
+        path.len()
+    );
+}
+
+#[test]
+fn the_decision_listener_has_the_proxy_listeners_deadlines_and_connection_cap() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    let (_origin, proxy, decision) = listener(
+        "limits: {header_timeout: 2s, idle_timeout: 2s, max_connections: 3, max_header_bytes: 8KiB}\n",
+    );
+    // Three callers that send part of a head and then nothing hold every connection place.
+    let mut stalled: Vec<TcpStream> = (0..3)
+        .map(|_| {
+            let mut stream = TcpStream::connect(decision).expect("connects");
+            stream
+                .write_all(b"GET /auth/nginx HTTP/1.1\r\nHost: shop.example\r\n")
+                .expect("part of a head sent");
+            stream
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // At the cap, a new caller is served all the same: a connection with no request in
+    // progress is closed for it, as on the proxy listener.
+    let response = Conn::open(decision).send(
+        &Request::get("/auth/nginx")
+            .host(HOST)
+            .header("X-Original-Method", "GET")
+            .header("X-Original-URI", "/page")
+            .ua(BROWSER),
+    );
+    assert_eq!(response.status, 200, "{response:?}");
+    assert!(proxy.wait_metric("robotsguard_downstream_connections_evicted_total", &[], 1.0) >= 1.0);
+    // The others are answered 408 at header_timeout and closed.
+    let mut timed_out = 0;
+    for stream in &mut stalled {
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(8)));
+        let mut got = Vec::new();
+        let _ = stream.read_to_end(&mut got);
+        if got.starts_with(b"HTTP/1.1 408") {
+            timed_out += 1;
+        }
+    }
+    assert!(timed_out >= 1, "no stalled head was answered 408");
+    // A kept-alive caller with nothing more to ask is closed at idle_timeout.
+    let mut conn = Conn::open(decision);
+    let answered = conn.send(
+        &Request::get("/auth/nginx")
+            .host(HOST)
+            .header("X-Original-Method", "GET")
+            .header("X-Original-URI", "/page")
+            .ua(BROWSER),
+    );
+    assert_eq!(answered.status, 200);
+    let mut idle = conn.into_stream();
+    assert!(
+        support::closed_within(&mut idle, Duration::from_secs(8)).is_some(),
+        "an idle decision connection was still open after 8 s"
+    );
+    // A head over limits.max_header_bytes: 431 before any judgment.
+    let mut big = TcpStream::connect(decision).expect("connects");
+    let head = format!(
+        "GET /auth/nginx HTTP/1.1\r\nHost: {HOST}\r\nX-Original-Method: GET\r\nX-Original-URI: /\r\nX-Pad: {}\r\n\r\n",
+        "a".repeat(9000)
+    );
+    let _ = big.write_all(head.as_bytes());
+    let _ = big.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut got = Vec::new();
+    let _ = big.read_to_end(&mut got);
+    assert!(
+        got.starts_with(b"HTTP/1.1 431"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+}

@@ -7,6 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use pingora::apps::HttpServerApp;
 use pingora::listeners::tls::Acceptor;
 use pingora::protocols::{GetSocketDigest, SocketDigest, Stream, UniqueID};
 use pingora::proxy::HttpProxy;
@@ -18,10 +19,14 @@ use robotsguard::guard::Guard;
 use robotsguard::load::{Holder, InFlight, Refusal};
 use robotsguard::metrics::METRICS;
 
-/// The proxy's listening application: the connection layer around pingora's HTTP proxy.
-pub struct EdgeApp {
-    pub(crate) proxy: Arc<HttpProxy<RobotsGuardProxy>>,
+/// A listening application: the connection layer around an HTTP application, pingora's HTTP
+/// proxy on the proxy listeners and the decision service on the decision listeners, so both
+/// have the same deadlines, caps and buffers.
+pub struct EdgeApp<A = HttpProxy<RobotsGuardProxy>> {
+    pub(crate) http: Arc<A>,
     pub(crate) guard: Guard,
+    /// Whose connections each count as a client of their own (see [`EdgeApp::client`]).
+    pub(crate) carriers: Carriers,
     pub(crate) slots: Arc<Slots>,
     pub(crate) in_flight: Arc<InFlight>,
     /// Listeners whose connections start with a PROXY protocol header.
@@ -325,18 +330,36 @@ impl Drop for HeadWait<'_> {
     }
 }
 
-impl EdgeApp {
+/// Peers that carry many clients on one connection, each connection of theirs counted as a
+/// client of its own under `limits.max_requests_in_flight_per_client`.
+#[derive(Debug, Clone, Copy)]
+pub enum Carriers {
+    /// The proxy listeners: peers in `trusted_proxies`.
+    TrustedProxies,
+    /// The decision listeners: peers in `decision.trusted_callers` (the front proxies asking
+    /// for their clients' requests).
+    TrustedCallers,
+}
+
+/// What an [`EdgeApp`] serves: an HTTP application pingora can hand sessions to.
+pub trait Served: HttpServerApp + Send + Sync + 'static {}
+impl<A: HttpServerApp + Send + Sync + 'static> Served for A {}
+
+impl<A: Served> EdgeApp<A> {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
-        proxy: HttpProxy<RobotsGuardProxy>,
+        http: A,
+        carriers: Carriers,
         guard: Guard,
         slots: Arc<Slots>,
         in_flight: Arc<InFlight>,
         proxy_protocol: ListenerAddresses,
         h2c: ListenerAddresses,
         tls: Vec<(std::net::SocketAddr, Arc<Acceptor>)>,
-    ) -> EdgeApp {
+    ) -> EdgeApp<A> {
         EdgeApp {
-            proxy: Arc::new(proxy),
+            http: Arc::new(http),
+            carriers,
             guard,
             slots,
             in_flight,
@@ -350,11 +373,16 @@ impl EdgeApp {
     /// knows (the peer, or the client a trusted peer's PROXY header named). A peer in
     /// `trusted_proxies` that named no client carries many clients on one connection (a load
     /// balancer passing X-Forwarded-For): that connection is a client of its own, rather than
-    /// every client behind it sharing one share.
+    /// every client behind it sharing one share. So does a trusted caller of the decision
+    /// listener (a front proxy asking for all of its clients).
     pub(crate) fn client(&self, stream: &Stream) -> Client {
         let address = peer_address(stream);
+        let carrier = |ip| match self.carriers {
+            Carriers::TrustedProxies => self.guard.is_trusted_proxy(ip),
+            Carriers::TrustedCallers => robotsguard::decision::is_trusted_caller(&self.guard, ip),
+        };
         let holder = match address {
-            Some(ip) if !self.guard.is_trusted_proxy(ip) => Holder::client(ip),
+            Some(ip) if !carrier(ip) => Holder::client(ip),
             _ => Holder::connection(),
         };
         Client { holder, address }

@@ -37,7 +37,7 @@ use robotsguard::metrics::METRICS;
 use crate::connections::{
     listener_matches, local_address, peer_address, refuse_connection, scopeguard, set_peer_address,
 };
-pub use crate::connections::{EdgeApp, ListenerAddresses, Slots};
+pub use crate::connections::{Carriers, EdgeApp, ListenerAddresses, Served, Slots};
 
 /// What became of a connection's start (PROXY header, TLS handshake).
 enum Start {
@@ -47,7 +47,7 @@ enum Start {
     Closed,
 }
 
-impl EdgeApp {
+impl<A: Served> EdgeApp<A> {
     /// The PROXY header (from trusted peers only) and the TLS handshake, within their deadlines
     /// and while a newer connection may evict this one.
     async fn start(&self, mut stream: Stream, started: Instant) -> Start {
@@ -128,7 +128,7 @@ impl EdgeApp {
 }
 
 #[async_trait]
-impl ServerApp for EdgeApp {
+impl<A: Served> ServerApp for EdgeApp<A> {
     async fn process_new(
         self: &Arc<Self>,
         stream: Stream,
@@ -166,6 +166,6 @@ impl ServerApp for EdgeApp {
     async fn cleanup(&self) {
         // Called once the listeners stop accepting, as shutdown begins.
         self.slots.shut_down();
-        pingora::apps::HttpServerApp::http_cleanup(&*self.proxy).await;
+        pingora::apps::HttpServerApp::http_cleanup(&*self.http).await;
     }
 }

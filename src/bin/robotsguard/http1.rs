@@ -14,7 +14,7 @@
 use std::time::Duration;
 
 use bytes::BytesMut;
-use pingora::apps::{HttpPersistentSettings, HttpServerApp};
+use pingora::apps::HttpPersistentSettings;
 use pingora::protocols::http::ServerSession;
 use pingora::protocols::l4::stream::Stream as L4Stream;
 use pingora::protocols::Stream;
@@ -22,7 +22,7 @@ use pingora::server::ShutdownWatch;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
-use crate::connections::EdgeApp;
+use crate::connections::{EdgeApp, Served};
 use robotsguard::config::Limits;
 use robotsguard::metrics::METRICS;
 
@@ -47,8 +47,8 @@ pub enum End {
 
 /// Serves HTTP/1 requests on `stream` until it closes; `start` holds bytes already read past a
 /// PROXY header. With `h2c`, a connection opening with the HTTP/2 preface is handed back.
-pub async fn serve(
-    app: &EdgeApp,
+pub async fn serve<A: Served>(
+    app: &EdgeApp<A>,
     mut stream: Stream,
     start: BytesMut,
     h2c: bool,
@@ -131,7 +131,7 @@ pub async fn serve(
             session.set_keepalive(None);
         }
         session.set_pipelined_prefix(prefix);
-        let Some(reused) = app.proxy.process_new_http(session, shutdown).await else {
+        let Some(reused) = app.http.process_new_http(session, shutdown).await else {
             return End::Closed;
         };
         let (next, settings) = reused.consume();

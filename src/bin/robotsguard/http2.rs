@@ -26,14 +26,13 @@ use std::task::{Context, Poll};
 
 use futures::task::AtomicWaker;
 
-use pingora::apps::HttpServerApp;
 use pingora::protocols::http::v2::server::{handshake, H2Accept, H2Options, HttpSession};
 use pingora::protocols::http::ServerSession;
 use pingora::protocols::{Digest, Stream};
 use pingora::server::ShutdownWatch;
 use tokio::time::Instant;
 
-use crate::connections::{Client, EdgeApp, Idle};
+use crate::connections::{Client, EdgeApp, Idle, Served};
 use crate::frames::RefusalWatch;
 use robotsguard::config::Limits;
 
@@ -108,7 +107,12 @@ async fn evicted(idle: Option<&Idle>) {
 
 /// Serves one HTTP/2 connection until it closes, times out or is evicted. `started`: when the
 /// connection was accepted.
-pub async fn serve(app: &EdgeApp, stream: Stream, started: Instant, shutdown: &ShutdownWatch) {
+pub async fn serve<A: Served>(
+    app: &EdgeApp<A>,
+    stream: Stream,
+    started: Instant,
+    shutdown: &ShutdownWatch,
+) {
     let limits = app.guard.limits();
     let client = app.client(&stream);
     let digest = Arc::new(Digest {
@@ -200,8 +204,8 @@ fn head_bytes(session: &HttpSession) -> usize {
 
 /// Starts serving one stream, or refuses it when `limits.max_requests_in_flight` are in flight or
 /// its client holds its share.
-fn serve_stream(
-    app: &EdgeApp,
+fn serve_stream<A: Served>(
+    app: &EdgeApp<A>,
     client: Client,
     mut session: HttpSession,
     open: &Arc<Open>,
@@ -219,13 +223,12 @@ fn serve_stream(
         }
     };
     let place = OpenStream::new(open);
-    let proxy = app.proxy.clone();
+    let http = app.http.clone();
     let shutdown = shutdown.clone();
     tokio::spawn(async move {
         let _place = place;
         let _permit = permit;
-        proxy
-            .process_new_http(ServerSession::new_http2(session), &shutdown)
+        http.process_new_http(ServerSession::new_http2(session), &shutdown)
             .await;
     });
 }

@@ -25,7 +25,7 @@ use robotsguard::guard::Guard;
 use robotsguard::listener_tls::{CertificateError, ListenerCertificates};
 use robotsguard::metrics::METRICS;
 
-use crate::edge::{EdgeApp, ListenerAddresses, Slots};
+use crate::edge::{Carriers, EdgeApp, ListenerAddresses, Slots};
 use crate::proxy::RobotsGuardProxy;
 use robotsguard::load::InFlight;
 
@@ -425,8 +425,32 @@ pub fn build_after(
             ));
         }
     }
+    // The decision listener behind the same connection layer: one connection cap and one
+    // request cap for the process (they share its open files), the same deadlines and read
+    // buffer, so callers cannot hold more of the process than clients can.
+    let decision_service = robotsguard::decision::server(&guard).map(|(decision, addresses)| {
+        let edge = EdgeApp::new(
+            decision,
+            Carriers::TrustedCallers,
+            guard.clone(),
+            slots.clone(),
+            in_flight.clone(),
+            ListenerAddresses::default(),
+            ListenerAddresses::new(addresses.clone()),
+            Vec::new(),
+        );
+        let mut service = ListeningService::new("robotsguard decision".to_string(), edge);
+        for address in addresses {
+            service.add_listener(
+                ListenerConfig::tcp(address.to_string())
+                    .l4_buffer(L4BufferSettings::default().read(DOWNSTREAM_READ_BUFFER)),
+            );
+        }
+        Box::new(service) as Box<dyn ServiceWithDependents>
+    });
     let edge = EdgeApp::new(
         proxy,
+        Carriers::TrustedProxies,
         guard.clone(),
         slots,
         in_flight.clone(),
@@ -447,7 +471,7 @@ pub fn build_after(
     let services = proxy_service
         .into_iter()
         .chain([guard.admin_service()])
-        .chain(robotsguard::decision::service(&guard))
+        .chain(decision_service)
         .chain(guard.services())
         .chain(
             certificate_services
