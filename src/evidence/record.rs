@@ -125,7 +125,7 @@ pub fn pending(observed: &Observed<'_>, replica: &str, now: SystemTime) -> Pendi
 
 /// `verification`: the verdict, the sentence that says how, and what a verified claim stood on:
 /// `method` (`range_list`, `reverse_dns`, `web_bot_auth`) with the list and its fetch time, the
-/// reverse DNS name, or the signing agent.
+/// reverse DNS name, or the signing agent and its key's `keyid`.
 fn verification(decision: &Decision) -> Value {
     let checked = decision.verification.as_deref();
     let mut value = json!({
@@ -143,9 +143,10 @@ fn verification(decision: &Decision) -> Value {
             "method": "reverse_dns",
             "name": escaped(name.as_bytes(), MAX_CLIENT_FIELD),
         }),
-        Some(VerifiedBy::WebBotAuth { agent }) => json!({
+        Some(VerifiedBy::WebBotAuth { agent, keyid }) => json!({
             "method": "web_bot_auth",
             "agent": escaped(agent.as_bytes(), MAX_CLIENT_FIELD),
+            "keyid": keyid.as_ref().map(|k| escaped(k.as_bytes(), MAX_CLIENT_FIELD)),
         }),
         _ => Value::Null,
     };
