@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use serde_json::{json, Map, Value};
 
-use crate::enforce::{Decision, VerifiedBy};
+use crate::enforce::{Decision, VerifiedBy, RESPONSE_HEADER_RULE};
 use crate::snapshot::RobotsCopy;
 
 /// The most bytes of a User-Agent, a Host or a path as received that a record keeps (escaped
@@ -107,6 +107,7 @@ pub fn pending(observed: &Observed<'_>, replica: &str, now: SystemTime) -> Pendi
     put("decision", json!(decision.outcome.as_str()));
     put("status", json!(observed.status));
     put("read_robots", json!(observed.read_robots.map(time_ms)));
+    put("response_signal", response_signal(decision));
     put("strikes", json!(observed.ban_strikes));
     put(
         "robots",
@@ -118,8 +119,24 @@ pub fn pending(observed: &Observed<'_>, replica: &str, now: SystemTime) -> Pendi
     );
     Pending {
         fields,
-        rule_line: decision.rule.as_ref().map(|rule| rule.line),
+        // A refusal by the page's response headers names no line of robots.txt.
+        rule_line: decision
+            .rule
+            .as_ref()
+            .filter(|rule| rule.directive != RESPONSE_HEADER_RULE)
+            .map(|rule| rule.line),
         robots: copy.clone(),
+    }
+}
+
+/// For a request the origin's response headers refused (`response_signals`), the preference
+/// that refused it as the response carried it (`Content-Usage: train-ai=n`); else null.
+fn response_signal(decision: &Decision) -> Value {
+    match &decision.rule {
+        Some(rule) if rule.directive == RESPONSE_HEADER_RULE => {
+            json!(escaped(rule.pattern.as_bytes(), MAX_CLIENT_FIELD))
+        }
+        _ => Value::Null,
     }
 }
 
