@@ -1038,7 +1038,7 @@ impl HttpServerApp for AdminApp {
 }
 
 /// Ends an answered request: the connection back for the next one, when it can go on.
-async fn finish(mut http: ServerSession) -> Option<ReusedHttpStream> {
+async fn finish(http: ServerSession) -> Option<ReusedHttpStream> {
     let settings = HttpPersistentSettings::for_session(&http);
     match http.finish().await {
         Ok(stream) => stream.map(|s| ReusedHttpStream::from_reusable_stream(s, settings)),

@@ -136,11 +136,7 @@ pub fn select(dir: &Path, filter: &Filter, max_bytes: usize, out: &mut Vec<u8>) 
 /// and, per replica, where its chain stands. Before a selected record whose chain's previous
 /// records the filter left out, the line declaring them ([`left_out_line`]) comes in the same
 /// piece. It stops when `emit` returns false (`truncated`).
-pub fn select_each(
-    dir: &Path,
-    filter: &Filter,
-    mut emit: impl FnMut(&[u8]) -> bool,
-) -> Selected {
+pub fn select_each(dir: &Path, filter: &Filter, mut emit: impl FnMut(&[u8]) -> bool) -> Selected {
     let mut selected = Selected::default();
     // Bounded by the replicas whose files are in `dir`.
     let mut chains: std::collections::HashMap<String, ChainSelection> =

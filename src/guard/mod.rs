@@ -910,7 +910,10 @@ impl Guard {
                 };
                 let host = header(http::header::HOST);
                 let host = if host.is_empty() {
-                    request.uri.authority().map_or(&[][..], |a| a.as_str().as_bytes())
+                    request
+                        .uri
+                        .authority()
+                        .map_or(&[][..], |a| a.as_str().as_bytes())
                 } else {
                     host
                 };

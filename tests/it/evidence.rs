@@ -691,7 +691,14 @@ fn a_rotated_directory_streams_whole_to_a_token_holder_and_verifies() {
     for i in 0..120 {
         let client = format!("198.51.100.{}", i + 1);
         assert_eq!(
-            from(&proxy, "shop.example", &client, &format!("/private/{i}"), &long_ua).status,
+            from(
+                &proxy,
+                "shop.example",
+                &client,
+                &format!("/private/{i}"),
+                &long_ua
+            )
+            .status,
             403
         );
     }

@@ -485,6 +485,10 @@ fn a_refusal_by_the_page_s_headers_gets_an_evidence_record_that_verifies() {
         .output()
         .expect("robotsguard runs");
     let text = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{text}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert!(text.contains("1 records: 1 signatures valid"), "{text}");
 }

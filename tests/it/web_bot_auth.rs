@@ -208,7 +208,10 @@ fn a_signed_crawler_s_evidence_record_names_the_agent_and_the_key_that_verified_
     let (_origin, proxy) = setup_with(
         AGENT,
         ", keys: \"file:keys.json\"",
-        &[("keys.json", &jwks(&[&other, &good])), ("evidence.key", &seed)],
+        &[
+            ("keys.json", &jwks(&[&other, &good])),
+            ("evidence.key", &seed),
+        ],
         "evidence: {enabled: true, key_file: evidence.key, dir: evidence, replica: r1}\n",
     );
     let answer = signed(&proxy, "/private/report", &Signing::new(&good));
@@ -221,7 +224,11 @@ fn a_signed_crawler_s_evidence_record_names_the_agent_and_the_key_that_verified_
     assert_eq!(verification["verdict"], "verified", "{record}");
     assert_eq!(verification["method"], "web_bot_auth", "{record}");
     assert_eq!(verification["agent"], AGENT, "{record}");
-    assert_eq!(verification["keyid"], thumbprint(&good).as_str(), "{record}");
+    assert_eq!(
+        verification["keyid"],
+        thumbprint(&good).as_str(),
+        "{record}"
+    );
     assert_ne!(verification["keyid"], thumbprint(&other).as_str());
     assert_eq!(record["crawler"], "SignedBot", "{record}");
     assert!(
