@@ -804,6 +804,7 @@ async fn stream_evidence(
                 // The receiver dropped on return stops the reader at its next piece.
                 return false;
             }
+            made_progress();
         }
         // A reader that did not finish must not end the body as if the export were whole.
         if !matches!(reader.await, Ok(true)) {
@@ -1395,8 +1396,48 @@ fn too_soon(origin: &str, wait: std::time::Duration) -> Response<Vec<u8>> {
 /// crowds, and its connections share the process's descriptors with the proxy's.
 const MAX_ADMIN_CONNECTIONS: usize = 64;
 
-/// How long one admin request may take, from waiting for its head to the end of its answer.
+/// How long one admin request may take, from waiting for its head to the end of its answer; a
+/// streamed answer (`GET /evidence`) has as long again after each piece the client took, so an
+/// export of any size can finish while a client that stops taking it is still cut off.
 const ADMIN_REQUEST_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// When the request on an admin connection last made progress (see [`ADMIN_REQUEST_DEADLINE`]).
+struct Progress {
+    started: std::time::Instant,
+    /// Milliseconds from `started`.
+    last: std::sync::atomic::AtomicU64,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        Progress {
+            started: std::time::Instant::now(),
+            last: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    fn mark(&self) {
+        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last.store(now, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// When the request's time runs out, as things stand.
+    fn deadline(&self) -> std::time::Instant {
+        let last = self.last.load(std::sync::atomic::Ordering::Relaxed);
+        self.started + std::time::Duration::from_millis(last) + ADMIN_REQUEST_DEADLINE
+    }
+}
+
+tokio::task_local! {
+    /// The progress of the request the current task serves, set by [`BoundedAdmin`].
+    static PROGRESS: Arc<Progress>;
+}
+
+/// Gives the request the current task serves [`ADMIN_REQUEST_DEADLINE`] again from now: a
+/// streamed answer calls it for each piece the client took.
+fn made_progress() {
+    let _ = PROGRESS.try_with(|progress| progress.mark());
+}
 
 /// The admin app behind a connection cap and a per-request deadline. When the cap is reached, a
 /// new connection closes the oldest one rather than being refused: a probe must get through
@@ -1443,13 +1484,25 @@ impl pingora::apps::ServerApp for BoundedAdmin {
             open.live.push_back((number, close.clone()));
             number
         };
-        let served = tokio::select! {
-            served = tokio::time::timeout(
-                ADMIN_REQUEST_DEADLINE,
-                pingora::apps::ServerApp::process_new(&self.app, stream, shutdown),
-            ) => served.ok().flatten(),
-            // Dropping the stream closes the connection.
-            () = close.notified() => None,
+        let progress = Arc::new(Progress::new());
+        let serving = PROGRESS.scope(
+            progress.clone(),
+            pingora::apps::ServerApp::process_new(&self.app, stream, shutdown),
+        );
+        tokio::pin!(serving);
+        // Bounded: each turn but the last follows progress, a piece of an answer taken.
+        let served = loop {
+            let deadline = progress.deadline();
+            tokio::select! {
+                served = &mut serving => break served,
+                () = tokio::time::sleep_until(deadline.into()) => {
+                    if progress.deadline() <= std::time::Instant::now() {
+                        break None;
+                    }
+                }
+                // Dropping the stream closes the connection.
+                () = close.notified() => break None,
+            }
         };
         if let Ok(mut open) = self.open.lock() {
             open.live.retain(|(n, _)| *n != number);
