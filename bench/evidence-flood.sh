@@ -51,6 +51,7 @@ nginx -c "$work/nginx.conf" -p "$work" &
 pids+=($!)
 openssl genpkey -algorithm ed25519 -out "$work/key.pem" 2>/dev/null
 evidence_dir="$work/evidence"
+mkdir -p "$evidence_dir"
 
 cat > "$work/flood.lua" <<'EOF'
 local n = 0
