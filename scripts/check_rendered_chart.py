@@ -409,6 +409,44 @@ def check_config_against_pod(config_file, container, pod_spec):
         problem(f"terminationGracePeriodSeconds {budget} <= preStop {pre_stop} + grace {grace}")
 
 
+def check_evidence(docs, config_file, container, pod_spec, secrets):
+    """evidence.key_file is a Secret key projected into the config volume, and evidence.dir a
+    writable volume of its own (the root filesystem is read-only): a claim the chart renders or
+    one the operator names, or an emptyDir."""
+    with open(config_file) as f:
+        evidence = (yaml.safe_load(f) or {}).get("evidence") or {}
+    if not evidence.get("enabled"):
+        return
+    base = os.path.dirname(config_file)
+    key = os.path.normpath(os.path.relpath(os.path.join(base, evidence.get("key_file", "")), base))
+    if key not in secrets:
+        problem(f"evidence.key_file {evidence.get('key_file')} is not a Secret key projected into the config volume")
+    directory = evidence.get("dir", "")
+    mount = next(
+        (m for m in container["volumeMounts"] if m["mountPath"] == directory), None
+    )
+    if mount is None:
+        problem(f"evidence.dir {directory} is not a volume mounted in the container")
+        return
+    if mount.get("readOnly"):
+        problem(f"evidence.dir {directory} is mounted read-only")
+    volume = next((v for v in pod_spec["volumes"] if v["name"] == mount["name"]), {})
+    claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+    if claim is None and "emptyDir" not in volume:
+        problem(f"evidence.dir {directory} is neither a claim nor an emptyDir")
+    rendered = {c["metadata"]["name"]: c for c in by_kind(docs, "PersistentVolumeClaim")}
+    if claim in rendered:
+        annotations = rendered[claim]["metadata"].get("annotations") or {}
+        if annotations.get("helm.sh/resource-policy") != "keep":
+            problem(f"the evidence claim {claim} would be deleted with the release")
+        deployment = one(docs, "Deployment") or {}
+        several = bool(by_kind(docs, "HorizontalPodAutoscaler")) or (
+            deployment.get("spec", {}).get("replicas", 1) > 1
+        )
+        if several and "ReadWriteMany" not in rendered[claim]["spec"]["accessModes"]:
+            problem(f"the evidence claim {claim} is mounted by several pods but is not ReadWriteMany")
+
+
 def main():
     rendered, out_dir, namespace = sys.argv[1], sys.argv[2], sys.argv[3]
     with open(rendered) as f:
@@ -455,6 +493,7 @@ def main():
         check_config_against_pod(config_file, container, pod_spec)
         check_admin_hosts(config_file, admin, namespace)
         check_service_monitor(docs, admin, namespace, admin_token(config_file, container, secrets))
+        check_evidence(docs, config_file, container, pod_spec, secrets)
 
     if problems:
         print(f"{rendered}:", file=sys.stderr)

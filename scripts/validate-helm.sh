@@ -171,6 +171,18 @@ refuse "config.listen must be empty with proxy.enabled false" --set proxy.enable
     --set decision.enabled=true --set 'decision.trustedCallers[0]=10.244.0.0/16' \
     --set 'config.listen[0]=0.0.0.0:8080'
 refuse "decision.onError" --set decision.onError=maybe
+# Evidence: a key, somewhere to write, a claim every pod can mount, one source of the section.
+refuse "evidence.enabled needs evidence.keySecret.secretName" --set evidence.enabled=true
+refuse "evidence.enabled needs a volume for the records" --set evidence.enabled=true \
+    --set evidence.keySecret.secretName=key --set evidence.volume.claim.create=false
+refuse "existingClaim and evidence.volume.emptyDir, not both" --set evidence.enabled=true \
+    --set evidence.keySecret.secretName=key --set evidence.volume.existingClaim=claim \
+    --set evidence.volume.emptyDir=true
+refuse "needs ReadWriteMany with more than one pod" --set evidence.enabled=true \
+    --set evidence.keySecret.secretName=key --set 'evidence.volume.claim.accessModes[0]=ReadWriteOnce'
+refuse "set evidence.enabled or config.evidence, not both" --set evidence.enabled=true \
+    --set evidence.keySecret.secretName=key --set config.evidence.enabled=false
+refuse "evidence.retention" --set evidence.retention=forever
 
 # The config JSON Schema accepts every example config and each config the chart renders, and
 # refuses its invalid samples; the chart's README is its generator's output.

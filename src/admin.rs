@@ -698,9 +698,12 @@ fn robots_copy(snapshot: &Snapshot, query: &str) -> Response<Vec<u8>> {
 /// `GET /evidence/robots/<sha256>`: a stored robots.txt copy.
 const EVIDENCE_ROBOTS: &str = "/evidence/robots/";
 
-/// The most bytes `GET /evidence` answers with: a longer selection is cut at a record's end
-/// (`X-Evidence-Truncated: true`); narrow it with `since` and `until`.
-const MAX_EVIDENCE_EXPORT: usize = 64 * 1024 * 1024;
+/// The most bytes of records sent as one piece of the chunked `GET /evidence` answer.
+const EXPORT_PIECE: usize = 64 * 1024;
+
+/// The pieces of an export read ahead of the client: with the line being read, what one
+/// export holds in memory, whatever the size of the evidence directory.
+const EXPORT_PIECES_AHEAD: usize = 4;
 
 const EVIDENCE_OFF: &str = "evidence is off: set evidence.enabled and evidence.key_file\n";
 
@@ -715,9 +718,18 @@ fn evidence_key() -> Response<Vec<u8>> {
     }
 }
 
-/// `GET /evidence?origin=&crawler=&since=&until=`: the records selected, as written (JSON
-/// Lines), every replica's in the directory.
-async fn evidence_export(query: &str) -> Response<Vec<u8>> {
+/// What a `GET /evidence` answer streams once its head is written ([`stream_evidence`]):
+/// carried in the extensions of the answer [`AdminApp::response`] gives, after it checked the
+/// request's access like any other path's.
+#[derive(Clone)]
+struct EvidenceExport {
+    dir: std::path::PathBuf,
+    filter: crate::evidence::export::Filter,
+}
+
+/// `GET /evidence?origin=&crawler=&since=&until=`: the head of the answer whose body is the
+/// records selected, as written (JSON Lines), every replica's in the directory, streamed.
+fn evidence_export(query: &str) -> Response<Vec<u8>> {
     let Some(evidence) = crate::evidence::active() else {
         return text(404, EVIDENCE_OFF);
     };
@@ -744,22 +756,64 @@ async fn evidence_export(query: &str) -> Response<Vec<u8>> {
             }
         }
     }
-    let mut body = Vec::new();
-    let selected =
-        crate::evidence::export::select(evidence.dir(), &filter, MAX_EVIDENCE_EXPORT, &mut body);
-    let mut answer = reply(200, "application/jsonl", body);
-    let headers = answer.headers_mut();
-    headers.insert(
-        "x-evidence-records",
-        http::HeaderValue::from(selected.records),
-    );
-    if selected.truncated {
-        headers.insert(
-            "x-evidence-truncated",
-            http::HeaderValue::from_static("true"),
-        );
-    }
+    let mut answer = reply(200, "application/jsonl", Vec::new());
+    answer.headers_mut().remove("content-length");
+    answer.extensions_mut().insert(EvidenceExport {
+        dir: evidence.dir().to_path_buf(),
+        filter,
+    });
     answer
+}
+
+/// Writes the head of a `GET /evidence` answer and streams its records as a chunked body: a
+/// thread reads the files as it goes, a few pieces ahead of the client, and stops when the
+/// client is gone. False when the connection cannot go on.
+async fn stream_evidence(
+    http: &mut ServerSession,
+    answer: Response<Vec<u8>>,
+    export: EvidenceExport,
+) -> bool {
+    let head_only = http.req_header().method == http::Method::HEAD;
+    let (parts, _) = answer.into_parts();
+    let mut head: pingora::http::ResponseHeader = parts.into();
+    if !head_only {
+        let _ = head.insert_header("transfer-encoding", "chunked");
+    }
+    if http.write_response_header(Box::new(head)).await.is_err() {
+        return false;
+    }
+    if !head_only {
+        let (pieces, mut receiver) =
+            tokio::sync::mpsc::channel::<bytes::Bytes>(EXPORT_PIECES_AHEAD);
+        // Reading and parsing the files is blocking work: off the admin listener's threads.
+        let reader = tokio::task::spawn_blocking(move || {
+            let mut piece = Vec::with_capacity(EXPORT_PIECE);
+            let selected =
+                crate::evidence::export::select_each(&export.dir, &export.filter, |record| {
+                    piece.extend_from_slice(record);
+                    if piece.len() < EXPORT_PIECE {
+                        return true;
+                    }
+                    let full = std::mem::replace(&mut piece, Vec::with_capacity(EXPORT_PIECE));
+                    pieces.blocking_send(full.into()).is_ok()
+                });
+            !selected.truncated && (piece.is_empty() || pieces.blocking_send(piece.into()).is_ok())
+        });
+        while let Some(piece) = receiver.recv().await {
+            if http.write_response_body(piece, false).await.is_err() {
+                // The receiver dropped on return stops the reader at its next piece.
+                return false;
+            }
+            made_progress();
+        }
+        // A reader that did not finish must not end the body as if the export were whole.
+        if !matches!(reader.await, Ok(true)) {
+            return false;
+        }
+    }
+    http.write_response_body(bytes::Bytes::new(), true)
+        .await
+        .is_ok()
 }
 
 /// `GET /evidence/robots/<sha256>`: a stored robots.txt copy, as fetched; its fetch time,
@@ -970,21 +1024,26 @@ impl HttpServerApp for AdminApp {
                 return None;
             }
         } else {
-            let answer = self.response(&mut http).await;
-            let (parts, body) = answer.into_parts();
-            let head: pingora::http::ResponseHeader = parts.into();
-            if http.write_response_header(Box::new(head)).await.is_err() {
-                return None;
-            }
-            if !body.is_empty() && http.write_response_body(body.into(), true).await.is_err() {
+            let mut answer = self.response(&mut http).await;
+            let written = match answer.extensions_mut().remove::<EvidenceExport>() {
+                // Streamed: an export may hold every record in the evidence directory.
+                Some(export) => stream_evidence(&mut http, answer, export).await,
+                None => write_whole(&mut http, answer).await,
+            };
+            if !written {
                 return None;
             }
         }
-        let settings = HttpPersistentSettings::for_session(&http);
-        match http.finish().await {
-            Ok(stream) => stream.map(|s| ReusedHttpStream::from_reusable_stream(s, settings)),
-            Err(_) => None,
-        }
+        finish(http).await
+    }
+}
+
+/// Ends an answered request: the connection back for the next one, when it can go on.
+async fn finish(http: ServerSession) -> Option<ReusedHttpStream> {
+    let settings = HttpPersistentSettings::for_session(&http);
+    match http.finish().await {
+        Ok(stream) => stream.map(|s| ReusedHttpStream::from_reusable_stream(s, settings)),
+        Err(_) => None,
     }
 }
 
@@ -1217,7 +1276,7 @@ impl AdminApp {
             "/bans" => list_bans(&snapshot, &self.store, &query),
             "/robots" => robots_copy(&snapshot, &query),
             "/evidence/key" => evidence_key(),
-            "/evidence" => evidence_export(&query).await,
+            "/evidence" => evidence_export(&query),
             other if other.starts_with(EVIDENCE_ROBOTS) => {
                 evidence_robots(&other[EVIDENCE_ROBOTS.len()..])
             }
@@ -1337,8 +1396,48 @@ fn too_soon(origin: &str, wait: std::time::Duration) -> Response<Vec<u8>> {
 /// crowds, and its connections share the process's descriptors with the proxy's.
 const MAX_ADMIN_CONNECTIONS: usize = 64;
 
-/// How long one admin request may take, from waiting for its head to the end of its answer.
+/// How long one admin request may take, from waiting for its head to the end of its answer; a
+/// streamed answer (`GET /evidence`) has as long again after each piece the client took, so an
+/// export of any size can finish while a client that stops taking it is still cut off.
 const ADMIN_REQUEST_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// When the request on an admin connection last made progress (see [`ADMIN_REQUEST_DEADLINE`]).
+struct Progress {
+    started: std::time::Instant,
+    /// Milliseconds from `started`.
+    last: std::sync::atomic::AtomicU64,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        Progress {
+            started: std::time::Instant::now(),
+            last: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    fn mark(&self) {
+        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last.store(now, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// When the request's time runs out, as things stand.
+    fn deadline(&self) -> std::time::Instant {
+        let last = self.last.load(std::sync::atomic::Ordering::Relaxed);
+        self.started + std::time::Duration::from_millis(last) + ADMIN_REQUEST_DEADLINE
+    }
+}
+
+tokio::task_local! {
+    /// The progress of the request the current task serves, set by [`BoundedAdmin`].
+    static PROGRESS: Arc<Progress>;
+}
+
+/// Gives the request the current task serves [`ADMIN_REQUEST_DEADLINE`] again from now: a
+/// streamed answer calls it for each piece the client took.
+fn made_progress() {
+    let _ = PROGRESS.try_with(|progress| progress.mark());
+}
 
 /// The admin app behind a connection cap and a per-request deadline. When the cap is reached, a
 /// new connection closes the oldest one rather than being refused: a probe must get through
@@ -1385,13 +1484,25 @@ impl pingora::apps::ServerApp for BoundedAdmin {
             open.live.push_back((number, close.clone()));
             number
         };
-        let served = tokio::select! {
-            served = tokio::time::timeout(
-                ADMIN_REQUEST_DEADLINE,
-                pingora::apps::ServerApp::process_new(&self.app, stream, shutdown),
-            ) => served.ok().flatten(),
-            // Dropping the stream closes the connection.
-            () = close.notified() => None,
+        let progress = Arc::new(Progress::new());
+        let serving = PROGRESS.scope(
+            progress.clone(),
+            pingora::apps::ServerApp::process_new(&self.app, stream, shutdown),
+        );
+        tokio::pin!(serving);
+        // Bounded: each turn but the last follows progress, a piece of an answer taken.
+        let served = loop {
+            let deadline = progress.deadline();
+            tokio::select! {
+                served = &mut serving => break served,
+                () = tokio::time::sleep_until(deadline.into()) => {
+                    if progress.deadline() <= std::time::Instant::now() {
+                        break None;
+                    }
+                }
+                // Dropping the stream closes the connection.
+                () = close.notified() => break None,
+            }
         };
         if let Ok(mut open) = self.open.lock() {
             open.live.retain(|(n, _)| *n != number);

@@ -77,6 +77,9 @@ pub struct Signed {
     /// A digest standing for a signature without a nonce: seen again from another address
     /// while it is valid, the request is a replay (429).
     pub digest: Option<[u8; 32]>,
+    /// The signature's `keyid` (the thumbprint of the agent's key), when known: what an
+    /// evidence record names as the key that verified the claim.
+    pub keyid: Option<String>,
 }
 
 impl Signed {
@@ -90,6 +93,7 @@ impl Signed {
             lifetime: Duration::ZERO,
             created: None,
             digest: None,
+            keyid: None,
         }
     }
 }

@@ -77,6 +77,8 @@ pub enum VerifiedBy {
     WebBotAuth {
         /// The signing agent.
         agent: String,
+        /// The signature's `keyid`: the JWK thumbprint of the agent's key that verified it.
+        keyid: Option<String>,
     },
 }
 
@@ -91,15 +93,16 @@ impl Verification {
         }
     }
 
-    /// The verdict for a request a valid Web Bot Auth signature of `agent` identified as
-    /// `crawler`.
-    pub fn by_signature(crawler: &str, agent: &str) -> Arc<Verification> {
+    /// The verdict for a request a valid Web Bot Auth signature of `agent` (by its key
+    /// `keyid`) identified as `crawler`.
+    pub fn by_signature(crawler: &str, agent: &str, keyid: Option<&str>) -> Arc<Verification> {
         Arc::new(Verification {
             crawler: crawler.to_owned(),
             result: VerificationResult::Verified,
             how: format!("a valid Web Bot Auth signature of {agent}"),
             by: Some(VerifiedBy::WebBotAuth {
                 agent: agent.to_owned(),
+                keyid: keyid.map(str::to_owned),
             }),
         })
     }

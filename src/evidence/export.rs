@@ -113,15 +113,36 @@ pub fn left_out_line(replica: &str, after: u64, before: u64) -> String {
     line
 }
 
-/// Appends to `out` every record in `dir`'s files that `filter` selects, as written (one line
-/// each), up to `max_bytes`; before a selected record whose chain's previous records the filter
-/// left out, the line declaring them ([`left_out_line`]).
+/// Appends to `out` every record in `dir`'s files that `filter` selects, as [`select_each`]
+/// gives them, up to `max_bytes` (a record that would pass it is not written, and `truncated`
+/// says so).
 pub fn select(dir: &Path, filter: &Filter, max_bytes: usize, out: &mut Vec<u8>) -> Selected {
+    let mut selected = select_each(dir, filter, |piece| {
+        if out.len() + piece.len() > max_bytes {
+            return false;
+        }
+        out.extend_from_slice(piece);
+        true
+    });
+    // `select_each` counts the record it offered, kept or not.
+    if selected.truncated {
+        selected.records = selected.records.saturating_sub(1);
+    }
+    selected
+}
+
+/// Gives `emit` every record in `dir`'s files that `filter` selects, as written (one line
+/// each, oldest file first), reading the files as it goes: what it holds at once is one line
+/// and, per replica, where its chain stands. Before a selected record whose chain's previous
+/// records the filter left out, the line declaring them ([`left_out_line`]) comes in the same
+/// piece. It stops when `emit` returns false (`truncated`).
+pub fn select_each(dir: &Path, filter: &Filter, mut emit: impl FnMut(&[u8]) -> bool) -> Selected {
     let mut selected = Selected::default();
     // Bounded by the replicas whose files are in `dir`.
     let mut chains: std::collections::HashMap<String, ChainSelection> =
         std::collections::HashMap::new();
     let mut line = Vec::new();
+    let mut piece = Vec::new();
     for path in record_files(dir) {
         let Ok(file) = std::fs::File::open(&path) else {
             continue;
@@ -136,8 +157,7 @@ pub fn select(dir: &Path, filter: &Filter, max_bytes: usize, out: &mut Vec<u8>) 
             if line.last() != Some(&b'\n') {
                 // A torn or overlong line is no record; skip to the next line end.
                 if line.len() as u64 >= MAX_LINE {
-                    let mut rest = Vec::new();
-                    let _ = reader.read_until(b'\n', &mut rest);
+                    skip_line(&mut reader, &mut line);
                 }
                 continue;
             }
@@ -155,26 +175,25 @@ pub fn select(dir: &Path, filter: &Filter, max_bytes: usize, out: &mut Vec<u8>) 
                 }
                 continue;
             }
-            let mut declared = String::new();
+            piece.clear();
             if let Some((replica, number)) = &place {
                 let chain = chains.entry(replica.clone()).or_default();
                 // Declared only when the records left out are exactly the missing numbers: a
                 // record missing from the files themselves stays an undeclared gap.
                 if let (Some(last), Some((first, count))) = (chain.last_selected, chain.left_out) {
                     if first == last + 1 && last + 1 + count == *number {
-                        declared = left_out_line(replica, last, *number);
+                        piece.extend_from_slice(left_out_line(replica, last, *number).as_bytes());
                     }
                 }
                 chain.last_selected = Some(*number);
                 chain.left_out = None;
             }
-            if out.len() + declared.len() + line.len() > max_bytes {
+            piece.extend_from_slice(&line);
+            selected.records += 1;
+            if !emit(&piece) {
                 selected.truncated = true;
                 return selected;
             }
-            out.extend_from_slice(declared.as_bytes());
-            out.extend_from_slice(&line);
-            selected.records += 1;
             if let Some(sha) = record
                 .get("robots")
                 .and_then(|r| r.get("sha256"))
@@ -187,6 +206,18 @@ pub fn select(dir: &Path, filter: &Filter, max_bytes: usize, out: &mut Vec<u8>) 
         }
     }
     selected
+}
+
+/// Reads past the end of the line being read, a bounded piece at a time (`scratch` holds one).
+fn skip_line(reader: &mut impl std::io::BufRead, scratch: &mut Vec<u8>) {
+    loop {
+        scratch.clear();
+        match (&mut *reader).take(MAX_LINE).read_until(b'\n', scratch) {
+            Ok(0) | Err(_) => return,
+            Ok(_) if scratch.last() == Some(&b'\n') => return,
+            Ok(_) => {}
+        }
+    }
 }
 
 /// A stored robots.txt copy's bytes, by its sha256 (`None`: not a sha256 name, or not stored).

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use serde_json::{json, Map, Value};
 
-use crate::enforce::{Decision, VerifiedBy};
+use crate::enforce::{Decision, VerifiedBy, RESPONSE_HEADER_RULE};
 use crate::snapshot::RobotsCopy;
 
 /// The most bytes of a User-Agent, a Host or a path as received that a record keeps (escaped
@@ -107,6 +107,7 @@ pub fn pending(observed: &Observed<'_>, replica: &str, now: SystemTime) -> Pendi
     put("decision", json!(decision.outcome.as_str()));
     put("status", json!(observed.status));
     put("read_robots", json!(observed.read_robots.map(time_ms)));
+    put("response_signal", response_signal(decision));
     put("strikes", json!(observed.ban_strikes));
     put(
         "robots",
@@ -118,14 +119,30 @@ pub fn pending(observed: &Observed<'_>, replica: &str, now: SystemTime) -> Pendi
     );
     Pending {
         fields,
-        rule_line: decision.rule.as_ref().map(|rule| rule.line),
+        // A refusal by the page's response headers names no line of robots.txt.
+        rule_line: decision
+            .rule
+            .as_ref()
+            .filter(|rule| rule.directive != RESPONSE_HEADER_RULE)
+            .map(|rule| rule.line),
         robots: copy.clone(),
+    }
+}
+
+/// For a request the origin's response headers refused (`response_signals`), the preference
+/// that refused it as the response carried it (`Content-Usage: train-ai=n`); else null.
+fn response_signal(decision: &Decision) -> Value {
+    match &decision.rule {
+        Some(rule) if rule.directive == RESPONSE_HEADER_RULE => {
+            json!(escaped(rule.pattern.as_bytes(), MAX_CLIENT_FIELD))
+        }
+        _ => Value::Null,
     }
 }
 
 /// `verification`: the verdict, the sentence that says how, and what a verified claim stood on:
 /// `method` (`range_list`, `reverse_dns`, `web_bot_auth`) with the list and its fetch time, the
-/// reverse DNS name, or the signing agent.
+/// reverse DNS name, or the signing agent and its key's `keyid`.
 fn verification(decision: &Decision) -> Value {
     let checked = decision.verification.as_deref();
     let mut value = json!({
@@ -143,9 +160,10 @@ fn verification(decision: &Decision) -> Value {
             "method": "reverse_dns",
             "name": escaped(name.as_bytes(), MAX_CLIENT_FIELD),
         }),
-        Some(VerifiedBy::WebBotAuth { agent }) => json!({
+        Some(VerifiedBy::WebBotAuth { agent, keyid }) => json!({
             "method": "web_bot_auth",
             "agent": escaped(agent.as_bytes(), MAX_CLIENT_FIELD),
+            "keyid": keyid.as_ref().map(|k| escaped(k.as_bytes(), MAX_CLIENT_FIELD)),
         }),
         _ => Value::Null,
     };

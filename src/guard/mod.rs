@@ -902,6 +902,32 @@ impl Guard {
                 crate::judge::response::judge_response(decision, &response.headers, &asked)
             {
                 let status = refusal.status;
+                let header = |name| {
+                    request
+                        .headers
+                        .get(name)
+                        .map_or(&[][..], http::HeaderValue::as_bytes)
+                };
+                let host = header(http::header::HOST);
+                let host = if host.is_empty() {
+                    request
+                        .uri
+                        .authority()
+                        .map_or(&[][..], |a| a.as_str().as_bytes())
+                } else {
+                    host
+                };
+                let read_robots = asked
+                    .client
+                    .and_then(|client| self.store.robots_read_at(decision.origin.name(), client));
+                crate::judge::response::record_refusal(
+                    decision,
+                    &asked,
+                    host,
+                    header(http::header::USER_AGENT),
+                    status,
+                    read_robots,
+                );
                 ctx.state.response_refusal = Some(refusal);
                 ctx.state.robots_seen = None;
                 return Error::e_explain(

@@ -67,6 +67,7 @@ pub(crate) fn read_signature(
                 lifetime: checked.lifetime,
                 created: checked.created,
                 digest: checked.digest,
+                keyid: checked.keyid,
             }),
             keys_unavailable: false,
         },

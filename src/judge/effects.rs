@@ -119,13 +119,14 @@ impl Effects {
         }
     }
 
-    /// The verification of a request a valid signature of `agent` identified as `crawler`:
-    /// counted in `robotsguard_crawler_verifications_total` when applied.
-    pub fn signature_verification(self, crawler: &str, agent: &str) -> Arc<Verification> {
+    /// The verification of a request a valid signature (`signed`) identified: counted in
+    /// `robotsguard_crawler_verifications_total` when applied.
+    pub fn signature_verification(self, signed: &super::Signed) -> Arc<Verification> {
+        let keyid = signed.keyid.as_deref();
         if self.applies() {
-            Verifier::signed(crawler, agent)
+            Verifier::signed(&signed.crawler, &signed.agent, keyid)
         } else {
-            Verification::by_signature(crawler, agent)
+            Verification::by_signature(&signed.crawler, &signed.agent, keyid)
         }
     }
 

@@ -331,9 +331,7 @@ impl Judging<'_, '_> {
     /// change) by IP ranges and reverse DNS.
     pub(super) async fn verify(&self, decision: &mut Decision, signed: Option<&Signed>) {
         if let Some(signed) = signed {
-            let verification = self
-                .effects
-                .signature_verification(&signed.crawler, &signed.agent);
+            let verification = self.effects.signature_verification(signed);
             decision.apply_verification(verification);
             return;
         }

@@ -98,6 +98,42 @@ pub fn judge_response(
     })
 }
 
+/// Hands a refusal [`judge_response`] made to the evidence writer, as the judgment hands its
+/// own: event `refusal` (and `payment_required` for a 402), when `evidence.events` selects it.
+/// `host` and `user_agent` are the request's as sent, `status` the refusal's, `read_robots` when
+/// the client last read the origin's robots.txt.
+pub fn record_refusal(
+    decision: &Decision,
+    asked: &Asked<'_>,
+    host: &[u8],
+    user_agent: &[u8],
+    status: u16,
+    read_robots: Option<std::time::SystemTime>,
+) {
+    let Some(evidence) = crate::evidence::active() else {
+        return;
+    };
+    let events = crate::evidence::Events {
+        refusal: true,
+        payment_required: decision.outcome == Outcome::PaymentRequired,
+        ..Default::default()
+    };
+    if !evidence.wants(events) {
+        return;
+    }
+    evidence.offer(&crate::evidence::Observed {
+        decision,
+        host,
+        method: asked.method,
+        target: asked.target,
+        client: asked.client,
+        user_agent,
+        status: Some(status),
+        ban_strikes: None,
+        read_robots,
+    });
+}
+
 /// Whether the response `headers` to the request `decision` let through are judged: a crawler's
 /// request robots.txt let through (`judged`), answered with `Content-Usage` or `X-Robots-Tag`.
 /// What every proxied response without them costs.

@@ -125,6 +125,7 @@ impl Verifier {
                 lifetime: Duration::ZERO,
                 created: None,
                 digest: None,
+                keyid: None,
             };
         }
         self.signatures
@@ -147,14 +148,14 @@ impl Verifier {
         self.signatures.has_signing_agent(crawler)
     }
 
-    /// The verdict for a request a valid signature of `agent` identified as `crawler`, counted
-    /// in `robotsguard_crawler_verifications_total`.
-    pub fn signed(crawler: &str, agent: &str) -> Arc<Verification> {
+    /// The verdict for a request a valid signature of `agent` with its key `keyid` identified
+    /// as `crawler`, counted in `robotsguard_crawler_verifications_total`.
+    pub fn signed(crawler: &str, agent: &str, keyid: Option<&str>) -> Arc<Verification> {
         METRICS
             .crawler_verifications
             .with_label_values(&[crawler, VerificationResult::Verified.as_str()])
             .inc();
-        Verification::by_signature(crawler, agent)
+        Verification::by_signature(crawler, agent, keyid)
     }
 
     /// The range lists and their copies.

@@ -160,6 +160,8 @@ pub struct Checked {
     /// A verified signature without a nonce: a digest of its agent, key and signature bytes,
     /// which stand for it when it is seen again.
     pub digest: Option<[u8; 32]>,
+    /// The `keyid` of a verified signature: the JWK thumbprint of the agent's key that signed.
+    pub keyid: Option<String>,
 }
 
 /// What a verified signature without a `nonce` must meet to be accepted, by its agent: the
@@ -577,12 +579,14 @@ impl WebBotAuth {
             lifetime: Duration::ZERO,
             created: None,
             digest: None,
+            keyid: None,
         };
         checked.outcome = self.check_outcome(request, authority, scheme, now, &mut checked);
         if !matches!(checked.outcome, SignatureOutcome::Verified { .. }) {
             checked.nonce = None;
             checked.created = None;
             checked.digest = None;
+            checked.keyid = None;
         } else if checked.nonce.is_some() {
             checked.digest = None;
         }
@@ -723,6 +727,7 @@ impl WebBotAuth {
                 digest.update([0]);
                 digest.update(&label.signature);
                 checked.digest = Some(digest.finalize().into());
+                checked.keyid = details.keyid.clone();
                 SignatureOutcome::Verified {
                     agent: agent.agent.clone(),
                     crawler: agent.crawler.clone(),

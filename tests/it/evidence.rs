@@ -668,3 +668,118 @@ fn a_refused_crawler_s_record_says_how_its_claim_was_checked() {
     assert_eq!(other["verification"]["method"], serde_json::Value::Null);
     assert_eq!(other["rule"]["agents"], serde_json::json!(["*"]));
 }
+
+#[test]
+fn a_rotated_directory_streams_whole_to_a_token_holder_and_verifies() {
+    const ADMIN: &str = "admin-token-for-evidence";
+    const READ: &str = "read-token-for-evidence";
+    let origin = Origin::start();
+    let place = Place::new();
+    let config = body(
+        &origin,
+        &place.key(),
+        &place.dir(),
+        ", max_file_size: 64KiB",
+    );
+    let proxy = Proxy::builder(&config)
+        .admin_token(ADMIN)
+        .read_token(READ)
+        .start();
+    // Long User-Agents make each record about 2 KB: 120 of them fill several files and take
+    // several pieces of the chunked answer.
+    let long_ua = format!("{GPTBOT} {}", "y".repeat(1500));
+    for i in 0..120 {
+        let client = format!("198.51.100.{}", i + 1);
+        assert_eq!(
+            from(
+                &proxy,
+                "shop.example",
+                &client,
+                &format!("/private/{i}"),
+                &long_ua
+            )
+            .status,
+            403
+        );
+    }
+    let lines = wait_records(&place.dir(), 120);
+    assert_eq!(lines.len(), 120);
+    let files = std::fs::read_dir(place.dir())
+        .expect("dir")
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|e| e == "jsonl"))
+        .count();
+    assert!(files >= 3, "{files} files");
+    let with_token = |token: &str, target: &str| {
+        support::Conn::open(proxy.admin).send(
+            &Request::get(target)
+                .host(&proxy.admin.to_string())
+                .header("Authorization", &format!("Bearer {token}")),
+        )
+    };
+    // The same access as every admin path: no token, no records.
+    let refused = proxy.admin_get("/evidence");
+    assert_eq!(refused.status, 401, "{}", refused.text());
+    assert!(!refused.text().contains("\"sig\""));
+    let export = with_token(READ, "/evidence");
+    assert_eq!(export.status, 200, "{}", export.text());
+    assert_eq!(export.header("content-type"), Some("application/jsonl"));
+    assert!(
+        export
+            .header("transfer-encoding")
+            .is_some_and(|t| t.contains("chunked")),
+        "not streamed: {:?}",
+        export.headers
+    );
+    assert_eq!(export.header("content-length"), None);
+    let exported: Vec<String> = export.text().lines().map(str::to_string).collect();
+    assert_eq!(exported, lines);
+    let out = tempfile::tempdir().expect("a temp dir");
+    std::fs::create_dir_all(out.path().join("robots")).expect("dir");
+    std::fs::write(out.path().join("evidence.jsonl"), &export.body).expect("written");
+    let key = with_token(ADMIN, "/evidence/key");
+    assert_eq!(key.status, 200);
+    std::fs::write(out.path().join("key.jwk"), &key.body).expect("written");
+    let sha = json(&lines[0])["robots"]["sha256"]
+        .as_str()
+        .expect("a sha256")
+        .to_string();
+    let copy = with_token(READ, &format!("/evidence/robots/{sha}"));
+    assert_eq!(copy.status, 200);
+    std::fs::write(out.path().join("robots").join(&sha), &copy.body).expect("written");
+    let (code, text) = verify(out.path(), "evidence.jsonl", &["--complete"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("120 records: 120 signatures valid, 119 links checked, 0 gaps"),
+        "{text}"
+    );
+    // A filtered export streams with the same semantics: the records of some clients, the
+    // runs left out between them declared.
+    let selected = with_token(READ, "/evidence?crawler=GPTBot&origin=shop");
+    assert_eq!(selected.status, 200);
+    assert_eq!(selected.text().lines().count(), 120);
+    let nothing = with_token(READ, "/evidence?origin=pay");
+    assert_eq!(nothing.status, 200);
+    assert!(nothing.body.is_empty(), "{}", nothing.text());
+    // A client that goes away mid-export leaves the listener answering: the next export is
+    // whole again.
+    {
+        use std::io::{Read as _, Write as _};
+        let mut stream = std::net::TcpStream::connect(proxy.admin).expect("connects");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout set");
+        write!(
+            stream,
+            "GET /evidence HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {READ}\r\n\r\n",
+            proxy.admin
+        )
+        .expect("written");
+        let mut first = [0_u8; 4096];
+        let read = stream.read(&mut first).expect("an answer begins");
+        assert!(read > 0);
+    }
+    let again = with_token(READ, "/evidence");
+    assert_eq!(again.status, 200);
+    assert_eq!(again.text().lines().count(), 120);
+}

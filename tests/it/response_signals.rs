@@ -420,3 +420,75 @@ fn hostile_heads_are_bounded_and_decided_as_documented() {
     // Still serving.
     assert_eq!(proxy.get(HOST, "/plain", BROWSER).status, 200);
 }
+
+#[test]
+fn a_refusal_by_the_page_s_headers_gets_an_evidence_record_that_verifies() {
+    let origin = origin();
+    let place = tempfile::tempdir().expect("temp dir");
+    // The evidence signing key: a raw 32-byte seed in base64.
+    let key = place.path().join("evidence.key");
+    std::fs::write(&key, "nWGxne/9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A=\n").expect("written");
+    let dir = place.path().join("evidence");
+    let extra = format!(
+        "    impostors: ignore\n{ENFORCE}    robots:\n      source: inline\n      text: \"User-agent: *\\nAllow: /\\n\"\n"
+    );
+    let proxy = Proxy::start(&format!(
+        "evidence: {{enabled: true, key_file: \"{}\", dir: \"{}\", replica: r1, events: [refusal]}}\n{}",
+        key.display(),
+        dir.display(),
+        site(&origin, HOST, &extra)
+    ));
+    assert_eq!(proxy.get(HOST, "/usage", GPTBOT).status, 403);
+    // The page given to a browser, and robots.txt allowing the crawler elsewhere: no record.
+    assert_eq!(proxy.get(HOST, "/usage", BROWSER).status, 200);
+    assert_eq!(proxy.get(HOST, "/article", GPTBOT).status, 200);
+    let written = proxy.wait_metric(
+        "robotsguard_evidence_records_total",
+        &[("result", "written")],
+        1.0,
+    );
+    assert_eq!(written, 1.0);
+    let export = proxy.admin_get("/evidence");
+    assert_eq!(export.status, 200, "{}", export.text());
+    let lines: Vec<String> = export.text().lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let record: serde_json::Value = serde_json::from_str(&lines[0]).expect("a record");
+    assert_eq!(record["decision"], "blocked", "{record}");
+    assert_eq!(record["status"], 403, "{record}");
+    assert_eq!(record["crawler"], "GPTBot", "{record}");
+    assert_eq!(record["path"], "/usage", "{record}");
+    // The preference that refused it, not a line of robots.txt (which allowed the path).
+    assert_eq!(record["rule"], serde_json::Value::Null, "{record}");
+    assert!(
+        record["response_signal"]
+            .as_str()
+            .is_some_and(|s| s.contains("train-ai")),
+        "{record}"
+    );
+    // The record verifies against the key and the stored robots.txt copy.
+    let out = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir_all(out.path().join("robots")).expect("dir");
+    std::fs::write(out.path().join("evidence.jsonl"), &export.body).expect("written");
+    std::fs::write(
+        out.path().join("key.jwk"),
+        proxy.admin_get("/evidence/key").body,
+    )
+    .expect("written");
+    let sha = record["robots"]["sha256"].as_str().expect("a sha256");
+    let copy = proxy.admin_get(&format!("/evidence/robots/{sha}"));
+    assert_eq!(copy.status, 200);
+    std::fs::write(out.path().join("robots").join(sha), &copy.body).expect("written");
+    let output = Command::new(env!("CARGO_BIN_EXE_robotsguard"))
+        .args(["evidence", "verify"])
+        .arg(out.path().join("evidence.jsonl"))
+        .arg("--complete")
+        .output()
+        .expect("robotsguard runs");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(text.contains("1 records: 1 signatures valid"), "{text}");
+}

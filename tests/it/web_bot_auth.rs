@@ -125,9 +125,19 @@ fn signed(proxy: &Proxy, path: &str, signing: &Signing<'_>) -> support::Response
 /// A site whose robots.txt disallows /private to `SignedBot`, with `agent_keys` as the agent's
 /// `keys:` line (or none for its directory).
 fn setup(agent: &str, agent_keys: &str, files: &[(&str, &str)]) -> (Origin, Proxy) {
+    setup_with(agent, agent_keys, files, "")
+}
+
+/// [`setup`] with `extra` top-level config keys.
+fn setup_with(
+    agent: &str,
+    agent_keys: &str,
+    files: &[(&str, &str)],
+    extra: &str,
+) -> (Origin, Proxy) {
     let origin = Origin::start();
     let config = format!(
-        "verify:
+        "{extra}verify:
   web_bot_auth:
     agents:
       - {{agent: \"{agent}\", crawler: SignedBot{agent_keys}}}
@@ -186,6 +196,82 @@ fn a_valid_signature_identifies_the_crawler_whatever_the_user_agent() {
         3.0,
     );
     assert!(verified >= 3.0, "{verified}");
+}
+
+#[test]
+fn a_signed_crawler_s_evidence_record_names_the_agent_and_the_key_that_verified_it() {
+    let good = key(1);
+    // Another key of the same agent: the record names the one that signed.
+    let other = key(2);
+    // The evidence signing key: a raw 32-byte seed in base64.
+    let seed = STANDARD.encode([7_u8; 32]);
+    let (_origin, proxy) = setup_with(
+        AGENT,
+        ", keys: \"file:keys.json\"",
+        &[
+            ("keys.json", &jwks(&[&other, &good])),
+            ("evidence.key", &seed),
+        ],
+        "evidence: {enabled: true, key_file: evidence.key, dir: evidence, replica: r1}\n",
+    );
+    let answer = signed(&proxy, "/private/report", &Signing::new(&good));
+    assert_eq!(answer.status, 403, "{}", answer.text());
+    let dir = proxy.dir.path().join("evidence");
+    let lines = wait_until_lines(&dir, 1);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let record: serde_json::Value = serde_json::from_str(&lines[0]).expect("a record");
+    let verification = &record["verification"];
+    assert_eq!(verification["verdict"], "verified", "{record}");
+    assert_eq!(verification["method"], "web_bot_auth", "{record}");
+    assert_eq!(verification["agent"], AGENT, "{record}");
+    assert_eq!(
+        verification["keyid"],
+        thumbprint(&good).as_str(),
+        "{record}"
+    );
+    assert_ne!(verification["keyid"], thumbprint(&other).as_str());
+    assert_eq!(record["crawler"], "SignedBot", "{record}");
+    assert!(
+        record["rule"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("/private")),
+        "{record}"
+    );
+}
+
+/// The record lines in `dir`'s files, once there are `count` (waited for, bounded).
+fn wait_until_lines(dir: &Path, count: usize) -> Vec<String> {
+    let read = || -> Vec<String> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        files
+            .iter()
+            .flat_map(|f| {
+                std::fs::read_to_string(f)
+                    .unwrap_or_default()
+                    .lines()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let mut lines = read();
+    for _ in 0..200 {
+        if lines.len() >= count {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+        lines = read();
+    }
+    lines
 }
 
 #[test]

@@ -50,6 +50,48 @@ Where the bouncer keys Secret's key is projected, beside the admin token.
 admin/bouncer-keys
 {{- end -}}
 
+{{/*
+Where the evidence signing key's Secret key is projected, relative to the
+config file, inside the config volume.
+*/}}
+{{- define "robotsguard.evidenceKeyFile" -}}
+evidence/signing-key
+{{- end -}}
+
+{{/* Where the evidence volume is mounted: evidence.dir. */}}
+{{- define "robotsguard.evidenceDir" -}}
+/var/lib/robotsguard/evidence
+{{- end -}}
+
+{{- define "robotsguard.evidenceClaimName" -}}
+{{- printf "%s-evidence" (include "robotsguard.fullname" . | trunc 54 | trimSuffix "-") -}}
+{{- end -}}
+
+{{/*
+The claim the evidence volume mounts: evidence.volume.existingClaim, else the
+chart's own; empty with evidence.volume.emptyDir. Fails on a choice that
+would leave the records nowhere, or on a claim more than one pod could not
+mount.
+*/}}
+{{- define "robotsguard.evidenceClaim" -}}
+{{- $volume := .Values.evidence.volume -}}
+{{- if and $volume.existingClaim $volume.emptyDir -}}
+{{- fail "robotsguard chart: evidence.volume.existingClaim and evidence.volume.emptyDir, not both" -}}
+{{- end -}}
+{{- if $volume.existingClaim -}}
+{{- $volume.existingClaim -}}
+{{- else if not $volume.emptyDir -}}
+{{- if not $volume.claim.create -}}
+{{- fail "robotsguard chart: evidence.enabled needs a volume for the records: evidence.volume.existingClaim, evidence.volume.claim.create, or evidence.volume.emptyDir (records lost with the pod)" -}}
+{{- end -}}
+{{- $pods := or .Values.autoscaling.enabled (gt (int .Values.replicaCount) 1) -}}
+{{- if and $pods (not (has "ReadWriteMany" $volume.claim.accessModes)) -}}
+{{- fail "robotsguard chart: evidence.volume.claim.accessModes needs ReadWriteMany with more than one pod (replicaCount above 1 or autoscaling): each pod mounts the claim and writes its own chain; or set replicaCount: 1, or name an evidence.volume.existingClaim" -}}
+{{- end -}}
+{{- include "robotsguard.evidenceClaimName" . -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "robotsguard.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{ include "robotsguard.selectorLabels" . }}
@@ -311,6 +353,17 @@ adminService.hosts. Probes and Prometheus send the pod IP, which a wildcard list
 {{- else -}}
 {{- $_ := set $config "admin" (dict "address" $admin "hosts" $adminHosts) -}}
 {{- end -}}
+{{- end -}}
+{{- if .Values.evidence.enabled -}}
+{{- if hasKey $config "evidence" -}}
+{{- fail "robotsguard chart: set evidence.enabled or config.evidence, not both; with evidence.enabled the chart mounts the key and the volume and writes evidence itself" -}}
+{{- end -}}
+{{- if not .Values.evidence.keySecret.secretName -}}
+{{- fail "robotsguard chart: evidence.enabled needs evidence.keySecret.secretName: the Secret holding the Ed25519 signing key (openssl genpkey -algorithm ed25519)" -}}
+{{- end -}}
+{{- $_ := include "robotsguard.evidenceClaim" . -}}
+{{- $evidence := dict "enabled" true "key_file" (include "robotsguard.evidenceKeyFile" .) "dir" (include "robotsguard.evidenceDir" .) "retention" .Values.evidence.retention "events" .Values.evidence.events "max_file_size" .Values.evidence.maxFileSize "queue" (int .Values.evidence.queue) -}}
+{{- $_ := set $config "evidence" $evidence -}}
 {{- end -}}
 {{- $shutdown := $config.shutdown | default dict -}}
 {{- if not (hasKey $shutdown "grace") -}}

@@ -10,7 +10,7 @@ pub(crate) static EVIDENCE: Section = Section {
     keys: &[
         key("enabled", Ty::Bool, "`false`", "Write evidence records."),
         key("key_file", Ty::Path, "none (required when enabled)", "The Ed25519 signing key: a PKCS#8 PEM file (`openssl genpkey -algorithm ed25519`), or the raw 32-byte seed in base64. Its public key is served at `GET /evidence/key`."),
-        key("dir", Ty::Path, "`evidence` under `state.dir`", "Where the record files (`<replica>-<time>-<seq>.jsonl`) and the robots.txt copies (`robots/<sha256>` with `robots/<sha256>.json`) are written; created when missing."),
+        key("dir", Ty::Path, "`evidence` under `state.dir`", "Where the record files (`<replica>-<first record's number>.jsonl`) and the robots.txt copies (`robots/<sha256>` with `robots/<sha256>.json`) are written; created when missing."),
         key("retention", Ty::Duration, "`90d`", "How long a record file (and a robots.txt copy no record written since refers to) is kept after its last write."),
         key("events", Ty::List(&Ty::Words(|| names(&EVIDENCE_EVENTS))), "`[violation, ban, refusal, payment_required]`", "Which requests get a record: a robots.txt rule disallowed it (`violation`, enforced or reported), it earned a ban (`ban`), robotsguard refused it itself (`refusal`: 403, 404, 429, 503 of a known origin), or it was answered with the licence terms (`payment_required`). A request gets one record, whatever it is."),
         key("max_file_size", Ty::Size, "`64MiB`", "A record file is closed and a new one started (the chain goes on) once it would grow past this."),
