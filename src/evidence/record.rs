@@ -142,7 +142,7 @@ fn response_signal(decision: &Decision) -> Value {
 
 /// `verification`: the verdict, the sentence that says how, and what a verified claim stood on:
 /// `method` (`range_list`, `reverse_dns`, `web_bot_auth`) with the list and its fetch time, the
-/// reverse DNS name, or the signing agent and its key's `keyid`.
+/// reverse DNS name, or the signing agent and its key id (the signature's `keyid`).
 fn verification(decision: &Decision) -> Value {
     let checked = decision.verification.as_deref();
     let mut value = json!({
@@ -163,7 +163,7 @@ fn verification(decision: &Decision) -> Value {
         Some(VerifiedBy::WebBotAuth { agent, keyid }) => json!({
             "method": "web_bot_auth",
             "agent": escaped(agent.as_bytes(), MAX_CLIENT_FIELD),
-            "keyid": keyid.as_ref().map(|k| escaped(k.as_bytes(), MAX_CLIENT_FIELD)),
+            "key_id": keyid.as_ref().map(|k| escaped(k.as_bytes(), MAX_CLIENT_FIELD)),
         }),
         _ => Value::Null,
     };

@@ -225,11 +225,11 @@ fn a_signed_crawler_s_evidence_record_names_the_agent_and_the_key_that_verified_
     assert_eq!(verification["method"], "web_bot_auth", "{record}");
     assert_eq!(verification["agent"], AGENT, "{record}");
     assert_eq!(
-        verification["keyid"],
+        verification["key_id"],
         thumbprint(&good).as_str(),
         "{record}"
     );
-    assert_ne!(verification["keyid"], thumbprint(&other).as_str());
+    assert_ne!(verification["key_id"], thumbprint(&other).as_str());
     assert_eq!(record["crawler"], "SignedBot", "{record}");
     assert!(
         record["rule"]["text"]
