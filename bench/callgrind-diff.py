@@ -9,6 +9,16 @@ largest differences first:
     CACHE_SIM=1 ROUNDS=1 DURATION=10 KEEP=/tmp/cg bench/proxy-instructions.sh
     bench/callgrind-diff.py /tmp/cg --event I1mr --top 30
 
+With `--before OTHER_KEEP`, the same for robotsguard against robotsguard in another KEEP
+directory (an older build's profiles, measured the same way): where a change between two builds
+moved the per-request cost. `--by-module` sums the rows by the path of each function (its crate
+and first module, `robotsguard::judge`, `pingora_core::protocols`), so that inlining across
+functions of one module does not scatter a difference over many rows:
+
+    BINARIES=OLD ROUNDS=3 DURATION=10 KEEP=/tmp/old bench/proxy-instructions.sh
+    BINARIES=NEW ROUNDS=3 DURATION=10 KEEP=/tmp/new bench/proxy-instructions.sh
+    bench/callgrind-diff.py /tmp/new --before /tmp/old --by-module
+
 Events: Ir (instructions), and with CACHE_SIM=1 also I1mr (instruction-cache misses), D1mr and
 D1mw (data-cache read and write misses), Bcm and Bim (mispredicted conditional and indirect
 branches). A function inlined into a different caller in one binary than in the other shows as a
@@ -85,6 +95,19 @@ def self_costs(path):
     return merged, events
 
 
+def module_of(function):
+    """The crate and first module of a function's path: `robotsguard::judge` for
+    `robotsguard::judge::phases::Judge::identify`, and for `<T as Trait>::f` those of T; a symbol
+    without a path (C code, the allocator's) as it is."""
+    name = function.lstrip("<&*").removeprefix("mut ").removeprefix("dyn ")
+    # Up to the first generic argument, space or closing of a qualified path.
+    path = re.split(r"[<> (]", name, maxsplit=1)[0]
+    parts = [part for part in path.split("::") if part]
+    if len(parts) < 2:
+        return function
+    return "::".join(parts[:2])
+
+
 def requests_of(count_file):
     text = count_file.read_text().strip()
     if not text.isdigit():
@@ -115,14 +138,26 @@ def main():
     parser.add_argument("--against", default="passthrough-production",
                         choices=("passthrough-production", "passthrough"),
                         help="the other side (default: the production pass-through)")
+    parser.add_argument("--before", metavar="KEEP",
+                        help="the other side is robotsguard in this KEEP directory (an older "
+                             "build), not a pass-through of the same one")
+    parser.add_argument("--by-module", action="store_true",
+                        help="sum the rows by crate and first module")
     args = parser.parse_args()
 
     kept = Path(args.kept)
+    if args.before:
+        other_label = "robotsguard (before)"
+        places = {"robotsguard": (kept, "robotsguard"),
+                  other_label: (Path(args.before), "robotsguard")}
+    else:
+        other_label = args.against
+        places = {"robotsguard": (kept, "robotsguard"), other_label: (kept, args.against)}
     sides = {}
-    for label in ("robotsguard", args.against):
+    for label, (folder, name) in places.items():
         # The dump made on request (after the warm-up was zeroed) is the one with suffix .1.
-        profile = kept / f"{label}.r{args.round}.out.1"
-        count_file = kept / f"{label}.r{args.round}.requests"
+        profile = folder / f"{name}.r{args.round}.out.1"
+        count_file = folder / f"{name}.r{args.round}.requests"
         for path in (profile, count_file):
             if not path.is_file():
                 sys.exit(f"{path}: not found (a KEEP directory of bench/proxy-instructions.sh, "
@@ -134,13 +169,17 @@ def main():
             hint = "; the cache and branch events need CACHE_SIM=1" if simulated else ""
             sys.exit(f"{profile} has no {args.event} (events: {' '.join(events)}){hint}")
         requests = requests_of(count_file)
-        sides[label] = ({function: counts[args.event] / requests
-                         for function, counts in costs.items()}, requests)
+        per_request = collections.Counter()
+        for function, counts in costs.items():
+            key = module_of(function) if args.by_module else function
+            per_request[key] += counts[args.event] / requests
+        sides[label] = (per_request, requests)
 
     guard, guard_requests = sides["robotsguard"]
-    other, other_requests = sides[args.against]
-    print(f"{args.event} per request, own cost of each function: robotsguard ({guard_requests} "
-          f"requests) against {args.against} ({other_requests})")
+    other, other_requests = sides[other_label]
+    what = "each module's functions" if args.by_module else "each function"
+    print(f"{args.event} per request, own cost of {what}: robotsguard ({guard_requests} "
+          f"requests) against {other_label} ({other_requests})")
     print(f"total\t{sum(guard.values()):,.1f}\t{sum(other.values()):,.1f}")
     rows = sorted(((guard.get(f, 0.0) - other.get(f, 0.0), guard.get(f, 0.0), other.get(f, 0.0), f)
                    for f in set(guard) | set(other)), reverse=True)
@@ -151,7 +190,7 @@ def main():
         for difference, mine, theirs, function in rows:
             print(f"{difference:+,.1f}\t{mine:,.1f}\t{theirs:,.1f}\t{function}")
 
-    print(f"difference\trobotsguard\t{args.against}\tfunction")
+    print(f"difference\trobotsguard\t{other_label}\t{'module' if args.by_module else 'function'}")
     show(gains)
     if losses:
         print("...")
