@@ -165,10 +165,7 @@ pub fn start(config: &Config) -> Result<Option<Arc<Evidence>>, StartError> {
     if let Some(running) = ACTIVE.get() {
         return Ok(Some(running.clone()));
     }
-    let path = settings
-        .key_file
-        .as_ref()
-        .ok_or(StartError::NoKeyFile)?;
+    let path = settings.key_file.as_ref().ok_or(StartError::NoKeyFile)?;
     let signing = key::load(path).map_err(StartError::Key)?;
     let dir = dir_of(config);
     std::fs::create_dir_all(dir.join(ROBOTS_DIR)).map_err(|e| StartError::Dir(dir.clone(), e))?;

@@ -56,7 +56,10 @@ mod tests {
         assert!(matches!(error, ReadCappedError::TooLarge(_, 9)), "{error}");
         assert!(error.to_string().contains("larger than 9 bytes"), "{error}");
         let missing = read_capped(&dir.path().join("gone"), 10).expect_err("missing");
-        assert!(matches!(missing, ReadCappedError::Unreadable(..)), "{missing}");
+        assert!(
+            matches!(missing, ReadCappedError::Unreadable(..)),
+            "{missing}"
+        );
         assert!(missing.to_string().starts_with("cannot read"), "{missing}");
     }
 }

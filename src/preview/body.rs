@@ -117,8 +117,8 @@ pub fn parse(content_type: Option<&[u8]>, body: &[u8]) -> Result<Candidate, Body
     let candidate = match media.as_str() {
         "application/json" => {
             let text = utf8(body, "the JSON body")?;
-            let parsed: JsonCandidate = serde_json::from_str(text)
-                .map_err(|e| BodyError::NotCandidate(e.to_string()))?;
+            let parsed: JsonCandidate =
+                serde_json::from_str(text).map_err(|e| BodyError::NotCandidate(e.to_string()))?;
             Candidate {
                 robots: parsed.robots,
                 config: parsed.config,
@@ -211,7 +211,10 @@ mod tests {
         );
         assert!(text.contains("binary"), "{text}");
         let (error, text) = said(None, b"User-agent: \xff\xfe").unwrap_err();
-        assert!(matches!(error, BodyError::NotUtf8 { at: 12, .. }), "{error:?}");
+        assert!(
+            matches!(error, BodyError::NotUtf8 { at: 12, .. }),
+            "{error:?}"
+        );
         assert!(text.contains("UTF-8"), "{text}");
         let (error, text) = said(Some(b"application/json"), br#"{"robot": "x"}"#).unwrap_err();
         assert!(matches!(error, BodyError::NotCandidate(_)), "{error:?}");
@@ -219,8 +222,10 @@ mod tests {
         let (error, text) = said(Some(b"image/png"), b"x").unwrap_err();
         assert_eq!(error, BodyError::MediaType("image/png".to_owned()));
         assert!(text.contains("image/png"), "{text}");
-        let fragment = serde_json::json!({"config": "#".repeat(crate::config::MAX_FRAGMENT_BYTES + 1)});
-        let (error, _) = said(Some(b"application/json"), fragment.to_string().as_bytes()).unwrap_err();
+        let fragment =
+            serde_json::json!({"config": "#".repeat(crate::config::MAX_FRAGMENT_BYTES + 1)});
+        let (error, _) =
+            said(Some(b"application/json"), fragment.to_string().as_bytes()).unwrap_err();
         assert_eq!(
             error,
             BodyError::FragmentTooLarge(crate::config::MAX_FRAGMENT_BYTES + 1)

@@ -184,7 +184,9 @@ pub(crate) async fn fetch_public(
 async fn read_capped(path: PathBuf, max: usize) -> Result<Vec<u8>, RegistryError> {
     match tokio::task::spawn_blocking(move || crate::net::file::read_capped(&path, max)).await {
         Ok(read) => read.map_err(RegistryError::File),
-        Err(e) => Err(RegistryError::Fetch(format!("the read did not finish: {e}"))),
+        Err(e) => Err(RegistryError::Fetch(format!(
+            "the read did not finish: {e}"
+        ))),
     }
 }
 

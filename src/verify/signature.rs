@@ -1218,7 +1218,10 @@ async fn fetch_directory(
     if answer.over_limit {
         return (Err(format!("larger than {MAX_DIRECTORY_BYTES} bytes")), ttl);
     }
-    (KeySet::from_jwks(&answer.body).map_err(|e| e.to_string()), ttl)
+    (
+        KeySet::from_jwks(&answer.body).map_err(|e| e.to_string()),
+        ttl,
+    )
 }
 
 #[cfg(test)]

@@ -307,11 +307,7 @@ pub fn describe(path: &[u8], verdict: &Verdict<'_>) -> String {
 }
 
 /// Runs a batch; exits 0 once every line has an answer (verdicts are data, not failures).
-fn run_batch(
-    args: &CheckArgs,
-    input: impl BufRead,
-    out: &mut impl Write,
-) -> Result<u8, String> {
+fn run_batch(args: &CheckArgs, input: impl BufRead, out: &mut impl Write) -> Result<u8, String> {
     Batch::new(args.mode(), args.max_size)
         .run(input, out)
         .map_err(|e| match e {

@@ -473,7 +473,10 @@ mod tests {
     #[test]
     fn nodes_are_host_and_port_and_errors_say_what_is_wrong() {
         assert_eq!(parse_node(" s1 ", 26379), Ok(node("s1", 26379)));
-        assert_eq!(parse_node("[2001:db8::5]:5000", 1), Ok(node("2001:db8::5", 5000)));
+        assert_eq!(
+            parse_node("[2001:db8::5]:5000", 1),
+            Ok(node("2001:db8::5", 5000))
+        );
         let said = |text: &str| parse_node(text, 1).map_err(|e| e.problem);
         assert_eq!(said("[2001:db8::5"), Err(NodeProblem::Unclosed));
         assert_eq!(said("[nope]"), Err(NodeProblem::NotIpv6("nope".to_owned())));
