@@ -15,6 +15,16 @@ per decision (nginx's auth_request way) against robotsguard per inline proxied r
     ROUNDS=1 KEEP=/tmp/dc bench/decision-cost.sh
     bench/callgrind-diff.py /tmp/dc --decision --top 30
 
+With `--before OTHER_KEEP`, the same for robotsguard against robotsguard in another KEEP
+directory (an older build's profiles, measured the same way): where a change between two builds
+moved the per-request cost. `--by-module` sums the rows by the path of each function (its crate
+and first module, `robotsguard::judge`, `pingora_core::protocols`), so that inlining across
+functions of one module does not scatter a difference over many rows:
+
+    BINARIES=OLD ROUNDS=3 DURATION=10 KEEP=/tmp/old bench/proxy-instructions.sh
+    BINARIES=NEW ROUNDS=3 DURATION=10 KEEP=/tmp/new bench/proxy-instructions.sh
+    bench/callgrind-diff.py /tmp/new --before /tmp/old --by-module
+
 Events: Ir (instructions), and with CACHE_SIM=1 also I1mr (instruction-cache misses), D1mr and
 D1mw (data-cache read and write misses), Bcm and Bim (mispredicted conditional and indirect
 branches). A function inlined into a different caller in one binary than in the other shows as a
@@ -91,6 +101,19 @@ def self_costs(path):
     return merged, events
 
 
+def module_of(function):
+    """The crate and first module of a function's path: `robotsguard::judge` for
+    `robotsguard::judge::phases::Judge::identify`, and for `<T as Trait>::f` those of T; a symbol
+    without a path (C code, the allocator's) as it is."""
+    name = function.lstrip("<&*").removeprefix("mut ").removeprefix("dyn ")
+    # Up to the first generic argument, space or closing of a qualified path.
+    path = re.split(r"[<> (]", name, maxsplit=1)[0]
+    parts = [part for part in path.split("::") if part]
+    if len(parts) < 2:
+        return function
+    return "::".join(parts[:2])
+
+
 def requests_of(count_file):
     text = count_file.read_text().strip()
     if not text.isdigit():
@@ -123,18 +146,30 @@ def main():
                         help="the other side (default: the production pass-through)")
     parser.add_argument("--decision", action="store_true",
                         help="a KEEP directory of bench/decision-cost.sh: decision against inline")
+    parser.add_argument("--before", metavar="KEEP",
+                        help="the other side is robotsguard in this KEEP directory (an older "
+                             "build), not a pass-through of the same one")
+    parser.add_argument("--by-module", action="store_true",
+                        help="sum the rows by crate and first module")
     args = parser.parse_args()
 
     kept = Path(args.kept)
+    if args.before:
+        other_label = "robotsguard (before)"
+        places = {"robotsguard": (kept, "robotsguard"),
+                  other_label: (Path(args.before), "robotsguard")}
+    else:
+        other_label = args.against
+        places = {"robotsguard": (kept, "robotsguard"), other_label: (kept, args.against)}
     sides = {}
     if args.decision:
         decision_sides(kept, args, sides)
         show_sides(sides, ("decision", "inline"), args)
         return
-    for label in ("robotsguard", args.against):
+    for label, (folder, name) in places.items():
         # The dump made on request (after the warm-up was zeroed) is the one with suffix .1.
-        profile = kept / f"{label}.r{args.round}.out.1"
-        count_file = kept / f"{label}.r{args.round}.requests"
+        profile = folder / f"{name}.r{args.round}.out.1"
+        count_file = folder / f"{name}.r{args.round}.requests"
         for path in (profile, count_file):
             if not path.is_file():
                 sys.exit(f"{path}: not found (a KEEP directory of bench/proxy-instructions.sh, "
@@ -146,10 +181,13 @@ def main():
             hint = "; the cache and branch events need CACHE_SIM=1" if simulated else ""
             sys.exit(f"{profile} has no {args.event} (events: {' '.join(events)}){hint}")
         requests = requests_of(count_file)
-        sides[label] = ({function: counts[args.event] / requests
-                         for function, counts in costs.items()}, requests)
+        per_request = collections.Counter()
+        for function, counts in costs.items():
+            key = module_of(function) if args.by_module else function
+            per_request[key] += counts[args.event] / requests
+        sides[label] = (per_request, requests)
 
-    show_sides(sides, ("robotsguard", args.against), args)
+    show_sides(sides, ("robotsguard", other_label), args)
 
 
 def decision_sides(kept, args, sides):
@@ -171,15 +209,19 @@ def decision_sides(kept, args, sides):
         costs, events = self_costs(profile)
         if args.event not in events:
             sys.exit(f"{profile} has no {args.event} (events: {' '.join(events)})")
-        sides[label] = ({function: counts[args.event] / requests[way]
-                         for function, counts in costs.items()}, requests[way])
+        per_request = collections.Counter()
+        for function, counts in costs.items():
+            key = module_of(function) if args.by_module else function
+            per_request[key] += counts[args.event] / requests[way]
+        sides[label] = (per_request, requests[way])
 
 
 def show_sides(sides, labels, args):
     mine_label, other_label = labels
     guard, guard_requests = sides[mine_label]
     other, other_requests = sides[other_label]
-    print(f"{args.event} per request, own cost of each function: {mine_label} ({guard_requests} "
+    what = "each module's functions" if args.by_module else "each function"
+    print(f"{args.event} per request, own cost of {what}: {mine_label} ({guard_requests} "
           f"requests) against {other_label} ({other_requests})")
     print(f"total\t{sum(guard.values()):,.1f}\t{sum(other.values()):,.1f}")
     rows = sorted(((guard.get(f, 0.0) - other.get(f, 0.0), guard.get(f, 0.0), other.get(f, 0.0), f)
@@ -191,12 +233,11 @@ def show_sides(sides, labels, args):
         for difference, mine, theirs, function in rows:
             print(f"{difference:+,.1f}\t{mine:,.1f}\t{theirs:,.1f}\t{function}")
 
-    print(f"difference\t{mine_label}\t{other_label}\tfunction")
+    print(f"difference\t{mine_label}\t{other_label}\t{'module' if args.by_module else 'function'}")
     show(gains)
     if losses:
         print("...")
         show(losses)
-
 
 if __name__ == "__main__":
     main()

@@ -4,7 +4,9 @@
 `crate::MODULE::SUB`, `super::SUB` from a file directly in the folder, `super::super::SUB` from
 one a level deeper) and among the binary's modules (src/bin/robotsguard/*: `crate::MODULE`).
 References in comments and test modules do not count. Prints each circle and the lines that make
-it, and exits 1 when there is one (ARCHITECTURE.md: no room uses a room listed after it)."""
+it, and exits 1 when there is one (ARCHITECTURE.md: no room uses a room listed after it).
+Also checks src/lib.rs's layer list: every top-level module is named in exactly one layer, and
+none uses a module of a layer above its own."""
 import re, glob, sys, os
 
 sys.setrecursionlimit(10000)
@@ -83,7 +85,47 @@ def top_of(path):
     return None if top == 'lib' else top
 
 
-found += report('crate', *graph(library, top_of, lambda path: [r'crate::([a-z_][a-z0-9_]*)']))
+crate_edges, crate_where = graph(library, top_of, lambda path: [r'crate::([a-z_][a-z0-9_]*)'])
+found += report('crate', crate_edges, crate_where)
+
+
+def layers():
+    """Each module's layer in src/lib.rs's list (`//! N. ...`, continued on indented lines):
+    the names it gives in backticks that are modules; a module named twice maps to a list."""
+    named, layer = {}, None
+    for line in open('src/lib.rs'):
+        if not line.startswith('//!'):
+            continue
+        text = line[3:]
+        item = re.match(r' (\d+)\. ', text)
+        if item:
+            layer = int(item.group(1))
+        elif not text.startswith('    ') or not text.strip():
+            layer = None
+        if layer is None:
+            continue
+        for name in re.findall(r'`([a-z_][a-z0-9_]*)`', text):
+            named.setdefault(name, []).append(layer)
+    return named
+
+
+modules = {top_of(path) for path in library} - {None}
+# The engine and the catalogue are crates of their own, used at these paths.
+modules |= {'robots', 'crawlers'}
+named = layers()
+for module in sorted(modules):
+    places = sorted(set(named.get(module, [])))
+    if len(places) != 1:
+        print(f"src/lib.rs layers: `{module}` is named in {len(places)} layers {places}, not one")
+        found += 1
+for a in sorted(crate_edges):
+    for b in sorted(crate_edges[a]):
+        if b not in modules or len(set(named.get(a, []))) != 1 or len(set(named.get(b, []))) != 1:
+            continue
+        if named[b][0] > named[a][0]:
+            print(f"src/lib.rs layers: {a} (layer {named[a][0]}) uses {b} (layer {named[b][0]}): "
+                  f"{crate_where[(a, b)][:2]}")
+            found += 1
 
 for folder in sorted(d for d in glob.glob('src/*/') if not d.startswith('src/bin')):
     top = folder[4:-1]

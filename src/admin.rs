@@ -1172,7 +1172,8 @@ impl AdminApp {
             count("bad_request");
             Box::new(json(400, &serde_json::json!({ "message": message })))
         };
-        let filter = crate::crowdsec::Filter::from_params(&params).map_err(bad)?;
+        let filter =
+            crate::crowdsec::Filter::from_params(&params).map_err(|e| bad(e.to_string()))?;
         let startup = match param(&params, "startup") {
             None | Some("false") => false,
             Some("true") => true,
@@ -1326,7 +1327,9 @@ impl AdminApp {
                 };
                 let candidate = match crate::preview::body::parse(content_type.as_deref(), &body) {
                     Ok(candidate) => candidate,
-                    Err(error) => return json(400, &serde_json::json!({ "error": error })),
+                    Err(error) => {
+                        return json(400, &serde_json::json!({ "error": error.to_string() }))
+                    }
                 };
                 match crate::preview::preview(
                     &snapshot,
@@ -1339,7 +1342,7 @@ impl AdminApp {
                 .await
                 {
                     Ok(answer) => json(200, &answer),
-                    Err(error) => json(400, &serde_json::json!({ "error": error })),
+                    Err(error) => json(400, &serde_json::json!({ "error": error.to_string() })),
                 }
             }
             _ => text(404, "not found: try /healthz /readyz /metrics /explain?host=&ua=&path= /robots?origin= /bans?origin= /reports/crawlers?origin= /evidence?origin=&crawler=&since=&until= /evidence/key /ui/ /v1/decisions/stream (POST /robots/refresh?origin= /robots/preview?origin=)\n"),

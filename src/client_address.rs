@@ -89,16 +89,18 @@ pub fn shown_network(network: &IpNet) -> String {
 /// What an operator names a client by (`DELETE /bans`, the console's lift): an address, taken
 /// as its network under `prefix`, or a network written as a prefix, which must be a network
 /// boundary (`2001:db8:1:2::5/64` is refused, naming `2001:db8:1:2::/64`).
-pub fn parse_client(text: &str, prefix: crate::config::ClientPrefix) -> Result<IpNet, String> {
+pub fn parse_client(
+    text: &str,
+    prefix: crate::config::ClientPrefix,
+) -> Result<IpNet, ClientTextError> {
     let text = text.trim();
     if let Ok(address) = text.parse::<IpAddr>() {
         return Ok(prefix.network(address));
     }
     match text.parse::<IpNet>() {
-        Ok(network) if network != network.trunc() => Err(format!(
-            "{text} has host bits set; did you mean {}?",
-            network.trunc()
-        )),
+        Ok(network) if network != network.trunc() => {
+            Err(ClientTextError::HostBits(text.to_owned(), network.trunc()))
+        }
         Ok(network) => Ok(match network {
             // An IPv4-mapped network is the IPv4 one it stands for.
             IpNet::V6(v6) => match v6.addr().to_ipv4_mapped() {
@@ -109,11 +111,34 @@ pub fn parse_client(text: &str, prefix: crate::config::ClientPrefix) -> Result<I
             },
             v4 => v4,
         }),
-        Err(_) => Err(format!(
-            "{text} is neither an IP address nor a network (write 203.0.113.5 or 2001:db8:1:2::/64)"
-        )),
+        Err(_) => Err(ClientTextError::Neither(text.to_owned())),
     }
 }
+
+/// Why an operator's text names no client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientTextError {
+    /// A network written with host bits set (the text as given), and the network it lies in.
+    HostBits(String, IpNet),
+    /// Neither an address nor a network (the text as given).
+    Neither(String),
+}
+
+impl std::fmt::Display for ClientTextError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::HostBits(given, network) => {
+                write!(f, "{given} has host bits set; did you mean {network}?")
+            }
+            Self::Neither(text) => write!(
+                f,
+                "{text} is neither an IP address nor a network (write 203.0.113.5 or 2001:db8:1:2::/64)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ClientTextError {}
 
 /// The client address for a request from `peer` carrying these `X-Forwarded-For` values (in
 /// header order): `peer` itself unless it is trusted; else the rightmost address that is not
@@ -186,11 +211,17 @@ mod tests {
             Ok("2001:db8:1:2::/64".to_owned())
         );
         assert_eq!(shown("198.51.100.0/24"), Ok("198.51.100.0/24".to_owned()));
+        let host_bits = shown("2001:db8:1:2::5/64").expect_err("host bits set");
+        assert!(matches!(host_bits, ClientTextError::HostBits(..)));
         assert_eq!(
-            shown("2001:db8:1:2::5/64"),
-            Err("2001:db8:1:2::5/64 has host bits set; did you mean 2001:db8:1:2::/64?".to_owned())
+            host_bits.to_string(),
+            "2001:db8:1:2::5/64 has host bits set; did you mean 2001:db8:1:2::/64?"
         );
-        assert!(shown("a.example").is_err_and(|e| e.contains("neither")));
+        assert_eq!(
+            shown("a.example"),
+            Err(ClientTextError::Neither("a.example".to_owned()))
+        );
+        assert!(shown("a.example").is_err_and(|e| e.to_string().contains("neither")));
         let wide = crate::config::ClientPrefix { ipv4: 24, ipv6: 48 };
         assert_eq!(
             shown_network(&wide.network(ip("2001:db8:1:2::9"))),

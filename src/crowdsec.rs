@@ -133,6 +133,26 @@ pub struct Filter {
     pub kind: Option<String>,
 }
 
+/// A query parameter of the decision stream that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FilterError {
+    /// `ip=` that is not an address (the value as sent).
+    Ip(String),
+    /// `range=` that is not a network (the value as sent).
+    Range(String),
+}
+
+impl std::fmt::Display for FilterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Ip(value) => write!(f, "`ip` is not an address: {value:?}"),
+            Self::Range(value) => write!(f, "`range` is not a network: {value:?}"),
+        }
+    }
+}
+
+impl std::error::Error for FilterError {}
+
 fn words(text: &str) -> Vec<String> {
     text.split(',')
         .map(|word| word.trim().to_ascii_lowercase())
@@ -142,7 +162,7 @@ fn words(text: &str) -> Vec<String> {
 
 impl Filter {
     /// The filter of a query; `Err` names a parameter that cannot be read.
-    pub fn from_params(params: &[(String, String)]) -> Result<Filter, String> {
+    pub fn from_params(params: &[(String, String)]) -> Result<Filter, FilterError> {
         let mut filter = Filter::default();
         for (name, value) in params {
             match name.as_str() {
@@ -157,7 +177,7 @@ impl Filter {
                     filter.ip = Some(
                         value
                             .parse::<std::net::IpAddr>()
-                            .map_err(|_| format!("`ip` is not an address: {value:?}"))?
+                            .map_err(|_| FilterError::Ip(value.clone()))?
                             .to_canonical(),
                     );
                 }
@@ -165,7 +185,7 @@ impl Filter {
                     filter.range = Some(
                         value
                             .parse::<ipnet::IpNet>()
-                            .map_err(|_| format!("`range` is not a network: {value:?}"))?
+                            .map_err(|_| FilterError::Range(value.clone()))?
                             .trunc(),
                     );
                 }
@@ -488,7 +508,14 @@ mod tests {
         assert!(!other_origin.admits(&ip));
         let within = Filter::from_params(&params("ip=2001:db8::5")).unwrap_or_default();
         assert!(within.admits(&range) && !within.admits(&ip));
-        assert!(Filter::from_params(&params("ip=nope")).is_err());
+        assert_eq!(
+            Filter::from_params(&params("ip=nope")).err(),
+            Some(FilterError::Ip("nope".to_owned()))
+        );
+        assert_eq!(
+            Filter::from_params(&params("range=10.0.0.0/33")).err(),
+            Some(FilterError::Range("10.0.0.0/33".to_owned()))
+        );
     }
 
     #[test]

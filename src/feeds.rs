@@ -48,7 +48,8 @@ pub fn load_file(feed: &FeedConfig) -> Result<FeedCopy, FeedFileError> {
     let Some(path) = feed.file() else {
         return Err(FeedFileError("not a file: feed".to_string()));
     };
-    let body = crate::net::file::read_capped(path, MAX_FEED_BYTES).map_err(FeedFileError)?;
+    let body = crate::net::file::read_capped(path, MAX_FEED_BYTES)
+        .map_err(|e| FeedFileError(e.to_string()))?;
     let parsed = parse_feed_in(feed.format, &body, &feed.url, path.parent())
         .map_err(|e| FeedFileError(e.to_string()))?;
     Ok(FeedCopy {

@@ -31,35 +31,41 @@
 //! # Layers
 //!
 //! Bottom to top; a module uses only those of its own layer or below, and no two import each
-//! other (`python3 scripts/module-cycles.py` checks; ARCHITECTURE.md has the whole map, the
-//! request path and the reload path).
+//! other (`python3 scripts/module-cycles.py` checks both against this list, which names every
+//! module; ARCHITECTURE.md has the whole map, the request path and the reload path).
 //!
 //! 1. [`robots`]: the robots.txt engine, a crate of its own (`crates/robotsguard-robots`), so
 //!    the compiler keeps it from using anything above it. Pure: bytes in, verdicts out.
 //! 2. [`crawlers`]: the crawler catalogue and User-Agent identification, a crate of its own
 //!    (`crates/robotsguard-crawlers`). Pure.
 //! 3. [`config`]: the YAML config, checked, with `file:line:column` errors; [`outcome`]: the
-//!    outcome table (each decision word with its status, log text and report column).
-//! 4. [`metrics`]: the Prometheus metrics, registered once, in a registry of your choice;
-//!    [`load`]: requests in flight, and upstream connections opened narrow under load.
-//! 5. [`tables`]: this process's tables with expiry (the coarse clock, Crawl-delay budgets, who
-//!    read robots.txt, strikes and bans); [`traps`] and [`purpose_controls`]: the lines
-//!    robotsguard adds to robots.txt.
+//!    outcome table (each decision word with its status, log text and report column);
+//!    `allocator`: the allocator the binary installs (jemalloc), which uses nothing else.
+//! 4. [`metrics`]: the Prometheus metrics, registered once, in a registry of your choice, and
+//!    `metrics_reference`, the page generated from them; [`load`]: requests in flight, and
+//!    upstream connections opened narrow under load; `client_address`: who the client is.
+//! 5. [`events`]: the events webhooks tell of, on one bounded queue; [`tables`]: this process's
+//!    tables with expiry (the coarse clock, Crawl-delay budgets, who read robots.txt, strikes
+//!    and bans); [`traps`] and [`purpose_controls`]: the lines robotsguard adds to robots.txt.
 //! 6. [`snapshot`]: the snapshot requests read (origins, robots.txt copies and their history,
-//!    the identifier), with the client-address and upstream types it holds.
+//!    the identifier), with `upstream`, an origin's upstreams as requests see them.
 //! 7. [`enforce`]: the pure robots.txt and policy verdict, over a snapshot.
-//! 8. [`logs`] and [`reports`], which describe decisions.
+//! 8. [`logs`], [`reports`] and [`evidence`], which describe decisions (evidence: signed
+//!    records of them).
 //! 9. [`store`]: where the tables live (memory or a shared Redis/Valkey).
-//! 10. Plumbing: HTTP exchanges, URL fetches and file watching; one background task per key.
-//! 11. Background work that replaces what the snapshot holds: robots.txt fetching, [`feeds`]
-//!     (catalogue feeds), upstream health and DNS, [`reload`] (the config file),
-//!     [`listener_tls`] (TLS listeners' certificates, chosen by SNI and re-read on change).
+//! 10. Plumbing: `net` (HTTP exchanges, URL fetches, capped file reads, file watching) and
+//!     `tasks` (one background task per key).
+//! 11. Background work that replaces what the snapshot holds: `fetch` (robots.txt), [`feeds`]
+//!     (catalogue feeds), `upstream_keeper` (upstream health and DNS), [`reload`] (the config
+//!     file), [`listener_tls`] (TLS listeners' certificates, chosen by SNI and re-read on
+//!     change); and [`webhooks`], which delivers the events.
 //! 12. [`verify`]: crawler verification (IP range lists, reverse DNS, Web Bot Auth keys).
 //! 13. [`judge`]: the whole judgment of one request, as named phases (verdict, robots.txt, ban,
 //!     signals, verification, Crawl-delay, strike, answer), with no HTTP in it: the proxy
 //!     applies it, `/explain` and [`guard::Guard::judge`] preview it.
 //! 14. [`preview`]: the reports' sample of recent crawler traffic judged again with a candidate
-//!     robots.txt or policy in force.
+//!     robots.txt or policy in force; [`crowdsec`]: the bans as the decisions a CrowdSec
+//!     bouncer reads.
 //! 15. [`guard`], [`admin`] and [`console`]: the pingora-facing shells (per-request hooks,
 //!     services, the admin endpoint, the operator's pages); [`preflight`]: what a config needs
 //!     from the machine, checked alike by `validate`, `serve` and a reload; [`decision`]: the

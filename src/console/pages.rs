@@ -926,7 +926,7 @@ async fn lift(console: &Console, asked: &Asked, viewer: &Viewer) -> Response<Vec
     };
     let address = match crate::client_address::parse_client(client, prefix) {
         Ok(network) => network,
-        Err(e) => return message(400, "Not an address or a network", &e, viewer),
+        Err(e) => return message(400, "Not an address or a network", &e.to_string(), viewer),
     };
     let shown = crate::client_address::shown_network(&address);
     match console.store.lift(origin, address).await {
@@ -960,8 +960,13 @@ async fn preview_page(
         )
     });
     match super::preview_page::body(console, origin, &viewer.csrf, submitted).await {
-        Ok(body) => viewer.page(200, "Preview", Section::Origin, &body),
-        Err(problem) => message(404, "Not found", &problem, viewer),
+        Some(body) => viewer.page(200, "Preview", Section::Origin, &body),
+        None => message(
+            404,
+            "Not found",
+            &format!("There is no origin named {origin}."),
+            viewer,
+        ),
     }
 }
 

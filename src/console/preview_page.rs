@@ -12,17 +12,15 @@ use crate::preview::body::Candidate;
 use crate::preview::PreviewAnswer;
 
 /// The page's body for `origin`: the form (holding `robots`, or the copy in force), and the
-/// answer when one was asked for.
+/// answer when one was asked for. `None` when the config in force has no such origin.
 pub(crate) async fn body(
     console: &Console,
     origin: &str,
     csrf: &str,
     submitted: Option<(&str, &str)>,
-) -> Result<String, String> {
+) -> Option<String> {
     let snapshot = console.live.load();
-    let Some(live) = snapshot.origin_named(origin) else {
-        return Err(format!("There is no origin named {origin}."));
-    };
+    let live = snapshot.origin_named(origin)?;
     let current = live.robots.current();
     let mut out = String::new();
     let _ = writeln!(
@@ -56,9 +54,9 @@ pub(crate) async fn body(
                 let _ = writeln!(
                     out,
                     "<div class=\"card warn\"><p>{}</p></div>",
-                    escape(&problem)
+                    escape(&problem.to_string())
                 );
-                return Ok(out);
+                return Some(out);
             }
         }
         match run(console, origin, &candidate).await {
@@ -67,11 +65,11 @@ pub(crate) async fn body(
                 let _ = writeln!(
                     out,
                     "<div class=\"card warn\"><p>{}</p></div>",
-                    escape(&problem)
+                    escape(&problem.to_string())
                 );
             }
         }
-        return Ok(out);
+        return Some(out);
     }
     // What the last change of the copy in force flipped: the copy before it, previewed.
     let timeline = live.robots.timeline();
@@ -95,19 +93,19 @@ pub(crate) async fn body(
             match run(console, origin, &candidate).await {
                 Ok(answer) => out.push_str(&answer_html(&answer, true)),
                 Err(problem) => {
-                    let _ = writeln!(out, "<p>{}</p>", escape(&problem));
+                    let _ = writeln!(out, "<p>{}</p>", escape(&problem.to_string()));
                 }
             }
         }
     }
-    Ok(out)
+    Some(out)
 }
 
 async fn run(
     console: &Console,
     origin: &str,
     candidate: &Candidate,
-) -> Result<PreviewAnswer, String> {
+) -> Result<PreviewAnswer, crate::preview::PreviewError> {
     let snapshot = console.live.load();
     crate::preview::preview(
         &snapshot,

@@ -11,10 +11,20 @@ use sha2::Digest as _;
 /// The largest key file read: a PEM key is some 120 bytes, a seed in base64 44.
 const MAX_KEY_FILE_BYTES: u64 = 16 * 1024;
 
+message_error! {
+    /// Why a key file or a key's text gives no key, in one line (naming a file, never its
+    /// content).
+    KeyError
+}
+
 /// Reads the signing key: a PKCS#8 PEM private key (`-----BEGIN PRIVATE KEY-----`, as `openssl
 /// genpkey -algorithm ed25519` writes it), or the raw 32-byte seed in base64 (standard or URL
 /// alphabet, padded or not). The error names the file, never its content.
-pub fn load(path: &Path) -> Result<SigningKey, String> {
+pub fn load(path: &Path) -> Result<SigningKey, KeyError> {
+    load_file(path).map_err(KeyError)
+}
+
+fn load_file(path: &Path) -> Result<SigningKey, String> {
     let shown = path.display();
     let metadata = std::fs::metadata(path).map_err(|e| format!("key file `{shown}`: {e}"))?;
     if metadata.is_dir() {
@@ -29,11 +39,15 @@ pub fn load(path: &Path) -> Result<SigningKey, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("key file `{shown}`: {e}"))?;
     let text = std::str::from_utf8(&bytes)
         .map_err(|_| format!("key file `{shown}`: not text (PKCS#8 PEM or a base64 seed)"))?;
-    parse_private(text).map_err(|why| format!("key file `{shown}`: {why}"))
+    private_key(text).map_err(|why| format!("key file `{shown}`: {why}"))
 }
 
 /// A private key from the text of a key file.
-pub fn parse_private(text: &str) -> Result<SigningKey, String> {
+pub fn parse_private(text: &str) -> Result<SigningKey, KeyError> {
+    private_key(text).map_err(KeyError)
+}
+
+fn private_key(text: &str) -> Result<SigningKey, String> {
     let text = text.trim();
     if text.is_empty() {
         return Err("empty".to_string());
@@ -86,7 +100,11 @@ pub fn base64url(bytes: &[u8]) -> String {
 
 /// A public key from what a verifier is handed: a JWK (JSON, as `GET /evidence/key` serves
 /// it), a PEM public key (`-----BEGIN PUBLIC KEY-----`), or the PEM private key itself.
-pub fn parse_public(text: &str) -> Result<VerifyingKey, String> {
+pub fn parse_public(text: &str) -> Result<VerifyingKey, KeyError> {
+    public_key(text).map_err(KeyError)
+}
+
+fn public_key(text: &str) -> Result<VerifyingKey, String> {
     let text = text.trim();
     if text.starts_with('{') {
         let jwk: serde_json::Value =
@@ -108,7 +126,7 @@ pub fn parse_public(text: &str) -> Result<VerifyingKey, String> {
         return VerifyingKey::from_public_key_pem(text)
             .map_err(|_| "not an Ed25519 public key in PEM".to_string());
     }
-    parse_private(text).map(|key| key.verifying_key())
+    private_key(text).map(|key| key.verifying_key())
 }
 
 #[cfg(test)]

@@ -128,10 +128,36 @@ pub fn problems(config: &Config) -> Vec<String> {
     problems
 }
 
+/// Why the evidence writer did not start.
+#[derive(Debug)]
+pub enum StartError {
+    /// `enabled` without `key_file`.
+    NoKeyFile,
+    /// The key file gives no key.
+    Key(key::KeyError),
+    /// The directory could not be made or written to.
+    Dir(PathBuf, std::io::Error),
+    /// The writer's thread could not be started.
+    Thread(std::io::Error),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoKeyFile => f.write_str("evidence: `enabled` needs `key_file`"),
+            Self::Key(e) => write!(f, "evidence: {e}"),
+            Self::Dir(dir, e) => write!(f, "evidence: dir `{}`: {e}", dir.display()),
+            Self::Thread(e) => write!(f, "evidence: the writer's thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
 /// Starts the writer for `config` (once per process; `Ok(None)` when evidence is off): loads
 /// the key, makes the directory, writes the public key beside the records and starts the
 /// writer's thread.
-pub fn start(config: &Config) -> Result<Option<Arc<Evidence>>, String> {
+pub fn start(config: &Config) -> Result<Option<Arc<Evidence>>, StartError> {
     let settings = &config.evidence;
     if !settings.enabled {
         return Ok(None);
@@ -139,18 +165,13 @@ pub fn start(config: &Config) -> Result<Option<Arc<Evidence>>, String> {
     if let Some(running) = ACTIVE.get() {
         return Ok(Some(running.clone()));
     }
-    let path = settings
-        .key_file
-        .as_ref()
-        .ok_or("evidence: `enabled` needs `key_file`")?;
-    let signing = key::load(path).map_err(|e| format!("evidence: {e}"))?;
+    let path = settings.key_file.as_ref().ok_or(StartError::NoKeyFile)?;
+    let signing = key::load(path).map_err(StartError::Key)?;
     let dir = dir_of(config);
-    std::fs::create_dir_all(dir.join(ROBOTS_DIR))
-        .map_err(|e| format!("evidence: dir `{}`: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir.join(ROBOTS_DIR)).map_err(|e| StartError::Dir(dir.clone(), e))?;
     let public = signing.verifying_key();
     let jwk = format!("{}\n", key::jwk(&public));
-    std::fs::write(dir.join(KEY_FILE), jwk)
-        .map_err(|e| format!("evidence: dir `{}`: {e}", dir.display()))?;
+    std::fs::write(dir.join(KEY_FILE), jwk).map_err(|e| StartError::Dir(dir.clone(), e))?;
     let replica = replica_of(settings);
     let (queue, receiver) = sync_channel(settings.queue);
     let writer = writer::Writer {
@@ -163,7 +184,7 @@ pub fn start(config: &Config) -> Result<Option<Arc<Evidence>>, String> {
     std::thread::Builder::new()
         .name("evidence".into())
         .spawn(move || writer.run(receiver))
-        .map_err(|e| format!("evidence: the writer's thread: {e}"))?;
+        .map_err(StartError::Thread)?;
     let evidence = Arc::new(Evidence {
         config: settings.clone(),
         dir,

@@ -443,6 +443,26 @@ pub fn offline_warnings(robots: &[u8], catalogue: &crate::crawlers::Catalogue) -
     warnings
 }
 
+/// Why a preview was not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PreviewError {
+    /// The candidate's config fragment cannot be put in force (why, in words).
+    Fragment(String),
+    /// The config in force has no origin of that name.
+    NoOrigin(String),
+}
+
+impl std::fmt::Display for PreviewError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Fragment(why) => f.write_str(why),
+            Self::NoOrigin(origin) => write!(f, "no origin `{origin}`"),
+        }
+    }
+}
+
+impl std::error::Error for PreviewError {}
+
 /// Builds the candidate snapshot of `origin` and replays its sample: what `POST
 /// /robots/preview` and the console's preview page answer.
 #[allow(clippy::too_many_arguments)]
@@ -453,14 +473,16 @@ pub async fn preview(
     reports: &crate::reports::Reports,
     origin: &str,
     candidate: &body::Candidate,
-) -> Result<PreviewAnswer, String> {
+) -> Result<PreviewAnswer, PreviewError> {
     let config = match &candidate.config {
-        Some(fragment) => Some(origin_config(live, origin, fragment)?),
+        Some(fragment) => {
+            Some(origin_config(live, origin, fragment).map_err(PreviewError::Fragment)?)
+        }
         None => None,
     };
     let robots = candidate.robots.clone().map(bytes::Bytes::from);
     let Some(candidate_snapshot) = live.with_candidate(origin, config, robots) else {
-        return Err(format!("no origin `{origin}`"));
+        return Err(PreviewError::NoOrigin(origin.to_owned()));
     };
     let until = reports.now();
     let since = until.saturating_sub(reports.sample().window_seconds());

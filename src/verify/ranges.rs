@@ -114,13 +114,11 @@ message_error! {
 /// per line (`#` comments). A bare address is one host. A list without a single prefix is an
 /// error: a broken list must not replace a good one.
 pub fn parse_list(body: &[u8]) -> Result<Vec<IpNet>, RangeListError> {
-    parse_list_as(body, &ListFormat::Auto, None)
-        .map_err(RangeListError)
-        .map(|parsed| {
-            let mut all = parsed.open;
-            all.extend(parsed.for_services.into_iter().map(|(net, _)| net));
-            all
-        })
+    parse_list_as(body, &ListFormat::Auto, None).map(|parsed| {
+        let mut all = parsed.open;
+        all.extend(parsed.for_services.into_iter().map(|(net, _)| net));
+        all
+    })
 }
 
 /// A list as read: the prefixes that vouch for every crawler naming the list, and (JAFAR) the
@@ -153,6 +151,15 @@ pub const JAFAR_MEDIA_TYPE: &str = "application/jafar+json";
 /// honour a prefix's `services` (a string or a list of names): such a prefix vouches only for
 /// the crawlers it names. A list without a single prefix is an error.
 pub fn parse_list_as(
+    body: &[u8],
+    format: &ListFormat,
+    content_type: Option<&str>,
+) -> Result<ParsedList, RangeListError> {
+    parse_text(body, format, content_type).map_err(RangeListError)
+}
+
+/// [`parse_list_as`], the reason in words.
+fn parse_text(
     body: &[u8],
     format: &ListFormat,
     content_type: Option<&str>,
@@ -688,7 +695,7 @@ impl RangeLists {
 }
 
 /// Reads a list file: at most [`MAX_LIST_BYTES`].
-pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, String> {
+pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, crate::net::file::ReadCappedError> {
     crate::net::file::read_capped(path, MAX_LIST_BYTES)
 }
 

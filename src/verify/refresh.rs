@@ -404,7 +404,7 @@ fn jittered(interval: Duration) -> Duration {
 async fn read(path: std::path::PathBuf, format: &ListFormat) -> Got {
     let body = match tokio::task::spawn_blocking(move || read_file(&path)).await {
         Ok(Ok(body)) => body,
-        Ok(Err(error)) => return Got::Failed("unreachable", error),
+        Ok(Err(error)) => return Got::Failed("unreachable", error.to_string()),
         Err(e) => return Got::Failed("unreachable", format!("the read did not finish: {e}")),
     };
     parsed(&body, format, None, None, None)
@@ -419,7 +419,7 @@ fn parsed(
 ) -> Got {
     match parse_list_as(body, format, content_type) {
         Ok(parsed) => Got::Fresh(ListCopy::new(parsed, etag, last_modified)),
-        Err(error) => Got::Failed("malformed", error),
+        Err(error) => Got::Failed("malformed", error.to_string()),
     }
 }
 

@@ -16,6 +16,7 @@ use pingora::connectors::http::Connector;
 
 use crate::config::{FetchProxy, RegistrySource};
 use crate::fetch::Validators;
+use crate::net::file::ReadCappedError;
 use crate::net::url::get_url_to;
 
 /// The largest registry list read.
@@ -65,8 +66,38 @@ pub(crate) fn card_urls(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// A card's JSON, read. `None` fields are errors with their reason.
-pub(crate) fn parse_card(body: &[u8]) -> Result<Card, String> {
+/// Why a registry or one of its cards could not be read.
+#[derive(Debug)]
+pub(crate) enum RegistryError {
+    /// A `file:` registry or card that could not be read.
+    File(ReadCappedError),
+    /// A fetch that failed, or an answer that was not the document (the reason).
+    Fetch(String),
+    /// A registry that is not UTF-8 text.
+    NotText,
+    /// A card that is not one (the reason).
+    Card(String),
+}
+
+impl std::fmt::Display for RegistryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::File(e) => e.fmt(f),
+            Self::Fetch(reason) | Self::Card(reason) => f.write_str(reason),
+            Self::NotText => f.write_str("the registry is not UTF-8 text"),
+        }
+    }
+}
+
+impl std::error::Error for RegistryError {}
+
+/// A card's JSON, read.
+pub(crate) fn parse_card(body: &[u8]) -> Result<Card, RegistryError> {
+    read_card(body).map_err(RegistryError::Card)
+}
+
+/// [`parse_card`], the reason in words. `None` fields are errors with their reason.
+fn read_card(body: &[u8]) -> Result<Card, String> {
     let card: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| format!("not a JSON card: {e}"))?;
     let text = |name: &str| -> Option<&str> {
@@ -92,7 +123,9 @@ pub(crate) fn parse_card(body: &[u8]) -> Result<Card, String> {
         .get("jwks")
         .or_else(|| card.get("web_bot_auth").and_then(|inner| inner.get("jwks")));
     let keys = match (jwks, text("jwks_uri")) {
-        (Some(jwks), _) => CardKeys::Inline(super::signature_keys::KeySet::from_value(jwks)?),
+        (Some(jwks), _) => CardKeys::Inline(
+            super::signature_keys::KeySet::from_value(jwks).map_err(|e| e.to_string())?,
+        ),
         (None, Some(uri)) => {
             let url = url::Url::parse(uri).map_err(|e| format!("`jwks_uri`: {e}"))?;
             if url.scheme() != "https" {
@@ -118,9 +151,9 @@ pub(crate) async fn fetch_public(
     url: &str,
     max: usize,
     proxy: Option<&FetchProxy>,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, RegistryError> {
     if !url.starts_with("https://") {
-        return Err(format!("{url} is not an https URL"));
+        return Err(RegistryError::Fetch(format!("{url} is not an https URL")));
     }
     let answer = get_url_to(
         connector,
@@ -132,39 +165,49 @@ pub(crate) async fn fetch_public(
         Some(super::is_public),
     )
     .await
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| RegistryError::Fetch(e.to_string()))?;
     if answer.status != 200 {
-        return Err(format!("HTTP {} from {url}", answer.status));
+        return Err(RegistryError::Fetch(format!(
+            "HTTP {} from {url}",
+            answer.status
+        )));
     }
     if answer.over_limit {
-        return Err(format!("{url} is larger than {max} bytes"));
+        return Err(RegistryError::Fetch(format!(
+            "{url} is larger than {max} bytes"
+        )));
     }
     Ok(answer.body.to_vec())
 }
 
 /// [`crate::net::file::read_capped`] off the async workers.
-async fn read_capped(path: PathBuf, max: usize) -> Result<Vec<u8>, String> {
-    tokio::task::spawn_blocking(move || crate::net::file::read_capped(&path, max))
-        .await
-        .unwrap_or_else(|e| Err(format!("the read did not finish: {e}")))
+async fn read_capped(path: PathBuf, max: usize) -> Result<Vec<u8>, RegistryError> {
+    match tokio::task::spawn_blocking(move || crate::net::file::read_capped(&path, max)).await {
+        Ok(read) => read.map_err(RegistryError::File),
+        Err(e) => Err(RegistryError::Fetch(format!(
+            "the read did not finish: {e}"
+        ))),
+    }
 }
 
 /// A `data:` card's bytes.
-fn data_card(url: &str) -> Result<Vec<u8>, String> {
-    let data = data_url::DataUrl::process(url).map_err(|e| format!("a bad data: URL ({e:?})"))?;
-    let (body, _) = data
-        .decode_to_vec()
-        .map_err(|e| format!("a bad data: URL ({e:?})"))?;
+fn data_card(url: &str) -> Result<Vec<u8>, RegistryError> {
+    let bad = |e: &dyn std::fmt::Debug| RegistryError::Card(format!("a bad data: URL ({e:?})"));
+    let data = data_url::DataUrl::process(url).map_err(|e| bad(&e))?;
+    let (body, _) = data.decode_to_vec().map_err(|e| bad(&e))?;
     if body.len() > MAX_CARD_BYTES {
-        return Err(format!("a data: card larger than {MAX_CARD_BYTES} bytes"));
+        return Err(RegistryError::Card(format!(
+            "a data: card larger than {MAX_CARD_BYTES} bytes"
+        )));
     }
     Ok(body)
 }
 
 /// A registry file's text, read now.
-fn registry_text(path: &Path) -> Result<String, String> {
-    let body = crate::net::file::read_capped(path, MAX_REGISTRY_BYTES)?;
-    String::from_utf8(body).map_err(|_| "the registry is not UTF-8 text".to_string())
+fn registry_text(path: &Path) -> Result<String, RegistryError> {
+    let body =
+        crate::net::file::read_capped(path, MAX_REGISTRY_BYTES).map_err(RegistryError::File)?;
+    String::from_utf8(body).map_err(|_| RegistryError::NotText)
 }
 
 /// What keeps the `file:` registries of `registries` from being read, one line each, naming
@@ -193,6 +236,7 @@ pub(crate) fn file_problems(registries: &[RegistrySource]) -> Vec<String> {
                 data_card(&url)
             } else if let Some(card) = url.strip_prefix("file:") {
                 crate::net::file::read_capped(&base.join(card), MAX_CARD_BYTES)
+                    .map_err(RegistryError::File)
             } else {
                 continue;
             };
@@ -210,7 +254,7 @@ pub(crate) async fn fetch_registry(
     connector: &Connector,
     source: &RegistrySource,
     proxy: Option<&FetchProxy>,
-) -> Result<String, String> {
+) -> Result<String, RegistryError> {
     let body = match source {
         RegistrySource::File(path) => read_capped(path.clone(), MAX_REGISTRY_BYTES).await?,
         RegistrySource::Url(url) => {
@@ -224,17 +268,22 @@ pub(crate) async fn fetch_registry(
                 None,
             )
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| RegistryError::Fetch(e.to_string()))?;
             if answer.status != 200 {
-                return Err(format!("HTTP {} from {url}", answer.status));
+                return Err(RegistryError::Fetch(format!(
+                    "HTTP {} from {url}",
+                    answer.status
+                )));
             }
             if answer.over_limit {
-                return Err(format!("larger than {MAX_REGISTRY_BYTES} bytes"));
+                return Err(RegistryError::Fetch(format!(
+                    "larger than {MAX_REGISTRY_BYTES} bytes"
+                )));
             }
             answer.body.to_vec()
         }
     };
-    String::from_utf8(body).map_err(|_| "the registry is not UTF-8 text".to_string())
+    String::from_utf8(body).map_err(|_| RegistryError::NotText)
 }
 
 /// One card, from the URL its registry lists. `base` is the registry file's folder, for a
@@ -244,12 +293,14 @@ pub(crate) async fn fetch_card(
     url: &str,
     base: Option<&Path>,
     proxy: Option<&FetchProxy>,
-) -> Result<Card, String> {
+) -> Result<Card, RegistryError> {
     let body = if url.starts_with("data:") {
         data_card(url)?
     } else if let Some(path) = url.strip_prefix("file:") {
         let Some(base) = base else {
-            return Err("a `file:` card is only read from a `file:` registry".into());
+            return Err(RegistryError::Card(
+                "a `file:` card is only read from a `file:` registry".into(),
+            ));
         };
         read_capped(base.join(path), MAX_CARD_BYTES).await?
     } else {
@@ -290,7 +341,11 @@ mod tests {
             br#"{"client_id":"https://agent.example","rfc9309-product-token":"A","jwks":{"keys":[]}}"#,
             b"<html>",
         ] {
-            assert!(parse_card(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+            assert!(
+                matches!(parse_card(bad), Err(RegistryError::Card(_))),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 }

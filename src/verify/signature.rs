@@ -733,7 +733,7 @@ impl WebBotAuth {
                     crawler: agent.crawler.clone(),
                 }
             }
-            Err(e) => SignatureOutcome::Invalid(e.chars().take(200).collect()),
+            Err(e) => SignatureOutcome::Invalid(e.to_string().chars().take(200).collect()),
         }
     }
 
@@ -769,7 +769,7 @@ impl WebBotAuth {
             {
                 Ok(text) => text,
                 Err(e) => {
-                    let said = crate::logs::one_line(&e);
+                    let said = crate::logs::one_line(&e.to_string());
                     tracing::warn!(registry = %name, "Web Bot Auth registry: {said} (its last good agents stay)");
                     continue;
                 }
@@ -787,7 +787,7 @@ impl WebBotAuth {
                     Err(e) => {
                         // The card's URL and a parser's error are the registry's text.
                         let shown = crate::logs::one_line(&url);
-                        let said = crate::logs::one_line(&e);
+                        let said = crate::logs::one_line(&e.to_string());
                         tracing::warn!(registry = %name, card = %shown, "Web Bot Auth card: {said}");
                         if let Some(last) = registries.cards.get(&(name.clone(), url.clone())) {
                             cards.push((url, last.clone()));
@@ -1169,8 +1169,10 @@ async fn load(agent: &Agent, connector: &Connector) -> (Result<KeySet, String>, 
             let path = path.clone();
             let read = tokio::task::spawn_blocking(move || crate::verify::ranges::read_file(&path))
                 .await
-                .unwrap_or_else(|e| Err(format!("the read did not finish: {e}")));
-            (read.and_then(|body| KeySet::from_jwks(&body)), MAX_KEYS_TTL)
+                .map_err(|e| format!("the read did not finish: {e}"))
+                .and_then(|read| read.map_err(|e| e.to_string()));
+            let keys = read.and_then(|body| KeySet::from_jwks(&body).map_err(|e| e.to_string()));
+            (keys, MAX_KEYS_TTL)
         }
     }
 }
@@ -1221,7 +1223,10 @@ async fn fetch_directory(
     if answer.over_limit {
         return (Err(format!("larger than {MAX_DIRECTORY_BYTES} bytes")), ttl);
     }
-    (KeySet::from_jwks(&answer.body), ttl)
+    (
+        KeySet::from_jwks(&answer.body).map_err(|e| e.to_string()),
+        ttl,
+    )
 }
 
 #[cfg(test)]

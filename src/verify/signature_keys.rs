@@ -48,9 +48,9 @@ impl PublicKey {
     }
 
     /// Whether `signature` over `base` is this key's.
-    pub(crate) fn verify(&self, base: &[u8], signature: &[u8]) -> Result<(), String> {
+    pub(crate) fn verify(&self, base: &[u8], signature: &[u8]) -> Result<(), SignatureMismatch> {
         use p256::ecdsa::signature::Verifier;
-        let bad = |e: &dyn std::fmt::Display| format!("the signature does not verify ({e})");
+        let bad = |e: &dyn std::fmt::Display| SignatureMismatch(e.to_string());
         match self {
             PublicKey::Ed25519(key) => {
                 let signature =
@@ -72,6 +72,43 @@ impl PublicKey {
     }
 }
 
+/// Why a signature did not verify under a key: the cryptography crate's reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SignatureMismatch(String);
+
+impl std::fmt::Display for SignatureMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the signature does not verify ({})", self.0)
+    }
+}
+
+impl std::error::Error for SignatureMismatch {}
+
+/// Why a JSON Web Key Set gave no key set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum KeySetError {
+    /// Not JSON (the parser's reason).
+    NotJson(String),
+    /// JSON without a `keys` list.
+    NoKeys,
+    /// No member of a supported kind and size.
+    NoUsableKey,
+}
+
+impl std::fmt::Display for KeySetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotJson(e) => write!(f, "not a JSON Web Key Set: {e}"),
+            Self::NoKeys => f.write_str("not a JSON Web Key Set: no `keys` list"),
+            Self::NoUsableKey => f.write_str(
+                "no usable key in the set (Ed25519, RSA of 2048 to 4096 bits, or EC P-256)",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for KeySetError {}
+
 /// One directory's usable keys, by recomputed thumbprint.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct KeySet {
@@ -92,16 +129,16 @@ impl KeySet {
     /// The set of a JWKS document (`{"keys": [...]}`): members of other types (symmetric,
     /// post-quantum, other curves) or malformed are skipped one by one, so a directory that
     /// adds a key of a newer kind keeps its others. An error when no member is usable.
-    pub(crate) fn from_jwks(body: &[u8]) -> Result<KeySet, String> {
+    pub(crate) fn from_jwks(body: &[u8]) -> Result<KeySet, KeySetError> {
         let value: serde_json::Value =
-            serde_json::from_slice(body).map_err(|e| format!("not a JSON Web Key Set: {e}"))?;
+            serde_json::from_slice(body).map_err(|e| KeySetError::NotJson(e.to_string()))?;
         KeySet::from_value(&value)
     }
 
     /// As [`KeySet::from_jwks`], from a parsed document (a card's inline `jwks`).
-    pub(crate) fn from_value(value: &serde_json::Value) -> Result<KeySet, String> {
+    pub(crate) fn from_value(value: &serde_json::Value) -> Result<KeySet, KeySetError> {
         let Some(members) = value.get("keys").and_then(|keys| keys.as_array()) else {
-            return Err("not a JSON Web Key Set: no `keys` list".into());
+            return Err(KeySetError::NoKeys);
         };
         let mut set = KeySet::default();
         for member in members.iter().take(MAX_KEYS) {
@@ -110,9 +147,7 @@ impl KeySet {
             }
         }
         if set.keys.is_empty() {
-            return Err(
-                "no usable key in the set (Ed25519, RSA of 2048 to 4096 bits, or EC P-256)".into(),
-            );
+            return Err(KeySetError::NoUsableKey);
         }
         Ok(set)
     }
@@ -235,9 +270,18 @@ mod tests {
         assert!(keys.get("lies").is_none());
         let mixed = br#"{"keys":[{"kty":"AKP","alg":"ML-DSA-44","pub":"AAAA"},{"kty":"oct","k":"AAAA"},{"kty":"EC","crv":"P-384","x":"AA","y":"AA"},{"kty":"RSA","n":"AQAB","e":"AQAB"},{"kty":"OKP","crv":"Ed25519","x":"short"},"junk",{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#;
         assert_eq!(KeySet::from_jwks(mixed).map(|k| k.len()), Ok(1));
-        assert!(KeySet::from_jwks(br#"{"keys":[]}"#).is_err());
-        assert!(KeySet::from_jwks(br#"{"keys":{}}"#).is_err());
-        assert!(KeySet::from_jwks(b"<html>").is_err());
+        assert_eq!(
+            KeySet::from_jwks(br#"{"keys":[]}"#).err(),
+            Some(KeySetError::NoUsableKey)
+        );
+        assert_eq!(
+            KeySet::from_jwks(br#"{"keys":{}}"#).err(),
+            Some(KeySetError::NoKeys)
+        );
+        assert!(matches!(
+            KeySet::from_jwks(b"<html>"),
+            Err(KeySetError::NotJson(_))
+        ));
     }
 
     #[test]

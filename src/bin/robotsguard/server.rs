@@ -363,7 +363,8 @@ pub fn build_after(
     let mut server = Server::new_with_opt_and_conf(opt, conf);
     server.bootstrap();
     // After bootstrap: the writer's thread must be this process's.
-    robotsguard::evidence::start(&config).map_err(|e| StartError::Preflight(vec![e]))?;
+    robotsguard::evidence::start(&config)
+        .map_err(|e| StartError::Preflight(vec![e.to_string()]))?;
 
     let open_files = raise_open_files_limit();
     let max_connections = connection_cap(&config, open_files);

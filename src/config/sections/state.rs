@@ -474,7 +474,7 @@ fn nodes(
         match topology::parse_node(text, default_port) {
             Ok(node) => nodes.push(node),
             Err(e) => {
-                sink.error(item.pos, e);
+                sink.error(item.pos, e.to_string());
                 ok = false;
             }
         }

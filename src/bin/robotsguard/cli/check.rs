@@ -103,7 +103,7 @@ pub const EXIT_WARNED: u8 = 3;
 /// `check --robots FILE` alone: the file's warnings from the built-in crawler catalogue.
 fn offline_warnings(args: &CheckArgs, robots_path: &Path) -> Result<u8, String> {
     let body = read_input(robots_path, "robots.txt")?;
-    robotsguard::preview::body::check_robots(&body)?;
+    robotsguard::preview::body::check_robots(&body).map_err(|e| e.to_string())?;
     let catalogue = robotsguard::crawlers::Catalogue::builtin().map_err(|e| e.to_string())?;
     let warnings = robotsguard::preview::offline_warnings(&body, &catalogue);
     let blocking = warnings.iter().any(|w| {
@@ -307,11 +307,7 @@ pub fn describe(path: &[u8], verdict: &Verdict<'_>) -> String {
 }
 
 /// Runs a batch; exits 0 once every line has an answer (verdicts are data, not failures).
-pub fn run_batch(
-    args: &CheckArgs,
-    input: impl BufRead,
-    out: &mut impl Write,
-) -> Result<u8, String> {
+fn run_batch(args: &CheckArgs, input: impl BufRead, out: &mut impl Write) -> Result<u8, String> {
     Batch::new(args.mode(), args.max_size)
         .run(input, out)
         .map_err(|e| match e {

@@ -105,7 +105,7 @@ fn verify(file: &Path, key: Option<&Path>, robots_dir: Option<&Path>, complete: 
     );
     let public = match std::fs::read_to_string(&key_path)
         .map_err(|e| e.to_string())
-        .and_then(|text| key::parse_public(&text))
+        .and_then(|text| key::parse_public(&text).map_err(|e| e.to_string()))
     {
         Ok(public) => public,
         Err(e) => {

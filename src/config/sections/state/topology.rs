@@ -136,7 +136,7 @@ impl RedisTopology {
         };
         let nodes = hosts
             .split(',')
-            .map(|node| parse_node(node, default_port))
+            .map(|node| parse_node(node, default_port).map_err(|e| e.to_string()))
             .collect::<Result<Vec<_>, _>>()?;
         if nodes.len() > MAX_NODES {
             return Err(format!("at most {MAX_NODES} nodes"));
@@ -214,21 +214,25 @@ impl RedisTopology {
 }
 
 /// `host[:port]`, `[v6]`, `[v6]:port`.
-pub(crate) fn parse_node(text: &str, default_port: u16) -> Result<RedisNode, String> {
+pub(crate) fn parse_node(text: &str, default_port: u16) -> Result<RedisNode, NodeError> {
     let text = text.trim();
+    let error = |problem| NodeError {
+        text: text.to_owned(),
+        problem,
+    };
     let (host, port) = if let Some(rest) = text.strip_prefix('[') {
         let (host, after) = rest
             .split_once(']')
-            .ok_or_else(|| format!("`{text}`: an IPv6 address needs its closing ]"))?;
+            .ok_or_else(|| error(NodeProblem::Unclosed))?;
         host.parse::<Ipv6Addr>()
-            .map_err(|_| format!("`{text}`: `{host}` is not an IPv6 address"))?;
+            .map_err(|_| error(NodeProblem::NotIpv6(host.to_owned())))?;
         match after {
             "" => (host, None),
             port => (
                 host,
                 Some(
                     port.strip_prefix(':')
-                        .ok_or_else(|| format!("`{text}`: expected `:PORT` after the address"))?,
+                        .ok_or_else(|| error(NodeProblem::AfterAddress))?,
                 ),
             ),
         }
@@ -239,14 +243,14 @@ pub(crate) fn parse_node(text: &str, default_port: u16) -> Result<RedisNode, Str
         }
     };
     if host.is_empty() {
-        return Err(format!("`{text}`: a node needs a host"));
+        return Err(error(NodeProblem::NoHost));
     }
     if !host.contains(':')
         && !host
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
     {
-        return Err(format!("`{text}`: `{host}` is not a host name or address"));
+        return Err(error(NodeProblem::NotHost(host.to_owned())));
     }
     let port = match port {
         None => default_port,
@@ -254,13 +258,55 @@ pub(crate) fn parse_node(text: &str, default_port: u16) -> Result<RedisNode, Str
             .parse::<u16>()
             .ok()
             .filter(|p| *p != 0)
-            .ok_or_else(|| format!("`{text}`: `{port}` is not a port"))?,
+            .ok_or_else(|| error(NodeProblem::NotPort(port.to_owned())))?,
     };
     Ok(RedisNode {
         host: host.to_owned(),
         port,
     })
 }
+
+/// Why a node's `host:port` text names no node: the text and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct NodeError {
+    text: String,
+    problem: NodeProblem,
+}
+
+/// What is wrong with a node's text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum NodeProblem {
+    /// `[` without its `]`.
+    Unclosed,
+    /// Between the brackets, not an IPv6 address.
+    NotIpv6(String),
+    /// After `]`, something else than `:PORT`.
+    AfterAddress,
+    /// Nothing before the port.
+    NoHost,
+    /// Characters no host name has.
+    NotHost(String),
+    /// Not a port number from 1 to 65535.
+    NotPort(String),
+}
+
+impl std::fmt::Display for NodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = &self.text;
+        match &self.problem {
+            NodeProblem::Unclosed => write!(f, "`{text}`: an IPv6 address needs its closing ]"),
+            NodeProblem::NotIpv6(host) => write!(f, "`{text}`: `{host}` is not an IPv6 address"),
+            NodeProblem::AfterAddress => write!(f, "`{text}`: expected `:PORT` after the address"),
+            NodeProblem::NoHost => write!(f, "`{text}`: a node needs a host"),
+            NodeProblem::NotHost(host) => {
+                write!(f, "`{text}`: `{host}` is not a host name or address")
+            }
+            NodeProblem::NotPort(port) => write!(f, "`{text}`: `{port}` is not a port"),
+        }
+    }
+}
+
+impl std::error::Error for NodeError {}
 
 fn credentials(userinfo: &str) -> Result<Credentials, String> {
     let (user, password) = match userinfo.split_once(':') {
@@ -421,6 +467,26 @@ mod tests {
         assert_eq!(
             RedisTopology::parse("unix:///run/redis.sock"),
             Ok(RedisTopology::Single)
+        );
+    }
+
+    #[test]
+    fn nodes_are_host_and_port_and_errors_say_what_is_wrong() {
+        assert_eq!(parse_node(" s1 ", 26379), Ok(node("s1", 26379)));
+        assert_eq!(
+            parse_node("[2001:db8::5]:5000", 1),
+            Ok(node("2001:db8::5", 5000))
+        );
+        let said = |text: &str| parse_node(text, 1).map_err(|e| e.problem);
+        assert_eq!(said("[2001:db8::5"), Err(NodeProblem::Unclosed));
+        assert_eq!(said("[nope]"), Err(NodeProblem::NotIpv6("nope".to_owned())));
+        assert_eq!(said("[::1]5"), Err(NodeProblem::AfterAddress));
+        assert_eq!(said(":6379"), Err(NodeProblem::NoHost));
+        assert_eq!(said("a/b:1"), Err(NodeProblem::NotHost("a/b".to_owned())));
+        assert_eq!(said("s1:0"), Err(NodeProblem::NotPort("0".to_owned())));
+        assert_eq!(
+            parse_node("s1:x", 1).map_err(|e| e.to_string()),
+            Err("`s1:x`: `x` is not a port".to_owned())
         );
     }
 
