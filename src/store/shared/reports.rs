@@ -8,7 +8,7 @@
 //! `reports:ORIGIN:violations:SLICE_START:REPLICA` (JSON), and `reports:ORIGIN:sample:REPLICA`
 //! (the preview's sample of recent crawler traffic, JSON).
 //!
-//! In a cluster each origin's report keys carry their own hash tag, `{PREFIX reports:ORIGIN}`
+//! In a cluster each origin's report keys carry their own hash tag, the prefix and `reports:ORIGIN`
 //! (`{robotsguard:reports:shop}:counts:REPLICA`): every pipeline here reads or writes one
 //! origin's keys only, so they must share a slot with each other but not with the bans, and a
 //! fleet with many origins spreads its reports over the masters. One server and Sentinel keep
