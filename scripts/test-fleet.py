@@ -3,7 +3,10 @@
 this machine while the load generator keeps traffic running through every replica.
 
     scripts/test-fleet.py [--image robotsguard:latest] [--testbed robotsguard-testbed:bookworm]
+                          [--previous-image robotsguard-release:vX.Y.Z] [--only cluster,upgrade]
     KEEP=1 scripts/test-fleet.py     # leave the fleet running afterwards
+
+The upgrade scenario needs the previous release's image: scripts/build-release-image.sh.
 
 Scenarios, in order (each prints how long it took):
 
@@ -24,6 +27,16 @@ Scenarios, in order (each prints how long it took):
   sentinel     the replicas moved to Redis Sentinel (a primary, a replica, three sentinels); the
                primary killed under traffic: requests answered from memory meanwhile, nothing
                refused that should pass, and after the failover bans and budgets shared again
+  cluster      the replicas moved to a Redis Cluster (six nodes joined by redis-cli --cluster
+               create: three masters, a replica each): bans, budgets and the merged report
+               shared; each origin's report keys in one slot, not the bans'; the master of the
+               bans' slot killed under traffic: no failed request, nothing refused that should
+               pass, its replica promoted, and bans and budgets shared again through it
+  upgrade      the fleet rolled back to the previous release (RELEASES) over the single Redis,
+               each version with the fleet config its release shipped, then upgraded to --image
+               one replica at a time: no failed request, a ban made on either version refused by
+               every replica of both, `schema` written by the first upgraded replica, the merged
+               report counting on
 
 Python's standard library, the docker CLI and docker-compose only; every wait is bounded.
 Clients are named in X-Forwarded-For (the replicas trust the compose network), from the
