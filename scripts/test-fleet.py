@@ -113,6 +113,7 @@ class Fleet:
         self.project = f"rgfleet{os.getpid()}"
         self.work = work
         self.image = image
+        self.containers = {}
         self.ports = {f"{r}": free_port() for r in REPLICAS}
         self.admin = {r: free_port() for r in REPLICAS}
         self.loadgen = free_port()
@@ -147,7 +148,11 @@ class Fleet:
         )
 
     def container(self, service):
-        return self.compose("ps", "-q", service).stdout.strip()
+        """The service's container id, remembered (docker-compose takes seconds on a busy
+        machine); `roll` forgets a replica's, whose container it replaces."""
+        if not self.containers.get(service):
+            self.containers[service] = self.compose("ps", "-q", service).stdout.strip()
+        return self.containers[service]
 
     @property
     def network(self):
@@ -159,6 +164,7 @@ class Fleet:
             if line.startswith("rgfleet") and line.endswith("_default"):
                 run("docker", "network", "rm", line, check_rc=False)
         self.compose("up", "-d", "--no-color", *REPLICAS, "redis", "origin", "origin-b", "loadgen", "prometheus")
+        log("up: the fleet's containers started")
         for replica in REPLICAS:
             self.wait_ready(replica)
         for replica in REPLICAS:
@@ -456,6 +462,7 @@ def roll(fleet, replica, config_path, image=None):
     fleet.env[f"RG{REPLICAS.index(replica) + 1}_CONFIG"] = config_path
     if image is not None:
         fleet.env[f"RG{REPLICAS.index(replica) + 1}_IMAGE"] = image
+    fleet.containers.pop(replica, None)
     fleet.compose("up", "-d", "--no-deps", "--no-color", replica)
     fleet.wait_ready(replica)
     fleet.loadgen_control("resume", replica)
@@ -605,6 +612,7 @@ def form_cluster(fleet):
         return True
 
     wait_for("the cluster formed (three masters, each with a replica in sync)", 60, formed, every=0.5)
+    log("cluster: six nodes joined, three masters with a replica each")
 
 
 @scenario("cluster")
@@ -618,6 +626,7 @@ def cluster(fleet):
         roll(fleet, replica, path)
     for replica in REPLICAS:
         wait_for(f"{replica} shares through the cluster", 20, lambda r=replica: fleet.backend_up(r) == 1)
+    log("cluster: the replicas share through the cluster")
     client = "198.51.100.110"
     fleet.strike_out("rg1", client)
     for replica in ("rg2", "rg3"):
@@ -629,6 +638,7 @@ def cluster(fleet):
     # Reports: each replica writes its own every 10 s; any replica's report merges all three.
     wait_for("a report of all three replicas through the cluster", 30,
              lambda: (fleet.crawler_report("rg2") or (0, 0))[0] == 3, every=0.5)
+    log("cluster: bans, budgets and reports shared")
 
     # The key layout: what one script or pipeline uses together shares a slot, and no more.
     node = CLUSTER_NODES[0]
@@ -655,6 +665,7 @@ def cluster(fleet):
     by_address = {fleet.address_of(n): n for n in CLUSTER_NODES}
     victim = by_address[owner]
     witness = next(n for n in CLUSTER_NODES if n != victim)
+    log(f"cluster: the bans' slot {bans_slot} on {victim}, the reports of `site` in slot {report_slot}; killing {victim}")
     run("docker", "kill", fleet.container(victim))
     killed = time.monotonic()
     fresh = 0
