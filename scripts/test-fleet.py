@@ -676,7 +676,7 @@ def cluster(fleet):
         # budget; the ban made before still holds.
         for replica in REPLICAS:
             fresh += 1
-            address = f"2001:db8:c1::{fresh:x}"
+            address = f"2001:db8:c1:{fresh:x}::1"  # one /64 each: budgets are per network
             status, body = fleet.request(replica, "/page", agent=AHREFSBOT, client=address)
             check(status == 200, f"AhrefsBot at fresh {address} via {replica} during the failover: {status} {body[:200]}")
             check(fleet.refuses_as_banned(replica, client), f"{replica} forgot the ban during the failover")
