@@ -50,23 +50,28 @@ mkdir -p "$work/src"
 git archive "$commit" | tar -x -C "$work/src"
 # Cargo puts the binary at target/debug/robotsguard, where this checkout's own is: kept aside.
 kept=""
-if [ -e target/debug/robotsguard ]; then
-    kept=$(mktemp "$root/target/robotsguard.XXXXXX")
-    cp -p target/debug/robotsguard "$kept"
-fi
 restore() {
     if [ -n "$kept" ]; then mv -f "$kept" "$root/target/debug/robotsguard"; fi
+    kept=""
 }
 trap restore EXIT
-# This checkout's .cargo/config.toml too: the build scripts then see the same environment (its
-# cmake shim, jemalloc's make flags) and the dependencies already built are fresh.
-(cd "$work/src" && ROBOTSGUARD_COMMIT=$short CARGO_TARGET_DIR="$root/target" \
-    cargo build --locked --config "$root/.cargo/config.toml" --bin robotsguard)
-cp target/debug/robotsguard "$work/robotsguard"
-restore
-kept=""
-# Debug info is not needed in a test image, and would take it past the image size limit.
-strip "$work/robotsguard"
+# A binary built before from the same commit is used as it is.
+if [ -x "$work/robotsguard" ] && "$work/robotsguard" --version 2>/dev/null | grep -q "(commit $short)"; then
+    echo "build-release-image: reusing $work/robotsguard"
+else
+    if [ -e target/debug/robotsguard ]; then
+        kept=$(mktemp "$root/target/robotsguard.XXXXXX")
+        cp -p target/debug/robotsguard "$kept"
+    fi
+    # This checkout's .cargo/config.toml too: the build scripts then see the same environment
+    # (its cmake shim, jemalloc's make flags) and the dependencies already built are fresh.
+    (cd "$work/src" && ROBOTSGUARD_COMMIT=$short CARGO_TARGET_DIR="$root/target" \
+        cargo build --locked --config "$root/.cargo/config.toml" --bin robotsguard)
+    cp target/debug/robotsguard "$work/robotsguard"
+    restore
+    # Debug info is not needed in a test image, and would take it past the image size limit.
+    strip "$work/robotsguard"
+fi
 
 # That release's image script tags robotsguard:latest too, which stays this checkout's image.
 latest=$(docker image inspect -f '{{.Id}}' robotsguard:latest 2>/dev/null || true)
