@@ -150,10 +150,8 @@ impl Shared {
             pipe.cmd("GET")
                 .arg(self.report_key(origin, &["counts", replica]));
             for start in slices {
-                pipe.cmd("GET").arg(self.report_key(origin, &["violations",
-                    &start.to_string(),
-                    replica,
-                ]));
+                pipe.cmd("GET")
+                    .arg(self.report_key(origin, &["violations", &start.to_string(), replica]));
             }
         }
         if replicas.is_empty() {
