@@ -3,7 +3,10 @@
 this machine while the load generator keeps traffic running through every replica.
 
     scripts/test-fleet.py [--image robotsguard:latest] [--testbed robotsguard-testbed:bookworm]
+                          [--previous-image robotsguard-release:vX.Y.Z] [--only cluster,upgrade]
     KEEP=1 scripts/test-fleet.py     # leave the fleet running afterwards
+
+The upgrade scenario needs the previous release's image: scripts/build-release-image.sh.
 
 Scenarios, in order (each prints how long it took):
 
@@ -24,6 +27,16 @@ Scenarios, in order (each prints how long it took):
   sentinel     the replicas moved to Redis Sentinel (a primary, a replica, three sentinels); the
                primary killed under traffic: requests answered from memory meanwhile, nothing
                refused that should pass, and after the failover bans and budgets shared again
+  cluster      the replicas moved to a Redis Cluster (six nodes joined by redis-cli --cluster
+               create: three masters, a replica each): bans, budgets and the merged report
+               shared; each origin's report keys in one slot, not the bans'; the master of the
+               bans' slot killed under traffic: no failed request, nothing refused that should
+               pass, its replica promoted, and bans and budgets shared again through it
+  upgrade      the fleet rolled back to the previous release (RELEASES) over the single Redis,
+               each version with the fleet config its release shipped, then upgraded to --image
+               one replica at a time: no failed request, a ban made on either version refused by
+               every replica of both, `schema` written by the first upgraded replica, the merged
+               report counting on
 
 Python's standard library, the docker CLI and docker-compose only; every wait is bounded.
 Clients are named in X-Forwarded-For (the replicas trust the compose network), from the
@@ -48,6 +61,8 @@ COMPOSE_DIR = os.path.join(ROOT, "deploy", "compose")
 COMPOSE_FILE = os.path.join(COMPOSE_DIR, "docker-compose.yml")
 SUBNET = "172.30.33.0/24"
 REPLICAS = ["rg1", "rg2", "rg3"]
+PROFILES = ("--profile", "sentinel", "--profile", "cluster")
+CLUSTER_NODES = [f"redis-c{n}" for n in range(1, 7)]
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
 BYTESPIDER = "Mozilla/5.0 (Linux; Android 5.0) AppleWebKit/537.36 (KHTML, like Gecko) Mobile Safari/537.36 (compatible; Bytespider; spider-feedback@bytedance.com)"
 AHREFSBOT = "Mozilla/5.0 (compatible; AhrefsBot/7.0; +http://ahrefs.com/robot/)"
@@ -97,18 +112,20 @@ class Fleet:
     def __init__(self, image, testbed, work):
         self.project = f"rgfleet{os.getpid()}"
         self.work = work
+        self.image = image
+        self.containers = {}
         self.ports = {f"{r}": free_port() for r in REPLICAS}
         self.admin = {r: free_port() for r in REPLICAS}
         self.loadgen = free_port()
         self.prometheus = free_port()
         self.env = dict(os.environ)
         self.env.update(
-            ROBOTSGUARD_IMAGE=image,
             TESTBED_IMAGE=testbed,
             LOADGEN_PORT=str(self.loadgen),
             PROMETHEUS_PORT=str(self.prometheus),
         )
         for i, replica in enumerate(REPLICAS, 1):
+            self.env[f"RG{i}_IMAGE"] = image
             self.env[f"RG{i}_PORT"] = str(self.ports[replica])
             self.env[f"RG{i}_ADMIN_PORT"] = str(self.admin[replica])
             self.env[f"RG{i}_CONFIG"] = self.write_config(f"{replica}-initial.yaml", self.base_config())
@@ -131,7 +148,11 @@ class Fleet:
         )
 
     def container(self, service):
-        return self.compose("ps", "-q", service).stdout.strip()
+        """The service's container id, remembered (docker-compose takes seconds on a busy
+        machine); `roll` forgets a replica's, whose container it replaces."""
+        if not self.containers.get(service):
+            self.containers[service] = self.compose("ps", "-q", service).stdout.strip()
+        return self.containers[service]
 
     @property
     def network(self):
@@ -143,16 +164,17 @@ class Fleet:
             if line.startswith("rgfleet") and line.endswith("_default"):
                 run("docker", "network", "rm", line, check_rc=False)
         self.compose("up", "-d", "--no-color", *REPLICAS, "redis", "origin", "origin-b", "loadgen", "prometheus")
+        log("up: the fleet's containers started")
         for replica in REPLICAS:
             self.wait_ready(replica)
         for replica in REPLICAS:
             wait_for(f"{replica} shares its state", 20, lambda r=replica: self.backend_up(r) == 1)
 
     def down(self):
-        self.compose("--profile", "sentinel", "down", "-v", "--remove-orphans", timeout=300)
+        self.compose(*PROFILES, "down", "-v", "--remove-orphans", timeout=300)
 
     def logs(self):
-        return self.compose("--profile", "sentinel", "logs", "--no-color", "--tail", "40").stdout
+        return self.compose(*PROFILES, "logs", "--no-color", "--tail", "40").stdout
 
     # --- talking to the replicas -----------------------------------------------------------
 
@@ -223,6 +245,25 @@ class Fleet:
 
     def redis_cli(self, service, *args):
         return run("docker", "exec", self.container(service), "redis-cli", *args).stdout.strip()
+
+    def address_of(self, service):
+        """The container's address on the compose network."""
+        return run(
+            "docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+            self.container(service),
+        ).stdout.strip()
+
+    def crawler_report(self, replica, origin="site"):
+        """(replicas, requests) of `origin`'s crawler report as `replica` serves it (every
+        replica's reports merged through the store), or None."""
+        try:
+            status, body = self.admin_get(replica, f"/reports/crawlers?origin={origin}", timeout=10)
+        except OSError:
+            return None
+        if status != 200:
+            return None
+        report = json.loads(body)
+        return report.get("replicas", 0), sum(int(row.get("requests", 0)) for row in report.get("crawlers", []))
 
     # --- the load generator and Prometheus --------------------------------------------------
 
@@ -303,6 +344,7 @@ def scenario(name):
             TIMES.append((name, seconds))
             log(f"{name}: passed in {seconds:.1f} s")
 
+        run_it.__name__ = name
         return run_it
 
     return wrap
@@ -413,10 +455,14 @@ def origin(fleet):
     others.check("at the other origin while one was frozen and down")
 
 
-def roll(fleet, replica, config_path):
-    """Takes `replica` out of rotation, recreates it with `config_path`, puts it back."""
+def roll(fleet, replica, config_path, image=None):
+    """Takes `replica` out of rotation, recreates it with `config_path` (and `image`), puts it
+    back."""
     fleet.loadgen_control("pause", replica)
     fleet.env[f"RG{REPLICAS.index(replica) + 1}_CONFIG"] = config_path
+    if image is not None:
+        fleet.env[f"RG{REPLICAS.index(replica) + 1}_IMAGE"] = image
+    fleet.containers.pop(replica, None)
     fleet.compose("up", "-d", "--no-deps", "--no-color", replica)
     fleet.wait_ready(replica)
     fleet.loadgen_control("resume", replica)
@@ -509,10 +555,252 @@ def sentinel(fleet):
     traffic.check("through the move to sentinel and the failover")
 
 
+def cluster_nodes(fleet, service):
+    """CLUSTER NODES as `service` sees it: per node its address, flags, link state and slots."""
+    text = run("docker", "exec", fleet.container(service), "redis-cli", "CLUSTER", "NODES",
+               check_rc=False).stdout
+    rows = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 8:
+            continue
+        rows.append({
+            "address": parts[1].split("@")[0].rsplit(":", 1)[0],
+            "flags": set(parts[2].split(",")),
+            "link": parts[7],
+            "slots": [r for r in parts[8:] if not r.startswith("[")],
+        })
+    return rows
+
+
+def slot_owner(rows, slot):
+    """The address of the live master serving `slot`, or None."""
+    for row in rows:
+        if "master" not in row["flags"] or row["flags"] & {"fail", "fail?"}:
+            continue
+        for span in row["slots"]:
+            low, _, high = span.partition("-")
+            if int(low) <= slot <= int(high or low):
+                return row["address"]
+    return None
+
+
+def form_cluster(fleet):
+    """Starts the six nodes and joins them: three masters, each with a replica in sync."""
+    fleet.compose("--profile", "cluster", "up", "-d", "--no-color", *CLUSTER_NODES)
+    for node in CLUSTER_NODES:
+        wait_for(f"{node} answers", 20, lambda n=node: run(
+            "docker", "exec", fleet.container(n), "redis-cli", "PING", check_rc=False).stdout.strip() == "PONG",
+            every=0.2)
+    addresses = [f"{fleet.address_of(node)}:6379" for node in CLUSTER_NODES]
+    run("docker", "exec", fleet.container(CLUSTER_NODES[0]), "redis-cli", "--cluster", "create", *addresses,
+        "--cluster-replicas", "1", "--cluster-yes", timeout=60)
+
+    def formed():
+        rows = cluster_nodes(fleet, CLUSTER_NODES[0])
+        masters = [r for r in rows if "master" in r["flags"] and r["slots"]]
+        replicas = [r for r in rows if "slave" in r["flags"] and r["link"] == "connected"]
+        if len(masters) != 3 or len(replicas) != 3:
+            return False
+        for node in CLUSTER_NODES:
+            info = run("docker", "exec", fleet.container(node), "redis-cli", "INFO", "replication",
+                       check_rc=False).stdout
+            state = run("docker", "exec", fleet.container(node), "redis-cli", "CLUSTER", "INFO",
+                        check_rc=False).stdout
+            if "cluster_state:ok" not in state or ("role:slave" in info and "master_link_status:up" not in info):
+                return False
+        return True
+
+    wait_for("the cluster formed (three masters, each with a replica in sync)", 60, formed, every=0.5)
+    log("cluster: six nodes joined, three masters with a replica each")
+
+
+@scenario("cluster")
+def cluster(fleet):
+    form_cluster(fleet)
+    config = open(os.path.join(COMPOSE_DIR, "robotsguard-cluster.yaml"), encoding="utf-8").read()
+    config = config.replace("  mode: enforce\n", "  mode: enforce\n  policy: {crawlers: {DotBot: block}}\n", 1)
+    path = fleet.write_config("cluster.yaml", config)
+    traffic = Traffic(fleet)
+    for replica in REPLICAS:
+        roll(fleet, replica, path)
+    for replica in REPLICAS:
+        wait_for(f"{replica} shares through the cluster", 20, lambda r=replica: fleet.backend_up(r) == 1)
+    log("cluster: the replicas share through the cluster")
+    client = "198.51.100.110"
+    fleet.strike_out("rg1", client)
+    for replica in ("rg2", "rg3"):
+        wait_for(f"the ban reaches {replica}", 1.0, lambda r=replica: fleet.refuses_as_banned(r, client), every=0.02)
+    check(fleet.request("rg1", "/page", agent=AHREFSBOT, client="198.51.100.111")[0] == 200, "AhrefsBot refused")
+    for replica in ("rg2", "rg3"):
+        check(fleet.request(replica, "/page", agent=AHREFSBOT, client="198.51.100.111")[0] == 429,
+              f"the budget is not shared with {replica} through the cluster")
+    # Reports: each replica writes its own every 10 s; any replica's report merges all three.
+    wait_for("a report of all three replicas through the cluster", 30,
+             lambda: (fleet.crawler_report("rg2") or (0, 0))[0] == 3, every=0.5)
+    log("cluster: bans, budgets and reports shared")
+
+    # The key layout: what one script or pipeline uses together shares a slot, and no more.
+    node = CLUSTER_NODES[0]
+
+    def slot(key):
+        return int(fleet.redis_cli(node, "CLUSTER", "KEYSLOT", key))
+
+    bans_slot = slot("{robotsguard:}bans")
+    report_slot = slot("{robotsguard:reports:site}:replicas")
+    check(fleet.redis_cli(node, "-c", "EXISTS", "{robotsguard:}bans") == "1", "no {robotsguard:}bans in the cluster")
+    check(fleet.redis_cli(node, "-c", "EXISTS", "{robotsguard:reports:site}:replicas") == "1",
+          "the reports of `site` are not under their own hash tag")
+    report_keys = set()
+    for member in CLUSTER_NODES:
+        report_keys.update(k for k in fleet.redis_cli(member, "KEYS", "*reports:site*").split() if k)
+    check(len(report_keys) >= 4, f"the reports of `site`: {sorted(report_keys)}")
+    check(all(slot(k) == report_slot for k in report_keys), f"the reports of `site` span slots: {sorted(report_keys)}")
+    check(report_slot != bans_slot, "the reports share the bans' slot")
+    check(slot("{robotsguard:reports:other}:replicas") != report_slot, "two origins' reports share a slot")
+
+    # The master of the bans' slot killed under traffic: its replica takes over.
+    owner = slot_owner(cluster_nodes(fleet, node), bans_slot)
+    check(owner is not None, "no master serves the bans' slot")
+    by_address = {fleet.address_of(n): n for n in CLUSTER_NODES}
+    victim = by_address[owner]
+    witness = next(n for n in CLUSTER_NODES if n != victim)
+    log(f"cluster: the bans' slot {bans_slot} on {victim}, the reports of `site` in slot {report_slot}; killing {victim}")
+    run("docker", "kill", fleet.container(victim))
+    killed = time.monotonic()
+    fresh = 0
+
+    def promoted():
+        nonlocal fresh
+        # Whatever should pass passes meanwhile: a crawler at a fresh address is within its
+        # budget; the ban made before still holds.
+        for replica in REPLICAS:
+            fresh += 1
+            address = f"2001:db8:c1:{fresh:x}::1"  # one /64 each: budgets are per network
+            status, body = fleet.request(replica, "/page", agent=AHREFSBOT, client=address)
+            check(status == 200, f"AhrefsBot at fresh {address} via {replica} during the failover: {status} {body[:200]}")
+            check(fleet.refuses_as_banned(replica, client), f"{replica} forgot the ban during the failover")
+        now = slot_owner(cluster_nodes(fleet, witness), bans_slot)
+        return now is not None and now != owner
+
+    wait_for("a replica promoted in the killed master's place", 60, promoted, every=0.2)
+    log(f"cluster: {victim}'s replica took its slots {time.monotonic() - killed:.1f} s after the kill")
+    for replica in REPLICAS:
+        wait_for(f"{replica} shares through the new master", 30, lambda r=replica: fleet.backend_up(r) == 1, every=0.2)
+    log(f"cluster: all replicas share again {time.monotonic() - killed:.1f} s after the kill")
+    check(fleet.refuses_as_banned("rg3", client), "the ban did not survive the failover")
+    fleet.strike_out("rg2", "198.51.100.112")
+    for replica in ("rg1", "rg3"):
+        wait_for(f"the new ban reaches {replica}", 2.0,
+                 lambda r=replica: fleet.refuses_as_banned(r, "198.51.100.112"), every=0.02)
+    check(fleet.request("rg2", "/page", agent=AHREFSBOT, client="198.51.100.113")[0] == 200, "AhrefsBot refused")
+    for replica in ("rg1", "rg3"):
+        check(fleet.request(replica, "/page", agent=AHREFSBOT, client="198.51.100.113")[0] == 429,
+              f"the budget is not shared with {replica} after the failover")
+    traffic.check("through the move to the cluster and the failover")
+
+
+def releases():
+    """(tag, commit) of every release in RELEASES, oldest first."""
+    listed = []
+    with open(os.path.join(ROOT, "RELEASES"), encoding="utf-8") as f:
+        for line in f:
+            words = line.split("#", 1)[0].split()
+            if words:
+                check(len(words) >= 2 and re.fullmatch(r"v\d+\.\d+\.\d+", words[0]) is not None
+                      and re.fullmatch(r"[0-9a-f]{40}", words[1]) is not None, f"RELEASES: bad line {line!r}")
+                listed.append((words[0], words[1]))
+    check(listed, "RELEASES lists no release")
+    return listed
+
+
+def previous_release():
+    """The newest release in RELEASES that is not the checked-out commit."""
+    head = run("git", "-C", ROOT, "rev-parse", "HEAD").stdout.strip()
+    earlier = [(tag, commit) for tag, commit in releases() if commit != head]
+    check(earlier, "RELEASES names no release before this commit")
+    return earlier[-1]
+
+
+def strike(fleet, replica, client):
+    """Three requests robots.txt disallows to Bytespider, which ban the address (either version)."""
+    for n in range(3):
+        status, body = fleet.request(replica, f"/x{n}", agent=BYTESPIDER, client=client)
+        check(status == 403, f"Bytespider on {replica} got {status}: {body[:200]}")
+    check(fleet.refuses_as_banned(replica, client), f"{client} is not banned on {replica}")
+
+
+@scenario("upgrade")
+def upgrade(fleet):
+    tag, commit = previous_release()
+    previous = fleet.previous_image or f"robotsguard-release:{tag}"
+    check(run("docker", "image", "inspect", previous, check_rc=False).returncode == 0,
+          f"no image {previous}: scripts/build-release-image.sh {tag} builds it")
+    for image in (previous, fleet.image):
+        log(f"upgrade: {image} is {run('docker', 'run', '--rm', image, '--version').stdout.strip()}")
+    # Each version gets the fleet config its release shipped, checked by its own `validate`.
+    old_text = run("git", "-C", ROOT, "show", f"{commit}:deploy/compose/robotsguard.yaml").stdout
+    configs = {previous: fleet.write_config("previous.yaml", old_text),
+               fleet.image: fleet.write_config("current.yaml", fleet.base_config())}
+    for image, path in configs.items():
+        run("docker", "run", "--rm", "--network", fleet.network, "-v", f"{path}:/etc/robotsguard/robotsguard.yaml:ro",
+            image, "validate", "--config", "/etc/robotsguard/robotsguard.yaml")
+    traffic = Traffic(fleet)
+    # The fleet as the previous release runs it (a rolling downgrade: the way back works too),
+    # over a store that release alone wrote: it has no `schema` key.
+    for replica in REPLICAS:
+        roll(fleet, replica, configs[previous], previous)
+    for replica in REPLICAS:
+        wait_for(f"{replica} on {tag} shares its state", 20, lambda r=replica: fleet.backend_up(r) == 1)
+    fleet.redis_cli("redis", "DEL", "robotsguard:schema")
+    old_ban = "198.51.100.120"
+    strike(fleet, "rg1", old_ban)
+    for replica in ("rg2", "rg3"):
+        wait_for(f"the {tag} ban reaches {replica}", 2.0, lambda r=replica: fleet.refuses_as_banned(r, old_ban), every=0.02)
+    # Each replica's report reaches the store within 10 s.
+    counted = wait_for("a report of the previous release's replicas", 30,
+                       lambda: (fleet.crawler_report("rg1") or (0, 0))[1], every=0.5)
+    log(f"upgrade: {tag} fleet; the report of `site` counts {counted} crawler requests")
+    for i, replica in enumerate(REPLICAS):
+        roll(fleet, replica, configs[fleet.image], fleet.image)
+        wait_for(f"upgraded {replica} shares its state", 20, lambda r=replica: fleet.backend_up(r) == 1)
+        upgraded, old = REPLICAS[: i + 1], REPLICAS[i + 1 :]
+        if i == 0:
+            wait_for("the upgraded replica writes the key schema", 5,
+                     lambda: fleet.redis_cli("redis", "GET", "robotsguard:schema") == "1")
+        check(fleet.metric(replica, "robotsguard_state_schema_newer") == 0, f"{replica} finds a newer schema")
+        # Bans made on either version are honoured by both.
+        check(fleet.refuses_as_banned(replica, old_ban), f"upgraded {replica} lets the {tag} ban through")
+        made_new = f"198.51.100.{121 + 2 * i}"
+        strike(fleet, replica, made_new)
+        for other in REPLICAS:
+            wait_for(f"the ban made on upgraded {replica} reaches {other}", 2.0,
+                     lambda r=other: fleet.refuses_as_banned(r, made_new), every=0.02)
+        if old:
+            made_old = f"198.51.100.{122 + 2 * i}"
+            strike(fleet, old[0], made_old)
+            for other in upgraded:
+                wait_for(f"the ban made on {tag} {old[0]} reaches upgraded {other}", 2.0,
+                         lambda r=other: fleet.refuses_as_banned(r, made_old), every=0.02)
+        # The reports of both versions merged: the count goes on from where it was.
+        now = (fleet.crawler_report(replica) or (0, 0))[1]
+        check(now >= counted, f"the report on upgraded {replica} counts {now} crawler requests, {counted} before")
+        counted = now
+        log(f"upgrade: {replica} runs this build ({'old: ' + ', '.join(old) if old else 'all upgraded'}); "
+            f"bans shared both ways; the report counts {now}")
+    grown = wait_for("the report counting on after the upgrade", 30,
+                     lambda: (fleet.crawler_report("rg3") or (0, 0))[1] > counted and fleet.crawler_report("rg3")[1], every=0.5)
+    log(f"upgrade: the report of `site` counts {grown} crawler requests")
+    traffic.check("through the rolling upgrade")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--image", default="robotsguard:latest")
     parser.add_argument("--testbed", default="robotsguard-testbed:bookworm")
+    parser.add_argument("--previous-image", help="the previous release's image (default: "
+                        "robotsguard-release:TAG, TAG the newest release in RELEASES before this commit)")
+    parser.add_argument("--only", help="comma-separated scenarios to run, in their order (all by default)")
     args = parser.parse_args()
     for tool in ("docker", "docker-compose"):
         if shutil.which(tool) is None:
@@ -521,15 +809,24 @@ def main():
     if run("docker", "info", check_rc=False).returncode != 0:
         log("FAILED: no Docker engine answers (docker info failed)")
         return 1
+    steps = [shared, partition, kill, origin, rolling, sentinel, cluster, upgrade]
+    if args.only:
+        wanted = args.only.split(",")
+        unknown = set(wanted) - {s.__name__ for s in steps}
+        if unknown:
+            log(f"FAILED: no scenario {', '.join(sorted(unknown))}")
+            return 2
+        steps = [s for s in steps if s.__name__ in wanted]
     started = time.monotonic()
     work = tempfile.mkdtemp(prefix="rgfleet")
     os.chmod(work, 0o755)
     fleet = Fleet(args.image, args.testbed, work)
+    fleet.previous_image = args.previous_image
     failed = None
     try:
         fleet.up()
         TIMES.append(("up", time.monotonic() - started))
-        for step in (shared, partition, kill, origin, rolling, sentinel):
+        for step in steps:
             step(fleet)
     except Exception as e:  # noqa: BLE001 - any failure ends the run with the fleet's logs
 

@@ -389,9 +389,13 @@ impl Shared {
         self.up.load(Ordering::Acquire)
     }
 
-    /// A key the scripts and pipelines use together with others (everything but the Crawl-delay
-    /// budgets). In a cluster the prefix is its hash tag (`{robotsguard:}bans`), so that all of
-    /// them share one slot, as a script's keys must; a single server keeps the keys as they were.
+    /// A key the scripts and pipelines use together with others: the bans, the readers set and
+    /// strike counts the violation script reads and writes at once, the versions every check
+    /// reads in one `MGET`, the robots.txt histories read many origins to a pipeline. In a
+    /// cluster the prefix is its hash tag (`{robotsguard:}bans`), so that all of them share one
+    /// slot, as a script's or pipeline's keys must; a single server keeps the keys as they were.
+    /// Keys used alone (budgets, rate buckets, nonces, signatures) are untagged, and each
+    /// origin's reports have a tag of their own (`reports.rs`), so that a cluster spreads them.
     fn key(&self, parts: &[&str]) -> String {
         self.key_in(self.endpoint.is_cluster(), parts)
     }

@@ -7,6 +7,12 @@
 //! their last write, at most [`MAX_REPLICAS`]), `reports:ORIGIN:counts:REPLICA` and
 //! `reports:ORIGIN:violations:SLICE_START:REPLICA` (JSON), and `reports:ORIGIN:sample:REPLICA`
 //! (the preview's sample of recent crawler traffic, JSON).
+//!
+//! In a cluster each origin's report keys carry their own hash tag, the prefix and `reports:ORIGIN`
+//! (`{robotsguard:reports:shop}:counts:REPLICA`): every pipeline here reads or writes one
+//! origin's keys only, so they must share a slot with each other but not with the bans, and a
+//! fleet with many origins spreads its reports over the masters. One server and Sentinel keep
+//! the keys as they were.
 
 use std::time::Duration;
 
@@ -20,6 +26,22 @@ pub(crate) const MAX_REPLICAS: isize = 64;
 const REPORTS_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Shared {
+    /// The key `reports:ORIGIN:PARTS...` (in a cluster, tagged by the origin: module docs).
+    fn report_key(&self, origin: &str, parts: &[&str]) -> String {
+        if !self.endpoint.is_cluster() {
+            let mut all = Vec::with_capacity(parts.len() + 2);
+            all.extend_from_slice(&["reports", origin]);
+            all.extend_from_slice(parts);
+            return self.key_in(false, &all);
+        }
+        let mut key = format!("{{{}reports:{origin}}}", self.prefix);
+        for part in parts {
+            key.push(':');
+            key.push_str(part);
+        }
+        key
+    }
+
     /// Adds to `pipe` what marks `replica` as a writer of `origin`'s reports at `now_ms`: its
     /// place in the replicas set, which drops writers older than `window` and beyond
     /// [`MAX_REPLICAS`], and expires with the reports.
@@ -31,7 +53,7 @@ impl Shared {
         window: Duration,
         now_ms: u64,
     ) {
-        let replicas = self.key(&["reports", origin, "replicas"]);
+        let replicas = self.report_key(origin, &["replicas"]);
         let oldest = now_ms.saturating_sub(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
         pipe.cmd("ZADD")
             .arg(&replicas)
@@ -65,7 +87,7 @@ impl Shared {
         let oldest = now_ms.saturating_sub(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
         let mut command = redis::cmd("ZRANGEBYSCORE");
         command
-            .arg(self.key(&["reports", origin, "replicas"]))
+            .arg(self.report_key(origin, &["replicas"]))
             .arg(oldest)
             .arg("+inf");
         self.run_within("reports", REPORTS_TIMEOUT, command.query_async(connection))
@@ -87,14 +109,14 @@ impl Shared {
         let ttl = window.as_secs() + 3600;
         let mut pipe = redis::pipe();
         pipe.cmd("SET")
-            .arg(self.key(&["reports", origin, "counts", replica]))
+            .arg(self.report_key(origin, &["counts", replica]))
             .arg(&parts.counts)
             .arg("EX")
             .arg(ttl)
             .ignore();
         for (start, slice) in &parts.violations {
             pipe.cmd("SET")
-                .arg(self.key(&["reports", origin, "violations", &start.to_string(), replica]))
+                .arg(self.report_key(origin, &["violations", &start.to_string(), replica]))
                 .arg(slice)
                 .arg("EX")
                 .arg(ttl)
@@ -126,15 +148,10 @@ impl Shared {
         let mut pipe = redis::pipe();
         for replica in &replicas {
             pipe.cmd("GET")
-                .arg(self.key(&["reports", origin, "counts", replica]));
+                .arg(self.report_key(origin, &["counts", replica]));
             for start in slices {
-                pipe.cmd("GET").arg(self.key(&[
-                    "reports",
-                    origin,
-                    "violations",
-                    &start.to_string(),
-                    replica,
-                ]));
+                pipe.cmd("GET")
+                    .arg(self.report_key(origin, &["violations", &start.to_string(), replica]));
             }
         }
         if replicas.is_empty() {
@@ -175,7 +192,7 @@ impl Shared {
         };
         let mut pipe = redis::pipe();
         pipe.cmd("SET")
-            .arg(self.key(&["reports", origin, "sample", replica]))
+            .arg(self.report_key(origin, &["sample", replica]))
             .arg(sample)
             .arg("EX")
             .arg(window.as_secs() + 3600)
@@ -208,7 +225,7 @@ impl Shared {
         let mut pipe = redis::pipe();
         for replica in &replicas {
             pipe.cmd("GET")
-                .arg(self.key(&["reports", origin, "sample", replica]));
+                .arg(self.report_key(origin, &["sample", replica]));
         }
         let values: Vec<Option<String>> = self
             .run_within(
@@ -224,5 +241,43 @@ impl Shared {
                 .filter_map(|(replica, value)| Some((replica, value?)))
                 .collect(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::RedisConfig;
+
+    fn shared(url: &str) -> Shared {
+        Shared::new(&RedisConfig {
+            url: url.to_owned(),
+            url_file: None,
+            prefix: "robotsguard:".to_owned(),
+            timeout: Duration::from_millis(100),
+            tls: None,
+        })
+        .expect("a client for the URL")
+    }
+
+    #[test]
+    fn a_cluster_tags_each_origins_reports_alone_and_one_server_keeps_the_plain_keys() {
+        let cluster = shared("redis+cluster://127.0.0.1:7000,127.0.0.1:7001");
+        assert_eq!(
+            cluster.report_key("shop", &["counts", "r1"]),
+            "{robotsguard:reports:shop}:counts:r1"
+        );
+        assert_eq!(
+            cluster.report_key("shop", &["violations", "1700000000", "r1"]),
+            "{robotsguard:reports:shop}:violations:1700000000:r1"
+        );
+        // The bans keep the deployment's tag: the scripts use them with the readers and strikes.
+        assert_eq!(cluster.key(&["bans"]), "{robotsguard:}bans");
+        let single = shared("redis://127.0.0.1:6379/0");
+        assert_eq!(
+            single.report_key("shop", &["replicas"]),
+            "robotsguard:reports:shop:replicas"
+        );
+        assert_eq!(single.key(&["bans"]), "robotsguard:bans");
     }
 }
