@@ -32,6 +32,11 @@ if [ -z "$tag" ]; then
     echo "build-release-image: RELEASES names no release ${wanted:-before this commit}" >&2
     exit 1
 fi
+# A shallow clone lacks the release's commit: its history is fetched once.
+if ! git cat-file -e "$commit^{commit}" 2>/dev/null \
+    && [ "$(git rev-parse --is-shallow-repository)" = true ]; then
+    git fetch --quiet --unshallow || true
+fi
 if ! git cat-file -e "$commit^{commit}" 2>/dev/null; then
     echo "build-release-image: $tag: commit $commit is not in this clone (a shallow clone? git fetch --unshallow)" >&2
     exit 1
