@@ -485,6 +485,25 @@ def rolling(fleet):
     traffic.check("during the rolling change")
 
 
+def shared_after_failover(fleet, scenario, store, killed, client, ban, crawler):
+    """After a store failover: every replica shares through the new STORE again, the ban made
+    before it still holds, a new ban (an address, reaching the others within seconds) made on rg2
+    holds on rg1 and rg3, and a crawler's Crawl-delay budget spent on rg2 is spent on rg1 and rg3."""
+    for replica in REPLICAS:
+        wait_for(f"{replica} shares through the new {store}", 30, lambda r=replica: fleet.backend_up(r) == 1, every=0.2)
+    log(f"{scenario}: all replicas share again {time.monotonic() - killed:.1f} s after the kill")
+    check(fleet.refuses_as_banned("rg3", client), "the ban did not survive the failover")
+    banned, within = ban
+    fleet.strike_out("rg2", banned)
+    for replica in ("rg1", "rg3"):
+        wait_for(f"the new ban reaches {replica}", within,
+                 lambda r=replica: fleet.refuses_as_banned(r, banned), every=0.02)
+    check(fleet.request("rg2", "/page", agent=AHREFSBOT, client=crawler)[0] == 200, "AhrefsBot refused")
+    for replica in ("rg1", "rg3"):
+        check(fleet.request(replica, "/page", agent=AHREFSBOT, client=crawler)[0] == 429,
+              f"the budget is not shared with {replica} after the failover")
+
+
 @scenario("sentinel")
 def sentinel(fleet):
     fleet.compose("--profile", "sentinel", "up", "-d", "--no-color",
@@ -540,18 +559,8 @@ def sentinel(fleet):
 
     wait_for("a sentinel failover", 60, promoted, every=0.2)
     log(f"sentinel: the replica was promoted {time.monotonic() - failover_started:.1f} s after the primary was killed")
-    for replica in REPLICAS:
-        wait_for(f"{replica} shares through the new primary", 30, lambda r=replica: fleet.backend_up(r) == 1, every=0.2)
-    log(f"sentinel: all replicas share again {time.monotonic() - failover_started:.1f} s after the kill")
-    check(fleet.refuses_as_banned("rg3", client), "the ban did not survive the failover")
-    fleet.strike_out("rg2", "198.51.100.82")
-    for replica in ("rg1", "rg3"):
-        wait_for(f"the new ban reaches {replica}", 1.0,
-                 lambda r=replica: fleet.refuses_as_banned(r, "198.51.100.82"), every=0.02)
-    check(fleet.request("rg2", "/page", agent=AHREFSBOT, client="198.51.100.83")[0] == 200, "AhrefsBot refused")
-    for replica in ("rg1", "rg3"):
-        check(fleet.request(replica, "/page", agent=AHREFSBOT, client="198.51.100.83")[0] == 429,
-              f"the budget is not shared with {replica} after the failover")
+    shared_after_failover(fleet, "sentinel", "primary", failover_started, client,
+                          ban=("198.51.100.82", 1.0), crawler="198.51.100.83")
     traffic.check("through the move to sentinel and the failover")
 
 
@@ -685,18 +694,8 @@ def cluster(fleet):
 
     wait_for("a replica promoted in the killed master's place", 60, promoted, every=0.2)
     log(f"cluster: {victim}'s replica took its slots {time.monotonic() - killed:.1f} s after the kill")
-    for replica in REPLICAS:
-        wait_for(f"{replica} shares through the new master", 30, lambda r=replica: fleet.backend_up(r) == 1, every=0.2)
-    log(f"cluster: all replicas share again {time.monotonic() - killed:.1f} s after the kill")
-    check(fleet.refuses_as_banned("rg3", client), "the ban did not survive the failover")
-    fleet.strike_out("rg2", "198.51.100.112")
-    for replica in ("rg1", "rg3"):
-        wait_for(f"the new ban reaches {replica}", 2.0,
-                 lambda r=replica: fleet.refuses_as_banned(r, "198.51.100.112"), every=0.02)
-    check(fleet.request("rg2", "/page", agent=AHREFSBOT, client="198.51.100.113")[0] == 200, "AhrefsBot refused")
-    for replica in ("rg1", "rg3"):
-        check(fleet.request(replica, "/page", agent=AHREFSBOT, client="198.51.100.113")[0] == 429,
-              f"the budget is not shared with {replica} after the failover")
+    shared_after_failover(fleet, "cluster", "master", killed, client,
+                          ban=("198.51.100.112", 2.0), crawler="198.51.100.113")
     traffic.check("through the move to the cluster and the failover")
 
 

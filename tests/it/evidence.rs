@@ -78,7 +78,7 @@ fn from(proxy: &Proxy, host: &str, client: &str, path: &str, ua: &str) -> suppor
 }
 
 /// Every record line in `dir`'s files, in file order.
-fn lines_in(dir: &Path) -> Vec<String> {
+pub(crate) fn lines_in(dir: &Path) -> Vec<String> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|entries| {
             entries

@@ -241,28 +241,7 @@ fn a_signed_crawler_s_evidence_record_names_the_agent_and_the_key_that_verified_
 
 /// The record lines in `dir`'s files, once there are `count` (waited for, bounded).
 fn wait_until_lines(dir: &Path, count: usize) -> Vec<String> {
-    let read = || -> Vec<String> {
-        let mut files: Vec<_> = std::fs::read_dir(dir)
-            .map(|entries| {
-                entries
-                    .filter_map(Result::ok)
-                    .map(|e| e.path())
-                    .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        files.sort();
-        files
-            .iter()
-            .flat_map(|f| {
-                std::fs::read_to_string(f)
-                    .unwrap_or_default()
-                    .lines()
-                    .map(str::to_string)
-                    .collect::<Vec<_>>()
-            })
-            .collect()
-    };
+    let read = || crate::evidence::lines_in(dir);
     let mut lines = read();
     for _ in 0..200 {
         if lines.len() >= count {
